@@ -1,0 +1,291 @@
+"""Tokenisation and feature hashing: text -> (feature hashes, weights).
+
+No Scrapy import here: this module is part of the algorithm core.
+
+Tokenisation is defined so that it can run fast on bytes:
+
+1. The text is encoded as UTF-8 and split at every ASCII character that is
+   not a letter or a digit (``bytes.translate`` + ``bytes.split`` run in C).
+   ASCII letters are lower-cased on the way.
+2. A piece that still holds non-ASCII characters is decoded, NFKC-normalised,
+   case-folded and split again at Unicode non-word characters.  Runs of
+   characters from scripts written without spaces (Han, Hiragana, Katakana,
+   Thai, Lao, Khmer, Myanmar) become overlapping character n-grams
+   (``cjk_ngram``, bigrams by default), so such text still fingerprints well.
+
+Every token gets a stable 64-bit hash (a polynomial hash of its UTF-8 bytes
+modulo 2**64 through the SplitMix64 finaliser), the same in every process and
+on every machine, computed for all tokens at once with numpy.  Word n-grams combine the token
+hashes with a SplitMix64 mixer, vectorised with numpy.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "FeatureConfig",
+    "DEFAULT_FEATURES",
+    "tokenize",
+    "feature_hashes",
+    "stable_hash64",
+]
+
+_WEIGHTINGS = ("tf", "sublinear", "binary")
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    """Which features a fingerprint is built from and how they are weighted.
+
+    ``word_ngram``: length of word shingles (1 = single words).
+    ``char_ngram``: if > 0, character n-grams of the normalised text are used
+    *instead of* word shingles.
+    ``weighting``: ``"tf"`` (term frequency), ``"sublinear"`` (1 + ln tf) or
+    ``"binary"`` (every distinct feature weighs 1).
+    ``cjk_ngram``: n for character n-grams of scripts written without spaces.
+    """
+
+    word_ngram: int = 1
+    char_ngram: int = 0
+    weighting: str = "tf"
+    cjk_ngram: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("word_ngram", "cjk_ngram"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not isinstance(self.char_ngram, int) or isinstance(self.char_ngram, bool) or self.char_ngram < 0:
+            raise ValueError(f"char_ngram must be an integer >= 0, got {self.char_ngram!r}")
+        if self.weighting not in _WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {', '.join(_WEIGHTINGS)}, got {self.weighting!r}")
+
+    def signature(self) -> str:
+        """A short stable string that identifies this configuration (stored in index files)."""
+        return f"w{self.word_ngram}-c{self.char_ngram}-{self.weighting}-j{self.cjk_ngram}"
+
+
+DEFAULT_FEATURES = FeatureConfig()
+
+# bytes.translate table: ASCII letters -> lower case, ASCII digits kept,
+# every other ASCII byte -> space, non-ASCII bytes (UTF-8 sequences) kept.
+_ASCII_TABLE = bytes(
+    (c + 32 if 65 <= c <= 90 else c) if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c >= 128) else 32
+    for c in range(256)
+)
+
+# Scripts written without spaces between words.
+_NOSPACE_RANGES = (
+    "\u0e00-\u0eff"  # Thai, Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1780-\u17ff"  # Khmer
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\U00020000-\U0003134f"  # CJK extensions B..G
+)
+_UNICODE_TOKEN = re.compile(f"([{_NOSPACE_RANGES}]+)|[^\\W_{_NOSPACE_RANGES}]+")
+
+_CACHE_LIMIT = 200_000
+# Texts are hashed in chunks of about this many bytes (bounded temporary arrays).
+_CHUNK = 1 << 20
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# Token hash: polynomial hash of the token's UTF-8 bytes modulo 2**64
+# (sum of byte_j * P**j), plus the length, through the SplitMix64 finaliser.
+# Prefix sums make it fully vectorised: hash(s..e) = (H[e] - H[s]) * P**-s.
+_P = 0x100000001B3
+_P_INV = pow(_P, -1, 1 << 64)
+
+
+def _power_table(base: int, size: int) -> np.ndarray:
+    """[1, base, base**2, ...] modulo 2**64, as uint64."""
+    factors = np.full(size, base, dtype=np.uint64)
+    factors[0] = 1
+    return np.cumprod(factors, dtype=np.uint64)
+
+
+_POWERS = _power_table(_P, _CHUNK + 64)
+_INV_POWERS = _power_table(_P_INV, _CHUNK + 64)
+_MASK = (1 << 64) - 1
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser, element-wise on a uint64 array (wrapping arithmetic)."""
+    z = z ^ (z >> np.uint64(30))
+    z = z * _M1
+    z = z ^ (z >> np.uint64(27))
+    z = z * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def _mix64_int(z: int) -> int:
+    z ^= z >> 30
+    z = (z * 0xBF58476D1CE4E5B9) & _MASK
+    z ^= z >> 27
+    z = (z * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def stable_hash64(token: bytes) -> int:
+    """Stable unsigned 64-bit hash of one token's bytes (the same on every machine)."""
+    acc = 0
+    power = 1
+    for byte in token:
+        acc = (acc + byte * power) & _MASK
+        power = (power * _P) & _MASK
+    return _mix64_int((acc + len(token)) & _MASK)
+
+
+def _split_unicode_piece(piece: str, cjk_ngram: int) -> list[str]:
+    """Tokens of one piece that holds non-ASCII characters."""
+    tokens: list[str] = []
+    folded = unicodedata.normalize("NFKC", piece).casefold()
+    for match in _UNICODE_TOKEN.finditer(folded):
+        run = match.group(1)
+        if run is None:
+            tokens.append(match.group(0))
+        elif len(run) <= cjk_ngram:
+            tokens.append(run)
+        else:
+            tokens.extend(run[i : i + cjk_ngram] for i in range(len(run) - cjk_ngram + 1))
+    return tokens
+
+
+class _PieceHashCache(dict):
+    """non-ASCII piece (bytes) -> uint64 array of its tokens' hashes; computed on first use."""
+
+    def __init__(self, cjk_ngram: int) -> None:
+        super().__init__()
+        self.cjk_ngram = cjk_ngram
+
+    def __missing__(self, piece: bytes) -> np.ndarray:
+        if len(self) >= _CACHE_LIMIT:
+            self.clear()
+        tokens = _split_unicode_piece(piece.decode("utf-8", "replace"), self.cjk_ngram)
+        value = np.array([stable_hash64(tok.encode("utf-8")) for tok in tokens], dtype=np.uint64)
+        self[piece] = value
+        return value
+
+
+_caches: dict[int, _PieceHashCache] = {}
+
+
+def _cache_for(cjk_ngram: int) -> _PieceHashCache:
+    cache = _caches.get(cjk_ngram)
+    if cache is None:
+        cache = _caches[cjk_ngram] = _PieceHashCache(cjk_ngram)
+    return cache
+
+
+def _to_bytes(text: str | bytes) -> bytes:
+    if isinstance(text, bytes):
+        return text
+    if isinstance(text, str):
+        # Lone surrogates (possible in str built from bad data) become U+FFFD, never an error.
+        return text.encode("utf-8", "replace")
+    raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
+
+
+def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
+    """The normalised tokens of ``text``, as the fingerprint sees them (for display and tests)."""
+    tokens: list[str] = []
+    for piece in _to_bytes(text).translate(_ASCII_TABLE).split():
+        if piece.isascii():
+            tokens.append(piece.decode("ascii"))
+        else:
+            tokens.extend(_split_unicode_piece(piece.decode("utf-8", "replace"), cjk_ngram))
+    return tokens
+
+
+def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
+    codes = np.frombuffer(chunk, dtype=np.uint8)
+    in_token = (codes != 32).view(np.int8)
+    edges = np.flatnonzero(np.diff(in_token, prepend=0, append=0))
+    starts, ends = edges[0::2], edges[1::2]
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
+    np.cumsum(codes.astype(np.uint64) * _POWERS[: len(codes)], dtype=np.uint64, out=prefix[1:])
+    poly = (prefix[ends] - prefix[starts]) * _INV_POWERS[starts]
+    hashes = _mix64(poly + (ends - starts).astype(np.uint64))
+    if chunk.isascii():
+        return hashes
+    # Pieces with non-ASCII bytes are re-tokenised with Unicode rules (few, cached).
+    high = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(codes >= 128, out=high[1:])
+    special = np.flatnonzero(high[ends] - high[starts])
+    cache = _cache_for(cjk_ngram)
+    parts = []
+    previous = 0
+    for i in special.tolist():
+        parts.append(hashes[previous:i])
+        parts.append(cache[chunk[starts[i] : ends[i]]])
+        previous = i + 1
+    parts.append(hashes[previous:])
+    return np.concatenate(parts)
+
+
+def token_hashes(text: str | bytes, cjk_ngram: int = 2) -> np.ndarray:
+    """The stable 64-bit hash of every token of ``text``, in order (uint64 array)."""
+    data = _to_bytes(text).translate(_ASCII_TABLE)
+    if len(data) <= _CHUNK:
+        return _chunk_hashes(data, cjk_ngram)
+    parts = []
+    begin = 0
+    while begin < len(data):
+        end = begin + _CHUNK
+        if end < len(data):
+            cut = data.rfind(b" ", begin, end)
+            end = cut + 1 if cut > begin else end
+        parts.append(_chunk_hashes(data[begin:end], cjk_ngram))
+        begin = end
+    return np.concatenate(parts)
+
+
+def _shingle(seq: np.ndarray, n: int) -> np.ndarray:
+    """Hashes of all length-n windows of ``seq`` (fewer than n items: one window of all)."""
+    if n == 1:
+        return seq
+    if len(seq) < n:
+        n = len(seq)
+        if n <= 1:
+            return seq
+    count = len(seq) - n + 1
+    acc = seq[:count].copy()
+    for j in range(1, n):
+        acc = _mix64(acc * _GOLDEN + seq[j : j + count])
+    return acc
+
+
+def _char_hashes(text: str | bytes, n: int, cjk_ngram: int) -> np.ndarray:
+    normalised = " ".join(tokenize(text, cjk_ngram))
+    codes = np.frombuffer(normalised.encode("utf-32-le"), dtype="<u4").astype(np.uint64)
+    return _mix64(_shingle(_mix64(codes + _GOLDEN), n))
+
+
+def feature_hashes(text: str | bytes, config: FeatureConfig = DEFAULT_FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct feature hashes of ``text`` (uint64) and their weights (float64)."""
+    if config.char_ngram:
+        seq = _char_hashes(text, config.char_ngram, config.cjk_ngram)
+    else:
+        seq = _shingle(token_hashes(text, config.cjk_ngram), config.word_ngram)
+    if len(seq) == 0:
+        return seq, np.zeros(0, dtype=np.float64)
+    features, counts = np.unique(seq, return_counts=True)
+    if config.weighting == "tf":
+        weights = counts.astype(np.float64)
+    elif config.weighting == "sublinear":
+        weights = 1.0 + np.log(counts)
+    else:
+        weights = np.ones(len(features), dtype=np.float64)
+    return features, weights
+

@@ -1,0 +1,588 @@
+"""Exact Hamming-distance search over 64-bit fingerprints (Manku, Jain, Das Sarma 2007).
+
+No Scrapy import here: this module is part of the algorithm core.
+
+The 64 bits are split into B blocks.  Two fingerprints within distance k differ
+in at most k blocks, so at least B - k blocks are equal.  For each of the
+C(B, k) choices of B - k blocks there is one table whose *key* is those blocks
+put side by side (a permutation of the bits): every fingerprint within k of a
+query shares the query's key in at least one table.  A query reads the matching
+bucket of every table and verifies each candidate with a popcount, so the
+answer is exact: every stored fingerprint within k, nothing farther.
+
+Layout (chosen for memory and numpy speed): fingerprints live once in a uint64
+array; each table is a uint32 array of row numbers sorted by key bucket plus a
+directory of bucket offsets.  New rows go to a small unsorted tail that queries
+scan by brute force, and are merged into the tables in batches.  With the
+defaults (k = 3, B = 4) that is about 33 bytes per stored fingerprint with
+integer keys.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from itertools import combinations
+from os import PathLike
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .fingerprint import check_fingerprint
+
+__all__ = ["BlockPermutedIndex", "Match", "block_widths", "IndexFormatError"]
+
+_MAX_TABLES = 5000
+_QUERY_CHUNK = 1 << 15
+_FORMAT_MAGIC = b"SIMHIDX\x00"
+_FORMAT_VERSION = 1
+_HEADER = struct.Struct("<8sHBBQB")  # magic, version, k, B, rows, key kind
+_KEYS_INT, _KEYS_STR = 0, 1
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class IndexFormatError(ValueError):
+    """An index file is truncated, corrupt, or was written with another layout."""
+
+
+class Match(NamedTuple):
+    """One stored fingerprint found by a query."""
+
+    key: Any
+    fingerprint: int
+    distance: int
+
+
+def block_widths(blocks: int) -> list[int]:
+    """Bit widths of the blocks, most significant block first (the first 64 % B blocks get one more bit)."""
+    base, extra = divmod(64, blocks)
+    return [base + 1 if i < extra else base for i in range(blocks)]
+
+
+class _Table:
+    """One permutation: the key is the concatenation of some blocks."""
+
+    __slots__ = ("spans", "key_bits", "dir_bits", "order", "bounds")
+
+    def __init__(self, spans: list[tuple[int, int, int]], key_bits: int) -> None:
+        self.spans = spans  # (shift, mask, width) of contiguous bit runs, high to low
+        self.key_bits = key_bits
+        self.dir_bits = 0
+        self.order = np.zeros(0, dtype=np.uint32)
+        self.bounds = np.zeros(2, dtype=np.int64)
+
+    def bucket(self, fp: int) -> int:
+        key = 0
+        for shift, mask, width in self.spans:
+            key = (key << width) | ((fp >> shift) & mask)
+        return key >> (self.key_bits - self.dir_bits)
+
+    def buckets(self, fps: np.ndarray) -> np.ndarray:
+        key = np.zeros(len(fps), dtype=np.uint64)
+        for shift, mask, width in self.spans:
+            key = (key << np.uint64(width)) | ((fps >> np.uint64(shift)) & np.uint64(mask))
+        return (key >> np.uint64(self.key_bits - self.dir_bits)).astype(np.int64)
+
+
+def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For segments [start, start+count): (owner segment of each position, the positions)."""
+    total = int(counts.sum())
+    owners = np.repeat(np.arange(len(counts)), counts)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owners, np.repeat(starts, counts) + offsets
+
+
+class _Keys:
+    """Row -> user key.  A compact int64 array while every key is an int, a list otherwise."""
+
+    __slots__ = ("ints", "objects")
+
+    def __init__(self) -> None:
+        self.ints: np.ndarray | None = np.zeros(16, dtype=np.int64)
+        self.objects: list[Any] | None = None
+
+    def _to_objects(self, n: int) -> None:
+        assert self.ints is not None
+        self.objects = self.ints[:n].tolist()
+        self.ints = None
+
+    def set(self, row: int, key: Any, n: int) -> None:
+        if self.ints is not None:
+            if type(key) is int and _INT64_MIN <= key <= _INT64_MAX:
+                if row >= len(self.ints):
+                    self.ints = np.resize(self.ints, max(16, 2 * len(self.ints)))
+                self.ints[row] = key
+                return
+            self._to_objects(n)
+        assert self.objects is not None
+        self.objects.append(key)
+
+    def extend(self, keys: Sequence[Any], n: int) -> None:
+        if self.ints is not None and all(type(k) is int and _INT64_MIN <= k <= _INT64_MAX for k in keys):
+            needed = n + len(keys)
+            if needed > len(self.ints):
+                self.ints = np.resize(self.ints, max(needed, 2 * len(self.ints)))
+            self.ints[n:needed] = np.asarray(keys, dtype=np.int64) if len(keys) else 0
+            return
+        if self.ints is not None:
+            self._to_objects(n)
+        assert self.objects is not None
+        self.objects.extend(keys)
+
+    def get(self, row: int) -> Any:
+        if self.ints is not None:
+            return int(self.ints[row])
+        assert self.objects is not None
+        return self.objects[row]
+
+    def take(self, rows: np.ndarray, n: int) -> _Keys:
+        kept = _Keys()
+        if self.ints is not None:
+            kept.ints = self.ints[:n][rows].copy()
+        else:
+            assert self.objects is not None
+            kept.ints = None
+            kept.objects = [self.objects[r] for r in rows.tolist()]
+        return kept
+
+    def rows_of(self, key: Any, n: int) -> list[int]:
+        if self.ints is not None:
+            if type(key) is not int or not _INT64_MIN <= key <= _INT64_MAX:
+                return []
+            return np.flatnonzero(self.ints[:n] == key).tolist()
+        assert self.objects is not None
+        return [row for row, stored in enumerate(self.objects) if stored == key]
+
+    def nbytes(self) -> int:
+        return self.ints.nbytes if self.ints is not None else 8 * len(self.objects or ())
+
+
+class BlockPermutedIndex:
+    """Every stored 64-bit fingerprint within Hamming distance ``max_distance`` of a query.
+
+    ``max_distance`` (k) is the largest distance a query reports (default 3).
+    ``blocks`` (B) is the number of blocks the 64 bits are split into; it must be
+    greater than k and defaults to k + 1.  There are C(B, k) tables: more blocks
+    mean longer keys (fewer candidates per query) but more tables (more memory).
+
+    Keys are any hashable values (URLs, ids); integer keys are stored compactly.
+    Keys need not be unique; ``remove(key)`` removes every entry stored under it.
+    """
+
+    def __init__(self, max_distance: int = 3, blocks: int | None = None) -> None:
+        if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 63:
+            raise ValueError(f"max_distance must be an integer from 0 to 63, got {max_distance!r}")
+        if blocks is None:
+            blocks = max_distance + 1
+        if not isinstance(blocks, int) or isinstance(blocks, bool) or not max_distance < blocks <= 64:
+            raise ValueError(
+                f"blocks must be an integer greater than max_distance ({max_distance}) and at most 64, got {blocks!r}"
+            )
+        tables = math.comb(blocks, max_distance)
+        if tables > _MAX_TABLES:
+            raise ValueError(
+                f"blocks={blocks} with max_distance={max_distance} needs {tables} tables "
+                f"(more than {_MAX_TABLES}); use fewer blocks"
+            )
+        self.max_distance = max_distance
+        self.blocks = blocks
+        self.widths = block_widths(blocks)
+        lows = []
+        low = 64
+        for width in self.widths:
+            low -= width
+            lows.append(low)
+        self._tables: list[_Table] = []
+        for chosen in combinations(range(blocks), blocks - max_distance):
+            spans: list[tuple[int, int, int]] = []
+            for b in chosen:
+                width, shift = self.widths[b], lows[b]
+                if spans and spans[-1][0] == shift + width:  # adjacent to the previous run: extend it
+                    prev_shift, _, prev_width = spans[-1]
+                    width, shift = prev_width + width, shift
+                    spans[-1] = (shift, (1 << width) - 1, width)
+                else:
+                    spans.append((shift, (1 << width) - 1, width))
+            self._tables.append(_Table(spans, sum(self.widths[b] for b in chosen)))
+        self._fps = np.zeros(16, dtype=np.uint64)
+        self._keys = _Keys()
+        self._n = 0  # rows used (live and removed)
+        self._indexed = 0  # rows [0, _indexed) are in the tables, the rest is the tail
+        self._alive: np.ndarray | None = None  # None while nothing was removed
+        self._removed = 0
+
+    # ----------------------------------------------------------------- sizes
+    def __len__(self) -> int:
+        return self._n - self._removed
+
+    @property
+    def table_count(self) -> int:
+        return len(self._tables)
+
+    def __repr__(self) -> str:
+        return f"BlockPermutedIndex(max_distance={self.max_distance}, blocks={self.blocks}, size={len(self)})"
+
+    def nbytes(self) -> int:
+        """Bytes held by the index's arrays (keys that are Python objects count 8 bytes each)."""
+        total = self._fps.nbytes + self._keys.nbytes()
+        for table in self._tables:
+            total += table.order.nbytes + table.bounds.nbytes
+        if self._alive is not None:
+            total += self._alive.nbytes
+        return total
+
+    # ------------------------------------------------------------- building
+    def _tail_limit(self) -> int:
+        return min(32768, max(2048, self._n >> 9))
+
+    def _reserve(self, extra: int) -> None:
+        needed = self._n + extra
+        if needed > len(self._fps):
+            self._fps = np.resize(self._fps, max(needed, 2 * len(self._fps)))
+            if self._alive is not None:
+                alive = np.ones(len(self._fps), dtype=bool)
+                alive[: self._n] = self._alive[: self._n]
+                self._alive = alive
+
+    def _dir_bits_for(self, table: _Table, rows: int) -> int:
+        return min(table.key_bits, max(8, rows.bit_length() - 2), 22)
+
+    def _rebuild(self) -> None:
+        fps = self._fps[: self._n]
+        for table in self._tables:
+            table.dir_bits = self._dir_bits_for(table, self._n)
+            buckets = table.buckets(fps)
+            table.order = np.argsort(buckets, kind="stable").astype(np.uint32)
+            counts = np.bincount(buckets, minlength=1 << table.dir_bits)
+            table.bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+            np.cumsum(counts, out=table.bounds[1:])
+        self._indexed = self._n
+
+    def _merge_tail(self) -> None:
+        if self._indexed == self._n:
+            return
+        tail = self._n - self._indexed
+        if tail >= self._indexed or any(
+            self._dir_bits_for(t, self._n) != t.dir_bits for t in self._tables
+        ):
+            self._rebuild()
+            return
+        rows = np.arange(self._indexed, self._n, dtype=np.uint32)
+        fps = self._fps[self._indexed : self._n]
+        for table in self._tables:
+            buckets = table.buckets(fps)
+            by_bucket = np.argsort(buckets, kind="stable")
+            buckets = buckets[by_bucket]
+            # Insert each new row at the end of its bucket: rows stay in insertion order per bucket.
+            table.order = np.insert(table.order, table.bounds[buckets + 1], rows[by_bucket])
+            table.bounds[1:] += np.cumsum(np.bincount(buckets, minlength=len(table.bounds) - 1))
+        self._indexed = self._n
+
+    def add(self, key: Hashable, fingerprint: int) -> None:
+        """Store ``fingerprint`` under ``key``."""
+        fp = check_fingerprint(fingerprint)
+        self._reserve(1)
+        self._fps[self._n] = fp
+        self._keys.set(self._n, key, self._n)
+        self._n += 1
+        if self._n - self._indexed > self._tail_limit():
+            self._merge_tail()
+
+    def add_many(self, keys: Iterable[Hashable], fingerprints: Iterable[int] | np.ndarray) -> None:
+        """Store many fingerprints at once (much faster than repeated ``add``)."""
+        keys = list(keys)
+        fps = _as_fingerprint_array(fingerprints, "fingerprints")
+        if len(keys) != len(fps):
+            raise ValueError(f"keys and fingerprints must have the same length ({len(keys)} != {len(fps)})")
+        self._reserve(len(fps))
+        self._keys.extend(keys, self._n)
+        self._fps[self._n : self._n + len(fps)] = fps
+        self._n += len(fps)
+        if self._n - self._indexed > self._tail_limit():
+            self._merge_tail()
+
+    # -------------------------------------------------------------- queries
+    def _candidate_rows(self, fp: int) -> np.ndarray:
+        parts = []
+        if self._indexed:
+            for table in self._tables:
+                b = table.bucket(fp)
+                lo, hi = table.bounds[b : b + 2].tolist()
+                if hi > lo:
+                    parts.append(table.order[lo:hi])
+        if self._n > self._indexed:
+            parts.append(np.arange(self._indexed, self._n, dtype=np.uint32))
+        if not parts:
+            return np.zeros(0, dtype=np.uint32)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _query_rows(self, fp: int) -> tuple[list[int], list[int]]:
+        rows = self._candidate_rows(fp)
+        if len(rows) == 0:
+            return [], []
+        distances = np.bitwise_count(self._fps[rows] ^ np.uint64(fp))
+        hits = distances <= self.max_distance
+        rows, distances = rows[hits], distances[hits]
+        if self._alive is not None:
+            alive = self._alive[rows]
+            rows, distances = rows[alive], distances[alive]
+        if len(rows) > 1:
+            # A fingerprint equal in more than B - k blocks is found in several tables.
+            rows, first = np.unique(rows, return_index=True)
+            distances = distances[first]
+            by_distance = np.argsort(distances, kind="stable")
+            rows, distances = rows[by_distance], distances[by_distance]
+        return rows.tolist(), distances.tolist()
+
+    def query(self, fingerprint: int) -> list[Match]:
+        """Every stored fingerprint within ``max_distance``, nearest first (ties: oldest first)."""
+        fp = check_fingerprint(fingerprint)
+        rows, distances = self._query_rows(fp)
+        fps = self._fps
+        return [Match(self._keys.get(r), int(fps[r]), d) for r, d in zip(rows, distances)]
+
+    def query_and_add(self, key: Hashable, fingerprint: int) -> list[Match]:
+        """``query`` then ``add`` in one step: the matches found before this fingerprint was stored."""
+        matches = self.query(fingerprint)
+        self.add(key, fingerprint)
+        return matches
+
+    def query_many_arrays(self, fingerprints: Iterable[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Batch query.  Returns ``(query_index, row, distance)`` arrays, sorted by query, distance, row.
+
+        ``row`` numbers stored entries in insertion order (see ``key_of_row``).
+        """
+        queries = _as_fingerprint_array(fingerprints, "fingerprints")
+        self._merge_tail()
+        out_q, out_r, out_d = [], [], []
+        for start in range(0, len(queries), _QUERY_CHUNK):
+            chunk = queries[start : start + _QUERY_CHUNK]
+            q, r, d = self._batch_chunk(chunk)
+            out_q.append(q + start)
+            out_r.append(r)
+            out_d.append(d)
+        if not out_q:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty.copy(), empty.copy()
+        return np.concatenate(out_q), np.concatenate(out_r), np.concatenate(out_d)
+
+    def _batch_chunk(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        found_q, found_r, found_d = [], [], []
+        if self._indexed:
+            for table in self._tables:
+                buckets = table.buckets(queries)
+                lo = table.bounds[buckets]
+                counts = table.bounds[buckets + 1] - lo
+                owners, positions = _ragged(lo, counts)
+                rows = table.order[positions]
+                distances = np.bitwise_count(self._fps[rows] ^ queries[owners])
+                hits = distances <= self.max_distance
+                found_q.append(owners[hits])
+                found_r.append(rows[hits].astype(np.int64))
+                found_d.append(distances[hits].astype(np.int64))
+        return self._finish_pairs(found_q, found_r, found_d)
+
+    def _finish_pairs(
+        self, found_q: list[np.ndarray], found_r: list[np.ndarray], found_d: list[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not found_q:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty.copy(), empty.copy()
+        q = np.concatenate(found_q).astype(np.int64)
+        r = np.concatenate(found_r)
+        d = np.concatenate(found_d)
+        if self._alive is not None:
+            alive = self._alive[r]
+            q, r, d = q[alive], r[alive], d[alive]
+        # The same pair can be found in several tables: keep one, sorted by query, distance, row.
+        order = np.lexsort((r, d, q))
+        q, r, d = q[order], r[order], d[order]
+        if len(q):
+            keep = np.ones(len(q), dtype=bool)
+            pair = q * (self._n + 1) + r
+            _, first = np.unique(pair, return_index=True)
+            keep[:] = False
+            keep[first] = True
+            q, r, d = q[keep], r[keep], d[keep]
+        return q, r, d
+
+    def query_many(self, fingerprints: Iterable[int] | np.ndarray) -> list[list[Match]]:
+        """Batch query: one list of matches (as ``query`` returns) per fingerprint."""
+        queries = _as_fingerprint_array(fingerprints, "fingerprints")
+        q, r, d = self.query_many_arrays(queries)
+        results: list[list[Match]] = [[] for _ in range(len(queries))]
+        fps = self._fps
+        for qi, row, dist in zip(q.tolist(), r.tolist(), d.tolist()):
+            results[qi].append(Match(self._keys.get(row), int(fps[row]), dist))
+        return results
+
+    def find_all_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All pairs of stored rows within ``max_distance``: ``(row_a, row_b, distance)``, row_a < row_b."""
+        self._merge_tail()
+        found_a, found_b, found_d = [], [], []
+        fps = self._fps
+        for table in self._tables:
+            counts = np.diff(table.bounds)
+            # For each position p in a bucket [lo, hi): partners at positions p+1 .. hi-1.
+            bucket_of_position = np.repeat(np.arange(len(counts)), counts)
+            ends = table.bounds[1:][bucket_of_position]
+            positions = np.arange(len(table.order))
+            for start in range(0, len(positions), _QUERY_CHUNK):
+                pos = positions[start : start + _QUERY_CHUNK]
+                owners, partners = _ragged(pos + 1, ends[pos] - pos - 1)
+                a = table.order[pos[owners]].astype(np.int64)
+                b = table.order[partners].astype(np.int64)
+                distances = np.bitwise_count(fps[a] ^ fps[b])
+                hits = distances <= self.max_distance
+                a, b = a[hits], b[hits]
+                found_a.append(np.minimum(a, b))
+                found_b.append(np.maximum(a, b))
+                found_d.append(distances[hits].astype(np.int64))
+        a, b, d = self._finish_pairs(found_a, found_b, found_d)
+        if self._alive is not None:
+            alive = self._alive[a]
+            a, b, d = a[alive], b[alive], d[alive]
+        return a, b, d
+
+    def find_all(self) -> list[tuple[Any, Any, int]]:
+        """All pairs of stored entries within ``max_distance``: ``(key_a, key_b, distance)``, a stored before b."""
+        a, b, d = self.find_all_arrays()
+        get = self._keys.get
+        return [(get(x), get(y), dist) for x, y, dist in zip(a.tolist(), b.tolist(), d.tolist())]
+
+    def key_of_row(self, row: int) -> Any:
+        return self._keys.get(row)
+
+    def fingerprint_of_row(self, row: int) -> int:
+        return int(self._fps[row])
+
+    # ------------------------------------------------------ removal, iteration
+    def remove(self, key: Hashable) -> int:
+        """Remove every entry stored under ``key``; returns how many were removed."""
+        rows = self._keys.rows_of(key, self._n)
+        if self._alive is None and rows:
+            self._alive = np.ones(len(self._fps), dtype=bool)
+        removed = 0
+        for row in rows:
+            assert self._alive is not None
+            if self._alive[row]:
+                self._alive[row] = False
+                removed += 1
+        self._removed += removed
+        if self._removed > 1024 and self._removed > self._n // 2:
+            self._compact()
+        return removed
+
+    def _compact(self) -> None:
+        assert self._alive is not None
+        live = np.flatnonzero(self._alive[: self._n])
+        self._keys = self._keys.take(live, self._n)
+        self._fps = self._fps[live].copy()
+        self._n = len(live)
+        self._alive = None
+        self._removed = 0
+        self._rebuild()
+
+    def __iter__(self) -> Iterator[tuple[Any, int]]:
+        """``(key, fingerprint)`` of every entry, in insertion order."""
+        fps = self._fps
+        for row in range(self._n):
+            if self._alive is None or self._alive[row]:
+                yield self._keys.get(row), int(fps[row])
+
+    def __contains__(self, key: object) -> bool:
+        return any(self._alive is None or self._alive[r] for r in self._keys.rows_of(key, self._n))
+
+    # ----------------------------------------------------------- persistence
+    def save(self, path: str | PathLike[str]) -> None:
+        """Write the index to ``path`` (a compact versioned binary file; keys must be int or str)."""
+        if self._alive is not None:
+            self._compact()
+        n = self._n
+        if self._keys.ints is not None:
+            kind = _KEYS_INT
+            key_bytes = self._keys.ints[:n].astype("<i8").tobytes()
+        else:
+            assert self._keys.objects is not None
+            if not all(type(k) is str for k in self._keys.objects):
+                raise ValueError("save() needs keys that are all int or all str")
+            kind = _KEYS_STR
+            encoded = [k.encode("utf-8", "surrogatepass") for k in self._keys.objects]
+            lengths = np.fromiter(map(len, encoded), dtype="<u4", count=n)
+            key_bytes = lengths.tobytes() + b"".join(encoded)
+        header = _HEADER.pack(_FORMAT_MAGIC, _FORMAT_VERSION, self.max_distance, self.blocks, n, kind)
+        header += bytes(self.widths)
+        payload = self._fps[:n].astype("<u8").tobytes() + key_bytes
+        checksum = struct.pack("<I", zlib.crc32(payload, zlib.crc32(header)))
+        target = Path(path)
+        partial = target.with_name(target.name + ".partial")
+        with open(partial, "wb") as handle:
+            handle.write(header)
+            handle.write(payload)
+            handle.write(checksum)
+        partial.replace(target)  # never leave a half-written index under the real name
+
+    @classmethod
+    def load(
+        cls, path: str | PathLike[str], max_distance: int | None = None, blocks: int | None = None
+    ) -> BlockPermutedIndex:
+        """Read an index written by ``save``.
+
+        If ``max_distance`` or ``blocks`` are given they must match the file's,
+        otherwise ``IndexFormatError`` (a ``ValueError``) says what differs.
+        """
+        data = Path(path).read_bytes()
+        if len(data) < _HEADER.size:
+            raise IndexFormatError(f"{path}: truncated index file ({len(data)} bytes)")
+        magic, version, k, b, n, kind = _HEADER.unpack_from(data)
+        if magic != _FORMAT_MAGIC:
+            raise IndexFormatError(f"{path}: not a simhash-scrapy index file")
+        if version != _FORMAT_VERSION:
+            raise IndexFormatError(f"{path}: index format version {version}, this version reads {_FORMAT_VERSION}")
+        if max_distance is not None and max_distance != k:
+            raise IndexFormatError(f"{path}: written with max_distance={k}, asked for max_distance={max_distance}")
+        if blocks is not None and blocks != b:
+            raise IndexFormatError(f"{path}: written with blocks={b}, asked for blocks={blocks}")
+        pos = _HEADER.size
+        widths = list(data[pos : pos + b])
+        pos += b
+        if widths != block_widths(b):
+            raise IndexFormatError(f"{path}: block layout {widths} is not the layout this version uses")
+        if zlib.crc32(data[_HEADER.size + b : -4], zlib.crc32(data[: _HEADER.size + b])) != int.from_bytes(
+            data[-4:], "little"
+        ) or len(data) < pos + 8 * n + 4:
+            raise IndexFormatError(f"{path}: truncated or corrupt index file (checksum mismatch)")
+        fps = np.frombuffer(data, dtype="<u8", count=n, offset=pos).astype(np.uint64)
+        pos += 8 * n
+        index = cls(max_distance=k, blocks=b)
+        if kind == _KEYS_INT:
+            keys: list[Any] | np.ndarray = np.frombuffer(data, dtype="<i8", count=n, offset=pos).astype(np.int64)
+            index._keys.ints = np.array(keys, dtype=np.int64)
+        elif kind == _KEYS_STR:
+            lengths = np.frombuffer(data, dtype="<u4", count=n, offset=pos)
+            pos += 4 * n
+            ends = np.cumsum(lengths, dtype=np.int64) + pos
+            starts = ends - lengths
+            index._keys.ints = None
+            index._keys.objects = [
+                data[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), ends.tolist())
+            ]
+        else:
+            raise IndexFormatError(f"{path}: unknown key kind {kind}")
+        index._fps = fps
+        index._n = n
+        index._rebuild()
+        return index
+
+
+def _as_fingerprint_array(values: Iterable[int] | np.ndarray, name: str) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        if values.dtype == np.uint64:
+            return values.ravel()
+        if values.dtype.kind in "iu" and (len(values) == 0 or values.min() >= 0):
+            return values.astype(np.uint64).ravel()
+        raise ValueError(f"{name} must hold integers in 0..2**64-1")
+    return np.array([check_fingerprint(v, name) for v in values], dtype=np.uint64)

@@ -1,0 +1,220 @@
+"""Visible text of an HTML page, with lxml.
+
+No Scrapy import here: this module is part of the algorithm core.
+
+What is dropped: ``script``, ``style``, ``noscript``, ``template``, ``head``,
+``svg`` (and other non-rendered embeds), comments and processing
+instructions, and every element hidden with the ``hidden`` attribute,
+``aria-hidden="true"`` or an inline ``display:none`` / ``visibility:hidden``.
+Block elements end a line, so ``<p>a</p><p>b</p>`` gives ``"a\\nb"``; runs of
+spaces inside a line become one space and empty lines are removed.
+
+Decoding never raises: the declared encoding (argument, BOM, XML declaration or
+``<meta charset>``) is used when Python knows it, invalid bytes become U+FFFD,
+undeclared non-UTF-8 bytes are read as windows-1252 (the HTML default), and C0 control
+characters (NUL included) are removed.  Markup nested deeper than libxml2
+builds trees (2048 levels) is read with a plain tag stripper instead.  lxml always receives UTF-8 bytes, so an
+``<?xml ... encoding=...?>`` declaration cannot make it refuse the input.
+"""
+
+from __future__ import annotations
+
+import codecs
+import html as html_lib
+import re
+import threading
+
+from lxml import etree
+
+__all__ = ["extract_text", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS", "BLOCK_TAGS"]
+
+NOT_RENDERED_TAGS = (
+    "script", "style", "noscript", "template", "head", "svg", "math",
+    "iframe", "object", "embed", "canvas", "audio", "video", "map", "datalist",
+)  # fmt: skip
+
+BLOCK_TAGS = (
+    "address", "article", "aside", "blockquote", "body", "br", "caption", "center",
+    "dd", "details", "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption",
+    "figure", "footer", "form", "frameset", "h1", "h2", "h3", "h4", "h5", "h6",
+    "header", "hgroup", "hr", "html", "legend", "li", "main", "menu", "nav", "ol",
+    "option", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
+    "th", "thead", "title", "tr", "ul",
+)  # fmt: skip
+
+_HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.IGNORECASE)
+_HIDDEN_XPATH = etree.XPath(
+    "//*[@hidden or translate(@aria-hidden, 'TRUE', 'true')='true' or "
+    "contains(translate(@style, 'DISPLAYNOEVIBT', 'displaynoevibt'), 'none') or "
+    "contains(translate(@style, 'DISPLAYNOEVIBT', 'displaynoevibt'), 'hidden')]"
+)
+# Encoding declarations looked for in the first bytes of a document.
+_DECLARED = re.compile(
+    rb"""<\?xml[^>]*?encoding\s*=\s*["']?\s*([A-Za-z0-9._:-]+)"""
+    rb"""|<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""",
+    re.IGNORECASE,
+)
+_SNIFF_BYTES = 4096
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+_CONTROL_BYTES = bytes(c for c in range(32) if c not in (9, 10, 13)) + b"\x7f"
+
+# lxml parsers must not be shared between threads.
+_local = threading.local()
+
+
+def _parser() -> etree.HTMLParser:
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        # huge_tree lifts libxml2's limits on text node size (50 MB pages).
+        parser = _local.parser = etree.HTMLParser(
+            encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True, no_network=True
+        )
+    return parser
+
+
+_CRUDE_DROP = re.compile(
+    r"<!--.*?-->|<(script|style|noscript|template|head|svg|math)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL
+)
+_CRUDE_BLOCK = re.compile(r"<(?:/?(?:%s)\b[^>]*)>" % "|".join(BLOCK_TAGS), re.IGNORECASE)
+_CRUDE_TAG = re.compile(r"<[^>]*>")
+
+
+def _crude_text(data: bytes) -> str:
+    """Tag stripper for documents lxml cannot build (nesting deeper than 2048 levels)."""
+    text = _CRUDE_DROP.sub(" ", data.decode("utf-8", "replace"))
+    text = _CRUDE_TAG.sub("", _CRUDE_BLOCK.sub("\n", text))
+    return html_lib.unescape(text)
+
+
+def _known_codec(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        codec = codecs.lookup(name.strip().lower())
+    except (LookupError, ValueError):
+        return None
+    # Pages that declare latin-1 / ascii are read as windows-1252, as browsers do.
+    if codec.name in ("latin-1", "iso8859-1", "ascii"):
+        return "cp1252"
+    return codec.name
+
+
+def _sniff_encoding(data: bytes) -> str | None:
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name
+    match = _DECLARED.search(data, 0, _SNIFF_BYTES)
+    if match:
+        return _known_codec((match.group(1) or match.group(2)).decode("ascii", "replace"))
+    return None
+
+
+def to_utf8(html: str | bytes, encoding: str | None = None) -> bytes:
+    """``html`` as valid UTF-8 bytes without NULs (see the module docstring for the rules)."""
+    if isinstance(html, str):
+        data = html.encode("utf-8", "replace")
+    elif isinstance(html, (bytes, bytearray, memoryview)):
+        raw = bytes(html)
+        codec = _known_codec(encoding) or _sniff_encoding(raw)
+        if codec in (None, "utf-8"):
+            try:
+                raw.decode("utf-8")
+                data = raw
+            except UnicodeDecodeError:
+                fallback = "utf-8" if codec else "cp1252"
+                data = raw.decode(fallback, "replace").encode("utf-8")
+        else:
+            if codec.startswith("utf-16") and raw[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+                raw = raw[2:]
+            data = raw.decode(codec, "replace").encode("utf-8", "replace")
+        if data.startswith(codecs.BOM_UTF8):
+            data = data[3:]
+    else:
+        raise TypeError(f"html must be str or bytes, got {type(html).__name__}")
+    # C0 control characters (NUL included) are not allowed in XML text: lxml
+    # would refuse them later, so they go now (tab, LF and CR stay).
+    return data.translate(None, _CONTROL_BYTES)
+
+
+class TooDeep(Exception):
+    """libxml2 stopped building the tree at its depth limit (2048 levels)."""
+
+
+def parse_html(html: str | bytes, encoding: str | None = None) -> etree._Element | None:
+    """Parse ``html`` into an lxml tree; ``None`` when there is nothing to parse.
+
+    Raises ``TooDeep`` when the markup nests deeper than libxml2 builds trees.
+    """
+    data = to_utf8(html, encoding)
+    if not data.strip():
+        return None
+    parser = _parser()
+    try:
+        root = etree.fromstring(data, parser)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return None
+    for error in parser.error_log:
+        if error.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT:
+            raise TooDeep(data)
+    return root
+
+
+def _drop(element: etree._Element) -> None:
+    """Remove ``element`` and its subtree but keep its tail text."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail
+    if tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(element)
+
+
+def remove_invisible(root: etree._Element) -> None:
+    """Remove non-rendered and hidden elements from the tree, in place."""
+    etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
+    for element in _HIDDEN_XPATH(root):
+        if (
+            element.get("hidden") is not None
+            or (element.get("aria-hidden") or "").strip().lower() == "true"
+            or _HIDDEN_STYLE.search(element.get("style") or "")
+        ):
+            _drop(element)
+
+
+def _normalise_lines(text: str) -> str:
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def visible_text_of(root: etree._Element) -> str:
+    """Text of an already-cleaned tree, one line per block.  Modifies the tree's whitespace."""
+    for element in root.iter(*BLOCK_TAGS):
+        element.tail = "\n" + element.tail if element.tail else "\n"
+        element.text = "\n" + element.text if element.text else "\n"
+    text = etree.tostring(root, method="text", encoding="unicode", with_tail=False)
+    return _normalise_lines(text)
+
+
+def extract_text(html: str | bytes, encoding: str | None = None, main_content: bool = False) -> str:
+    """The visible text of ``html`` (or only its main content), lines separated by ``\\n``.
+
+    Never raises on bad markup or bad bytes: a page with nothing visible gives ``""``.
+    """
+    try:
+        root = parse_html(html, encoding)
+    except TooDeep as too_deep:
+        return _normalise_lines(_crude_text(too_deep.args[0]))
+    if root is None:
+        return ""
+    remove_invisible(root)
+    if main_content:
+        from .boilerplate import keep_main_content
+
+        root = keep_main_content(root)
+    return visible_text_of(root)
