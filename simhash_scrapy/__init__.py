@@ -48,13 +48,15 @@ def fingerprint_html(
     pages (empty, error shells, pure navigation) would all collide on a few
     fingerprints, so they must be skipped, never matched.
     """
+    from .features import feature_hashes
     from .fingerprint import simhash_from_features
-    from .features import feature_hashes, token_hashes
+    from .text import extract_text_bytes
 
-    text = extract_text(html, encoding=encoding, main_content=main_content)
-    if len(token_hashes(text, features.cjk_ngram)) < min_tokens:
+    text = extract_text_bytes(html, encoding=encoding, main_content=main_content)
+    hashes, weights, tokens = feature_hashes(text, features, with_token_count=True)
+    if tokens < min_tokens:
         return None
-    return simhash_from_features(*feature_hashes(text, features))
+    return simhash_from_features(hashes, weights)
 
 
 if TYPE_CHECKING:  # pragma: no cover

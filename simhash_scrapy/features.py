@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -272,20 +273,28 @@ def _char_hashes(text: str | bytes, n: int, cjk_ngram: int) -> np.ndarray:
     return _mix64(_shingle(_mix64(codes + _GOLDEN), n))
 
 
-def feature_hashes(text: str | bytes, config: FeatureConfig = DEFAULT_FEATURES) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct feature hashes of ``text`` (uint64) and their weights (float64)."""
+def feature_hashes(
+    text: str | bytes, config: FeatureConfig = DEFAULT_FEATURES, with_token_count: bool = False
+) -> Any:
+    """Distinct feature hashes of ``text`` (uint64) and their weights (float64).
+
+    With ``with_token_count=True`` also the number of tokens (for "too little text" checks).
+    """
+    tokens = token_hashes(text, config.cjk_ngram)
     if config.char_ngram:
         seq = _char_hashes(text, config.char_ngram, config.cjk_ngram)
     else:
-        seq = _shingle(token_hashes(text, config.cjk_ngram), config.word_ngram)
+        seq = _shingle(tokens, config.word_ngram)
     if len(seq) == 0:
-        return seq, np.zeros(0, dtype=np.float64)
-    features, counts = np.unique(seq, return_counts=True)
-    if config.weighting == "tf":
-        weights = counts.astype(np.float64)
-    elif config.weighting == "sublinear":
-        weights = 1.0 + np.log(counts)
+        features, weights = seq, np.zeros(0, dtype=np.float64)
     else:
-        weights = np.ones(len(features), dtype=np.float64)
+        features, counts = np.unique(seq, return_counts=True)
+        if config.weighting == "tf":
+            weights = counts.astype(np.float64)
+        elif config.weighting == "sublinear":
+            weights = 1.0 + np.log(counts)
+        else:
+            weights = np.ones(len(features), dtype=np.float64)
+    if with_token_count:
+        return features, weights, len(tokens)
     return features, weights
-

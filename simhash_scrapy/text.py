@@ -26,7 +26,7 @@ import threading
 
 from lxml import etree
 
-__all__ = ["extract_text", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS", "BLOCK_TAGS"]
+__all__ = ["extract_text", "extract_text_bytes", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS", "BLOCK_TAGS"]
 
 NOT_RENDERED_TAGS = (
     "script", "style", "noscript", "template", "head", "svg", "math",
@@ -43,11 +43,18 @@ BLOCK_TAGS = (
 )  # fmt: skip
 
 _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.IGNORECASE)
-_HIDDEN_XPATH = etree.XPath(
-    "//*[@hidden or translate(@aria-hidden, 'TRUE', 'true')='true' or "
-    "contains(translate(@style, 'DISPLAYNOEVIBT', 'displaynoevibt'), 'none') or "
-    "contains(translate(@style, 'DISPLAYNOEVIBT', 'displaynoevibt'), 'hidden')]"
+# The attribute axis is the cheapest way to find candidates in libxml2; the
+# Python check in remove_invisible decides.  Whole-tree XPath walks cost as
+# much as parsing, so they only run when the raw bytes hint at hidden markup.
+_HIDDEN_XPATH = etree.XPath("//@hidden/.. | //@aria-hidden/.. | //@style/..")
+_DISPLAY_NONE = re.compile(rb"display\s*:\s*none")  # a literal prefix keeps the scan fast
+_EMBED_HINT = re.compile(
+    rb"<(?:noscript|template|svg|math|iframe|object|embed|canvas|audio|video|map|datalist)[\s>/]"
 )
+# script and style are raw-text elements: their content ends at the first
+# "</script" / "</style", exactly as browsers tokenise, so they can be cut from
+# the bytes before parsing (less to parse, no tree walk to remove them).
+_RAW_TEXT_TAGS = (b"script", b"style")
 # Encoding declarations looked for in the first bytes of a document.
 _DECLARED = re.compile(
     rb"""<\?xml[^>]*?encoding\s*=\s*["']?\s*([A-Za-z0-9._:-]+)"""
@@ -68,7 +75,12 @@ def _parser() -> etree.HTMLParser:
     if parser is None:
         # huge_tree lifts libxml2's limits on text node size (50 MB pages).
         parser = _local.parser = etree.HTMLParser(
-            encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True, no_network=True
+            encoding="utf-8",
+            remove_comments=True,
+            remove_pis=True,
+            huge_tree=True,
+            no_network=True,
+            collect_ids=False,  # no id hash table: faster, and ids are not needed
         )
     return parser
 
@@ -141,6 +153,56 @@ class TooDeep(Exception):
     """libxml2 stopped building the tree at its depth limit (2048 levels)."""
 
 
+def _cut_raw_text_elements(data: bytes, lowered: bytes) -> tuple[bytes, bytes]:
+    """Remove <script>...</script> and <style>...</style> from the bytes."""
+    for tag in _RAW_TEXT_TAGS:
+        opening = b"<" + tag
+        if opening not in lowered:
+            continue
+        closing = b"</" + tag
+        kept, kept_lower = [], []
+        pos = 0
+        while True:
+            start = lowered.find(opening, pos)
+            if start < 0:
+                break
+            after = lowered[start + len(opening) : start + len(opening) + 1]
+            if after and after not in b" \t\r\n\f/>":
+                kept.append(data[pos : start + 1])  # "<scripts", "<styled-...": not this tag
+                kept_lower.append(lowered[pos : start + 1])
+                pos = start + 1
+                continue
+            end = lowered.find(closing, start)
+            end = len(lowered) if end < 0 else lowered.find(b">", end) + 1 or len(lowered)
+            kept.append(data[pos:start])
+            kept_lower.append(lowered[pos:start])
+            pos = end
+        kept.append(data[pos:])
+        kept_lower.append(lowered[pos:])
+        data, lowered = b"".join(kept), b"".join(kept_lower)
+    return data, lowered
+
+
+class _Parsed:
+    """A parsed page and hints from its raw bytes."""
+
+    __slots__ = ("root", "lowered")
+
+    def __init__(self, root: etree._Element, lowered: bytes) -> None:
+        self.root = root
+        self.lowered = lowered
+
+
+def _parse(html: str | bytes, encoding: str | None) -> _Parsed | None:
+    data = to_utf8(html, encoding)
+    lowered = data.lower()
+    data, lowered = _cut_raw_text_elements(data, lowered)
+    if not data.strip():
+        return None
+    root = _parse_bytes(data)
+    return None if root is None else _Parsed(root, lowered)
+
+
 def parse_html(html: str | bytes, encoding: str | None = None) -> etree._Element | None:
     """Parse ``html`` into an lxml tree; ``None`` when there is nothing to parse.
 
@@ -149,6 +211,10 @@ def parse_html(html: str | bytes, encoding: str | None = None) -> etree._Element
     data = to_utf8(html, encoding)
     if not data.strip():
         return None
+    return _parse_bytes(data)
+
+
+def _parse_bytes(data: bytes) -> etree._Element | None:
     parser = _parser()
     try:
         root = etree.fromstring(data, parser)
@@ -175,9 +241,22 @@ def _drop(element: etree._Element) -> None:
     parent.remove(element)
 
 
-def remove_invisible(root: etree._Element) -> None:
-    """Remove non-rendered and hidden elements from the tree, in place."""
-    etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
+def remove_invisible(root: etree._Element, lowered: bytes | None = None) -> None:
+    """Remove non-rendered and hidden elements from the tree, in place.
+
+    ``lowered`` (the page's lower-cased bytes) lets it skip tree walks for
+    markup the page does not contain.
+    """
+    if lowered is None:
+        etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
+    else:
+        head = root.find("head")
+        if head is not None:
+            _drop(head)
+        if _EMBED_HINT.search(lowered):
+            etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
+        if b"hidden" not in lowered and not _DISPLAY_NONE.search(lowered):
+            return
     for element in _HIDDEN_XPATH(root):
         if (
             element.get("hidden") is not None
@@ -192,13 +271,33 @@ def _normalise_lines(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def visible_text_of(root: etree._Element) -> str:
-    """Text of an already-cleaned tree, one line per block.  Modifies the tree's whitespace."""
+def _separate_blocks(root: etree._Element) -> None:
     for element in root.iter(*BLOCK_TAGS):
         element.tail = "\n" + element.tail if element.tail else "\n"
         element.text = "\n" + element.text if element.text else "\n"
-    text = etree.tostring(root, method="text", encoding="unicode", with_tail=False)
-    return _normalise_lines(text)
+
+
+def visible_text_of(root: etree._Element) -> str:
+    """Text of an already-cleaned tree, one line per block.  Modifies the tree's whitespace."""
+    _separate_blocks(root)
+    return _normalise_lines(etree.tostring(root, method="text", encoding="unicode", with_tail=False))
+
+
+def _cleaned_tree(html: str | bytes, encoding: str | None, main_content: bool) -> etree._Element | str | None:
+    """The cleaned tree, or the text itself for documents lxml cannot build, or None."""
+    try:
+        parsed = _parse(html, encoding)
+    except TooDeep as too_deep:
+        return _normalise_lines(_crude_text(too_deep.args[0]))
+    if parsed is None:
+        return None
+    root = parsed.root
+    remove_invisible(root, parsed.lowered)
+    if main_content:
+        from .boilerplate import keep_main_content
+
+        root = keep_main_content(root)
+    return root
 
 
 def extract_text(html: str | bytes, encoding: str | None = None, main_content: bool = False) -> str:
@@ -206,15 +305,20 @@ def extract_text(html: str | bytes, encoding: str | None = None, main_content: b
 
     Never raises on bad markup or bad bytes: a page with nothing visible gives ``""``.
     """
-    try:
-        root = parse_html(html, encoding)
-    except TooDeep as too_deep:
-        return _normalise_lines(_crude_text(too_deep.args[0]))
-    if root is None:
-        return ""
-    remove_invisible(root)
-    if main_content:
-        from .boilerplate import keep_main_content
+    tree = _cleaned_tree(html, encoding, main_content)
+    if tree is None or isinstance(tree, str):
+        return tree or ""
+    return visible_text_of(tree)
 
-        root = keep_main_content(root)
-    return visible_text_of(root)
+
+def extract_text_bytes(html: str | bytes, encoding: str | None = None, main_content: bool = False) -> bytes:
+    """The same words as ``extract_text`` as UTF-8 bytes, whitespace not normalised.
+
+    The fingerprint path uses it: the tokeniser ignores whitespace and reads
+    bytes, so decoding, re-encoding and line clean-up would be wasted work.
+    """
+    tree = _cleaned_tree(html, encoding, main_content)
+    if tree is None or isinstance(tree, str):
+        return (tree or "").encode("utf-8")
+    _separate_blocks(tree)
+    return etree.tostring(tree, method="text", encoding="utf-8", with_tail=False)
