@@ -36,6 +36,7 @@ from .fingerprint import check_fingerprint
 __all__ = ["BlockPermutedIndex", "Match", "block_widths", "IndexFormatError"]
 
 _MAX_TABLES = 5000
+_MAX_ROWS = (1 << 32) - 1
 _QUERY_CHUNK = 1 << 15
 _FORMAT_MAGIC = b"SIMHIDX\x00"
 _FORMAT_VERSION = 1
@@ -72,7 +73,7 @@ class _Table:
         self.key_bits = key_bits
         self.dir_bits = 0
         self.order = np.zeros(0, dtype=np.uint32)
-        self.bounds = np.zeros(2, dtype=np.int64)
+        self.bounds = np.zeros(2, dtype=np.uint32)
 
     def bucket(self, fp: int) -> int:
         key = 0
@@ -240,6 +241,8 @@ class BlockPermutedIndex:
 
     def _reserve(self, extra: int) -> None:
         needed = self._n + extra
+        if needed > _MAX_ROWS:
+            raise ValueError(f"an index holds at most {_MAX_ROWS} fingerprints (row numbers are 32-bit)")
         if needed > len(self._fps):
             self._fps = np.resize(self._fps, max(needed, 2 * len(self._fps)))
             if self._alive is not None:
@@ -257,8 +260,9 @@ class BlockPermutedIndex:
             buckets = table.buckets(fps)
             table.order = np.argsort(buckets, kind="stable").astype(np.uint32)
             counts = np.bincount(buckets, minlength=1 << table.dir_bits)
-            table.bounds = np.zeros(len(counts) + 1, dtype=np.int64)
-            np.cumsum(counts, out=table.bounds[1:])
+            # Row numbers are uint32, so bucket offsets fit in uint32 too (half the directory memory).
+            table.bounds = np.zeros(len(counts) + 1, dtype=np.uint32)
+            np.cumsum(counts, dtype=np.uint32, out=table.bounds[1:])
         self._indexed = self._n
 
     def _merge_tail(self) -> None:
@@ -277,8 +281,8 @@ class BlockPermutedIndex:
             by_bucket = np.argsort(buckets, kind="stable")
             buckets = buckets[by_bucket]
             # Insert each new row at the end of its bucket: rows stay in insertion order per bucket.
-            table.order = np.insert(table.order, table.bounds[buckets + 1], rows[by_bucket])
-            table.bounds[1:] += np.cumsum(np.bincount(buckets, minlength=len(table.bounds) - 1))
+            table.order = np.insert(table.order, table.bounds[buckets + 1].astype(np.int64), rows[by_bucket])
+            table.bounds[1:] += np.cumsum(np.bincount(buckets, minlength=len(table.bounds) - 1), dtype=np.uint32)
         self._indexed = self._n
 
     def add(self, key: Hashable, fingerprint: int) -> None:
@@ -374,13 +378,16 @@ class BlockPermutedIndex:
         if self._indexed:
             for table in self._tables:
                 buckets = table.buckets(queries)
-                lo = table.bounds[buckets]
-                counts = table.bounds[buckets + 1] - lo
-                owners, positions = _ragged(lo, counts)
+                lo = table.bounds[buckets].astype(np.int64)
+                counts = table.bounds[buckets + 1].astype(np.int64) - lo
+                ends = np.cumsum(counts)
+                # Candidate j of query i sits at order[lo[i] + (j - first[i])]: one repeat,
+                # one arange; the owner query is recovered only for the (few) hits.
+                positions = np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(lo - (ends - counts), counts)
                 rows = table.order[positions]
-                distances = np.bitwise_count(self._fps[rows] ^ queries[owners])
-                hits = distances <= self.max_distance
-                found_q.append(owners[hits])
+                distances = np.bitwise_count(self._fps[rows] ^ np.repeat(queries, counts))
+                hits = np.flatnonzero(distances <= self.max_distance)
+                found_q.append(np.searchsorted(ends, hits, side="right"))
                 found_r.append(rows[hits].astype(np.int64))
                 found_d.append(distances[hits].astype(np.int64))
         return self._finish_pairs(found_q, found_r, found_d)
@@ -425,10 +432,10 @@ class BlockPermutedIndex:
         found_a, found_b, found_d = [], [], []
         fps = self._fps
         for table in self._tables:
-            counts = np.diff(table.bounds)
+            counts = np.diff(table.bounds.astype(np.int64))
             # For each position p in a bucket [lo, hi): partners at positions p+1 .. hi-1.
             bucket_of_position = np.repeat(np.arange(len(counts)), counts)
-            ends = table.bounds[1:][bucket_of_position]
+            ends = table.bounds[1:][bucket_of_position].astype(np.int64)
             positions = np.arange(len(table.order))
             for start in range(0, len(positions), _QUERY_CHUNK):
                 pos = positions[start : start + _QUERY_CHUNK]
