@@ -6,13 +6,15 @@ What is dropped: ``script``, ``style``, ``noscript``, ``template``, ``head``,
 ``svg`` (and other non-rendered embeds), comments and processing
 instructions, and every element hidden with the ``hidden`` attribute,
 ``aria-hidden="true"`` or an inline ``display:none`` / ``visibility:hidden``.
-Block elements end a line, so ``<p>a</p><p>b</p>`` gives ``"a\\nb"``; runs of
-spaces inside a line become one space and empty lines are removed.
+Block elements end a line, so ``<p>a</p><p>b</p>`` gives ``"a\\nb"``; any other
+run of whitespace (source newlines included) becomes one space, and empty lines
+are removed.
 
 Decoding never raises: the declared encoding (argument, BOM, XML declaration or
 ``<meta charset>``) is used when Python knows it, invalid bytes become U+FFFD,
 undeclared non-UTF-8 bytes are read as windows-1252 (the HTML default), and C0 control
-characters (NUL included) are removed.  Markup nested deeper than libxml2
+characters (NUL included) are removed.  Bytes that are not text at all (more
+than 8% control bytes in the first KiB: images, archives) give no text.  Markup nested deeper than libxml2
 builds trees (2048 levels) is read with a plain tag stripper instead.  lxml always receives UTF-8 bytes, so an
 ``<?xml ... encoding=...?>`` declaration cannot make it refuse the input.
 """
@@ -112,6 +114,26 @@ def _known_codec(name: str | None) -> str | None:
     return codec.name
 
 
+_BINARY_BYTES = bytes(c for c in range(32) if c not in (9, 10, 12, 13, 27))
+_BINARY_SNIFF = 1024
+_BINARY_SHARE = 0.08
+
+
+def looks_binary(data: bytes, codec: str | None = None) -> bool:
+    """True for bytes that are not text: images, archives, PDFs with binary streams...
+
+    More than 8% (and more than 8) control bytes (NUL included) in the first KiB, unless the
+    page is declared UTF-16/32 (where NULs are normal).
+    """
+    if codec and codec.startswith(("utf-16", "utf-32")):
+        return False
+    head = data[:_BINARY_SNIFF]
+    if not head:
+        return False
+    controls = len(head) - len(head.translate(None, _BINARY_BYTES))
+    return controls > 8 and controls > _BINARY_SHARE * len(head)
+
+
 def _sniff_encoding(data: bytes) -> str | None:
     for bom, name in _BOMS:
         if data.startswith(bom):
@@ -129,6 +151,8 @@ def to_utf8(html: str | bytes, encoding: str | None = None) -> bytes:
     elif isinstance(html, (bytes, bytearray, memoryview)):
         raw = bytes(html)
         codec = _known_codec(encoding) or _sniff_encoding(raw)
+        if looks_binary(raw, codec):
+            return b""
         if codec in (None, "utf-8"):
             try:
                 raw.decode("utf-8")
@@ -271,16 +295,23 @@ def _normalise_lines(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _separate_blocks(root: etree._Element) -> None:
+def _separate_blocks(root: etree._Element, marker: str) -> None:
     for element in root.iter(*BLOCK_TAGS):
-        element.tail = "\n" + element.tail if element.tail else "\n"
-        element.text = "\n" + element.text if element.text else "\n"
+        element.tail = marker + element.tail if element.tail else marker
+        element.text = marker + element.text if element.text else marker
+
+
+# Block boundaries are marked with a private-use character so that newlines in
+# the source (rendered as spaces by browsers) are not mistaken for them.
+_BLOCK_MARK = "\ue000"
+_SPACE_RUNS = re.compile(r"\s+")
 
 
 def visible_text_of(root: etree._Element) -> str:
     """Text of an already-cleaned tree, one line per block.  Modifies the tree's whitespace."""
-    _separate_blocks(root)
-    return _normalise_lines(etree.tostring(root, method="text", encoding="unicode", with_tail=False))
+    _separate_blocks(root, _BLOCK_MARK)
+    text = etree.tostring(root, method="text", encoding="unicode", with_tail=False)
+    return _normalise_lines(_SPACE_RUNS.sub(" ", text).replace(_BLOCK_MARK, "\n"))
 
 
 def _cleaned_tree(html: str | bytes, encoding: str | None, main_content: bool) -> etree._Element | str | None:
@@ -320,5 +351,5 @@ def extract_text_bytes(html: str | bytes, encoding: str | None = None, main_cont
     tree = _cleaned_tree(html, encoding, main_content)
     if tree is None or isinstance(tree, str):
         return (tree or "").encode("utf-8")
-    _separate_blocks(tree)
+    _separate_blocks(tree, "\n")  # any whitespace separates tokens
     return etree.tostring(tree, method="text", encoding="utf-8", with_tail=False)

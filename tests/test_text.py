@@ -1,0 +1,150 @@
+"""Visible-text extraction on real-looking HTML."""
+
+from __future__ import annotations
+
+import pytest
+
+from simhash_scrapy import extract_text, fingerprint, fingerprint_html
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><title>Title is not body text</title>
+<meta charset="utf-8"><style>body { color: red }</style>
+<script>var tracking = "script text";</script></head>
+<body>
+<noscript>Enable JavaScript</noscript>
+<template><p>template text</p></template>
+<svg><text>svg text</text></svg>
+<!-- a comment -->
+<h1>Visible heading</h1><p>First paragraph with <b>bold</b> and <a href="/x">a link</a>.</p><p>Second&nbsp;paragraph &amp; entities &lt;ok&gt; &#233;t&eacute;</p>
+<div hidden>hidden attribute</div>
+<div aria-hidden="true">aria hidden</div>
+<div aria-hidden="false">aria visible</div>
+<span style="display:none">display none</span>
+<span style="color: red; VISIBILITY : hidden">visibility hidden</span>
+<span style="display: inline">display inline</span>
+line one<br>line two
+<table><tr><td>cell a</td><td>cell b</td></tr><tr><th>head c</th></tr></table>
+<ul><li>item one</li><li>item two</li></ul>
+</body></html>"""
+
+
+def test_visible_text_drops_invisible_markup() -> None:
+    text = extract_text(PAGE)
+    assert text.splitlines() == [
+        "Visible heading",
+        "First paragraph with bold and a link.",
+        "Second paragraph & entities <ok> été",
+        "aria visible",
+        "display inline line one",
+        "line two",
+        "cell a",
+        "cell b",
+        "head c",
+        "item one",
+        "item two",
+    ]
+    for gone in ("Title", "script", "color", "Enable", "template", "svg", "comment", "hidden", "display none"):
+        assert gone not in text
+
+
+@pytest.mark.parametrize(
+    "html,expected",
+    [
+        ("<p>a</p><p>b</p>", "a\nb"),
+        ("<div>a<div>b</div>c</div>", "a\nb\nc"),
+        ("<td>a</td><td>b</td>", "a\nb"),
+        ("<li>a</li><li>b</li>", "a\nb"),
+        ("a<br>b<br/>c", "a\nb\nc"),
+        ("<span>a</span><span>b</span>", "ab"),
+        ("x <i>y</i>  z\t\n w", "x y z w"),  # source newlines render as spaces
+        ("<p>  spaced   out  </p>", "spaced out"),
+    ],
+)
+def test_blocks_separate_words_and_whitespace_is_normalised(html: str, expected: str) -> None:
+    assert extract_text(html) == expected
+
+
+def test_hidden_element_keeps_its_tail() -> None:
+    assert extract_text("<p>before <span hidden>secret</span>after</p>") == "before after"
+    assert extract_text("<p><span hidden>secret</span>after</p>") == "after"
+
+
+def test_broken_markup() -> None:
+    html = "<html><body><p>unclosed <b>bold <i>both</p><div>next</span></div><p>last"
+    assert extract_text(html) == "unclosed bold both\nnext\nlast"
+    assert extract_text("<<<>>> <p>text</p></html></html>") .endswith("text")
+
+
+def test_script_cut_does_not_swallow_similar_tags() -> None:
+    html = "<scripts>kept</scripts> <script type='x'>dropped</script><styled>also kept</styled> <style>x{}</style>end"
+    assert extract_text(html) == "kept also kept end"
+    assert extract_text("<p>a</p><script>never closed") == "a"
+
+
+@pytest.mark.parametrize(
+    "data,encoding,expected",
+    [
+        ('<meta charset="iso-8859-1"><p>caf\xe9</p>'.encode("latin-1"), None, "café"),
+        ('<meta http-equiv="Content-Type" content="text/html; charset=windows-1251"><p>Привет</p>'.encode("cp1251"), None, "Привет"),
+        ('<?xml version="1.0" encoding="shift_jis"?><html><p>日本語</p></html>'.encode("shift_jis"), None, "日本語"),
+        ("<p>naïve</p>".encode("utf-8"), None, "naïve"),
+        ("<p>naïve</p>".encode("cp1252"), None, "naïve"),  # undeclared, not UTF-8: windows-1252
+        ("<p>naïve</p>".encode("latin-1"), "latin-1", "naïve"),
+        ("<p>Grüße</p>".encode("utf-16"), None, "Grüße"),
+        ('<meta charset="no-such-codec"><p>ok</p>'.encode(), None, "ok"),
+        ("<p>x</p>".encode(), "bogus-encoding", "x"),
+    ],
+)
+def test_encodings(data: bytes, encoding: str | None, expected: str) -> None:
+    assert extract_text(data, encoding=encoding) == expected
+
+
+def test_xml_declaration_in_str_and_bytes() -> None:
+    page = '<?xml version="1.0" encoding="utf-8"?>\n<html><body><p>xhtml page</p></body></html>'
+    assert extract_text(page) == "xhtml page"
+    assert extract_text(page.encode()) == "xhtml page"
+
+
+def test_invalid_utf8_and_nul_bytes() -> None:
+    assert extract_text(b'<meta charset="utf-8"><p>ok \xff\xfe bad</p>') == "ok \ufffd\ufffd bad"
+    assert extract_text(b"<p>a\x00b\x01c</p>") == "abc"
+    assert extract_text("<p>a\x00b</p>") == "ab"
+
+
+def test_deeply_nested_markup() -> None:
+    html = "<div>" * 10_000 + "deep text" + "</div>" * 10_000
+    assert extract_text(html) == "deep text"
+    assert fingerprint_html(html, min_tokens=1) == fingerprint("deep text")
+
+
+@pytest.mark.parametrize("html", ["", "   \n\t ", "<html></html>", "<!-- only a comment -->", b"", "<p>!!! ??? ...</p>"])
+def test_empty_pages(html) -> None:
+    assert extract_text(html).strip("!?. ") == ""
+    assert fingerprint_html(html) is None
+
+
+def test_binary_input_never_raises() -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
+    assert extract_text(png) == ""
+    assert fingerprint_html(png) is None
+
+
+def test_main_content_mode_exists_and_drops_boilerplate() -> None:
+    page = """<html><body>
+    <div class="site-nav"><a href="/">Home</a> <a href="/a">About</a> <a href="/b">Blog</a></div>
+    <div id="cookie-banner">We use cookies to improve your experience. Accept all cookies?</div>
+    <main><h1>Article title</h1><p>The article body is what a reader came for, and it is long enough
+    to matter for the fingerprint of this page.</p></main>
+    <div class="sidebar related"><h3>Popular pages</h3><ul><li><a href="/1">One</a></li><li><a href="/2">Two</a></li></ul></div>
+    <div class="footer">Copyright 2026 Example Corp. All rights reserved.</div>
+    </body></html>"""
+    main = extract_text(page, main_content=True)
+    assert "article body" in main and "Article title" in main
+    for boilerplate in ("cookies", "Popular", "Copyright", "About"):
+        assert boilerplate not in main
+    assert "cookies" in extract_text(page)
+
+
+def test_fingerprint_html_equals_fingerprint_of_extracted_text() -> None:
+    assert fingerprint_html(PAGE) == fingerprint(extract_text(PAGE))
+    assert fingerprint_html(PAGE, main_content=True) == fingerprint(extract_text(PAGE, main_content=True))
