@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import scrapy
 from packaging.version import Version
 
-__all__ = ["SCRAPY_VERSION", "HAS_CLOSE_SPIDER_ASYNC", "CLOSE_SPIDER_FROM_OPENED"]
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+__all__ = [
+    "SCRAPY_VERSION",
+    "HAS_CLOSE_SPIDER_ASYNC",
+    "CLOSE_SPIDER_FROM_OPENED",
+    "looping_call",
+    "close_spider_soon",
+]
 
 SCRAPY_VERSION = Version(scrapy.__version__)
 
@@ -16,3 +29,34 @@ HAS_CLOSE_SPIDER_ASYNC = SCRAPY_VERSION >= Version("2.14")
 #: Raising ``CloseSpider`` from a ``spider_opened`` handler aborts the crawl
 #: cleanly (2.18+); before, the exception is only logged.
 CLOSE_SPIDER_FROM_OPENED = SCRAPY_VERSION >= Version("2.18")
+
+
+def looping_call(func: Callable[[], object]) -> Any:
+    """A looping call with ``start(interval, now=...)``, ``stop()`` and ``running``.
+
+    2.14+: ``scrapy.utils.asyncio.create_looping_call`` (works without a
+    Twisted reactor too); 2.13: Twisted's ``LoopingCall``.
+    """
+    try:
+        from scrapy.utils.asyncio import create_looping_call
+    except ImportError:
+        from twisted.internet.task import LoopingCall
+
+        return LoopingCall(func)
+    return create_looping_call(func)
+
+
+def close_spider_soon(crawler: Crawler, spider: Spider, reason: str) -> None:
+    """Ask the engine to close the spider once the current call returns (Scrapy < 2.18)."""
+    from twisted.internet import reactor
+
+    def close() -> None:
+        engine = crawler.engine
+        if HAS_CLOSE_SPIDER_ASYNC:
+            from scrapy.utils.defer import deferred_from_coro
+
+            deferred_from_coro(engine.close_spider_async(reason=reason))
+        else:
+            engine.close_spider(spider, reason)
+
+    reactor.callLater(0, close)  # type: ignore[attr-defined]

@@ -1,0 +1,28 @@
+"""``Addon``: ``ADDONS = {"simhash_scrapy.Addon": 0}`` is the whole activation.
+
+It adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540)
+and ``SimhashPipeline`` to ``ITEM_PIPELINES`` (priority 200), unless the
+project already lists them (then its priorities are kept).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .middleware import MIDDLEWARE_PRIORITY, SimhashMiddleware
+from .pipeline import PIPELINE_PRIORITY, SimhashPipeline
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["Addon"]
+
+
+class Addon:
+    """Scrapy add-on that enables simhash-scrapy's middleware and pipeline."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)

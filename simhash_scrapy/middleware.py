@@ -1,0 +1,135 @@
+"""``SimhashMiddleware``: a downloader middleware that drops or flags near-duplicate pages.
+
+It sits below ``RetryMiddleware`` (550) by default (``MIDDLEWARE_PRIORITY``),
+so ``process_response`` sees final responses: decompressed, after retries,
+meta refreshes and redirects.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, TextResponse
+
+from .backends import PageRecord
+from .state import DedupState, analyse_html
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+__all__ = ["SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY", "FLAG"]
+
+logger = logging.getLogger(__name__)
+
+#: Default position in ``DOWNLOADER_MIDDLEWARES`` (below RetryMiddleware's 550).
+MIDDLEWARE_PRIORITY = 540
+#: Added to ``response.flags`` of a near-duplicate that goes on to the spider.
+FLAG = "near-duplicate"
+
+
+class NearDuplicate(IgnoreRequest):
+    """Raised (drop mode) for a near-duplicate page: the response never reaches the spider.
+
+    Request errbacks receive it; ``url``, ``canonical_url`` and ``distance`` say which page it duplicates.
+    """
+
+    def __init__(self, url: str, canonical_url: str, distance: int) -> None:
+        super().__init__(f"Near-duplicate of {canonical_url} (distance {distance}): {url}")
+        self.url = url
+        self.canonical_url = canonical_url
+        self.distance = distance
+
+
+def _media_type(response: Response) -> str | None:
+    raw = response.headers.get(b"Content-Type")
+    if not raw:
+        return None
+    return raw.decode("latin-1").split(";", 1)[0].strip().lower()
+
+
+class SimhashMiddleware:
+    """Fingerprint each HTML response and drop (or flag) pages near an earlier one."""
+
+    def __init__(self, state: DedupState) -> None:
+        self.state = state
+        self.config = state.config
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
+        return cls(DedupState.for_crawler(crawler))
+
+    def _skip_reason(self, request: Request, response: Response) -> str | None:
+        if request.meta.get("simhash_enabled", True) is False:
+            return "opted_out"
+        if response.status not in self.config.http_statuses:
+            return "status"
+        media_type = _media_type(response)
+        if media_type is None:
+            if not isinstance(response, HtmlResponse):
+                return "content_type"
+        elif media_type not in self.config.content_types:
+            return "content_type"
+        if len(response.body) > self.config.max_bytes:
+            return "too_large"
+        body = response.body
+        if not body or body.isspace():
+            return "empty"
+        return None
+
+    async def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
+        state = self.state
+        meta = request.meta
+        reason = "unavailable" if state.error is not None else self._skip_reason(request, response)
+        if reason is None:
+            try:
+                encoding = response.encoding if isinstance(response, TextResponse) else None
+                fingerprint, reason, text = await state.run_analysis(
+                    analyse_html, response.body, encoding, self.config, self.config.keep_text
+                )
+                if fingerprint is not None:
+                    referer = request.headers.get(b"Referer")
+                    record = PageRecord(
+                        url=response.url,
+                        fingerprint=fingerprint,
+                        scope=state.scope_for(response.url),
+                        referer=referer.decode("utf-8", "replace") if referer else None,
+                        depth=meta.get("depth"),
+                        text=text,
+                    )
+                    verdict = await state.check(record)
+            except Exception:
+                logger.exception(
+                    "simhash-scrapy: cannot fingerprint %(url)s; the page goes on unchecked",
+                    {"url": response.url},
+                    extra={"spider": state.spider},
+                )
+                reason = "error"
+        if reason is not None:
+            state.skip(reason)
+            meta["simhash_skipped"] = reason
+            return response
+
+        meta["simhash"] = fingerprint
+        meta["simhash_duplicate_of"] = verdict.canonical_url
+        meta["simhash_distance"] = verdict.distance
+        if verdict.canonical_url is None:
+            return response
+        assert verdict.distance is not None
+        if self.config.action == "drop" and not request.dont_filter:
+            state.inc("simhash/dropped")
+            state.log_duplicate("page", response.url, verdict, "Dropped")
+            raise NearDuplicate(response.url, verdict.canonical_url, verdict.distance)
+        # flag mode, or drop mode for a dont_filter request: the page goes on, flagged.
+        if FLAG not in response.flags:
+            response.flags.append(FLAG)
+        state.inc("simhash/flagged")
+        state.log_duplicate("page", response.url, verdict, "Flagged")
+        if self.config.action == "flag":  # the pipeline reuses this verdict for the page's items
+            state.passed_duplicates[response.url] = verdict
+        return response

@@ -1,0 +1,134 @@
+"""``SimhashPipeline``: drop (or flag) near-duplicate items.
+
+Two ways to judge an item:
+
+* ``SIMHASH_ITEM_FIELD`` names a field holding the item's text or HTML
+  (``SIMHASH_ITEM_FORMAT``: ``auto``, ``html`` or ``text``): the pipeline
+  fingerprints it and checks it against the items seen before.  Items have
+  their own indexes (scope ``item:<scope>``), so an item never matches the
+  page it was scraped from.
+* Otherwise it reuses the verdict of the response the item came from: when
+  the middleware let a near-duplicate page reach the spider (flag mode), an
+  item whose ``SIMHASH_ITEM_URL_FIELD`` (``url``) equals that page's URL is
+  a near-duplicate too.
+
+A near-duplicate item is dropped with ``NearDuplicateItem`` (a ``DropItem``)
+or, with ``SIMHASH_ITEM_ACTION = "flag"``, goes on with
+``simhash_duplicate_of`` and ``simhash_distance`` set when the item accepts
+those fields (dicts always; ``Item`` classes and dataclasses when they
+declare them).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem
+
+from .backends import PageRecord, Verdict
+from .state import DedupState, analyse_html, analyse_text
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+__all__ = ["SimhashPipeline", "NearDuplicateItem", "PIPELINE_PRIORITY"]
+
+logger = logging.getLogger(__name__)
+
+#: Default position in ``ITEM_PIPELINES`` (early, so storage pipelines never see dropped items).
+PIPELINE_PRIORITY = 200
+
+
+class NearDuplicateItem(DropItem):
+    """Raised for a near-duplicate item (stat ``item_dropped_reasons_count/NearDuplicateItem``)."""
+
+    def __init__(self, url: str | None, canonical_url: str, distance: int, log_level: Any = None) -> None:
+        what = f": {url}" if url else ""
+        super().__init__(f"Near-duplicate of {canonical_url} (distance {distance}){what}", log_level=log_level)
+        self.url = url
+        self.canonical_url = canonical_url
+        self.distance = distance
+
+
+class SimhashPipeline:
+    """Drop or flag near-duplicate items (see the module docstring)."""
+
+    def __init__(self, state: DedupState) -> None:
+        self.state = state
+        self.config = state.config
+        self._anonymous = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SimhashPipeline:
+        return cls(DedupState.for_crawler(crawler))
+
+    def _fingerprint(self, value: str | bytes) -> tuple[int | None, str | None, str | None]:
+        config = self.config
+        fmt = config.item_format
+        if fmt == "auto":
+            fmt = "html" if isinstance(value, bytes) or value.lstrip().startswith("<") else "text"
+        if fmt == "html":
+            return analyse_html(value, None, config, config.keep_text)
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        fingerprint, reason = analyse_text(text, config)
+        return fingerprint, reason, text if (config.keep_text and fingerprint is not None) else None
+
+    async def _check_field(self, value: Any, url: str | None) -> Verdict | None:
+        state = self.state
+        if not isinstance(value, (str, bytes)) or not value:
+            state.skip("no_field", items=True)
+            return None
+        if len(value) > self.config.max_bytes:
+            state.skip("too_large", items=True)
+            return None
+        try:
+            fingerprint, reason, text = await state.run_analysis(self._fingerprint, value)
+            if fingerprint is None:
+                state.skip(reason or "error", items=True)
+                return None
+            if url is None:
+                self._anonymous += 1
+                url = f"item-{self._anonymous}"
+            record = PageRecord(url=url, fingerprint=fingerprint, scope=state.scope_for(url, items=True), text=text)
+            return await state.check(record, items=True)
+        except Exception:
+            logger.exception(
+                "simhash-scrapy: cannot fingerprint the item from %(url)s; it goes on unchecked",
+                {"url": url},
+                extra={"spider": state.spider},
+            )
+            state.skip("error", items=True)
+            return None
+
+    async def process_item(self, item: Any, spider: Spider | None = None) -> Any:
+        state = self.state
+        if state.error is not None:
+            return item
+        adapter = ItemAdapter(item)
+        url_value = adapter.get(self.config.item_url_field)
+        url = url_value if isinstance(url_value, str) and url_value else None
+        field = self.config.item_field
+        if field is not None and adapter.get(field) is not None:
+            verdict = await self._check_field(adapter.get(field), url)
+        elif field is not None:
+            state.skip("no_field", items=True)
+            verdict = state.passed_duplicates.get(url) if url else None
+        else:
+            verdict = state.passed_duplicates.get(url) if url else None
+        if verdict is None or verdict.canonical_url is None:
+            return item
+        assert verdict.distance is not None
+        if self.config.item_action == "drop":
+            state.inc("simhash/items/dropped")
+            raise NearDuplicateItem(url, verdict.canonical_url, verdict.distance, log_level=self.config.log_level)
+        state.inc("simhash/items/flagged")
+        state.log_duplicate("item", url or "(no URL)", verdict, "Flagged")
+        for key, value in (("simhash_duplicate_of", verdict.canonical_url), ("simhash_distance", verdict.distance)):
+            try:
+                adapter[key] = value
+            except KeyError:
+                pass  # the item class does not declare the field
+        return item

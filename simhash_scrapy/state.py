@@ -1,0 +1,314 @@
+"""The dedup state of one crawler, shared by ``SimhashMiddleware`` and ``SimhashPipeline``.
+
+One ``DedupState`` exists per crawler (``DedupState.for_crawler``).  It holds
+the validated config, the backend (index, members, clusters), the counters
+behind the ``simhash/*`` stats, the periodic progress line, and writes the
+cluster report when the spider closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
+
+from scrapy import signals
+from scrapy.exceptions import CloseSpider
+
+from . import _compat
+from .backends import PageRecord, Verdict, create_backend
+from .config import SimhashConfig
+from .features import feature_hashes
+from .fingerprint import simhash_from_features
+from .report import build_clusters, check_format_available, expand_report_path, report_params, write_report
+from .text import extract_text, extract_text_bytes
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+    from .backends import ClusterMember
+
+__all__ = ["DedupState", "analyse_html", "analyse_text", "SKIP_REASONS", "count_clusters"]
+
+logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+#: Why a page or item was not fingerprinted (stat ``simhash/skipped/<reason>``).
+SKIP_REASONS = {
+    "opted_out": "the request has meta['simhash_enabled'] = False",
+    "status": "the HTTP status is not in SIMHASH_HTTP_STATUSES",
+    "content_type": "the Content-Type is not in SIMHASH_CONTENT_TYPES",
+    "too_large": "the body is larger than SIMHASH_MAX_BYTES",
+    "empty": "no visible text at all",
+    "thin": "fewer tokens than SIMHASH_MIN_TOKENS",
+    "error": "fingerprinting or the backend failed (logged)",
+    "unavailable": "simhash-scrapy could not start (logged); the crawl is closing",
+    "no_field": "the item has no SIMHASH_ITEM_FIELD value (pipeline)",
+}
+
+
+# ------------------------------------------------------------------ fingerprinting
+def _finish(data: str | bytes, config: SimhashConfig) -> tuple[int | None, str | None]:
+    hashes, weights, tokens = feature_hashes(data, config.features, with_token_count=True)
+    if tokens == 0:
+        return None, "empty"
+    if tokens < config.min_tokens:
+        return None, "thin"
+    return simhash_from_features(hashes, weights), None
+
+
+def analyse_html(
+    body: str | bytes, encoding: str | None, config: SimhashConfig, keep_text: bool = False
+) -> tuple[int | None, str | None, str | None]:
+    """``(fingerprint, skip_reason, text)`` of an HTML page; ``text`` only with ``keep_text``.
+
+    ``fingerprint`` is ``None`` exactly when ``skip_reason`` is ``"empty"`` or ``"thin"``.
+    """
+    if keep_text:
+        text: str | None = extract_text(body, encoding=encoding, main_content=config.main_content)
+        data: str | bytes = text or ""
+    else:
+        text = None
+        data = extract_text_bytes(body, encoding=encoding, main_content=config.main_content)
+    fingerprint, reason = _finish(data, config)
+    return fingerprint, reason, text if fingerprint is not None else None
+
+
+def analyse_text(text: str, config: SimhashConfig) -> tuple[int | None, str | None]:
+    """``(fingerprint, skip_reason)`` of plain text."""
+    return _finish(text, config)
+
+
+def count_clusters(members: Iterable[ClusterMember]) -> int:
+    """Number of clusters of two or more pages (the same count ``build_clusters`` gives)."""
+    sizes = Counter(
+        (m.scope, m.canonical_url if m.canonical_url is not None else m.url) for m in members
+    )
+    return sum(1 for size in sizes.values() if size > 1)
+
+
+# ------------------------------------------------------------------------ state
+_STATES: WeakKeyDictionary[Crawler, DedupState] = WeakKeyDictionary()
+
+
+class DedupState:
+    """Config, backend, counters, progress line and report of one crawler."""
+
+    def __init__(self, crawler: Crawler, config: SimhashConfig | None = None) -> None:
+        self.crawler = crawler
+        self.config = config if config is not None else SimhashConfig.from_settings(crawler.settings)
+        if self.config.report_format is not None:
+            check_format_available(self.config.report_format)
+        self.backend = create_backend(crawler, self.config)
+        self.stats = crawler.stats
+        self.log_interval = crawler.settings.getfloat("LOGSTATS_INTERVAL", 60.0)
+        #: Pages fingerprinted and near-duplicate pages found in this run.
+        self.pages = 0
+        self.near_duplicates = 0
+        #: The same for items fingerprinted by the pipeline.
+        self.items = 0
+        self.item_near_duplicates = 0
+        self.spider: Spider | None = None
+        self.report_path: Path | None = None
+        #: Why simhash-scrapy could not start (pages then pass unchecked while the crawl closes).
+        self.error: str | None = None
+        self.opened = False
+        self.closed = False
+        #: Near-duplicate pages that went on to the spider (flag mode, dont_filter), by URL,
+        #: so the pipeline can reuse their verdict for the items they produce.
+        self.passed_duplicates: dict[str, Verdict] = {}
+        self._shown = False
+        self._task: Any = None
+        self._executor: ThreadPoolExecutor | None = None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler) -> DedupState:
+        """The state of ``crawler``, created on first use (raises ``NotConfigured``/``ValueError``)."""
+        state = _STATES.get(crawler)
+        if state is None:
+            state = _STATES[crawler] = cls(crawler)
+        return state
+
+    # ------------------------------------------------------------- helpers
+    def scope_for(self, url: str, items: bool = False) -> str:
+        """The index a page (or an item) of ``url`` belongs to."""
+        if self.config.scope == "domain":
+            scope = (urlsplit(url).hostname or "").lower()
+        else:
+            scope = self.spider.name if self.spider is not None else ""
+        return f"item:{scope}" if items else scope
+
+    def inc(self, name: str, count: int = 1) -> None:
+        self.stats.inc_value(name, count)
+
+    def skip(self, reason: str, items: bool = False) -> None:
+        self.inc(f"simhash/items/skipped/{reason}" if items else f"simhash/skipped/{reason}")
+
+    async def run_analysis(self, func: Callable[..., _T], *args: Any) -> _T:
+        """Run ``func(*args)`` in a worker thread (``SIMHASH_THREADS``) or inline.
+
+        Threads are used when an asyncio loop runs this coroutine (the asyncio
+        reactor, or Scrapy without a reactor); under another Twisted reactor
+        the work runs inline.
+        """
+        if self.config.threads:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                if self._executor is None:
+                    workers = max(1, min(4, os.cpu_count() or 1))
+                    self._executor = ThreadPoolExecutor(workers, thread_name_prefix="simhash")
+                future = loop.run_in_executor(self._executor, func, *args)
+                if asyncio.current_task() is None:
+                    # Called from a Twisted-driven coroutine (Deferred.fromCoroutine):
+                    # it can await Deferreds, not asyncio futures.
+                    from twisted.internet.defer import Deferred
+
+                    return await Deferred.fromFuture(future)
+                return await future
+        return func(*args)
+
+    async def check(self, record: PageRecord, items: bool = False) -> Verdict:
+        """Query-and-record one fingerprinted page (or item) and count it."""
+        verdict = await self.backend.check(record)
+        prefix = "simhash/items/" if items else "simhash/"
+        self.inc(prefix + "fingerprinted")
+        if items:
+            self.items += 1
+        else:
+            self.pages += 1
+        if verdict.canonical_url is not None:
+            if items:
+                self.item_near_duplicates += 1
+            else:
+                self.near_duplicates += 1
+            self.inc(prefix + "near_duplicates")
+            self.inc(f"{prefix}distance_count/{verdict.distance}")
+        else:
+            self.inc(prefix + "unique")
+        return verdict
+
+    def log_duplicate(self, what: str, url: str, verdict: Verdict, outcome: str) -> None:
+        """Log a near-duplicate at SIMHASH_LOG_LEVEL: all of them with SIMHASH_DEBUG, else the first one."""
+        if self._shown and not self.config.debug:
+            return
+        msg = "%(outcome)s near-duplicate %(what)s %(url)s: duplicates %(canonical)s (distance %(distance)d)"
+        if not self.config.debug:
+            msg += " - no more near-duplicates will be shown (set SIMHASH_DEBUG = True to show all)"
+        self._shown = True
+        logger.log(
+            self.config.log_level,
+            msg,
+            {
+                "outcome": outcome,
+                "what": what,
+                "url": url,
+                "canonical": verdict.canonical_url,
+                "distance": verdict.distance,
+            },
+            extra={"spider": self.spider},
+        )
+
+    # ------------------------------------------------------------- signals
+    async def spider_opened(self, spider: Spider) -> None:
+        self.spider = spider
+        try:
+            if self.config.report_uri is not None:
+                self.report_path = expand_report_path(
+                    self.config.report_uri, report_params(spider, datetime.now(tz=timezone.utc))
+                )
+            await self.backend.open(spider.name)
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            logger.error(
+                "simhash-scrapy cannot start, closing the spider: %(error)s",
+                {"error": self.error},
+                extra={"spider": spider},
+            )
+            self.stats.set_value("simhash/error", self.error)
+            if _compat.CLOSE_SPIDER_FROM_OPENED:
+                raise CloseSpider("simhash_error") from exc
+            _compat.close_spider_soon(self.crawler, spider, "simhash_error")
+            return
+        self.opened = True
+        if self.backend.initial:
+            self.stats.set_value("simhash/initial", self.backend.initial)
+        if self.log_interval > 0:
+            self._task = _compat.looping_call(self.log_progress)
+            self._task.start(self.log_interval, now=False)
+
+    def log_progress(self) -> None:
+        share = 100.0 * self.near_duplicates / self.pages if self.pages else 0.0
+        msg = "Simhash: fingerprinted %(pages)d pages, %(dups)d near-duplicates (%(share).1f%%)"
+        args: dict[str, Any] = {"pages": self.pages, "dups": self.near_duplicates, "share": share}
+        if self.items:
+            msg += "; %(items)d items, %(item_dups)d near-duplicates"
+            args.update(items=self.items, item_dups=self.item_near_duplicates)
+        logger.info(msg, args, extra={"spider": self.spider})
+
+    async def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._task is not None and self._task.running:
+            self._task.stop()
+        try:
+            if self.opened:
+                await self._finish(spider)
+        except Exception:
+            logger.exception("simhash-scrapy: error while finishing the crawl", extra={"spider": spider})
+        finally:
+            try:
+                await self.backend.close()
+            except Exception:
+                logger.exception("simhash-scrapy: error while closing the backend", extra={"spider": spider})
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+                self._executor = None
+
+    async def _finish(self, spider: Spider) -> None:
+        self.stats.set_value("simhash/index_size", await self.backend.index_size())
+        members = await self.backend.members()
+        if self.report_path is None or self.config.report_format is None:
+            self.stats.set_value("simhash/clusters", count_clusters(members))
+            return
+        clusters = build_clusters(members, include_text=self.config.keep_text)
+        self.stats.set_value("simhash/clusters", len(clusters))
+        summary = {
+            "title": f"Near-duplicate clusters: {spider.name}",
+            "pages": self.pages,
+            "unique": self.pages - self.near_duplicates,
+            "near_duplicates": self.near_duplicates,
+            "clusters": len(clusters),
+            "max_distance": self.config.max_distance,
+            "generated": datetime.now(tz=timezone.utc).replace(microsecond=0).isoformat(),
+            "source": f"spider {spider.name}",
+        }
+        try:
+            path = write_report(self.report_path, clusters, self.config.report_format, summary)
+        except Exception:
+            logger.exception(
+                "simhash-scrapy: cannot write the cluster report to %(path)s",
+                {"path": str(self.report_path)},
+                extra={"spider": spider},
+            )
+            self.stats.set_value("simhash/report_error", True)
+            return
+        logger.info(
+            "Simhash: wrote %(count)d clusters to %(path)s (%(format)s)",
+            {"count": len(clusters), "path": str(path), "format": self.config.report_format},
+            extra={"spider": spider},
+        )
