@@ -1,0 +1,1 @@
+"""Example Scrapy project for simhash-scrapy (see docs/readme/example.md)."""
