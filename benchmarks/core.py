@@ -1,0 +1,260 @@
+"""Core engine speed: text -> fingerprint, HTML -> fingerprint, and the index.
+
+    python benchmarks/core.py            # full run (about 3-5 minutes)
+    python benchmarks/core.py --quick    # smaller index sizes
+
+Every figure is compared in the same run with a baseline:
+- the `simhash` package from PyPI (the most used Python simhash), for text
+  throughput and for its SimhashIndex;
+- bare `lxml.html` parsing plus `text_content()`, for HTML pages;
+- a brute-force numpy popcount scan, for index queries.
+Results are printed as markdown and written to benchmarks/results/core.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
+
+import simhash_scrapy  # noqa: E402
+from simhash_scrapy import BlockPermutedIndex, FeatureConfig, fingerprint, fingerprint_html  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def best_of(repeats: int, func) -> float:
+    """Best wall time of `repeats` runs (least disturbed by other processes)."""
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def pypi_simhash():
+    """The PyPI `simhash` package, with a one-line fix so it runs on numpy 2.
+
+    simhash 2.1.2 multiplies a uint8 bit array by the feature weight, which
+    numpy 2 refuses for weights > 255 (OverflowError); widening the array first
+    is the fix.  Its algorithm and speed are otherwise untouched.
+    """
+    import simhash
+
+    class Simhash(simhash.Simhash):
+        @staticmethod
+        def _bitarray_from_bytes(b):
+            return np.unpackbits(np.frombuffer(b, dtype=">B")).astype(np.int64)
+
+    return simhash, Simhash
+
+
+def bench_text(texts: list[str], repeats: int) -> list[dict]:
+    simhash_module, PySimhash = pypi_simhash()
+    megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    rows = []
+    configs = {
+        "simhash-scrapy, default features (words, tf)": FeatureConfig(),
+        "simhash-scrapy, word 3-shingles": FeatureConfig(word_ngram=3),
+        "simhash-scrapy, char 4-grams (PyPI simhash's features)": FeatureConfig(char_ngram=4),
+    }
+    for name, config in configs.items():
+        seconds = best_of(repeats, lambda: [fingerprint(t, config) for t in texts])
+        rows.append({"what": name, "MB/s": megabytes / seconds})
+    seconds = best_of(1, lambda: [PySimhash(t) for t in texts])
+    baseline = megabytes / seconds
+    rows.append({"what": f"PyPI simhash {simhash_module.__version__ if hasattr(simhash_module, '__version__') else '2.1.2'} (char 4-grams, md5)", "MB/s": baseline})
+    for row in rows:
+        row["vs PyPI simhash"] = row["MB/s"] / baseline
+    return rows
+
+
+def bench_html(pages: list[bytes], repeats: int) -> list[dict]:
+    import lxml.html
+
+    seconds = best_of(repeats, lambda: [lxml.html.fromstring(p).text_content() for p in pages])
+    baseline = len(pages) / seconds
+    rows = [{"what": "bare lxml.html parse + text_content() (baseline)", "pages/s": baseline}]
+    for name, main in (("fingerprint_html, visible text", False), ("fingerprint_html, main content", True)):
+        seconds = best_of(repeats, lambda: [fingerprint_html(p, main_content=main) for p in pages])
+        rows.append({"what": name, "pages/s": len(pages) / seconds})
+    for row in rows:
+        row["vs lxml"] = row["pages/s"] / baseline
+    return rows
+
+
+def random_fingerprints(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+
+
+def bench_index(n: int, queries: int, k: int) -> dict:
+    fps = random_fingerprints(n, 1)
+    # Half the queries are planted near stored fingerprints, so matches are real.
+    rng = np.random.default_rng(2)
+    near = fps[rng.integers(0, n, queries // 2)].copy()
+    for _ in range(k):
+        near ^= np.left_shift(np.uint64(1), rng.integers(0, 64, len(near)).astype(np.uint64))
+    query_fps = np.concatenate([near, random_fingerprints(queries - len(near), 3)])
+
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    index = BlockPermutedIndex(max_distance=k)
+    start = time.perf_counter()
+    for chunk in range(0, n, 100_000):
+        index.add_many(range(chunk, min(n, chunk + 100_000)), fps[chunk : chunk + 100_000])
+    index.query_many_arrays(fps[:1])  # merge the tail before measuring memory
+    build = time.perf_counter() - start
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+
+    singles = [int(q) for q in query_fps[:20_000]]
+    seconds = best_of(3, lambda: [index.query(q) for q in singles])
+    single_qps = len(singles) / seconds
+    seconds = best_of(3, lambda: index.query_many_arrays(query_fps))
+    batch_qps = len(query_fps) / seconds
+
+    # One-at-a-time adds on top (the crawl's query_and_add path).
+    extra = [int(q) for q in random_fingerprints(20_000, 4)]
+    start = time.perf_counter()
+    for i, fp in enumerate(extra):
+        index.query_and_add(n + i, fp)
+    qa_per_s = len(extra) / (time.perf_counter() - start)
+
+    # Baseline: brute-force numpy scan, checked to give the same answers.
+    brute_queries = query_fps[:200]
+    start = time.perf_counter()
+    brute = [np.flatnonzero(np.bitwise_count(fps ^ q) <= k) for q in brute_queries]
+    brute_qps = len(brute_queries) / (time.perf_counter() - start)
+    for q, expected in zip(brute_queries, brute):
+        got = sorted(m.key for m in index.query(int(q)) if m.key < n)
+        assert got == expected.tolist(), "index disagrees with brute force"
+    return {
+        "stored": n,
+        "k": k,
+        "blocks": index.blocks,
+        "tables": index.table_count,
+        "build_s": build,
+        "bytes_per_fp": grown / n,
+        "single_qps": single_qps,
+        "batch_qps": batch_qps,
+        "query_and_add_per_s": qa_per_s,
+        "brute_force_qps": brute_qps,
+    }
+
+
+def bench_pypi_index(n: int, queries: int, k: int) -> dict:
+    simhash_module, PySimhash = pypi_simhash()
+    import logging
+
+    logging.getLogger("simhash").setLevel(logging.ERROR)
+    fps = random_fingerprints(n, 1)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    start = time.perf_counter()
+    index = simhash_module.SimhashIndex([], k=k)
+    for i, fp in enumerate(fps.tolist()):
+        index.add(str(i), PySimhash(fp))
+    build = time.perf_counter() - start
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    probes = [PySimhash(int(q)) for q in fps[:queries]]
+    start = time.perf_counter()
+    for probe in probes:
+        index.get_near_dups(probe)
+    qps = len(probes) / (time.perf_counter() - start)
+    return {"stored": n, "k": k, "build_s": build, "bytes_per_fp": grown / n, "single_qps": qps}
+
+
+def bench_10m(k: int) -> dict:
+    n = 10_000_000
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    index = BlockPermutedIndex(max_distance=k)
+    for chunk in range(0, n, 1_000_000):
+        index.add_many(range(chunk, chunk + 1_000_000), random_fingerprints(1_000_000, 100 + chunk))
+    index.query_many_arrays(np.zeros(1, dtype=np.uint64))
+    grown = tracemalloc.get_traced_memory()[0] - before
+    peak = tracemalloc.get_traced_memory()[1] - before
+    tracemalloc.stop()
+    probes = [int(q) for q in random_fingerprints(5_000, 7)]
+    start = time.perf_counter()
+    for q in probes:
+        index.query(q)
+    return {"stored": n, "MB": grown / 1e6, "peak_MB": peak / 1e6, "single_qps": len(probes) / (time.perf_counter() - start)}
+
+
+def table(rows: list[dict]) -> str:
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for row in rows:
+        cells = [f"{v:,.2f}" if isinstance(v, float) else (f"{v:,}" if isinstance(v, int) else str(v)) for v in row.values()]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="100k index instead of 1M, no 10M run")
+    parser.add_argument("--pages", type=int, default=300, help="HTML pages to use (default 300)")
+    args = parser.parse_args()
+    n = 100_000 if args.quick else 1_000_000
+
+    source, pages = corpus.html_pages(args.pages)
+    _, texts = corpus.texts(args.pages)
+    print(f"# simhash-scrapy {simhash_scrapy.__version__} core benchmark")
+    print(f"Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}; corpus: {source}, "
+          f"{sum(map(len, pages)) / len(pages) / 1000:.0f} KB per page on average, "
+          f"{sum(len(t.encode()) for t in texts) / 1e6:.1f} MB of text; one core.\n")
+    results: dict = {"corpus": source}
+
+    rows = bench_text(texts, repeats=3)
+    results["text"] = rows
+    print("## Text -> fingerprint\n\n" + table(rows) + "\n")
+
+    rows = bench_html(pages, repeats=3)
+    results["html"] = rows
+    print("## HTML page -> fingerprint\n\n" + table(rows) + "\n")
+
+    ours = bench_index(n, 100_000, 3)
+    pypi = bench_pypi_index(n, 2_000, 3)
+    results["index"] = {"simhash_scrapy": ours, "pypi_simhash": pypi}
+    rows = [
+        {"index (k=3)": f"simhash-scrapy BlockPermutedIndex (B={ours['blocks']}, {ours['tables']} tables)",
+         "stored": ours["stored"], "bytes/fp": ours["bytes_per_fp"], "build s": ours["build_s"],
+         "single queries/s": ours["single_qps"], "batch queries/s": ours["batch_qps"]},
+        {"index (k=3)": "PyPI simhash SimhashIndex", "stored": pypi["stored"], "bytes/fp": pypi["bytes_per_fp"],
+         "build s": pypi["build_s"], "single queries/s": pypi["single_qps"], "batch queries/s": "-"},
+        {"index (k=3)": "brute-force numpy popcount scan", "stored": ours["stored"], "bytes/fp": 8.0,
+         "build s": 0.0, "single queries/s": ours["brute_force_qps"], "batch queries/s": "-"},
+    ]
+    print("## Index\n\n" + table(rows))
+    print(f"\nquery_and_add (the crawl path) on top of {n:,}: {ours['query_and_add_per_s']:,.0f}/s. "
+          f"Single queries: {ours['single_qps'] / pypi['single_qps']:.1f}x PyPI simhash, "
+          f"{ours['single_qps'] / ours['brute_force_qps']:.0f}x brute force; "
+          f"memory {pypi['bytes_per_fp'] / ours['bytes_per_fp']:.0f}x smaller than PyPI simhash.\n")
+    if not args.quick:
+        big = bench_10m(3)
+        results["index_10m"] = big
+        print(f"10,000,000 fingerprints: {big['MB']:,.0f} MB held ({big['peak_MB']:,.0f} MB peak while building), "
+              f"{big['single_qps']:,.0f} single queries/s.\n")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "core.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
