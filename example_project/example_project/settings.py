@@ -19,8 +19,9 @@ ADDONS = {"simhash_scrapy.Addon": 0}
 SIMHASH_ACTION = "drop"
 # Fingerprint the main content only, not the site's navigation, sidebar and
 # footer.  This is the default, spelled out because the sample site needs it:
-# its reference pages share a template that outweighs their own text, and with
-# "visible" three pairs of them fall within distance 3 of each other.
+# its reference pages share a template that outweighs their own text.  With
+# "visible" (-s SIMHASH_TEXT_MODE=visible) distinct reference and hub pages
+# land in false clusters, and printer-friendly and reposted copies are missed.
 SIMHASH_TEXT_MODE = "main"
 SIMHASH_MAX_DISTANCE = 3
 # Cluster report written when the spider closes; %(name)s and %(time)s expand
