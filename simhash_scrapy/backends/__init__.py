@@ -38,6 +38,12 @@ BACKENDS = {
 def create_backend(crawler: Crawler, config: SimhashConfig) -> DedupBackend:
     """Build the backend ``config.backend`` names (raises ``ValueError`` naming ``SIMHASH_BACKEND``)."""
     path = BACKENDS.get(config.backend, config.backend)
+    if config.backend == "memory":
+        # JOBDIR / SIMHASH_DIR: the in-process index, kept on disk (simhash_scrapy.backends.persistent).
+        from .persistent import uses_persistence
+
+        if uses_persistence(crawler.settings):
+            path = "simhash_scrapy.backends.persistent.PersistentBackend"
     try:
         cls = load_object(path)
     except (ImportError, NameError, ValueError, AttributeError) as exc:

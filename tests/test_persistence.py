@@ -1,0 +1,307 @@
+"""Persistence on one machine: JOBDIR pause/resume and SIMHASH_DIR across crawls.
+
+Component tests drive ``PersistentBackend`` directly; the crawl tests run the
+real CLI (``python -m scrapy.cmdline crawl``) in ``tests/crawl_project``
+against a local site, stop one with SIGINT halfway and resume it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from simhash_scrapy.backends import BackendError, PageRecord, create_backend
+from simhash_scrapy.backends.memory import MemoryBackend
+from simhash_scrapy.backends.persistent import PersistentBackend
+from simhash_scrapy.config import SimhashConfig
+from simhash_scrapy.store import read_store
+
+from conftest import article_html, article_words  # noqa: E402  (tests/ is on sys.path)
+
+T = TypeVar("T")
+PROJECT = Path(__file__).parent / "crawl_project"
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Drive a coroutine that never waits (the in-process backends)."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise AssertionError("the coroutine waited for something")
+
+
+def flip(fp: int, distance: int, rng: random.Random) -> int:
+    for bit in rng.sample(range(64), distance):
+        fp ^= 1 << bit
+    return fp
+
+
+def page_sequence(seed: int, count: int, scopes: tuple[str, ...] = ("spider",)) -> list[tuple[PageRecord, bool]]:
+    """Pages with planted near-duplicates at distances 0..k+2, several scopes, some index=False."""
+    rng = random.Random(seed)
+    fps: list[int] = []
+    out = []
+    for i in range(count):
+        fp = flip(rng.choice(fps), rng.randint(0, 5), rng) if fps and i % 2 else rng.getrandbits(64)
+        fps.append(fp)
+        record = PageRecord(
+            url=f"https://example.com/{i}",
+            fingerprint=fp,
+            scope=rng.choice(scopes),
+            referer=rng.choice([None, "https://example.com/"]),
+            depth=rng.choice([None, 0, 3]),
+            text=rng.choice([None, f"text of page {i}"]),
+        )
+        out.append((record, rng.random() > 0.05))
+    return out
+
+
+def backend_for(settings: dict[str, Any], config: SimhashConfig | None = None) -> Any:
+    crawler = get_crawler(settings_dict=settings)
+    return create_backend(crawler, config or SimhashConfig())
+
+
+# ------------------------------------------------------------------ components
+def test_jobdir_or_simhash_dir_selects_the_persistent_backend(tmp_path: Path) -> None:
+    assert type(backend_for({})) is MemoryBackend
+    assert type(backend_for({"JOBDIR": str(tmp_path / "job")})) is PersistentBackend
+    assert type(backend_for({"SIMHASH_DIR": str(tmp_path / "dir")})) is PersistentBackend
+    assert type(backend_for({"SIMHASH_DIR": "False"})) is MemoryBackend
+    with pytest.raises(ValueError, match="SIMHASH_DIR"):
+        backend_for({"SIMHASH_DIR": 12})
+    with pytest.raises(ValueError, match="SIMHASH_RESET"):
+        backend_for({"JOBDIR": str(tmp_path / "job"), "SIMHASH_RESET": "maybe"})
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_resumed_runs_decide_like_one_uninterrupted_run(tmp_path: Path, seed: int) -> None:
+    config = SimhashConfig(max_distance=3)
+    pages = page_sequence(seed, 1500, scopes=("a.example", "b.example", "c.example"))
+    reference = MemoryBackend(config)
+    expected = [reference.check_now(record, index) for record, index in pages]
+    rng = random.Random(seed)
+    cuts = [0, *sorted(rng.sample(range(1, len(pages)), 4)), len(pages)]
+    settings = {"JOBDIR": str(tmp_path / "job")}
+    for run_number, (start, end) in enumerate(zip(cuts, cuts[1:])):
+        backend = backend_for(settings, config)
+        run(backend.open("spider"))
+        assert backend.initial == start
+        got = [run(backend.check(record, index)) for record, index in pages[start:end]]
+        assert got == expected[start:end], f"run {run_number}"
+        if end == len(pages):
+            assert run(backend.members()) == run(reference.members())
+            assert run(backend.index_size()) == run(reference.index_size())
+        run(backend.close())
+    contents = read_store(tmp_path / "job" / "simhash.store")
+    assert len(contents) == len(pages)
+
+
+def test_members_are_built_from_the_store(tmp_path: Path) -> None:
+    settings = {"SIMHASH_DIR": str(tmp_path / "state")}
+    pages = page_sequence(7, 200)
+    first = backend_for(settings)
+    run(first.open("myspider"))
+    for record, index in pages:
+        run(first.check(record, index))
+    before = run(first.members())
+    run(first.close())
+    assert (tmp_path / "state" / "myspider.store").exists()
+    second = backend_for(settings)
+    run(second.open("myspider"))
+    assert second.initial == 200
+    assert run(second.members()) == before
+    assert second._members[5] == before[5] and second._members[-1] == before[-1]
+    run(second.close())
+
+
+def test_a_store_written_with_other_settings_is_refused(tmp_path: Path) -> None:
+    settings = {"JOBDIR": str(tmp_path / "job")}
+    backend = backend_for(settings, SimhashConfig(max_distance=3))
+    run(backend.open("s"))
+    run(backend.check(PageRecord("https://a/", 123, "s")))
+    run(backend.close())
+    for config, setting in [
+        (SimhashConfig(max_distance=4), "SIMHASH_MAX_DISTANCE"),
+        (SimhashConfig(max_distance=3, blocks=6), "SIMHASH_BLOCKS"),
+        (SimhashConfig(weighting="binary"), "SIMHASH_WEIGHTING"),
+        (SimhashConfig(text_mode="visible"), "SIMHASH_TEXT_MODE"),
+    ]:
+        other = backend_for(settings, config)
+        with pytest.raises(BackendError, match=setting):
+            run(other.open("s"))
+    # SIMHASH_RESET starts afresh with the new settings.
+    fresh = backend_for({**settings, "SIMHASH_RESET": True}, SimhashConfig(max_distance=4))
+    run(fresh.open("s"))
+    assert fresh.initial == 0
+    run(fresh.close())
+
+
+def test_truncated_store_loads_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    settings = {"JOBDIR": str(tmp_path / "job")}
+    pages = page_sequence(9, 50)
+    backend = backend_for(settings)
+    run(backend.open("s"))
+    for record, index in pages:
+        run(backend.check(record, index))
+    run(backend.close())
+    path = tmp_path / "job" / "simhash.store"
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size - 5)  # cut the last record mid-way
+    resumed = backend_for(settings)
+    with caplog.at_level(logging.WARNING):
+        run(resumed.open("s"))
+    assert "truncated last record" in caplog.text
+    assert resumed.initial == 49
+    # The page whose record was lost is checked again and decided as before.
+    reference = MemoryBackend(SimhashConfig())
+    expected = [reference.check_now(r, i) for r, i in pages]
+    assert run(resumed.check(*pages[-1])) == expected[-1]
+    run(resumed.close())
+    assert len(read_store(path)) == 50
+
+
+# -------------------------------------------------------------- real crawls
+def make_site(count: int = 24) -> dict[str, str]:
+    """``/a<i>``: distinct articles; ``/b<i>``: each a lightly edited copy of ``/a<i>``."""
+    pages = {}
+    for i in range(count):
+        words = article_words(1000 + i)
+        pages[f"/a{i}"] = article_html(f"Story {i}", words, extra="Published on Monday.")
+        edited = list(words)
+        edited[17] = "banana"
+        pages[f"/b{i}"] = article_html(f"Story {i}", edited, extra="Published on Monday.", template="b")
+    return pages
+
+
+def crawl_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "scrapy.cmdline", "crawl", "pages", *args]
+
+
+def crawl_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def run_crawl_cli(args: list[str], timeout: float = 180) -> tuple[dict[str, Any], str]:
+    proc = subprocess.run(
+        crawl_command(*args), cwd=PROJECT, env=crawl_env(), capture_output=True, text=True, timeout=timeout
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return parse_stats(proc.stderr), proc.stderr
+
+
+_STAT = re.compile(r"^\s*'([^']+)': (\d+|'[^']*'|True|False),?$", re.MULTILINE)
+
+
+def parse_stats(log: str) -> dict[str, Any]:
+    """The integer and string stats of the 'Dumping Scrapy stats' block of a crawl log."""
+    start = log.rfind("Dumping Scrapy stats")
+    assert start >= 0, log[-3000:]
+    stats: dict[str, Any] = {}
+    for name, value in _STAT.findall(log[start:]):
+        stats[name] = int(value) if value.isdigit() else value.strip("'")
+    return stats
+
+
+def reached(log: str) -> list[str]:
+    return re.findall(r"Reached the spider: (\S+)", log)
+
+
+def read_report(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_simhash_dir_recognises_last_weeks_pages(serve: Any, tmp_path: Path) -> None:
+    site = serve(make_site(6))
+    state = tmp_path / "state"
+    common = ["-a", f"base={site.base}", "-s", f"SIMHASH_DIR={state}"]
+    stats, log = run_crawl_cli([*common, "-a", "paths=" + ",".join(f"/a{i}" for i in range(6))])
+    assert stats["simhash/unique"] == 6 and "simhash/initial" not in stats
+    assert (state / "pages.store").exists()
+    # "Next week": the edited copies are near-duplicates of last week's pages.
+    report = tmp_path / "week2.jsonl"
+    stats, log = run_crawl_cli(
+        [*common, "-a", "paths=" + ",".join(f"/b{i}" for i in range(6)), "-s", f"SIMHASH_REPORT_URI={report}"]
+    )
+    assert stats["simhash/initial"] == 6
+    assert stats["simhash/near_duplicates"] == 6 and stats["simhash/dropped"] == 6
+    assert reached(log) == []
+    clusters = read_report(report)
+    assert sorted(c["canonical"] for c in clusters) == sorted(site.url(f"/a{i}") for i in range(6))
+    assert all(c["size"] == 2 for c in clusters)
+    # -a simhash_reset=1 starts afresh: nothing is a duplicate any more.
+    stats, log = run_crawl_cli([*common, "-a", "paths=" + ",".join(f"/b{i}" for i in range(6)), "-a", "simhash_reset=1"])
+    assert "simhash/initial" not in stats and stats["simhash/unique"] == 6
+    assert len(reached(log)) == 6
+
+
+def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) -> None:
+    count = 24
+    site = serve(make_site(count))
+    # First the originals, then their copies: the second half duplicates the first.
+    paths = [f"/a{i}" for i in range(count)] + [f"/b{i}" for i in range(count)]
+    jobdir = tmp_path / "job"
+    report = tmp_path / "report.jsonl"
+    args = [
+        "-a", f"base={site.base}", "-a", "paths=" + ",".join(paths),
+        "-s", f"JOBDIR={jobdir}", "-s", "DOWNLOAD_DELAY=0.25", "-s", f"SIMHASH_REPORT_URI={report}",
+    ]
+    proc = subprocess.Popen(
+        crawl_command(*args), cwd=PROJECT, env=crawl_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: list[str] = []
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if len(reached("".join(lines))) >= 8:  # part of the originals are in
+                proc.send_signal(signal.SIGINT)  # Ctrl-C: graceful shutdown
+                break
+        rest = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    first_log = "".join(lines) + rest
+    assert proc.returncode == 0, first_log[-3000:]
+    assert "shutting down gracefully" in first_log
+    first_stats = parse_stats(first_log)
+    first_pages = first_stats["simhash/fingerprinted"]
+    assert 8 <= first_pages < count, first_stats  # stopped within the originals
+    assert first_stats["finish_reason"] == "shutdown"
+    assert len(read_store(jobdir / "simhash.store")) == first_pages
+
+    # The same command again resumes the job.
+    stats, log = run_crawl_cli(args[:-4] + ["-s", "DOWNLOAD_DELAY=0", args[-2], args[-1]])
+    assert stats["finish_reason"] == "finished"
+    assert stats["simhash/initial"] == first_pages
+    assert first_pages + stats["simhash/fingerprinted"] == 2 * count
+    # Every copy is found, including copies of pages fetched before the pause.
+    assert stats["simhash/near_duplicates"] == count
+    first_half_urls = set(reached(first_log))
+    assert len(first_half_urls) == first_pages
+    clusters = read_report(report)
+    by_canonical = {c["canonical"]: c for c in clusters}
+    # The final report covers the whole job: a cluster for every original, pre-pause ones too.
+    assert set(by_canonical) == {site.url(f"/a{i}") for i in range(count)}
+    for i in range(count):
+        members = [m["url"] for m in by_canonical[site.url(f"/a{i}")]["members"]]
+        assert members == [site.url(f"/a{i}"), site.url(f"/b{i}")]
+    assert first_half_urls <= set(by_canonical)
