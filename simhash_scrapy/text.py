@@ -49,14 +49,46 @@ _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hi
 # Python check in remove_invisible decides.  Whole-tree XPath walks cost as
 # much as parsing, so they only run when the raw bytes hint at hidden markup.
 _HIDDEN_XPATH = etree.XPath("//@hidden/.. | //@aria-hidden/.. | //@style/..")
-_DISPLAY_NONE = re.compile(rb"display\s*:\s*none")  # a literal prefix keeps the scan fast
+_DISPLAY_NONE = re.compile(rb"\s*:\s*none")
+
+
+def _in_tag(lowered: bytes, pos: int) -> bool:
+    """Whether ``pos`` is inside a tag: the last "<" before it comes after the last ">"."""
+    return lowered.rfind(b"<", 0, pos) > lowered.rfind(b">", 0, pos)
+
+
+def _may_hide(lowered: bytes) -> bool:
+    """Whether some tag in the page may carry hidden / aria-hidden / display:none / visibility:hidden.
+
+    Checks each occurrence (found with plain byte searches, much faster than a
+    regex alternation) and keeps only those inside a tag, so prose and
+    ``type="hidden"`` inputs do not force a whole-tree search.
+    """
+    pos = lowered.find(b"hidden")
+    while pos >= 0:
+        before = lowered[pos - 1 : pos]
+        if (before == b":" or before.isspace() or (before == b"-" and lowered.endswith(b"aria-", 0, pos))) and _in_tag(
+            lowered, pos
+        ):
+            return True
+        pos = lowered.find(b"hidden", pos + 6)
+    pos = lowered.find(b"display")
+    while pos >= 0:
+        if _DISPLAY_NONE.match(lowered, pos + 7) and _in_tag(lowered, pos):
+            return True
+        pos = lowered.find(b"display", pos + 7)
+    return False
 _EMBED_HINT = re.compile(
     rb"<(?:noscript|template|svg|math|iframe|object|embed|canvas|audio|video|map|datalist)[\s>/]"
 )
 # script and style are raw-text elements: their content ends at the first
 # "</script" / "</style", exactly as browsers tokenise, so they can be cut from
-# the bytes before parsing (less to parse, no tree walk to remove them).
-_RAW_TEXT_TAGS = (b"script", b"style")
+# the bytes before parsing (less to parse, no tree walk to remove them).  Inline
+# svg and friends are cut the same way when that is unambiguous.
+# Elements removed from the bytes before parsing: (tag, is a raw-text element).
+_BYTE_CUT_TAGS = (
+    (b"script", True), (b"style", True), (b"svg", False), (b"math", False), (b"template", False), (b"noscript", False),
+)  # fmt: skip
 # Encoding declarations looked for in the first bytes of a document.
 _DECLARED = re.compile(
     rb"""<\?xml[^>]*?encoding\s*=\s*["']?\s*([A-Za-z0-9._:-]+)"""
@@ -177,33 +209,49 @@ class TooDeep(Exception):
     """libxml2 stopped building the tree at its depth limit (2048 levels)."""
 
 
-def _cut_raw_text_elements(data: bytes, lowered: bytes) -> tuple[bytes, bytes]:
-    """Remove <script>...</script> and <style>...</style> from the bytes."""
-    for tag in _RAW_TEXT_TAGS:
-        opening = b"<" + tag
-        if opening not in lowered:
+def _cut_elements(data: bytes, lowered: bytes, tag: bytes, raw_text: bool) -> tuple[bytes, bytes]:
+    """Remove every ``<tag ...>...</tag>`` from the bytes (and the lower-cased copy).
+
+    ``raw_text`` elements (script, style) end at the first closing tag, and an
+    unclosed one runs to the end, as browsers tokenise them.  Other elements
+    are only cut when they are closed and hold no nested element of the same
+    tag; the rest is left for the tree-based removal.
+    """
+    opening, closing = b"<" + tag, b"</" + tag
+    kept, kept_lower = [], []
+    pos = 0
+    while True:
+        start = lowered.find(opening, pos)
+        if start < 0:
+            break
+        after = lowered[start + len(opening) : start + len(opening) + 1]
+        if after and after not in b" \t\r\n\f/>":
+            kept.append(data[pos : start + 1])  # "<scripts", "<svg-icon": another tag
+            kept_lower.append(lowered[pos : start + 1])
+            pos = start + 1
             continue
-        closing = b"</" + tag
-        kept, kept_lower = [], []
-        pos = 0
-        while True:
-            start = lowered.find(opening, pos)
-            if start < 0:
-                break
-            after = lowered[start + len(opening) : start + len(opening) + 1]
-            if after and after not in b" \t\r\n\f/>":
-                kept.append(data[pos : start + 1])  # "<scripts", "<styled-...": not this tag
-                kept_lower.append(lowered[pos : start + 1])
-                pos = start + 1
-                continue
-            end = lowered.find(closing, start)
-            end = len(lowered) if end < 0 else lowered.find(b">", end) + 1 or len(lowered)
-            kept.append(data[pos:start])
-            kept_lower.append(lowered[pos:start])
-            pos = end
-        kept.append(data[pos:])
-        kept_lower.append(lowered[pos:])
-        data, lowered = b"".join(kept), b"".join(kept_lower)
+        end = lowered.find(closing, start)
+        if not raw_text and (end < 0 or lowered.find(opening, start + 1, end) >= 0):
+            kept.append(data[pos : start + 1])
+            kept_lower.append(lowered[pos : start + 1])
+            pos = start + 1
+            continue
+        end = len(lowered) if end < 0 else (lowered.find(b">", end) + 1 or len(lowered))
+        kept.append(data[pos:start])
+        kept_lower.append(lowered[pos:start])
+        pos = end
+    if not kept:
+        return data, lowered
+    kept.append(data[pos:])
+    kept_lower.append(lowered[pos:])
+    return b"".join(kept), b"".join(kept_lower)
+
+
+def _cut_raw_text_elements(data: bytes, lowered: bytes) -> tuple[bytes, bytes]:
+    """Remove script, style and (when simply nested) svg, math, template and noscript from the bytes."""
+    for tag, raw_text in _BYTE_CUT_TAGS:
+        if b"<" + tag in lowered:
+            data, lowered = _cut_elements(data, lowered, tag, raw_text)
     return data, lowered
 
 
@@ -279,7 +327,7 @@ def remove_invisible(root: etree._Element, lowered: bytes | None = None) -> None
             _drop(head)
         if _EMBED_HINT.search(lowered):
             etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
-        if b"hidden" not in lowered and not _DISPLAY_NONE.search(lowered):
+        if not _may_hide(lowered):
             return
     for element in _HIDDEN_XPATH(root):
         if (

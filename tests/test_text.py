@@ -148,3 +148,12 @@ def test_main_content_mode_exists_and_drops_boilerplate() -> None:
 def test_fingerprint_html_equals_fingerprint_of_extracted_text() -> None:
     assert fingerprint_html(PAGE) == fingerprint(extract_text(PAGE))
     assert fingerprint_html(PAGE, main_content=True) == fingerprint(extract_text(PAGE, main_content=True))
+
+
+def test_elements_cut_from_bytes_follow_html_rules() -> None:
+    assert extract_text("<p>a</p><svg><text>label</text><svg><text>inner</text></svg>tail</svg><p>b</p>") == "a\nb"
+    assert extract_text("<p>a</p><svg><text>label</text></svg><p>b</p>") == "a\nb"
+    assert extract_text("<p>a <svg-icon>kept</svg-icon></p>") == "a kept"
+    assert extract_text("<p>a</p><svg><text>unclosed svg") == "a"
+    assert extract_text("<p>a</p><template><p>t</p><template>x</template></template><p>b</p>") == "a\nb"
+    assert extract_text("<p>a</p><noscript>enable js</noscript>b") == "a\nb"
