@@ -1,0 +1,28 @@
+"""Fixtures with a real redis-server (load with ``pytest_plugins = ["conftest_redis"]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from redis_server import RedisServer
+
+
+@pytest.fixture
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A fresh redis-server on a free loopback port, without persistence; killed after the test."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def persistent_redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server with ``appendonly yes`` / ``appendfsync always``: a kill loses nothing written."""
+    server = RedisServer(tmp_path_factory.mktemp("redis-aof"), appendonly=True).start()
+    try:
+        yield server
+    finally:
+        server.stop()
