@@ -1,0 +1,433 @@
+"""``scrapy simhash compare``: why are these pages (not) near-duplicates?
+
+Each page (a URL fetched with Scrapy and the project's settings, or a local
+HTML file) is fingerprinted exactly as the crawl does it (``analyse_html`` with
+the project's ``SimhashConfig``).  The command prints the fingerprints, the
+distance matrix with similarities (1 - d/64), what a crawl that meets the
+pages in this order decides, and for each page against the first one the
+text that differs and the features that weigh most in the differing bits.
+
+Which features "weigh most": bit ``b`` of a fingerprint is the sign of
+``sum(weight(f) * (+1 if bit b of hash(f) is set else -1))`` over the page's
+features ``f``.  Between pages A and B a feature's weight changes by
+``dw = w_B - w_A``; in a bit that flipped, it pushed towards the flip by
+``dw * sign_b(f) * direction_b`` (direction +1 where B has the bit set).  The
+features with the largest push summed over the differing bits are listed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import unquote, urlsplit
+
+import numpy as np
+
+from ..config import SimhashConfig
+from ..features import feature_hashes, token_hashes, tokenize
+from ..fingerprint import hamming_distance
+from ._common import EXIT_USAGE, CommandError, load_config
+
+__all__ = ["run_compare", "explain_features", "feature_labels", "Page"]
+
+_SKIP_TEXT = {
+    "status": "HTTP status not in SIMHASH_HTTP_STATUSES",
+    "content_type": "Content-Type not in SIMHASH_CONTENT_TYPES",
+    "too_large": "larger than SIMHASH_MAX_BYTES",
+    "empty": "no visible text",
+    "thin": "fewer tokens than SIMHASH_MIN_TOKENS",
+}
+
+
+@dataclass
+class Page:
+    """One compared page."""
+
+    source: str  # what the user typed
+    url: str  # final URL (after redirects) or file:// URI
+    body: bytes = b""
+    encoding: str | None = None
+    status: int | None = None
+    content_type: str | None = None
+    fingerprint: int | None = None
+    skipped: str | None = None  # the crawl's skip reason
+    text: str = ""
+    tokens: int = 0
+    weights: dict[int, float] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- loading
+def _is_url(arg: str) -> bool:
+    return urlsplit(arg).scheme.lower() in ("http", "https")
+
+
+def _read_file(arg: str) -> Page:
+    path_text = unquote(urlsplit(arg).path) if arg.lower().startswith("file://") else arg
+    path = Path(path_text)
+    if not path.exists():
+        hint = " (URLs need http:// or https://)" if "." in arg.split("/")[0] and not arg.startswith((".", "/")) else ""
+        raise CommandError(f"no such file: {arg}{hint}")
+    if path.is_dir():
+        raise CommandError(f"{arg} is a folder; compare takes HTML files or URLs (dedup reads folders)")
+    try:
+        body = path.read_bytes()
+    except OSError as exc:
+        raise CommandError(f"cannot read {arg}: {exc.strerror or exc}") from None
+    return Page(source=arg, url=path.resolve().as_uri(), body=body)
+
+
+def _fetch(urls: list[str], settings: Any) -> dict[str, Page | str]:
+    """Fetch ``urls`` with Scrapy and the project's settings: URL -> Page, or an error message."""
+    from scrapy import Request, Spider
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.http import TextResponse
+
+    results: dict[str, Page | str] = {}
+
+    class FetchSpider(Spider):
+        name = "simhash-compare"
+
+        async def start(self) -> Any:
+            for url in urls:
+                yield Request(
+                    url,
+                    callback=self.fetched,
+                    errback=self.failed,
+                    dont_filter=True,
+                    cb_kwargs={"source": url},
+                    # The plugin must not drop the second page of the comparison.
+                    meta={"simhash_enabled": False, "handle_httpstatus_all": True, "source": url},
+                )
+
+        def fetched(self, response: Any, source: str) -> None:
+            content_type = response.headers.get(b"Content-Type")
+            results[source] = Page(
+                source=source,
+                url=response.url,
+                body=response.body,
+                encoding=response.encoding if isinstance(response, TextResponse) else None,
+                status=response.status,
+                content_type=content_type.decode("latin-1") if content_type else None,
+            )
+
+        def failed(self, failure: Any) -> None:
+            source = failure.request.meta.get("source", failure.request.url)
+            results[source] = failure.getErrorMessage() or failure.type.__name__
+
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    fetch_settings = settings.copy()
+    fetch_settings.set("SIMHASH_ENABLED", False, priority="cmdline")
+    fetch_settings.set("TELNETCONSOLE_ENABLED", False, priority="cmdline")
+    if (fetch_settings.getpriority("LOG_LEVEL") or 0) < SETTINGS_PRIORITIES["cmdline"]:
+        # The crawl log of two fetches is noise; a failed fetch is reported in one line.  -L shows it.
+        fetch_settings.set("LOG_LEVEL", "CRITICAL", priority="cmdline")
+    process = CrawlerProcess(fetch_settings)
+    process.crawl(FetchSpider)
+    process.start()
+    return results
+
+
+def _load_pages(args: list[str], settings: Any) -> list[Page]:
+    urls = [arg for arg in args if _is_url(arg)]
+    for arg in args:
+        scheme = urlsplit(arg).scheme.lower()
+        if scheme and len(scheme) > 1 and scheme not in ("http", "https", "file"):
+            raise CommandError(f"{arg}: compare takes http(s) URLs and local files, not {scheme}:", EXIT_USAGE)
+    pages = {arg: _read_file(arg) for arg in args if not _is_url(arg)}
+    if urls:
+        fetched = _fetch(list(dict.fromkeys(urls)), settings)
+        for url in urls:
+            result = fetched.get(url, "no response")
+            if isinstance(result, str):
+                raise CommandError(f"cannot fetch {url}: {result} (-L DEBUG shows the fetch log)")
+            pages[url] = result
+    return [pages[arg] for arg in args]
+
+
+# -------------------------------------------------------------- analysing
+def _analyse(page: Page, config: SimhashConfig) -> None:
+    from ..state import analyse_html
+    from ..text import extract_text
+
+    media_type = (page.content_type or "").split(";", 1)[0].strip().lower()
+    if page.status is not None and page.status not in config.http_statuses:
+        page.skipped = "status"
+    elif media_type and media_type not in config.content_types:
+        page.skipped = "content_type"
+    elif len(page.body) > config.max_bytes:
+        page.skipped = "too_large"
+    fingerprint, reason, _ = analyse_html(page.body, page.encoding, config)
+    page.text = extract_text(page.body, encoding=page.encoding, main_content=config.main_content)
+    page.tokens = len(token_hashes(page.text, config.features.cjk_ngram))
+    if fingerprint is None:
+        page.skipped = page.skipped or reason
+        return
+    # Fingerprint also the pages the crawl would skip for status or type: the comparison is still useful.
+    page.fingerprint = fingerprint
+    hashes, weights = feature_hashes(page.text, config.features)
+    page.weights = dict(zip(hashes.tolist(), weights.tolist()))
+
+
+def feature_labels(text: str, config: SimhashConfig) -> dict[int, str]:
+    """Feature hash -> the text it stands for (a word, a word n-gram or a character n-gram)."""
+    features = config.features
+    tokens = tokenize(text, features.cjk_ngram)
+    hashes = token_hashes(text, features.cjk_ngram)
+    if len(tokens) != len(hashes):  # pragma: no cover - the tokeniser's two paths always agree
+        return {}
+    try:
+        from ..features import _char_hashes, _shingle  # the core's own windows, so labels match hashes
+    except ImportError:  # pragma: no cover
+        return {}
+    if features.char_ngram:
+        normalised = " ".join(tokens)
+        seq = _char_hashes(text, features.char_ngram, features.cjk_ngram).tolist()
+        n = min(features.char_ngram, len(normalised))
+        return {h: normalised[i : i + n] for i, h in enumerate(seq)}
+    n = features.word_ngram
+    seq = _shingle(hashes, n).tolist()
+    n = min(n, len(tokens)) or 1
+    return {h: " ".join(tokens[i : i + n]) for i, h in enumerate(seq)}
+
+
+def explain_features(a: Page, b: Page, limit: int) -> list[dict[str, Any]]:
+    """The features that push most towards the bits in which ``a`` and ``b`` differ (see the module docstring)."""
+    assert a.fingerprint is not None and b.fingerprint is not None
+    flipped = a.fingerprint ^ b.fingerprint
+    if not flipped:
+        return []
+    keys = sorted(set(a.weights) | set(b.weights))
+    hashes = np.array(keys, dtype=np.uint64)
+    delta = np.array([b.weights.get(k, 0.0) - a.weights.get(k, 0.0) for k in keys])
+    changed = delta != 0
+    hashes, delta = hashes[changed], delta[changed]
+    if not len(hashes):
+        return []
+    bits = [i for i in range(64) if flipped >> i & 1]
+    signs = np.stack([((hashes >> np.uint64(i)) & np.uint64(1)).astype(np.float64) * 2 - 1 for i in bits], axis=1)
+    direction = np.array([1.0 if b.fingerprint >> i & 1 else -1.0 for i in bits])
+    per_bit = delta[:, None] * signs * direction[None, :]
+    push = per_bit.sum(axis=1)
+    order = np.argsort(-push, kind="stable")[:limit]
+    rows = []
+    for i in order.tolist():
+        if push[i] <= 0:
+            break
+        h = int(hashes[i])
+        rows.append(
+            {
+                "feature": h,
+                "weight_a": a.weights.get(h, 0.0),
+                "weight_b": b.weights.get(h, 0.0),
+                "push": float(push[i]),
+                "bits": [bit for bit, value in zip(bits, per_bit[i].tolist()) if value > 0],
+            }
+        )
+    return rows
+
+
+def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
+    """(removed lines, added lines, unified diff lines without headers)."""
+    left, right = a.splitlines(), b.splitlines()
+    removed, added, lines = [], [], []
+    for line in difflib.unified_diff(left, right, lineterm="", n=1):
+        if line.startswith(("---", "+++")):
+            continue
+        lines.append(line)
+        if line.startswith("-"):
+            removed.append(line[1:])
+        elif line.startswith("+"):
+            added.append(line[1:])
+    return removed, added, lines
+
+
+def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]:
+    """What a crawl meeting the pages in this order decides for each one."""
+    from .dedup import assign_canonicals
+
+    usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
+    fps = np.array([pages[i].fingerprint for i in usable], dtype=np.uint64)
+    scopes = None
+    if config.scope == "domain":
+        hosts = [(urlsplit(pages[i].url).hostname or "").lower() for i in usable]
+        names: dict[str, int] = {}
+        scopes = np.array([names.setdefault(h, len(names)) for h in hosts], dtype=np.int64)
+    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks)
+    decisions: list[dict[str, Any]] = [{"page": i + 1, "decision": "skipped", "reason": p.skipped} for i, p in enumerate(pages)]
+    for j, i in enumerate(usable):
+        c = int(canonical[j])
+        if c < 0:
+            decisions[i] = {"page": i + 1, "decision": "unique"}
+        else:
+            decisions[i] = {
+                "page": i + 1,
+                "decision": "near-duplicate",
+                "canonical": usable[c] + 1,
+                "distance": int(distance[j]),
+                "action": config.action,
+            }
+    return decisions
+
+
+# ----------------------------------------------------------------- output
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else "..." + text[-(width - 3) :]
+
+
+def _lines(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"
+
+
+def _print_text(
+    out: TextIO, pages: list[Page], config: SimhashConfig, matrix: list[list[int | None]],
+    decisions: list[dict[str, Any]], pairs: list[dict[str, Any]], diff_lines: int,
+) -> None:  # fmt: skip
+    w = out.write
+    w(
+        f"simhash compare: SIMHASH_TEXT_MODE={config.text_mode}, features {config.features.signature()}, "
+        f"SIMHASH_MAX_DISTANCE={config.max_distance}, SIMHASH_MIN_TOKENS={config.min_tokens}\n\n"
+    )
+    width = min(60, max(len(p.source) for p in pages))
+    w(f"  #  {'page':<{width}}  fingerprint       tokens\n")
+    for i, page in enumerate(pages, start=1):
+        fp = f"{page.fingerprint:016x}" if page.fingerprint is not None else "-" * 16
+        note = f"  (the crawl skips it: {_SKIP_TEXT.get(page.skipped, page.skipped)})" if page.skipped else ""
+        status = f" [HTTP {page.status}]" if page.status not in (None, 200) else ""
+        w(f"{i:>3}  {_short(page.source, width):<{width}}  {fp}  {page.tokens:>6}{status}{note}\n")
+    w("\ndistance d (similarity 1 - d/64)\n")
+    cell = 13
+    w("     " + "".join(f"{j:>{cell}}" for j in range(1, len(pages) + 1)) + "\n")
+    for i, row in enumerate(matrix, start=1):
+        cells = []
+        for j, d in enumerate(row, start=1):
+            if i == j:
+                cells.append(f"{'-':>{cell}}")
+            elif d is None:
+                cells.append(f"{'n/a':>{cell}}")
+            else:
+                cells.append(f"{f'{d} ({1 - d / 64:.3f})':>{cell}}")
+        w(f"{i:>3}  " + "".join(cells) + "\n")
+    w(f"\nwhat a crawl meeting the pages in this order decides (SIMHASH_MAX_DISTANCE={config.max_distance}):\n")
+    for decision in decisions:
+        i = decision["page"]
+        if decision["decision"] == "unique":
+            text = "unique: becomes a canonical page"
+        elif decision["decision"] == "near-duplicate":
+            verb = "dropped" if config.action == "drop" else "flagged"
+            text = f"near-duplicate of {decision['canonical']} (distance {decision['distance']}): {verb}"
+        else:
+            text = f"skipped ({_SKIP_TEXT.get(decision['reason'], decision['reason'])}): never compared"
+        w(f"{i:>3}  {text}\n")
+    for pair in pairs:
+        a, b = pair["a"], pair["b"]
+        w(f"\n--- page {a} against page {b}: distance {pair['distance']}, similarity {pair['similarity']:.3f}")
+        w(f", differing bits {', '.join(map(str, pair['differing_bits'])) or 'none'}\n")
+        removed, added = pair["removed"], pair["added"]
+        if not removed and not added:
+            w("the visible texts are identical\n" if pages[a - 1].text == pages[b - 1].text else
+              "the texts differ only in spacing\n")  # fmt: skip
+        else:
+            w(
+                f"text that differs ({_lines(len(removed))} only in page {a}, {_lines(len(added))} only in page {b}; "
+                f"-: page {a}, +: page {b}):\n"
+            )
+            shown = pair["diff"][:diff_lines]
+            for line in shown:
+                w(f"  {line if len(line) <= 150 else line[:147] + '...'}\n")
+            if len(pair["diff"]) > len(shown):
+                w(f"  ... {len(pair['diff']) - len(shown)} more diff lines (--diff-lines)\n")
+        if pair["features"]:
+            w(f"features weighing most in the differing bits (weight in page {a} -> page {b}, push towards the flips):\n")
+            for feature in pair["features"]:
+                label = json.dumps(feature["label"], ensure_ascii=False)
+                w(
+                    f"  {_short(label, 40):<40} {feature['weight_a']:>6g} -> {feature['weight_b']:<6g}"
+                    f" push {feature['push']:>6g}  bits {','.join(map(str, feature['bits']))}\n"
+                )
+
+
+def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None) -> int:
+    out = stdout or sys.stdout
+    config = load_config(settings)
+    if opts.features < 0 or opts.diff_lines < 0:
+        raise CommandError("--features and --diff-lines must be 0 or more", EXIT_USAGE)
+    pages = _load_pages(opts.pages, settings)
+    for page in pages:
+        _analyse(page, config)
+    n = len(pages)
+    matrix: list[list[int | None]] = [
+        [
+            None if pages[i].fingerprint is None or pages[j].fingerprint is None
+            else hamming_distance(pages[i].fingerprint, pages[j].fingerprint)  # type: ignore[arg-type]
+            for j in range(n)
+        ]
+        for i in range(n)
+    ]  # fmt: skip
+    decisions = _decisions(pages, config)
+    pairs = []
+    first = pages[0]
+    for j in range(1, n):
+        other = pages[j]
+        if first.fingerprint is None or other.fingerprint is None:
+            continue
+        removed, added, diff = _text_diff(first.text, other.text)
+        features = explain_features(first, other, opts.features)
+        if features:
+            labels = feature_labels(first.text, config)
+            labels.update(feature_labels(other.text, config))
+            for feature in features:
+                feature["label"] = labels.get(feature["feature"], f"#{feature['feature']:016x}")
+                feature["feature"] = f"{feature['feature']:016x}"
+        d = matrix[0][j]
+        assert d is not None
+        flipped = first.fingerprint ^ other.fingerprint
+        pairs.append(
+            {
+                "a": 1,
+                "b": j + 1,
+                "distance": d,
+                "similarity": 1 - d / 64,
+                "differing_bits": [i for i in range(64) if flipped >> i & 1],
+                "removed": removed,
+                "added": added,
+                "diff": diff,
+                "features": features,
+            }
+        )
+    if opts.json:
+        document = {
+            "settings": {
+                "SIMHASH_TEXT_MODE": config.text_mode,
+                "features": config.features.signature(),
+                "SIMHASH_MAX_DISTANCE": config.max_distance,
+                "SIMHASH_MIN_TOKENS": config.min_tokens,
+                "SIMHASH_SCOPE": config.scope,
+            },
+            "pages": [
+                {
+                    "page": i + 1,
+                    "source": p.source,
+                    "url": p.url,
+                    "status": p.status,
+                    "fingerprint": None if p.fingerprint is None else f"{p.fingerprint:016x}",
+                    "tokens": p.tokens,
+                    "skipped": p.skipped,
+                }
+                for i, p in enumerate(pages)
+            ],
+            "distances": matrix,
+            "similarities": [[None if d is None else 1 - d / 64 for d in row] for row in matrix],
+            "decisions": decisions,
+            "pairs": pairs,
+        }
+        json.dump(document, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        _print_text(out, pages, config, matrix, decisions, pairs, opts.diff_lines)
+    out.flush()
+    return 0

@@ -1,0 +1,511 @@
+"""``scrapy simhash dedup``: find near-duplicates among pages on disk, without crawling.
+
+Input: a folder of HTML files, or a JSON Lines file of crawled items (Scrapy
+feed export output; ``.gz`` and a JSON array feed are read too) whose text or
+HTML is in one field.  Pages are fingerprinted in worker processes with the
+project's ``SIMHASH_*`` settings, then one batch all-pairs search
+(``BlockPermutedIndex.find_all_arrays``) over the distinct fingerprints finds
+every pair within ``SIMHASH_MAX_DISTANCE``.  Clusters follow the crawl's rule
+(``assign_canonicals``): in input order, a page joins the nearest earlier
+canonical page (ties: the earliest), else becomes a canonical page itself, so
+the report is the one a crawl of the same pages in the same order writes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from datetime import datetime, timezone
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from ..config import SimhashConfig
+from ..index import BlockPermutedIndex
+from ._common import CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
+
+__all__ = ["assign_canonicals", "run_dedup", "DEFAULT_FIELDS", "HTML_SUFFIXES"]
+
+#: Item fields tried, in this order, when neither --field nor SIMHASH_ITEM_FIELD names one.
+DEFAULT_FIELDS = ("html", "body", "text", "content")
+HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
+_FILES_PER_TASK = 32
+_LINES_PER_TASK = 128
+# Below this many pages, worker processes cost more than they save.
+_INLINE_LIMIT = 400
+
+
+# ----------------------------------------------------------------- clustering
+def assign_canonicals(
+    fingerprints: np.ndarray,
+    scopes: np.ndarray | None,
+    max_distance: int,
+    blocks: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The crawl's clustering rule, computed from one batch all-pairs search.
+
+    Pages are taken in order.  A page within ``max_distance`` of one or more
+    earlier *canonical* pages of its scope joins the nearest (ties: the
+    earliest); otherwise it becomes a canonical page.  Returns ``(canonical,
+    distance)``: for each page the position of its canonical page and the
+    distance to it, ``-1`` for canonical pages.  This is exactly what
+    ``MemoryBackend.check`` decides page by page, but the pairs come from one
+    ``find_all_arrays`` over the distinct (scope, fingerprint) values.
+    """
+    fps = np.asarray(fingerprints, dtype=np.uint64)
+    n = len(fps)
+    canonical = np.full(n, -1, dtype=np.int64)
+    distance = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return canonical, distance
+    keys = np.empty(n, dtype=[("scope", "<i8"), ("fp", "<u8")])
+    keys["scope"] = 0 if scopes is None else scopes
+    keys["fp"] = fps
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    m = len(distinct)
+    index = BlockPermutedIndex(max_distance, blocks)
+    index.add_many(range(m), distinct["fp"])
+    a, b, d = index.find_all_arrays()
+    same_scope = distinct["scope"][a] == distinct["scope"][b]
+    a, b, d = a[same_scope], b[same_scope], d[same_scope]
+    # Both directions, each row's neighbours nearest first.
+    src = np.concatenate([a, b])
+    dst = np.concatenate([b, a])
+    dist = np.concatenate([d, d])
+    order = np.lexsort((dst, dist, src))
+    starts = np.searchsorted(src[order], np.arange(m + 1)).tolist()
+    neighbours = dst[order].tolist()
+    neighbour_distance = dist[order].tolist()
+    owner = [-1] * m  # the canonical page with exactly this (scope, fingerprint)
+    rows = inverse.ravel().tolist()
+    canonical_list = [-1] * n
+    distance_list = [-1] * n
+    for page, row in enumerate(rows):
+        if owner[row] >= 0:  # the same fingerprint is a canonical page: distance 0, nothing is nearer
+            canonical_list[page] = owner[row]
+            distance_list[page] = 0
+            continue
+        best_distance, best = 65, -1
+        for p in range(starts[row], starts[row + 1]):
+            dp = neighbour_distance[p]
+            if dp > best_distance:
+                break
+            candidate = owner[neighbours[p]]
+            if candidate >= 0 and (dp < best_distance or candidate < best):
+                best_distance, best = dp, candidate
+        if best >= 0:
+            canonical_list[page] = best
+            distance_list[page] = best_distance
+        else:
+            owner[row] = page
+    canonical[:] = canonical_list
+    distance[:] = distance_list
+    return canonical, distance
+
+
+# ---------------------------------------------------------------------- input
+class _Source:
+    """Pages of one input, read as raw payloads in a stable order (for both passes)."""
+
+    kind = ""  # "files" or "lines"
+    description = ""
+
+    def count(self) -> int:
+        return 0
+
+    def payloads(self) -> Iterator[tuple[int, Any]]:
+        raise NotImplementedError
+
+
+class _Folder(_Source):
+    kind = "files"
+
+    def __init__(self, root: Path, suffixes: tuple[str, ...], base_url: str | None) -> None:
+        self.root = root
+        self.base_url = base_url
+        self.files = sorted(
+            path for path in root.rglob("*") if path.suffix.lower() in suffixes and path.is_file()
+        )
+        self.description = f"{len(self.files):,} files in {root}"
+
+    def count(self) -> int:
+        return len(self.files)
+
+    def url(self, position: int) -> str:
+        path = self.files[position]
+        if self.base_url:
+            return self.base_url.rstrip("/") + "/" + path.relative_to(self.root).as_posix()
+        return path.resolve().as_uri()
+
+    def payloads(self) -> Iterator[tuple[int, Any]]:
+        for position, path in enumerate(self.files):
+            yield position, str(path)
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    handle = open(path, "rb")  # noqa: SIM115 - returned to the caller
+    if handle.read(2) == b"\x1f\x8b":
+        handle.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    handle.seek(0)
+    return handle
+
+
+class _ItemsFile(_Source):
+    kind = "lines"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            with _open_binary(path) as handle:
+                head = handle.read(4096).lstrip()
+        except (OSError, EOFError) as exc:
+            raise CommandError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        self.array = head.startswith(b"[")
+        if head[:1] not in (b"{", b"[", b""):
+            raise CommandError(
+                f"{path} is neither JSON Lines nor a JSON array of items (it starts with {head[:20]!r}); "
+                "dedup reads a folder of HTML files or a JSON Lines feed"
+            )
+        self.description = str(path)
+        self._count: int | None = None
+
+    def count(self) -> int:
+        if self._count is None:
+            if self.array or self.path.suffix == ".gz":
+                self._count = 0  # unknown without parsing
+            else:
+                with open(self.path, "rb") as handle:
+                    self._count = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 22), b""))
+        return self._count
+
+    def payloads(self) -> Iterator[tuple[int, Any]]:
+        if self.array:
+            try:
+                with _open_binary(self.path) as handle:
+                    items = json.load(handle)
+            except (ValueError, OSError, EOFError) as exc:
+                raise CommandError(f"{self.path}: not a valid JSON array of items ({exc})") from None
+            if not isinstance(items, list):
+                raise CommandError(f"{self.path}: a JSON feed must be an array of items")
+            for position, item in enumerate(items):
+                yield position, json.dumps(item).encode("utf-8")
+            return
+        position = 0
+        try:
+            with _open_binary(self.path) as handle:
+                for line in handle:
+                    if line.strip():
+                        yield position, line
+                        position += 1
+        except (OSError, EOFError) as exc:
+            raise CommandError(f"cannot read {self.path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+# -------------------------------------------------------------------- workers
+# A result per page: (fingerprint or None, skip reason or None, url, referer, depth) in pass 1,
+# (text or None,) in pass 2.
+
+
+def _item_value(line: bytes, field: str, url_field: str) -> tuple[Any, str | None, Any, Any, str | None]:
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return None, None, None, None, "bad_json"
+    if not isinstance(item, dict):
+        return None, None, None, None, "bad_json"
+    url = item.get(url_field)
+    referer = item.get("referer")
+    depth = item.get("depth")
+    value = item.get(field)
+    if not isinstance(value, str) or not value.strip():
+        return None, url, referer, depth, "no_field"
+    return value, url, referer, depth, None
+
+
+def _is_html(value: str, fmt: str) -> bool:
+    # Same rule as SimhashPipeline with SIMHASH_ITEM_FORMAT = "auto".
+    return fmt == "html" or (fmt == "auto" and value.lstrip().startswith("<"))
+
+
+def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:
+    from ..state import analyse_html, analyse_text
+    from ..text import extract_text
+
+    kind, mode, payloads, config, field, url_field, fmt = task
+    out: list[tuple[Any, ...]] = []
+    for payload in payloads:
+        url = referer = depth = None
+        reason: str | None = None
+        value: Any = None
+        is_html = True
+        if kind == "files":
+            try:
+                size = os.path.getsize(payload)
+                if size > config.max_bytes:
+                    reason = "too_large"
+                else:
+                    with open(payload, "rb") as handle:
+                        value = handle.read()
+            except OSError:
+                reason = "unreadable"
+        else:
+            value, url, referer, depth, reason = _item_value(payload, field, url_field)
+            if reason is None and len(value) > config.max_bytes:
+                reason = "too_large"
+            is_html = reason is None and _is_html(value, fmt)
+        if mode == "text":
+            if reason is not None:
+                out.append((None,))
+            elif is_html:
+                out.append((extract_text(value, main_content=config.main_content),))
+            else:
+                out.append((value,))
+            continue
+        fingerprint = None
+        if reason is None:
+            if is_html:
+                fingerprint, reason, _ = analyse_html(value, None, config)
+            else:
+                fingerprint, reason = analyse_text(value, config)
+        out.append((fingerprint, reason, url, referer, depth))
+    return out
+
+
+def _run_tasks(
+    source: _Source, mode: str, wanted: set[int] | None, params: tuple[SimhashConfig, str, str, str], jobs: int,
+    progress: Progress | None,
+) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    """``(position, result)`` for every page (or every page in ``wanted``), in input order."""
+    per_task = _FILES_PER_TASK if source.kind == "files" else _LINES_PER_TASK
+
+    def tasks() -> Iterator[tuple[list[int], tuple[Any, ...]]]:
+        positions: list[int] = []
+        batch: list[Any] = []
+        for position, payload in source.payloads():
+            if wanted is not None and position not in wanted:
+                continue
+            positions.append(position)
+            batch.append(payload)
+            if len(batch) == per_task:
+                yield positions, (source.kind, mode, batch, *params)
+                positions, batch = [], []
+        if batch:
+            yield positions, (source.kind, mode, batch, *params)
+
+    done = 0
+    if jobs <= 1:
+        for positions, task in tasks():
+            for position, result in zip(positions, _work(task)):  # type: ignore[arg-type]
+                yield position, result
+            done += len(positions)
+            if progress:
+                progress.update(done)
+        return
+    # A bounded window of tasks in flight: memory stays flat on inputs of any size.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        pending: deque[tuple[list[int], Future[list[tuple[Any, ...]]]]] = deque()
+        for positions, task in tasks():
+            pending.append((positions, pool.submit(_work, task)))  # type: ignore[arg-type]
+            while len(pending) >= 4 * jobs:
+                done += yield from _drain(pending.popleft())
+                if progress:
+                    progress.update(done)
+        while pending:
+            done += yield from _drain(pending.popleft())
+            if progress:
+                progress.update(done)
+
+
+def _drain(entry: tuple[list[int], Future[list[tuple[Any, ...]]]]) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    positions, future = entry
+    for position, result in zip(positions, future.result()):
+        yield position, result
+    return len(positions)  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------- command
+def _pick_field(source: _ItemsFile, explicit: str | None, config: SimhashConfig) -> str:
+    if explicit:
+        return explicit
+    if config.item_field:
+        return config.item_field
+    for _, line in source.payloads():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            for name in DEFAULT_FIELDS:
+                if isinstance(item.get(name), str):
+                    return name
+            raise CommandError(
+                f"{source.path}: items have none of the fields {', '.join(DEFAULT_FIELDS)}; "
+                f"name the field with --field (fields of the first item: {', '.join(map(str, list(item)[:12]))})",
+            )
+        break
+    raise CommandError(f"{source.path}: no JSON item found")
+
+
+def _unique_urls(urls: list[str]) -> list[str]:
+    """Several items of one page share its URL: the 2nd, 3rd... get ``#item-2``, ``#item-3``..."""
+    seen: Counter[str] = Counter()
+    out = []
+    for url in urls:
+        seen[url] += 1
+        if seen[url] > 1:
+            url = f"{url}{'-' if '#' in url else '#'}item-{seen[url]}"
+        out.append(url)
+    return out
+
+
+def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    started = time.monotonic()
+    config = load_config(settings)
+    fmt = output_format(opts.format, opts.output)
+    jobs = opts.jobs if opts.jobs is not None else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if jobs < 1:
+        raise CommandError(f"--jobs must be at least 1, got {jobs}", 2)
+    path = Path(opts.input)
+    if not path.exists():
+        raise CommandError(f"no such file or folder: {opts.input}")
+    field = url_field = ""
+    item_format = config.item_format if opts.field_format is None else opts.field_format
+    if path.is_dir():
+        suffixes = tuple(s if s.startswith(".") else "." + s for s in (opts.suffix or HTML_SUFFIXES))
+        source: _Source = _Folder(path, tuple(s.lower() for s in suffixes), opts.base_url)
+        if not source.count():
+            raise CommandError(f"no HTML files ({', '.join('*' + s for s in suffixes)}) in {path}")
+    else:
+        if path.suffix.lower() in (".csv", ".xml"):
+            raise CommandError(f"{path}: dedup reads JSON Lines (or a JSON array) feeds, not {path.suffix[1:].upper()}")
+        source = _ItemsFile(path)
+        field = _pick_field(source, opts.field, config)
+        url_field = opts.url_field or config.item_url_field
+    params = (config, field, url_field, item_format)
+    show = progress_wanted(opts.progress)
+
+    # Pass 1: fingerprints.
+    total = source.count()
+    inline = jobs == 1 or (total and total < _INLINE_LIMIT)
+    progress = Progress("fingerprinting", total, "pages", show, stderr)
+    fingerprints: list[int] = []
+    kept: list[int] = []  # input positions of fingerprinted pages
+    urls: list[str] = []
+    referers: list[Any] = []
+    depths: list[Any] = []
+    skipped: Counter[str] = Counter()
+    read = 0
+    for position, (fingerprint, reason, url, referer, depth) in _run_tasks(
+        source, "fingerprint", None, params, 1 if inline else jobs, progress
+    ):
+        read += 1
+        if fingerprint is None:
+            skipped[reason or "error"] += 1
+            continue
+        kept.append(position)
+        fingerprints.append(fingerprint)
+        if source.kind == "files":
+            url = source.url(position)  # type: ignore[attr-defined]
+        elif not isinstance(url, str) or not url:
+            url = f"item-{position + 1}"
+        urls.append(url)
+        referers.append(referer if isinstance(referer, str) else None)
+        depths.append(depth if isinstance(depth, int) and not isinstance(depth, bool) else None)
+    progress.finish()
+    fingerprint_seconds = time.monotonic() - started
+    if read == 0:
+        raise CommandError(f"{source.description}: no page or item found")
+    if not kept:
+        details = ", ".join(f"{reason}: {count:,}" for reason, count in skipped.most_common())
+        hint = f" (field {field!r})" if field else ""
+        raise CommandError(f"none of the {read:,} pages of {source.description} could be fingerprinted{hint}: {details}")
+    urls = _unique_urls(urls)
+
+    # Clusters: one batch all-pairs search.
+    cluster_started = time.monotonic()
+    fps = np.array(fingerprints, dtype=np.uint64)
+    scopes = None
+    scope_names = [""] * len(urls)
+    if config.scope == "domain":
+        scope_names = [(urlsplit(u).hostname or "").lower() for u in urls]
+        numbers: dict[str, int] = {}
+        scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
+    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks)
+    in_cluster = np.zeros(len(urls), dtype=bool)
+    in_cluster[canonical[canonical >= 0]] = True
+    in_cluster[canonical >= 0] = True
+    cluster_seconds = time.monotonic() - cluster_started
+
+    texts: dict[int, str | None] = {}
+    with_text = fmt == "html" and not opts.no_texts
+    if with_text and in_cluster.any():
+        wanted = {kept[i] for i in np.flatnonzero(in_cluster).tolist()}
+        progress = Progress("reading texts", len(wanted), "pages", show, stderr)
+        for position, (text,) in _run_tasks(
+            source, "text", wanted, params, 1 if inline or len(wanted) < _INLINE_LIMIT else jobs, progress
+        ):
+            texts[position] = text
+        progress.finish()
+
+    from ..report import build_clusters
+
+    members = []
+    canonical_list = canonical.tolist()
+    for i in np.flatnonzero(in_cluster).tolist():
+        c = canonical_list[i]
+        members.append(
+            {
+                "url": urls[i],
+                "fingerprint": fingerprints[i],
+                "scope": scope_names[i],
+                "canonical_url": None if c < 0 else urls[c],
+                "distance": None if c < 0 else int(distance[i]),
+                "referer": referers[i],
+                "depth": depths[i],
+                "text": texts.get(kept[i]),
+            }
+        )
+    clusters = build_clusters(members, include_text=with_text)
+    near = int((canonical >= 0).sum())
+    summary = {
+        "title": f"Near-duplicates in {source.description}",
+        "pages": len(kept),
+        "unique": len(kept) - near,
+        "near_duplicates": near,
+        "clusters": len(clusters),
+        "max_distance": config.max_distance,
+        "source": str(path),
+        "generated": datetime.now(tz=timezone.utc).replace(microsecond=0).isoformat(),
+        "text mode": config.text_mode,
+        "features": config.features.signature(),
+        "skipped": sum(skipped.values()),
+    }
+    where = write_clusters(clusters, fmt, opts.output, summary, stdout)
+    elapsed = time.monotonic() - started
+    skipped_text = ""
+    if skipped:
+        skipped_text = " (" + ", ".join(f"{reason}: {count:,}" for reason, count in skipped.most_common()) + ")"
+    field_text = f", field {field!r}" if field else ""
+    lines = [
+        f"dedup: {read:,} pages read{field_text}, {len(kept):,} fingerprinted, {sum(skipped.values()):,} skipped{skipped_text}",
+        f"dedup: {len(kept) - near:,} unique, {near:,} near-duplicates in {len(clusters):,} clusters "
+        f"(SIMHASH_MAX_DISTANCE={config.max_distance}, text mode {config.text_mode})",
+        f"dedup: {elapsed:.1f} s ({len(kept) / max(fingerprint_seconds, 1e-9):,.0f} pages/s fingerprinting with "
+        f"{1 if inline else jobs} process{'es' if not inline and jobs > 1 else ''}, all-pairs search {cluster_seconds:.2f} s); "
+        f"{fmt} report written to {where}",
+    ]
+    if not opts.quiet:
+        stderr.write("\n".join(lines) + "\n")
+    return 0
