@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from redis_server import RedisServer
+from redis_server import RedisCluster, RedisServer
 
 
 @pytest.fixture
@@ -26,3 +26,13 @@ def persistent_redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A three-node Redis Cluster on loopback ports (redis-server + redis-cli --cluster create)."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster")).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -39,6 +39,27 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_cluster_port() -> int:
+    """A free port p with p + 10000 free too (the cluster bus port) and p <= 55535."""
+    import random
+
+    rng = random.Random()
+    for _ in range(1000):
+        port = rng.randint(20000, 55535)
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    raise RuntimeError("no free port pair for a Redis Cluster node")
+
+
 class RedisServer:
     def __init__(self, directory: str | os.PathLike[str], appendonly: bool = False, port: int | None = None) -> None:
         self.binary = require_redis_server()
@@ -112,3 +133,66 @@ class RedisServer:
         import redis
 
         return redis.Redis(host="127.0.0.1", port=self.port)
+
+
+class RedisCluster:
+    """Three ``redis-server --cluster-enabled yes`` primaries joined with ``redis-cli --cluster create``."""
+
+    def __init__(self, directory: str | os.PathLike[str], nodes: int = 3) -> None:
+        self.binary = require_redis_server()
+        self.cli = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+        self.dir = Path(directory)
+        self.ports = [free_cluster_port() for _ in range(nodes)]
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.ports[0]}"
+
+    def start(self, timeout: float = 30.0) -> RedisCluster:
+        for port in self.ports:
+            node_dir = self.dir / str(port)
+            node_dir.mkdir(parents=True, exist_ok=True)
+            self.processes.append(subprocess.Popen(
+                [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+                 "--cluster-config-file", str(node_dir / "nodes.conf"), "--dir", str(node_dir),
+                 "--save", "", "--appendonly", "no", "--logfile", str(node_dir / "redis.log")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ))
+        deadline = time.monotonic() + timeout
+        for port in self.ports:
+            while not RedisServer.ping(_PortOnly(port)):  # type: ignore[arg-type]
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"cluster node {port} did not start")
+                time.sleep(0.05)
+        subprocess.run(
+            [self.cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout,
+        )
+        while time.monotonic() < deadline:
+            info = subprocess.run([self.cli, "-p", str(self.ports[0]), "cluster", "info"],
+                                  capture_output=True, text=True, timeout=10).stdout
+            if "cluster_state:ok" in info:
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the Redis cluster did not reach cluster_state:ok")
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=20)
+        self.processes = []
+
+    def client(self):  # type: ignore[no-untyped-def]
+        from redis.cluster import RedisCluster as SyncCluster
+
+        return SyncCluster(host="127.0.0.1", port=self.ports[0])
+
+
+class _PortOnly:
+    def __init__(self, port: int) -> None:
+        self.port = port

@@ -25,7 +25,7 @@ from scrapy.utils.test import get_crawler
 
 from simhash_scrapy.backends import BackendError, PageRecord, create_backend
 from simhash_scrapy.backends.memory import MemoryBackend
-from simhash_scrapy.backends.persistent import PersistentBackend
+from simhash_scrapy.backends.persistent import PersistentBackend, load_members
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.store import read_store
 
@@ -125,6 +125,7 @@ def test_members_are_built_from_the_store(tmp_path: Path) -> None:
     run(second.open("myspider"))
     assert second.initial == 200
     assert run(second.members()) == before
+    assert load_members(tmp_path / "state" / "myspider.store") == before
     assert second._members[5] == before[5] and second._members[-1] == before[-1]
     run(second.close())
 

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis_server import RedisServer, free_port
+from redis_server import RedisCluster, RedisServer, free_port
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
 from simhash_scrapy.backends import BackendError, PageRecord, Verdict, create_backend
 from simhash_scrapy.backends.memory import MemoryBackend
-from simhash_scrapy.backends.redis import RedisBackend, RedisSettings, bucket_fields, layout_string
+from simhash_scrapy.backends.redis import RedisBackend, RedisSettings, bucket_fields, layout_string, read_members
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.fingerprint import hamming_distance
 from simhash_scrapy.report import build_clusters
@@ -286,6 +286,7 @@ async def test_any_worker_can_export_the_clusters(redis_server: RedisServer) -> 
     assert await reader.members() == expected
     assert build_clusters(await reader.members())
     await reader.close()
+    assert await read_members({"REDIS_URL": redis_server.url}, "s") == expected
     assert redis_server.client().llen("s:simhash:pages") == 100  # attach() never flushes
 
 
@@ -319,6 +320,24 @@ async def test_redis_errors_mid_crawl(tmp_path: Path, fail_open: bool) -> None:
         await backend.close()
     finally:
         server.stop()
+
+
+@async_test
+async def test_redis_cluster_with_a_hash_tag(redis_cluster: RedisCluster) -> None:
+    config = SimhashConfig()
+    settings = {"SIMHASH_REDIS_CLUSTER": True, "SIMHASH_REDIS_KEY": "{%(spider)s}:simhash"}
+    backend = make_backend(None, config, SIMHASH_REDIS_URL=redis_cluster.url, **settings)
+    await backend.open("myspider")
+    memory = MemoryBackend(config)
+    for record, index in page_sequence(8, 400, scopes=("a.example", "b.example")):
+        assert await backend.check(record, index) == memory.check_now(record, index)
+    assert await backend.members() == await memory.members()
+    client = redis_cluster.client()
+    assert client.llen("{myspider}:simhash:pages") == 400
+    await backend.close()  # not persistent: every key of the spider is deleted, index keys included
+    for key in ("pages", "meta", "canon", "scopes", "index:a.example", "index:b.example", "workers"):
+        assert client.exists(f"{{myspider}}:simhash:{key}") == 0
+    client.close()
 
 
 # -------------------------------------------------------------- real crawls

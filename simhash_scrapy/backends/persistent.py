@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..store import PageStore, StoreConfig, StoreContents, StoreError
+from ..store import PageStore, StoreConfig, StoreContents, StoreError, read_store
 from .base import BackendError, ClusterMember
 from .memory import MemoryBackend
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..config import SimhashConfig
 
-__all__ = ["PersistentBackend", "store_path", "uses_persistence"]
+__all__ = ["PersistentBackend", "load_members", "store_path", "uses_persistence"]
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +172,11 @@ class _Members:
                     indexed=indexed[row],
                 )
         yield from self._new
+
+
+def load_members(path: str | Path) -> list[ClusterMember]:
+    """Every page of a store file, as ``members()`` returns them (for reports of a stopped job)."""
+    return list(_Members(read_store(path)))
 
 
 class PersistentBackend(MemoryBackend):

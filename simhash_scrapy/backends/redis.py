@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
     from ..config import SimhashConfig
 
-__all__ = ["RedisBackend", "RedisSettings", "bucket_fields", "layout_string"]
+__all__ = ["RedisBackend", "RedisSettings", "bucket_fields", "layout_string", "read_members"]
 
 logger = logging.getLogger(__name__)
 
@@ -661,6 +661,21 @@ class RedisBackend(DedupBackend):
     async def index_size(self) -> int:
         value = await self.client.hget(self._keys[0], "canonicals")
         return int(value or 0)
+
+
+async def read_members(settings: BaseSettings | Mapping[str, Any], spider_name: str) -> list[ClusterMember]:
+    """Every page recorded under a spider's Redis key (for ``scrapy simhash report`` and scripts).
+
+    Reads only: it neither registers as a worker nor flushes anything.
+    """
+    from ..config import SimhashConfig
+
+    backend = RedisBackend(SimhashConfig(), RedisSettings(settings))
+    await backend.attach(spider_name)
+    try:
+        return await backend.members()
+    finally:
+        await backend.close()
 
 
 def _parse_entry(raw: bytes, earlier: list[ClusterMember]) -> ClusterMember:
