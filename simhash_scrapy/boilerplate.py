@@ -3,18 +3,27 @@
 No Scrapy import here: this module is part of the algorithm core.
 
 Real templates put navigation, sidebars, cookie banners, "related" lists and
-share bars in plain ``div``s, so tag names alone find little.  Three cheap
-passes over the cleaned lxml tree:
+share bars in plain ``div``s, so tag names alone find little.  Three passes
+over the cleaned lxml tree, each a handful of XPath queries that libxml2
+evaluates in C (text and link-text lengths use EXSLT ``str:concat``), so the
+Python side only touches the few elements that are removed:
 
-1. **Container**: if the page marks its main content (``<main>``,
-   ``role="main"``, a single ``<article>``, or a common content id such as
-   ``#content``), only that subtree is kept.
+1. **Container**: the element the page marks as its main content (``<main>``,
+   ``role="main"``, a single ``<article>``, ``itemprop="articleBody"``, a
+   common content id such as ``#content``, Sphinx's ``div.body``), the
+   innermost one that still holds most of the marked text.  A page that marks
+   nothing is walked down from ``<body>`` through wrappers to the element that
+   holds most of its non-link text (siblings such as menus and sidebars stay
+   behind).
 2. **Named boilerplate**: elements whose tag (``nav``, ``aside``, ``header``,
    ``footer``, ``form``...), ARIA role or ``class``/``id`` words name
-   boilerplate (``sidebar``, ``cookie``, ``related``, ``share``...) are removed,
-   unless they hold most of the remaining text (a wrapper with a bad name).
-3. **Link lists**: block containers whose text is mostly link text (menus,
-   tag clouds, "popular pages") are removed.
+   boilerplate (``sidebar``, ``cookie``, ``related``, ``share``...) are
+   removed, unless they hold most of the container's text (a wrapper with a
+   bad name).  ``id``s of ``section`` elements are heading slugs, not names.
+3. **Link lists**: blocks whose text is mostly link text (menus, tag clouds,
+   "popular pages") are removed, unless together they are most of the
+   container's text: then the page *is* a list of links (a table of contents,
+   an index) and the links are its content.
 """
 
 from __future__ import annotations
@@ -23,65 +32,62 @@ import re
 
 from lxml import etree
 
-__all__ = ["keep_main_content"]
+__all__ = ["keep_main_content", "BOILERPLATE_WORDS"]
 
-_BOILERPLATE_TAGS = {"nav", "aside", "header", "footer", "form", "menu", "dialog", "button", "select"}
-_BOILERPLATE_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
-_BOILERPLATE_WORDS = {
-    "nav", "navbar", "navigation", "menu", "menubar", "submenu", "sidebar", "sidenav", "side",
-    "footer", "header", "masthead", "topbar", "toolbar", "breadcrumb", "breadcrumbs",
-    "cookie", "cookies", "consent", "gdpr", "banner", "related", "popular", "trending",
-    "recommended", "recommendations", "share", "sharing", "social", "newsletter", "subscribe",
-    "signup", "promo", "advert", "advertisement", "ad", "ads", "adsense", "sponsor",
-    "sponsored", "widget", "widgets", "comments", "comment", "disqus", "pagination", "pager",
-    "skip", "skiplink", "outbrain", "taboola", "tags", "tagcloud", "login", "search",
-    "copyright", "legal", "modal", "popup", "overlay", "toc", "sphinxsidebar", "related-posts",
-}  # fmt: skip
-_WORD_SPLIT = re.compile(r"[\s_\-]+")
-_CONTENT_XPATH = etree.XPath(
-    "//main | //*[@role='main'] | //*[@id='content' or @id='main-content' or @id='main' "
-    "or @itemprop='articleBody' or contains(concat(' ', normalize-space(@class), ' '), ' body ')]"
+_NS = {"str": "http://exslt.org/strings"}
+
+BOILERPLATE_WORDS = frozenset({
+    "nav", "navbar", "navigation", "menu", "menubar", "submenu", "sidebar", "sidenav", "sidebars",
+    "footer", "header", "masthead", "topbar", "toolbar", "breadcrumb", "breadcrumbs", "colophon",
+    "cookie", "cookies", "consent", "gdpr", "cookieconsent", "banner", "related", "popular", "trending",
+    "recommended", "recommendations", "share", "sharing", "sharedaddy", "social", "newsletter",
+    "subscribe", "signup", "promo", "advert", "advertisement", "ad", "ads", "adsense", "adunit",
+    "sponsor", "sponsored", "widget", "widgets", "comments", "disqus", "pagination", "pager",
+    "skiplink", "outbrain", "taboola", "tagcloud", "login", "copyright", "legal", "modal", "popup",
+    "overlay", "sphinxsidebar", "sphinxsidebarwrapper", "related-posts", "yarpp", "secondary",
+})  # fmt: skip
+# Class/id words are split at whitespace, '-' and '_' and compared whole.
+_NAME_WORDS = re.compile(r"[^\s_\-]+")
+
+_BOILERPLATE_TAGS = frozenset({"nav", "aside", "header", "footer", "form", "menu", "dialog", "button", "select"})
+_BOILERPLATE_ROLES = frozenset(
+    {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog", "alertdialog"}
 )
-_ARTICLE_XPATH = etree.XPath("//article")
-_CANDIDATES_XPATH = etree.XPath("//*[@class or @id or @role]")
-_LINK_LIST_TAGS = ("ul", "ol", "dl", "div", "table", "section", "p", "td")
-# Containers with at least this share of link text and little text of their own go.
+# Tags that may hold (or name) boilerplate; lxml's C-level tag filter finds them without a Python walk.
+_BLOCK_TAGS = (
+    "div", "section", "ul", "ol", "dl", "table", "figure", "article", "main",
+    "nav", "aside", "header", "footer", "form", "menu", "dialog", "button", "select",
+)  # fmt: skip
+# Blocks that can be link lists (menus, tag clouds, "popular pages").
+_LIST_TAGS = frozenset({"div", "ul", "ol", "dl", "table", "nav", "menu"})
+_CONTENT_IDS = frozenset(
+    {"content", "main", "main-content", "maincontent", "primary", "article", "article-body", "articlebody"}
+)
+_ARTICLE_BODY = ("articlebody",)
+
+_TEXT_LEN = etree.XPath("string-length(normalize-space(.))")
+_LINK_LEN = etree.XPath("string-length(normalize-space(str:concat(.//a//text())))", namespaces=_NS)
+
+# Link lists: at least two links, at most this much text, and at least this share of link text.
 _LINK_DENSITY = 0.6
 _LINK_LIST_MAX_CHARS = 3000
+# Blocks with less link text than this share are content: lists inside them are not looked at.
+_CONTENT_DENSITY = 0.3
+# When the link lists together hold more than this share of the container's text, they are the content.
+_LINK_LISTS_MAX_SHARE = 0.7
+
+_WRAPPERS = frozenset({"body", "div", "section", "main", "article", "center", "table", "tbody", "tr", "td", "form"})
+# Walking down an unmarked page: a child holding this share of the non-link text is "the" content.
+_DOMINANT = 0.7
 
 
 def _text_len(element: etree._Element) -> int:
-    return len(etree.tostring(element, method="text", encoding="unicode", with_tail=False).strip())
+    return int(_TEXT_LEN(element))
 
 
-def _names_boilerplate(element: etree._Element) -> bool:
-    tag = element.tag
-    if not isinstance(tag, str):
-        return False
-    if tag in _BOILERPLATE_TAGS:
-        return True
-    role = element.get("role")
-    if role and role.strip().lower() in _BOILERPLATE_ROLES:
-        return True
-    names = f"{element.get('class') or ''} {element.get('id') or ''}".lower()
-    if not names.strip():
-        return False
-    return any(word in _BOILERPLATE_WORDS for word in _WORD_SPLIT.split(names))
-
-
-def _pick_container(root: etree._Element) -> etree._Element:
-    candidates = _CONTENT_XPATH(root)
-    if not candidates:
-        articles = _ARTICLE_XPATH(root)
-        if len(articles) == 1:
-            candidates = articles
-    if not candidates:
-        return root
-    best = max(candidates, key=_text_len)
-    # A marked container with almost no text is a false lead (an empty <main> shell).
-    if _text_len(best) < 200 and _text_len(root) > 4 * max(1, _text_len(best)):
-        return root
-    return best
+def _content_len(element: etree._Element) -> int:
+    """Text length without link text."""
+    return int(_TEXT_LEN(element)) - int(_LINK_LEN(element))
 
 
 def _remove(element: etree._Element) -> None:
@@ -98,33 +104,167 @@ def _remove(element: etree._Element) -> None:
     parent.remove(element)
 
 
-def _drop_named_boilerplate(container: etree._Element) -> None:
-    total = _text_len(container)
-    doomed = [el for el in container.iter() if el is not container and _names_boilerplate(el)]
-    for element in doomed:
-        if element.getparent() is None:
+def names_boilerplate(element: etree._Element) -> bool:
+    """True when the element's tag, role or class/id words name it boilerplate."""
+    tag = element.tag
+    if not isinstance(tag, str):
+        return False
+    if tag in _BOILERPLATE_TAGS:
+        return True
+    role = element.get("role")
+    if role and role.strip().lower() in _BOILERPLATE_ROLES:
+        return True
+    names = element.get("class") or ""
+    ident = element.get("id")
+    # Section ids (and those of docutils' div.section) are slugs of their heading.
+    if ident and tag != "section" and "section" not in names:
+        names = f"{names} {ident}"
+    if not names:
+        return False
+    return not BOILERPLATE_WORDS.isdisjoint(_NAME_WORDS.findall(names.lower()))
+
+
+def _is_inside(element: etree._Element, ancestor: etree._Element) -> bool:
+    parent = element.getparent()
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.getparent()
+    return False
+
+
+def _marker(element: etree._Element) -> int:
+    """2: an explicit main-content marker (<main>, role=main), 1: a content id/class, 0: none."""
+    if element.tag == "main" or element.get("role") == "main":
+        return 2
+    ident = element.get("id")
+    if ident and ident.lower() in _CONTENT_IDS:
+        return 1
+    if element.tag == "div" and element.get("class") == "body":  # Sphinx
+        return 1
+    itemprop = element.get("itemprop")
+    return 1 if itemprop and itemprop.lower() in _ARTICLE_BODY else 0
+
+
+def _single_article(node: etree._Element) -> etree._Element | None:
+    articles = node.iter("article")
+    first = next(articles, None)
+    if first is None or next(articles, None) is not None:
+        return None
+    return first
+
+
+def _pick_marked(root: etree._Element) -> etree._Element | None:
+    candidates = []
+    for element in root.iter("div", "main", "section", "article", "td"):
+        strength = _marker(element)
+        if strength == 2:
+            # Explicit marker: taken as is, unless it wraps a single <article> holding most of its text.
+            article = _single_article(element)
+            if article is not None and _text_len(article) >= 0.5 * _text_len(element):
+                return article
+            return element
+        if strength:
+            candidates.append(element)
+    article = _single_article(root)
+    if article is not None:
+        candidates.append(article)
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return candidates[0]
+    sized = sorted(((_text_len(c), i, c) for i, c in enumerate(candidates)), key=lambda x: (-x[0], x[1]))
+    best_len, _, best = sized[0]
+    # the innermost candidate that still holds most of the best one's text
+    for length, _, candidate in sized[1:]:
+        if length >= 0.5 * best_len and _is_inside(candidate, best):
+            best, best_len = candidate, length
+    return best if best_len else None
+
+
+def _has_text(element: etree._Element, chars: int) -> bool:
+    """True when ``element`` holds at least ``chars`` non-space characters (stops early)."""
+    count = 0
+    for text in element.itertext():
+        count += len(text) - text.count(" ") - text.count("\n")
+        if count >= chars:
+            return True
+    return False
+
+
+def _walk_down(root: etree._Element) -> etree._Element:
+    """From <body> down through wrappers to the element holding most of the non-link text."""
+    node = root.find("body")
+    if node is None:
+        node = root
+    total = _content_len(node)
+    while total > 0:
+        best, best_len = None, 0
+        for child in node:
+            if child.tag not in _WRAPPERS:
+                continue
+            length = _content_len(child)
+            if length > best_len:
+                best, best_len = child, length
+        if best is None or best_len < _DOMINANT * total:
+            break
+        node, total = best, best_len
+    return node
+
+
+def _pick_container(root: etree._Element) -> etree._Element:
+    marked = _pick_marked(root)
+    # A marked container with almost no text is a false lead (an empty <main> shell).
+    if marked is not None and (_has_text(marked, 200) or _text_len(root) <= 4 * max(1, _text_len(marked))):
+        return marked
+    return _walk_down(root)
+
+
+def _clean(container: etree._Element) -> None:
+    """Remove named boilerplate and link lists inside ``container`` (one pass in document order)."""
+    total = -1
+    dead: set[etree._Element] = set()  # inside a removed block, or inside a block known to be content
+    named: list[etree._Element] = []
+    lists: list[tuple[etree._Element, int]] = []
+    for element in container.iter(*_BLOCK_TAGS):
+        if element in dead or element is container:
             continue
-        # A wrapper named like boilerplate that holds most of the text is the content.
-        if total and _text_len(element) > 0.5 * total:
+        if names_boilerplate(element):
+            if total < 0:
+                total = _text_len(container)
+            # A wrapper named like boilerplate that holds most of the text is the content.
+            if not (total and _text_len(element) > 0.5 * total):
+                named.append(element)
+                dead.update(element.iter(*_BLOCK_TAGS))
+                continue
+        if element.tag not in _LIST_TAGS:
             continue
+        links = element.iter("a")
+        if next(links, None) is None or next(links, None) is None:
+            continue  # fewer than two links: not a link list, and neither is anything inside
+        length = _text_len(element)
+        if length == 0:
+            continue
+        link_len = _LINK_LEN(element)
+        if length <= _LINK_LIST_MAX_CHARS and link_len >= _LINK_DENSITY * length:
+            lists.append((element, length))
+            dead.update(element.iter(*_BLOCK_TAGS))
+        elif length <= _LINK_LIST_MAX_CHARS and link_len < _CONTENT_DENSITY * length:
+            dead.update(element.iter(*_LIST_TAGS))  # a content block with a few links
+    for element in named:
         _remove(element)
-
-
-def _drop_link_lists(container: etree._Element) -> None:
-    for element in list(container.iter(*_LINK_LIST_TAGS)):
-        if element is container or element.getparent() is None:
-            continue
-        text = _text_len(element)
-        if text == 0 or text > _LINK_LIST_MAX_CHARS:
-            continue
-        links = sum(_text_len(a) for a in element.iter("a"))
-        if links >= _LINK_DENSITY * text:
+    if lists:
+        if total < 0:
+            total = _text_len(container)
+        listed = sum(length for _, length in lists)
+        if total and listed > _LINK_LISTS_MAX_SHARE * total:
+            return  # a table of contents, an index: the links are the content
+        for element, _ in lists:
             _remove(element)
 
 
 def keep_main_content(root: etree._Element) -> etree._Element:
     """Return the subtree holding the page's main content, with boilerplate removed (in place)."""
     container = _pick_container(root)
-    _drop_named_boilerplate(container)
-    _drop_link_lists(container)
+    _clean(container)
     return container

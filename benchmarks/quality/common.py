@@ -1,0 +1,167 @@
+"""Shared pieces of the quality benchmark: truth text, shingles, Jaccard, set loading.
+
+The truth side never uses simhash_scrapy: main content is the node the builder
+knows it put the article in, words are ``\\w+`` runs of the lower-cased text and
+shingles are word 3-grams.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE / "data"
+
+#: Word shingle length used for truth.
+SHINGLE = 3
+#: Pairs of different sources whose main-content shingle Jaccard reaches this are duplicates.
+POSITIVE_JACCARD = 0.9
+#: Pairs between this and POSITIVE_JACCARD are "gray": neither rewarded nor penalised.
+GRAY_JACCARD = 0.5
+#: Pages whose main content has fewer words than this are "empty": they must never be matched.
+EMPTY_WORDS = 25
+
+_WORD = re.compile(r"\w+")
+
+CATEGORIES = ("template", "tracking", "print", "edit", "release", "natural")
+HARD_NEGATIVES = ("hn_template", "hn_title")
+CATEGORY_TITLES = {
+    "template": "same article, other template (mirror, reader view)",
+    "tracking": "tracking/session URL variants (timestamps, tokens, ads)",
+    "print": "printer-friendly versions",
+    "edit": "1-3% content edits",
+    "release": "two releases of the same docs",
+    "natural": "natural duplicates within one site",
+    "hn_template": "different pages, one heavy template",
+    "hn_title": "same title, different body",
+    "empty": "(nearly) empty main content",
+}
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def shingles(text: str, n: int = SHINGLE) -> np.ndarray:
+    """Sorted distinct 64-bit hashes of the word n-grams of ``text`` (stable: crc32 based)."""
+    ws = words(text)
+    if not ws:
+        return np.zeros(0, dtype=np.uint64)
+    if len(ws) < n:
+        grams = [" ".join(ws)]
+    else:
+        grams = [" ".join(ws[i : i + n]) for i in range(len(ws) - n + 1)]
+    values = set()
+    for gram in grams:
+        data = gram.encode("utf-8")
+        values.add((zlib.crc32(data) << 32) | zlib.crc32(data, 0x5BD1E995))
+    return np.array(sorted(values), dtype=np.uint64)
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) == 0 and len(b) == 0:
+        return 1.0
+    inter = len(np.intersect1d(a, b, assume_unique=True))
+    return inter / (len(a) + len(b) - inter)
+
+
+def minhash(sets: list[np.ndarray], perms: int = 128, seed: int = 1) -> np.ndarray:
+    """MinHash signatures (len(sets) x perms) of 64-bit shingle sets, computed with numpy."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(1, 2**63, size=perms, dtype=np.uint64) | np.uint64(1)
+    b = rng.integers(0, 2**63, size=perms, dtype=np.uint64)
+    out = np.full((len(sets), perms), np.iinfo(np.uint64).max, dtype=np.uint64)
+    for i, values in enumerate(sets):
+        if len(values) == 0:
+            continue
+        for start in range(0, len(values), 4096):
+            chunk = values[start : start + 4096]
+            hashed = chunk[:, None] * a[None, :] + b[None, :]
+            hashed ^= hashed >> np.uint64(29)
+            np.minimum(out[i], hashed.min(axis=0), out=out[i])
+    return out
+
+
+def similar_pairs(sets: list[np.ndarray], threshold: float) -> list[tuple[int, int, float]]:
+    """All pairs (i < j) whose exact Jaccard is >= threshold (MinHash candidates, exact check)."""
+    sig = minhash(sets)
+    n = len(sets)
+    found = []
+    # MinHash estimates have a standard error of about 0.045 at 128 permutations.
+    cand_threshold = max(0.0, threshold - 0.2)
+    for start in range(0, n, 128):
+        block = sig[start : start + 128]
+        est = (block[:, None, :] == sig[None, :, :]).mean(axis=2)
+        rows, cols = np.nonzero(est >= cand_threshold)
+        for r, c in zip(rows.tolist(), cols.tolist()):
+            i = start + r
+            if c <= i:
+                continue
+            if len(sets[i]) == 0 or len(sets[c]) == 0:
+                continue
+            j = jaccard(sets[i], sets[c])
+            if j >= threshold:
+                found.append((i, c, j))
+    return found
+
+
+@dataclass
+class Page:
+    id: int
+    url: str
+    file: str
+    host: str
+    category: str
+    role: str
+    group: str | None
+    source: str
+    words: int
+    variant: str = ""
+    order: int = 0
+
+
+@dataclass
+class EvalSet:
+    root: Path
+    pages: list[Page]
+    positive: dict[tuple[int, int], str]
+    gray: set[tuple[int, int]]
+    hn_template: list[int]
+    hn_title: list[tuple[int, int]]
+    empty: list[int]
+    info: dict = field(default_factory=dict)
+
+    def html(self, page: Page) -> bytes:
+        return (self.root / page.file).read_bytes()
+
+    def by_id(self) -> dict[int, Page]:
+        return {p.id: p for p in self.pages}
+
+
+def pair(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a < b else (b, a)
+
+
+def load_set(root: str | Path = DEFAULT_DATA) -> EvalSet:
+    root = Path(root)
+    manifest = root / "manifest.jsonl"
+    if not manifest.exists():
+        raise SystemExit(f"{manifest} not found: build the set first (python benchmarks/quality/build_set.py)")
+    pages = [Page(**json.loads(line)) for line in manifest.read_text().splitlines() if line.strip()]
+    truth = json.loads((root / "truth.json").read_text())
+    return EvalSet(
+        root=root,
+        pages=pages,
+        positive={pair(a, b): cat for a, b, cat in truth["positive"]},
+        gray={pair(a, b) for a, b, _ in truth["gray"]},
+        hn_template=truth["hn_template"],
+        hn_title=[pair(a, b) for a, b in truth["hn_title"]],
+        empty=truth["empty"],
+        info=truth.get("info", {}),
+    )
