@@ -398,7 +398,8 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
 
     # Pass 1: fingerprints.
     total = source.count()
-    inline = jobs == 1 or (total and total < _INLINE_LIMIT)
+    # Small inputs run in this process unless --jobs asks for workers.
+    inline = jobs == 1 or (opts.jobs is None and 0 < total < _INLINE_LIMIT)
     progress = Progress("fingerprinting", total, "pages", show, stderr)
     fingerprints: list[int] = []
     kept: list[int] = []  # input positions of fingerprinted pages
@@ -454,7 +455,8 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         wanted = {kept[i] for i in np.flatnonzero(in_cluster).tolist()}
         progress = Progress("reading texts", len(wanted), "pages", show, stderr)
         for position, (text,) in _run_tasks(
-            source, "text", wanted, params, 1 if inline or len(wanted) < _INLINE_LIMIT else jobs, progress
+            source, "text", wanted, params, 1 if inline or (opts.jobs is None and len(wanted) < _INLINE_LIMIT) else jobs,
+            progress,
         ):
             texts[position] = text
         progress.finish()

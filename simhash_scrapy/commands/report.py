@@ -83,7 +83,26 @@ def store_members(contents: Any) -> list[dict[str, Any]]:
     return members
 
 
-def _from_store(source: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _settings_store(settings: Any, spider: str | None) -> str:
+    """The store this project's settings point at (``JOBDIR``, or ``SIMHASH_DIR`` with ``--spider``)."""
+    from ..backends.persistent import store_path, uses_persistence
+
+    try:
+        persistent = uses_persistence(settings)
+    except ValueError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    if not persistent:
+        raise CommandError(
+            "report needs a STORE (JOBDIR, SIMHASH_DIR or a store file) or --redis URL "
+            "(this project's settings set neither JOBDIR nor SIMHASH_DIR)",
+            EXIT_USAGE,
+        )
+    if settings.get("SIMHASH_DIR") not in (None, False, "") and not spider:
+        raise CommandError("SIMHASH_DIR keeps one store per spider: name it with --spider NAME", EXIT_USAGE)
+    return str(store_path(settings, spider or ""))
+
+
+def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from ..store import StoreError, read_store
 
     path = Path(source)
@@ -91,13 +110,15 @@ def _from_store(source: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         raise CommandError(f"no such file or folder: {source}")
     if path.is_dir():
         stores = find_store_files(path)
+        if spider and len(stores) > 1:
+            stores = [s for s in stores if s.stem == spider] or stores
         if not stores:
             raise CommandError(
                 f"no simhash store in {source}: a crawl writes one when it runs with JOBDIR or SIMHASH_DIR"
             )
         if len(stores) > 1:
             names = ", ".join(str(s) for s in stores[:6]) + (" ..." if len(stores) > 6 else "")
-            raise CommandError(f"{source} holds {len(stores)} stores; name one of them: {names}")
+            raise CommandError(f"{source} holds {len(stores)} stores; name one (or use --spider): {names}")
         path = stores[0]
     elif not _is_store(path):
         raise CommandError(f"{source} is not a simhash store file")
@@ -134,7 +155,8 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     except ImportError as exc:
         raise CommandError(f"the Redis backend cannot be loaded ({exc}): pip install 'simhash-scrapy[redis]'") from None
     overrides = settings.copy()
-    overrides.set("SIMHASH_REDIS_URL", url, priority="cmdline")
+    if url:
+        overrides.set("SIMHASH_REDIS_URL", url, priority="cmdline")
     if key:
         overrides.set("SIMHASH_REDIS_KEY", key.replace("%", "%%"), priority="cmdline")
     try:
@@ -177,14 +199,12 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
 
     stdout = stdout or sys.stdout
     fmt = output_format(opts.format, opts.output)
-    if opts.redis and opts.input:
+    if opts.redis is not None and opts.input:
         raise CommandError("give either a STORE or --redis, not both", EXIT_USAGE)
-    if opts.redis:
+    if opts.redis is not None:
         members, summary = _from_redis(opts.redis, opts.key, opts.spider, settings)
-    elif opts.input:
-        members, summary = _from_store(opts.input)
     else:
-        raise CommandError("report needs a STORE (JOBDIR, SIMHASH_DIR or a store file) or --redis URL", EXIT_USAGE)
+        members, summary = _from_store(opts.input or _settings_store(settings, opts.spider), opts.spider)
     with_text = fmt == "html" and not opts.no_texts
     clusters = build_clusters(members, include_text=with_text)
     summary["clusters"] = len(clusters)

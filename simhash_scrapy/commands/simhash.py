@@ -40,9 +40,11 @@ Redis key (--redis). Formats: JSON Lines (default), CSV, HTML.
 _REPORT_EXAMPLES = """\
 examples:
   scrapy simhash report crawls/job1 -o clusters.jsonl
-  scrapy simhash report .scrapy/simhash -o clusters.html
+  scrapy simhash report --spider myspider -o clusters.html     (in a project with SIMHASH_DIR)
+  scrapy simhash report .scrapy/simhash/myspider.store -o clusters.html
   scrapy simhash report crawls/job1 --format csv > clusters.csv
-  scrapy simhash report --redis redis://localhost:6379/0 --key simhash:myspider -o clusters.html
+  scrapy simhash report --redis redis://localhost:6379/0 --key myspider:simhash -o clusters.html
+  scrapy simhash report --redis --spider myspider -o clusters.jsonl     (REDIS_URL from the project)
 """
 _DEDUP_HELP = """\
 Find near-duplicates among pages already on disk, without crawling: a folder
@@ -134,15 +136,20 @@ class Command(ScrapyCommand):
 
         report = sub("report", "export clusters from a saved store or Redis", _REPORT_HELP, _REPORT_EXAMPLES)
         report.add_argument(
-            "input", nargs="?", metavar="STORE", help="JOBDIR or SIMHASH_DIR folder, or a store file"
-        )
-        report.add_argument("--redis", metavar="URL", help="read from Redis instead (redis://host:port/db)")
+            "input", nargs="?", metavar="STORE",
+            help="JOBDIR or SIMHASH_DIR folder, or a store file (default: the project's JOBDIR or SIMHASH_DIR)",
+        )  # fmt: skip
+        report.add_argument(
+            "--redis", metavar="URL", nargs="?", const="",
+            help="read from Redis instead (redis://host:port/db; without URL: the project's SIMHASH_REDIS_URL/REDIS_URL)",
+        )  # fmt: skip
         report.add_argument(
             "--key", metavar="PREFIX", help="the Redis key prefix the crawl used, e.g. myspider:simhash (with --redis)"
         )
         report.add_argument(
-            "--spider", metavar="NAME", help="with --redis: the spider whose SIMHASH_REDIS_KEY to read (instead of --key)"
-        )
+            "--spider", metavar="NAME",
+            help="the spider whose store (SIMHASH_DIR keeps one per spider) or Redis key (SIMHASH_REDIS_KEY) to read",
+        )  # fmt: skip
         report.add_argument("--no-texts", action="store_true", help="HTML report without the page texts (smaller)")
         _add_output_options(report)
         _add_settings_options(report)
