@@ -38,6 +38,14 @@ Record numbers count from 0 in file order.  A record is written complete in
 one call, so after a crash only the last record can be torn: loading stops
 there with a warning, and opening the file for appending cuts the torn tail
 off first, so new records never follow garbage.
+
+Finding where each record starts is the one sequential step of a load.  So
+that a resumed crawl does not walk a million records one by one, a clean
+close also writes ``<name>.offsets`` (magic, count, CRC-32, then the u32
+length field of every record).  It is only a hint: a load uses it after
+checking, vectorised, that every cached length is the length field found at
+the offset it implies, and walks only the records appended after it (all of
+them if the file is missing, stale or corrupt).
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ import struct
 import sys
 import time
 import zlib
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from os import PathLike
@@ -55,6 +64,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from .index import block_widths
 
@@ -103,7 +113,8 @@ assert _FIXED_DTYPE.itemsize == _FIXED.size == 36
 _RECORD_DTYPE = np.dtype([("length", "<u4"), ("crc", "<u4"), *_FIXED_DTYPE.descr])
 _RECORD_MIN = 4 + _FIXED.size  # smallest value of the length field
 _MAX_FIELD = 0xFFFFFFFF
-_GATHER_CHUNK = 1 << 16
+_OFFSETS_MAGIC = b"SIMHOFF1"
+_OFFSETS_HEAD = struct.Struct("<8sQI")  # magic, record count, CRC-32 of the lengths
 
 #: Default setting name of each configuration field (used in error messages).
 DEFAULT_SETTING_NAMES: dict[str, str] = {
@@ -258,6 +269,8 @@ class StoreContents:
     referer_len: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
     text_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     text_len: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
+    #: The length field of every record (what the offsets file caches).
+    record_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
     #: Offset just after the last complete record (where appending continues).
     end: int = 0
     #: Bytes of a torn last record that were ignored.
@@ -315,16 +328,25 @@ def _decode_all(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> list[st
 
 
 def _gather(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
-    """``width`` bytes from each start offset, as an (n, width) uint8 array (zero past the end)."""
+    """``width`` bytes from each start offset, as an (n, width) uint8 array (zero past the end).
+
+    Rows are copied from a sliding-window view of the buffer (one fancy index
+    along the first axis: a row copy per record, no per-byte index arrays).
+    """
     n = len(starts)
-    out = np.zeros((n, width), dtype=np.uint8)
     if not n or not width:
-        return out
-    cols = np.arange(width, dtype=np.int64)
-    limit = len(buf) - 1
-    for a in range(0, n, _GATHER_CHUNK):
-        pos = starts[a : a + _GATHER_CHUNK, None] + cols
-        out[a : a + _GATHER_CHUNK] = buf[np.minimum(pos, limit)]
+        return np.zeros((n, width), dtype=np.uint8)
+    limit = len(buf) - width  # last start whose row fits
+    if limit >= 0 and int(starts.max()) <= limit:
+        return sliding_window_view(buf, width)[starts]
+    out = np.zeros((n, width), dtype=np.uint8)
+    fits = starts <= limit
+    if limit >= 0 and fits.any():
+        out[fits] = sliding_window_view(buf, width)[starts[fits]]
+    for row in np.flatnonzero(~fits).tolist():
+        start = int(starts[row])
+        chunk = buf[start : start + width]
+        out[row, : len(chunk)] = chunk
     return out
 
 
@@ -350,21 +372,48 @@ def _scopes(buf: np.ndarray, data: bytes, at: np.ndarray, lengths: np.ndarray) -
     return ids, list(numbers)
 
 
-def _parse_records(data: bytes, pos: int, path: object) -> StoreContents:
-    starts_list, end = _record_starts(data, pos)
+def _cached_starts(data: bytes, pos: int, lengths: np.ndarray | None) -> tuple[np.ndarray, int] | None:
+    """Record offsets from an offsets file, if they really are this file's records.
+
+    The check is complete and vectorised: the first record starts right after
+    the header, each next one right after the previous one, and the length
+    field at every offset holds the cached length.  Anything else (a stale,
+    foreign or corrupt offsets file) is ignored.
+    """
+    if lengths is None or not len(lengths) or int(lengths.min()) < _RECORD_MIN:
+        return None
+    sizes = lengths.astype(np.int64) + 4
+    ends = pos + np.cumsum(sizes)
+    if int(ends[-1]) > len(data):
+        return None
+    starts = ends - sizes
+    found = _gather(np.frombuffer(data, dtype=np.uint8), starts, 4).view("<u4").ravel()
+    if not np.array_equal(found, lengths):
+        return None
+    return starts, int(ends[-1])
+
+
+def _parse_records(data: bytes, pos: int, path: object, cached: np.ndarray | None = None) -> StoreContents:
+    known = _cached_starts(data, pos, cached)
+    if known is not None:
+        head, pos = known
+        tail, end = _record_starts(data, pos)
+        starts = np.concatenate([head, np.asarray(tail, dtype=np.int64)]) if tail else head
+    else:
+        tail, end = _record_starts(data, pos)
+        starts = np.asarray(tail, dtype=np.int64)
+    del tail
     contents = StoreContents(config=None, data=data, end=end, torn_bytes=len(data) - end)
     # CRC of the last record: the only one a crash can tear.  Earlier records were followed by
     # complete writes, and checking every CRC would cost as much as the rest of the load.
-    if starts_list:
-        s = starts_list[-1]
+    if len(starts):
+        s = int(starts[-1])
         length, crc = _PREFIX.unpack_from(data, s)
         if zlib.crc32(memoryview(data)[s + 8 : s + 4 + length]) != crc:
-            starts_list.pop()
+            starts = starts[:-1]
             contents.end = s
             contents.torn_bytes = len(data) - s
-    n = len(starts_list)
-    starts = np.asarray(starts_list, dtype=np.int64)
-    del starts_list
+    n = len(starts)
     buf = np.frombuffer(data, dtype=np.uint8)
     # The fixed-size head of every record (length, CRC, fixed fields) as one structured array.
     rec = _gather(buf, starts, _RECORD_DTYPE.itemsize).view(_RECORD_DTYPE).reshape(n)
@@ -380,6 +429,7 @@ def _parse_records(data: bytes, pos: int, path: object) -> StoreContents:
             f"{path}: corrupt record #{first} at byte {int(starts[first])} (field lengths do not match the "
             f"record length); start afresh with SIMHASH_RESET = True"
         )
+    contents.record_lengths = rec["length"].astype(np.uint32)
     flags = rec["flags"]
     canonical = rec["canonical"].astype(np.int64)
     canonical[canonical == NO_CANONICAL] = -1
@@ -417,17 +467,47 @@ def read_store(path: str | PathLike[str]) -> StoreContents:
     it does not exist.
     """
     data = Path(path).read_bytes()
-    return _read_bytes(data, path)
+    return _read_bytes(data, path, _read_offsets(Path(path)))
 
 
-def _read_bytes(data: bytes, path: object) -> StoreContents:
+def offsets_path(path: str | PathLike[str]) -> Path:
+    """The offsets file of a store: record lengths written at close, so the next load skips the walk."""
+    path = Path(path)
+    return path.with_name(path.name + ".offsets")
+
+
+def _read_offsets(path: Path) -> np.ndarray | None:
+    try:
+        raw = offsets_path(path).read_bytes()
+    except OSError:
+        return None
+    if len(raw) < _OFFSETS_HEAD.size:
+        return None
+    magic, count, crc = _OFFSETS_HEAD.unpack_from(raw)
+    body = raw[_OFFSETS_HEAD.size :]
+    if magic != _OFFSETS_MAGIC or len(body) != 4 * count or zlib.crc32(body) != crc:
+        return None
+    return np.frombuffer(body, dtype="<u4")
+
+
+def _write_offsets(path: Path, lengths: np.ndarray) -> None:
+    body = np.ascontiguousarray(lengths, dtype="<u4").tobytes()
+    target = offsets_path(path)
+    partial = target.with_name(target.name + ".partial")
+    with open(partial, "wb") as handle:
+        handle.write(_OFFSETS_HEAD.pack(_OFFSETS_MAGIC, len(lengths), zlib.crc32(body)))
+        handle.write(body)
+    os.replace(partial, target)
+
+
+def _read_bytes(data: bytes, path: object, cached: np.ndarray | None = None) -> StoreContents:
     parsed = _parse_header(data, path)
     if parsed is None:
         if data:
             logger.warning("%s: the header was cut short by a crash (%d bytes); the store is empty", path, len(data))
         return StoreContents(config=None, end=0, torn_bytes=len(data))
     config, header_len = parsed
-    contents = _parse_records(data, header_len, path)
+    contents = _parse_records(data, header_len, path, cached)
     contents.config = config
     if contents.torn_bytes:
         logger.warning(
@@ -468,6 +548,8 @@ class PageStore:
         self.buffer_size = buffer_size
         self.count = 0  # records in the file, loaded + appended
         self._file: BinaryIO | None = None
+        self._loaded_lengths = np.zeros(0, dtype=np.uint32)
+        self._new_lengths = array("I")
 
     def open(self, reset: bool = False) -> StoreContents:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -475,12 +557,14 @@ class PageStore:
             previous = self.path.with_name(self.path.name + ".previous")
             os.replace(self.path, previous)
             logger.info("Started a fresh simhash store at %s (the old one is now %s)", self.path, previous)
+        if reset:
+            offsets_path(self.path).unlink(missing_ok=True)
         handle = open(self.path, "a+b", buffering=self.buffer_size)  # noqa: SIM115 - kept open for appending
         try:
             _lock(handle, self.path)
             handle.seek(0)
             data = handle.read()
-            contents = _read_bytes(data, self.path)
+            contents = _read_bytes(data, self.path, _read_offsets(self.path))
             if contents.config is None:
                 # New (or header torn before anything else was written): write the header.
                 handle.truncate(0)
@@ -498,6 +582,8 @@ class PageStore:
             raise
         self._file = handle
         self.count = len(contents)
+        self._loaded_lengths = contents.record_lengths
+        self._new_lengths = array("I")
         return contents
 
     def append(
@@ -552,6 +638,7 @@ class PageStore:
             + text_b
         )
         self._file.write(_PREFIX.pack(len(body) + 4, zlib.crc32(body)) + body)
+        self._new_lengths.append(len(body) + 4)
         number = self.count
         self.count += 1
         return number
@@ -561,9 +648,15 @@ class PageStore:
             self._file.flush()
 
     def close(self) -> None:
+        """Flush, write the offsets file (so the next load needs no walk) and release the file."""
         if self._file is not None:
             try:
                 self._file.flush()
+                lengths = np.concatenate([self._loaded_lengths, np.frombuffer(self._new_lengths, dtype=np.uint32)])
+                try:
+                    _write_offsets(self.path, lengths)
+                except OSError as exc:  # only a cache: loading without it walks the file
+                    logger.warning("%s: cannot write the offsets file: %s", self.path, exc)
             finally:
                 self._file.close()  # also releases the lock
                 self._file = None

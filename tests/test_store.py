@@ -272,3 +272,36 @@ def test_any_strings_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: 
         assert (contents.referer(i), contents.text(i)) == (referer, text)
         assert int(contents.depth[i]) == (-1 if depth is None else depth)
     os.remove(path)
+
+
+def test_offsets_file_is_only_a_checked_hint(tmp_path: Path) -> None:
+    from simhash_scrapy.store import offsets_path
+
+    rng = random.Random(6)
+    pages = [page(i, rng) for i in range(80)]
+    path = tmp_path / "s.store"
+    write(path, pages[:50])
+    assert offsets_path(path).exists()  # written at close
+    assert_matches(read_store(path), pages[:50])
+    # Records appended after the last clean close (a crash: no close, no new offsets) are walked.
+    store = PageStore(path, CONFIG)
+    store.open()
+    for p in pages[50:]:
+        store.append(p["url"], p["fingerprint"], p["scope"], canonical=p["canonical"],
+                     distance=None if p["canonical"] is None else 2, referer=p["referer"],
+                     depth=p["depth"], text=p["text"], indexed=p["indexed"])
+    store.flush()
+    assert_matches(read_store(path), pages)
+    store.close()
+    # A stale offsets file (from another store), a corrupt one, or garbage: ignored.
+    other = tmp_path / "other.store"
+    write(other, pages[:30])
+    for bad in (offsets_path(other).read_bytes(), offsets_path(path).read_bytes()[:-3] + b"xyz", b"junk"):
+        offsets_path(path).write_bytes(bad)
+        assert_matches(read_store(path), pages)
+    # Offsets that claim more records than the file holds (the file was cut): ignored too.
+    write(tmp_path / "full.store", pages)
+    offsets_path(path).write_bytes(offsets_path(tmp_path / "full.store").read_bytes())
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size - 10)
+    assert_matches(read_store(path), pages[:-1])
