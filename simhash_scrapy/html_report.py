@@ -122,7 +122,7 @@ class _TextStore:
 
     def _flush(self) -> None:
         payload = json.dumps(self._texts, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self.chunks.append(base64.b64encode(zlib.compress(payload, 9)).decode("ascii"))
+        self.chunks.append(base64.b64encode(zlib.compress(payload, 6)).decode("ascii"))
         self._texts, self._ids, self._size = [], {}, 0
 
     def finish(self) -> list[str]:
@@ -313,8 +313,8 @@ _TEMPLATE = """<!DOCTYPE html>
 </head>
 <body data-has-text="{has_text}">
 <h1>{title}</h1>
-<p class="muted">simhash-scrapy near-duplicate report. A cluster is a connected group of pages whose
-fingerprints are within the configured distance of one another; its canonical page is the one seen first.</p>
+<p class="muted">simhash-scrapy near-duplicate report. A cluster is a canonical page (the first of its pages
+that was seen) and the pages whose fingerprints were found within the configured distance of it.</p>
 <section id="summary">
 <h2>Summary</h2>
 <dl class="stats">{stats}</dl>

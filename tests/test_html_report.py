@@ -1,0 +1,284 @@
+"""The HTML cluster report: self-contained, correct numbers, usable with 10,000 clusters, in a real browser.
+
+The browser tests drive Debian's ``chromium`` headless over the DevTools
+protocol (``tests/chromium_cdp.py``, no extra package).  Without chromium they
+skip with the install hint, except with ``CI=true``, where they fail.
+Screenshots go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chromium_cdp import INSTALL_HINT, Chromium, find_chromium  # noqa: E402  (tests/ is on sys.path)
+from conftest import article_html, article_words  # noqa: E402
+from simhash_scrapy.html_report import render_html, report_numbers
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+def cluster(cid: int, urls: list[str], distances: list[int], texts: list[str] | None = None) -> dict[str, Any]:
+    members = []
+    for i, (url, d) in enumerate(zip(urls, distances)):
+        member: dict[str, Any] = {
+            "url": url, "fingerprint": f"{cid * 1000 + i:016x}", "distance": d,
+            "referer": None if i == 0 else urls[0], "depth": i,
+        }  # fmt: skip
+        if texts is not None:
+            member["text"] = texts[i]
+        members.append(member)
+    return {"cluster_id": cid, "canonical": urls[0], "size": len(urls), "members": members}
+
+
+def text_chunks(page: str) -> list[list[str]]:
+    found = re.findall(r'<script type="text/plain" id="simhash-text-(\d+)">([^<]*)</script>', page)
+    return [json.loads(zlib.decompress(base64.b64decode(data))) for _, data in sorted(found, key=lambda f: int(f[0]))]
+
+
+def embedded_data(page: str) -> dict[str, Any]:
+    raw = re.search(r'<script type="application/json" id="simhash-data">(.*?)</script>', page, re.DOTALL)
+    assert raw is not None
+    return json.loads(raw.group(1))
+
+
+# ------------------------------------------------------------------ the document
+def test_self_contained_and_escaped() -> None:
+    evil = "https://x.example/</script><script>alert(1)</script>?q=<!--"
+    clusters = [
+        cluster(1, ["https://a.example/1", evil], [0, 2], ["line one\nline two", "line one\nline 2 <b>"]),
+        cluster(2, ["javascript:alert(2)", "https://a.example/2"], [0, 1]),
+    ]
+    page = render_html(clusters, {"title": "Crawl <b>of</b> today", "source": "job & co"})
+    # Nothing is loaded from elsewhere: no src/href attribute in the markup, no CSS url() or @import.
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page, re.IGNORECASE)
+    assert "@import" not in page and "url(" not in page
+    # Every script element is one of ours: the data, one text chunk, the code.
+    assert page.count("<script") == 3 and page.count("</script>") == 3
+    assert "<title>Crawl &lt;b&gt;of&lt;/b&gt; today</title>" in page and "job &amp; co" in page
+    data = embedded_data(page)
+    assert data["clusters"][0][3][1][0] == evil  # the URL survives the escaping unchanged
+    # Links are made only for http(s) and file URLs (checked in the script).
+    assert "/^(https?|file):/i.test(url)" in page
+
+
+def test_numbers_and_histogram() -> None:
+    clusters = [
+        cluster(1, ["u1", "u2", "u3"], [0, 1, 3]),
+        cluster(2, ["u4", "u5"], [0, 1]),
+        cluster(3, ["u6", "u7", "u8", "u9"], [0, 0, 2, 1]),
+    ]
+    numbers = report_numbers(clusters, {"pages": 20})
+    assert numbers == {
+        "pages": 20, "unique": 14, "near_duplicates": 6, "clusters": 3, "largest": 4,
+        "pages_in_clusters": 9, "histogram": {0: 1, 1: 3, 2: 1, 3: 1},
+    }  # fmt: skip
+    page = render_html(clusters, {"pages": 20, "max_distance": 3})
+    for key, value in (("pages", 20), ("unique", 14), ("near_duplicates", 6), ("clusters", 3), ("largest", 4)):
+        assert f'<dd data-stat="{key}">{value}</dd>' in page
+    assert '<dd data-stat="max_distance">3</dd>' in page
+    assert re.findall(r'<tr data-distance="(\d+)"><th>\d+</th><td class="count">(\d+)</td>', page) == [
+        ("0", "1"), ("1", "3"), ("2", "1"), ("3", "1"),
+    ]  # fmt: skip
+    # Clusters are embedded largest first; without "pages" the pages in clusters are counted.
+    assert [c[0] for c in embedded_data(page)["clusters"]] == [3, 1, 2]
+    assert report_numbers(clusters)["pages"] == 9
+    assert 'data-has-text="false"' in page and "without page texts" in page
+    empty = render_html([], {"pages": 5})
+    assert '<dd data-stat="clusters">0</dd>' in empty and "nothing to plot" in empty
+
+
+def test_texts_are_stored_once_compressed_and_cut() -> None:
+    long_text = "word " * 30_000
+    clusters = [
+        cluster(1, ["a", "b", "c"], [0, 1, 1], ["same text", "same text", "other text"]),
+        cluster(2, ["d", "e"], [0, 3], [long_text, long_text + "x"]),
+    ]
+    page = render_html(clusters, {}, max_text_chars=1000)
+    chunks = text_chunks(page)
+    texts = [t for chunk in chunks for t in chunk]
+    assert texts.count("same text") == 1 and "other text" in texts
+    cut = [t for t in texts if t.startswith("word ")]
+    assert len(cut) == 1 and cut[0].endswith("[... text cut at 1,000 characters in this report]")
+    members = embedded_data(page)["clusters"][0][3]
+    assert members[0][5] == members[1][5] != members[2][5]  # references into the chunks
+
+
+def test_ten_thousand_clusters_stay_small() -> None:
+    report = big_report()
+    page = render_html(report, {"pages": 60_000})
+    size = len(page.encode("utf-8"))
+    raw_text = sum(len(m["text"]) for c in report for m in c["members"])
+    assert raw_text > 60_000_000  # ~33,000 members with ~2 KB of text each
+    # Near-duplicate texts compress together: the whole page is a small fraction of its texts.
+    assert size < raw_text / 5, (size, raw_text)
+    # Without texts, about 150 bytes per member.
+    for c in report:
+        for m in c["members"]:
+            del m["text"]
+    members = sum(c["size"] for c in report)
+    assert len(render_html(report, {}).encode("utf-8")) < 200 * members
+
+
+def big_report(count: int = 10_000) -> list[dict[str, Any]]:
+    rng = random.Random(3)
+    clusters = []
+    for c in range(count):
+        words = article_words(c, 300)
+        base = "\n".join(" ".join(words[i : i + 30]) for i in range(0, 300, 30))
+        size = rng.choice([2, 2, 3, 3, 4, 6])
+        urls = [f"https://news.example.com/s/{c}/story?session={m}" for m in range(size)]
+        texts = [base if m == 0 else base.replace(words[7], f"edited{m}", 1) for m in range(size)]
+        clusters.append(cluster(c + 1, urls, [0] + [rng.randint(0, 3) for _ in range(size - 1)], texts))
+    return clusters
+
+
+# -------------------------------------------------------------------- the browser
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Chromium]:
+    binary = find_chromium()
+    if binary is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"chromium is missing ({INSTALL_HINT}); CI=true needs the real-browser test")
+        pytest.skip(f"chromium is not installed: {INSTALL_HINT}")
+    chromium = Chromium(binary, width=1280, height=1000)
+    try:
+        yield chromium
+    finally:
+        chromium.close()
+
+
+def requested_urls(chromium: Chromium, since: int) -> list[str]:
+    return [
+        e["params"]["request"]["url"] for e in chromium.events[since:] if e.get("method") == "Network.requestWillBeSent"
+    ]
+
+
+def make_site(root: Path) -> Path:
+    """Clusters of 4, 3 and 2 pages (one word edited per copy) and 4 unique pages."""
+    site = root / "site"
+    site.mkdir()
+    for c, size in enumerate((4, 3, 2)):
+        words = article_words(700 + c, 240)
+        (site / f"c{c}-0.html").write_text(article_html(f"Story {c}", words), encoding="utf-8")
+        for m in range(1, size):
+            edited = list(words)
+            edited[20 * m + 1] = f"banana{m}"  # never the first word of a paragraph (capitalised)
+            (site / f"c{c}-{m}.html").write_text(article_html(f"Story {c}", edited), encoding="utf-8")
+    for u in range(4):
+        (site / f"u{u}.html").write_text(article_html(f"Unique {u}", article_words(800 + u, 240)), encoding="utf-8")
+    return site
+
+
+def test_browser_shows_the_numbers_of_the_json_report(browser: Chromium, tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    jsonl, html = tmp_path / "clusters.jsonl", tmp_path / "clusters.html"
+    for out in (jsonl, html):
+        proc = subprocess.run(
+            [sys.executable, "-m", "scrapy.cmdline", "simhash", "dedup", str(site), "-o", str(out)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    report = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert [c["size"] for c in report] == [4, 3, 2]  # the page is checked against this
+    pages = 13
+
+    mark = len(browser.events)
+    browser.goto(html.as_uri())
+    browser.wait_for("document.body.dataset.ready === '1'")
+    shown = browser.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('[data-stat]')]"
+        ".map(e => [e.dataset.stat, Number(e.innerText.replace(/,/g, ''))]))"
+    )
+    assert shown == {
+        "pages": pages,
+        "unique": pages - sum(c["size"] - 1 for c in report),
+        "near_duplicates": sum(c["size"] - 1 for c in report),
+        "clusters": len(report),
+        "largest": max(c["size"] for c in report),
+        "max_distance": 3,
+    }
+    histogram = browser.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('#histogram tbody tr')]"
+        ".map(r => [r.dataset.distance, Number(r.querySelector('.count').innerText)]))"
+    )
+    expected = Counter(str(m["distance"]) for c in report for m in c["members"][1:])
+    assert histogram == dict(expected)
+    summaries = browser.evaluate(
+        "[...document.querySelectorAll('details.cluster')].map(d => [Number(d.dataset.size),"
+        " d.querySelector('.canon').innerText, d.querySelector('.size').innerText])"
+    )
+    assert summaries == [[c["size"], c["canonical"], f"{c['size']} pages"] for c in report]
+    assert browser.evaluate("document.getElementById('range').innerText") == "clusters 1\u20133 of 3"
+
+    # A person clicks the largest cluster: its members, their distances and links, and a diff.
+    browser.click("details.cluster summary")
+    browser.wait_for("!!document.querySelector('details.cluster[open] table.sbs')")
+    rows = browser.evaluate(
+        "[...document.querySelectorAll('details.cluster[open] tr.member')].map(r => ["
+        "r.querySelector('td.url a').href, r.querySelector('td.distance').innerText,"
+        " r.querySelector('td.mono').innerText])"
+    )
+    first = report[0]
+    assert rows == [[m["url"], str(m["distance"]), m["fingerprint"]] for m in first["members"]]
+    diff = browser.evaluate(
+        "(() => { const t = document.querySelector('details.cluster[open] table.sbs');"
+        " return {ins: [...t.querySelectorAll('ins')].map(e => e.innerText),"
+        " del: [...t.querySelectorAll('del')].map(e => e.innerText),"
+        " title: document.querySelector('details.cluster[open] .diff h3').innerText}; })()"
+    )
+    assert "banana1" in diff["ins"]  # member 1 has "banana1" where the canonical page has the original word
+    assert len(diff["del"]) == 1
+    assert diff["title"] == f"Canonical (left) against member (right), distance {first['members'][1]['distance']}"
+    # Choosing another member shows its diff.
+    browser.click("details.cluster[open] tr.member:nth-child(3) button.show-diff")
+    browser.wait_for(
+        "[...document.querySelectorAll('details.cluster[open] table.sbs ins')].some(e => e.innerText === 'banana2')"
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.evaluate("window.scrollTo(0, 0)")
+    browser.screenshot(ARTIFACTS / "html-report.png")
+    assert (ARTIFACTS / "html-report.png").stat().st_size > 10_000
+    # Self-contained: the browser asked for nothing but the file itself.
+    assert requested_urls(browser, mark) == [html.as_uri()]
+
+
+def test_browser_handles_ten_thousand_clusters(browser: Chromium, tmp_path: Path) -> None:
+    report = big_report()
+    page = tmp_path / "big.html"
+    page.write_text(render_html(report, {"pages": 60_000}), encoding="utf-8")
+    mark = len(browser.events)
+    browser.goto(page.as_uri())
+    browser.wait_for("document.body.dataset.ready === '1'")
+    assert browser.evaluate("document.querySelectorAll('details.cluster').length") == 100
+    assert browser.evaluate("document.getElementById('range').innerText") == "clusters 1\u2013100 of 10,000"
+    assert browser.evaluate("document.querySelector('[data-stat=clusters]').innerText") == "10,000"
+    browser.click("#next")
+    browser.wait_for("document.getElementById('range').innerText.startsWith('clusters 101\u2013200')")
+    # Largest first, across pages.
+    sizes = browser.evaluate("[...document.querySelectorAll('details.cluster')].map(d => Number(d.dataset.size))")
+    assert sizes == sorted((c["size"] for c in report), reverse=True)[100:200]
+    # The filter finds one cluster among 10,000; opening it computes the diff then.
+    browser.evaluate(
+        "(() => { const f = document.getElementById('filter'); f.value = 'https://news.example.com/s/4321/';"
+        " f.dispatchEvent(new Event('input')); })()"
+    )
+    browser.wait_for("document.getElementById('range').innerText === 'clusters 1\u20131 of 1'")
+    assert browser.evaluate("document.querySelectorAll('table.sbs').length") == 0  # nothing computed before asked
+    browser.click("details.cluster summary")
+    browser.wait_for("!!document.querySelector('details.cluster[open] table.sbs ins')")
+    assert browser.evaluate("document.querySelector('table.sbs ins').innerText") == "edited1"
+    browser.screenshot(ARTIFACTS / "html-report-10k.png", full_page=False)
+    assert requested_urls(browser, mark) == [page.as_uri()]
