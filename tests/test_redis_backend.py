@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_twisted
+from conftest import RecordingSpider, run_crawl
 from redis_server import RedisCluster, RedisServer, free_port
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
@@ -353,6 +355,54 @@ def redis_pages(server: RedisServer, key: str = "pages:simhash") -> list[dict[st
         url = json.loads(payload)[0]
         out.append({"url": url, "canonical": int(canon), "distance": int(distance), "indexed": indexed == "1"})
     return out
+
+
+class KillRedisSpider(RecordingSpider):
+    """Kills the Redis server when the ``kill_after``-th response reaches it."""
+
+    name = "kill_redis"
+
+    def __init__(self, server: RedisServer, kill_after: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.server = server
+        self.kill_after = kill_after
+        self.responses = 0
+
+    def parse(self, response: Any, **kwargs: Any) -> Any:
+        self.responses += 1
+        if self.responses == self.kill_after:
+            self.server.stop()
+        return super().parse(response, **kwargs)
+
+
+@pytest.mark.parametrize("fail_open", [True, False])
+@pytest_twisted.ensureDeferred
+async def test_in_process_crawl_when_redis_dies(serve: Any, tmp_path: Path, fail_open: bool) -> None:
+    server = RedisServer(tmp_path / "redis").start()
+    count = 10
+    site = serve(make_site(count))
+    urls = [site.url(f"/a{i}") for i in range(count)] + [site.url(f"/b{i}") for i in range(count)]
+    try:
+        crawler = await run_crawl(
+            KillRedisSpider,
+            {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": server.url,
+             "SIMHASH_REDIS_FAIL_OPEN": fail_open},
+            server=server, kill_after=4, start_urls=urls,
+        )
+    finally:
+        server.stop()
+    stats = crawler.stats.get_stats()
+    assert stats["simhash/backend_errors"] >= 1
+    if fail_open:
+        # Fail-open: the crawl goes on; every page after the kill passes unchecked.
+        assert stats["finish_reason"] == "finished"
+        assert len(crawler.spider.seen) == 2 * count
+        assert stats["simhash/backend_errors"] == 2 * count - 4
+    else:
+        # Fail-closed: the crawl stops instead of letting unchecked pages through.
+        assert stats["finish_reason"] == "simhash_backend_error"
+        assert stats["simhash/backend_errors"] <= 2
+        assert len(crawler.spider.seen) <= 6
 
 
 def test_two_workers_share_one_index(serve: Any, redis_server: RedisServer, tmp_path: Path) -> None:

@@ -416,10 +416,14 @@ def _has_hash_tag(key: str) -> bool:
 class RedisBackend(DedupBackend):
     """Canonical pages and the cluster record of a spider, in Redis (``SIMHASH_BACKEND = "redis"``)."""
 
-    def __init__(self, config: SimhashConfig, settings: RedisSettings, stats: Any = None) -> None:
+    def __init__(
+        self, config: SimhashConfig, settings: RedisSettings, stats: Any = None, crawler: Crawler | None = None
+    ) -> None:
         super().__init__(config)
         self.settings = settings
         self.stats = stats
+        self.crawler = crawler
+        self._closing = False
         self.blocks = config.blocks or config.max_distance + 1
         self._fields = BucketFields(config.max_distance, self.blocks)
         self.layout = layout_string(config)
@@ -438,7 +442,7 @@ class RedisBackend(DedupBackend):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> RedisBackend:
-        return cls(config, RedisSettings(crawler.settings), crawler.stats)
+        return cls(config, RedisSettings(crawler.settings), crawler.stats, crawler)
 
     # ------------------------------------------------------------- keys
     def _use_key(self, spider_name: str) -> None:
@@ -582,9 +586,9 @@ class RedisBackend(DedupBackend):
                 type(exc).__name__,
                 exc,
                 self._errors,
-                "Pages go through unchecked (fail-open; SIMHASH_REDIS_FAIL_OPEN = False drops them)."
+                "Pages go through unchecked (fail-open; SIMHASH_REDIS_FAIL_OPEN = False stops the crawl instead)."
                 if self.settings.fail_open
-                else "Pages are dropped until Redis answers (SIMHASH_REDIS_FAIL_OPEN = False).",
+                else "Closing the spider (fail-closed: SIMHASH_REDIS_FAIL_OPEN = False).",
             )
 
     async def check(self, record: PageRecord, index: bool = True) -> Verdict:
@@ -641,7 +645,17 @@ class RedisBackend(DedupBackend):
         self._error(exc)
         if self.settings.fail_open:
             return Verdict(None, None, None)
+        self._stop_crawl()
         raise BackendError(f"simhash: Redis error, page not checked (fail-closed): {exc}") from None
+
+    def _stop_crawl(self) -> None:
+        """Fail-closed: close the spider rather than go on with pages nobody checked."""
+        if self._closing or self.crawler is None or getattr(self.crawler, "spider", None) is None:
+            return
+        self._closing = True
+        from .. import _compat
+
+        _compat.close_spider_soon(self.crawler, self.crawler.spider, "simhash_backend_error")
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:
