@@ -12,6 +12,7 @@ import logging
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -193,16 +194,16 @@ def crawl_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "scrapy.cmdline", "crawl", "pages", *args]
 
 
-def crawl_env() -> dict[str, str]:
+def crawl_env(project: Path = PROJECT) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("SCRAPY_SETTINGS_MODULE", None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), env.get("PYTHONPATH", "")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project), env.get("PYTHONPATH", "")]))
     return env
 
 
-def run_crawl_cli(args: list[str], timeout: float = 180) -> tuple[dict[str, Any], str]:
+def run_crawl_cli(args: list[str], project: Path = PROJECT, timeout: float = 180) -> tuple[dict[str, Any], str]:
     proc = subprocess.run(
-        crawl_command(*args), cwd=PROJECT, env=crawl_env(), capture_output=True, text=True, timeout=timeout
+        crawl_command(*args), cwd=project, env=crawl_env(project), capture_output=True, text=True, timeout=timeout
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return parse_stats(proc.stderr), proc.stderr
@@ -231,15 +232,18 @@ def read_report(path: Path) -> list[dict[str, Any]]:
 
 def test_simhash_dir_recognises_last_weeks_pages(serve: Any, tmp_path: Path) -> None:
     site = serve(make_site(6))
-    state = tmp_path / "state"
-    common = ["-a", f"base={site.base}", "-s", f"SIMHASH_DIR={state}"]
-    stats, log = run_crawl_cli([*common, "-a", "paths=" + ",".join(f"/a{i}" for i in range(6))])
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("__pycache__", ".scrapy"))
+    # A relative SIMHASH_DIR lives in the project's .scrapy folder.
+    common = ["-a", f"base={site.base}", "-s", "SIMHASH_DIR=simhash"]
+    stats, log = run_crawl_cli([*common, "-a", "paths=" + ",".join(f"/a{i}" for i in range(6))], project)
     assert stats["simhash/unique"] == 6 and "simhash/initial" not in stats
-    assert (state / "pages.store").exists()
+    assert (project / ".scrapy" / "simhash" / "pages.store").exists()
     # "Next week": the edited copies are near-duplicates of last week's pages.
     report = tmp_path / "week2.jsonl"
     stats, log = run_crawl_cli(
-        [*common, "-a", "paths=" + ",".join(f"/b{i}" for i in range(6)), "-s", f"SIMHASH_REPORT_URI={report}"]
+        [*common, "-a", "paths=" + ",".join(f"/b{i}" for i in range(6)), "-s", f"SIMHASH_REPORT_URI={report}"],
+        project,
     )
     assert stats["simhash/initial"] == 6
     assert stats["simhash/near_duplicates"] == 6 and stats["simhash/dropped"] == 6
@@ -248,9 +252,12 @@ def test_simhash_dir_recognises_last_weeks_pages(serve: Any, tmp_path: Path) -> 
     assert sorted(c["canonical"] for c in clusters) == sorted(site.url(f"/a{i}") for i in range(6))
     assert all(c["size"] == 2 for c in clusters)
     # -a simhash_reset=1 starts afresh: nothing is a duplicate any more.
-    stats, log = run_crawl_cli([*common, "-a", "paths=" + ",".join(f"/b{i}" for i in range(6)), "-a", "simhash_reset=1"])
+    stats, log = run_crawl_cli(
+        [*common, "-a", "paths=" + ",".join(f"/b{i}" for i in range(6)), "-a", "simhash_reset=1"], project
+    )
     assert "simhash/initial" not in stats and stats["simhash/unique"] == 6
     assert len(reached(log)) == 6
+    assert (project / ".scrapy" / "simhash" / "pages.store.previous").exists()
 
 
 def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) -> None:
