@@ -1,0 +1,209 @@
+"""``scrapy simhash dedup`` on 100,000 pages: how long does an offline dedup take?
+
+    python benchmarks/dedup_100k.py                  # 100,000 pages (about 2 GB of JSON Lines in a temp folder)
+    python benchmarks/dedup_100k.py --pages 20000    # a smaller run
+
+Builds a JSON Lines feed of crawled items (``{"url", "html"}``), as a Scrapy
+feed export would write it, then runs the real command in a subprocess::
+
+    python -m scrapy.cmdline simhash dedup items.jsonl --field html -o clusters.jsonl
+
+Pages: a documentation-site template (head with inline CSS and JavaScript,
+header, 40-link navigation, sidebar, footer; about 20 KB of HTML) around two
+sections of real text and markup from Debian's Python documentation (package
+python3-doc; without it, windows of ``pydoc_data`` topics as paragraphs).  80%
+are distinct pages, 20% near-duplicates of an earlier page of the kinds
+crawlers meet: a session/timestamp line, an inserted advert, one word edited,
+the printer-friendly template.  The script reports the wall time, the pages per
+second, the all-pairs search time and how many planted near-duplicates were
+found, and, as the baseline in the same run, the same command with one process
+(``-j 1``) on the first 10% of the pages.  Results:
+benchmarks/results/dedup_100k.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DOCS = Path("/usr/share/doc/python3-dev/html")
+
+_HEAD = (
+    "<style>" + "".join(f".c{i}{{margin:{i}px;padding:{i % 7}px;color:#{i:06x}}}" for i in range(400)) + "</style>"
+    "<script>" + "".join(f"function f{i}(a){{return a*{i}+{i % 13};}}" for i in range(300)) + "</script>"
+)
+
+
+def sections() -> list[str]:
+    """Real HTML fragments: the doc sections of 60 to 1,500 words, else paragraphs of pydoc_data topics."""
+    found: list[str] = []
+    if DOCS.is_dir():
+        from lxml import html as lxml_html
+
+        for name in sorted({os.path.realpath(p) for p in DOCS.rglob("*.html")}):
+            root = lxml_html.fromstring(Path(name).read_bytes())
+            for section in root.xpath("//section | //div[contains(concat(' ', @class, ' '), ' section ')]"):
+                words = len(section.text_content().split())
+                if 60 <= words <= 1500:
+                    found.append(lxml_html.tostring(section, encoding="unicode"))
+    if found:
+        return found
+    import pydoc_data.topics as topics
+
+    words = " ".join(topics.topics[name] for name in sorted(topics.topics)).split()
+    return [f"<p>{html.escape(' '.join(words[i : i + 250]))}</p>" for i in range(0, len(words) - 250, 125)]
+
+
+def page(title: str, body: str, nav: str, printer: bool = False) -> str:
+    if printer:
+        return f"<!DOCTYPE html><html><head><title>{title} (print)</title></head><body><h1>{title}</h1>{body}</body></html>"
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>{_HEAD}</head><body>'
+        f'<div class="header"><a href="/">Docs home</a> | <a href="/search">Search</a> | <a href="/about">About</a></div>'
+        f'<nav class="sidebar"><h3>Navigation</h3><ul>{nav}</ul></nav>'
+        f'<main><article><h1>{title}</h1>{body}</article></main>'
+        f'<aside class="related"><h3>Popular</h3><ul>{nav[:2000]}</ul></aside>'
+        f'<footer class="footer">&copy; Copyright the authors. Built with a static site generator.</footer>'
+        f"</body></html>"
+    )
+
+
+def build(path: Path, count: int, seed: int = 1) -> dict[str, int]:
+    rng = random.Random(seed)
+    pool = sections()
+    nav = "".join(f'<li><a href="/page/{i}.html">Topic number {i}</a></li>' for i in range(40))
+    bases: list[tuple[str, str]] = []
+    planted: dict[str, int] = {}
+    with open(path, "w", encoding="utf-8") as out:
+        for i in range(count):
+            if i < 20 or rng.random() < 0.8:
+                title = f"Page {i}"
+                body = pool[rng.randrange(len(pool))] + pool[rng.randrange(len(pool))]
+                bases.append((title, body))
+                document = page(title, body, nav)
+                url = f"https://docs.example/page/{i}.html"
+            else:
+                title, body = bases[rng.randrange(len(bases))]
+                kind = rng.choice(("session", "advert", "edit", "print"))
+                planted[kind] = planted.get(kind, 0) + 1
+                if kind == "session":
+                    body = body + f"<p>Session {rng.getrandbits(40):010x} rendered at {rng.randrange(24):02d}:{rng.randrange(60):02d}</p>"
+                elif kind == "advert":
+                    body = "<p>Advertisement: try our hosted documentation search, free for 30 days.</p>" + body
+                elif kind == "edit":
+                    body = re.sub(r"\b(the|a|is|of)\b", "THE", body, count=1)
+                document = page(title, body, nav, printer=kind == "print")
+                url = f"https://docs.example/page/{title.split()[-1]}.html?variant={kind}&v={i}"
+            out.write(json.dumps({"url": url, "html": document}) + "\n")
+    planted["distinct pages"] = len(bases)
+    return planted
+
+
+def planted_found(clusters: Path) -> dict[str, int]:
+    """Per kind, the planted near-duplicates reported in the same cluster as the page they copy."""
+    cluster_of: dict[str, int] = {}
+    with open(clusters, encoding="utf-8") as handle:
+        for line in handle:
+            cluster = json.loads(line)
+            for member in cluster["members"]:
+                cluster_of[member["url"]] = cluster["cluster_id"]
+    found: dict[str, int] = {}
+    for url, cid in cluster_of.items():
+        match = re.fullmatch(r"(https://docs\.example/page/\d+\.html)\?variant=(\w+)&v=\d+", url)
+        if match and cluster_of.get(match.group(1)) == cid:
+            found[match.group(2)] = found.get(match.group(2), 0) + 1
+    return found
+
+
+def run(feed: Path, out: Path, extra: list[str]) -> tuple[float, str]:
+    command = [sys.executable, "-m", "scrapy.cmdline", "simhash", "dedup", str(feed), "--field", "html", "-o", str(out), *extra]
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"dedup failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return seconds, proc.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=100_000)
+    parser.add_argument("--jobs", type=int, default=None, help="-j for the main run (default: one per CPU)")
+    parser.add_argument("--workdir", type=Path, default=None, help="keep the feed here (default: a temp folder)")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="simhash-dedup-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    feed = workdir / f"items-{args.pages}.jsonl"
+    try:
+        start = time.perf_counter()
+        if not feed.exists():
+            planted = build(feed, args.pages)
+            (workdir / f"planted-{args.pages}.json").write_text(json.dumps(planted))
+        planted = json.loads((workdir / f"planted-{args.pages}.json").read_text())
+        size = feed.stat().st_size
+        print(f"feed: {args.pages:,} pages, {size / 1e9:.2f} GB ({size / args.pages / 1e3:.1f} KB per item) "
+              f"built in {time.perf_counter() - start:.0f} s; planted near-duplicates: {planted}")  # fmt: skip
+        print(f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}")
+
+        jobs = ["-j", str(args.jobs)] if args.jobs else []
+        seconds, log = run(feed, workdir / "clusters.jsonl", jobs)
+        print(log.strip())
+        near = int(re.search(r"([\d,]+) near-duplicates", log).group(1).replace(",", ""))  # type: ignore[union-attr]
+        found = planted_found(workdir / "clusters.jsonl")
+        search = float(re.search(r"all-pairs search ([\d.]+) s", log).group(1))  # type: ignore[union-attr]
+        variants = sum(v for k, v in planted.items() if k != "distinct pages")
+
+        # Baseline in the same run: one process, on the first 10% of the feed.
+        sample = workdir / "sample.jsonl"
+        sample_count = max(1, args.pages // 10)
+        with open(feed, "rb") as source, open(sample, "wb") as target:
+            for _ in range(sample_count):
+                target.write(source.readline())
+        base_seconds, base_log = run(sample, workdir / "sample-clusters.jsonl", ["-j", "1"])
+        per_page_one = base_seconds / sample_count
+        result = {
+            "pages": args.pages,
+            "feed_bytes": size,
+            "wall_seconds": seconds,
+            "pages_per_second": args.pages / seconds,
+            "all_pairs_seconds": search,
+            "near_duplicates_found": near,
+            "planted_variants": variants,
+            "planted": planted,
+            "planted_found": found,
+            "one_process_seconds_per_page": per_page_one,
+            "speedup_vs_one_process": per_page_one * args.pages / seconds,
+            "cpus": os.cpu_count(),
+        }
+        print(
+            f"\n| pages | feed | wall time | pages/s | all-pairs search | near-duplicates found (planted) | "
+            f"one process, same pages (from 10% sample) | speed-up |\n|---|---|---|---|---|---|---|---|\n"
+            f"| {args.pages:,} | {size / 1e9:.2f} GB | {seconds / 60:.1f} min ({seconds:.0f} s) | {args.pages / seconds:,.0f} | "
+            f"{search:.2f} s | {near:,} ({variants:,}) | {per_page_one * args.pages / 60:.1f} min | "
+            f"{result['speedup_vs_one_process']:.2f}x |"
+        )
+        kinds = [k for k in planted if k != "distinct pages"]
+        print("\nplanted near-duplicates found in the cluster of the page they copy: " + ", ".join(
+            f"{k} {found.get(k, 0):,}/{planted[k]:,}" for k in kinds
+        ))  # fmt: skip
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "dedup_100k.json").write_text(json.dumps(result, indent=2))
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
