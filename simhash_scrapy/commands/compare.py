@@ -4,8 +4,9 @@ Each page (a URL fetched with Scrapy and the project's settings, or a local
 HTML file) is fingerprinted exactly as the crawl does it (``analyse_html`` with
 the project's ``SimhashConfig``).  The command prints the fingerprints, the
 distance matrix with similarities (1 - d/64), what a crawl that meets the
-pages in this order decides, and for each page against the first one the
-text that differs and the features that weigh most in the differing bits.
+pages in this order decides, and for each page after the first, against its
+canonical page (or, when it is unique, the nearest earlier page), the text
+that differs and the features that weigh most in the differing bits.
 
 Which features "weigh most": bit ``b`` of a fingerprint is the sign of
 ``sum(weight(f) * (+1 if bit b of hash(f) is set else -1))`` over the page's
@@ -279,6 +280,14 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else "..." + text[-(width - 3) :]
 
 
+def _partner(j: int, matrix: list[list[int | None]], decisions: list[dict[str, Any]]) -> int | None:
+    """The page that page ``j`` is explained against: its canonical page, else the nearest earlier page."""
+    if decisions[j].get("decision") == "near-duplicate":
+        return int(decisions[j]["canonical"]) - 1
+    earlier = [(d, i) for i, d in enumerate(matrix[j][:j]) if d is not None]
+    return min(earlier)[1] if earlier else None
+
+
 def _lines(count: int) -> str:
     return f"{count} line" if count == 1 else f"{count} lines"
 
@@ -370,11 +379,12 @@ def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None) -> int:
     ]  # fmt: skip
     decisions = _decisions(pages, config)
     pairs = []
-    first = pages[0]
     for j in range(1, n):
-        other = pages[j]
-        if first.fingerprint is None or other.fingerprint is None:
+        partner = _partner(j, matrix, decisions)
+        if partner is None:
             continue
+        first, other = pages[partner], pages[j]
+        assert first.fingerprint is not None and other.fingerprint is not None
         removed, added, diff = _text_diff(first.text, other.text)
         features = explain_features(first, other, opts.features)
         if features:
@@ -383,12 +393,12 @@ def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None) -> int:
             for feature in features:
                 feature["label"] = labels.get(feature["feature"], f"#{feature['feature']:016x}")
                 feature["feature"] = f"{feature['feature']:016x}"
-        d = matrix[0][j]
+        d = matrix[partner][j]
         assert d is not None
         flipped = first.fingerprint ^ other.fingerprint
         pairs.append(
             {
-                "a": 1,
+                "a": partner + 1,
                 "b": j + 1,
                 "distance": d,
                 "similarity": 1 - d / 64,
