@@ -71,12 +71,14 @@ _LINK_LEN = etree.XPath("string-length(normalize-space(str:concat(.//a//text()))
 # Link lists: at least two links, at most this much text, and at least this share of link text.
 _LINK_DENSITY = 0.6
 _LINK_LIST_MAX_CHARS = 3000
-# Blocks with less link text than this share are content: lists inside them are not looked at.
-_CONTENT_DENSITY = 0.3
+# How deep below the container link lists are looked for (through plain wrapper divs).
+_LINK_LIST_DEPTH = 3
 # When the link lists together hold more than this share of the container's text, they are the content.
 _LINK_LISTS_MAX_SHARE = 0.7
 
 _WRAPPERS = frozenset({"body", "div", "section", "main", "article", "center", "table", "tbody", "tr", "td", "form"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_PARAGRAPHS = frozenset({"p", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote"})
 # Walking down an unmarked page: a child holding this share of the non-link text is "the" content.
 _DOMINANT = 0.7
 
@@ -192,6 +194,10 @@ def _has_text(element: etree._Element, chars: int) -> bool:
     return False
 
 
+def _has_heading(node: etree._Element) -> bool:
+    return any(child.tag in _HEADINGS for child in node)
+
+
 def _walk_down(root: etree._Element) -> etree._Element:
     """From <body> down through wrappers to the element holding most of the non-link text."""
     node = root.find("body")
@@ -200,71 +206,91 @@ def _walk_down(root: etree._Element) -> etree._Element:
     total = _content_len(node)
     while total > 0:
         best, best_len = None, 0
+        paragraphs = 0
         for child in node:
+            if child.tag in _PARAGRAPHS:
+                paragraphs += 1
+                continue
             if child.tag not in _WRAPPERS:
                 continue
             length = _content_len(child)
             if length > best_len:
                 best, best_len = child, length
-        if best is None or best_len < _DOMINANT * total:
+        # An element with a heading or paragraphs of its own is the article (or a section of it).
+        if best is None or best_len < _DOMINANT * total or paragraphs >= 2 or _has_heading(node):
             break
         node, total = best, best_len
     return node
 
 
-def _pick_container(root: etree._Element) -> etree._Element:
+def _pick_container(root: etree._Element) -> tuple[etree._Element, bool]:
+    """The content container and whether the page marked it."""
     marked = _pick_marked(root)
     # A marked container with almost no text is a false lead (an empty <main> shell).
     if marked is not None and (_has_text(marked, 200) or _text_len(root) <= 4 * max(1, _text_len(marked))):
-        return marked
-    return _walk_down(root)
+        return marked, True
+    return _walk_down(root), False
 
 
-def _clean(container: etree._Element) -> None:
-    """Remove named boilerplate and link lists inside ``container`` (one pass in document order)."""
+def _drop_named_boilerplate(container: etree._Element) -> None:
     total = -1
-    dead: set[etree._Element] = set()  # inside a removed block, or inside a block known to be content
+    dead: set[etree._Element] = set()  # inside an element already doomed
     named: list[etree._Element] = []
-    lists: list[tuple[etree._Element, int]] = []
     for element in container.iter(*_BLOCK_TAGS):
-        if element in dead or element is container:
+        if element in dead or element is container or not names_boilerplate(element):
             continue
-        if names_boilerplate(element):
-            if total < 0:
-                total = _text_len(container)
-            # A wrapper named like boilerplate that holds most of the text is the content.
-            if not (total and _text_len(element) > 0.5 * total):
-                named.append(element)
-                dead.update(element.iter(*_BLOCK_TAGS))
-                continue
-        if element.tag not in _LIST_TAGS:
+        if total < 0:
+            total = _text_len(container)
+        # A wrapper named like boilerplate that holds most of the text is the content.
+        if total and _text_len(element) > 0.5 * total:
+            continue
+        named.append(element)
+        dead.update(element.iter(*_BLOCK_TAGS))
+    for element in named:
+        _remove(element)
+
+
+def _link_list_candidates(container: etree._Element, depth: int) -> list[etree._Element]:
+    """Blocks near the top of ``container``: its children, and theirs through plain wrappers."""
+    out = []
+    for child in container:
+        tag = child.tag
+        if tag in _LIST_TAGS:
+            out.append(child)
+            if depth > 1 and tag in ("div", "section") and not _has_heading(child):
+                out.extend(_link_list_candidates(child, depth - 1))
+    return out
+
+
+def _drop_link_lists(container: etree._Element) -> None:
+    """Remove menus, tag clouds and "popular pages" lists standing next to the content."""
+    lists: list[tuple[etree._Element, int]] = []
+    done: etree._Element | None = None
+    for element in _link_list_candidates(container, _LINK_LIST_DEPTH):
+        if done is not None and _is_inside(element, done):
             continue
         links = element.iter("a")
         if next(links, None) is None or next(links, None) is None:
-            continue  # fewer than two links: not a link list, and neither is anything inside
+            continue  # fewer than two links
         length = _text_len(element)
-        if length == 0:
-            continue
-        link_len = _LINK_LEN(element)
-        if length <= _LINK_LIST_MAX_CHARS and link_len >= _LINK_DENSITY * length:
+        if 0 < length <= _LINK_LIST_MAX_CHARS and _LINK_LEN(element) >= _LINK_DENSITY * length:
             lists.append((element, length))
-            dead.update(element.iter(*_BLOCK_TAGS))
-        elif length <= _LINK_LIST_MAX_CHARS and link_len < _CONTENT_DENSITY * length:
-            dead.update(element.iter(*_LIST_TAGS))  # a content block with a few links
-    for element in named:
+            done = element
+    if not lists:
+        return
+    total = _text_len(container)
+    if total and sum(length for _, length in lists) > _LINK_LISTS_MAX_SHARE * total:
+        return  # a table of contents, an index: the links are the content
+    for element, _ in lists:
         _remove(element)
-    if lists:
-        if total < 0:
-            total = _text_len(container)
-        listed = sum(length for _, length in lists)
-        if total and listed > _LINK_LISTS_MAX_SHARE * total:
-            return  # a table of contents, an index: the links are the content
-        for element, _ in lists:
-            _remove(element)
 
 
 def keep_main_content(root: etree._Element) -> etree._Element:
     """Return the subtree holding the page's main content, with boilerplate removed (in place)."""
-    container = _pick_container(root)
-    _clean(container)
+    container, marked = _pick_container(root)
+    _drop_named_boilerplate(container)
+    if not marked:
+        # Inside a container the page marks, lists of links are its own (tables of contents);
+        # on a page that marks nothing, menus and sidebars in plain divs sit next to the content.
+        _drop_link_lists(container)
     return container

@@ -33,7 +33,7 @@ import common  # noqa: E402
 from simhash_scrapy import MIN_TOKENS, BlockPermutedIndex  # noqa: E402
 from simhash_scrapy.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes  # noqa: E402
 from simhash_scrapy.fingerprint import simhash_from_features  # noqa: E402
-from simhash_scrapy.text import extract_text_bytes  # noqa: E402
+from simhash_scrapy.text import extract_text, extract_text_bytes  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,10 @@ class Setup:
     features: FeatureConfig = DEFAULT_FEATURES
     k: int = 3
     min_tokens: int = MIN_TOKENS
-    template: bool = False  # learn cross-page template blocks per host
+    template: bool = False  # learn cross-page template lines per host (simhash_scrapy.template)
+    template_min_pages: int = 4
+    template_share: float = 0.1
+    refit: bool = True  # re-fingerprint a host's first pages once its template is known
 
     def describe(self) -> str:
         f = self.features
@@ -82,6 +85,13 @@ class Texts:
         self._cache: dict[str, list[bytes]] = {}
         self.seconds: dict[str, float] = {}
 
+    def lines(self, mode: str) -> list[str]:
+        key = mode + ":lines"
+        if key not in self._cache:
+            html = [self.evalset.html(p) for p in self.evalset.pages]
+            self._cache[key] = [extract_text(h, main_content=(mode == "main")) for h in html]  # type: ignore[misc]
+        return self._cache[key]  # type: ignore[return-value]
+
     def get(self, mode: str) -> list[bytes]:
         if mode not in self._cache:
             pages = self.evalset.pages
@@ -93,27 +103,65 @@ class Texts:
 
 
 def fingerprint_pages(evalset: common.EvalSet, setup: Setup, texts: Texts) -> dict[int, int | None]:
-    """page id -> fingerprint (None when skipped), pages taken in crawl order."""
-    if setup.template:
-        return _fingerprint_with_template(evalset, setup)
+    """page id -> fingerprint (None when skipped), without template learning."""
     out: dict[int, int | None] = {}
     data = texts.get(setup.text_mode)
     for page in evalset.pages:
-        hashes, weights, tokens = feature_hashes(data[page.id], setup.features, with_token_count=True)
-        out[page.id] = simhash_from_features(hashes, weights) if tokens >= setup.min_tokens else None
+        out[page.id] = _fingerprint(data[page.id], setup)
     return out
 
 
-def _fingerprint_with_template(evalset: common.EvalSet, setup: Setup) -> dict[int, int | None]:
+def _fingerprint(text: str | bytes, setup: Setup) -> int | None:
+    hashes, weights, tokens = feature_hashes(text, setup.features, with_token_count=True)
+    return simhash_from_features(hashes, weights) if tokens >= setup.min_tokens else None
+
+
+def crawl_with_template(
+    evalset: common.EvalSet, setup: Setup, texts: Texts
+) -> tuple[dict[int, int | None], set[tuple[int, int]], dict]:
+    """Online, in crawl order, as the plugin would: clean with what is learned so far, query, add, observe.
+
+    Returns the final fingerprints, the pairs flagged when each page arrived, and counters.
+    """
     from simhash_scrapy.template import TemplateLearner
 
-    learner = TemplateLearner()
-    out: dict[int, int | None] = {}
+    learner = TemplateLearner(min_pages=setup.template_min_pages, share=setup.template_share)
+    index = BlockPermutedIndex(max_distance=setup.k)
+    lines = texts.lines(setup.text_mode)
+    fps: dict[int, int | None] = {}
+    flagged: set[tuple[int, int]] = set()
+    refits = 0
+    next_refit: dict[str, int] = {}
     for page in sorted(evalset.pages, key=lambda p: p.order):
-        text = learner.extract_bytes(page.url, evalset.html(page), main_content=(setup.text_mode == "main"))
-        hashes, weights, tokens = feature_hashes(text, setup.features, with_token_count=True)
-        out[page.id] = simhash_from_features(hashes, weights) if tokens >= setup.min_tokens else None
-    return out
+        host = page.host
+        text = lines[page.id]
+        fp = _fingerprint(learner.clean(host, text), setup)
+        fps[page.id] = fp
+        duplicate = False
+        if fp is not None:
+            matches = index.query(fp)
+            duplicate = bool(matches)
+            for match in matches:
+                flagged.add(common.pair(page.id, match.key))
+            index.add(page.id, fp)
+        learner.observe(host, text, duplicate=duplicate, key=page.id)
+        seen = learner.pages(host)
+        if setup.refit and seen >= next_refit.get(host, setup.template_min_pages):
+            # the host's first pages again, cleaned with what is known now (at 4, 8, 16, 32 pages)
+            next_refit[host] = 2 * seen
+            for key, cleaned in learner.refit(host):
+                new = _fingerprint(cleaned, setup)
+                if new == fps.get(key):
+                    continue
+                refits += 1
+                if fps.get(key) is not None:
+                    index.remove(key)
+                fps[key] = new
+                if new is not None:
+                    index.add(key, new)
+            if seen >= learner.early_pages:
+                learner.forget_early(host)
+    return fps, flagged, {"refits": refits}
 
 
 def flagged_pairs(fps: dict[int, int | None], k: int) -> set[tuple[int, int]]:
@@ -240,8 +288,13 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict[int, int | None], 
 
 def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
     t0 = time.perf_counter()
-    fps = fingerprint_pages(evalset, setup, texts)
-    result = evaluate(evalset, setup, fps, flagged_pairs(fps, setup.k))
+    if setup.template:
+        fps, flagged, extra = crawl_with_template(evalset, setup, texts)
+    else:
+        fps = fingerprint_pages(evalset, setup, texts)
+        flagged, extra = flagged_pairs(fps, setup.k), {}
+    result = evaluate(evalset, setup, fps, flagged)
+    result.extra.update(extra)
     result.extra["seconds"] = round(time.perf_counter() - t0, 2)
     return result
 
