@@ -90,7 +90,7 @@ class SimhashMiddleware:
             try:
                 encoding = response.encoding if isinstance(response, TextResponse) else None
                 fingerprint, reason, text = await state.run_analysis(
-                    analyse_html, response.body, encoding, self.config, self.config.keep_text
+                    analyse_html, response.body, encoding, self.config, self.config.keep_text, size=len(response.body)
                 )
                 if fingerprint is not None:
                     referer = request.headers.get(b"Referer")

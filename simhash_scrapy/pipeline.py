@@ -85,7 +85,7 @@ class SimhashPipeline:
             state.skip("too_large", items=True)
             return None
         try:
-            fingerprint, reason, text = await state.run_analysis(self._fingerprint, value)
+            fingerprint, reason, text = await state.run_analysis(self._fingerprint, value, size=len(value))
             if fingerprint is None:
                 state.skip(reason or "error", items=True)
                 return None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +40,12 @@ __all__ = ["DedupState", "analyse_html", "analyse_text", "SKIP_REASONS", "count_
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
+
+#: Worker threads that fingerprint pages off the event loop (``SIMHASH_THREADS``).
+THREAD_WORKERS = 2
+#: Pages (bytes) at least this big are fingerprinted in a worker thread when
+#: ``SIMHASH_THREADS`` is on; smaller ones inline.
+THREAD_MIN_BYTES = 64 * 1024
 
 #: Why a page or item was not fingerprinted (stat ``simhash/skipped/<reason>``).
 SKIP_REASONS = {
@@ -155,22 +160,25 @@ class DedupState:
     def skip(self, reason: str, items: bool = False) -> None:
         self.inc(f"simhash/items/skipped/{reason}" if items else f"simhash/skipped/{reason}")
 
-    async def run_analysis(self, func: Callable[..., _T], *args: Any) -> _T:
-        """Run ``func(*args)`` in a worker thread (``SIMHASH_THREADS``) or inline.
+    async def run_analysis(self, func: Callable[..., _T], *args: Any, size: int = 0) -> _T:
+        """Run ``func(*args)`` in a worker thread or inline (``SIMHASH_THREADS``).
 
-        Threads are used when an asyncio loop runs this coroutine (the asyncio
-        reactor, or Scrapy without a reactor); under another Twisted reactor
-        the work runs inline.
+        With threads on, work on inputs of at least ``THREAD_MIN_BYTES``
+        (``size``) runs in a worker thread, so a big page never blocks the
+        event loop for long; smaller inputs run inline, where the hand-off to
+        a thread would cost more than it saves (see
+        ``benchmarks/thread_vs_inline.py``).  Threads need an asyncio loop
+        (the asyncio reactor, or Scrapy without a reactor); under another
+        Twisted reactor the work runs inline.
         """
-        if self.config.threads:
+        if self.config.threads and size >= THREAD_MIN_BYTES:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 loop = None
             if loop is not None:
                 if self._executor is None:
-                    workers = max(1, min(4, os.cpu_count() or 1))
-                    self._executor = ThreadPoolExecutor(workers, thread_name_prefix="simhash")
+                    self._executor = ThreadPoolExecutor(THREAD_WORKERS, thread_name_prefix="simhash")
                 future = loop.run_in_executor(self._executor, func, *args)
                 if asyncio.current_task() is None:
                     # Called from a Twisted-driven coroutine (Deferred.fromCoroutine):
