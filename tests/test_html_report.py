@@ -282,3 +282,32 @@ def test_browser_handles_ten_thousand_clusters(browser: Chromium, tmp_path: Path
     assert browser.evaluate("document.querySelector('table.sbs ins').innerText") == "edited1"
     browser.screenshot(ARTIFACTS / "html-report-10k.png", full_page=False)
     assert requested_urls(browser, mark) == [page.as_uri()]
+
+
+def test_a_crawl_writes_the_html_report_with_texts(serve: Any, tmp_path: Path) -> None:
+    """SIMHASH_REPORT_FORMAT = "html": the plugin keeps the page texts and the page can show diffs."""
+    words = article_words(901, 240)
+    edited = list(words)
+    edited[33] = "zeppelin"
+    site = serve(
+        {"/a": article_html("Story", words), "/b": article_html("Story", edited), "/c": article_html("Other", article_words(902))}
+    )
+    report = tmp_path / "report.html"
+    project = Path(__file__).parent / "crawl_project"
+    env = dict(os.environ)
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy.cmdline", "crawl", "pages", "-a", f"base={site.base}", "-a", "paths=/a,/b,/c",
+         "-s", f"SIMHASH_REPORT_URI={report}"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = report.read_text(encoding="utf-8")
+    assert 'data-has-text="true"' in page
+    for key, value in (("pages", 3), ("near_duplicates", 1), ("clusters", 1)):
+        assert f'<dd data-stat="{key}">{value}</dd>' in page
+    [cluster] = embedded_data(page)["clusters"]
+    assert [m[0] for m in cluster[3]] == [site.url("/a"), site.url("/b")]
+    texts = {t for chunk in text_chunks(page) for t in chunk}
+    assert any("zeppelin" in t for t in texts) and len(texts) == 2
