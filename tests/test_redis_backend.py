@@ -357,22 +357,34 @@ def redis_pages(server: RedisServer, key: str = "pages:simhash") -> list[dict[st
     return out
 
 
-class KillRedisSpider(RecordingSpider):
-    """Kills the Redis server when the ``kill_after``-th response reaches it."""
+class KillRedisMiddleware:
+    """Kills the Redis server just before the ``kill_after``-th response reaches SimhashMiddleware.
 
-    name = "kill_redis"
+    Its ``process_response`` runs before SimhashMiddleware's (priority 545 > 540:
+    responses go through downloader middlewares in descending priority).
+    """
 
-    def __init__(self, server: RedisServer, kill_after: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.server = server
-        self.kill_after = kill_after
+    def __init__(self, crawler: Any) -> None:
+        self.pid: int = crawler.settings.getint("TEST_REDIS_PID")
+        self.kill_after: int = crawler.settings.getint("TEST_KILL_AFTER")
         self.responses = 0
 
-    def parse(self, response: Any, **kwargs: Any) -> Any:
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> KillRedisMiddleware:
+        return cls(crawler)
+
+    def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
         self.responses += 1
         if self.responses == self.kill_after:
-            self.server.stop()
-        return super().parse(response, **kwargs)
+            os.kill(self.pid, signal.SIGKILL)
+            while True:  # wait until it is gone (it is our child: reap it)
+                try:
+                    if os.waitpid(self.pid, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.01)
+        return response
 
 
 @pytest.mark.parametrize("fail_open", [True, False])
@@ -384,10 +396,11 @@ async def test_in_process_crawl_when_redis_dies(serve: Any, tmp_path: Path, fail
     urls = [site.url(f"/a{i}") for i in range(count)] + [site.url(f"/b{i}") for i in range(count)]
     try:
         crawler = await run_crawl(
-            KillRedisSpider,
+            RecordingSpider,
             {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": server.url,
-             "SIMHASH_REDIS_FAIL_OPEN": fail_open},
-            server=server, kill_after=4, start_urls=urls,
+             "SIMHASH_REDIS_FAIL_OPEN": fail_open, "TEST_REDIS_PID": server.process.pid, "TEST_KILL_AFTER": 5,
+             "DOWNLOADER_MIDDLEWARES": {f"{__name__}.KillRedisMiddleware": 545}},
+            start_urls=urls,
         )
     finally:
         server.stop()
@@ -398,11 +411,12 @@ async def test_in_process_crawl_when_redis_dies(serve: Any, tmp_path: Path, fail
         assert stats["finish_reason"] == "finished"
         assert len(crawler.spider.seen) == 2 * count
         assert stats["simhash/backend_errors"] == 2 * count - 4
+        assert stats["simhash/fingerprinted"] == 2 * count
     else:
         # Fail-closed: the crawl stops instead of letting unchecked pages through.
         assert stats["finish_reason"] == "simhash_backend_error"
-        assert stats["simhash/backend_errors"] <= 2
-        assert len(crawler.spider.seen) <= 6
+        assert 1 <= stats["simhash/backend_errors"] <= 2
+        assert stats["simhash/fingerprinted"] <= 6
 
 
 def test_two_workers_share_one_index(serve: Any, redis_server: RedisServer, tmp_path: Path) -> None:

@@ -660,20 +660,35 @@ class RedisBackend(DedupBackend):
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:
         """Every page recorded under the key (by every worker), in check order."""
+        from redis.exceptions import RedisError
+
         members: list[ClusterMember] = []
         pages_key = self._keys[1]
         start = 0
-        while True:
-            chunk = await self.client.lrange(pages_key, start, start + _EXPORT_CHUNK - 1)
-            for raw in chunk:
-                members.append(_parse_entry(raw, members))
-            if len(chunk) < _EXPORT_CHUNK:
-                break
-            start += len(chunk)
+        try:
+            while True:
+                chunk = await self.client.lrange(pages_key, start, start + _EXPORT_CHUNK - 1)
+                for raw in chunk:
+                    members.append(_parse_entry(raw, members))
+                if len(chunk) < _EXPORT_CHUNK:
+                    break
+                start += len(chunk)
+        except (RedisError, OSError) as exc:
+            raise BackendError(
+                f"cannot read the cluster record {pages_key!r} from Redis at {self.settings.describe()}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
         return members
 
     async def index_size(self) -> int:
-        value = await self.client.hget(self._keys[0], "canonicals")
+        from redis.exceptions import RedisError
+
+        try:
+            value = await self.client.hget(self._keys[0], "canonicals")
+        except (RedisError, OSError) as exc:
+            raise BackendError(
+                f"cannot read the index size from Redis at {self.settings.describe()}: {type(exc).__name__}: {exc}"
+            ) from None
         return int(value or 0)
 
 
