@@ -503,3 +503,26 @@ def test_report_bad_input(tmp_path: Path) -> None:
     assert_user_error(
         simhash("report", str(empty), "--redis", "redis://127.0.0.1:9/0", cwd=tmp_path), 2, "report", "not both"
     )
+
+
+def test_dedup_ctrl_c_stops_workers_without_a_traceback(tmp_path: Path) -> None:
+    import signal
+
+    feed = tmp_path / "items.jsonl"
+    with open(feed, "w", encoding="utf-8") as handle:
+        for i in range(20_000):
+            handle.write(json.dumps({"url": f"u{i}", "html": article_html(f"Story {i}", article_words(i % 500))}) + "\n")
+    with subprocess.Popen(
+        [sys.executable, "-m", "scrapy.cmdline", "simhash", "dedup", str(feed), "-j", "2", "--progress", "-o", "out.jsonl"],
+        cwd=tmp_path, env=env(), stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    ) as proc:  # fmt: skip
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # the first progress line: workers are running
+        assert first.startswith("fingerprinting ["), first
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) == 130
+    assert "scrapy simhash dedup: error: interrupted" in rest
+    assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
+    assert not (tmp_path / "out.jsonl").exists()

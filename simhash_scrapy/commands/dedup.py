@@ -16,7 +16,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -312,7 +314,8 @@ def _run_tasks(
                 progress.update(done)
         return
     # A bounded window of tasks in flight: memory stays flat on inputs of any size.
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+    pool = _start_pool(jobs)
+    try:
         pending: deque[tuple[list[int], Future[list[tuple[Any, ...]]]]] = deque()
         for positions, task in tasks():
             pending.append((positions, pool.submit(_work, task)))  # type: ignore[arg-type]
@@ -324,6 +327,31 @@ def _run_tasks(
             done += yield from _drain(pending.popleft())
             if progress:
                 progress.update(done)
+    except BaseException:
+        # Ctrl-C or an error: do not wait for the queued tasks.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the main process (which stops them): no traceback from each worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start_pool(jobs: int) -> ProcessPoolExecutor:
+    """``jobs`` worker processes, started with Ctrl-C ignored (a Ctrl-C during their start-up would
+    print a traceback per worker); the main process handles Ctrl-C and stops them."""
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_ignore_sigint)
+    if threading.current_thread() is not threading.main_thread():
+        return pool
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the new processes
+    try:
+        for future in [pool.submit(_ignore_sigint) for _ in range(jobs)]:
+            future.result()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return pool
 
 
 def _drain(entry: tuple[list[int], Future[list[tuple[Any, ...]]]]) -> Iterator[tuple[int, tuple[Any, ...]]]:
