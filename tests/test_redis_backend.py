@@ -179,6 +179,17 @@ async def test_concurrent_near_duplicates_make_exactly_one_canonical(redis_serve
         await worker.close()
 
 
+@pytest_twisted.ensureDeferred
+async def test_usable_from_a_twisted_driven_coroutine(redis_server: RedisServer) -> None:
+    # Deferred.fromCoroutine cannot await asyncio futures: the backend bridges them.
+    backend = make_backend(redis_server, SCHEDULER_PERSIST=True)
+    await backend.open("s")
+    assert (await backend.check(PageRecord("https://e/1", 1, "s"))).canonical_url is None
+    assert await backend.check(PageRecord("https://e/2", 3, "s")) == Verdict("https://e/1", 1, 1)
+    assert len(await backend.members()) == 2 and await backend.index_size() == 1
+    await backend.close()
+
+
 @async_test
 async def test_key_layout_is_as_documented(redis_server: RedisServer) -> None:
     backend = make_backend(redis_server)

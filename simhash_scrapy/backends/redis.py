@@ -397,6 +397,28 @@ class RedisSettings:
         return Redis(host=self.host, port=self.port, **params)
 
 
+def _on_asyncio(coro: Any) -> Any:
+    """Await ``coro`` (which uses redis.asyncio) from an asyncio task or a Twisted-driven coroutine.
+
+    Scrapy runs component coroutines as asyncio tasks under the asyncio reactor;
+    a coroutine driven by Twisted (``Deferred.fromCoroutine``) can only await
+    Deferreds, so there the work becomes an asyncio task wrapped in a Deferred.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        coro.close()
+        raise BackendError(
+            "the Redis backend needs an asyncio event loop: use Scrapy's asyncio reactor (TWISTED_REACTOR = "
+            "'twisted.internet.asyncioreactor.AsyncioSelectorReactor', the default since Scrapy 2.13)"
+        ) from None
+    if asyncio.current_task() is not None:
+        return coro
+    from twisted.internet.defer import Deferred
+
+    return Deferred.fromFuture(asyncio.ensure_future(coro))
+
+
 def _redact(url: str) -> str:
     from urllib.parse import urlsplit, urlunsplit
 
@@ -488,6 +510,9 @@ class RedisBackend(DedupBackend):
 
     # -------------------------------------------------------- lifecycle
     async def open(self, spider_name: str) -> None:
+        return await _on_asyncio(self._open(spider_name))
+
+    async def _open(self, spider_name: str) -> None:
         await self._connect(spider_name)
         from redis.exceptions import ResponseError
 
@@ -532,6 +557,9 @@ class RedisBackend(DedupBackend):
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     async def attach(self, spider_name: str) -> None:
+        return await _on_asyncio(self._attach(spider_name))
+
+    async def _attach(self, spider_name: str) -> None:
         """Connect for reading only (exports): no worker registration, no flush."""
         await self._connect(spider_name)
 
@@ -547,6 +575,9 @@ class RedisBackend(DedupBackend):
                 logger.debug("simhash: Redis heartbeat failed: %s", exc)
 
     async def close(self) -> None:
+        return await _on_asyncio(self._close())
+
+    async def _close(self) -> None:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             try:
@@ -592,6 +623,9 @@ class RedisBackend(DedupBackend):
             )
 
     async def check(self, record: PageRecord, index: bool = True) -> Verdict:
+        return await _on_asyncio(self._check(record, index))
+
+    async def _check(self, record: PageRecord, index: bool = True) -> Verdict:
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.exceptions import RedisError, ResponseError
         from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -659,6 +693,9 @@ class RedisBackend(DedupBackend):
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:
+        return await _on_asyncio(self._members())
+
+    async def _members(self) -> list[ClusterMember]:
         """Every page recorded under the key (by every worker), in check order."""
         from redis.exceptions import RedisError
 
@@ -681,6 +718,9 @@ class RedisBackend(DedupBackend):
         return members
 
     async def index_size(self) -> int:
+        return await _on_asyncio(self._index_size())
+
+    async def _index_size(self) -> int:
         from redis.exceptions import RedisError
 
         try:
