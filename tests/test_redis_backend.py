@@ -191,6 +191,18 @@ async def test_usable_from_a_twisted_driven_coroutine(redis_server: RedisServer)
 
 
 @async_test
+async def test_any_text_round_trips(redis_server: RedisServer) -> None:
+    backend = make_backend(redis_server)
+    await backend.open("s")
+    record = PageRecord("https://e/ü?q=\u2603", 7, "s", referer="https://e/\ud800", depth=0,
+                        text="zero-width \u200b, lone surrogate \udcff, emoji \U0001f600, comma, quote \"")
+    await backend.check(record)
+    (member,) = await backend.members()
+    assert (member.url, member.referer, member.text, member.depth) == (record.url, record.referer, record.text, 0)
+    await backend.close()
+
+
+@async_test
 async def test_key_layout_is_as_documented(redis_server: RedisServer) -> None:
     backend = make_backend(redis_server)
     await backend.open("myspider")

@@ -634,9 +634,11 @@ class RedisBackend(DedupBackend):
         if now < self._down_until:
             return self._failed(ConnectionError(f"Redis at {self.settings.describe()} is down; retrying shortly"))
         fp = record.fingerprint
-        tail = f"{fp:016x}," + json.dumps(
-            [record.url, record.scope, record.referer, record.depth, record.text], ensure_ascii=False
-        )
+        # Encoded here, "surrogatepass" like the store: a lone surrogate in a page text must not fail the check.
+        tail = (
+            f"{fp:016x},"
+            + json.dumps([record.url, record.scope, record.referer, record.depth, record.text], ensure_ascii=False)
+        ).encode("utf-8", "surrogatepass")
         try:
             seq, canon_seq, distance, canon_fp, canon_url = await self._check_script(
                 keys=[*self._keys[:4], self._index_key(record.scope)],
@@ -647,7 +649,7 @@ class RedisBackend(DedupBackend):
                     self.config.max_distance,
                     "1" if index else "0",
                     tail,
-                    record.url,
+                    record.url.encode("utf-8", "surrogatepass"),
                     int(self.settings.ttl * 1000),
                     *self._fields(fp),
                 ],
