@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 #: Pages with fewer tokens than this have too little text to fingerprint.
-MIN_TOKENS = 10
+MIN_TOKENS = 30
 
 
 def fingerprint_html(

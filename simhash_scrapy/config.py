@@ -23,7 +23,7 @@ from scrapy.exceptions import NotConfigured
 
 from . import MIN_TOKENS
 from .backends import BACKENDS
-from .features import FeatureConfig
+from .features import DEFAULT_FEATURES, FeatureConfig
 from .index import _MAX_TABLES, BlockPermutedIndex
 
 __all__ = [
@@ -138,7 +138,7 @@ class SimhashConfig:
     text_mode: str = DEFAULT_TEXT_MODE
     word_ngram: int = 1
     char_ngram: int = 0
-    weighting: str = "tf"
+    weighting: str = DEFAULT_FEATURES.weighting
     cjk_ngram: int = 2
     min_tokens: int = MIN_TOKENS
     max_bytes: int = DEFAULT_MAX_BYTES
@@ -213,7 +213,7 @@ class SimhashConfig:
         text_mode = _choice("SIMHASH_TEXT_MODE", get("SIMHASH_TEXT_MODE", DEFAULT_TEXT_MODE), TEXT_MODES)
         word_ngram = _int("SIMHASH_WORD_NGRAM", get("SIMHASH_WORD_NGRAM", 1), 1)
         char_ngram = _int("SIMHASH_CHAR_NGRAM", get("SIMHASH_CHAR_NGRAM", 0), 0)
-        weighting = _choice("SIMHASH_WEIGHTING", get("SIMHASH_WEIGHTING", "tf"), WEIGHTINGS)
+        weighting = _choice("SIMHASH_WEIGHTING", get("SIMHASH_WEIGHTING", DEFAULT_FEATURES.weighting), WEIGHTINGS)
         cjk_ngram = _int("SIMHASH_CJK_NGRAM", get("SIMHASH_CJK_NGRAM", 2), 1)
         min_tokens = _int("SIMHASH_MIN_TOKENS", get("SIMHASH_MIN_TOKENS", MIN_TOKENS), 1)
         max_bytes = _int("SIMHASH_MAX_BYTES", get("SIMHASH_MAX_BYTES", DEFAULT_MAX_BYTES), 1)

@@ -53,7 +53,7 @@ class FeatureConfig:
 
     word_ngram: int = 1
     char_ngram: int = 0
-    weighting: str = "tf"
+    weighting: str = "sublinear"
     cjk_ngram: int = 2
 
     def __post_init__(self) -> None:

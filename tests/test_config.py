@@ -23,7 +23,7 @@ def test_defaults() -> None:
     assert c.blocks is None
     assert c.text_mode == DEFAULT_TEXT_MODE == "main"
     assert c.main_content is True
-    assert (c.word_ngram, c.char_ngram, c.weighting, c.cjk_ngram) == (1, 0, "tf", 2)
+    assert (c.word_ngram, c.char_ngram, c.weighting, c.cjk_ngram) == (1, 0, "sublinear", 2)
     assert c.features == simhash_scrapy.FeatureConfig()
     assert c.min_tokens == simhash_scrapy.MIN_TOKENS
     assert c.max_bytes == 10 * 1024 * 1024
