@@ -226,8 +226,14 @@ def _walk_down(root: etree._Element) -> etree._Element:
 def _pick_container(root: etree._Element) -> tuple[etree._Element, bool]:
     """The content container and whether the page marked it."""
     marked = _pick_marked(root)
-    # A marked container with almost no text is a false lead (an empty <main> shell).
-    if marked is not None and (_has_text(marked, 200) or _text_len(root) <= 4 * max(1, _text_len(marked))):
+    if marked is None:
+        return _walk_down(root), False
+    # <main> and role="main" are taken at their word: with little text in them, the page has
+    # little content (it is skipped by the caller, never matched).  A content id or class with
+    # almost no text is a false lead when the page has much more text elsewhere.
+    if marked.tag == "main" or marked.get("role") == "main" or _has_text(marked, 200):
+        return marked, True
+    if _text_len(root) <= 4 * max(1, _text_len(marked)):
         return marked, True
     return _walk_down(root), False
 
@@ -241,8 +247,9 @@ def _drop_named_boilerplate(container: etree._Element) -> None:
             continue
         if total < 0:
             total = _text_len(container)
-        # A wrapper named like boilerplate that holds most of the text is the content.
-        if total and _text_len(element) > 0.5 * total:
+        # A wrapper named like boilerplate ("has-sidebar") that holds most of the text and
+        # the page's heading is the content.
+        if total and _text_len(element) > 0.5 * total and next(element.iter("h1", "h2"), None) is not None:
             continue
         named.append(element)
         dead.update(element.iter(*_BLOCK_TAGS))
