@@ -33,7 +33,7 @@ import numpy as np
 
 from ..config import SimhashConfig
 from ..index import BlockPermutedIndex
-from ._common import CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
+from ._common import EXIT_USAGE, CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
 
 __all__ = ["assign_canonicals", "run_dedup", "DEFAULT_FIELDS", "HTML_SUFFIXES"]
 
@@ -396,15 +396,22 @@ def _unique_urls(urls: list[str]) -> list[str]:
     return out
 
 
+def _cpus() -> int:
+    """CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     started = time.monotonic()
     config = load_config(settings)
     fmt = output_format(opts.format, opts.output)
-    jobs = opts.jobs if opts.jobs is not None else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    jobs = opts.jobs if opts.jobs is not None else _cpus()
     if jobs < 1:
-        raise CommandError(f"--jobs must be at least 1, got {jobs}", 2)
+        raise CommandError(f"--jobs must be at least 1, got {jobs}", EXIT_USAGE)
     path = Path(opts.input)
     if not path.exists():
         raise CommandError(f"no such file or folder: {opts.input}")
