@@ -30,6 +30,7 @@ import os
 import platform
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -127,14 +128,18 @@ def planted_found(clusters: Path) -> dict[str, int]:
     return found
 
 
-def run(feed: Path, out: Path, extra: list[str]) -> tuple[float, str]:
+def run(feed: Path, out: Path, extra: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (the command and its worker processes) and the command's summary."""
     command = [sys.executable, "-m", "scrapy.cmdline", "simhash", "dedup", str(feed), "--field", "html", "-o", str(out), *extra]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"dedup failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return seconds, proc.stderr
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, cpu, proc.stderr
 
 
 def main() -> None:
@@ -158,7 +163,7 @@ def main() -> None:
         print(f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}")
 
         jobs = ["-j", str(args.jobs)] if args.jobs else []
-        seconds, log = run(feed, workdir / "clusters.jsonl", jobs)
+        seconds, cpu, log = run(feed, workdir / "clusters.jsonl", jobs)
         print(log.strip())
         near = int(re.search(r"([\d,]+) near-duplicates", log).group(1).replace(",", ""))  # type: ignore[union-attr]
         found = planted_found(workdir / "clusters.jsonl")
@@ -171,7 +176,7 @@ def main() -> None:
         with open(feed, "rb") as source, open(sample, "wb") as target:
             for _ in range(sample_count):
                 target.write(source.readline())
-        base_seconds, base_log = run(sample, workdir / "sample-clusters.jsonl", ["-j", "1"])
+        base_seconds, base_cpu, _ = run(sample, workdir / "sample-clusters.jsonl", ["-j", "1"])
         per_page_one = base_seconds / sample_count
         result = {
             "pages": args.pages,
@@ -183,17 +188,24 @@ def main() -> None:
             "planted_variants": variants,
             "planted": planted,
             "planted_found": found,
+            "cpu_seconds": cpu,
+            "cpu_ms_per_page": 1000 * cpu / args.pages,
             "one_process_seconds_per_page": per_page_one,
+            "one_process_cpu_ms_per_page": 1000 * base_cpu / sample_count,
             "speedup_vs_one_process": per_page_one * args.pages / seconds,
             "cpus": os.cpu_count(),
         }
+        workers = args.jobs or os.cpu_count() or 1
         print(
-            f"\n| pages | feed | wall time | pages/s | all-pairs search | near-duplicates found (planted) | "
-            f"one process, same pages (from 10% sample) | speed-up |\n|---|---|---|---|---|---|---|---|\n"
+            f"\n| pages | feed | wall time | pages/s | CPU time (all processes) | CPU per page | all-pairs search | "
+            f"near-duplicates found (planted) | one process, same pages (from 10% sample) | speed-up |\n"
+            f"|---|---|---|---|---|---|---|---|---|---|\n"
             f"| {args.pages:,} | {size / 1e9:.2f} GB | {seconds / 60:.1f} min ({seconds:.0f} s) | {args.pages / seconds:,.0f} | "
-            f"{search:.2f} s | {near:,} ({variants:,}) | {per_page_one * args.pages / 60:.1f} min | "
-            f"{result['speedup_vs_one_process']:.2f}x |"
+            f"{cpu / 60:.1f} min | {1000 * cpu / args.pages:.1f} ms | {search:.2f} s | {near:,} ({variants:,}) | "
+            f"{per_page_one * args.pages / 60:.1f} min | {result['speedup_vs_one_process']:.2f}x |"
         )
+        print(f"\nOn a machine where the {workers} worker processes get whole CPUs, the wall time is about "
+              f"CPU time / {workers} = {cpu / workers / 60:.1f} min.")  # fmt: skip
         kinds = [k for k in planted if k != "distinct pages"]
         print("\nplanted near-duplicates found in the cluster of the page they copy: " + ", ".join(
             f"{k} {found.get(k, 0):,}/{planted[k]:,}" for k in kinds
