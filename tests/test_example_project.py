@@ -26,11 +26,12 @@ SITE = PROJECT / "sample_site"
 TRUTH = json.loads((SITE / "ground_truth.json").read_text(encoding="utf-8"))
 ROUTES = json.loads((SITE / "routes.json").read_text(encoding="utf-8"))
 
-HTML_ROLES = {"hub", "article", "duplicate", "distinct-shared-template"}
+HTML_ROLES = {"hub", "article", "duplicate", "distinct-shared-template", "thin"}
 HTML_PAGES = {url for url, info in TRUTH["pages"].items() if info["role"] in HTML_ROLES}
 GROUPS = [frozenset(group["members"]) for group in TRUTH["groups"]]
 IN_GROUP = {url: group for group in GROUPS for url in group}
 SHARED_TEMPLATE = {url for url, info in TRUTH["pages"].items() if info["role"] == "distinct-shared-template"}
+THIN = {url for url, info in TRUTH["pages"].items() if info["role"] == "thin"}
 BROKEN = {url for url, info in TRUTH["pages"].items() if info["role"] == "broken-link"}
 NOT_HTML = {url for url, info in TRUTH["pages"].items() if info["role"] in ("not-html", "robots")}
 MAX_DISTANCE = TRUTH["max_distance"]
@@ -97,6 +98,7 @@ def test_ground_truth_matches_the_served_site() -> None:
     kinds = {info.get("kind") for info in TRUTH["pages"].values()}
     assert {"tracking-parameters", "session-id", "printer-friendly", "second-template", "lightly-edited-copy"} <= kinds
     assert len(SHARED_TEMPLATE) >= 20
+    assert THIN
 
 
 # ------------------------------------------------------------------ drop mode (the project's settings)
@@ -140,6 +142,9 @@ def test_drop_mode_lets_exactly_one_page_per_group_reach_the_spider(drop_run: Cr
     for group in GROUPS:
         assert len(group & set(reached)) == 1
     for item in drop_run.items:
+        if site_path(item["url"]) in THIN:
+            assert item["simhash"] is None
+            continue
         assert re.fullmatch(r"[0-9a-f]{16}", item["simhash"])
         assert item["duplicate_of"] is None and item["distance"] is None
         assert "near-duplicate" not in item["flags"]
@@ -153,21 +158,24 @@ def test_drop_mode_lets_exactly_one_page_per_group_reach_the_spider(drop_run: Cr
 def test_stats_dump_numbers_are_consistent(drop_run: CrawlRun) -> None:
     stats = drop_run.stats
     duplicates = sum(len(group) - 1 for group in GROUPS)
-    assert stats["simhash/fingerprinted"] == len(HTML_PAGES)
+    fingerprinted = len(HTML_PAGES - THIN)
+    assert stats["simhash/fingerprinted"] == fingerprinted
     assert stats["simhash/near_duplicates"] == duplicates
     assert stats["simhash/dropped"] == duplicates
     assert stats.get("simhash/flagged", 0) == 0
-    assert stats["simhash/unique"] == len(HTML_PAGES) - duplicates
+    assert stats["simhash/unique"] == fingerprinted - duplicates
     assert stats["simhash/unique"] + stats["simhash/near_duplicates"] == stats["simhash/fingerprinted"]
     assert stats["simhash/index_size"] == stats["simhash/unique"]
     assert stats["simhash/clusters"] == len(GROUPS) == len(drop_run.clusters)
-    assert stats["item_scraped_count"] == stats["simhash/unique"] == len(drop_run.items)
+    # Skipped pages (thin) go on to the spider unchecked.
+    assert stats["item_scraped_count"] == stats["simhash/unique"] + len(THIN) == len(drop_run.items)
     distance_counts = {int(k.rsplit("/", 1)[1]): v for k, v in stats.items() if k.startswith("simhash/distance_count/")}
     assert sum(distance_counts.values()) == duplicates
     assert max(distance_counts) <= MAX_DISTANCE
     report_distances = sorted(m["distance"] for c in drop_run.clusters for m in c["members"][1:])
     assert report_distances == sorted(d for d, n in distance_counts.items() for _ in range(n))
-    # Skipped, each with its reason: the 404s of the broken links, the RSS feed and robots.txt.
+    # Skipped, each with its reason: the thin page, the 404s of the broken links, the RSS feed and robots.txt.
+    assert stats["simhash/skipped/thin"] == len(THIN)
     assert stats["simhash/skipped/status"] == len(BROKEN)
     assert stats["simhash/skipped/content_type"] == len(NOT_HTML)
     assert stats["downloader/response_status_count/404"] == len(BROKEN)
