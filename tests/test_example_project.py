@@ -210,3 +210,29 @@ def test_flag_mode_passes_every_page_and_flags_the_duplicates(flag_run: CrawlRun
     assert stats["item_scraped_count"] == len(HTML_PAGES)
     found = [frozenset(site_path(m["url"]) for m in cluster["members"]) for cluster in flag_run.clusters]
     assert sorted(found, key=sorted) == sorted(GROUPS, key=sorted)
+
+
+# ------------------------------------------------------------------ -a start_url=... -a max_pages=...
+def test_start_url_crawls_that_site_within_the_page_limit(tmp_path: Path) -> None:
+    sys.path.insert(0, str(PROJECT))
+    try:
+        from example_project.sample_site import SampleSite
+    finally:
+        sys.path.remove(str(PROJECT))
+    site = SampleSite()
+    base_url = site.start()
+    try:
+        run = CrawlRun(tmp_path, "-a", f"start_url={base_url}articles/", "-a", "max_pages=8", "-s", "DOWNLOAD_DELAY=0")
+    finally:
+        site.stop()
+    assert "Serving the bundled sample site" not in run.log
+    assert "max_pages=8 reached: not following more links" in run.log
+    stats = run.stats
+    assert stats["scheduler/enqueued"] == 8
+    assert stats["downloader/request_count"] == 8 + 1  # + robots.txt
+    # Every fetched page is accounted for: an item, a drop, or a skip that never reaches the spider
+    # (404, not HTML; robots.txt is the 9th).  Thin pages are skipped *and* reach the spider.
+    skipped = stats.get("simhash/skipped/status", 0) + stats.get("simhash/skipped/content_type", 0)
+    assert len(run.items) + stats.get("simhash/dropped", 0) + skipped == 8 + 1
+    assert run.items[0]["url"] == f"{base_url}articles/" and run.items[0]["depth"] == 0
+    assert all(item["url"].startswith(base_url) for item in run.items)
