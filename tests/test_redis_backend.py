@@ -204,7 +204,8 @@ async def test_any_text_round_trips(redis_server: RedisServer) -> None:
 
 @async_test
 async def test_key_layout_is_as_documented(redis_server: RedisServer) -> None:
-    backend = make_backend(redis_server)
+    config = SimhashConfig(max_distance=3, blocks=4)
+    backend = make_backend(redis_server, config)
     await backend.open("myspider")
     await backend.check(PageRecord("https://e/1", 0x0123456789ABCDEF, "myspider", referer="https://e/", depth=1))
     v = await backend.check(PageRecord("https://e/2", 0x0123456789ABCDEE, "myspider"))
@@ -216,14 +217,14 @@ async def test_key_layout_is_as_documented(redis_server: RedisServer) -> None:
         "myspider:simhash:pages", "myspider:simhash:scopes", "myspider:simhash:workers",
     ]
     meta = client.hgetall("myspider:simhash:meta")
-    assert meta[b"layout"].decode() == layout_string(SimhashConfig())
+    assert meta[b"layout"].decode() == layout_string(config)
     assert meta[b"canonicals"] == b"1"
     pages = client.lrange("myspider:simhash:pages", 0, -1)
     assert pages[0].decode() == '-1,-1,1,0123456789abcdef,["https://e/1", "myspider", "https://e/", 1, null]'
     assert pages[1].decode().startswith("0,1,0,0123456789abcdee,")
     assert client.hgetall("myspider:simhash:canon") == {b"0": b"https://e/1"}
     index = client.hgetall("myspider:simhash:index:myspider")
-    assert sorted(index) == sorted(bucket_fields(0x0123456789ABCDEF))
+    assert sorted(index) == sorted(bucket_fields(0x0123456789ABCDEF, 3, 4))
     assert set(index.values()) == {bytes.fromhex("0123456789abcdef") + (0).to_bytes(4, "big")}
     client.close()
     await backend.close()
@@ -284,17 +285,18 @@ async def test_ttl(redis_server: RedisServer) -> None:
 
 @async_test
 async def test_other_settings_are_refused(redis_server: RedisServer) -> None:
-    first = make_backend(redis_server, SimhashConfig(max_distance=3), SCHEDULER_PERSIST=True)
+    base = {"max_distance": 3, "blocks": None, "weighting": "tf", "word_ngram": 1, "text_mode": "main"}
+    first = make_backend(redis_server, SimhashConfig(**base), SCHEDULER_PERSIST=True)
     await first.open("s")
     await first.check(PageRecord("https://e/1", 1, "s"))
-    for config, setting in [
-        (SimhashConfig(max_distance=4), "SIMHASH_MAX_DISTANCE"),
-        (SimhashConfig(blocks=6), "SIMHASH_BLOCKS"),
-        (SimhashConfig(word_ngram=2), "SIMHASH_WORD_NGRAM"),
-        (SimhashConfig(text_mode="visible"), "SIMHASH_TEXT_MODE"),
+    for change, setting in [
+        ({"max_distance": 4}, "SIMHASH_MAX_DISTANCE"),
+        ({"blocks": 6}, "SIMHASH_BLOCKS"),
+        ({"word_ngram": 2}, "SIMHASH_WORD_NGRAM"),
+        ({"text_mode": "visible"}, "SIMHASH_TEXT_MODE"),
     ]:
         with pytest.raises(BackendError, match=setting):
-            await make_backend(redis_server, config).open("s")
+            await make_backend(redis_server, SimhashConfig(**{**base, **change})).open("s")
     await first.close()
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..index import BlockPermutedIndex, Match
 from ..store import PageStore, StoreConfig, StoreContents, StoreError, read_store
 from .base import BackendError, ClusterMember
 from .memory import MemoryBackend
@@ -103,6 +104,18 @@ def store_path(settings: BaseSettings, spider_name: str) -> Path:
     if not jobdir:
         raise BackendError("the persistent backend needs JOBDIR or SIMHASH_DIR")
     return Path(jobdir) / JOB_STORE_NAME
+
+
+class _RememberingIndex(BlockPermutedIndex):
+    """An index that remembers its last query, so recording a duplicate needs no second query."""
+
+    last_fingerprint: int | None = None
+    last_matches: list[Match] = []
+
+    def query(self, fingerprint: int) -> list[Match]:
+        matches = super().query(fingerprint)
+        self.last_fingerprint, self.last_matches = fingerprint, matches
+        return matches
 
 
 class _Members:
@@ -234,6 +247,12 @@ class PersistentBackend(MemoryBackend):
             logger.info("simhash: recording pages in %s", self.path)
         self._last_flush = time.monotonic()
 
+    def _index_for(self, scope: str) -> BlockPermutedIndex:
+        index = self._indexes.get(scope)
+        if index is None:
+            index = self._indexes[scope] = _RememberingIndex(self.config.max_distance, self.config.blocks)
+        return index
+
     def _restore(self, contents: StoreContents) -> None:
         """Members from the store (built lazily) and the indexes of canonical pages, scope by scope."""
         if len(self._members):
@@ -255,9 +274,13 @@ class PersistentBackend(MemoryBackend):
             return
         canonical = None
         if member.canonical_url is not None:
-            # The same query check_now just made (a duplicate adds nothing to the index): its
-            # first match is the canonical page, and the match key is its position.
-            matches = self._indexes[member.scope].query(member.fingerprint)
+            # The canonical page is the first match of the query check_now just made (its key is
+            # the page's position = record number).  Query again only if that is not at hand.
+            index = self._indexes[member.scope]
+            if isinstance(index, _RememberingIndex) and index.last_fingerprint == member.fingerprint:
+                matches = index.last_matches
+            else:
+                matches = index.query(member.fingerprint)
             canonical = matches[0].key if matches else None
         store.append(
             member.url,
