@@ -359,6 +359,8 @@ def _scopes(buf: np.ndarray, data: bytes, at: np.ndarray, lengths: np.ndarray) -
     if widest <= 128:
         padded = _gather(buf, at, widest)
         padded[np.arange(widest) >= lengths[:, None]] = 0
+        if (lengths == lengths[0]).all() and (padded == padded[0]).all():  # one scope (the spider): common
+            return np.zeros(n, dtype=np.int64), _decode_all(data, at[:1], lengths[:1])
         # Append the length so scopes that differ only by trailing NUL bytes stay apart.
         keyed = np.concatenate([padded, lengths.astype("<u2")[:, None].view(np.uint8)], axis=1)
         rows = np.ascontiguousarray(keyed).view(np.dtype((np.void, keyed.shape[1]))).ravel()
