@@ -133,7 +133,7 @@ class SimhashConfig:
     """The validated ``SIMHASH_*`` settings of one crawler (see ``docs/readme/plugin.md``)."""
 
     action: str = "drop"
-    max_distance: int = 3
+    max_distance: int = 4
     blocks: int | None = None
     text_mode: str = DEFAULT_TEXT_MODE
     word_ngram: int = 1
@@ -198,7 +198,7 @@ class SimhashConfig:
             raise NotConfigured("simhash-scrapy is disabled (SIMHASH_ENABLED = False)")
 
         action = _choice("SIMHASH_ACTION", get("SIMHASH_ACTION", "drop"), ACTIONS)
-        max_distance = _int("SIMHASH_MAX_DISTANCE", get("SIMHASH_MAX_DISTANCE", 3), 0, 63)
+        max_distance = _int("SIMHASH_MAX_DISTANCE", get("SIMHASH_MAX_DISTANCE", 4), 0, 63)
         raw_blocks = settings.get("SIMHASH_BLOCKS")
         blocks = None if raw_blocks in (None, "", "None", "none") else _int("SIMHASH_BLOCKS", raw_blocks, 1, 64)
         try:
