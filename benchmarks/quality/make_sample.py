@@ -1,0 +1,91 @@
+"""Copy a small, fixed subset of the built evaluation set into ``benchmarks/quality/sample/``.
+
+    python benchmarks/quality/make_sample.py
+
+The sample (about 20 pages: one group of each constructed category, a pair of
+releases, hard negatives and empty pages, with the truth restricted to them)
+is committed for ``tests/test_quality_small.py``.  Pages come from the Python
+3.11 documentation (PSF License) and the LLVM 14/15 documentation (Apache 2.0
+with LLVM exceptions), as shipped by Debian.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+OUT = common.HERE / "sample"
+
+
+def pick(evalset: common.EvalSet) -> list[int]:
+    pages = evalset.pages
+    by_id = evalset.by_id()
+    size = {p.id: len(evalset.html(p)) for p in pages}
+    chosen: list[int] = []
+
+    def smallest_group(category: str) -> None:
+        groups: dict[str, list[int]] = {}
+        for p in pages:
+            if p.group and p.group.startswith(category + ":"):
+                groups.setdefault(p.group, []).append(p.id)
+        best = min(sorted(groups.values()), key=lambda ids: sum(size[i] for i in ids))
+        chosen.extend(best)
+
+    for category in ("template", "tracking", "print", "edit"):
+        smallest_group(category)
+    words = {p.id: p.words for p in pages}
+    release = sorted(
+        (key for key, cat in evalset.positive.items() if cat == "release" and min(words[key[0]], words[key[1]]) >= 150),
+        key=lambda k: size[k[0]] + size[k[1]],
+    )
+    chosen.extend(release[0])
+    hn = sorted(evalset.hn_template, key=lambda i: size[i])[:4]
+    chosen.extend(hn)
+    title = min(evalset.hn_title, key=lambda k: size[k[0]] + size[k[1]])
+    chosen.extend(title)
+    hosts: dict[str, int] = {}
+    for i in sorted(evalset.empty, key=lambda i: size[i]):
+        hosts.setdefault(by_id[i].host, i)  # the smallest empty page of each host
+    chosen.extend(sorted(hosts.values()))
+    return list(dict.fromkeys(chosen))
+
+
+def main() -> None:
+    evalset = common.load_set()
+    ids = pick(evalset)
+    keep = set(ids)
+    renumber = {old: new for new, old in enumerate(ids)}
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    (OUT / "pages").mkdir(parents=True)
+    by_id = evalset.by_id()
+    with open(OUT / "manifest.jsonl", "w") as fh:
+        for old in ids:
+            page = by_id[old]
+            new = renumber[old]
+            file = f"pages/{new:05d}.html"
+            shutil.copyfile(evalset.root / page.file, OUT / file)
+            record = dict(page.__dict__, id=new, file=file, order=new)
+            fh.write(json.dumps(record) + "\n")
+    truth = json.loads((evalset.root / "truth.json").read_text())
+    both = lambda a, b: a in keep and b in keep  # noqa: E731
+    sample_truth = dict(
+        positive=[[renumber[a], renumber[b], c] for a, b, c in truth["positive"] if both(a, b)],
+        gray=[[renumber[a], renumber[b], j] for a, b, j in truth["gray"] if both(a, b)],
+        hn_template=[renumber[i] for i in truth["hn_template"] if i in keep],
+        hn_title=[[renumber[a], renumber[b]] for a, b in truth["hn_title"] if both(a, b)],
+        empty=[renumber[i] for i in truth["empty"] if i in keep],
+        info=dict(truth["info"], pages=len(ids), sample_of=len(evalset.pages)),
+    )
+    (OUT / "truth.json").write_text(json.dumps(sample_truth, indent=0))
+    total = sum((OUT / f"pages/{renumber[i]:05d}.html").stat().st_size for i in ids)
+    print(f"{len(ids)} pages ({total // 1024} KB), {len(sample_truth['positive'])} duplicate pairs -> {OUT}")
+
+
+if __name__ == "__main__":
+    main()
