@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, TextResponse
+from scrapy.spidermiddlewares.depth import DepthMiddleware
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
 
 from .backends import PageRecord
 from .state import DedupState, analyse_html
@@ -51,16 +54,31 @@ def _media_type(response: Response) -> str | None:
     return raw.decode("latin-1").split(";", 1)[0].strip().lower()
 
 
+def _depth_middleware_enabled(crawler: Crawler) -> bool:
+    try:
+        for mw in build_component_list(crawler.settings.getwithbase("SPIDER_MIDDLEWARES")):
+            if (load_object(mw) if isinstance(mw, str) else mw) is DepthMiddleware:
+                return True
+    except Exception:  # a broken entry is Scrapy's to report
+        return False
+    return False
+
+
 class SimhashMiddleware:
     """Fingerprint each HTML response and drop (or flag) pages near an earlier one."""
 
-    def __init__(self, state: DedupState) -> None:
+    def __init__(self, state: DedupState, start_depth: int | None = None) -> None:
         self.state = state
         self.config = state.config
+        #: Depth recorded for requests without meta["depth"]: 0 when DepthMiddleware
+        #: is enabled (it sets "depth" on every request a callback yields, so such a
+        #: request is a start request), else None (unknown).
+        self.start_depth = start_depth
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
-        return cls(DedupState.for_crawler(crawler))
+        state = DedupState.for_crawler(crawler)
+        return cls(state, start_depth=0 if _depth_middleware_enabled(crawler) else None)
 
     def _skip_reason(self, request: Request, response: Response) -> str | None:
         if request.meta.get("simhash_enabled", True) is False:
@@ -99,7 +117,7 @@ class SimhashMiddleware:
                         fingerprint=fingerprint,
                         scope=state.scope_for(response.url),
                         referer=referer.decode("utf-8", "replace") if referer else None,
-                        depth=meta.get("depth"),
+                        depth=meta.get("depth", self.start_depth),
                         text=text,
                     )
                     verdict = await state.check(record)
