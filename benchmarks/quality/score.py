@@ -71,7 +71,8 @@ def default_setup() -> Setup:
     return Setup("defaults", text_mode, DEFAULT_FEATURES, k, MIN_TOKENS, template)
 
 
-NAIVE = Setup("naive", "visible", FeatureConfig(word_ngram=3, weighting="tf"), 3, MIN_TOKENS)
+# Whole-page simhash as commonly done: visible text, word 3-shingles, tf, k = 3, the old 10-token floor.
+NAIVE = Setup("naive", "visible", FeatureConfig(word_ngram=3, weighting="tf"), 3, 10)
 
 
 # --------------------------------------------------------------------------- fingerprinting
@@ -212,6 +213,7 @@ class Result:
     skipped: int
     gray_flagged: int
     fp_other: int
+    fp_by_kind: dict = field(default_factory=dict)  # negative-pair category -> false positives
     extra: dict = field(default_factory=dict)
 
     def hard_share(self, name: str) -> float:
@@ -228,7 +230,7 @@ class Result:
             setup=self.setup.describe(), precision=o.precision, recall=o.recall, f1=o.f1, tp=o.tp, fp=o.fp,
             pairs=o.pairs, categories=cat, hard={k: dict(flagged=f, pairs=n) for k, (f, n) in self.hard.items()},
             empty_fingerprinted=self.empty_fingerprinted, empty_pages=self.empty_pages, skipped=self.skipped,
-            gray_flagged=self.gray_flagged, **self.extra,
+            gray_flagged=self.gray_flagged, false_pairs_by_kind=self.fp_by_kind, **self.extra,
         )  # fmt: skip
 
 
@@ -263,6 +265,7 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict[int, int | None], 
     gray_flagged = fp_other = 0
     hn_template_flagged = hn_title_flagged = 0
     hn_set = set(evalset.hn_template)
+    fp_by_kind: dict[str, int] = {}
     for key in flagged:
         if key in evalset.positive:
             continue
@@ -271,6 +274,7 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict[int, int | None], 
             continue
         overall.fp += 1
         cat = _negative_category(evalset, pages, hn_title, *key)
+        fp_by_kind[cat] = fp_by_kind.get(cat, 0) + 1
         if cat == "hn_title":
             hn_title_flagged += 1
         elif cat == "hn_template" and key[0] in hn_set and key[1] in hn_set:
@@ -283,7 +287,9 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict[int, int | None], 
     hard = {"hn_template": (hn_template_flagged, n * (n - 1) // 2), "hn_title": (hn_title_flagged, len(hn_title))}
     empty_fp = sum(1 for pid in evalset.empty if fps.get(pid) is not None)
     skipped = sum(1 for fp in fps.values() if fp is None)
-    return Result(setup, overall, categories, hard, empty_fp, len(evalset.empty), skipped, gray_flagged, fp_other)
+    return Result(
+        setup, overall, categories, hard, empty_fp, len(evalset.empty), skipped, gray_flagged, fp_other, fp_by_kind
+    )
 
 
 def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
@@ -320,10 +326,12 @@ def markdown_table(results: list[Result]) -> str:
     rows.append(f"| **all duplicate pairs** | {results[0].overall.pairs} | {cells} |")
     for name in common.HARD_NEGATIVES:
         cells = " | ".join(
-            f"{r.hard[name][0]} flagged ({100 * r.hard_share(name):.1f}%)" for r in results
+            f"{r.hard[name][0]} flagged ({100 * r.hard_share(name):.2f}%)" for r in results
         )
         rows.append(f"| hard negative: {common.CATEGORY_TITLES[name]} | {results[0].hard[name][1]} | {cells} |")
-    cells = " | ".join(f"{r.empty_fingerprinted} fingerprinted" for r in results)
+    cells = " | ".join(
+        f"{r.empty_fingerprinted} fingerprinted, {r.fp_by_kind.get('empty', 0)} false pairs" for r in results
+    )
     rows.append(f"| {common.CATEGORY_TITLES['empty']} (pages) | {results[0].empty_pages} | {cells} |")
     return "\n".join(rows)
 
@@ -338,30 +346,57 @@ def one_line(r: Result) -> str:
     )
 
 
-def sweep(evalset: common.EvalSet, texts: Texts, base: Setup) -> list[tuple[str, Result]]:
-    rows = []
+def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
+    """One row per setting changed from the defaults (markdown)."""
+    f = base.features
+    rows: list[tuple[str, Setup]] = [
+        ("defaults", base),
+        ("SIMHASH_TEXT_MODE = \"visible\"", replace(base, text_mode="visible")),
+        ("SIMHASH_WORD_NGRAM = 2", replace(base, features=replace(f, word_ngram=2))),
+        ("SIMHASH_WORD_NGRAM = 3", replace(base, features=replace(f, word_ngram=3))),
+        ("SIMHASH_WEIGHTING = \"tf\"", replace(base, features=replace(f, weighting="tf"))),
+        ("SIMHASH_WEIGHTING = \"binary\"", replace(base, features=replace(f, weighting="binary"))),
+        ("SIMHASH_WEIGHTING = \"tf\", SIMHASH_MAX_DISTANCE = 3", replace(base, k=3, features=replace(f, weighting="tf"))),
+        ("SIMHASH_MAX_DISTANCE = 3", replace(base, k=3)),
+        ("SIMHASH_MAX_DISTANCE = 5", replace(base, k=5)),
+        ("SIMHASH_MIN_TOKENS = 10", replace(base, min_tokens=10)),
+        ("SIMHASH_MIN_TOKENS = 50", replace(base, min_tokens=50)),
+        ("template learning", replace(base, template=True)),
+        ("template learning, no refit of early pages", replace(base, template=True, refit=False)),
+        ("SIMHASH_TEXT_MODE = \"visible\" + template learning", replace(base, text_mode="visible", template=True)),
+    ]
+    out = [
+        "| setting (others at defaults) | P | R | F1 | heavy-template pairs flagged | same-title pairs flagged "
+        "| empty pages fingerprinted | false pairs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, setup in rows:
+        r = run_library(evalset, setup, texts)
+        o = r.overall
+        out.append(
+            f"| {label} | {o.precision:.3f} | {o.recall:.3f} | {o.f1:.3f} | {r.hard['hn_template'][0]} "
+            f"({100 * r.hard_share('hn_template'):.2f}%) | {r.hard['hn_title'][0]} | {r.empty_fingerprinted} | {o.fp} |"
+        )
+        print(f"{label:<52} {one_line(r)}", file=sys.stderr, flush=True)
+    return "\n".join(out)
 
-    def run(label: str, setup: Setup) -> None:
-        result = run_library(evalset, setup, texts)
-        rows.append((label, result))
-        print(f"{label:<44} {one_line(result)}", flush=True)
 
+def grid(evalset: common.EvalSet, texts: Texts, base: Setup) -> None:
     for mode in ("visible", "main"):
         for n in (1, 2, 3):
             for weighting in ("tf", "sublinear", "binary"):
                 for k in (3, 4):
                     features = replace(base.features, word_ngram=n, char_ngram=0, weighting=weighting)
-                    run(f"{mode} w{n} {weighting} k={k}", replace(base, text_mode=mode, features=features, k=k))
-    for mt in (5, 10, 20, 30, 50):
-        run(f"min_tokens={mt}", replace(base, min_tokens=mt))
-    return rows
+                    r = run_library(evalset, replace(base, text_mode=mode, features=features, k=k), texts)
+                    print(f"{mode:<7} w{n} {weighting:<9} k={k}  {one_line(r)}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
     parser.add_argument("--mode", choices=("library", "e2e"), default="library")
-    parser.add_argument("--sweep", action="store_true", help="score every combination of the main settings")
+    parser.add_argument("--sweep", action="store_true", help="each setting's effect: one setting changed at a time")
+    parser.add_argument("--grid", action="store_true", help="every combination of text mode, n-gram, weighting, k")
     parser.add_argument("--text", choices=("main", "visible"), help="override the defaults' text mode")
     parser.add_argument("--word-ngram", type=int)
     parser.add_argument("--weighting", choices=("tf", "sublinear", "binary"))
@@ -395,9 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"set: {len(evalset.pages)} pages, {len(evalset.positive)} duplicate pairs, {args.data}")
 
     if args.sweep:
-        rows = sweep(evalset, texts, base)
-        if args.json:
-            args.json.write_text(json.dumps({label: r.as_dict() for label, r in rows}, indent=1))
+        print(settings_table(evalset, texts, base))
+        return 0
+    if args.grid:
+        grid(evalset, texts, base)
         return 0
     if args.mode == "e2e":
         from e2e import run_e2e

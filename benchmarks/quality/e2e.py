@@ -1,0 +1,173 @@
+"""End-to-end mode of the quality scorer: crawl the set with Scrapy and the plugin, score the cluster report.
+
+Every host of the set is served by its own HTTP server on 127.0.0.1 (one port
+per host, so per-host grouping is kept), the URLs are crawled in the set's
+crawl order (one request at a time, FIFO, so the run is repeatable) by a spider
+that only fetches, with ``ADDONS = {"simhash_scrapy.Addon": 0}``,
+``SIMHASH_ACTION = "flag"`` (every page reaches the spider) and a JSON Lines
+cluster report.  Two pages count as flagged when they are members of one
+cluster.  Empty pages "fingerprinted" are those that appear in a cluster (the
+report does not list pages that were fingerprinted but matched nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import common
+
+_SPIDER = r"""
+import json, sys
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+urls_file, report, settings_json = sys.argv[1], sys.argv[2], sys.argv[3]
+urls = [line.strip() for line in open(urls_file) if line.strip()]
+
+class Quality(scrapy.Spider):
+    name = "quality"
+
+    async def start(self):
+        for url in urls:
+            yield scrapy.Request(url, dont_filter=True)
+
+    def parse(self, response):
+        return None
+
+settings = {
+    "LOG_LEVEL": "WARNING",
+    "TELNETCONSOLE_ENABLED": False,
+    "ROBOTSTXT_OBEY": False,
+    "CONCURRENT_REQUESTS": 1,
+    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+    "RETRY_ENABLED": False,
+    "COOKIES_ENABLED": False,
+    "ADDONS": {"simhash_scrapy.Addon": 0},
+    "SIMHASH_ACTION": "flag",
+    "SIMHASH_REPORT_URI": report,
+    "SIMHASH_REPORT_FORMAT": "jsonl",
+}
+settings.update(json.loads(settings_json))
+process = CrawlerProcess(settings)
+crawler = process.create_crawler(Quality)
+process.crawl(crawler)
+process.start()
+stats = {k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
+print(json.dumps(stats, default=str))
+"""
+
+
+class _Site:
+    """One HTTP server per host of the set, serving the set's pages by path and query."""
+
+    def __init__(self, evalset: common.EvalSet) -> None:
+        self.routes: dict[str, dict[str, Path]] = {}
+        for page in evalset.pages:
+            parts = urlsplit(page.url)
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            self.routes.setdefault(parts.netloc, {})[target] = evalset.root / page.file
+        self.servers: dict[str, ThreadingHTTPServer] = {}
+
+    def __enter__(self) -> _Site:
+        for host, routes in self.routes.items():
+            server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes))
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            self.servers[host] = server
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for server in self.servers.values():
+            server.shutdown()
+            server.server_close()
+
+    def local(self, url: str) -> str:
+        parts = urlsplit(url)
+        port = self.servers[parts.netloc].server_address[1]
+        return f"http://127.0.0.1:{port}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+
+
+def _handler(routes: dict[str, Path]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            path = routes.get(self.path)
+            if path is None:
+                self.send_error(404)
+                return
+            body = path.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+def _settings(setup) -> dict:
+    f = setup.features
+    return {
+        "SIMHASH_TEXT_MODE": setup.text_mode,
+        "SIMHASH_WORD_NGRAM": f.word_ngram,
+        "SIMHASH_CHAR_NGRAM": f.char_ngram,
+        "SIMHASH_WEIGHTING": f.weighting,
+        "SIMHASH_CJK_NGRAM": f.cjk_ngram,
+        "SIMHASH_MAX_DISTANCE": setup.k,
+        "SIMHASH_MIN_TOKENS": setup.min_tokens,
+    }
+
+
+def run_e2e(evalset: common.EvalSet, setup):  # -> score.Result
+    import score
+
+    if setup.template:
+        raise SystemExit("end-to-end mode: template learning is not wired into the plugin yet")
+    pages = sorted(evalset.pages, key=lambda p: p.order)
+    with tempfile.TemporaryDirectory(prefix="simhash-quality-") as tmp, _Site(evalset) as site:
+        local = {site.local(p.url): p.id for p in pages}
+        urls = Path(tmp) / "urls.txt"
+        urls.write_text("\n".join(site.local(p.url) for p in pages))
+        report = Path(tmp) / "report.jsonl"
+        script = Path(tmp) / "spider.py"
+        script.write_text(_SPIDER)
+        t0 = time.perf_counter()
+        env = dict(os.environ)
+        env.pop("SCRAPY_SETTINGS_MODULE", None)
+        proc = subprocess.run(
+            [sys.executable, str(script), str(urls), str(report), json.dumps(_settings(setup))],
+            capture_output=True, text=True, cwd=tmp, env=env, timeout=1800,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise SystemExit(f"crawl failed:\n{proc.stderr[-4000:]}")
+        stats = json.loads(proc.stdout.strip().splitlines()[-1])
+        clusters = [json.loads(line) for line in report.read_text().splitlines() if line.strip()] if report.exists() else []
+        seconds = time.perf_counter() - t0
+    flagged: set[tuple[int, int]] = set()
+    in_cluster: set[int] = set()
+    for cluster in clusters:
+        ids = [local[m["url"]] for m in cluster["members"] if m["url"] in local]
+        in_cluster.update(ids)
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                flagged.add(common.pair(a, b))
+    fps = {p.id: (1 if p.id in in_cluster else None) for p in pages}
+    result = score.evaluate(evalset, setup, fps, flagged)
+    result.skipped = sum(v for k, v in stats.items() if k.startswith("simhash/skipped/") and isinstance(v, int))
+    result.extra.update(
+        mode="e2e", seconds=round(seconds, 1), clusters=len(clusters),
+        fingerprinted=stats.get("simhash/fingerprinted"), responses=stats.get("response_received_count"),
+    )  # fmt: skip
+    return result
