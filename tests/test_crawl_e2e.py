@@ -317,3 +317,14 @@ async def test_a_crawl_with_every_component_emits_no_warning(serve: Any, tmp_pat
             items=True,
         )
     assert [str(w.message) for w in caught] == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_html_report(serve: Any, tmp_path: Path) -> None:
+    pytest.importorskip("simhash_scrapy.html_report")
+    site = serve(news_site())
+    crawler = await crawl_news(site, {"SIMHASH_REPORT_URI": str(tmp_path / "%(name)s.html"), "LOG_LEVEL": "WARNING"})
+    assert crawler.stats.get_value("simhash/clusters") == 3
+    page = (tmp_path / "recording.html").read_text(encoding="utf-8")
+    assert page.lstrip().lower().startswith("<!doctype html")
+    assert site.url("/article/1/print") in page

@@ -176,3 +176,18 @@ def test_symlink_out_of_the_folder_is_refused(tmp_path: Path) -> None:
 def test_unknown_placeholder(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"uses %\(nope\)s, but the spider has no attribute 'nope'"):
         expand_report_path("reports/%(nope)s.jsonl", report_params(FakeSpider(), NOW), cwd=tmp_path)
+
+
+def test_html_format_without_the_renderer_fails_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from scrapy.utils.test import get_crawler
+
+    from simhash_scrapy.middleware import SimhashMiddleware
+
+    monkeypatch.setitem(sys.modules, "simhash_scrapy.html_report", None)  # import now raises ImportError
+    with pytest.raises(ValueError, match="SIMHASH_REPORT_FORMAT='html' needs simhash_scrapy.html_report"):
+        check_format_available("html")
+    crawler = get_crawler(settings_dict={"SIMHASH_REPORT_URI": "reports/%(name)s.html"})
+    with pytest.raises(ValueError, match="use 'jsonl' or 'csv'"):
+        SimhashMiddleware.from_crawler(crawler)
