@@ -75,6 +75,19 @@ def make_backend(server: RedisServer | None, config: SimhashConfig | None = None
 
 
 # ------------------------------------------------------------- no server needed
+def test_missing_redis_server_skips_locally_and_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    import redis_server as module
+
+    monkeypatch.setattr(module.shutil, "which", lambda name: None)
+    monkeypatch.setattr(module.os.path, "exists", lambda path: False)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install redis-server"):
+        module.require_redis_server()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install redis-server"):
+        module.require_redis_server()
+
+
 def test_near_fingerprints_share_a_bucket_field() -> None:
     rng = random.Random(3)
     for k, blocks in [(3, 4), (3, 6), (4, 5), (0, 1), (2, 8)]:
