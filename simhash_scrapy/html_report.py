@@ -352,6 +352,7 @@ var filterEl = document.getElementById("filter");
 var shown = clusters.map(function (_, i) { return i; });
 var page = 0;
 var fmt = new Intl.NumberFormat("en-US");
+var MEMBERS = 500;
 
 function el(tag, attrs, text) {
   var node = document.createElement(tag);
@@ -405,7 +406,7 @@ function fill(d, c) {
   var tbody = table.appendChild(el("tbody"));
   var diffBox = el("div", {"class": "diff"});
   var firstButton = null;
-  c[3].forEach(function (m, i) {
+  function addRow(m, i) {
     var tr = el("tr", {"class": "member", "data-distance": m[2] === null ? "" : String(m[2])});
     tr.appendChild(el("td", null, i === 0 ? "canonical" : String(i)));
     tr.appendChild(el("td", {"class": "url"})).appendChild(link(m[0]));
@@ -426,7 +427,19 @@ function fill(d, c) {
       if (!firstButton) firstButton = b;
     }
     tbody.appendChild(tr);
-  });
+  }
+  // A template cluster can hold thousands of pages: the first MEMBERS rows, the rest on request.
+  c[3].slice(0, MEMBERS).forEach(addRow);
+  if (c[3].length > MEMBERS) {
+    var more = el("tr", {"class": "more"});
+    var button = more.appendChild(el("td", {colspan: "7"})).appendChild(
+      el("button", {type: "button"}, "Show all " + fmt.format(c[3].length) + " members"));
+    button.addEventListener("click", function () {
+      tbody.removeChild(more);
+      c[3].slice(MEMBERS).forEach(function (m, i) { addRow(m, i + MEMBERS); });
+    });
+    tbody.appendChild(more);
+  }
   body.appendChild(table);
   if (!c[3][0][5] || !firstButton) {
     var why = document.body.dataset.hasText === "true" ? "No text is stored for the canonical page or its members."

@@ -32,6 +32,9 @@ from simhash_scrapy.store import read_store
 pytest_plugins = ["conftest_redis"]
 
 PROJECT = Path(__file__).parent / "crawl_project"
+#: The defaults the commands run with (the tests follow them when they change).
+DEFAULTS = SimhashConfig.from_settings({})
+K = DEFAULTS.max_distance
 
 
 # ----------------------------------------------------------------- helpers
@@ -164,9 +167,9 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
         assert all(len(m["fingerprint"]) == 16 for m in cluster["members"])
     by_first = {c["members"][0]["url"].replace(prefix, ""): c for c in clusters}
     assert by_first["a0-copy.html"]["members"][1]["distance"] == 0  # an exact copy
-    assert 0 < by_first["a1-edit.html"]["members"][1]["distance"] <= 3  # one word edited
+    assert 0 < by_first["a1-edit.html"]["members"][1]["distance"] <= K  # one word edited
     assert "10 pages read, 9 fingerprinted, 1 skipped (thin: 1)" in proc.stderr
-    assert "6 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE=3" in proc.stderr
+    assert f"6 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr
 
     # CSV, one member per row, the same clusters; format from the file name.
     out = tmp_path / "clusters.csv"
@@ -298,14 +301,15 @@ def test_compare_files_text_and_json(tmp_path: Path) -> None:
     assert result["similarities"][0][1] == pytest.approx(1 - d[0][1] / 64)
     fps = [int(p["fingerprint"], 16) for p in result["pages"]]
     assert d[0][2] == (fps[0] ^ fps[2]).bit_count() > 3
-    assert result["settings"]["SIMHASH_TEXT_MODE"] == "main"
+    assert result["settings"]["SIMHASH_TEXT_MODE"] == DEFAULTS.text_mode
+    assert result["settings"]["SIMHASH_MAX_DISTANCE"] == K
     assert result["decisions"][0] == {"page": 1, "decision": "unique"}
     assert result["decisions"][2]["decision"] == "unique"
     pair = result["pairs"][0]
     assert (pair["a"], pair["b"], pair["distance"]) == (1, 2, d[0][1])
     assert any("10:32" in line for line in pair["removed"]) and any("11:02" in line for line in pair["added"])
     assert any("zeppelin" in line for line in pair["added"])
-    if d[0][1] <= 3:
+    if d[0][1] <= K:
         assert result["decisions"][1] == {
             "page": 2, "decision": "near-duplicate", "canonical": 1, "distance": d[0][1], "action": "drop"
         }  # fmt: skip
@@ -334,7 +338,7 @@ def test_compare_uses_the_project_settings(tmp_path: Path) -> None:
     b = tmp_path / "b.html"
     a.write_text(article_html("Story", words, links=[f"/menu-{i}" for i in range(40)]), encoding="utf-8")
     b.write_text(article_html("Story", words, links=[f"/other-{i}" for i in range(40)]), encoding="utf-8")
-    main = json.loads(simhash("compare", str(a), str(b), "--json", cwd=tmp_path).stdout)
+    main = json.loads(simhash("compare", str(a), str(b), "--json", "-s", "SIMHASH_TEXT_MODE=main", cwd=tmp_path).stdout)
     visible = json.loads(
         simhash("compare", str(a), str(b), "--json", "-s", "SIMHASH_TEXT_MODE=visible", cwd=tmp_path).stdout
     )

@@ -25,6 +25,7 @@ import pytest
 
 from chromium_cdp import INSTALL_HINT, Chromium, find_chromium  # noqa: E402  (tests/ is on sys.path)
 from conftest import article_html, article_words  # noqa: E402
+from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.html_report import render_html, report_numbers
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -208,7 +209,7 @@ def test_browser_shows_the_numbers_of_the_json_report(browser: Chromium, tmp_pat
         "near_duplicates": sum(c["size"] - 1 for c in report),
         "clusters": len(report),
         "largest": max(c["size"] for c in report),
-        "max_distance": 3,
+        "max_distance": SimhashConfig.from_settings({}).max_distance,
     }
     histogram = browser.evaluate(
         "Object.fromEntries([...document.querySelectorAll('#histogram tbody tr')]"
@@ -311,3 +312,18 @@ def test_a_crawl_writes_the_html_report_with_texts(serve: Any, tmp_path: Path) -
     assert [m[0] for m in cluster[3]] == [site.url("/a"), site.url("/b")]
     texts = {t for chunk in text_chunks(page) for t in chunk}
     assert any("zeppelin" in t for t in texts) and len(texts) == 2
+
+
+def test_browser_opens_a_cluster_of_thousands_of_pages(browser: Chromium, tmp_path: Path) -> None:
+    urls = [f"https://shop.example/item/{i}" for i in range(1_200)]
+    page = tmp_path / "template.html"
+    page.write_text(render_html([cluster(1, urls, [0] + [i % 4 for i in range(1, 1_200)])], {}), encoding="utf-8")
+    browser.goto(page.as_uri())
+    browser.wait_for("document.body.dataset.ready === '1'")
+    browser.click("details.cluster summary")
+    assert browser.wait_for("document.querySelectorAll('tr.member').length") == 500
+    assert browser.evaluate("document.querySelector('tr.more button').innerText") == "Show all 1,200 members"
+    browser.click("tr.more button")
+    assert browser.wait_for("document.querySelectorAll('tr.member').length === 1200")
+    assert browser.evaluate("document.querySelector('tr.member:last-child td.url a').href") == urls[-1]
+    assert browser.evaluate("document.querySelector('.no-text').innerText").startswith("This report was written without")
