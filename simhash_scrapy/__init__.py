@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .features import DEFAULT_FEATURES, FeatureConfig, tokenize
-from .fingerprint import fingerprint, hamming_distance, similarity
+from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, tokenize
+from .fingerprint import fingerprint, hamming_distance, similarity, simhash_from_features
 from .index import BlockPermutedIndex, IndexFormatError, Match
-from .text import extract_text
+from .text import extract_text, extract_text_bytes
 
 __version__ = "0.1.0"
 
@@ -48,10 +48,6 @@ def fingerprint_html(
     pages (empty, error shells, pure navigation) would all collide on a few
     fingerprints, so they must be skipped, never matched.
     """
-    from .features import feature_hashes
-    from .fingerprint import simhash_from_features
-    from .text import extract_text_bytes
-
     text = extract_text_bytes(html, encoding=encoding, main_content=main_content)
     hashes, weights, tokens = feature_hashes(text, features, with_token_count=True)
     if tokens < min_tokens:

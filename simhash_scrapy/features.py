@@ -209,30 +209,39 @@ def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
 
 def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
     codes = np.frombuffer(chunk, dtype=np.uint8)
-    in_token = (codes != 32).view(np.int8)
-    edges = np.flatnonzero(np.diff(in_token, prepend=0, append=0))
+    n = len(codes)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    in_token = codes != 32
+    edges = np.flatnonzero(in_token[1:] != in_token[:-1]) + 1
+    # Token boundaries alternate start, end, start...; pad the first start / last end.
+    if in_token[0]:
+        edges = np.concatenate((np.zeros(1, dtype=edges.dtype), edges))
+    if in_token[-1]:
+        edges = np.concatenate((edges, np.full(1, n, dtype=edges.dtype)))
     starts, ends = edges[0::2], edges[1::2]
     if len(starts) == 0:
         return np.zeros(0, dtype=np.uint64)
-    prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
-    np.cumsum(codes.astype(np.uint64) * _POWERS[: len(codes)], dtype=np.uint64, out=prefix[1:])
+    prefix = np.empty(n + 1, dtype=np.uint64)
+    prefix[0] = 0
+    np.cumsum(np.multiply(codes, _POWERS[:n], dtype=np.uint64), out=prefix[1:])
     poly = (prefix[ends] - prefix[starts]) * _INV_POWERS[starts]
     hashes = _mix64(poly + (ends - starts).astype(np.uint64))
     if chunk.isascii():
         return hashes
     # Pieces with non-ASCII bytes are re-tokenised with Unicode rules (few, cached).
-    high = np.zeros(len(codes) + 1, dtype=np.int64)
+    high = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(codes >= 128, out=high[1:])
-    special = np.flatnonzero(high[ends] - high[starts])
+    special = np.flatnonzero(high[ends] != high[starts])
     cache = _cache_for(cjk_ngram)
-    parts = []
-    previous = 0
-    for i in special.tolist():
-        parts.append(hashes[previous:i])
-        parts.append(cache[chunk[starts[i] : ends[i]]])
-        previous = i + 1
-    parts.append(hashes[previous:])
-    return np.concatenate(parts)
+    replacements = [cache[chunk[s:e]] for s, e in zip(starts[special].tolist(), ends[special].tolist())]
+    counts = np.ones(len(hashes), dtype=np.int64)
+    counts[special] = [len(r) for r in replacements]
+    is_special = np.zeros(len(hashes), dtype=bool)
+    is_special[special] = True
+    out = np.repeat(hashes, counts)
+    out[np.repeat(is_special, counts)] = np.concatenate(replacements)
+    return out
 
 
 def token_hashes(text: str | bytes, cjk_ngram: int = 2) -> np.ndarray:

@@ -13,7 +13,7 @@ are removed.
 Decoding never raises: the declared encoding (argument, BOM, XML declaration or
 ``<meta charset>``) is used when Python knows it, invalid bytes become U+FFFD,
 undeclared non-UTF-8 bytes are read as windows-1252 (the HTML default), and C0 control
-characters (NUL included) are removed.  Bytes that are not text at all (more
+characters (NUL included) separate words like spaces.  Bytes that are not text at all (more
 than 8% control bytes in the first KiB: images, archives) give no text.  Markup nested deeper than libxml2
 builds trees (2048 levels) is read with a plain tag stripper instead.  lxml always receives UTF-8 bytes, so an
 ``<?xml ... encoding=...?>`` declaration cannot make it refuse the input.
@@ -78,17 +78,8 @@ def _may_hide(lowered: bytes) -> bool:
             return True
         pos = lowered.find(b"display", pos + 7)
     return False
-_EMBED_HINT = re.compile(
-    rb"<(?:noscript|template|svg|math|iframe|object|embed|canvas|audio|video|map|datalist)[\s>/]"
-)
-# script and style are raw-text elements: their content ends at the first
-# "</script" / "</style", exactly as browsers tokenise, so they can be cut from
-# the bytes before parsing (less to parse, no tree walk to remove them).  Inline
-# svg and friends are cut the same way when that is unambiguous.
-# Elements removed from the bytes before parsing: (tag, is a raw-text element).
-_BYTE_CUT_TAGS = (
-    (b"script", True), (b"style", True), (b"svg", False), (b"math", False), (b"template", False), (b"noscript", False),
-)  # fmt: skip
+
+
 # Encoding declarations looked for in the first bytes of a document.
 _DECLARED = re.compile(
     rb"""<\?xml[^>]*?encoding\s*=\s*["']?\s*([A-Za-z0-9._:-]+)"""
@@ -98,7 +89,13 @@ _DECLARED = re.compile(
 _SNIFF_BYTES = 4096
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
-_CONTROL_BYTES = bytes(c for c in range(32) if c not in (9, 10, 13)) + b"\x7f"
+# lxml refuses to *set* text holding C0 controls (libxml2 does keep them when parsing).
+_CONTROL_CHARS = dict.fromkeys((c for c in range(32) if c not in (9, 10, 13)), " ")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with the C0 control characters lxml refuses in assigned text made spaces."""
+    return text.translate(_CONTROL_CHARS) if not text.isprintable() else text
 
 # lxml parsers must not be shared between threads.
 _local = threading.local()
@@ -144,6 +141,7 @@ def _known_codec(name: str | None) -> str | None:
     if codec.name in ("latin-1", "iso8859-1", "ascii"):
         return "cp1252"
     return codec.name
+
 
 
 _BINARY_BYTES = bytes(c for c in range(32) if c not in (9, 10, 12, 13, 27))
@@ -200,59 +198,14 @@ def to_utf8(html: str | bytes, encoding: str | None = None) -> bytes:
             data = data[3:]
     else:
         raise TypeError(f"html must be str or bytes, got {type(html).__name__}")
-    # C0 control characters (NUL included) are not allowed in XML text: lxml
-    # would refuse them later, so they go now (tab, LF and CR stay).
-    return data.translate(None, _CONTROL_BYTES)
+    # C0 control characters stay: libxml2 keeps them as text (NUL becomes
+    # U+FFFD), the tokeniser treats them as separators and extract_text turns
+    # them into spaces.  Scanning for them would cost more than that.
+    return data
 
 
 class TooDeep(Exception):
     """libxml2 stopped building the tree at its depth limit (2048 levels)."""
-
-
-def _cut_elements(data: bytes, lowered: bytes, tag: bytes, raw_text: bool) -> tuple[bytes, bytes]:
-    """Remove every ``<tag ...>...</tag>`` from the bytes (and the lower-cased copy).
-
-    ``raw_text`` elements (script, style) end at the first closing tag, and an
-    unclosed one runs to the end, as browsers tokenise them.  Other elements
-    are only cut when they are closed and hold no nested element of the same
-    tag; the rest is left for the tree-based removal.
-    """
-    opening, closing = b"<" + tag, b"</" + tag
-    kept, kept_lower = [], []
-    pos = 0
-    while True:
-        start = lowered.find(opening, pos)
-        if start < 0:
-            break
-        after = lowered[start + len(opening) : start + len(opening) + 1]
-        if after and after not in b" \t\r\n\f/>":
-            kept.append(data[pos : start + 1])  # "<scripts", "<svg-icon": another tag
-            kept_lower.append(lowered[pos : start + 1])
-            pos = start + 1
-            continue
-        end = lowered.find(closing, start)
-        if not raw_text and (end < 0 or lowered.find(opening, start + 1, end) >= 0):
-            kept.append(data[pos : start + 1])
-            kept_lower.append(lowered[pos : start + 1])
-            pos = start + 1
-            continue
-        end = len(lowered) if end < 0 else (lowered.find(b">", end) + 1 or len(lowered))
-        kept.append(data[pos:start])
-        kept_lower.append(lowered[pos:start])
-        pos = end
-    if not kept:
-        return data, lowered
-    kept.append(data[pos:])
-    kept_lower.append(lowered[pos:])
-    return b"".join(kept), b"".join(kept_lower)
-
-
-def _cut_raw_text_elements(data: bytes, lowered: bytes) -> tuple[bytes, bytes]:
-    """Remove script, style and (when simply nested) svg, math, template and noscript from the bytes."""
-    for tag, raw_text in _BYTE_CUT_TAGS:
-        if b"<" + tag in lowered:
-            data, lowered = _cut_elements(data, lowered, tag, raw_text)
-    return data, lowered
 
 
 class _Parsed:
@@ -268,7 +221,6 @@ class _Parsed:
 def _parse(html: str | bytes, encoding: str | None) -> _Parsed | None:
     data = to_utf8(html, encoding)
     lowered = data.lower()
-    data, lowered = _cut_raw_text_elements(data, lowered)
     if not data.strip():
         return None
     root = _parse_bytes(data)
@@ -298,7 +250,7 @@ def _parse_bytes(data: bytes) -> etree._Element | None:
     return root
 
 
-def _drop(element: etree._Element) -> None:
+def drop_element(element: etree._Element) -> None:
     """Remove ``element`` and its subtree but keep its tail text."""
     parent = element.getparent()
     if parent is None:
@@ -307,9 +259,9 @@ def _drop(element: etree._Element) -> None:
     if tail:
         previous = element.getprevious()
         if previous is not None:
-            previous.tail = (previous.tail or "") + tail
+            previous.tail = xml_safe((previous.tail or "") + tail)
         else:
-            parent.text = (parent.text or "") + tail
+            parent.text = xml_safe((parent.text or "") + tail)
     parent.remove(element)
 
 
@@ -322,11 +274,8 @@ def remove_invisible(root: etree._Element, lowered: bytes | None = None) -> None
     if lowered is None:
         etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
     else:
-        head = root.find("head")
-        if head is not None:
-            _drop(head)
-        if _EMBED_HINT.search(lowered):
-            etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
+        # One C walk over the tree; cheaper than any byte-level pre-check we tried.
+        etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
         if not _may_hide(lowered):
             return
     for element in _HIDDEN_XPATH(root):
@@ -335,7 +284,7 @@ def remove_invisible(root: etree._Element, lowered: bytes | None = None) -> None
             or (element.get("aria-hidden") or "").strip().lower() == "true"
             or _HIDDEN_STYLE.search(element.get("style") or "")
         ):
-            _drop(element)
+            drop_element(element)
 
 
 def _normalise_lines(text: str) -> str:
@@ -343,22 +292,43 @@ def _normalise_lines(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _separate_blocks(root: etree._Element, marker: str) -> None:
-    for element in root.iter(*BLOCK_TAGS):
-        element.tail = marker + element.tail if element.tail else marker
-        element.text = marker + element.text if element.text else marker
-
-
-# Block boundaries are marked with a private-use character so that newlines in
-# the source (rendered as spaces by browsers) are not mistaken for them.
+# Block boundaries in extract_text are marked with a private-use character so
+# that newlines in the source (rendered as spaces by browsers) are not mistaken
+# for them; the fingerprint path marks them with a plain newline.
 _BLOCK_MARK = "\ue000"
-_SPACE_RUNS = re.compile(r"\s+")
+_SPACE_RUNS = re.compile(r"[\s\x00-\x1f]+")  # control characters render as nothing; keep words apart
+
+
+def _text_stylesheet(marker: str) -> etree.XSLT:
+    """XSLT that outputs the text of a tree with ``marker`` around every block element.
+
+    libxslt does in one C pass what a Python loop over the block elements
+    plus ``tostring(method="text")`` did in about twice the time.
+    """
+    marker_ref = "&#%d;" % ord(marker)
+    blocks = "|".join(BLOCK_TAGS)
+    return etree.XSLT(
+        etree.XML(
+            '<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">'
+            '<xsl:output method="text" encoding="utf-8"/>'
+            f'<xsl:template match="{blocks}"><xsl:text>{marker_ref}</xsl:text><xsl:apply-templates/>'
+            f"<xsl:text>{marker_ref}</xsl:text></xsl:template>"
+            "</xsl:stylesheet>"
+        )
+    )
+
+
+def _stylesheet(name: str, marker: str) -> etree.XSLT:
+    sheet = getattr(_local, name, None)
+    if sheet is None:
+        sheet = _text_stylesheet(marker)
+        setattr(_local, name, sheet)
+    return sheet
 
 
 def visible_text_of(root: etree._Element) -> str:
-    """Text of an already-cleaned tree, one line per block.  Modifies the tree's whitespace."""
-    _separate_blocks(root, _BLOCK_MARK)
-    text = etree.tostring(root, method="text", encoding="unicode", with_tail=False)
+    """Text of an already-cleaned tree, one line per block."""
+    text = bytes(_stylesheet("display_text", _BLOCK_MARK)(root)).decode("utf-8")
     return _normalise_lines(_SPACE_RUNS.sub(" ", text).replace(_BLOCK_MARK, "\n"))
 
 
@@ -399,5 +369,4 @@ def extract_text_bytes(html: str | bytes, encoding: str | None = None, main_cont
     tree = _cleaned_tree(html, encoding, main_content)
     if tree is None or isinstance(tree, str):
         return (tree or "").encode("utf-8")
-    _separate_blocks(tree, "\n")  # any whitespace separates tokens
-    return etree.tostring(tree, method="text", encoding="utf-8", with_tail=False)
+    return bytes(_stylesheet("token_text", "\n")(tree))  # any whitespace separates tokens
