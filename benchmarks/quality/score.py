@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     if overrides:
         base = replace(base, name="chosen", **overrides)
     texts = Texts(evalset)
-    print(f"set: {len(evalset.pages)} pages, {len(evalset.positive)} duplicate pairs, {args.data}")
+    print(f"set: {len(evalset.pages)} pages, {len(evalset.positive)} duplicate pairs, {args.data}", file=sys.stderr)
 
     if args.sweep:
         print(settings_table(evalset, texts, base))
