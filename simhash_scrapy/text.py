@@ -49,34 +49,42 @@ _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hi
 # Python check in remove_invisible decides.  Whole-tree XPath walks cost as
 # much as parsing, so they only run when the raw bytes hint at hidden markup.
 _HIDDEN_XPATH = etree.XPath("//@hidden/.. | //@aria-hidden/.. | //@style/..")
-_DISPLAY_NONE = re.compile(rb"\s*:\s*none")
+_DISPLAY_NONE = re.compile(rb"\s*:\s*none", re.IGNORECASE)
 
 
-def _in_tag(lowered: bytes, pos: int) -> bool:
+def _in_tag(data: bytes, pos: int) -> bool:
     """Whether ``pos`` is inside a tag: the last "<" before it comes after the last ">"."""
-    return lowered.rfind(b"<", 0, pos) > lowered.rfind(b">", 0, pos)
+    return data.rfind(b"<", 0, pos) > data.rfind(b">", 0, pos)
 
 
-def _may_hide(lowered: bytes) -> bool:
+def _occurrences(data: bytes, lower: bytes, upper: bytes):
+    """Positions of a word in lower or upper case (mixed case is treated as lower case's tail)."""
+    for word in (lower, upper):
+        pos = data.find(word)
+        while pos >= 0:
+            yield pos
+            pos = data.find(word, pos + len(word))
+
+
+def _may_hide(data: bytes) -> bool:
     """Whether some tag in the page may carry hidden / aria-hidden / display:none / visibility:hidden.
 
-    Checks each occurrence (found with plain byte searches, much faster than a
-    regex alternation) and keeps only those inside a tag, so prose and
-    ``type="hidden"`` inputs do not force a whole-tree search.
+    Checks each occurrence (plain byte searches, much faster than a regex
+    alternation or lower-casing the page) and keeps only those inside a tag,
+    so prose and ``type="hidden"`` inputs do not force a whole-tree search.
+    "idden" / "isplay" also find "Hidden" and "Display".
     """
-    pos = lowered.find(b"hidden")
-    while pos >= 0:
-        before = lowered[pos - 1 : pos]
-        if (before == b":" or before.isspace() or (before == b"-" and lowered.endswith(b"aria-", 0, pos))) and _in_tag(
-            lowered, pos
-        ):
+    for pos in _occurrences(data, b"idden", b"IDDEN"):
+        before = data[pos - 2 : pos - 1]
+        if (
+            before == b":"
+            or before.isspace()
+            or (before == b"-" and data[pos - 6 : pos - 1].lower() == b"aria-")
+        ) and _in_tag(data, pos):
             return True
-        pos = lowered.find(b"hidden", pos + 6)
-    pos = lowered.find(b"display")
-    while pos >= 0:
-        if _DISPLAY_NONE.match(lowered, pos + 7) and _in_tag(lowered, pos):
+    for pos in _occurrences(data, b"isplay", b"ISPLAY"):
+        if _DISPLAY_NONE.match(data, pos + 6) and _in_tag(data, pos):
             return True
-        pos = lowered.find(b"display", pos + 7)
     return False
 
 
@@ -211,20 +219,19 @@ class TooDeep(Exception):
 class _Parsed:
     """A parsed page and hints from its raw bytes."""
 
-    __slots__ = ("root", "lowered")
+    __slots__ = ("root", "data")
 
-    def __init__(self, root: etree._Element, lowered: bytes) -> None:
+    def __init__(self, root: etree._Element, data: bytes) -> None:
         self.root = root
-        self.lowered = lowered
+        self.data = data
 
 
 def _parse(html: str | bytes, encoding: str | None) -> _Parsed | None:
     data = to_utf8(html, encoding)
-    lowered = data.lower()
     if not data.strip():
         return None
     root = _parse_bytes(data)
-    return None if root is None else _Parsed(root, lowered)
+    return None if root is None else _Parsed(root, data)
 
 
 def parse_html(html: str | bytes, encoding: str | None = None) -> etree._Element | None:
@@ -265,18 +272,18 @@ def drop_element(element: etree._Element) -> None:
     parent.remove(element)
 
 
-def remove_invisible(root: etree._Element, lowered: bytes | None = None) -> None:
+def remove_invisible(root: etree._Element, data: bytes | None = None) -> None:
     """Remove non-rendered and hidden elements from the tree, in place.
 
-    ``lowered`` (the page's lower-cased bytes) lets it skip tree walks for
+    ``data`` (the page's UTF-8 bytes) lets it skip tree walks for
     markup the page does not contain.
     """
-    if lowered is None:
+    if data is None:
         etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
     else:
         # One C walk over the tree; cheaper than any byte-level pre-check we tried.
         etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
-        if not _may_hide(lowered):
+        if not _may_hide(data):
             return
     for element in _HIDDEN_XPATH(root):
         if (
@@ -341,7 +348,7 @@ def _cleaned_tree(html: str | bytes, encoding: str | None, main_content: bool) -
     if parsed is None:
         return None
     root = parsed.root
-    remove_invisible(root, parsed.lowered)
+    remove_invisible(root, parsed.data)
     if main_content:
         from .boilerplate import keep_main_content
 
