@@ -1,7 +1,7 @@
 """The classic comparison: block-permuted index against pairwise comparison (Manku, Jain, Das Sarma 2007).
 
-    python benchmarks/pairwise_vs_index.py               # 1,000 documents, k = 3 and 6, then 10k and 100k
-    python benchmarks/pairwise_vs_index.py --scale       # only the 1,000 documents
+    python benchmarks/pairwise_vs_index.py               # 1,000 documents, k = 3, 4 and 6, then 10k and 100k
+    python benchmarks/pairwise_vs_index.py --no-scale    # only the 1,000 documents
 
 All near-duplicate pairs (Hamming distance <= k) among the fingerprints of
 the same 1,000 real documents, found four ways, in one run:
@@ -142,7 +142,7 @@ def grown(base: np.ndarray, n: int, k: int, seed: int) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=1000)
-    parser.add_argument("-k", type=int, nargs="+", default=[3, 6])
+    parser.add_argument("-k", type=int, nargs="+", default=[3, 4, 6])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--no-scale", dest="scale", action="store_false", help="only the 1,000 documents")
