@@ -288,6 +288,11 @@ def _partner(j: int, matrix: list[list[int | None]], decisions: list[dict[str, A
     return min(earlier)[1] if earlier else None
 
 
+def _num(value: float) -> str:
+    """A weight as people read it: 3 (term counts), 2.61 (sublinear weights)."""
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+
+
 def _lines(count: int) -> str:
     return f"{count} line" if count == 1 else f"{count} lines"
 
@@ -355,8 +360,8 @@ def _print_text(
             for feature in pair["features"]:
                 label = json.dumps(feature["label"], ensure_ascii=False)
                 w(
-                    f"  {_short(label, 40):<40} {feature['weight_a']:>6g} -> {feature['weight_b']:<6g}"
-                    f" push {feature['push']:>6g}  bits {','.join(map(str, feature['bits']))}\n"
+                    f"  {_short(label, 40):<40} {_num(feature['weight_a']):>6} -> {_num(feature['weight_b']):<6}"
+                    f" push {_num(feature['push']):>6}  bits {','.join(map(str, feature['bits']))}\n"
                 )
 
 
