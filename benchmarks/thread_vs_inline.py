@@ -22,7 +22,9 @@ Pages: Debian's Python docs (package ``python3-doc``; 530 pages, median
 ~50 kB, a few of 1-2.5 MB), in a fixed shuffled order.  ``--max-kb`` leaves
 out bigger pages to see the typical-page case.
 
-Prints a markdown table per page set: median wall time (all pages), pages/s,
+First prints, for a few page sizes, the longest event-loop stall while one
+page is fingerprinted and nothing else runs.  Then a markdown table per
+page set: median wall time (all pages), pages/s,
 CPU time of the process (all threads), loop lag p50/p99/max, and wall and
 CPU time relative to ``inline``.  Timings on a
 busy machine are noisy: modes alternate within each round and medians are
@@ -136,6 +138,46 @@ def report(title: str, pages: list[bytes], rounds: int, latency: float, modes: l
         )
 
 
+async def stall(page: bytes, mode: str) -> float:
+    """Longest event-loop stall (ms) while one page is fingerprinted and nothing else runs."""
+    from simhash_scrapy.state import analyse_html
+
+    state = make_state(*MODES[mode])
+    loop = asyncio.get_running_loop()
+    worst = 0.0
+    running = True
+
+    def tick(expected: float) -> None:
+        nonlocal worst
+        now = loop.time()
+        worst = max(worst, now - expected)
+        if running:
+            loop.call_later(0.001, tick, now + 0.001)
+
+    loop.call_later(0.001, tick, loop.time() + 0.001)
+    await asyncio.sleep(0.01)
+    await state.run_analysis(analyse_html, page, "utf-8", state.config, False, size=len(page))
+    await asyncio.sleep(0.01)
+    running = False
+    if state._executor is not None:
+        state._executor.shutdown(wait=True)
+    return 1000 * worst
+
+
+def report_stalls(pages: list[bytes], modes: list[str]) -> None:
+    by_size = sorted(pages, key=len)
+    picks = [by_size[len(by_size) // 2], *[p for p in by_size if len(p) >= 64 * 1024][-3:]]
+    picks += [p for p in by_size if 60 * 1024 <= len(p) < 70 * 1024][:1]
+    picks = sorted({len(p): p for p in picks}.values(), key=len)
+    modes = [m for m in modes if MODES[m] is not None]
+    print("\nLongest event-loop stall while one page is fingerprinted (median of 3), nothing else running:")
+    print("| page size | " + " | ".join(f"{m} ms" for m in modes) + " |")
+    print("|---|" + "---|" * len(modes))
+    for page in picks:
+        cells = [statistics.median(asyncio.run(stall(page, m)) for _ in range(3)) for m in modes]
+        print(f"| {len(page) // 1024} kB | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -143,7 +185,7 @@ def main() -> None:
     parser.add_argument("--max-kb", type=int, default=200, help="size limit of the typical-page set (kB)")
     parser.add_argument("--latency", type=float, nargs="+", default=[0.0, 0.2], help="simulated download times (s)")
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
-    parser.add_argument("--sets", nargs="+", choices=["all", "typical"], default=["all", "typical"])
+    parser.add_argument("--sets", nargs="+", choices=["all", "typical", "none"], default=["all", "typical"])
     args = parser.parse_args()
     files = sorted(args.docs.rglob("*.html"))
     if not files:
@@ -152,6 +194,7 @@ def main() -> None:
     random.Random(1).shuffle(pages)
     typical = [p for p in pages if len(p) <= args.max_kb * 1024]
     modes = args.modes if "inline" in args.modes else ["inline", *args.modes]
+    report_stalls(pages, modes)
     for latency in args.latency:
         if "all" in args.sets:
             report("all pages", pages, args.rounds, latency, modes)

@@ -128,8 +128,8 @@ class DedupState:
         self.error: str | None = None
         self.opened = False
         self.closed = False
-        #: Near-duplicate pages that went on to the spider (flag mode, dont_filter), by URL,
-        #: so the pipeline can reuse their verdict for the items they produce.
+        #: Near-duplicate pages flagged in flag mode, by URL, so the pipeline can reuse
+        #: their verdict for the items they produce.
         self.passed_duplicates: dict[str, Verdict] = {}
         self._shown = False
         self._task: Any = None
