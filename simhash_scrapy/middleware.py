@@ -8,7 +8,7 @@ meta refreshes and redirects.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, TextResponse
