@@ -16,7 +16,7 @@ from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
-from .backends import PageRecord
+from .backends import BackendError, PageRecord
 from .state import DedupState, analyse_html
 
 if TYPE_CHECKING:
@@ -45,6 +45,18 @@ class NearDuplicate(IgnoreRequest):
         self.url = url
         self.canonical_url = canonical_url
         self.distance = distance
+
+
+class UncheckedPage(IgnoreRequest):
+    """Raised for a page the dedup backend could not check while it is fail-closed.
+
+    ``SIMHASH_REDIS_FAIL_OPEN = False``: pages nobody checked never reach the
+    spider (counted as ``simhash/skipped/backend_error``; the spider is closing).
+    """
+
+    def __init__(self, url: str, error: str) -> None:
+        super().__init__(f"Not checked for near-duplicates (fail-closed backend error): {url}: {error}")
+        self.url = url
 
 
 def _media_type(response: Response) -> str | None:
@@ -121,6 +133,15 @@ class SimhashMiddleware:
                         text=text,
                     )
                     verdict = await state.check(record)
+            except BackendError as exc:
+                # Fail-closed: the backend could not check the page, so it must not pass.
+                state.skip("backend_error")
+                logger.warning(
+                    "simhash-scrapy: %(error)s; dropping %(url)s",
+                    {"error": exc, "url": response.url},
+                    extra={"spider": state.spider},
+                )
+                raise UncheckedPage(response.url, str(exc)) from None
             except Exception:
                 logger.exception(
                     "simhash-scrapy: cannot fingerprint %(url)s; the page goes on unchecked",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 
-from .backends import PageRecord, Verdict
+from .backends import BackendError, PageRecord, Verdict
 from .state import DedupState, analyse_html, analyse_text
 
 if TYPE_CHECKING:
@@ -94,6 +94,10 @@ class SimhashPipeline:
                 url = f"item-{self._anonymous}"
             record = PageRecord(url=url, fingerprint=fingerprint, scope=state.scope_for(url, items=True), text=text)
             return await state.check(record, items=True)
+        except BackendError as exc:
+            # Fail-closed: an item nobody could check must not pass.
+            state.skip("backend_error", items=True)
+            raise DropItem(f"Not checked for near-duplicates (fail-closed backend error): {exc}") from None
         except Exception:
             logger.exception(
                 "simhash-scrapy: cannot fingerprint the item from %(url)s; it goes on unchecked",

@@ -198,7 +198,9 @@ class DedupState:
             self.items += 1
         else:
             self.pages += 1
-        if verdict.canonical_url is not None:
+        if not verdict.checked:
+            self.inc(prefix + "unchecked")  # fail-open backend error: neither unique nor duplicate
+        elif verdict.canonical_url is not None:
             if items:
                 self.item_near_duplicates += 1
             else:

@@ -340,7 +340,7 @@ async def test_redis_errors_mid_crawl(tmp_path: Path, fail_open: bool) -> None:
         assert (await backend.check(PageRecord("https://e/1", 1, "s"))).canonical_url is None
         server.stop()  # SIGKILL
         if fail_open:
-            assert await backend.check(PageRecord("https://e/2", 1, "s")) == Verdict(None, None, None)
+            assert await backend.check(PageRecord("https://e/2", 1, "s")) == Verdict(None, None, None, checked=False)
         else:
             with pytest.raises(BackendError, match="fail-closed"):
                 await backend.check(PageRecord("https://e/2", 1, "s"))
@@ -450,11 +450,18 @@ async def test_in_process_crawl_when_redis_dies(serve: Any, tmp_path: Path, fail
         assert len(crawler.spider.seen) == 2 * count
         assert stats["simhash/backend_errors"] == 2 * count - 4
         assert stats["simhash/fingerprinted"] == 2 * count
+        # Pages nobody checked are counted as such, never as unique.
+        assert stats["simhash/unchecked"] == 2 * count - 4
+        assert stats.get("simhash/unique", 0) + stats.get("simhash/near_duplicates", 0) == 4
     else:
         # Fail-closed: the crawl stops instead of letting unchecked pages through.
         assert stats["finish_reason"] == "simhash_backend_error"
         assert 1 <= stats["simhash/backend_errors"] <= 2
         assert stats["simhash/fingerprinted"] <= 6
+        assert stats["simhash/skipped/backend_error"] == stats["simhash/backend_errors"]
+        assert "simhash/unchecked" not in stats
+        # Only pages that were checked reached the spider.
+        assert len(crawler.spider.seen) <= stats["simhash/fingerprinted"]
 
 
 def test_two_workers_share_one_index(serve: Any, redis_server: RedisServer, tmp_path: Path) -> None:

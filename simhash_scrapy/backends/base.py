@@ -67,6 +67,9 @@ class Verdict:
     distance: int | None
     #: Fingerprint of that canonical page (``None`` when unique).
     canonical_fingerprint: int | None
+    #: ``False`` when the backend could not check the page (a fail-open backend
+    #: error): the page goes on, counted as ``simhash/unchecked``, not unique.
+    checked: bool = True
 
     @property
     def is_duplicate(self) -> bool:

@@ -680,7 +680,7 @@ class RedisBackend(DedupBackend):
     def _failed(self, exc: BaseException) -> Verdict:
         self._error(exc)
         if self.settings.fail_open:
-            return Verdict(None, None, None)
+            return Verdict(None, None, None, checked=False)
         self._stop_crawl()
         raise BackendError(f"simhash: Redis error, page not checked (fail-closed): {exc}") from None
 
