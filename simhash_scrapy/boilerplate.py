@@ -32,6 +32,8 @@ import re
 
 from lxml import etree
 
+from .text import drop_element
+
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS"]
 
 _NS = {"str": "http://exslt.org/strings"}
@@ -90,20 +92,6 @@ def _text_len(element: etree._Element) -> int:
 def _content_len(element: etree._Element) -> int:
     """Text length without link text."""
     return int(_TEXT_LEN(element)) - int(_LINK_LEN(element))
-
-
-def _remove(element: etree._Element) -> None:
-    parent = element.getparent()
-    if parent is None:
-        return
-    tail = element.tail
-    if tail:
-        previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(element)
 
 
 def names_boilerplate(element: etree._Element) -> bool:
@@ -254,7 +242,7 @@ def _drop_named_boilerplate(container: etree._Element) -> None:
         named.append(element)
         dead.update(element.iter(*_BLOCK_TAGS))
     for element in named:
-        _remove(element)
+        drop_element(element)
 
 
 def _link_list_candidates(container: etree._Element, depth: int) -> list[etree._Element]:
@@ -289,7 +277,7 @@ def _drop_link_lists(container: etree._Element) -> None:
     if total and sum(length for _, length in lists) > _LINK_LISTS_MAX_SHARE * total:
         return  # a table of contents, an index: the links are the content
     for element, _ in lists:
-        _remove(element)
+        drop_element(element)
 
 
 def keep_main_content(root: etree._Element) -> etree._Element:

@@ -24,7 +24,7 @@ from scrapy.exceptions import NotConfigured
 from . import MIN_TOKENS
 from .backends import BACKENDS
 from .features import DEFAULT_FEATURES, FeatureConfig
-from .index import _MAX_TABLES, BlockPermutedIndex
+from .index import MAX_TABLES, BlockPermutedIndex
 
 __all__ = [
     "SimhashConfig",
@@ -136,10 +136,10 @@ class SimhashConfig:
     max_distance: int = 4
     blocks: int | None = None
     text_mode: str = DEFAULT_TEXT_MODE
-    word_ngram: int = 1
-    char_ngram: int = 0
+    word_ngram: int = DEFAULT_FEATURES.word_ngram
+    char_ngram: int = DEFAULT_FEATURES.char_ngram
     weighting: str = DEFAULT_FEATURES.weighting
-    cjk_ngram: int = 2
+    cjk_ngram: int = DEFAULT_FEATURES.cjk_ngram
     min_tokens: int = MIN_TOKENS
     max_bytes: int = DEFAULT_MAX_BYTES
     http_statuses: frozenset[int] = frozenset(DEFAULT_HTTP_STATUSES)
@@ -207,14 +207,14 @@ class SimhashConfig:
             raise ValueError(
                 f"SIMHASH_BLOCKS={blocks!r} does not fit SIMHASH_MAX_DISTANCE={max_distance}: {exc} "
                 f"(accepted: None for SIMHASH_MAX_DISTANCE + 1, or an integer from "
-                f"{max_distance + 1} to 64 with C(blocks, max_distance) <= {_MAX_TABLES} tables)"
+                f"{max_distance + 1} to 64 with C(blocks, max_distance) <= {MAX_TABLES} tables)"
             ) from None
 
         text_mode = _choice("SIMHASH_TEXT_MODE", get("SIMHASH_TEXT_MODE", DEFAULT_TEXT_MODE), TEXT_MODES)
-        word_ngram = _int("SIMHASH_WORD_NGRAM", get("SIMHASH_WORD_NGRAM", 1), 1)
-        char_ngram = _int("SIMHASH_CHAR_NGRAM", get("SIMHASH_CHAR_NGRAM", 0), 0)
+        word_ngram = _int("SIMHASH_WORD_NGRAM", get("SIMHASH_WORD_NGRAM", DEFAULT_FEATURES.word_ngram), 1)
+        char_ngram = _int("SIMHASH_CHAR_NGRAM", get("SIMHASH_CHAR_NGRAM", DEFAULT_FEATURES.char_ngram), 0)
         weighting = _choice("SIMHASH_WEIGHTING", get("SIMHASH_WEIGHTING", DEFAULT_FEATURES.weighting), WEIGHTINGS)
-        cjk_ngram = _int("SIMHASH_CJK_NGRAM", get("SIMHASH_CJK_NGRAM", 2), 1)
+        cjk_ngram = _int("SIMHASH_CJK_NGRAM", get("SIMHASH_CJK_NGRAM", DEFAULT_FEATURES.cjk_ngram), 1)
         min_tokens = _int("SIMHASH_MIN_TOKENS", get("SIMHASH_MIN_TOKENS", MIN_TOKENS), 1)
         max_bytes = _int("SIMHASH_MAX_BYTES", get("SIMHASH_MAX_BYTES", DEFAULT_MAX_BYTES), 1)
 

@@ -33,9 +33,10 @@ import numpy as np
 
 from .fingerprint import check_fingerprint
 
-__all__ = ["BlockPermutedIndex", "Match", "block_widths", "IndexFormatError"]
+__all__ = ["BlockPermutedIndex", "Match", "block_widths", "IndexFormatError", "MAX_TABLES"]
 
-_MAX_TABLES = 5000
+#: Largest number of tables (C(blocks, max_distance)) an index accepts.
+MAX_TABLES = 5000
 _MAX_ROWS = (1 << 32) - 1
 _QUERY_CHUNK = 1 << 15
 _FORMAT_MAGIC = b"SIMHIDX\x00"
@@ -183,10 +184,10 @@ class BlockPermutedIndex:
                 f"blocks must be an integer greater than max_distance ({max_distance}) and at most 64, got {blocks!r}"
             )
         tables = math.comb(blocks, max_distance)
-        if tables > _MAX_TABLES:
+        if tables > MAX_TABLES:
             raise ValueError(
                 f"blocks={blocks} with max_distance={max_distance} needs {tables} tables "
-                f"(more than {_MAX_TABLES}); use fewer blocks"
+                f"(more than {MAX_TABLES}); use fewer blocks"
             )
         self.max_distance = max_distance
         self.blocks = blocks
