@@ -169,6 +169,7 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     assert by_first["a0-copy.html"]["members"][1]["distance"] == 0  # an exact copy
     assert 0 < by_first["a1-edit.html"]["members"][1]["distance"] <= K  # one word edited
     assert "10 pages read, 9 fingerprinted, 1 skipped (thin: 1)" in proc.stderr
+    assert "[scrapy" not in proc.stderr  # no crawl log (Scrapy < 2.14 starts a crawler process for every command)
     assert f"6 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr
 
     # CSV, one member per row, the same clusters; format from the file name.
@@ -381,7 +382,7 @@ def test_compare_urls_show_what_the_crawl_decides(serve: Any, tmp_path: Path) ->
     assert "[HTTP 404]" in proc.stdout and "HTTP status not in SIMHASH_HTTP_STATUSES" in proc.stdout
     assert "fewer tokens than SIMHASH_MIN_TOKENS" in proc.stdout
     assert "Content-Type not in SIMHASH_CONTENT_TYPES" in proc.stdout
-    assert "Crawled (200)" not in proc.stderr  # the fetch log stays quiet
+    assert "Crawled (200)" not in proc.stderr and "[scrapy" not in proc.stderr  # the fetch log stays quiet
 
 
 def test_compare_bad_input(tmp_path: Path) -> None:

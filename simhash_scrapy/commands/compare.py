@@ -81,8 +81,13 @@ def _read_file(arg: str) -> Page:
     return Page(source=arg, url=path.resolve().as_uri(), body=body)
 
 
-def _fetch(urls: list[str], settings: Any) -> dict[str, Page | str]:
-    """Fetch ``urls`` with Scrapy and the project's settings: URL -> Page, or an error message."""
+def _fetch(urls: list[str], settings: Any, process: Any = None) -> dict[str, Page | str]:
+    """Fetch ``urls`` with Scrapy and the project's settings: URL -> Page, or an error message.
+
+    ``process`` is the crawler process Scrapy already made for the command (Scrapy < 2.14 makes one
+    for every command); otherwise one is made here.  The crawl log is quiet unless ``-L`` asks for
+    it (see ``Command.process_options``): a failed fetch is reported in one line.
+    """
     from scrapy import Request, Spider
     from scrapy.crawler import CrawlerProcess
     from scrapy.http import TextResponse
@@ -91,6 +96,8 @@ def _fetch(urls: list[str], settings: Any) -> dict[str, Page | str]:
 
     class FetchSpider(Spider):
         name = "simhash-compare"
+        # The plugin must not drop the second page of the comparison (meta opts out too).
+        custom_settings = {"SIMHASH_ENABLED": False, "TELNETCONSOLE_ENABLED": False}
 
         async def start(self) -> Any:
             for url in urls:
@@ -100,7 +107,6 @@ def _fetch(urls: list[str], settings: Any) -> dict[str, Page | str]:
                     errback=self.failed,
                     dont_filter=True,
                     cb_kwargs={"source": url},
-                    # The plugin must not drop the second page of the comparison.
                     meta={"simhash_enabled": False, "handle_httpstatus_all": True, "source": url},
                 )
 
@@ -119,21 +125,14 @@ def _fetch(urls: list[str], settings: Any) -> dict[str, Page | str]:
             source = failure.request.meta.get("source", failure.request.url)
             results[source] = failure.getErrorMessage() or failure.type.__name__
 
-    from scrapy.settings import SETTINGS_PRIORITIES
-
-    fetch_settings = settings.copy()
-    fetch_settings.set("SIMHASH_ENABLED", False, priority="cmdline")
-    fetch_settings.set("TELNETCONSOLE_ENABLED", False, priority="cmdline")
-    if (fetch_settings.getpriority("LOG_LEVEL") or 0) < SETTINGS_PRIORITIES["cmdline"]:
-        # The crawl log of two fetches is noise; a failed fetch is reported in one line.  -L shows it.
-        fetch_settings.set("LOG_LEVEL", "CRITICAL", priority="cmdline")
-    process = CrawlerProcess(fetch_settings)
+    if process is None:
+        process = CrawlerProcess(settings)
     process.crawl(FetchSpider)
     process.start()
     return results
 
 
-def _load_pages(args: list[str], settings: Any) -> list[Page]:
+def _load_pages(args: list[str], settings: Any, process: Any = None) -> list[Page]:
     urls = [arg for arg in args if _is_url(arg)]
     for arg in args:
         scheme = urlsplit(arg).scheme.lower()
@@ -141,7 +140,7 @@ def _load_pages(args: list[str], settings: Any) -> list[Page]:
             raise CommandError(f"{arg}: compare takes http(s) URLs and local files, not {scheme}:", EXIT_USAGE)
     pages = {arg: _read_file(arg) for arg in args if not _is_url(arg)}
     if urls:
-        fetched = _fetch(list(dict.fromkeys(urls)), settings)
+        fetched = _fetch(list(dict.fromkeys(urls)), settings, process)
         for url in urls:
             result = fetched.get(url, "no response")
             if isinstance(result, str):
@@ -365,12 +364,12 @@ def _print_text(
                 )
 
 
-def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None) -> int:
+def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process: Any = None) -> int:
     out = stdout or sys.stdout
     config = load_config(settings)
     if opts.features < 0 or opts.diff_lines < 0:
         raise CommandError("--features and --diff-lines must be 0 or more", EXIT_USAGE)
-    pages = _load_pages(opts.pages, settings)
+    pages = _load_pages(opts.pages, settings, process)
     for page in pages:
         _analyse(page, config)
     n = len(pages)

@@ -189,6 +189,12 @@ class Command(ScrapyCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         opts.set = list(opts.set or []) + list(getattr(opts, "simhash_set", None) or [])
         super().process_options(args, opts)
+        assert self.settings is not None
+        if not opts.loglevel and not getattr(opts, "logfile", None):
+            # These are not crawls: Scrapy's start-up log (which Scrapy < 2.14 prints for every command)
+            # and compare's fetch log are noise; our own warnings still show.  -L brings them back.
+            quiet = "CRITICAL" if getattr(opts, "simhash_command", None) == "compare" else "WARNING"
+            self.settings.set("LOG_LEVEL", quiet, priority="cmdline")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         name = getattr(opts, "simhash_command", None)
@@ -220,7 +226,7 @@ class Command(ScrapyCommand):
 
             if len(opts.pages) < 2:
                 raise CommandError("compare needs at least two pages (URLs or HTML files)", EXIT_USAGE)
-            return run_compare(opts, self.settings)
+            return run_compare(opts, self.settings, process=self.crawler_process)
         if name == "report":
             from .report import run_report
 
