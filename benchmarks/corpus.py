@@ -25,9 +25,13 @@ _TEMPLATE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title
 def html_pages(limit: int | None = None) -> tuple[str, list[bytes]]:
     """(source description, list of HTML pages as bytes)."""
     files: list[str] = []
+    seen: set[str] = set()
     for pattern in DOC_GLOBS:
-        files.extend(sorted(glob.glob(pattern)))
-    files = [f for f in files if Path(f).stat().st_size > 10_000]
+        for name in sorted(glob.glob(pattern)):
+            real = str(Path(name).resolve())  # python3/, python3-dev/... are links to one folder
+            if real not in seen and Path(real).stat().st_size > 10_000:
+                seen.add(real)
+                files.append(real)
     if files:
         pages = [Path(f).read_bytes() for f in files[:limit]]
         return f"Debian python3-doc HTML ({len(pages)} pages)", pages

@@ -297,11 +297,15 @@ class DedupState:
             return
         clusters = build_clusters(members, include_text=self.config.keep_text)
         self.stats.set_value("simhash/clusters", len(clusters))
+        # Counted from the record, not this run's counters: after a resumed job
+        # (JOBDIR, SIMHASH_DIR) or with several Redis workers the report covers more.
+        page_members = [m for m in members if not m.scope.startswith("item:")]
+        duplicates = sum(1 for m in page_members if m.canonical_url is not None)
         summary = {
             "title": f"Near-duplicate clusters: {spider.name}",
-            "pages": self.pages,
-            "unique": self.pages - self.near_duplicates,
-            "near_duplicates": self.near_duplicates,
+            "pages": len(page_members),
+            "unique": len(page_members) - duplicates,
+            "near_duplicates": duplicates,
             "clusters": len(clusters),
             "max_distance": self.config.max_distance,
             "generated": datetime.now(tz=timezone.utc).replace(microsecond=0).isoformat(),

@@ -191,3 +191,13 @@ def test_html_format_without_the_renderer_fails_at_start(monkeypatch: pytest.Mon
     crawler = get_crawler(settings_dict={"SIMHASH_REPORT_URI": "reports/%(name)s.html"})
     with pytest.raises(ValueError, match="use 'jsonl' or 'csv'"):
         SimhashMiddleware.from_crawler(crawler)
+
+
+def test_report_files_get_ordinary_permissions(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    try:
+        path = write_report(tmp_path / "r.jsonl", build_clusters(MEMBERS), "jsonl")
+    finally:
+        os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
