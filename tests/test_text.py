@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from simhash_scrapy import extract_text, fingerprint, fingerprint_html
+from simhash_scrapy.text import extract_text_bs4
 
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><title>Title is not body text</title>
@@ -161,3 +164,23 @@ def test_elements_cut_from_bytes_follow_html_rules() -> None:
     assert extract_text("<p>a</p><svg><text>unclosed svg") == "a"
     assert extract_text("<p>a</p><template><p>t</p><template>x</template></template><p>b</p>") == "a\nb"
     assert extract_text("<p>a</p><noscript>enable js</noscript>b") == "a\nb"
+
+
+REAL_PAGES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "quality" / "sample" / "pages").rglob("*.html"))
+
+
+def test_real_sample_pages_are_committed() -> None:
+    assert len(REAL_PAGES) >= 20
+
+
+@pytest.mark.parametrize("path", REAL_PAGES, ids=lambda p: p.name)
+def test_lxml_path_agrees_with_beautifulsoup_reference(path: Path) -> None:
+    # Two independent parsers (libxml2 and Python's html.parser) must give the
+    # same visible text on real pages.
+    data = path.read_bytes()
+    assert extract_text(data) == extract_text_bs4(data)
+
+
+@pytest.mark.parametrize("html", [PAGE, "<p>a</p><p>b</p>", "<p>before <span hidden>secret</span>after</p>"])
+def test_reference_extractor_follows_the_same_rules(html: str) -> None:
+    assert extract_text_bs4(html) == extract_text(html)
