@@ -463,7 +463,7 @@ def _scrapy_version() -> str:
     return scrapy.__version__
 
 
-def per_page_costs(site: Path, sample: int = 300) -> None:
+def per_page_costs(site: Path, sample: int = 600) -> None:
     """Single-threaded cost of each step on a sample of the site's pages (ms per page)."""
     import random
 
