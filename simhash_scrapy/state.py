@@ -28,7 +28,7 @@ from .config import SimhashConfig
 from .features import feature_hashes
 from .fingerprint import simhash_from_features
 from .report import build_clusters, check_format_available, expand_report_path, report_params, write_report
-from .text import extract_text, extract_text_bytes
+from .text import extract_text, extract_text_bytes, text_of_parsed
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -84,6 +84,24 @@ def analyse_html(
     else:
         text = None
         data = extract_text_bytes(body, encoding=encoding, main_content=config.main_content)
+    fingerprint, reason = _finish(data, config)
+    return fingerprint, reason, text if fingerprint is not None else None
+
+
+def analyse_tree(
+    root: Any, raw: bytes | None, config: SimhashConfig, keep_text: bool = False
+) -> tuple[int | None, str | None, str | None]:
+    """``analyse_html`` for a page already parsed by Scrapy (``response.selector.root``).
+
+    Same result as ``analyse_html`` on the page's body (the tree is copied,
+    not modified), without parsing the page a second time.
+    """
+    if keep_text:
+        text: str | None = text_of_parsed(root, raw, config.main_content)  # type: ignore[assignment]
+        data: str | bytes = text or ""
+    else:
+        text = None
+        data = text_of_parsed(root, raw, config.main_content, as_bytes=True)
     fingerprint, reason = _finish(data, config)
     return fingerprint, reason, text if fingerprint is not None else None
 

@@ -22,6 +22,7 @@ builds trees (2048 levels) is read with a plain tag stripper instead.  lxml alwa
 from __future__ import annotations
 
 import codecs
+import copy
 import html as html_lib
 import re
 import threading
@@ -364,6 +365,30 @@ def extract_text(html: str | bytes, encoding: str | None = None, main_content: b
     tree = _cleaned_tree(html, encoding, main_content)
     if tree is None or isinstance(tree, str):
         return tree or ""
+    return visible_text_of(tree)
+
+
+def text_of_parsed(
+    root: etree._Element, raw: bytes | None = None, main_content: bool = False, as_bytes: bool = False
+) -> str | bytes:
+    """The text ``extract_text`` (or ``extract_text_bytes``) gives, from a tree someone else parsed.
+
+    For Scrapy's ``response.selector.root``: the spider's selectors reuse that
+    parse, so fingerprinting does not parse the page a second time.  The tree
+    is left untouched (a copy is cleaned: copying costs under half a parse).
+    ``raw``, the page's bytes, only lets hidden-markup checks be skipped on
+    pages that have none.
+    """
+    if root is None or not isinstance(root.tag, str):
+        return b"" if as_bytes else ""
+    tree = copy.deepcopy(root)
+    remove_invisible(tree, raw)
+    if main_content:
+        from .boilerplate import keep_main_content
+
+        tree = keep_main_content(tree)
+    if as_bytes:
+        return bytes(_stylesheet("token_text", "\n")(tree))
     return visible_text_of(tree)
 
 

@@ -183,6 +183,7 @@ async def test_fingerprinting_error_lets_the_page_pass(monkeypatch: pytest.Monke
         raise RuntimeError("boom")
 
     monkeypatch.setattr("simhash_scrapy.middleware.analyse_html", broken)
+    monkeypatch.setattr("simhash_scrapy.middleware.analyse_tree", broken)
     request, response = html("http://site/a")
     with caplog.at_level(logging.ERROR):
         assert await process(mw, request, response) is response
@@ -345,3 +346,40 @@ def test_addon_keeps_user_priorities() -> None:
 def test_backend_interface_is_abstract() -> None:
     with pytest.raises(TypeError):
         DedupBackend(None)  # type: ignore[abstract,arg-type]
+
+
+SHARED_PAGE = """<html><head><title>T</title><script>var s = 1;</script></head><body>
+<nav><a href="/">Home</a> <a href="/x">X</a></nav>
+<main><p>""" + " ".join(f"word{i} shared parse test" for i in range(60)) + """</p>
+<div hidden>hidden words here</div></main><footer>Footer text</footer></body></html>"""
+
+
+@pytest.mark.parametrize("mode", ["main", "visible"])
+@pytest_twisted.ensureDeferred
+async def test_pages_are_fingerprinted_from_scrapys_own_parse(mode: str) -> None:
+    from simhash_scrapy import fingerprint_html
+
+    mw, crawler = await make({"SIMHASH_TEXT_MODE": mode})
+    request, response = html("http://site/shared", SHARED_PAGE)
+    assert await process(mw, request, response) is response
+    # The spider's selector was built once, here, and is reused as it is:
+    # cleaning for the fingerprint happened on a copy.
+    cached = response._cached_selector
+    assert cached is not None and response.selector is cached
+    assert response.css("script::text").get() == "var s = 1;"
+    assert response.css("nav a::text").getall() == ["Home", "X"]
+    assert response.xpath("//div[@hidden]/text()").get() == "hidden words here"
+    # The same fingerprint the core gives for the body.
+    expected = fingerprint_html(response.body, response.encoding, main_content=(mode == "main"),
+                                features=mw.config.features, min_tokens=mw.config.min_tokens)
+    assert request.meta["simhash"] == expected
+
+
+@pytest_twisted.ensureDeferred
+async def test_very_large_pages_are_parsed_by_the_plugin_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simhash_scrapy.middleware.SHARED_PARSE_MAX_BYTES", 100)
+    mw, crawler = await make()
+    request, response = html("http://site/big", SHARED_PAGE)
+    assert await process(mw, request, response) is response
+    assert response._cached_selector is None  # left for the spider to build, if it wants it
+    assert isinstance(request.meta["simhash"], int)
