@@ -119,9 +119,13 @@ class SimhashMiddleware:
         The spider's ``response.css()`` / ``xpath()`` / link extractors parse the
         page through ``response.selector``, which Scrapy caches on the response.
         Parsing it here once, and fingerprinting a copy of that tree, saves a
-        second parse of every page the spider also reads.  Very large pages
-        (and non-HTML responses) are parsed by the plugin in a worker thread
-        instead, so they never block the event loop for long.
+        second parse of every page the spider also reads.  That work runs
+        inline: the parse happens on the event loop anyway (the spider would
+        do it there), and handing the rest to a thread measured slower
+        (``benchmarks/crawl_overhead.py``).  Pages over
+        ``SHARED_PARSE_MAX_BYTES`` (and HTML in non-HTML responses) are parsed
+        by the plugin itself, in a worker thread when ``SIMHASH_THREADS`` is on,
+        so they never block the event loop for long.
         """
         state = self.state
         body = response.body
@@ -131,7 +135,7 @@ class SimhashMiddleware:
             root = response.selector.root
             # The raw bytes only serve ASCII-based hints; UTF-16/32 bodies get the full checks.
             raw = None if response.encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")) else body
-            return await state.run_analysis(analyse_tree, root, raw, config, config.keep_text, size=size)
+            return analyse_tree(root, raw, config, config.keep_text)
         encoding = response.encoding if isinstance(response, TextResponse) else None
         return await state.run_analysis(analyse_html, body, encoding, config, config.keep_text, size=size)
 

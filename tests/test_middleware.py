@@ -208,7 +208,8 @@ async def test_backend_error_lets_the_page_pass() -> None:
 
 @pytest_twisted.ensureDeferred
 async def test_threads_give_the_same_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simhash_scrapy.state.THREAD_MIN_BYTES", 0)  # every page goes to a thread
+    monkeypatch.setattr("simhash_scrapy.state.THREAD_MIN_BYTES", 0)  # every page the plugin parses goes to a thread
+    monkeypatch.setattr("simhash_scrapy.middleware.SHARED_PARSE_MAX_BYTES", 0)  # no page shares Scrapy's parse
     inline, _ = await make({"SIMHASH_THREADS": False})
     threaded, _ = await make({"SIMHASH_THREADS": True})
     r1, p1 = html("http://site/a")
