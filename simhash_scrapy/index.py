@@ -115,7 +115,7 @@ class _Keys:
         if self.ints is not None:
             if type(key) is int and _INT64_MIN <= key <= _INT64_MAX:
                 if row >= len(self.ints):
-                    self.ints = np.resize(self.ints, max(16, 2 * len(self.ints)))
+                    self.ints = np.resize(self.ints, max(16, len(self.ints) + len(self.ints) // 4))
                 self.ints[row] = key
                 return
             self._to_objects(n)
@@ -126,7 +126,7 @@ class _Keys:
         if self.ints is not None and all(type(k) is int and _INT64_MIN <= k <= _INT64_MAX for k in keys):
             needed = n + len(keys)
             if needed > len(self.ints):
-                self.ints = np.resize(self.ints, max(needed, 2 * len(self.ints)))
+                self.ints = np.resize(self.ints, max(needed, len(self.ints) + len(self.ints) // 4))
             self.ints[n:needed] = np.asarray(keys, dtype=np.int64) if len(keys) else 0
             return
         if self.ints is not None:
@@ -245,7 +245,9 @@ class BlockPermutedIndex:
         if needed > _MAX_ROWS:
             raise ValueError(f"an index holds at most {_MAX_ROWS} fingerprints (row numbers are 32-bit)")
         if needed > len(self._fps):
-            self._fps = np.resize(self._fps, max(needed, 2 * len(self._fps)))
+            # Grow by a quarter, not double: amortised O(1) all the same, and at most
+            # 25% slack (the bytes-per-fingerprint budget counts it).
+            self._fps = np.resize(self._fps, max(needed, len(self._fps) + len(self._fps) // 4, 16))
             if self._alive is not None:
                 alive = np.ones(len(self._fps), dtype=bool)
                 alive[: self._n] = self._alive[: self._n]
@@ -379,12 +381,15 @@ class BlockPermutedIndex:
         if self._indexed:
             for table in self._tables:
                 buckets = table.buckets(queries)
-                lo = table.bounds[buckets].astype(np.int64)
-                counts = table.bounds[buckets + 1].astype(np.int64) - lo
-                ends = np.cumsum(counts)
+                lo = table.bounds[buckets]
+                counts = table.bounds[buckets + 1] - lo
+                ends = np.cumsum(counts, dtype=np.int64)
                 # Candidate j of query i sits at order[lo[i] + (j - first[i])]: one repeat,
-                # one arange; the owner query is recovered only for the (few) hits.
-                positions = np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(lo - (ends - counts), counts)
+                # one arange, in 32-bit (half the memory traffic); the owner query is
+                # recovered only for the (few) hits.
+                total = int(ends[-1]) if len(ends) else 0
+                positions = np.arange(total, dtype=np.uint32)
+                positions += np.repeat((lo - (ends - counts)).astype(np.uint32), counts)
                 rows = table.order[positions]
                 distances = np.bitwise_count(self._fps[rows] ^ np.repeat(queries, counts))
                 hits = np.flatnonzero(distances <= self.max_distance)
