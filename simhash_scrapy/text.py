@@ -26,6 +26,7 @@ import copy
 import html as html_lib
 import re
 import threading
+from typing import Any
 
 from lxml import etree
 
@@ -259,33 +260,70 @@ def _parse_bytes(data: bytes) -> etree._Element | None:
 
 
 def drop_element(element: etree._Element) -> None:
-    """Remove ``element`` and its subtree but keep its tail text."""
+    """Remove ``element`` and its subtree but keep its tail text.
+
+    Inside ``_undoable_drops()`` every removal is recorded so it can be undone.
+    """
     parent = element.getparent()
     if parent is None:
         return
+    journal = getattr(_local, "journal", None)
     tail = element.tail
+    previous = element.getprevious()
+    if journal is not None:
+        before = previous.tail if previous is not None else parent.text
+        if tail and (_has_controls(tail) or (before and _has_controls(before))):
+            raise _NotUndoable  # lxml could not set such text back
+        journal.append((element, parent, parent.index(element), previous, before))
     if tail:
-        previous = element.getprevious()
         if previous is not None:
             previous.tail = xml_safe((previous.tail or "") + tail)
         else:
             parent.text = xml_safe((parent.text or "") + tail)
-    parent.remove(element)
+    parent.remove(element)  # the removed element keeps its tail
 
 
-def remove_invisible(root: etree._Element, data: bytes | None = None) -> None:
+class _NotUndoable(Exception):
+    """A removal whose text lxml could not restore (C0 control characters)."""
+
+
+def _has_controls(text: str) -> bool:
+    return not text.isprintable() and text.translate(_CONTROL_CHARS) != text
+
+
+class _UndoableDrops:
+    """Record every ``drop_element`` in the block; ``undo()`` puts the tree back as it was."""
+
+    def __enter__(self) -> _UndoableDrops:
+        self.journal: list[tuple[Any, ...]] = []
+        _local.journal = self.journal
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _local.journal = None
+
+    def undo(self) -> None:
+        for element, parent, index, previous, before in reversed(self.journal):
+            if previous is not None:
+                previous.tail = before
+            else:
+                parent.text = before
+            parent.insert(index, element)
+        self.journal = []
+
+
+def remove_invisible(root: etree._Element, data: bytes | None = None, strip: bool = True) -> None:
     """Remove non-rendered and hidden elements from the tree, in place.
 
     ``data`` (the page's UTF-8 bytes) lets it skip tree walks for
-    markup the page does not contain.
+    markup the page does not contain.  ``strip=False``: the caller removed
+    the non-rendered elements already.
     """
-    if data is None:
-        etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
-    else:
+    if strip:
         # One C walk over the tree; cheaper than any byte-level pre-check we tried.
         etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
-        if not _may_hide(data):
-            return
+    if data is not None and not _may_hide(data):
+        return
     for element in _HIDDEN_XPATH(root):
         if (
             element.get("hidden") is not None
@@ -375,14 +413,31 @@ def text_of_parsed(
 
     For Scrapy's ``response.selector.root``: the spider's selectors reuse that
     parse, so fingerprinting does not parse the page a second time.  The tree
-    is left untouched (a copy is cleaned: copying costs under half a parse).
+    is cleaned in place and every removal is undone afterwards, so it is left
+    exactly as it was (cheaper than copying it: a copy costs half a parse).
+    Not thread-safe for the same tree: nothing else may read it meanwhile.
     ``raw``, the page's bytes, only lets hidden-markup checks be skipped on
     pages that have none.
     """
     if root is None or not isinstance(root.tag, str):
         return b"" if as_bytes else ""
-    tree = copy.deepcopy(root)
-    remove_invisible(tree, raw)
+    try:
+        with _UndoableDrops() as drops:
+            try:
+                for element in list(root.iter(*NOT_RENDERED_TAGS)):
+                    drop_element(element)  # strip_elements would not be undoable
+                return _text_of_cleaned(root, raw, main_content, as_bytes, strip=False)
+            finally:
+                drops.undo()
+    except _NotUndoable:
+        # Rare (control characters next to a removed element): clean a copy instead.
+        return _text_of_cleaned(copy.deepcopy(root), raw, main_content, as_bytes, strip=True)
+
+
+def _text_of_cleaned(
+    tree: etree._Element, raw: bytes | None, main_content: bool, as_bytes: bool, strip: bool
+) -> str | bytes:
+    remove_invisible(tree, raw, strip=strip)
     if main_content:
         from .boilerplate import keep_main_content
 

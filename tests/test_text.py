@@ -184,3 +184,28 @@ def test_lxml_path_agrees_with_beautifulsoup_reference(path: Path) -> None:
 @pytest.mark.parametrize("html", [PAGE, "<p>a</p><p>b</p>", "<p>before <span hidden>secret</span>after</p>"])
 def test_reference_extractor_follows_the_same_rules(html: str) -> None:
     assert extract_text_bs4(html) == extract_text(html)
+
+
+@pytest.mark.parametrize("main_content", [False, True])
+@pytest.mark.parametrize(
+    "page",
+    [
+        PAGE,
+        "<p>x<span hidden>h</span>\x01tail</p><script>a</script>tail2<noscript><script>b</script>n</noscript>t3",
+        "<div><nav>menu <a href='/'>home</a></nav>text <style>s{}</style>more</div>",
+    ]
+    + [p.read_bytes() for p in REAL_PAGES[:8]],
+)
+def test_text_of_a_shared_tree_leaves_it_as_it_was(page, main_content: bool) -> None:
+    # The plugin cleans Scrapy's own parse in place and undoes every removal.
+    from lxml import etree, html as lxml_html
+
+    from simhash_scrapy.text import extract_text_bytes, text_of_parsed, to_utf8
+
+    root = lxml_html.fromstring(to_utf8(page).decode("utf-8"))
+    root = root.getroottree().getroot()
+    before = etree.tostring(root)
+    raw = page if isinstance(page, bytes) else page.encode()
+    assert text_of_parsed(root, raw, main_content) == extract_text(page, main_content=main_content)
+    assert text_of_parsed(root, raw, main_content, as_bytes=True) == extract_text_bytes(page, main_content=main_content)
+    assert etree.tostring(root) == before
