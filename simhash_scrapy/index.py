@@ -425,10 +425,8 @@ class BlockPermutedIndex:
         order = np.lexsort((r, d, q))
         q, r, d = q[order], r[order], d[order]
         if len(q):
-            keep = np.ones(len(q), dtype=bool)
-            pair = q * (self._n + 1) + r
-            _, first = np.unique(pair, return_index=True)
-            keep[:] = False
+            _, first = np.unique(q * (self._n + 1) + r, return_index=True)
+            keep = np.zeros(len(q), dtype=bool)
             keep[first] = True
             q, r, d = q[keep], r[keep], d[keep]
         return q, r, d

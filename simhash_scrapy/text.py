@@ -241,10 +241,8 @@ def parse_html(html: str | bytes, encoding: str | None = None) -> etree._Element
 
     Raises ``TooDeep`` when the markup nests deeper than libxml2 builds trees.
     """
-    data = to_utf8(html, encoding)
-    if not data.strip():
-        return None
-    return _parse_bytes(data)
+    parsed = _parse(html, encoding)
+    return None if parsed is None else parsed.root
 
 
 def _parse_bytes(data: bytes) -> etree._Element | None:
