@@ -28,6 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from . import _native
+
+#: The compiled tokeniser hash when available (see ``_speedups.c``); both give the same hashes.
+_fast = _native.speedups
+
 __all__ = [
     "FeatureConfig",
     "DEFAULT_FEATURES",
@@ -208,6 +213,13 @@ def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
 
 
 def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
+    if _fast is not None:
+        packed, specials = _fast.hash_tokens(chunk)
+        hashes = np.frombuffer(packed, dtype=np.uint64)
+        if not specials:
+            return hashes
+        index, starts, ends = (np.array(column, dtype=np.int64) for column in zip(*specials))
+        return _with_unicode_tokens(hashes, chunk, index, starts, ends, cjk_ngram)
     codes = np.frombuffer(chunk, dtype=np.uint8)
     n = len(codes)
     if n == 0:
@@ -229,12 +241,20 @@ def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
     hashes = _mix64(poly + (ends - starts).astype(np.uint64))
     if chunk.isascii():
         return hashes
-    # Pieces with non-ASCII bytes are re-tokenised with Unicode rules (few, cached).
     high = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(codes >= 128, out=high[1:])
     special = np.flatnonzero(high[ends] != high[starts])
+    return _with_unicode_tokens(hashes, chunk, special, starts[special], ends[special], cjk_ngram)
+
+
+def _with_unicode_tokens(
+    hashes: np.ndarray, chunk: bytes, special: np.ndarray, starts: np.ndarray, ends: np.ndarray, cjk_ngram: int
+) -> np.ndarray:
+    """``hashes`` with the tokens at ``special`` (pieces with non-ASCII bytes) re-tokenised with Unicode rules."""
+    if len(special) == 0:
+        return hashes
     cache = _cache_for(cjk_ngram)
-    replacements = [cache[chunk[s:e]] for s, e in zip(starts[special].tolist(), ends[special].tolist())]
+    replacements = [cache[chunk[s:e]] for s, e in zip(starts.tolist(), ends.tolist())]
     counts = np.ones(len(hashes), dtype=np.int64)
     counts[special] = [len(r) for r in replacements]
     is_special = np.zeros(len(hashes), dtype=bool)

@@ -30,6 +30,8 @@ from typing import Any
 
 from lxml import etree
 
+from . import _native
+
 __all__ = ["extract_text", "extract_text_bytes", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS", "BLOCK_TAGS"]
 
 NOT_RENDERED_TAGS = (
@@ -310,13 +312,28 @@ class _UndoableDrops:
         self.journal = []
 
 
+def hidden_style(style: str) -> bool:
+    """Whether an inline ``style`` value hides its element (display:none / visibility:hidden)."""
+    return _HIDDEN_STYLE.search(style) is not None
+
+
+def aria_hidden(value: str) -> bool:
+    """Whether an ``aria-hidden`` value hides its element."""
+    return value.strip().lower() == "true"
+
+
 def remove_invisible(root: etree._Element, data: bytes | None = None, strip: bool = True) -> None:
     """Remove non-rendered and hidden elements from the tree, in place.
 
-    ``data`` (the page's UTF-8 bytes) lets it skip tree walks for
-    markup the page does not contain.  ``strip=False``: the caller removed
-    the non-rendered elements already.
+    ``data`` (the page's UTF-8 bytes) lets the pure-Python path skip tree
+    walks for markup the page does not contain.  ``strip=False``: the caller
+    removed the non-rendered elements already.
     """
+    if _fast is not None:
+        # One C walk finds the outermost elements to remove (hidden ones included).
+        for element in _fast.invisible_elements(root):
+            drop_element(element)
+        return
     if strip:
         # One C walk over the tree; cheaper than any byte-level pre-check we tried.
         etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
@@ -325,8 +342,8 @@ def remove_invisible(root: etree._Element, data: bytes | None = None, strip: boo
     for element in _HIDDEN_XPATH(root):
         if (
             element.get("hidden") is not None
-            or (element.get("aria-hidden") or "").strip().lower() == "true"
-            or _HIDDEN_STYLE.search(element.get("style") or "")
+            or aria_hidden(element.get("aria-hidden") or "")
+            or hidden_style(element.get("style") or "")
         ):
             drop_element(element)
 
@@ -370,27 +387,48 @@ def _stylesheet(name: str, marker: str) -> etree.XSLT:
     return sheet
 
 
+_STYLESHEET_NAMES = {_BLOCK_MARK: "display_text", "\n": "token_text"}
+_MARKER_BYTES = {marker: marker.encode("utf-8") for marker in _STYLESHEET_NAMES}
+
+
+def _text_bytes(tree: etree._Element, marker: str) -> bytes:
+    """The text of ``tree`` with ``marker`` around every block element, as UTF-8 bytes.
+
+    The C walk skips non-rendered and hidden elements itself; the XSLT
+    stylesheet needs them removed from the tree first.
+    """
+    if _fast is not None:
+        return _fast.visible_text(tree, _MARKER_BYTES[marker])
+    return bytes(_stylesheet(_STYLESHEET_NAMES[marker], marker)(tree))
+
+
 def visible_text_of(root: etree._Element) -> str:
     """Text of an already-cleaned tree, one line per block."""
-    text = bytes(_stylesheet("display_text", _BLOCK_MARK)(root)).decode("utf-8")
+    text = _text_bytes(root, _BLOCK_MARK).decode("utf-8")
     return _normalise_lines(_SPACE_RUNS.sub(" ", text).replace(_BLOCK_MARK, "\n"))
 
 
+def _prepared(root: etree._Element, data: bytes | None, main_content: bool, strip: bool = True) -> etree._Element:
+    """The subtree whose text is wanted, with what ``_text_bytes`` cannot skip removed (in place)."""
+    if main_content:
+        from .boilerplate import keep_main_content
+
+        remove_invisible(root, data, strip=strip)  # the layout is judged on what is shown
+        return keep_main_content(root)
+    if _fast is None:
+        remove_invisible(root, data, strip=strip)
+    return root  # the C walk skips invisible elements: the tree is left as it is
+
+
 def _cleaned_tree(html: str | bytes, encoding: str | None, main_content: bool) -> etree._Element | str | None:
-    """The cleaned tree, or the text itself for documents lxml cannot build, or None."""
+    """The tree ready for ``_text_bytes``, or the text itself for documents lxml cannot build, or None."""
     try:
         parsed = _parse(html, encoding)
     except TooDeep as too_deep:
         return _normalise_lines(_crude_text(too_deep.args[0]))
     if parsed is None:
         return None
-    root = parsed.root
-    remove_invisible(root, parsed.data)
-    if main_content:
-        from .boilerplate import keep_main_content
-
-        root = keep_main_content(root)
-    return root
+    return _prepared(parsed.root, parsed.data, main_content)
 
 
 def extract_text(html: str | bytes, encoding: str | None = None, main_content: bool = False) -> str:
@@ -411,19 +449,23 @@ def text_of_parsed(
 
     For Scrapy's ``response.selector.root``: the spider's selectors reuse that
     parse, so fingerprinting does not parse the page a second time.  The tree
-    is cleaned in place and every removal is undone afterwards, so it is left
-    exactly as it was (cheaper than copying it: a copy costs half a parse).
+    is left exactly as it was: the C walk only reads it; otherwise it is
+    cleaned in place and every removal is undone afterwards (cheaper than
+    copying it: a copy costs half a parse).
     Not thread-safe for the same tree: nothing else may read it meanwhile.
     ``raw``, the page's bytes, only lets hidden-markup checks be skipped on
     pages that have none.
     """
     if root is None or not isinstance(root.tag, str):
         return b"" if as_bytes else ""
+    if _fast is not None and not main_content:
+        return _text_of_cleaned(root, raw, main_content, as_bytes, strip=False)
     try:
         with _UndoableDrops() as drops:
             try:
-                for element in list(root.iter(*NOT_RENDERED_TAGS)):
-                    drop_element(element)  # strip_elements would not be undoable
+                if _fast is None:
+                    for element in list(root.iter(*NOT_RENDERED_TAGS)):
+                        drop_element(element)  # strip_elements would not be undoable
                 return _text_of_cleaned(root, raw, main_content, as_bytes, strip=False)
             finally:
                 drops.undo()
@@ -435,13 +477,9 @@ def text_of_parsed(
 def _text_of_cleaned(
     tree: etree._Element, raw: bytes | None, main_content: bool, as_bytes: bool, strip: bool
 ) -> str | bytes:
-    remove_invisible(tree, raw, strip=strip)
-    if main_content:
-        from .boilerplate import keep_main_content
-
-        tree = keep_main_content(tree)
+    tree = _prepared(tree, raw, main_content, strip=strip)
     if as_bytes:
-        return bytes(_stylesheet("token_text", "\n")(tree))
+        return _text_bytes(tree, "\n")
     return visible_text_of(tree)
 
 
@@ -454,7 +492,7 @@ def extract_text_bytes(html: str | bytes, encoding: str | None = None, main_cont
     tree = _cleaned_tree(html, encoding, main_content)
     if tree is None or isinstance(tree, str):
         return (tree or "").encode("utf-8")
-    return bytes(_stylesheet("token_text", "\n")(tree))  # any whitespace separates tokens
+    return _text_bytes(tree, "\n")  # any whitespace separates tokens
 
 
 def extract_text_bs4(html: str | bytes, encoding: str | None = None) -> str:
@@ -490,3 +528,10 @@ def extract_text_bs4(html: str | bytes, encoding: str | None = None) -> str:
         element.append(_BLOCK_MARK)
     text = soup.get_text()
     return _normalise_lines(_SPACE_RUNS.sub(" ", text).replace(_BLOCK_MARK, "\n"))
+
+
+
+#: The compiled walk when available (see ``_speedups.c``); both paths give the same text.
+_fast = _native.speedups
+if _fast is not None:
+    _fast.configure(NOT_RENDERED_TAGS, BLOCK_TAGS, hidden_style, aria_hidden)

@@ -1,0 +1,194 @@
+"""The optional C helpers (``_speedups.c``) give exactly what the pure-Python path gives.
+
+Both paths are compared on real pages and on generated markup full of the
+cases the rules are about (hidden attributes, inline styles, non-ASCII
+values, nested blocks, comments, tails).  CI sets SIMHASH_REQUIRE_SPEEDUPS=1 so
+that a failed build of the extension fails the tests instead of silently
+testing the Python path twice.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from lxml import etree, html as lxml_html
+
+import simhash_scrapy
+from simhash_scrapy import _native, features, text
+
+pytestmark = pytest.mark.skipif(_native.speedups is None, reason="the C extension is not built")
+
+FAST = _native.speedups
+REAL_PAGES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "quality" / "sample" / "pages").rglob("*.html"))
+
+
+@pytest.fixture
+def pure(monkeypatch):
+    """Run a block of code on the pure-Python path."""
+
+    class Switch:
+        def __enter__(self):
+            monkeypatch.setattr(text, "_fast", None)
+            monkeypatch.setattr(features, "_fast", None)
+
+        def __exit__(self, *exc):
+            monkeypatch.setattr(text, "_fast", FAST)
+            monkeypatch.setattr(features, "_fast", FAST)
+
+    return Switch()
+
+
+def tokens_of(data: bytes) -> list[str]:
+    # Text bytes may differ in control characters vs spaces (both separate words): compare the words.
+    return features.tokenize(data)
+
+
+def both(pure, func, *args, **kwargs):
+    fast = func(*args, **kwargs)
+    with pure:
+        slow = func(*args, **kwargs)
+    return fast, slow
+
+
+@pytest.mark.skipif(os.environ.get("SIMHASH_REQUIRE_SPEEDUPS") != "1", reason="only where the build is required")
+def test_the_extension_was_built() -> None:
+    assert _native.speedups_enabled()
+
+
+def test_pure_python_can_be_forced_by_environment() -> None:
+    code = "from simhash_scrapy import _native, text; print(_native.speedups_enabled(), text._fast is None)"
+    env = {**os.environ, "SIMHASH_SCRAPY_PURE_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
+# ------------------------------------------------------------------ real pages
+@pytest.mark.parametrize("path", REAL_PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("main_content", [False, True])
+def test_same_text_and_fingerprint_on_real_pages(pure, path: Path, main_content: bool) -> None:
+    data = path.read_bytes()
+    fast, slow = both(pure, text.extract_text_bytes, data, main_content=main_content)
+    assert tokens_of(fast) == tokens_of(slow)
+    fast, slow = both(pure, text.extract_text, data, main_content=main_content)
+    assert fast == slow
+    fast, slow = both(pure, simhash_scrapy.fingerprint_html, data, main_content=main_content)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("path", REAL_PAGES[:10], ids=lambda p: p.name)
+@pytest.mark.parametrize("main_content", [False, True])
+def test_shared_tree_text_is_the_same_and_the_tree_unchanged(pure, path: Path, main_content: bool) -> None:
+    data = path.read_bytes()
+    root = lxml_html.fromstring(data)
+    before = etree.tostring(root)
+    fast, slow = both(pure, text.text_of_parsed, root, data, main_content, as_bytes=True)
+    assert tokens_of(fast) == tokens_of(slow)
+    assert etree.tostring(root) == before
+
+
+def test_real_pages_have_text() -> None:
+    with_text = [p for p in REAL_PAGES if len(tokens_of(text.extract_text_bytes(p.read_bytes()))) > 30]
+    assert len(with_text) >= 0.8 * len(REAL_PAGES)
+
+
+# ------------------------------------------------------------ generated markup
+WORDS = st.sampled_from(["alpha", "Beta", "gamma", "délta", "日本語", "x", "", " ", "\n", "a\x01b", "&amp;", "&lt;p&gt;"])
+STYLES = st.sampled_from([
+    "display:none", "DISPLAY : NONE", "color:red; display: none", "color:red;display:none!important",
+    "display:nonesuch", "xdisplay:none", "visibility:hidden", "visibility: hiddenly", "; visibility :HIDDEN",
+    "display:block", "display:\u00a0none", "\u2003display:none", "display:none\u00e9", "font: x;  \tdisplay\n:none",
+    "display:none;", "display: inline", "",
+])  # fmt: skip
+ARIA = st.sampled_from(["true", " TRUE ", "false", "", "true\u00a0", "tru", "True;"])
+TAGS = st.sampled_from(["p", "div", "span", "b", "li", "td", "br", "section", "a", "script", "style", "noscript", "head", "svg", "template"])
+
+
+@st.composite
+def attributes(draw) -> str:
+    parts = []
+    if draw(st.booleans()):
+        parts.append(draw(st.sampled_from(["hidden", 'hidden=""', 'HIDDEN="x"', 'class="x"', 'hiddenx="1"'])))
+    if draw(st.booleans()):
+        parts.append(f'aria-hidden="{draw(ARIA)}"')
+    if draw(st.booleans()):
+        parts.append(f'style="{draw(STYLES)}"')
+    return (" " + " ".join(parts)) if parts else ""
+
+
+@st.composite
+def fragments(draw, depth: int = 0) -> str:
+    out = []
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.integers(0, 3 if depth < 4 else 1))
+        if kind == 0:
+            out.append(draw(WORDS))
+        elif kind == 1:
+            out.append(draw(st.sampled_from(["<!-- c -->", "<br>", "<?pi x?>", "<img alt='no'>"])))
+        else:
+            tag = draw(TAGS)
+            out.append(f"<{tag}{draw(attributes())}>{draw(fragments(depth + 1))}</{tag}>{draw(WORDS)}")
+    return "".join(out)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=fragments(), root_attributes=attributes())
+def test_same_text_on_generated_markup(pure, body: str, root_attributes: str) -> None:
+    page = f"<html><body{root_attributes}>{body}</body></html>"
+    for main_content in (False, True):
+        fast, slow = both(pure, text.extract_text_bytes, page, main_content=main_content)
+        assert tokens_of(fast) == tokens_of(slow)
+        fast, slow = both(pure, text.extract_text, page, main_content=main_content)
+        assert fast == slow
+    root = lxml_html.document_fromstring(page)
+    before = etree.tostring(root)
+    for main_content in (False, True):
+        fast, slow = both(pure, text.text_of_parsed, root, page.encode(), main_content, as_bytes=True)
+        assert tokens_of(fast) == tokens_of(slow)
+        fast, slow = both(pure, text.text_of_parsed, root, page.encode(), main_content)
+        assert fast == slow
+        assert etree.tostring(root) == before
+
+
+def test_generated_markup_covers_the_rules(pure) -> None:
+    # The cases above must really hide things on both paths (the comparison alone could pass on two bugs).
+    page = (
+        "<p>keep</p><div hidden>h1</div><div aria-hidden=' TRUE '>h2</div><div style='color:red; DISPLAY : none'>h3</div>"
+        "<div style='display:\u00a0none'>h4</div><div style='display:nonesuch'>shown1</div>"
+        "<div aria-hidden='true\u00a0'>h5</div><b style='visibility:hidden'>h6</b>tail<script>s</script>"
+    )
+    for path in ("fast", "slow"):
+        if path == "slow":
+            with pure:
+                got = text.extract_text(page)
+        else:
+            got = text.extract_text(page)
+        assert got == "keep\nshown1\ntail", path
+
+
+# ---------------------------------------------------------------------- tokens
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.text(alphabet=st.characters(codec="utf-8"), max_size=300), cjk=st.integers(1, 3))
+def test_same_token_hashes(pure, value: str, cjk: int) -> None:
+    fast, slow = both(pure, features.token_hashes, value, cjk)
+    assert fast.dtype == slow.dtype == np.uint64
+    assert np.array_equal(fast, slow)
+
+
+def test_same_token_hashes_on_real_text(pure) -> None:
+    for path in REAL_PAGES:
+        words = text.extract_text(path.read_bytes())
+        fast, slow = both(pure, features.token_hashes, words)
+        assert np.array_equal(fast, slow)
+
+
+def test_walk_rejects_what_is_not_an_element() -> None:
+    with pytest.raises(TypeError, match="lxml element"):
+        FAST.visible_text("<p>x</p>", b"\n")
+    with pytest.raises(TypeError):
+        FAST.hash_tokens("not bytes")
