@@ -25,6 +25,13 @@
  *       holding non-ASCII bytes are listed in ``specials`` as (index, start,
  *       end) for the Python side to re-tokenise with Unicode rules.
  *
+ *   query_tables(queries, fingerprints, alive, tables, max_distance, tail_start)
+ *       the index's queries (index.py): for every query, every table's
+ *       bucket is read and each candidate verified with a popcount, and the
+ *       rows from ``tail_start`` on (not in the tables yet) are scanned; pairs are
+ *       returned once, sorted by query, distance, row, as three int64 arrays
+ *       (bytes).  The loop runs without the GIL.
+ *
  * The rules are the Python path's, and the tests compare both on real pages.
  * Style and aria-hidden values with non-ASCII characters are handed to the
  * Python functions (Unicode whitespace and case rules), so the two paths can
@@ -445,6 +452,205 @@ fail:
     return NULL;
 }
 
+/* -------------------------------------------------------------- index */
+
+typedef struct {
+    int shift;
+    uint64_t mask;
+    int width;
+} Span;
+
+typedef struct {
+    Py_buffer order, bounds; /* uint32 row numbers sorted by bucket; bucket offsets */
+    Span spans[64];
+    int span_count;
+    int drop_bits; /* key >> drop_bits is the bucket */
+} TableView;
+
+typedef struct {
+    int64_t *data;
+    size_t len, cap;
+} Int64s;
+
+static int int64s_add(Int64s *v, int64_t x) {
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 1024;
+        int64_t *grown = PyMem_RawRealloc(v->data, cap * sizeof(int64_t));
+        if (grown == NULL) return -1;
+        v->data = grown;
+        v->cap = cap;
+    }
+    v->data[v->len++] = x;
+    return 0;
+}
+
+static PyObject *int64s_bytes(Int64s *v) {
+    return PyBytes_FromStringAndSize((const char *)(v->data ? v->data : (int64_t *)""), (Py_ssize_t)(v->len * sizeof(int64_t)));
+}
+
+static int parse_table(PyObject *spec, TableView *t) {
+    PyObject *order, *bounds, *spans;
+    if (!PyArg_ParseTuple(spec, "OOOi:table", &order, &bounds, &spans, &t->drop_bits)) return -1;
+    PyObject *seq = PySequence_Fast(spans, "spans must be a sequence");
+    if (seq == NULL) return -1;
+    t->span_count = (int)PySequence_Fast_GET_SIZE(seq);
+    if (t->span_count > 64) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "too many spans");
+        return -1;
+    }
+    for (int i = 0; i < t->span_count; i++) {
+        unsigned long long mask;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "iKi:span", &t->spans[i].shift, &mask, &t->spans[i].width)) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        t->spans[i].mask = mask;
+    }
+    Py_DECREF(seq);
+    if (PyObject_GetBuffer(order, &t->order, PyBUF_SIMPLE) < 0) return -1;
+    if (PyObject_GetBuffer(bounds, &t->bounds, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&t->order);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    uint32_t row;
+    int distance;
+} Hit;
+
+typedef struct {
+    Hit *data;
+    size_t len, cap;
+} Hits;
+
+/* Runs without the GIL: the raw allocator only. */
+static int add_hit(Hits *h, uint32_t row, int distance) {
+    if (h->len == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 64;
+        Hit *grown = PyMem_RawRealloc(h->data, cap * sizeof(Hit));
+        if (grown == NULL) return -1;
+        h->data = grown;
+        h->cap = cap;
+    }
+    h->data[h->len].row = row;
+    h->data[h->len].distance = distance;
+    h->len++;
+    return 0;
+}
+
+static PyObject *query_tables(PyObject *module, PyObject *args) {
+    PyObject *queries_obj, *fps_obj, *alive_obj, *tables_obj;
+    int max_distance;
+    Py_ssize_t tail_start;
+    if (!PyArg_ParseTuple(args, "OOOOin:query_tables", &queries_obj, &fps_obj, &alive_obj, &tables_obj, &max_distance,
+                          &tail_start))
+        return NULL;
+    Py_buffer queries, fps, alive;
+    int have_alive = alive_obj != Py_None;
+    if (PyObject_GetBuffer(queries_obj, &queries, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(fps_obj, &fps, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&queries);
+        return NULL;
+    }
+    if (have_alive && PyObject_GetBuffer(alive_obj, &alive, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&queries);
+        PyBuffer_Release(&fps);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    PyObject *tables_seq = PySequence_Fast(tables_obj, "tables must be a sequence");
+    Py_ssize_t table_count = tables_seq ? PySequence_Fast_GET_SIZE(tables_seq) : 0;
+    TableView *tables = tables_seq ? PyMem_Calloc((size_t)(table_count ? table_count : 1), sizeof(TableView)) : NULL;
+    Py_ssize_t parsed = 0;
+    Int64s out_q = {0}, out_r = {0}, out_d = {0};
+    Hits hits = {0};
+    int failed = 0;
+    if (tables == NULL) goto done;
+    for (; parsed < table_count; parsed++) {
+        if (parse_table(PySequence_Fast_GET_ITEM(tables_seq, parsed), &tables[parsed]) < 0) goto done;
+    }
+    const uint64_t *q = queries.buf;
+    const uint64_t *f = fps.buf;
+    const unsigned char *live = have_alive ? alive.buf : NULL;
+    Py_ssize_t nq = queries.len / (Py_ssize_t)sizeof(uint64_t);
+    Py_ssize_t nf = fps.len / (Py_ssize_t)sizeof(uint64_t);
+
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < nq && !failed; i++) {
+        uint64_t fp = q[i];
+        hits.len = 0;
+        for (Py_ssize_t t = 0; t < table_count && !failed; t++) {
+            TableView *tv = &tables[t];
+            uint64_t key = 0;
+            for (int s = 0; s < tv->span_count; s++) {
+                uint64_t part = (fp >> tv->spans[s].shift) & tv->spans[s].mask;
+                key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
+            }
+            uint64_t bucket = key >> tv->drop_bits;
+            const uint32_t *bounds = tv->bounds.buf;
+            const uint32_t *order = tv->order.buf;
+            if ((Py_ssize_t)((bucket + 2) * sizeof(uint32_t)) > tv->bounds.len) continue;
+            for (uint32_t p = bounds[bucket]; p < bounds[bucket + 1]; p++) {
+                uint32_t row = order[p];
+                if ((Py_ssize_t)row >= nf) continue;
+                int d = __builtin_popcountll(f[row] ^ fp);
+                if (d > max_distance || (live && !live[row])) continue;
+                if (add_hit(&hits, row, d) < 0) {
+                    failed = 1;
+                    break;
+                }
+            }
+        }
+        for (Py_ssize_t row = tail_start < 0 ? 0 : tail_start; row < nf && !failed; row++) {
+            int d = __builtin_popcountll(f[row] ^ fp);
+            if (d > max_distance || (live && !live[row])) continue;
+            if (add_hit(&hits, (uint32_t)row, d) < 0) failed = 1;
+        }
+        /* Sort by (distance, row): insertion sort, hits are few.  Then drop repeats of a row
+         * (a fingerprint equal in more than B - k blocks is found in several tables). */
+        Hit *h = hits.data;
+        for (size_t a = 1; a < hits.len; a++) {
+            Hit x = h[a];
+            size_t b = a;
+            while (b > 0 && (h[b - 1].distance > x.distance || (h[b - 1].distance == x.distance && h[b - 1].row > x.row))) {
+                h[b] = h[b - 1];
+                b--;
+            }
+            h[b] = x;
+        }
+        for (size_t a = 0; a < hits.len && !failed; a++) {
+            if (a > 0 && h[a].row == h[a - 1].row) continue;
+            if (int64s_add(&out_q, i) < 0 || int64s_add(&out_r, h[a].row) < 0 || int64s_add(&out_d, h[a].distance) < 0)
+                failed = 1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue("(NNN)", int64s_bytes(&out_q), int64s_bytes(&out_r), int64s_bytes(&out_d));
+done:
+    for (Py_ssize_t t = 0; t < parsed; t++) {
+        PyBuffer_Release(&tables[t].order);
+        PyBuffer_Release(&tables[t].bounds);
+    }
+    PyMem_Free(tables);
+    Py_XDECREF(tables_seq);
+    PyMem_RawFree(hits.data);
+    PyMem_RawFree(out_q.data);
+    PyMem_RawFree(out_r.data);
+    PyMem_RawFree(out_d.data);
+    PyBuffer_Release(&queries);
+    PyBuffer_Release(&fps);
+    if (have_alive) PyBuffer_Release(&alive);
+    return result;
+}
+
 /* configure(not_rendered_tags, block_tags, hidden_style, aria_hidden) */
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *not_rendered, *blocks, *hidden_style, *aria_hidden;
@@ -476,6 +682,8 @@ static PyMethodDef methods[] = {
     {"visible_text", visible_text, METH_VARARGS, "visible_text(element, marker) -> bytes"},
     {"invisible_elements", invisible_elements, METH_O, "invisible_elements(element) -> list"},
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
+    {"query_tables", query_tables, METH_VARARGS,
+     "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
     {"configure", configure, METH_VARARGS, "configure(not_rendered_tags, block_tags, hidden_style, aria_hidden)"},
     {NULL, NULL, 0, NULL},
 };

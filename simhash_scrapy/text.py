@@ -53,7 +53,12 @@ _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hi
 # Python check in remove_invisible decides.  Whole-tree XPath walks cost as
 # much as parsing, so they only run when the raw bytes hint at hidden markup.
 _HIDDEN_XPATH = etree.XPath("//@hidden/.. | //@aria-hidden/.. | //@style/..")
-_DISPLAY_NONE = re.compile(rb"\s*:\s*none", re.IGNORECASE)
+# Bytes that may be (part of) whitespace to the str regex above: ASCII whitespace
+# (\x1c-\x1f included, as str.isspace() says) and any non-ASCII byte (U+00A0,
+# U+2003... are whitespace too).  Over-matching only costs a tree walk.
+_SPACE_LIKE = rb"\s\x1c-\x1f\x80-\xff"
+_DISPLAY_NONE = re.compile(rb"[%s]*:[%s]*none" % (_SPACE_LIKE, _SPACE_LIKE), re.IGNORECASE)
+_BEFORE_HIDDEN = frozenset(re.findall(rb"[:%s]" % _SPACE_LIKE, bytes(range(256))))
 
 
 def _in_tag(data: bytes, pos: int) -> bool:
@@ -81,8 +86,7 @@ def _may_hide(data: bytes) -> bool:
     for pos in _occurrences(data, b"idden", b"IDDEN"):
         before = data[pos - 2 : pos - 1]
         if (
-            before == b":"
-            or before.isspace()
+            before in _BEFORE_HIDDEN
             or (before == b"-" and data[pos - 6 : pos - 1].lower() == b"aria-")
         ) and _in_tag(data, pos):
             return True

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
 import random
 import threading
@@ -256,3 +257,37 @@ async def run_crawl(spider_cls: type[scrapy.Spider], settings: Mapping[str, Any]
 def simhash_stats(crawler: Crawler) -> dict[str, Any]:
     """The ``simhash/*`` stats of a finished crawl."""
     return {k: v for k, v in crawler.stats.get_stats().items() if k.startswith("simhash/")}
+
+
+# ---------------------------------------------------------------- implementations
+@contextlib.contextmanager
+def compiled_helpers(enabled: bool) -> Iterator[bool]:
+    """Within the block, use the C helpers (``_speedups.c``) or not; yields whether they are used."""
+    from simhash_scrapy import _native, features, index, text
+
+    use = _native.speedups if enabled else None
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (text, features, index):
+            patch.setattr(module, "_fast", use)
+        yield use is not None
+
+
+@pytest.fixture(params=["compiled", "python"])
+def implementation(request) -> Iterator[str]:
+    """Run a test on the C helpers and again on the pure-Python path (the extension is optional).
+
+    Hypothesis tests run once and draw the implementation per example
+    (``compiled_helpers``): pytest-twisted cannot run a parametrized
+    hypothesis test twice.
+    """
+    from simhash_scrapy import _native
+
+    if getattr(request.function, "is_hypothesis_test", False):
+        if request.param == "python":
+            pytest.skip("a hypothesis test draws the implementation per example")
+        yield "drawn"
+        return
+    if request.param == "compiled" and _native.speedups is None:
+        pytest.skip("the C extension is not built")
+    with compiled_helpers(request.param == "compiled"):
+        yield request.param

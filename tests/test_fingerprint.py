@@ -16,6 +16,11 @@ from simhash_scrapy import FeatureConfig, fingerprint, fingerprint_html, hamming
 from simhash_scrapy.features import feature_hashes, stable_hash64, token_hashes
 from simhash_scrapy.fingerprint import simhash_from_features
 
+from conftest import compiled_helpers
+
+# Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
+pytestmark = pytest.mark.usefixtures("implementation")
+
 ARTICLE = (
     "The block-permuted index splits each 64-bit fingerprint into blocks. Two fingerprints "
     "within Hamming distance k differ in at most k blocks, so at least B minus k blocks match "
@@ -34,10 +39,11 @@ def test_tokenize_unicode() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))
-def test_vectorised_token_hashes_equal_per_token_hashes(text: str) -> None:
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300), st.booleans())
+def test_vectorised_token_hashes_equal_per_token_hashes(text: str, compiled: bool) -> None:
     expected = [stable_hash64(tok.encode("utf-8", "replace")) for tok in tokenize(text)]
-    assert token_hashes(text).tolist() == expected
+    with compiled_helpers(compiled):
+        assert token_hashes(text).tolist() == expected
 
 
 def test_long_text_is_hashed_in_chunks_identically() -> None:

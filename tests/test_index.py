@@ -12,6 +12,11 @@ from hypothesis import strategies as st
 from simhash_scrapy import BlockPermutedIndex, IndexFormatError, Match, hamming_distance
 from simhash_scrapy.index import block_widths
 
+from conftest import compiled_helpers
+
+# Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
+pytestmark = pytest.mark.usefixtures("implementation")
+
 LAYOUTS = [(0, 1), (0, 3), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 5), (4, 7), (6, 8)]
 
 
@@ -39,17 +44,18 @@ def brute(stored: list[int], query: int, k: int) -> list[tuple[int, int]]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32), count=st.integers(1, 300))
-def test_query_and_add_matches_brute_force(layout: tuple[int, int], seed: int, count: int) -> None:
+@given(layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32), count=st.integers(1, 300), compiled=st.booleans())
+def test_query_and_add_matches_brute_force(layout: tuple[int, int], seed: int, count: int, compiled: bool) -> None:
     k, blocks = layout
-    index = BlockPermutedIndex(max_distance=k, blocks=blocks)
-    stored: list[int] = []
-    for row, fp in enumerate(planted(seed, count, k)):
-        found = index.query_and_add(row, fp)
-        assert [(m.distance, m.key) for m in found] == brute(stored, fp, k)
-        assert all(m.fingerprint == stored[m.key] for m in found)
-        stored.append(fp)
-    assert len(index) == len(stored)
+    with compiled_helpers(compiled):
+        index = BlockPermutedIndex(max_distance=k, blocks=blocks)
+        stored: list[int] = []
+        for row, fp in enumerate(planted(seed, count, k)):
+            found = index.query_and_add(row, fp)
+            assert [(m.distance, m.key) for m in found] == brute(stored, fp, k)
+            assert all(m.fingerprint == stored[m.key] for m in found)
+            stored.append(fp)
+        assert len(index) == len(stored)
 
 
 @pytest.mark.parametrize("k,blocks", LAYOUTS)
@@ -65,14 +71,15 @@ def test_large_index_with_merged_tables(k: int, blocks: int) -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32))
-def test_batch_query_and_find_all_match_brute_force(layout: tuple[int, int], seed: int) -> None:
+@given(layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32), compiled=st.booleans())
+def test_batch_query_and_find_all_match_brute_force(layout: tuple[int, int], seed: int, compiled: bool) -> None:
     k, blocks = layout
     fps = planted(seed, 400, k)
     index = BlockPermutedIndex(k, blocks)
     index.add_many(range(len(fps)), fps)
     queries = planted(seed + 1, 50, k) + fps[:50]
-    results = index.query_many(queries)
+    with compiled_helpers(compiled):
+        results = index.query_many(queries)
     assert len(results) == len(queries)
     for query, found in zip(queries, results):
         assert [(m.distance, m.key) for m in found] == brute(fps, query, k)

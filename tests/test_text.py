@@ -9,6 +9,9 @@ import pytest
 from simhash_scrapy import extract_text, fingerprint, fingerprint_html
 from simhash_scrapy.text import extract_text_bs4
 
+# Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
+pytestmark = pytest.mark.usefixtures("implementation")
+
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><title>Title is not body text</title>
 <meta charset="utf-8"><style>body { color: red }</style>
@@ -209,3 +212,15 @@ def test_text_of_a_shared_tree_leaves_it_as_it_was(page, main_content: bool) -> 
     assert text_of_parsed(root, raw, main_content) == extract_text(page, main_content=main_content)
     assert text_of_parsed(root, raw, main_content, as_bytes=True) == extract_text_bytes(page, main_content=main_content)
     assert etree.tostring(root) == before
+
+
+@pytest.mark.parametrize(
+    "style",
+    ["display:none", "DISPLAY : NONE", "color:red;display:none", "display:\u00a0none", "visibility:\u2003hidden",
+     "\x1cdisplay:none", "visibility :\tHidden"],
+)  # fmt: skip
+def test_hidden_by_inline_style_with_any_whitespace(style: str) -> None:
+    # Python's \s (Unicode whitespace) decides; the byte-level pre-check must not miss non-ASCII spaces.
+    page = f'<html><body><p>shown</p><p style="{style}">gone</p><b style="display:nonesuch">kept</b></body></html>'
+    assert extract_text(page) == "shown\nkept"
+    assert extract_text(page.encode("utf-8")) == "shown\nkept"
