@@ -14,6 +14,7 @@ Results are printed as markdown and written to benchmarks/results/core.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import platform
@@ -21,6 +22,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +34,31 @@ from simhash_scrapy import BlockPermutedIndex, FeatureConfig, extract_text, fing
 from simhash_scrapy.text import extract_text_bs4  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
+COMPILED = simhash_scrapy._native.speedups_enabled()
+
+
+@contextlib.contextmanager
+def pure_python():
+    """Within the block, the pure-Python/numpy path (as without the C helpers, or SIMHASH_SCRAPY_PURE_PYTHON=1)."""
+    from simhash_scrapy import features, index, text
+
+    saved = [(module, module._fast) for module in (text, features, index)]
+    for module, _ in saved:
+        module._fast = None
+    try:
+        yield
+    finally:
+        for module, fast in saved:
+            module._fast = fast
+
+
+def paths() -> list[tuple[str, contextlib.AbstractContextManager]]:
+    """(label, context) for the C helpers (when built) and the pure-Python path."""
+    out: list[tuple[str, contextlib.AbstractContextManager]] = []
+    if COMPILED:
+        out.append(("", contextlib.nullcontext()))
+    out.append((", pure Python", pure_python()))
+    return out
 
 
 def best_of(repeats: int, func) -> float:
@@ -71,9 +98,11 @@ def bench_text(texts: list[str], repeats: int) -> list[dict]:
         "simhash-scrapy, word 3-shingles": FeatureConfig(word_ngram=3),
         "simhash-scrapy, char 4-grams (PyPI simhash's features)": FeatureConfig(char_ngram=4),
     }
-    for name, config in configs.items():
-        seconds = best_of(repeats, lambda: [fingerprint(t, config) for t in texts])
-        rows.append({"what": name, "MB/s": megabytes / seconds})
+    for suffix, context in paths():
+        with context:
+            for name, config in configs.items():
+                seconds = best_of(repeats, lambda: [fingerprint(t, config) for t in texts])
+                rows.append({"what": name + suffix, "MB/s": megabytes / seconds})
     seconds = best_of(1, lambda: [PySimhash(t) for t in texts])
     baseline = megabytes / seconds
     rows.append({"what": f"PyPI simhash {simhash_module.__version__ if hasattr(simhash_module, '__version__') else '2.1.2'} (char 4-grams, md5)", "MB/s": baseline})
@@ -85,17 +114,26 @@ def bench_text(texts: list[str], repeats: int) -> list[dict]:
 def bench_html(pages: list[bytes], repeats: int) -> list[dict]:
     import lxml.html
 
-    seconds = best_of(repeats, lambda: [lxml.html.fromstring(p).text_content() for p in pages])
-    baseline = len(pages) / seconds
-    rows = [{"what": "bare lxml.html parse + text_content() (baseline)", "pages/s": baseline}]
-    for name, main in (("fingerprint_html, visible text", False), ("fingerprint_html, main content", True)):
-        seconds = best_of(repeats, lambda: [fingerprint_html(p, main_content=main) for p in pages])
-        rows.append({"what": name, "pages/s": len(pages) / seconds})
-    seconds = best_of(repeats, lambda: [extract_text(p) for p in pages])
-    rows.append({"what": "extract_text (lxml path), visible text", "pages/s": len(pages) / seconds})
+    def baseline_run():
+        return [lxml.html.fromstring(p).text_content() for p in pages]
+
+    measured: dict[str, list[float]] = {}
+    runs: dict[str, Any] = {"bare lxml.html parse + text_content() (baseline)": (contextlib.nullcontext, baseline_run)}
+    for suffix, _ in paths():
+        make_context = pure_python if suffix else contextlib.nullcontext
+        for name, main in (("fingerprint_html, visible text", False), ("fingerprint_html, main content", True)):
+            runs[name + suffix] = (make_context, lambda main=main: [fingerprint_html(p, main_content=main) for p in pages])
+        runs["extract_text (lxml path), visible text" + suffix] = (make_context, lambda: [extract_text(p) for p in pages])
+    # Interleaved rounds, best of each: a slow spell of the machine hits every row alike.
+    for _ in range(repeats):
+        for name, (make_context, run) in runs.items():
+            with make_context():
+                measured.setdefault(name, []).append(best_of(1, run))
+    rows = [{"what": name, "pages/s": len(pages) / min(times)} for name, times in measured.items()]
     some = pages[:60]
     seconds = best_of(1, lambda: [extract_text_bs4(p) for p in some])
     rows.append({"what": "extract_text_bs4 (BeautifulSoup reference, 60 pages)", "pages/s": len(some) / seconds})
+    baseline = rows[0]["pages/s"]
     for row in rows:
         row["vs lxml"] = row["pages/s"] / baseline
     return rows
@@ -131,6 +169,11 @@ def bench_index(n: int, queries: int, k: int, blocks: int | None = None) -> dict
     single_qps = len(singles) / seconds
     seconds = best_of(3, lambda: index.query_many_arrays(query_fps))
     batch_qps = len(query_fps) / seconds
+    with pure_python():
+        seconds = best_of(3, lambda: [index.query(q) for q in singles[:5_000]])
+        single_qps_pure = 5_000 / seconds
+        seconds = best_of(3, lambda: index.query_many_arrays(query_fps))
+        batch_qps_pure = len(query_fps) / seconds
 
     # One-at-a-time adds on top (the crawl's query_and_add path).
     extra = [int(q) for q in random_fingerprints(20_000, 4)]
@@ -156,6 +199,8 @@ def bench_index(n: int, queries: int, k: int, blocks: int | None = None) -> dict
         "bytes_per_fp": grown / n,
         "single_qps": single_qps,
         "batch_qps": batch_qps,
+        "single_qps_pure": single_qps_pure,
+        "batch_qps_pure": batch_qps_pure,
         "query_and_add_per_s": qa_per_s,
         "brute_force_qps": brute_qps,
     }
@@ -223,6 +268,7 @@ def main() -> None:
     source, pages = corpus.html_pages(args.pages)
     _, texts = corpus.texts(args.pages)
     print(f"# simhash-scrapy {simhash_scrapy.__version__} core benchmark")
+    print(f"C helpers (_speedups): {'built, used unless a row says pure Python' if COMPILED else 'not built: pure Python'}")
     print(f"Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}; corpus: {source}, "
           f"{sum(map(len, pages)) / len(pages) / 1000:.0f} KB per page on average, "
           f"{sum(len(t.encode()) for t in texts) / 1e6:.1f} MB of text; one core.\n")
@@ -232,7 +278,7 @@ def main() -> None:
     results["text"] = rows
     print("## Text -> fingerprint\n\n" + table(rows) + "\n")
 
-    rows = bench_html(pages, repeats=3)
+    rows = bench_html(pages, repeats=5)
     results["html"] = rows
     print("## HTML page -> fingerprint\n\n" + table(rows) + "\n")
 
@@ -242,16 +288,22 @@ def main() -> None:
     pypi = bench_pypi_index(n, 2_000, 3)
     results["index"] = {"simhash_scrapy": ours, "simhash_scrapy_b5": ours_b5, "simhash_scrapy_k4": ours_k4,
                         "pypi_simhash": pypi}
+    compiled = " (C query loop)" if COMPILED else ""
+
+    def row(label: str, r: dict, pure: bool = False) -> dict:
+        return {"index (k=3)": label, "stored": r["stored"], "bytes/fp": r["bytes_per_fp"], "build s": r["build_s"],
+                "single queries/s": r["single_qps_pure" if pure else "single_qps"],
+                "batch queries/s": r["batch_qps_pure" if pure else "batch_qps"]}
+
     rows = [
-        {"index (k=3)": f"simhash-scrapy BlockPermutedIndex (B={ours['blocks']}, {ours['tables']} tables)",
-         "stored": ours["stored"], "bytes/fp": ours["bytes_per_fp"], "build s": ours["build_s"],
-         "single queries/s": ours["single_qps"], "batch queries/s": ours["batch_qps"]},
-        {"index (k=3)": f"same, B=5 ({ours_b5['tables']} tables)",
-         "stored": ours_b5["stored"], "bytes/fp": ours_b5["bytes_per_fp"], "build s": ours_b5["build_s"],
-         "single queries/s": ours_b5["single_qps"], "batch queries/s": ours_b5["batch_qps"]},
-        {"index (k=3)": f"same, k=4 (B={ours_k4['blocks']}, {ours_k4['tables']} tables; the plugin's default k)",
-         "stored": ours_k4["stored"], "bytes/fp": ours_k4["bytes_per_fp"], "build s": ours_k4["build_s"],
-         "single queries/s": ours_k4["single_qps"], "batch queries/s": ours_k4["batch_qps"]},
+        row(f"simhash-scrapy BlockPermutedIndex (B={ours['blocks']}, {ours['tables']} tables){compiled}", ours),
+        row(f"same, B=5 ({ours_b5['tables']} tables){compiled}", ours_b5),
+        row(f"same, k=4 (B={ours_k4['blocks']}, {ours_k4['tables']} tables; the plugin's default k){compiled}", ours_k4),
+    ]
+    if COMPILED:
+        rows.append(row(f"simhash-scrapy B={ours['blocks']}, pure numpy", ours, pure=True))
+        rows.append(row(f"simhash-scrapy k=4, B={ours_k4['blocks']}, pure numpy", ours_k4, pure=True))
+    rows += [
         {"index (k=3)": "PyPI simhash SimhashIndex", "stored": pypi["stored"], "bytes/fp": pypi["bytes_per_fp"],
          "build s": pypi["build_s"], "single queries/s": pypi["single_qps"], "batch queries/s": "-"},
         {"index (k=3)": "brute-force numpy popcount scan", "stored": ours["stored"], "bytes/fp": 8.0,

@@ -3,6 +3,7 @@
     python benchmarks/crawl_overhead.py                 # 5 repetitions of each mode
     python benchmarks/crawl_overhead.py --reps 3 --profile
     python benchmarks/crawl_overhead.py --also inline:SIMHASH_THREADS=False   # a third mode
+    python benchmarks/crawl_overhead.py --pure-too      # also: plugin on without its C helpers
     python benchmarks/crawl_overhead.py --keep ...; then --site /tmp/simhash-bench-*/site to reuse the site
 
 What it does, in one run:
@@ -317,14 +318,16 @@ def crawl(base_url: str, plugin_settings: dict | None, out: Path, report_dir: Pa
 
 
 # ============================================================================ driver
-def run_crawl(base_url: str, plugin_settings: dict | None, work: Path, tag: str, profile: bool = False) -> dict:
-    """One crawl in a fresh process; ``plugin_settings`` None = plugin off."""
+def run_crawl(
+    base_url: str, plugin_settings: dict | None, work: Path, tag: str, profile: bool = False, env: dict | None = None
+) -> dict:
+    """One crawl in a fresh process; ``plugin_settings`` None = plugin off; ``env``: extra environment variables."""
     out = work / f"stats-{tag}.json"
     t0 = time.perf_counter()
     cmd = [sys.executable, str(HERE), "_crawl", base_url, json.dumps(plugin_settings), str(out), str(work / f"report-{tag}")]
     if profile:
         cmd.append("profile")
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, env={**os.environ, **(env or {})})
     stats = json.loads(out.read_text(encoding="utf-8"))
     stats["bench/process_wall_seconds"] = time.perf_counter() - t0
     return stats
@@ -359,6 +362,8 @@ def main() -> int:
                         help="a SIMHASH_* setting for the 'on' crawls (repeatable), e.g. SIMHASH_THREADS=False")
     parser.add_argument("--also", action="append", default=[], metavar="NAME:SETTING=VALUE[,SETTING=VALUE]",
                         help="one more plugin-on mode in the same run, e.g. inline:SIMHASH_THREADS=False")
+    parser.add_argument("--pure-too", action="store_true",
+                        help="also a mode with the plugin on and its C helpers off (SIMHASH_SCRAPY_PURE_PYTHON=1)")
     parser.add_argument("--profile", action="store_true",
                         help="also: per-page cost of each step on a sample of pages, and one profiled crawl "
                              "(plugin on, SIMHASH_THREADS=False so cProfile sees the plugin's work)")
@@ -379,6 +384,10 @@ def main() -> int:
     for spec in args.also:
         name, _, pairs = spec.partition(":")
         modes[name] = {**modes["on"], **parse_settings([p for p in pairs.split(",") if p])}
+    mode_env: dict[str, dict] = {}
+    if args.pure_too:
+        modes["on, pure Python"] = dict(modes["on"])
+        mode_env["on, pure Python"] = {"SIMHASH_SCRAPY_PURE_PYTHON": "1"}
 
     work = Path(tempfile.mkdtemp(prefix="simhash-bench-"))
     if args.site:
@@ -405,7 +414,8 @@ def main() -> int:
         run_crawl(base_url, None, work, "warmup")
         for rep in range(args.reps):
             for mode, plugin_settings in modes.items():
-                stats = run_crawl(base_url, plugin_settings, work, f"{mode}-{rep}")
+                stats = run_crawl(base_url, plugin_settings, work, f"{mode.replace(' ', '_').replace(',', '')}-{rep}",
+                                  env=mode_env.get(mode))
                 runs[mode].append(stats)
                 print(
                     f"  rep {rep + 1}/{args.reps} {mode:>8}: crawl {stats['elapsed_time_seconds']:.2f} s, "

@@ -467,27 +467,6 @@ typedef struct {
     int drop_bits; /* key >> drop_bits is the bucket */
 } TableView;
 
-typedef struct {
-    int64_t *data;
-    size_t len, cap;
-} Int64s;
-
-static int int64s_add(Int64s *v, int64_t x) {
-    if (v->len == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 1024;
-        int64_t *grown = PyMem_RawRealloc(v->data, cap * sizeof(int64_t));
-        if (grown == NULL) return -1;
-        v->data = grown;
-        v->cap = cap;
-    }
-    v->data[v->len++] = x;
-    return 0;
-}
-
-static PyObject *int64s_bytes(Int64s *v) {
-    return PyBytes_FromStringAndSize((const char *)(v->data ? v->data : (int64_t *)""), (Py_ssize_t)(v->len * sizeof(int64_t)));
-}
-
 static int parse_table(PyObject *spec, TableView *t) {
     PyObject *order, *bounds, *spans;
     if (!PyArg_ParseTuple(spec, "OOOi:table", &order, &bounds, &spans, &t->drop_bits)) return -1;
@@ -517,28 +496,153 @@ static int parse_table(PyObject *spec, TableView *t) {
 }
 
 typedef struct {
+    int64_t query;
     uint32_t row;
     int distance;
-} Hit;
+} Pair;
 
 typedef struct {
-    Hit *data;
+    Pair *data;
     size_t len, cap;
-} Hits;
+} Pairs;
 
 /* Runs without the GIL: the raw allocator only. */
-static int add_hit(Hits *h, uint32_t row, int distance) {
-    if (h->len == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        Hit *grown = PyMem_RawRealloc(h->data, cap * sizeof(Hit));
+static int add_pair(Pairs *v, int64_t query, uint32_t row, int distance) {
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        Pair *grown = PyMem_RawRealloc(v->data, cap * sizeof(Pair));
         if (grown == NULL) return -1;
-        h->data = grown;
-        h->cap = cap;
+        v->data = grown;
+        v->cap = cap;
     }
-    h->data[h->len].row = row;
-    h->data[h->len].distance = distance;
-    h->len++;
+    v->data[v->len].query = query;
+    v->data[v->len].row = row;
+    v->data[v->len].distance = distance;
+    v->len++;
     return 0;
+}
+
+static int pair_order(const void *a, const void *b) {
+    const Pair *x = a, *y = b;
+    if (x->query != y->query) return x->query < y->query ? -1 : 1;
+    if (x->distance != y->distance) return x->distance < y->distance ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+static int grow_u32(uint32_t **array, size_t *cap, size_t needed) {
+    if (needed <= *cap) return 0;
+    size_t size = *cap ? *cap : 4096;
+    while (size < needed) size *= 2;
+    uint32_t *grown = PyMem_RawRealloc(*array, size * sizeof(uint32_t));
+    if (grown == NULL) return -1;
+    *array = grown;
+    *cap = size;
+    return 0;
+}
+
+/* x86-64 before 2008 has no POPCNT instruction: GCC builds both and picks one at load time. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#else
+#define POPCNT_CLONES
+#endif
+
+#define SEARCH_CHUNK 1024
+
+/* The search, without the GIL.  Queries go by chunks, each in phases whose loops make
+ * independent loads (bucket bounds, then row numbers, then fingerprints), so the CPU
+ * overlaps the cache misses: one query at a time would wait for each in turn. */
+POPCNT_CLONES
+static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_t nf, const unsigned char *live,
+                  const TableView *tables, Py_ssize_t table_count, int max_distance, Py_ssize_t tail_start,
+                  Pairs *out) {
+    uint32_t *lo = PyMem_RawMalloc(sizeof(uint32_t) * SEARCH_CHUNK * (size_t)(table_count ? table_count : 1));
+    uint32_t *hi = PyMem_RawMalloc(sizeof(uint32_t) * SEARCH_CHUNK * (size_t)(table_count ? table_count : 1));
+    uint32_t *cand_row = NULL, *cand_query = NULL;
+    size_t cand_cap = 0, query_cap = 0;
+    int failed = lo == NULL || hi == NULL;
+    if (tail_start < 0) tail_start = 0;
+    for (Py_ssize_t c0 = 0; c0 < nq && !failed; c0 += SEARCH_CHUNK) {
+        Py_ssize_t m = nq - c0 < SEARCH_CHUNK ? nq - c0 : SEARCH_CHUNK;
+        size_t total = 0;
+        /* 1. bucket bounds */
+        for (Py_ssize_t i = 0; i < m; i++) {
+            uint64_t fp = q[c0 + i];
+            for (Py_ssize_t t = 0; t < table_count; t++) {
+                const TableView *tv = &tables[t];
+                uint64_t key = 0;
+                for (int s = 0; s < tv->span_count; s++) {
+                    uint64_t part = (fp >> tv->spans[s].shift) & tv->spans[s].mask;
+                    key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
+                }
+                uint64_t bucket = key >> tv->drop_bits;
+                size_t slot = (size_t)i * (size_t)table_count + (size_t)t;
+                if ((Py_ssize_t)((bucket + 2) * sizeof(uint32_t)) > tv->bounds.len) {
+                    lo[slot] = hi[slot] = 0;
+                    continue;
+                }
+                const uint32_t *bounds = tv->bounds.buf;
+                lo[slot] = bounds[bucket];
+                hi[slot] = bounds[bucket + 1];
+                total += hi[slot] > lo[slot] ? hi[slot] - lo[slot] : 0;
+            }
+        }
+        if (grow_u32(&cand_row, &cand_cap, total + 1) < 0 || grow_u32(&cand_query, &query_cap, total + 1) < 0) {
+            failed = 1;
+            break;
+        }
+        /* 2. candidate rows */
+        size_t j = 0;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            for (Py_ssize_t t = 0; t < table_count; t++) {
+                size_t slot = (size_t)i * (size_t)table_count + (size_t)t;
+                const uint32_t *order = tables[t].order.buf;
+                Py_ssize_t order_len = tables[t].order.len / (Py_ssize_t)sizeof(uint32_t);
+                for (uint32_t p = lo[slot]; p < hi[slot] && (Py_ssize_t)p < order_len; p++) {
+                    cand_row[j] = order[p];
+                    cand_query[j] = (uint32_t)i;
+                    j++;
+                }
+            }
+        }
+        /* 3. verify each candidate with a popcount */
+        size_t first = out->len;
+        for (size_t c = 0; c < j && !failed; c++) {
+            uint32_t row = cand_row[c];
+            if ((Py_ssize_t)row >= nf) continue;
+            int d = __builtin_popcountll(f[row] ^ q[c0 + cand_query[c]]);
+            if (d <= max_distance && (live == NULL || live[row]) && add_pair(out, c0 + cand_query[c], row, d) < 0)
+                failed = 1;
+        }
+        /* 4. rows not in the tables yet (the unsorted tail) */
+        for (Py_ssize_t i = 0; i < m && !failed; i++) {
+            uint64_t fp = q[c0 + i];
+            for (Py_ssize_t row = tail_start; row < nf; row++) {
+                int d = __builtin_popcountll(f[row] ^ fp);
+                if (d <= max_distance && (live == NULL || live[row]) && add_pair(out, c0 + i, (uint32_t)row, d) < 0) {
+                    failed = 1;
+                    break;
+                }
+            }
+        }
+        if (failed) break;
+        /* 5. sort this chunk's pairs by (query, distance, row) and keep each pair once
+         * (a fingerprint equal in more than B - k blocks is found in several tables). */
+        Pair *chunk = out->data + first;
+        size_t count = out->len - first;
+        if (count > 1) qsort(chunk, count, sizeof(Pair), pair_order);
+        size_t kept = 0;
+        for (size_t a = 0; a < count; a++) {
+            if (kept > 0 && chunk[kept - 1].query == chunk[a].query && chunk[kept - 1].row == chunk[a].row) continue;
+            chunk[kept++] = chunk[a];
+        }
+        out->len = first + kept;
+    }
+    PyMem_RawFree(lo);
+    PyMem_RawFree(hi);
+    PyMem_RawFree(cand_row);
+    PyMem_RawFree(cand_query);
+    return failed ? -1 : 0;
 }
 
 static PyObject *query_tables(PyObject *module, PyObject *args) {
@@ -565,75 +669,38 @@ static PyObject *query_tables(PyObject *module, PyObject *args) {
     Py_ssize_t table_count = tables_seq ? PySequence_Fast_GET_SIZE(tables_seq) : 0;
     TableView *tables = tables_seq ? PyMem_Calloc((size_t)(table_count ? table_count : 1), sizeof(TableView)) : NULL;
     Py_ssize_t parsed = 0;
-    Int64s out_q = {0}, out_r = {0}, out_d = {0};
-    Hits hits = {0};
+    Pairs pairs = {0};
     int failed = 0;
     if (tables == NULL) goto done;
     for (; parsed < table_count; parsed++) {
         if (parse_table(PySequence_Fast_GET_ITEM(tables_seq, parsed), &tables[parsed]) < 0) goto done;
     }
-    const uint64_t *q = queries.buf;
-    const uint64_t *f = fps.buf;
-    const unsigned char *live = have_alive ? alive.buf : NULL;
-    Py_ssize_t nq = queries.len / (Py_ssize_t)sizeof(uint64_t);
-    Py_ssize_t nf = fps.len / (Py_ssize_t)sizeof(uint64_t);
-
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < nq && !failed; i++) {
-        uint64_t fp = q[i];
-        hits.len = 0;
-        for (Py_ssize_t t = 0; t < table_count && !failed; t++) {
-            TableView *tv = &tables[t];
-            uint64_t key = 0;
-            for (int s = 0; s < tv->span_count; s++) {
-                uint64_t part = (fp >> tv->spans[s].shift) & tv->spans[s].mask;
-                key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
-            }
-            uint64_t bucket = key >> tv->drop_bits;
-            const uint32_t *bounds = tv->bounds.buf;
-            const uint32_t *order = tv->order.buf;
-            if ((Py_ssize_t)((bucket + 2) * sizeof(uint32_t)) > tv->bounds.len) continue;
-            for (uint32_t p = bounds[bucket]; p < bounds[bucket + 1]; p++) {
-                uint32_t row = order[p];
-                if ((Py_ssize_t)row >= nf) continue;
-                int d = __builtin_popcountll(f[row] ^ fp);
-                if (d > max_distance || (live && !live[row])) continue;
-                if (add_hit(&hits, row, d) < 0) {
-                    failed = 1;
-                    break;
-                }
-            }
-        }
-        for (Py_ssize_t row = tail_start < 0 ? 0 : tail_start; row < nf && !failed; row++) {
-            int d = __builtin_popcountll(f[row] ^ fp);
-            if (d > max_distance || (live && !live[row])) continue;
-            if (add_hit(&hits, (uint32_t)row, d) < 0) failed = 1;
-        }
-        /* Sort by (distance, row): insertion sort, hits are few.  Then drop repeats of a row
-         * (a fingerprint equal in more than B - k blocks is found in several tables). */
-        Hit *h = hits.data;
-        for (size_t a = 1; a < hits.len; a++) {
-            Hit x = h[a];
-            size_t b = a;
-            while (b > 0 && (h[b - 1].distance > x.distance || (h[b - 1].distance == x.distance && h[b - 1].row > x.row))) {
-                h[b] = h[b - 1];
-                b--;
-            }
-            h[b] = x;
-        }
-        for (size_t a = 0; a < hits.len && !failed; a++) {
-            if (a > 0 && h[a].row == h[a - 1].row) continue;
-            if (int64s_add(&out_q, i) < 0 || int64s_add(&out_r, h[a].row) < 0 || int64s_add(&out_d, h[a].distance) < 0)
-                failed = 1;
-        }
-    }
+    failed = search(queries.buf, queries.len / (Py_ssize_t)sizeof(uint64_t), fps.buf,
+                    fps.len / (Py_ssize_t)sizeof(uint64_t), have_alive ? alive.buf : NULL, tables, table_count,
+                    max_distance, tail_start, &pairs);
     Py_END_ALLOW_THREADS
-
     if (failed) {
         PyErr_NoMemory();
         goto done;
     }
-    result = Py_BuildValue("(NNN)", int64s_bytes(&out_q), int64s_bytes(&out_r), int64s_bytes(&out_d));
+    PyObject *columns[3];
+    for (int c = 0; c < 3; c++) {
+        columns[c] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(pairs.len * sizeof(int64_t)));
+        if (columns[c] == NULL) {
+            for (int b = 0; b < c; b++) Py_DECREF(columns[b]);
+            goto done;
+        }
+    }
+    int64_t *out_q = (int64_t *)PyBytes_AS_STRING(columns[0]);
+    int64_t *out_r = (int64_t *)PyBytes_AS_STRING(columns[1]);
+    int64_t *out_d = (int64_t *)PyBytes_AS_STRING(columns[2]);
+    for (size_t a = 0; a < pairs.len; a++) {
+        out_q[a] = pairs.data[a].query;
+        out_r[a] = pairs.data[a].row;
+        out_d[a] = pairs.data[a].distance;
+    }
+    result = Py_BuildValue("(NNN)", columns[0], columns[1], columns[2]);
 done:
     for (Py_ssize_t t = 0; t < parsed; t++) {
         PyBuffer_Release(&tables[t].order);
@@ -641,10 +708,7 @@ done:
     }
     PyMem_Free(tables);
     Py_XDECREF(tables_seq);
-    PyMem_RawFree(hits.data);
-    PyMem_RawFree(out_q.data);
-    PyMem_RawFree(out_r.data);
-    PyMem_RawFree(out_d.data);
+    PyMem_RawFree(pairs.data);
     PyBuffer_Release(&queries);
     PyBuffer_Release(&fps);
     if (have_alive) PyBuffer_Release(&alive);
