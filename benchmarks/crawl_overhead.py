@@ -452,8 +452,14 @@ def main() -> int:
         if mode == "off":
             continue
         t, w, pages = med(mode, "elapsed_time_seconds"), med(mode, "bench/process_wall_seconds"), med("off", "downloader/response_count")
+        # Each 'on' crawl ran right after an 'off' crawl: the ratio within a pair sees the same machine state.
+        pair_ratios = sorted(
+            float(on["elapsed_time_seconds"]) / float(off["elapsed_time_seconds"]) for off, on in zip(runs["off"], runs[mode])
+        )
         print(f"\n{mode}: crawl time {100 * (t / off_t - 1):+.1f}% (process wall {100 * (w / off_w - 1):+.1f}%), "
-              f"{1000 * (t - off_t) / pages:+.2f} ms per page fetched. Target: at most +10%.")  # fmt: skip
+              f"{1000 * (t - off_t) / pages:+.2f} ms per page fetched. Target: at most +10%. "
+              f"Per pair (each crawl against the 'off' crawl just before it): median {100 * (statistics.median(pair_ratios) - 1):+.1f}%, "
+              f"range {100 * (pair_ratios[0] - 1):+.1f}% to {100 * (pair_ratios[-1] - 1):+.1f}%.")  # fmt: skip
         simhash = {k: v for k, v in sorted(runs[mode][-1].items()) if k.startswith("simhash/") and "/distance_count/" not in k}
         print(f"Plugin stats of the last '{mode}' crawl: {json.dumps(simhash)}")
     if args.profile:

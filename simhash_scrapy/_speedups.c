@@ -1,11 +1,14 @@
 /*
- * simhash_scrapy._speedups: the visible-text walk in C (optional).
+ * simhash_scrapy._speedups: optional C versions of the three hot loops.
  *
- * The pure-Python path (simhash_scrapy/text.py) removes non-rendered and
- * hidden elements from the lxml tree, then lets an XSLT stylesheet print the
- * text with a marker around every block element.  This module walks the
- * libxml2 tree lxml already built and produces exactly the same bytes in one
- * pass, without touching the tree:
+ * Every function here has a pure-Python twin that gives the same result (the
+ * tests run both); the package works without this module, only slower.
+ *
+ * Text: the pure-Python path (simhash_scrapy/text.py) removes non-rendered
+ * and hidden elements from the lxml tree, then lets an XSLT stylesheet print
+ * the text with a marker around every block element.  Here one walk over the
+ * libxml2 tree lxml already built gives the same words, without touching the
+ * tree:
  *
  *   visible_text(element, marker) -> bytes
  *       the text of ``element``'s subtree; elements that are not rendered
