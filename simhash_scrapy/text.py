@@ -275,9 +275,12 @@ def drop_element(element: etree._Element) -> None:
     tail = element.tail
     previous = element.getprevious()
     if journal is not None:
-        before = previous.tail if previous is not None else parent.text
-        if tail and (_has_controls(tail) or (before and _has_controls(before))):
-            raise _NotUndoable  # lxml could not set such text back
+        if tail:
+            before = previous.tail if previous is not None else parent.text
+            if _has_controls(tail) or (before and _has_controls(before)):
+                raise _NotUndoable  # lxml could not set such text back
+        else:
+            before = _UNCHANGED  # no tail to move: the neighbour's text is not touched, nor restored
         journal.append((element, parent, parent.index(element), previous, before))
     if tail:
         if previous is not None:
@@ -285,6 +288,9 @@ def drop_element(element: etree._Element) -> None:
         else:
             parent.text = xml_safe((parent.text or "") + tail)
     parent.remove(element)  # the removed element keeps its tail
+
+
+_UNCHANGED = object()
 
 
 class _NotUndoable(Exception):
@@ -308,10 +314,11 @@ class _UndoableDrops:
 
     def undo(self) -> None:
         for element, parent, index, previous, before in reversed(self.journal):
-            if previous is not None:
-                previous.tail = before
-            else:
-                parent.text = before
+            if before is not _UNCHANGED:
+                if previous is not None:
+                    previous.tail = before
+                else:
+                    parent.text = before
             parent.insert(index, element)
         self.journal = []
 
@@ -407,7 +414,7 @@ def _text_bytes(tree: etree._Element, marker: str) -> bytes:
 
 
 def visible_text_of(root: etree._Element) -> str:
-    """Text of an already-cleaned tree, one line per block."""
+    """Text of a tree cleaned by ``remove_invisible``, one line per block (the C walk also takes it uncleaned)."""
     text = _text_bytes(root, _BLOCK_MARK).decode("utf-8")
     return _normalise_lines(_SPACE_RUNS.sub(" ", text).replace(_BLOCK_MARK, "\n"))
 
@@ -523,8 +530,8 @@ def extract_text_bs4(html: str | bytes, encoding: str | None = None) -> str:
         attrs = element.attrs
         if (
             "hidden" in attrs
-            or str(attrs.get("aria-hidden", "")).strip().lower() == "true"
-            or _HIDDEN_STYLE.search(str(attrs.get("style", "")))
+            or aria_hidden(str(attrs.get("aria-hidden", "")))
+            or hidden_style(str(attrs.get("style", "")))
         ):
             element.decompose()
     for element in soup.find_all(BLOCK_TAGS):

@@ -224,3 +224,21 @@ def test_hidden_by_inline_style_with_any_whitespace(style: str) -> None:
     page = f'<html><body><p>shown</p><p style="{style}">gone</p><b style="display:nonesuch">kept</b></body></html>'
     assert extract_text(page) == "shown\nkept"
     assert extract_text(page.encode("utf-8")) == "shown\nkept"
+
+
+@pytest.mark.parametrize("main_content", [False, True])
+@pytest.mark.parametrize(
+    "body",
+    ["a\x01b<script></script>", '<p style="display:none"></p>a\x01b<script></script>', "<p>x\x02</p><nav>n</nav>"],
+)
+def test_shared_tree_with_control_characters_next_to_removed_elements(body: str, main_content: bool) -> None:
+    # Text with C0 controls cannot be set back by lxml: removals beside it must not need that.
+    from lxml import etree, html as lxml_html
+
+    from simhash_scrapy.text import text_of_parsed
+
+    page = f"<html><body>{body}</body></html>"
+    root = lxml_html.document_fromstring(page)
+    before = etree.tostring(root)
+    assert text_of_parsed(root, page.encode(), main_content) == extract_text(page, main_content=main_content)
+    assert etree.tostring(root) == before
