@@ -37,19 +37,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 COMPILED = simhash_scrapy._native.speedups_enabled()
 
 
-@contextlib.contextmanager
-def pure_python():
+def pure_python() -> contextlib.AbstractContextManager:
     """Within the block, the pure-Python/numpy path (as without the C helpers, or SIMHASH_SCRAPY_PURE_PYTHON=1)."""
-    from simhash_scrapy import features, index, text
-
-    saved = [(module, module._fast) for module in (text, features, index)]
-    for module, _ in saved:
-        module._fast = None
-    try:
-        yield
-    finally:
-        for module, fast in saved:
-            module._fast = fast
+    return simhash_scrapy._native.switched(False)
 
 
 def paths() -> list[tuple[str, contextlib.AbstractContextManager]]:

@@ -251,8 +251,6 @@ def _with_unicode_tokens(
     hashes: np.ndarray, chunk: bytes, special: np.ndarray, starts: np.ndarray, ends: np.ndarray, cjk_ngram: int
 ) -> np.ndarray:
     """``hashes`` with the tokens at ``special`` (pieces with non-ASCII bytes) re-tokenised with Unicode rules."""
-    if len(special) == 0:
-        return hashes
     cache = _cache_for(cjk_ngram)
     replacements = [cache[chunk[s:e]] for s, e in zip(starts.tolist(), ends.tolist())]
     counts = np.ones(len(hashes), dtype=np.int64)

@@ -541,7 +541,6 @@ def extract_text_bs4(html: str | bytes, encoding: str | None = None) -> str:
     return _normalise_lines(_SPACE_RUNS.sub(" ", text).replace(_BLOCK_MARK, "\n"))
 
 
-
 #: The compiled walk when available (see ``_speedups.c``); both paths give the same text.
 _fast = _native.speedups
 if _fast is not None:

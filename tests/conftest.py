@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import mimetypes
 import random
 import threading
@@ -260,24 +259,12 @@ def simhash_stats(crawler: Crawler) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- implementations
-@contextlib.contextmanager
-def compiled_helpers(enabled: bool) -> Iterator[bool]:
-    """Within the block, use the C helpers (``_speedups.c``) or not; yields whether they are used."""
-    from simhash_scrapy import _native, features, index, text
-
-    use = _native.speedups if enabled else None
-    with pytest.MonkeyPatch.context() as patch:
-        for module in (text, features, index):
-            patch.setattr(module, "_fast", use)
-        yield use is not None
-
-
 @pytest.fixture(params=["compiled", "python"])
 def implementation(request) -> Iterator[str]:
     """Run a test on the C helpers and again on the pure-Python path (the extension is optional).
 
     Hypothesis tests run once and draw the implementation per example
-    (``compiled_helpers``): pytest-twisted cannot run a parametrized
+    (``simhash_scrapy._native.switched``): pytest-twisted cannot run a parametrized
     hypothesis test twice.
     """
     from simhash_scrapy import _native
@@ -289,5 +276,5 @@ def implementation(request) -> Iterator[str]:
         return
     if request.param == "compiled" and _native.speedups is None:
         pytest.skip("the C extension is not built")
-    with compiled_helpers(request.param == "compiled"):
+    with _native.switched(request.param == "compiled"):
         yield request.param

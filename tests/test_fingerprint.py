@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_scrapy import FeatureConfig, fingerprint, fingerprint_html, hamming_distance, similarity, tokenize
+from simhash_scrapy._native import switched
 from simhash_scrapy.features import feature_hashes, stable_hash64, token_hashes
 from simhash_scrapy.fingerprint import simhash_from_features
 
-from conftest import compiled_helpers
 
 # Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
 pytestmark = pytest.mark.usefixtures("implementation")
@@ -42,7 +42,7 @@ def test_tokenize_unicode() -> None:
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300), st.booleans())
 def test_vectorised_token_hashes_equal_per_token_hashes(text: str, compiled: bool) -> None:
     expected = [stable_hash64(tok.encode("utf-8", "replace")) for tok in tokenize(text)]
-    with compiled_helpers(compiled):
+    with switched(compiled):
         assert token_hashes(text).tolist() == expected
 
 

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_scrapy import BlockPermutedIndex, IndexFormatError, Match, hamming_distance
+from simhash_scrapy._native import switched
 from simhash_scrapy.index import block_widths
 
-from conftest import compiled_helpers
 
 # Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
 pytestmark = pytest.mark.usefixtures("implementation")
@@ -47,7 +47,7 @@ def brute(stored: list[int], query: int, k: int) -> list[tuple[int, int]]:
 @given(layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32), count=st.integers(1, 300), compiled=st.booleans())
 def test_query_and_add_matches_brute_force(layout: tuple[int, int], seed: int, count: int, compiled: bool) -> None:
     k, blocks = layout
-    with compiled_helpers(compiled):
+    with switched(compiled):
         index = BlockPermutedIndex(max_distance=k, blocks=blocks)
         stored: list[int] = []
         for row, fp in enumerate(planted(seed, count, k)):
@@ -78,7 +78,7 @@ def test_batch_query_and_find_all_match_brute_force(layout: tuple[int, int], see
     index = BlockPermutedIndex(k, blocks)
     index.add_many(range(len(fps)), fps)
     queries = planted(seed + 1, 50, k) + fps[:50]
-    with compiled_helpers(compiled):
+    with switched(compiled):
         results = index.query_many(queries)
     assert len(results) == len(queries)
     for query, found in zip(queries, results):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from lxml import etree, html as lxml_html
 
 import simhash_scrapy
@@ -28,30 +28,15 @@ FAST = _native.speedups
 REAL_PAGES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "quality" / "sample" / "pages").rglob("*.html"))
 
 
-@pytest.fixture
-def pure(monkeypatch):
-    """Run a block of code on the pure-Python path."""
-
-    class Switch:
-        def __enter__(self):
-            monkeypatch.setattr(text, "_fast", None)
-            monkeypatch.setattr(features, "_fast", None)
-
-        def __exit__(self, *exc):
-            monkeypatch.setattr(text, "_fast", FAST)
-            monkeypatch.setattr(features, "_fast", FAST)
-
-    return Switch()
-
-
 def tokens_of(data: bytes) -> list[str]:
     # Text bytes may differ in control characters vs spaces (both separate words): compare the words.
     return features.tokenize(data)
 
 
-def both(pure, func, *args, **kwargs):
+def both(func, *args, **kwargs):
+    """``func``'s result with the C helpers, then on the pure-Python path."""
     fast = func(*args, **kwargs)
-    with pure:
+    with _native.switched(False):
         slow = func(*args, **kwargs)
     return fast, slow
 
@@ -71,23 +56,23 @@ def test_pure_python_can_be_forced_by_environment() -> None:
 # ------------------------------------------------------------------ real pages
 @pytest.mark.parametrize("path", REAL_PAGES, ids=lambda p: p.name)
 @pytest.mark.parametrize("main_content", [False, True])
-def test_same_text_and_fingerprint_on_real_pages(pure, path: Path, main_content: bool) -> None:
+def test_same_text_and_fingerprint_on_real_pages(path: Path, main_content: bool) -> None:
     data = path.read_bytes()
-    fast, slow = both(pure, text.extract_text_bytes, data, main_content=main_content)
+    fast, slow = both(text.extract_text_bytes, data, main_content=main_content)
     assert tokens_of(fast) == tokens_of(slow)
-    fast, slow = both(pure, text.extract_text, data, main_content=main_content)
+    fast, slow = both(text.extract_text, data, main_content=main_content)
     assert fast == slow
-    fast, slow = both(pure, simhash_scrapy.fingerprint_html, data, main_content=main_content)
+    fast, slow = both(simhash_scrapy.fingerprint_html, data, main_content=main_content)
     assert fast == slow
 
 
 @pytest.mark.parametrize("path", REAL_PAGES[:10], ids=lambda p: p.name)
 @pytest.mark.parametrize("main_content", [False, True])
-def test_shared_tree_text_is_the_same_and_the_tree_unchanged(pure, path: Path, main_content: bool) -> None:
+def test_shared_tree_text_is_the_same_and_the_tree_unchanged(path: Path, main_content: bool) -> None:
     data = path.read_bytes()
     root = lxml_html.fromstring(data)
     before = etree.tostring(root)
-    fast, slow = both(pure, text.text_of_parsed, root, data, main_content, as_bytes=True)
+    fast, slow = both(text.text_of_parsed, root, data, main_content, as_bytes=True)
     assert tokens_of(fast) == tokens_of(slow)
     assert etree.tostring(root) == before
 
@@ -136,56 +121,52 @@ def fragments(draw, depth: int = 0) -> str:
     return "".join(out)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None)
 @given(body=fragments(), root_attributes=attributes())
 @example(body="a\x01b<script></script>", root_attributes="")  # found by hypothesis: undo beside control characters
 @example(body='<p style="display:none"></p>a\x01b<script></script>', root_attributes="")
-def test_same_text_on_generated_markup(pure, body: str, root_attributes: str) -> None:
+def test_same_text_on_generated_markup(body: str, root_attributes: str) -> None:
     page = f"<html><body{root_attributes}>{body}</body></html>"
     for main_content in (False, True):
-        fast, slow = both(pure, text.extract_text_bytes, page, main_content=main_content)
+        fast, slow = both(text.extract_text_bytes, page, main_content=main_content)
         assert tokens_of(fast) == tokens_of(slow)
-        fast, slow = both(pure, text.extract_text, page, main_content=main_content)
+        fast, slow = both(text.extract_text, page, main_content=main_content)
         assert fast == slow
     root = lxml_html.document_fromstring(page)
     before = etree.tostring(root)
     for main_content in (False, True):
-        fast, slow = both(pure, text.text_of_parsed, root, page.encode(), main_content, as_bytes=True)
+        fast, slow = both(text.text_of_parsed, root, page.encode(), main_content, as_bytes=True)
         assert tokens_of(fast) == tokens_of(slow)
-        fast, slow = both(pure, text.text_of_parsed, root, page.encode(), main_content)
+        fast, slow = both(text.text_of_parsed, root, page.encode(), main_content)
         assert fast == slow
         assert etree.tostring(root) == before
 
 
-def test_generated_markup_covers_the_rules(pure) -> None:
+def test_generated_markup_covers_the_rules() -> None:
     # The cases above must really hide things on both paths (the comparison alone could pass on two bugs).
     page = (
         "<p>keep</p><div hidden>h1</div><div aria-hidden=' TRUE '>h2</div><div style='color:red; DISPLAY : none'>h3</div>"
         "<div style='display:\u00a0none'>h4</div><div style='display:nonesuch'>shown1</div>"
         "<div aria-hidden='true\u00a0'>h5</div><b style='visibility:hidden'>h6</b>tail<script>s</script>"
     )
-    for path in ("fast", "slow"):
-        if path == "slow":
-            with pure:
-                got = text.extract_text(page)
-        else:
-            got = text.extract_text(page)
-        assert got == "keep\nshown1\ntail", path
+    for compiled in (True, False):
+        with _native.switched(compiled):
+            assert text.extract_text(page) == "keep\nshown1\ntail", compiled
 
 
 # ---------------------------------------------------------------------- tokens
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None)
 @given(value=st.text(alphabet=st.characters(codec="utf-8"), max_size=300), cjk=st.integers(1, 3))
-def test_same_token_hashes(pure, value: str, cjk: int) -> None:
-    fast, slow = both(pure, features.token_hashes, value, cjk)
+def test_same_token_hashes(value: str, cjk: int) -> None:
+    fast, slow = both(features.token_hashes, value, cjk)
     assert fast.dtype == slow.dtype == np.uint64
     assert np.array_equal(fast, slow)
 
 
-def test_same_token_hashes_on_real_text(pure) -> None:
+def test_same_token_hashes_on_real_text() -> None:
     for path in REAL_PAGES:
         words = text.extract_text(path.read_bytes())
-        fast, slow = both(pure, features.token_hashes, words)
+        fast, slow = both(features.token_hashes, words)
         assert np.array_equal(fast, slow)
 
 
