@@ -75,6 +75,17 @@ def test_self_contained_and_escaped() -> None:
     assert "/^(https?|file):/i.test(url)" in page
 
 
+def test_markup_style_and_script_are_package_files() -> None:
+    """The page is filled from templates/report.html, .css and .js, all of it (no placeholder left)."""
+    folder = Path(render_html.__code__.co_filename).parent / "templates"
+    page = render_html([cluster(1, ["u1", "u2"], [0, 1])], {"pages": 2})
+    script = (folder / "report.js").read_text(encoding="utf-8")
+    style = (folder / "report.css").read_text(encoding="utf-8")
+    assert f"<script>{script}</script>" in page and f"<style>{style}</style>" in page
+    assert "</script" not in script.lower() and "</style" not in style.lower()
+    assert "${" not in page
+
+
 def test_numbers_and_histogram() -> None:
     clusters = [
         cluster(1, ["u1", "u2", "u3"], [0, 1, 3]),

@@ -185,35 +185,35 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
             f"Redis at {redis_settings.describe()} has no simhash data under {backend.prefix!r} "
             f"(a crawl keeps it only with SIMHASH_REDIS_PERSIST = True)"
         )
-    near = sum(1 for m in members if m.canonical_url is not None)
-    summary = {
-        "pages": len(members),
-        "near_duplicates": near,
-        "unique": len(members) - near,
-        "source": f"{redis_settings.describe()} key {backend.prefix}",
-    }
-    return members, summary
+    # Every recorded page: run_report counts them (report_summary).
+    return members, {"source": f"{redis_settings.describe()} key {backend.prefix}"}
 
 
 def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
-    from ..core.report import build_clusters
+    from ..core.report import build_changes, build_clusters, describe_report, report_summary
 
     stdout = stdout or sys.stdout
     fmt = output_format(opts.format, opts.output)
     if opts.redis is not None and opts.input:
         raise CommandError("give either a STORE or --redis, not both", EXIT_USAGE)
     if opts.redis is not None:
-        members, summary = _from_redis(opts.redis, opts.key, opts.spider, settings)
+        members, found = _from_redis(opts.redis, opts.key, opts.spider, settings)
     else:
-        members, summary = _from_store(opts.input or _settings_store(settings, opts.spider), opts.spider)
+        members, found = _from_store(opts.input or _settings_store(settings, opts.spider), opts.spider)
     with_text = fmt == "html" and not opts.no_texts
     clusters = build_clusters(members, include_text=with_text)
-    summary["clusters"] = len(clusters)
-    summary["title"] = "Near-duplicate clusters"
-    summary["generated"] = datetime.now(tz=timezone.utc).replace(microsecond=0).isoformat()
-    where = write_clusters(clusters, fmt, opts.output, summary, stdout)
-    sys.stderr.write(
-        f"report: {summary['pages']:,} pages, {summary['near_duplicates']:,} near-duplicates in "
-        f"{len(clusters):,} clusters from {summary['source']}; {fmt} written to {where}\n"
+    changes = build_changes(members)
+    summary = report_summary(
+        members,
+        clusters,
+        title="Near-duplicate clusters",
+        max_distance=found.get("max_distance"),
+        source=found["source"],
+        generated=datetime.now(tz=timezone.utc),
     )
+    # A source that does not list every page (a store lists clustered and changed
+    # pages only) gives its own page counts; the rest comes from report_summary.
+    summary.update(found)
+    where = write_clusters(clusters, fmt, opts.output, summary, stdout, changes=changes)
+    sys.stderr.write(f"report: {describe_report(summary)} from {summary['source']}; {fmt} written to {where}\n")
     return 0
