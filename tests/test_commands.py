@@ -170,7 +170,7 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     assert 0 < by_first["a1-edit.html"]["members"][1]["distance"] <= K  # one word edited
     assert "10 pages read, 10 fingerprinted, 0 skipped" in proc.stderr  # the short page is compared exactly
     assert "[scrapy" not in proc.stderr  # no crawl log (Scrapy < 2.14 starts a crawler process for every command)
-    assert f"7 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr
+    assert f"dedup: 10 pages: 7 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr
 
     # CSV, one member per row, the same clusters; format from the file name.
     out = tmp_path / "clusters.csv"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -110,8 +111,8 @@ def test_jsonl_and_csv_files(tmp_path: Path) -> None:
         "fingerprint": "0f0f0000000000ff", "distance": "0", "referer": "", "depth": "0",
     }
     assert rows[4]["url"] == "http://x/c/print" and rows[4]["distance"] == "3"
-    # The changed pages' file is written with every CSV report (a header only here): never a stale one.
-    assert (tmp_path / "r.changed.csv").read_text(encoding="utf-8") == ",".join(CHANGED_COLUMNS) + "\n"
+    # No page changed (a first crawl): no changed-pages file.
+    assert not (tmp_path / "r.changed.csv").exists()
     assert not [p for p in tmp_path.rglob("*.tmp")], "no temporary file is left behind"
 
 
@@ -201,8 +202,9 @@ def test_html_format_without_the_renderer_fails_at_start(monkeypatch: pytest.Mon
     with pytest.raises(ValueError, match="report_format='html' needs simhash_scrapy.core.html_report"):
         check_format_available("html")
     crawler = get_crawler(settings_dict={"SIMHASH_REPORT_URI": "reports/%(name)s.html"})
-    with pytest.raises(ValueError, match="SIMHASH_REPORT_FORMAT='html' needs .* use 'jsonl' or 'csv'"):
-        SimhashMiddleware.from_crawler(crawler)
+    # In a crawl the error waits for the spider to open, which then logs it and closes (simhash_error).
+    error = SimhashMiddleware.from_crawler(crawler).state.error
+    assert error is not None and re.match(r"SIMHASH_REPORT_FORMAT='html' needs .* use 'jsonl' or 'csv'", error)
 
 
 def test_report_files_get_ordinary_permissions(tmp_path: Path) -> None:
@@ -269,6 +271,10 @@ def test_changed_pages_in_each_format(tmp_path: Path) -> None:
     ]  # fmt: skip
     with path.open(newline="", encoding="utf-8") as fh:
         assert [r["url"] for r in csv.DictReader(fh)] == ["http://x/a", "http://x/a2"]
+    assert changes_path(path).read_text(encoding="utf-8").splitlines()[0] == ",".join(CHANGED_COLUMNS)
+    # The next report at this path has no changed page: the old list goes, it described another run.
+    write_report(path, clusters, "csv")
+    assert not changes_path(path).exists()
     # HTML: a section with one row per changed page, and the counts.
     page = write_report(tmp_path / "r.html", clusters, "html", summary, changes=changes).read_text()
     assert page.count('<tr class="changed-page">') == 2

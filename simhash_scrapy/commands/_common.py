@@ -110,7 +110,7 @@ def write_clusters(
         written = write_report(target, clusters, fmt, summary, changes=changes)
     except OSError as exc:
         raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
-    if fmt == "csv":
+    if fmt == "csv" and changes:
         return f"{written} (changed pages: {changes_path(written)})"
     return str(written)
 

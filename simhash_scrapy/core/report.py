@@ -27,8 +27,9 @@ Formats (``render_report`` / ``write_report``):
   Readers of older reports: a line without ``type`` is a cluster.
 * ``csv``: one row per cluster member (``CSV_COLUMNS``); the changed pages go
   to a second CSV file beside it, ``<name>.changed.csv`` (``CHANGED_COLUMNS``),
-  written with every CSV report (only a header when nothing changed) so it is
-  never left over from an older run.
+  written only when a page changed (a first crawl has none); a report written
+  without changed pages removes that file if an earlier run left one, so it
+  never describes another run.
 * ``html``: ``simhash_scrapy.core.html_report.render_html`` (a section lists
   the changed pages).
 
@@ -336,13 +337,16 @@ def write_report(
     *,
     changes: Iterable[dict[str, Any]] = (),
 ) -> Path:
-    """Write the report atomically (``core.files``); a CSV report also writes ``changes_path(path)``."""
+    """Write the report atomically (``core.files``); a CSV report's changed pages go to ``changes_path(path)``."""
     target = Path(path)
     changes = list(changes)
     document = render_report(clusters, report_format, summary, changes=changes)
     target.parent.mkdir(parents=True, exist_ok=True)
     if report_format == "csv":
-        write_atomic(changes_path(target), _changes_csv(changes))
+        if changes:
+            write_atomic(changes_path(target), _changes_csv(changes))
+        else:
+            changes_path(target).unlink(missing_ok=True)  # left by an earlier run: it would describe that run
     write_atomic(target, document)
     return target
 
