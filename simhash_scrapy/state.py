@@ -31,11 +31,10 @@ from .core.report import (
     check_format_available,
     count_clusters,
     describe_report,
-    expand_report_path,
-    report_params,
     report_summary,
     write_report,
 )
+from .core.report_path import expand_report_path, report_params
 
 if TYPE_CHECKING:
     from scrapy import Spider

@@ -22,12 +22,11 @@ from simhash_scrapy.core.report import (
     changes_path,
     check_format_available,
     describe_report,
-    expand_report_path,
     render_report,
-    report_params,
     report_summary,
     write_report,
 )
+from simhash_scrapy.core.report_path import expand_report_path, report_params
 
 A = 0x0F0F_0000_0000_00FF
 
