@@ -215,5 +215,5 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
     # pages only) gives its own page counts; the rest comes from report_summary.
     summary.update(found)
     where = write_clusters(clusters, fmt, opts.output, summary, stdout, changes=changes)
-    sys.stderr.write(f"report: {describe_report(summary)} from {summary['source']}; {fmt} written to {where}\n")
+    sys.stderr.write(f"report: {summary['source']} has {describe_report(summary)}; {fmt} written to {where}\n")
     return 0
