@@ -86,6 +86,18 @@ def test_markup_style_and_script_are_package_files() -> None:
     assert "${" not in page
 
 
+def test_the_templates_ship_in_the_package() -> None:
+    """pyproject's package-data covers every template file (a wheel without them could not write HTML)."""
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["simhash_scrapy"]
+    templates = [p.relative_to(root / "simhash_scrapy").as_posix() for p in (root / "simhash_scrapy/core/templates").iterdir()]
+    assert sorted(templates) == ["core/templates/report.css", "core/templates/report.html", "core/templates/report.js"]
+    assert all(any(fnmatch.fnmatch(t, pattern) for pattern in patterns) for t in templates)
+
+
 def test_numbers_and_histogram() -> None:
     clusters = [
         cluster(1, ["u1", "u2", "u3"], [0, 1, 3]),
