@@ -125,8 +125,8 @@ def _enabled_components(settings: Any, name: str) -> set[type]:
         return set()
     enabled = set()
     for key, priority in dict(components).items():
-        if priority is None:
-            continue
+        if priority is None or (isinstance(key, str) and key.startswith("scrapy.")):
+            continue  # disabled, or one of Scrapy's own (not imported for nothing)
         try:
             enabled.add(key if isinstance(key, type) else load_object(key))
         except (ImportError, NameError, ValueError, AttributeError):
