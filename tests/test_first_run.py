@@ -194,3 +194,23 @@ def test_scrapy_simhash_says_when_the_addon_line_was_replaced(tmp_path: Path) ->
     settings.write_text(text.replace("ADDONS = {}", 'ADDONS = {"simhash_scrapy.Addon": 0}'), encoding="utf-8")
     proc = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+
+
+def test_activation_problem_cases() -> None:
+    from scrapy.settings import Settings
+
+    from simhash_scrapy.commands._common import activation_problem
+
+    def problem(values: dict[str, Any]) -> str | None:
+        return activation_problem(Settings(values, priority="project"))
+
+    assert problem({}) is None  # not configured at all: nothing to say
+    assert problem({"SIMHASH_MAX_DISTANCE": 4}) is not None
+    assert problem({"SIMHASH_MAX_DISTANCE": 4, "SIMHASH_ENABLED": False}) is None  # off on purpose
+    assert problem({"SIMHASH_MAX_DISTANCE": 4, "ADDONS": {"simhash_scrapy.Addon": 0}}) is None
+    assert problem({"SIMHASH_MAX_DISTANCE": 4, "ADDONS": {"simhash_scrapy.addon.Addon": None}}) is not None  # disabled
+    assert problem({"SIMHASH_REPORT_URI": "r.jsonl", "DOWNLOADER_MIDDLEWARES": {"simhash_scrapy.SimhashMiddleware": 540}}) is None
+    assert problem({"SIMHASH_ITEM_FIELD": "html", "ITEM_PIPELINES": {"simhash_scrapy.pipeline.SimhashPipeline": 200}}) is None
+    # -s on the command line of `scrapy simhash` is not the project's configuration.
+    settings = Settings({"SIMHASH_MAX_DISTANCE": 4}, priority="cmdline")
+    assert activation_problem(settings) is None
