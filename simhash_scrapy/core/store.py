@@ -528,7 +528,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     try:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeError) as exc:
         db.close()
         raise StoreError(f"{path}: not a readable simhash-scrapy store ({exc}). {_RESET_HINT}") from None
     return db
@@ -702,14 +702,14 @@ def _load_extra(db: sqlite3.Connection, path: object) -> dict[str, bytes]:
 def _read(db: sqlite3.Connection, path: Path) -> StoreContents:
     """Header, pages and extras of an open store, all checked (``config=None``: no simhash tables yet)."""
     try:
+        _quick_check(db, path)  # first: a damaged schema can hide the tables (its pages are then "never used")
         found = _read_meta(db, path)
         if found is None:
             return StoreContents(config=None, path=str(path))
-        _quick_check(db, path)
         contents = _load(db, path, *found)
         contents.extra = _load_extra(db, path)
-    except sqlite3.DatabaseError as exc:
-        raise _fail(path, f"corrupt SQLite file ({exc})") from None
+    except (sqlite3.DatabaseError, UnicodeError) as exc:  # a damaged schema can hold invalid UTF-8
+        raise _fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
     return contents
 
 
