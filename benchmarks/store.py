@@ -155,10 +155,10 @@ _OLD = textwrap.dedent(
 )
 
 
-def bench_old(ref: str, entries: int, reps: int) -> dict[str, Any]:
+def bench_old(ref: str, entries: int, reps: int, repo: Path = ROOT) -> dict[str, Any]:
     tree = Path(tempfile.mkdtemp(prefix="simhash-bench-ref-"))
     try:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "simhash_scrapy"], check=True, capture_output=True)
+        archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "simhash_scrapy"], check=True, capture_output=True)
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
         proc = subprocess.run(
             [sys.executable, "-c", _OLD, str(entries), str(reps)], cwd=tree, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
@@ -176,11 +176,12 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--old-ref", default="main", help="git revision whose store format is timed too ('none': skip)")
+    parser.add_argument("--repo", type=Path, default=ROOT, help="git repository holding --old-ref (default: this one)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rows = [bench_new(args.entries, args.reps)]
     if args.old_ref != "none":
-        rows.append(bench_old(args.old_ref, args.entries, args.reps))
+        rows.append(bench_old(args.old_ref, args.entries, args.reps, args.repo))
     print(f"## Loading a store of {args.entries:,} pages (median of {args.reps})\n")
     print("| format | file | PersistentBackend.open wall / CPU | read_store wall / CPU |")
     print("|---|---:|---:|---:|")
