@@ -43,23 +43,33 @@ the last commit.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sqlite3
-import struct
 import sys
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from operator import methodcaller
+from collections.abc import Mapping
+from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .index import block_widths
+from .store_rows import (
+    INSERT,
+    OUTCOMES,
+    RESET_HINT,
+    StoreContents,
+    StoreError,
+    StoreRecord,
+    blob_checksum,
+    clean_text,
+    encode_rows,
+    fail,
+    load_extra,
+    load_rows,
+)
+from .store_wal import check_wal
 
 __all__ = [
     "APPLICATION_ID",
@@ -82,9 +92,6 @@ FORMAT_VERSION = 2
 APPLICATION_ID = 0x53484D53  # "SHMS"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _OLD_MAGIC = b"SIMHSTOR"  # format 1 (a custom append-only file)
-#: The outcomes a row can record (``core.clustering.Outcome`` values).
-OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed")
-
 _SCHEMA = """
 CREATE TABLE simhash_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE pages (
@@ -108,23 +115,6 @@ CREATE TABLE pages (
 );
 CREATE TABLE extra (name TEXT PRIMARY KEY, data BLOB NOT NULL, checksum INTEGER NOT NULL);
 """
-_COLUMNS = (
-    "entry, scope, identity, url, fingerprint, exact, outcome, canonical, distance, indexed, previous, "
-    "referer, depth, text, first_seen, last_seen, checksum"
-)
-_INSERT = f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES ({', '.join('?' * 17)})"
-# The load: every field, NULLs as -1/0/'' plus a mask of which were NULL.  Column types are
-# checked by numpy's type inference (a flipped bit in a record header can change a type).
-_LOAD = """
-SELECT entry, scope, identity, url, fingerprint, exact, outcome,
-       ifnull(canonical, -1), ifnull(distance, -1), ifnull(indexed, 0), ifnull(previous, 0),
-       ifnull(referer, ''), ifnull(depth, -1), ifnull(text, ''), first_seen, last_seen, checksum,
-       (canonical IS NULL) + 2 * (distance IS NULL) + 4 * (indexed IS NULL) + 8 * (previous IS NULL)
-         + 16 * (referer IS NULL) + 32 * (text IS NULL) + 64 * (depth IS NULL)
-FROM pages ORDER BY entry
-"""
-_NULL_BITS = ("canonical", "distance", "indexed", "previous", "referer", "text", "depth")
-
 #: Default setting name of each configuration field (used in error messages).
 DEFAULT_SETTING_NAMES: dict[str, str] = {
     "max_distance": "SIMHASH_MAX_DISTANCE",
@@ -134,12 +124,6 @@ DEFAULT_SETTING_NAMES: dict[str, str] = {
 }
 #: Parts of ``FeatureConfig.signature()`` ("w1-c0-tf-j2") and the setting of each.
 _FEATURE_PARTS = ("SIMHASH_WORD_NGRAM", "SIMHASH_CHAR_NGRAM", "SIMHASH_WEIGHTING", "SIMHASH_CJK_NGRAM")
-_RESET_HINT = (
-    "The file was not changed. Move it away to keep it, or start afresh with SIMHASH_RESET = True "
-    "(or -a simhash_reset=1; the old file is kept as <name>.previous)."
-)
-
-
 def _feature_setting(was: str, now: str, default: str) -> str:
     """The setting behind the first differing part of two feature signatures."""
     a, b = was.split("-"), now.split("-")
@@ -148,10 +132,6 @@ def _feature_setting(was: str, now: str, default: str) -> str:
             if x != y:
                 return name
     return default
-
-
-class StoreError(ValueError):
-    """A store cannot be used (corrupt, locked, not a store, unknown format); the message names the file."""
 
 
 class StoreConfigError(StoreError):
@@ -209,190 +189,9 @@ def check_config(
             )
 
 
-# ------------------------------------------------------------------ checksums
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(h: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """One step of the row checksum: bijective in ``h`` for a fixed ``x`` and in ``x`` for a fixed ``h``."""
-    h = (h ^ x) * _M1
-    h ^= h >> np.uint64(31)
-    h = (h + _GOLDEN) * _M2
-    return h ^ (h >> np.uint64(29))
-
-
-def _string_crcs(columns: Iterable[Iterable[str]]) -> np.ndarray:
-    """CRC-32 of each row's strings joined by U+001F (all in C: no Python frame per row)."""
-    joined = map("\x1f".join, zip(*columns))
-    encoded = map(methodcaller("encode", "utf-8", "surrogatepass"), joined)
-    return np.fromiter(map(zlib.crc32, encoded), dtype=np.uint64)
-
-
-def row_checksums(
-    entry: np.ndarray,
-    fingerprint: np.ndarray,
-    exact: np.ndarray,
-    canonical: np.ndarray,
-    distance: np.ndarray,
-    indexed: np.ndarray,
-    previous: np.ndarray,
-    depth: np.ndarray,
-    first_seen: np.ndarray,
-    last_seen: np.ndarray,
-    nulls: np.ndarray,
-    strings: np.ndarray,
-) -> np.ndarray:
-    """The checksum of each row (signed 64-bit, as stored), vectorised over rows.
-
-    Integer arguments are int64/uint64 arrays (NULLs as the values the load
-    query gives them: -1 or 0), times float64, ``strings`` the ``_string_crcs``
-    of (scope, identity, url, outcome, referer, text).  Every step is
-    bijective, so one changed field always changes the checksum.
-    """
-    h = np.full(len(entry), 0x5348_4D53, dtype=np.uint64)
-    for column in (entry, fingerprint, exact, canonical, distance, indexed, previous, depth):
-        h = _mix(h, np.asarray(column).astype(np.int64, copy=False).view(np.uint64))
-    for column in (first_seen, last_seen):
-        h = _mix(h, np.asarray(column, dtype=np.float64).view(np.uint64))
-    h = _mix(h, np.asarray(nulls, dtype=np.int64).view(np.uint64))
-    h = _mix(h, strings)
-    return h.view(np.int64)
-
-
-def _blob_checksum(name: str, data: bytes) -> int:
-    return zlib.crc32(data, zlib.crc32(name.encode("utf-8", "surrogatepass") + b"\x1f"))
-
-
 def _meta_checksum(meta: Mapping[str, str]) -> str:
     body = "\n".join(f"{k}={v}" for k, v in sorted(meta.items()) if k != "checksum")
     return f"{zlib.crc32(body.encode('utf-8', 'surrogatepass')):08x}"
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-# ------------------------------------------------------------------- records
-@dataclass
-class StoreRecord:
-    """The latest version of one identity, as a row of ``pages``."""
-
-    entry: int
-    scope: str
-    identity: str
-    url: str
-    fingerprint: int  # unsigned 64-bit
-    exact: bool = False
-    outcome: str = "unique"
-    canonical: int | None = None  # entry of the canonical page (another identity)
-    distance: int | None = None
-    indexed: int | None = None  # the fingerprint in the index (canonical pages), else None
-    previous: int | None = None  # the fingerprint before the latest check
-    referer: str | None = None
-    depth: int | None = None
-    text: str | None = None
-    first_seen: float = 0.0
-    last_seen: float = 0.0
-
-
-def _clean(text: str | None) -> str | None:
-    """Text SQLite can store: lone surrogates (never in a URL or lxml's text) become U+FFFD."""
-    if text is None:
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
-def _rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
-    """The ``pages`` rows of ``records``, checksums included."""
-    for r in records:
-        r.scope, r.identity, r.url = _clean(r.scope) or "", _clean(r.identity) or "", _clean(r.url) or ""
-        r.referer, r.text = _clean(r.referer), _clean(r.text)
-        if r.outcome not in OUTCOMES:
-            raise ValueError(f"unknown outcome {r.outcome!r}")
-    n = len(records)
-
-    def col(name: str, none: int = 0) -> np.ndarray:
-        return np.array([_signed(v) if (v := getattr(r, name)) is not None else none for r in records], dtype=np.int64)
-
-    nulls = np.zeros(n, dtype=np.int64)
-    for bit, name in enumerate(_NULL_BITS):
-        nulls |= np.array([getattr(r, name) is None for r in records], dtype=np.int64) << bit
-    strings = _string_crcs(
-        (
-            [r.scope for r in records],
-            [r.identity for r in records],
-            [r.url for r in records],
-            [r.outcome for r in records],
-            [r.referer or "" for r in records],
-            [r.text or "" for r in records],
-        )
-    )
-    first = np.array([float(r.first_seen) for r in records], dtype=np.float64)
-    last = np.array([float(r.last_seen) for r in records], dtype=np.float64)
-    sums = row_checksums(
-        col("entry"), col("fingerprint"), col("exact"), col("canonical", -1), col("distance", -1),
-        col("indexed"), col("previous"), col("depth", -1), first, last, nulls, strings,
-    )  # fmt: skip
-    return [
-        (
-            r.entry, r.scope, r.identity, r.url, _signed(r.fingerprint), int(bool(r.exact)), r.outcome,
-            r.canonical, r.distance, None if r.indexed is None else _signed(r.indexed),
-            None if r.previous is None else _signed(r.previous), r.referer, r.depth, r.text,
-            float(r.first_seen), float(r.last_seen), int(s),
-        )  # fmt: skip
-        for r, s in zip(records, sums.tolist())
-    ]
-
-
-@dataclass
-class StoreContents:
-    """Every row of a store, column by column (position = entry number), checked."""
-
-    config: StoreConfig | None
-    path: str = ""
-    scopes: Sequence[str] = ()
-    identities: Sequence[str] = ()
-    url_list: Sequence[str] = ()
-    outcomes: Sequence[str] = ()
-    referers: Sequence[str | None] = ()
-    texts: Sequence[str | None] = ()
-    fingerprints: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
-    exact: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    canonical: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
-    distance: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
-    indexed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))  # valid where is_indexed
-    is_indexed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    previous: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))  # valid where has_previous
-    has_previous: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    depth: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: unknown
-    first_seen: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    last_seen: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    extra: dict[str, bytes] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.url_list)
-
-    def url(self, row: int) -> str:
-        return self.url_list[row]
-
-    def urls(self) -> list[str]:
-        """Every URL, in entry order."""
-        return list(self.url_list)
-
-    def scope(self, row: int) -> str:
-        return self.scopes[row]
-
-    def referer(self, row: int) -> str | None:
-        return self.referers[row]
-
-    def text(self, row: int) -> str | None:
-        return self.texts[row]
 
 
 # ---------------------------------------------------------------------- files
@@ -412,102 +211,6 @@ def _side_files(path: Path) -> list[Path]:
     return [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
 
 
-# ------------------------------------------------------------------- the WAL
-# SQLite replays a WAL up to its first frame with a bad checksum and ignores the rest: right for
-# a torn last write, silent loss of committed pages when a bit flips in an earlier frame.  So the
-# WAL is checked first (format: https://www.sqlite.org/fileformat2.html#walformat): frames of
-# this WAL generation (its salts) found after a bad one mean committed data would be dropped.
-_WAL_HEADER = struct.Struct(">IIIIIIII")
-_WAL_FRAME = struct.Struct(">IIIIII")
-_WAL_MAGIC = (0x377F0682, 0x377F0683)
-_A = np.array([[1, 1], [1, 2]], dtype=np.uint64)  # (s0, s1) -> after one pair of words
-_B = np.array([[1, 0], [1, 1]], dtype=np.uint64)
-_MASK32 = np.uint64(0xFFFFFFFF)
-
-
-def _matpow_table(count: int) -> tuple[np.ndarray, np.ndarray]:
-    """``A^j B`` for j = 0..count-1 and ``A^count`` (mod 2^32): a frame of ``count`` word pairs."""
-    table = np.empty((count, 2, 2), dtype=np.uint64)
-    power = np.eye(2, dtype=np.uint64)
-    for j in range(count):
-        table[j] = (power @ _B) & _MASK32
-        power = (_A @ power) & _MASK32
-    return table, power
-
-
-def _wal_checksums(words: np.ndarray, start: tuple[int, int], table: np.ndarray, power: np.ndarray) -> list[tuple[int, int]]:
-    """SQLite's cumulative WAL checksum after each frame; ``words`` is (frames, pairs, 2) uint32.
-
-    The checksum is linear (s0 += x0 + s1; s1 += x1 + s0, mod 2^32), so each frame's part is one
-    vectorised sum and only the chaining from frame to frame is a Python loop.
-    """
-    parts = np.einsum("kij,fkj->fi", table[::-1], words.astype(np.uint64)) & _MASK32
-    out = []
-    s = np.array(start, dtype=np.uint64)
-    for part in parts:
-        s = ((power @ s) + part) & _MASK32
-        out.append((int(s[0]), int(s[1])))
-    return out
-
-
-def check_wal(path: str | PathLike[str]) -> None:
-    """Raise ``StoreError`` if the store's WAL is damaged before its end (a torn end is fine)."""
-    wal = Path(str(path) + "-wal")
-    try:
-        data = wal.read_bytes()
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise StoreError(f"{wal}: cannot read the store's WAL: {exc.strerror or exc}") from None
-    if len(data) < _WAL_HEADER.size:
-        return  # nothing was committed through it
-    magic, _version, page_size, _seq, salt1, salt2, c1, c2 = _WAL_HEADER.unpack_from(data)
-    frame_size = _WAL_FRAME.size + page_size
-    frames = (len(data) - _WAL_HEADER.size) // frame_size if page_size else 0
-    order = ">u4" if magic == 0x377F0683 else "<u4"
-    header_ok = magic in _WAL_MAGIC and 512 <= page_size <= 65536 and page_size & (page_size - 1) == 0
-    if header_ok:
-        head = np.frombuffer(data, dtype=order, count=6).reshape(1, 3, 2)
-        table, power = _matpow_table(3)
-        header_ok = _wal_checksums(head, (0, 0), table, power)[-1] == (c1, c2)
-    if not header_ok:
-        if len(data) > _WAL_HEADER.size:
-            raise StoreError(
-                f"{wal}: the store's WAL header is corrupt; SQLite would silently ignore the changes it holds. "
-                f"{_RESET_HINT}"
-            )
-        return
-    if not frames:
-        return
-    body = np.frombuffer(data, dtype=np.uint8, count=frames * frame_size, offset=_WAL_HEADER.size).reshape(frames, frame_size)
-    heads = body[:, : _WAL_FRAME.size].copy().view(">u4").reshape(frames, 6)
-    same_salt = (heads[:, 2] == salt1) & (heads[:, 3] == salt2)
-    words = np.concatenate([body[:, :8], body[:, _WAL_FRAME.size :]], axis=1).copy().view(order).reshape(frames, -1, 2)
-    table, power = _matpow_table(words.shape[1])
-    sums = _wal_checksums(words, (c1, c2), table, power)
-    # SQLite's rule: a frame is valid if its salts match and its checksum is the running one.
-    bad = next((i for i in range(frames) if not same_salt[i] or sums[i] != (int(heads[i, 4]), int(heads[i, 5]))), frames)
-    later = int(np.count_nonzero(same_salt[bad + 1 :]))
-    if later:
-        raise StoreError(
-            f"{wal}: frame {bad} of the store's WAL is corrupt, and {later} later frames of this WAL would be "
-            f"silently dropped with it. {_RESET_HINT}"
-        )
-    # A last transaction without its commit frame (or with a damaged one): SQLite drops it; say so.
-    commits = np.flatnonzero(heads[:bad, 1] != 0)
-    kept = int(commits[-1]) + 1 if len(commits) else 0
-    torn = int(np.count_nonzero(same_salt[kept:])) if bad == frames else int(np.count_nonzero(same_salt[kept : bad + 1]))
-    partial = (len(data) - _WAL_HEADER.size) % frame_size
-    if torn or (partial and kept == frames):
-        logger.warning(
-            "%s: dropped the store's last transaction, which a crash or a forced shutdown left incomplete "
-            "(%d frames of the WAL after its last complete commit); the pages checked in that last flush "
-            "interval are not in the store",
-            wal,
-            torn,
-        )
-
-
 def _connect(path: Path) -> sqlite3.Connection:
     try:
         with open(path, "rb") as handle:
@@ -523,19 +226,19 @@ def _connect(path: Path) -> sqlite3.Connection:
             f"the old file is kept as <name>.previous."
         )
     if head and not SQLITE_MAGIC.startswith(head[:16]):
-        raise StoreError(f"{path}: not a simhash-scrapy store (not an SQLite file). {_RESET_HINT}")
+        raise StoreError(f"{path}: not a simhash-scrapy store (not an SQLite file). {RESET_HINT}")
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
     except (sqlite3.DatabaseError, UnicodeError) as exc:
         db.close()
-        raise StoreError(f"{path}: not a readable simhash-scrapy store ({exc}). {_RESET_HINT}") from None
+        raise StoreError(f"{path}: not a readable simhash-scrapy store ({exc}). {RESET_HINT}") from None
     return db
 
 
-def _fail(path: object, what: str) -> StoreError:
-    return StoreError(f"{path}: {what}. {_RESET_HINT}")
+def fail(path: object, what: str) -> StoreError:
+    return StoreError(f"{path}: {what}. {RESET_HINT}")
 
 
 def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] | None:
@@ -547,7 +250,7 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] 
     (version,) = db.execute("PRAGMA user_version").fetchone()
     if app != APPLICATION_ID or not {"simhash_meta", "pages", "extra"} <= tables:
         if app == APPLICATION_ID:
-            raise _fail(path, f"corrupt simhash store (tables missing: {sorted({'simhash_meta', 'pages', 'extra'} - tables)})")
+            raise fail(path, f"corrupt simhash store (tables missing: {sorted({'simhash_meta', 'pages', 'extra'} - tables)})")
         raise StoreError(f"{path}: not a simhash-scrapy store (an SQLite database of another program)")
     if version != FORMAT_VERSION:
         raise StoreError(
@@ -556,16 +259,16 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] 
         )
     rows = db.execute("SELECT key, value FROM simhash_meta").fetchall()
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in rows):
-        raise _fail(path, "corrupt store header (simhash_meta holds a value of the wrong type)")
+        raise fail(path, "corrupt store header (simhash_meta holds a value of the wrong type)")
     meta = dict(rows)
     if meta.get("checksum") != _meta_checksum(meta):
-        raise _fail(path, "corrupt store header (simhash_meta checksum mismatch)")
+        raise fail(path, "corrupt store header (simhash_meta checksum mismatch)")
     try:
         config = StoreConfig(int(meta["max_distance"]), int(meta["blocks"]), meta["features"], meta["text_mode"])
         pages = int(meta["pages"])
         widths = [int(w) for w in meta["block_widths"].split(",")]
     except (KeyError, ValueError) as exc:
-        raise _fail(path, f"corrupt store header ({exc})") from None
+        raise fail(path, f"corrupt store header ({exc})") from None
     if widths != block_widths(config.blocks):
         raise StoreError(f"{path}: block layout {widths} is not the layout this version uses")
     return config, pages
@@ -574,129 +277,7 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] 
 def _quick_check(db: sqlite3.Connection, path: object) -> None:
     problems = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
     if problems != ["ok"]:
-        raise _fail(path, "corrupt SQLite file (PRAGMA quick_check: " + "; ".join(map(str, problems)) + ")")
-
-
-def _locate_bad_row(db: sqlite3.Connection, path: object, why: str) -> StoreError:
-    """The first row whose text SQLite cannot give as UTF-8, found one row at a time (only after a failure)."""
-    db.text_factory = bytes
-    expected = 0
-    try:
-        for row in db.execute(_LOAD):
-            entry = row[0] if isinstance(row[0], int) else expected
-            for value in (row[1], row[2], row[3], row[6], row[11], row[13]):
-                try:
-                    value.decode("utf-8")
-                except (UnicodeDecodeError, AttributeError):
-                    return _fail(path, f"corrupt record #{entry} (a text field is not valid UTF-8)")
-            expected = entry + 1
-    except sqlite3.DatabaseError as exc:
-        return _fail(path, f"corrupt SQLite file after record #{expected - 1} ({exc})")
-    finally:
-        db.text_factory = str
-    return _fail(path, f"corrupt store ({why})")
-
-
-def _typed(column: tuple[Any, ...], kind: type, path: object, name: str) -> np.ndarray:
-    """``column`` as an int64 or float64 array; any value of another type is a corrupt record."""
-    array = np.array(column)
-    if array.dtype != (np.int64 if kind is int else np.float64):
-        row = next((i for i, v in enumerate(column) if type(v) is not kind), 0)
-        raise _fail(path, f"corrupt record #{row} ({name} is {type(column[row]).__name__}, not {kind.__name__})")
-    return array
-
-
-def _load(db: sqlite3.Connection, path: object, config: StoreConfig, count: int) -> StoreContents:
-    """Every row, checked: types, UTF-8, ranges, entry numbers, count and checksums."""
-    enabled = gc.isenabled()
-    gc.disable()  # a million rows of tuples: the cyclic collector would only slow this down
-    try:
-        try:
-            rows = db.execute(_LOAD).fetchall()
-        except sqlite3.OperationalError as exc:  # "Could not decode to UTF-8 column ..."
-            raise _locate_bad_row(db, path, str(exc)) from None
-        except sqlite3.DatabaseError as exc:
-            raise _fail(path, f"corrupt SQLite file ({exc})") from None
-        n = len(rows)
-        cols = list(zip(*rows)) if n else [()] * 18
-        del rows
-    finally:
-        if enabled:
-            gc.enable()
-    if n != count:
-        raise _fail(path, f"the store holds {n} pages but its header says {count} (pages are missing or extra)")
-    contents = StoreContents(config=config, path=str(path))
-    if not n:
-        return contents
-    entry = _typed(cols[0], int, path, "entry")
-    if not np.array_equal(entry, np.arange(n)):
-        first = int(np.flatnonzero(entry != np.arange(n))[0])
-        raise _fail(path, f"corrupt record #{first} (entry numbers are not 0..{n - 1}: found {int(entry[first])})")
-    names = ("fingerprint", "exact", "canonical", "distance", "indexed", "previous", "depth")
-    fps, exact, canonical, distance, indexed, previous, depth = (
-        _typed(cols[i], int, path, name) for i, name in zip((4, 5, 7, 8, 9, 10, 12), names)
-    )
-    first_seen = _typed(cols[14], float, path, "first_seen")
-    last_seen = _typed(cols[15], float, path, "last_seen")
-    stored = _typed(cols[16], int, path, "checksum")
-    nulls = _typed(cols[17], int, path, "NULL mask")
-    scopes, identities, urls, outcomes, referers, texts = cols[1], cols[2], cols[3], cols[6], cols[11], cols[13]
-    try:
-        strings = _string_crcs((scopes, identities, urls, outcomes, referers, texts))
-    except TypeError:  # a text field read back as a number or a blob
-        for column in (scopes, identities, urls, outcomes, referers, texts):
-            for row, value in enumerate(column):
-                if type(value) is not str:
-                    raise _fail(path, f"corrupt record #{row} (a text field is {type(value).__name__})") from None
-        raise
-    sums = row_checksums(
-        entry, fps, exact, canonical, distance, indexed, previous, depth, first_seen, last_seen, nulls, strings
-    )
-    bad = sums != stored
-    if bad.any():
-        raise _fail(path, f"corrupt record #{int(np.flatnonzero(bad)[0])} (checksum mismatch)")
-    # Ranges (a row with a valid checksum was written so; these guard what the checksum cannot see).
-    rows_ = np.arange(n)
-    has_canonical = (nulls & 1) == 0
-    problems = [
-        ((exact != 0) & (exact != 1), "exact is not 0 or 1"),
-        (has_canonical & ((canonical < 0) | (canonical >= n) | (canonical == rows_)), "its canonical page is not another record"),
-        (has_canonical != ((nulls & 2) == 0), "canonical and distance disagree"),
-        (has_canonical & ((distance < 0) | (distance > 64)), "distance out of range"),
-        (~np.isfinite(first_seen) | ~np.isfinite(last_seen), "time is not a number"),
-        (((nulls & 64) == 0) & (depth < 0), "negative depth"),
-    ]
-    for mask, why in problems:
-        if mask.any():
-            raise _fail(path, f"corrupt record #{int(np.flatnonzero(mask)[0])} ({why})")
-    known = set(OUTCOMES)
-    if not set(outcomes) <= known:
-        first = next(i for i, o in enumerate(outcomes) if o not in known)
-        raise _fail(path, f"corrupt record #{first} (unknown outcome {outcomes[first]!r})")
-    contents.scopes, contents.identities, contents.url_list, contents.outcomes = scopes, identities, urls, outcomes
-    ref_null, text_null = (nulls & 16) != 0, (nulls & 32) != 0
-    contents.referers = [None if z else r for r, z in zip(referers, ref_null.tolist())] if ref_null.any() else referers
-    contents.texts = [None if z else t for t, z in zip(texts, text_null.tolist())] if not text_null.all() else (None,) * n
-    contents.fingerprints = fps.view(np.uint64)
-    contents.exact = exact.astype(bool)
-    contents.canonical = np.where(has_canonical, canonical, -1)
-    contents.distance = np.where(has_canonical, distance, -1)
-    contents.is_indexed = (nulls & 4) == 0
-    contents.indexed = indexed.view(np.uint64)
-    contents.has_previous = (nulls & 8) == 0
-    contents.previous = previous.view(np.uint64)
-    contents.depth = np.where((nulls & 64) == 0, depth, -1)
-    contents.first_seen, contents.last_seen = first_seen, last_seen
-    return contents
-
-
-def _load_extra(db: sqlite3.Connection, path: object) -> dict[str, bytes]:
-    extra: dict[str, bytes] = {}
-    for name, data, checksum in db.execute("SELECT name, data, checksum FROM extra"):
-        if not isinstance(name, str) or not isinstance(data, bytes) or checksum != _blob_checksum(name, data):
-            raise _fail(path, f"corrupt extra record {name!r} (checksum mismatch)")
-        extra[name] = data
-    return extra
+        raise fail(path, "corrupt SQLite file (PRAGMA quick_check: " + "; ".join(map(str, problems)) + ")")
 
 
 def _read(db: sqlite3.Connection, path: Path) -> StoreContents:
@@ -706,10 +287,10 @@ def _read(db: sqlite3.Connection, path: Path) -> StoreContents:
         found = _read_meta(db, path)
         if found is None:
             return StoreContents(config=None, path=str(path))
-        contents = _load(db, path, *found)
-        contents.extra = _load_extra(db, path)
+        contents = load_rows(db, path, *found)
+        contents.extra = load_extra(db, path)
     except (sqlite3.DatabaseError, UnicodeError) as exc:  # a damaged schema can hold invalid UTF-8
-        raise _fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
+        raise fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
     return contents
 
 
@@ -858,13 +439,13 @@ class PageStore:
         if not self._pending:
             return
         records = list(self._pending.values())
-        rows = _rows(records)
+        rows = encode_rows(records)
         meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
         meta["pages"] = str(self.count)
         meta["checksum"] = _meta_checksum(meta)
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(_INSERT, rows)
+            db.executemany(INSERT, rows)
             db.executemany(
                 "UPDATE simhash_meta SET value = ? WHERE key = ?", [(meta["pages"], "pages"), (meta["checksum"], "checksum")]
             )
@@ -877,11 +458,11 @@ class PageStore:
     def save_extra(self, name: str, data: bytes) -> None:
         """Keep a named blob (committed at once)."""
         db = self._require()
-        name = _clean(name) or ""
+        name = clean_text(name) or ""
         data = bytes(data)
         db.execute(
             "INSERT OR REPLACE INTO extra (name, data, checksum) VALUES (?, ?, ?)",
-            (name, data, _blob_checksum(name, data)),
+            (name, data, blob_checksum(name, data)),
         )
 
     def close(self) -> None:
@@ -934,4 +515,3 @@ def _lock(path: Path) -> Any:
 def _unlock(handle: Any) -> None:
     if handle is not None:
         handle.close()
-
