@@ -38,7 +38,15 @@ blame); the file is left as it is.  A torn last transaction (``kill -9``,
 power loss) is rolled back by SQLite itself: the store loads as of the last
 commit.  Pages reach the OS in one transaction per flush interval (see
 ``PageStore.flush``), so a ``kill -9`` loses at most the pages checked since
-the last commit.
+the last commit.  SQLite would also silently stop replaying a WAL at a damaged
+frame, dropping committed pages after it; ``store_wal.check_wal`` reads the WAL
+first and refuses such a store (a torn *last* transaction is dropped with a
+warning naming the file).
+
+Modules: this one (the file: schema, header, opening, locking, writing),
+``store_rows`` (checksums, row encoding, the checked load) and ``store_wal``.
+It is ~500 lines because opening a store is one sequence of checks (lock,
+WAL, SQLite, quick_check, header, settings, rows) that reads best in one place.
 """
 
 from __future__ import annotations
