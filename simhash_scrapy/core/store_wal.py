@@ -107,7 +107,7 @@ def check_wal(path: str | PathLike[str]) -> None:
     if torn or (partial and kept == frames):
         logger.warning(
             "%s: dropped the store's last transaction, which a crash or a forced shutdown left incomplete "
-            "(%d frames of the WAL after its last complete commit); the pages checked in that last flush "
+            "(%d WAL frames after its last complete commit); the pages checked in that last flush "
             "interval are not in the store",
             wal,
             torn,
