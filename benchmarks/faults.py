@@ -52,6 +52,7 @@ from typing import Any
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE.parent))
 
 from simhash_scrapy.backends.base import BackendError, PageRecord  # noqa: E402
 from simhash_scrapy.backends.persistent import PersistentBackend  # noqa: E402
@@ -76,32 +77,24 @@ def drive(coro: Any) -> Any:
 
 # ---------------------------------------------------------------- the store
 def page_records(count: int, seed: int) -> list[PageRecord]:
-    """Pages like a crawl's: request-fingerprint identities, near-duplicates, referers, some text, short pages."""
+    """Pages like a crawl's (``benchmarks/backends.py``'s: 30% within 0..5 bits of an earlier page), with
+    request-fingerprint identities, some without referer or depth, some text, some short pages."""
+    from backends import pages  # noqa: PLC0415 - benchmarks/backends.py
+
     rng = random.Random(seed)
-    fps: list[int] = []
-    out = []
-    for i in range(count):
-        if fps and rng.random() < 0.3:
-            fp = rng.choice(fps)
-            for bit in rng.sample(range(64), rng.randint(0, 5)):
-                fp ^= 1 << bit
-        else:
-            fp = rng.getrandbits(64)
-        fps.append(fp)
-        out.append(
-            PageRecord(
-                url=f"https://www.example.com/section-{i % 40}/article-{i}.html",
-                fingerprint=fp,
-                scope=SPIDER,
-                identity=f"{rng.getrandbits(160):040x}",
-                referer=rng.choice([None, f"https://www.example.com/section-{i % 40}/"]),
-                depth=rng.choice([None, 1, 2, 3]),
-                text=f"The text of article {i}, ünïcode ✓." if rng.random() < 0.1 else None,
-                exact=rng.random() < 0.05,
-                seen=1.76e9 + i,
-            )
+    return [
+        replace(
+            record,
+            scope=SPIDER,
+            identity=f"{rng.getrandbits(160):040x}",
+            referer=rng.choice([None, record.referer]),
+            depth=rng.choice([None, 1, 2, 3]),
+            text=f"The text of article {i}, ünïcode ✓." if rng.random() < 0.1 else None,
+            exact=rng.random() < 0.05,
+            seen=1.76e9 + i,
         )
-    return out
+        for i, record in enumerate(pages(seed, count))
+    ]
 
 
 def config_for(folder: Path) -> SimhashConfig:

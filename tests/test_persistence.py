@@ -267,6 +267,28 @@ def reached(log: str) -> list[str]:
     return re.findall(r"Reached the spider: (\S+)", log)
 
 
+def interrupt_after(command: list[str], project: Path, pages: int) -> str:
+    """Run a crawl, press Ctrl-C (SIGINT: graceful shutdown) once ``pages`` reached the spider; its log."""
+    proc = subprocess.Popen(
+        command, cwd=project, env=crawl_env(project), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+    )
+    lines: list[str] = []
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if len(reached("".join(lines))) >= pages:
+                proc.send_signal(signal.SIGINT)
+                break
+        rest = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = "".join(lines) + rest
+    assert proc.returncode == 0, log[-3000:]
+    return log
+
+
 def read_report(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -312,24 +334,7 @@ def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) ->
         "-a", f"base={site.base}", "-a", "paths=" + ",".join(paths),
         "-s", f"JOBDIR={jobdir}", "-s", "DOWNLOAD_DELAY=0.25", "-s", f"SIMHASH_REPORT_URI={report}",
     ]
-    proc = subprocess.Popen(
-        crawl_command(*args), cwd=PROJECT, env=crawl_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    lines: list[str] = []
-    assert proc.stderr is not None
-    try:
-        for line in proc.stderr:
-            lines.append(line)
-            if len(reached("".join(lines))) >= 8:  # part of the originals are in
-                proc.send_signal(signal.SIGINT)  # Ctrl-C: graceful shutdown
-                break
-        rest = proc.communicate(timeout=120)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    first_log = "".join(lines) + rest
-    assert proc.returncode == 0, first_log[-3000:]
+    first_log = interrupt_after(crawl_command(*args), PROJECT, 8)  # part of the originals are in
     assert "shutting down gracefully" in first_log
     first_stats = parse_stats(first_log)
     first_pages = first_stats["simhash/fingerprinted"]

@@ -11,14 +11,13 @@ start URL fetched again (``dont_filter``) is ``unchanged``.
 from __future__ import annotations
 
 import shutil
-import signal
 import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from conftest import Page, article_html
-from test_persistence import PROJECT, crawl_env, distinct_words, parse_stats, read_report, reached
+from test_persistence import PROJECT, crawl_env, distinct_words, interrupt_after, parse_stats, read_report, reached
 
 from simhash_scrapy.core.store import read_store
 
@@ -140,24 +139,8 @@ def test_jobdir_paused_and_resumed(serve: Any, tmp_path: Path) -> None:
     jobdir = tmp_path / "job"
     report = tmp_path / "report.jsonl"
     args = ["-a", f"base={site.base}", "-s", f"JOBDIR={jobdir}", "-s", f"SIMHASH_REPORT_URI={report}"]
-    proc = subprocess.Popen(
-        [*_command(), *args, "-s", "DOWNLOAD_DELAY=0.25"], cwd=project, env=crawl_env(project),
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    lines: list[str] = []
-    assert proc.stderr is not None
-    try:
-        for line in proc.stderr:
-            lines.append(line)
-            if len(reached("".join(lines))) >= 10:
-                proc.send_signal(signal.SIGINT)  # Ctrl-C: Scrapy stops gracefully, JOBDIR keeps the queue
-                break
-        rest = proc.communicate(timeout=120)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    first_log = "".join(lines) + rest
-    assert proc.returncode == 0, first_log[-3000:]
+    # Ctrl-C after 10 pages: Scrapy stops gracefully, JOBDIR keeps the queue.
+    first_log = interrupt_after([*_command(), *args, "-s", "DOWNLOAD_DELAY=0.25"], project, 10)
     first = parse_stats(first_log)
     assert first["finish_reason"] == "shutdown"
 
