@@ -4,7 +4,8 @@ Sources:
 
 * a store written by a crawl with ``JOBDIR`` or ``SIMHASH_DIR`` (the folder,
   searched two levels deep for store files, or the store file itself), read
-  with ``simhash_scrapy.store.read_store``;
+  and checked with ``simhash_scrapy.core.store.read_store`` (a corrupt store
+  is an error naming the file and the record);
 * a Redis key (``--redis URL --key PREFIX``, or ``--spider NAME`` to expand
   ``SIMHASH_REDIS_KEY``), read with the Redis backend's read-only ``attach``
   and ``members`` (a crawl keeps its key only with ``SIMHASH_REDIS_PERSIST``).
@@ -20,21 +21,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from ._common import EXIT_USAGE, CommandError, output_format, write_clusters
 
 __all__ = ["run_report", "find_store_files", "store_members"]
 
-_STORE_MAGIC = b"SIMHSTOR"
-
 
 def _is_store(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(_STORE_MAGIC)) == _STORE_MAGIC
-    except OSError:
-        return False
+    from ..core.store import is_store_file
+
+    return is_store_file(path)
 
 
 def find_store_files(folder: Path, depth: int = 2) -> list[Path]:
@@ -57,30 +53,11 @@ def find_store_files(folder: Path, depth: int = 2) -> list[Path]:
     return found
 
 
-def store_members(contents: Any) -> list[dict[str, Any]]:
-    """The members of ``contents`` (a ``StoreContents``) that belong to a cluster, in record order."""
-    canonical = contents.canonical
-    in_cluster = np.zeros(len(contents), dtype=bool)
-    in_cluster[canonical[canonical >= 0]] = True
-    in_cluster[canonical >= 0] = True
-    rows = np.flatnonzero(in_cluster).tolist()
-    members = []
-    for row in rows:
-        c = int(canonical[row])
-        depth = int(contents.depth[row])
-        members.append(
-            {
-                "url": contents.url(row),
-                "fingerprint": int(contents.fingerprints[row]),
-                "scope": contents.scope(row),
-                "canonical_url": None if c < 0 else contents.url(c),
-                "distance": None if c < 0 else int(contents.distance[row]),
-                "referer": contents.referer(row),
-                "depth": None if depth < 0 else depth,
-                "text": contents.text(row),
-            }
-        )
-    return members
+def store_members(contents: Any) -> list[Any]:
+    """Every record of ``contents`` (a checked ``StoreContents``) as ``ClusterMember`` objects, in entry order."""
+    from ..backends.persistent import members_of
+
+    return members_of(contents)
 
 
 def _settings_store(settings: Any, spider: str | None) -> str:
@@ -129,6 +106,7 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
+    members = store_members(contents)
     near = int((contents.canonical >= 0).sum())
     summary: dict[str, Any] = {
         "pages": len(contents),
@@ -136,11 +114,13 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
         "unique": len(contents) - near,
         "source": str(path),
     }
+    for outcome in ("unchanged", "changed"):
+        summary[outcome] = sum(1 for o in contents.outcomes if o == outcome)
     if contents.config is not None:
         summary["max_distance"] = contents.config.max_distance
         summary["features"] = contents.config.features
         summary["text mode"] = contents.config.text_mode
-    return store_members(contents), summary
+    return members, summary
 
 
 def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) -> tuple[list[Any], dict[str, Any]]:
