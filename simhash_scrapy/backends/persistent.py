@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -184,6 +185,10 @@ class PersistentBackend(MemoryBackend):
         except OSError as exc:
             raise BackendError(f"cannot open the simhash store {self.path}: {exc}") from exc
         self.store = store
+        if reset:
+            for extra in self.path.parent.glob(f"{self.path.name}.*"):
+                if extra.name != f"{self.path.name}.previous":
+                    extra.unlink(missing_ok=True)
         atexit.register(self._flush_at_exit)
         if len(contents):
             self._restore(contents)
@@ -197,6 +202,30 @@ class PersistentBackend(MemoryBackend):
         else:
             logger.info("simhash: recording pages in %s", self.path)
         self._last_flush = time.monotonic()
+
+    # Until the store keeps named blobs itself: a side file next to the store, written atomically.
+    def _extra_path(self, name: str) -> Path | None:
+        if self.path is None:
+            return None
+        return self.path.with_name(f"{self.path.name}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}")
+
+    async def load_extra(self, name: str) -> bytes | None:
+        path = self._extra_path(name)
+        if path is None or name in self._extra:
+            return self._extra.get(name)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    async def save_extra(self, name: str, data: bytes) -> None:
+        self._extra[name] = data
+        path = self._extra_path(name)
+        if path is None:
+            return
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
 
     def _restore(self, contents: StoreContents) -> None:
         """The records of the store, back in the clustering rule's entries and indexes."""

@@ -206,7 +206,9 @@ def _csv(clusters: list[dict[str, Any]]) -> str:
 def render_report(clusters: list[dict[str, Any]], report_format: str, summary: Mapping[str, Any] | None = None) -> str:
     """The report document for ``clusters`` in ``report_format`` (``jsonl``, ``csv`` or ``html``)."""
     if report_format == "jsonl":
-        return _jsonl(clusters)
+        from .urlrules import rules_jsonl
+
+        return _jsonl(clusters) + rules_jsonl((summary or {}).get("rules"))
     if report_format == "csv":
         return _csv(clusters)
     if report_format == "html":

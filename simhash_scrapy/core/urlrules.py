@@ -1,0 +1,750 @@
+"""URL rewrite rules learned from the duplicates a crawl finds ("Do not crawl in the DUST").
+
+Most near-duplicates on real sites come from URL patterns a site repeats:
+tracking and session parameters, default parameter values, print/AMP/mobile
+path variants, a mirrored prefix, ``index.html`` versus ``/``.  Every pair
+(duplicate URL, canonical URL) the crawl finds, and every
+``<link rel="canonical">`` a page declares, is a lesson: the difference
+between the two URLs is explained by candidate *rules*, each a rewrite that
+maps the more complex URL onto the simpler one, per host:
+
+* ``param``: a query parameter that does not change the content, with any
+  value (``utm_source``, ``sessionid``), host-wide or under a path prefix;
+* ``value``: one parameter value that is a default (``sort=date``,
+  ``page=1``), host-wide or under a path prefix;
+* ``path``: a run of path segments replaced by another (often empty) run,
+  anchored at a segment position from the start (``/print/X -> /X``,
+  ``/m/X``, ``/mirror/docs/X -> /docs/X``) or at the end (``X/index.html ->
+  X/``, ``X/amp -> X``).
+
+Evidence, per rule: *support* (pairs it explains, and crawled URLs it
+rewrites onto a crawled URL of the same cluster) and *counter-evidence*
+(crawled URLs it rewrites onto a crawled URL of another cluster: the
+content turned out different).  Each crawled URL counts at most once per
+rule, in whichever order the two URLs are crawled.  A rule is *trusted*
+with at least ``min_support`` confirmations and a Wilson lower confidence
+bound (one-sided 95 %) on its precision of at least ``min_precision``; a
+rule contradicted by a verification download is never trusted again.
+
+``predict(url)`` rewrites a URL with the trusted rules (to a fixpoint) and
+says whether a crawled or scheduled URL has the same rewritten form: then
+the request is a predicted duplicate of that URL.  It costs a dictionary
+lookup per path segment and query parameter (``benchmarks/url_rules.py``
+measures it).  ``dumps``/``merge`` keep the rules (not the URLs) across
+crawls and share them between workers.
+
+Pure Python, no Scrapy: the glue is ``simhash_scrapy.urlrules``.  This module
+is over 400 lines because learning, lookup and persistence share the private
+URL representation and indexes; splitting them would expose those.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from . import defaults
+
+__all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key"]
+
+#: z of the one-sided 95 % Wilson lower bound on a rule's precision.
+WILSON_Z = 1.645
+#: A URL is rewritten at most this many times by path rules (each one shortens it).
+MAX_PATH_STEPS = 4
+#: Limits per host that keep memory bounded on huge sites.
+MAX_CANDIDATES = 20_000
+MAX_IMAGES = 400_000
+MAX_ANCHORED = 1_000_000
+#: Default-value rules kept per parameter and prefix.
+MAX_VALUES_PER_PARAM = 20
+#: Path segments (from the start) under which crawled URLs are indexed for new rules.
+ANCHOR_DEPTH = 3
+#: At most this many rules are saved (the best supported first).
+MAX_SAVED = 20_000
+_MAGIC = b"SHUR1"
+_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+
+def wilson_lower_bound(successes: int, total: int, z: float = WILSON_Z) -> float:
+    """Lower bound of the Wilson score interval for ``successes / total`` (0 when ``total`` is 0)."""
+    if total <= 0:
+        return 0.0
+    p = successes / total
+    z2 = z * z
+    centre = p + z2 / (2 * total)
+    margin = z * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total))
+    return max(0.0, (centre - margin) / (1 + z2 / total))
+
+
+# ----------------------------------------------------------------------- URLs
+def _parse(url: str) -> tuple[str, str, str, list[tuple[str, str]]] | None:
+    """``(scheme, host, path, [(name, token)])``; the fragment is dropped; ``None`` if not absolute."""
+    i = url.find("://")
+    if i <= 0:
+        return None
+    scheme = url[:i].lower()
+    rest = url[i + 3 :]
+    h = rest.find("#")
+    if h >= 0:
+        rest = rest[:h]
+    q = rest.find("?")
+    params: list[tuple[str, str]] = []
+    if q >= 0:
+        params = [(t.partition("=")[0], t) for t in rest[q + 1 :].split("&") if t]
+        rest = rest[:q]
+    s = rest.find("/")
+    if s >= 0:
+        host, path = rest[:s].lower(), rest[s:]
+    else:
+        host, path = rest.lower(), "/"
+    port = _DEFAULT_PORTS.get(scheme)
+    if port is not None and host.endswith(port):
+        host = host[: -len(port)]
+    return scheme, host, path, params
+
+
+def _key(scheme: str, host: str, path: str, tokens: Iterable[str]) -> str:
+    query = "&".join(sorted(tokens))
+    return f"{scheme}://{host}{path}?{query}" if query else f"{scheme}://{host}{path}"
+
+
+def url_key(url: str) -> str:
+    """The form URLs are compared in: lower-case scheme and host, no default port or fragment, sorted query."""
+    parts = _parse(url)
+    if parts is None:
+        return url
+    scheme, host, path, params = parts
+    return _key(scheme, host, path, [t for _, t in params])
+
+
+# ---------------------------------------------------------------------- rules
+class Rule:
+    """One candidate rewrite rule of one host, with its evidence."""
+
+    __slots__ = ("host", "kind", "name", "value", "prefix", "at", "old", "new",
+                 "support", "counter", "contradicted", "trusted", "skipped")
+
+    def __init__(self, host: str, kind: str, name: str = "", value: str = "", prefix: str = "/",
+                 at: int = 0, old: tuple[str, ...] = (), new: tuple[str, ...] = ()) -> None:
+        self.host = host
+        #: "param" (drop a parameter), "value" (drop one default value) or "path".
+        self.kind = kind
+        self.name = name
+        #: The whole ``name=value`` token of a "value" rule.
+        self.value = value
+        #: Parameter rules apply to paths starting with this prefix.
+        self.prefix = prefix
+        #: Path rules: the segment position ``old`` starts at, or -1 for "the last segments".
+        self.at = at
+        self.old = old
+        self.new = new
+        self.support = 0
+        self.counter = 0
+        self.contradicted = False
+        self.trusted = False
+        #: Requests skipped because of this rule (this process).
+        self.skipped = 0
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.kind, self.name, self.value, self.prefix, self.at, self.old, self.new)
+
+    @property
+    def precision(self) -> float:
+        total = self.support + self.counter
+        return self.support / total if total else 0.0
+
+    def lower_bound(self) -> float:
+        return wilson_lower_bound(self.support, self.support + self.counter)
+
+    def describe(self) -> str:
+        """A readable form: ``drop ?utm_source (any value) under /articles/``, ``/print/… -> /…``."""
+        where = "" if self.prefix == "/" else f" under {self.prefix}"
+        if self.kind == "param":
+            return f"drop ?{self.name}=*{where}"
+        if self.kind == "value":
+            return f"drop ?{self.value}{where}"
+        old = "/".join(self.old)
+        new = "/".join(self.new)
+        if self.at == -1:
+            return f"…/{old} -> …/{new}" if new or self.new else f"…/{old} -> …"
+        lead = "/…" * self.at
+        return f"{lead}/{old}/… -> {lead}/{new}/…".replace("//", "/")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "rule": self.describe(),
+            "kind": self.kind,
+            "support": self.support,
+            "counter": self.counter,
+            "precision": round(self.precision, 4),
+            "lower_bound": round(self.lower_bound(), 4),
+            "trusted": self.trusted,
+            "contradicted": self.contradicted,
+            "skipped": self.skipped,
+        }
+
+    def __repr__(self) -> str:
+        return f"<Rule {self.host} {self.describe()} +{self.support}/-{self.counter}{' trusted' if self.trusted else ''}>"
+
+
+def _apply_path(segs: list[str], rule: Rule) -> list[str] | None:
+    n = len(rule.old)
+    if rule.at < 0:
+        if len(segs) >= n and tuple(segs[len(segs) - n :]) == rule.old:
+            return segs[: len(segs) - n] + list(rule.new)
+        return None
+    if tuple(segs[rule.at : rule.at + n]) == rule.old:
+        return segs[: rule.at] + list(rule.new) + segs[rule.at + n :]
+    return None
+
+
+class _Index:
+    """Rules looked up by where they can match: (position, first segment), last segment, parameter."""
+
+    __slots__ = ("start", "end", "params", "values")
+
+    def __init__(self, rules: Iterable[Rule] = ()) -> None:
+        self.start: dict[tuple[int, str], list[Rule]] = {}
+        self.end: dict[str, list[Rule]] = {}
+        self.params: dict[str, list[Rule]] = {}
+        self.values: dict[str, list[Rule]] = {}
+        for rule in rules:
+            self.add(rule)
+
+    def add(self, rule: Rule) -> None:
+        if rule.kind == "path":
+            if rule.at < 0:
+                self.end.setdefault(rule.old[-1], []).append(rule)
+            else:
+                self.start.setdefault((rule.at, rule.old[0]), []).append(rule)
+        elif rule.kind == "param":
+            self.params.setdefault(rule.name, []).append(rule)
+        else:
+            self.values.setdefault(rule.value, []).append(rule)
+
+    def __bool__(self) -> bool:
+        return bool(self.start or self.end or self.params or self.values)
+
+    def path_rules(self, segs: list[str]) -> Iterator[Rule]:
+        """Path rules whose anchor segment matches (to be confirmed with ``_apply_path``)."""
+        start = self.start
+        if start:
+            for i, seg in enumerate(segs):
+                found = start.get((i, seg))
+                if found:
+                    yield from found
+        if self.end and segs:
+            found = self.end.get(segs[-1])
+            if found:
+                yield from found
+
+    def param_rule(self, name: str, token: str, path: str) -> Rule | None:
+        for table, k in ((self.values, token), (self.params, name)):
+            found = table.get(k)
+            if found:
+                for rule in found:
+                    if path.startswith(rule.prefix):
+                        return rule
+        return None
+
+    def normalise(self, scheme: str, host: str, path: str, params: list[tuple[str, str]],
+                  fired: list[Rule]) -> str:
+        """The key of the URL rewritten by every rule of the index (to a fixpoint); appends the rules used."""
+        if self.start or self.end:
+            segs = path.split("/")[1:]
+            for _ in range(MAX_PATH_STEPS):
+                for rule in self.path_rules(segs):
+                    rewritten = _apply_path(segs, rule)
+                    if rewritten is not None:
+                        segs = rewritten
+                        fired.append(rule)
+                        break
+                else:
+                    break
+            path = "/" + "/".join(segs)
+        if params and (self.params or self.values):
+            tokens = []
+            for name, token in params:
+                rule = self.param_rule(name, token, path)
+                if rule is None:
+                    tokens.append(token)
+                elif rule not in fired:
+                    fired.append(rule)
+            return _key(scheme, host, path, tokens)
+        return _key(scheme, host, path, [t for _, t in params])
+
+
+class _Host:
+    """Everything learned about one host."""
+
+    __slots__ = ("rules", "candidates", "trusted", "known", "norm", "images", "image_count",
+                 "by_anchor", "anchored", "values_of")
+
+    def __init__(self) -> None:
+        self.rules: dict[tuple[Any, ...], Rule] = {}
+        self.candidates = _Index()
+        self.trusted = _Index()
+        #: Crawled URL key -> its cluster's key (``None``: scheduled, not crawled yet).
+        self.known: dict[str, str | None] = {}
+        #: Rewritten key (trusted rules) -> (first known URL key with it, the rules that rewrote it).
+        self.norm: dict[str, tuple[str, tuple[Rule, ...]]] = {}
+        #: Single-rule image key -> {rule: cluster of the first crawled URL with that image}.
+        self.images: dict[str, dict[Rule, str]] = {}
+        self.image_count = 0
+        #: Crawled URL keys by where a new rule could match them (so a new rule is
+        #: checked against the URLs crawled before it existed): ("p", name),
+        #: ("t", token), ("s", position, segment) for the first segments, ("e", last segment).
+        self.by_anchor: dict[tuple[Any, ...], list[str]] = {}
+        self.anchored = 0
+        #: Value rules per (parameter, prefix): bounded, so session ids cannot fill the table.
+        self.values_of: dict[tuple[str, str], int] = {}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A request predicted to duplicate a crawled or scheduled URL."""
+
+    url: str
+    #: The crawled (or scheduled) URL it is predicted to duplicate.
+    target: str
+    rules: tuple[Rule, ...]
+
+    @property
+    def rule_names(self) -> str:
+        return "; ".join(dict.fromkeys(r.describe() for r in self.rules))
+
+
+# -------------------------------------------------------------------- learner
+class UrlRuleLearner:
+    """Learns rules per host from crawled pages and predicts duplicates of requests."""
+
+    def __init__(self, min_support: int = defaults.URL_RULES_MIN_SUPPORT,
+                 min_precision: float = defaults.URL_RULES_MIN_PRECISION) -> None:
+        self.min_support = min_support
+        self.min_precision = min_precision
+        self._hosts: dict[str, _Host] = {}
+        #: Pairs (duplicate, canonical) and declarations learned from.
+        self.pairs = 0
+
+    # ------------------------------------------------------------ trust
+    def _is_trusted(self, rule: Rule) -> bool:
+        return (
+            not rule.contradicted
+            and rule.support >= self.min_support
+            and wilson_lower_bound(rule.support, rule.support + rule.counter) >= self.min_precision
+        )
+
+    def _rebuild(self, hr: _Host) -> None:
+        """Trusted index and rewritten keys of a host after its trusted set changed."""
+        hr.trusted = _Index(r for r in hr.rules.values() if r.trusted)
+        hr.norm = {}
+        if hr.trusted:
+            for raw in hr.known:
+                self._index_known(hr, raw)
+
+    def _index_known(self, hr: _Host, raw: str) -> None:
+        parts = _parse(raw)
+        if parts is None:
+            return
+        fired: list[Rule] = []
+        norm = hr.trusted.normalise(*parts, fired)
+        if norm not in hr.norm:
+            hr.norm[norm] = (raw, tuple(fired))
+
+    def _evidence(self, rule: Rule, same: bool) -> bool:
+        """Count one piece of evidence; ``True`` when the rule's trust changed."""
+        if same:
+            rule.support += 1
+        else:
+            rule.counter += 1
+        trusted = self._is_trusted(rule)
+        if trusted != rule.trusted:
+            rule.trusted = trusted
+            return True
+        return False
+
+    def _rule(self, hr: _Host, probe: Rule) -> tuple[Rule | None, bool]:
+        """The registered rule equal to ``probe`` (created, and checked against earlier URLs, if new)."""
+        rule = hr.rules.get(probe.key)
+        if rule is not None:
+            return rule, False
+        if probe.kind == "value":
+            slot = (probe.name, probe.prefix)
+            if hr.values_of.get(slot, 0) >= MAX_VALUES_PER_PARAM:
+                return None, False
+            hr.values_of[slot] = hr.values_of.get(slot, 0) + 1
+        if len(hr.rules) >= MAX_CANDIDATES:
+            self._evict(hr)
+            if len(hr.rules) >= MAX_CANDIDATES:
+                return None, False
+        hr.rules[probe.key] = probe
+        hr.candidates.add(probe)
+        return probe, self._retro(hr, probe)
+
+    def _evict(self, hr: _Host) -> None:
+        """Drop the weakest half of the untrusted single-support candidates (a full table)."""
+        weak = [k for k, r in hr.rules.items() if not r.trusted and r.support + r.counter <= 1]
+        for key in weak[: max(1, len(weak) // 2)]:
+            del hr.rules[key]
+        hr.candidates = _Index(hr.rules.values())
+
+    def _anchors(self, path: str, params: list[tuple[str, str]]) -> list[tuple[Any, ...]]:
+        segs = path.split("/")[1:]
+        found: list[tuple[Any, ...]] = [("s", i, seg) for i, seg in enumerate(segs[:ANCHOR_DEPTH])]
+        if segs:
+            found.append(("e", segs[-1]))
+        for name, token in params:
+            found.append(("p", name))
+            found.append(("t", token))
+        return found
+
+    def _retro(self, hr: _Host, rule: Rule) -> bool:
+        """Check a new rule against the URLs crawled before it existed; ``True`` if its trust changed."""
+        if rule.kind == "path":
+            if rule.at < 0:
+                anchor: tuple[Any, ...] = ("e", rule.old[-1])
+            elif rule.at < ANCHOR_DEPTH:
+                anchor = ("s", rule.at, rule.old[0])
+            else:
+                return False
+        else:
+            anchor = ("p", rule.name) if rule.kind == "param" else ("t", rule.value)
+        urls = hr.by_anchor.get(anchor)
+        if not urls:
+            return False
+        single = _Index((rule,))
+        changed = False
+        for raw in urls:
+            cluster = hr.known.get(raw)
+            parts = _parse(raw)
+            if cluster is None or parts is None:
+                continue
+            image = single.normalise(*parts, [])
+            if image != raw:
+                changed |= self._compare(hr, rule, image, cluster)
+        return changed
+
+    def _compare(self, hr: _Host, rule: Rule, image: str, cluster: str) -> bool:
+        """Evidence from a crawled URL the rule rewrites to ``image`` (or remember it for later)."""
+        target = hr.known.get(image)
+        if target is None:
+            other = hr.images.get(image)
+            target = other.get(rule) if other is not None else None
+            if target is None:
+                if hr.image_count < MAX_IMAGES:
+                    hr.images.setdefault(image, {})[rule] = cluster
+                    hr.image_count += 1
+                return False
+        return self._evidence(rule, target == cluster)
+
+    # ------------------------------------------------------------ learning
+    def _explain(self, host: str, a: tuple[Any, ...], b: tuple[Any, ...]) -> list[Rule]:
+        """Candidate rules (unregistered) for two URLs of one host with the same content ([] if none explains it)."""
+        _, _, path_a, params_a = a
+        _, _, path_b, params_b = b
+        if (len(path_a.split("/")), len(path_a), path_a) < (len(path_b.split("/")), len(path_b), path_b):
+            path_a, path_b = path_b, path_a  # the path rule rewrites the longer path into the shorter
+        found: list[Rule] = []
+        if path_a != path_b:
+            sa, sb = path_a.split("/")[1:], path_b.split("/")[1:]
+            i = 0
+            while i < min(len(sa), len(sb)) and sa[i] == sb[i]:
+                i += 1
+            j = 0
+            while j < min(len(sa), len(sb)) - i and sa[-1 - j] == sb[-1 - j]:
+                j += 1
+            old, new = tuple(sa[i : len(sa) - j]), tuple(sb[i : len(sb) - j])
+            if old:
+                found.append(Rule(host, "path", at=-1 if j == 0 else i, old=old, new=new))
+        # Parameter rules are scoped by the shorter path (the form the path rules lead to).
+        segs = path_b.split("/")
+        prefixes = ["/"] + ([f"/{segs[1]}/"] if len(segs) > 2 else [])
+        values_a: dict[str, list[str]] = {}
+        values_b: dict[str, list[str]] = {}
+        for name, token in params_a:
+            values_a.setdefault(name, []).append(token)
+        for name, token in params_b:
+            values_b.setdefault(name, []).append(token)
+        for name in sorted(set(values_a) | set(values_b)):
+            va, vb = sorted(values_a.get(name, ())), sorted(values_b.get(name, ()))
+            if va == vb:
+                continue
+            only = va if not vb else vb if not va else None
+            for prefix in prefixes:
+                found.append(Rule(host, "param", name=name, prefix=prefix))
+                if only is not None and len(only) == 1:
+                    found.append(Rule(host, "value", name=name, value=only[0], prefix=prefix))
+        if not found:
+            return []
+        index = _Index(found)
+        if index.normalise(*a, []) != index.normalise(*b, []):
+            return []
+        return found
+
+    def observe(self, url: str, cluster: str | None = None, duplicate_of: str | None = None,
+                declared: str | None = None, aliases: Iterable[str] = ()) -> None:
+        """Learn from one crawled page.
+
+        ``cluster`` is the canonical URL of its cluster (``None``: the page
+        itself), ``duplicate_of`` the canonical URL when the crawl found it a
+        near-duplicate, ``declared`` its ``<link rel="canonical">`` (absolute),
+        ``aliases`` other URLs that led to the same response (redirects).
+        """
+        parts = _parse(url)
+        if parts is None:
+            return
+        scheme, host, path, params = parts
+        raw = _key(scheme, host, path, [t for _, t in params])
+        cluster_key = url_key(cluster) if cluster else raw
+        hr = self._hosts.get(host)
+        if hr is None:
+            hr = self._hosts[host] = _Host()
+        for alias in aliases:
+            alias_parts = _parse(alias)
+            if alias_parts is not None and alias_parts[1] == host:
+                self._add_known(hr, url_key(alias), cluster_key)
+        if hr.known.get(raw) is not None:  # crawled before: a re-crawl teaches nothing new
+            hr.known[raw] = cluster_key
+            return
+        changed = False
+        confirmed: set[Rule] = set()
+        for other in (duplicate_of, declared):
+            other_parts = _parse(other) if other else None
+            if other_parts is None or other_parts[1] != host or url_key(other) == raw:
+                continue
+            probes = self._explain(host, parts, other_parts)
+            if probes:
+                self.pairs += 1
+            for probe in probes:
+                rule, retro_changed = self._rule(hr, probe)
+                changed |= retro_changed
+                if rule is not None and rule not in confirmed:
+                    confirmed.add(rule)
+                    changed |= self._evidence(rule, True)
+        # Rules that rewrite this URL: compare with the crawled URL they lead to.
+        if hr.candidates:
+            segs = path.split("/")[1:]
+            tokens = [t for _, t in params]
+            applicable: list[tuple[Rule, str]] = []
+            for rule in hr.candidates.path_rules(segs):
+                rewritten = _apply_path(segs, rule)
+                if rewritten is not None:
+                    applicable.append((rule, _key(scheme, host, "/" + "/".join(rewritten), tokens)))
+            if params:
+                index = hr.candidates
+                seen: set[Rule] = set()
+                for name, token in params:
+                    for rule in [*index.values.get(token, ()), *index.params.get(name, ())]:
+                        if rule not in seen and path.startswith(rule.prefix):
+                            seen.add(rule)
+                            applicable.append((rule, _Index((rule,)).normalise(scheme, host, path, params, [])))
+            for rule, image in applicable:
+                if image == raw:
+                    continue
+                if rule in confirmed:
+                    if image not in hr.known and hr.image_count < MAX_IMAGES:
+                        hr.images.setdefault(image, {}).setdefault(rule, cluster_key)
+                        hr.image_count += 1
+                    continue
+                changed |= self._compare(hr, rule, image, cluster_key)
+        # URLs crawled earlier that a rule rewrites onto this one.
+        earlier = hr.images.pop(raw, None)
+        if earlier:
+            hr.image_count -= len(earlier)
+            for rule, other_cluster in earlier.items():
+                if rule not in confirmed:
+                    changed |= self._evidence(rule, other_cluster == cluster_key)
+        self._add_known(hr, raw, cluster_key)
+        if hr.anchored < MAX_ANCHORED:
+            for anchor in self._anchors(path, params):
+                hr.by_anchor.setdefault(anchor, []).append(raw)
+                hr.anchored += 1
+        if changed:
+            self._rebuild(hr)
+
+    def _add_known(self, hr: _Host, raw: str, cluster_key: str | None) -> None:
+        new = raw not in hr.known
+        if new or cluster_key is not None:
+            hr.known[raw] = cluster_key
+        if new and hr.trusted:
+            self._index_known(hr, raw)
+
+    def remember(self, url: str, cluster: str | None = None) -> None:
+        """A page crawled before (a resumed job, an earlier crawl): known, but no new evidence."""
+        parts = _parse(url)
+        if parts is not None:
+            hr = self._hosts.get(parts[1])
+            if hr is None:
+                hr = self._hosts[parts[1]] = _Host()
+            raw = _key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
+            self._add_known(hr, raw, url_key(cluster) if cluster else raw)
+
+    def scheduled(self, url: str) -> None:
+        """A request for ``url`` was scheduled: later variants of it are predicted duplicates."""
+        parts = _parse(url)
+        if parts is None:
+            return
+        hr = self._hosts.get(parts[1])
+        if hr is None:
+            hr = self._hosts[parts[1]] = _Host()
+        raw = _key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
+        if raw not in hr.known:
+            self._add_known(hr, raw, None)
+
+    def forget(self, url: str) -> None:
+        """``url`` will not be crawled (it was skipped): it must not protect its variants."""
+        parts = _parse(url)
+        hr = self._hosts.get(parts[1]) if parts is not None else None
+        if hr is None:
+            return
+        raw = url_key(url)
+        if raw in hr.known and hr.known[raw] is None:
+            del hr.known[raw]
+            if hr.trusted:
+                fired: list[Rule] = []
+                norm = hr.trusted.normalise(*parts, fired)  # type: ignore[misc]
+                entry = hr.norm.get(norm)
+                if entry is not None and entry[0] == raw:
+                    del hr.norm[norm]
+
+    # ------------------------------------------------------------ prediction
+    def predict(self, url: str) -> Prediction | None:
+        """The crawled or scheduled URL that ``url`` duplicates by the trusted rules, else ``None``."""
+        parts = _parse(url)
+        if parts is None:
+            return None
+        scheme, host, path, params = parts
+        hr = self._hosts.get(host)
+        if hr is None or not hr.norm:
+            return None
+        fired: list[Rule] = []
+        norm = hr.trusted.normalise(scheme, host, path, params, fired)
+        entry = hr.norm.get(norm)
+        if entry is None:
+            return None
+        raw = _key(scheme, host, path, [t for _, t in params])
+        if entry[0] == raw:
+            return None
+        return Prediction(url, entry[0], tuple(dict.fromkeys(fired + list(entry[1]))))
+
+    def verify(self, prediction: Prediction, cluster: str | None) -> bool | None:
+        """A predicted duplicate was downloaded anyway (exploration): ``True`` if the rules held.
+
+        ``cluster`` is the canonical URL of the downloaded page's cluster
+        (``None``: itself).  On a contradiction every rule of the prediction
+        loses trust at once (and for good).  ``None``: the target has not
+        been crawled yet, nothing to compare.
+        """
+        parts = _parse(prediction.url)
+        hr = self._hosts.get(parts[1]) if parts is not None else None
+        if hr is None:
+            return None
+        target = hr.known.get(prediction.target)
+        if target is None:
+            return None
+        mine = url_key(cluster) if cluster else url_key(prediction.url)
+        if mine == target:
+            return True
+        for rule in prediction.rules:
+            rule.contradicted = True
+            rule.counter += 1
+            rule.trusted = False
+        self._rebuild(hr)
+        return False
+
+    # ------------------------------------------------------------ inspection
+    def rules(self, trusted_only: bool = False) -> list[Rule]:
+        """Rules, trusted first, then by support."""
+        found = [r for hr in self._hosts.values() for r in hr.rules.values() if r.trusted or not trusted_only]
+        found.sort(key=lambda r: (not r.trusted, -r.support, r.counter, r.host, r.describe()))
+        return found
+
+    def report(self, limit: int = 200) -> list[dict[str, Any]]:
+        """The rules for a report: every trusted one, then candidates with support of at least 2."""
+        return [r.as_dict() for r in self.rules() if r.trusted or r.support >= 2][:limit]
+
+    def known_count(self) -> int:
+        return sum(len(hr.known) for hr in self._hosts.values())
+
+    # ------------------------------------------------------------ persistence
+    def dumps(self) -> bytes:
+        """The rules and their evidence (not the URLs), compressed."""
+        rows = [
+            [r.host, r.kind, r.name, r.value, r.prefix, r.at, list(r.old), list(r.new),
+             r.support, r.counter, int(r.contradicted)]
+            for r in sorted(self.rules(), key=lambda r: (not r.trusted, -(r.support + r.counter)))[:MAX_SAVED]
+        ]
+        return _MAGIC + zlib.compress(json.dumps({"version": 1, "rules": rows}, separators=(",", ":")).encode())
+
+    def merge(self, data: bytes | None) -> int:
+        """Merge rules saved by ``dumps`` (an earlier crawl, another worker): evidence counts take the maximum.
+
+        Returns the number of rules read.  Unreadable data raises ``ValueError``.
+        """
+        if not data:
+            return 0
+        if not data.startswith(_MAGIC):
+            raise ValueError("not a simhash-scrapy URL rules blob")
+        try:
+            rows = json.loads(zlib.decompress(data[len(_MAGIC) :]))["rules"]
+        except (zlib.error, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"corrupt URL rules blob: {exc}") from None
+        touched: set[str] = set()
+        for row in rows:
+            host, kind, name, value, prefix, at, old, new, support, counter, contradicted = row
+            hr = self._hosts.get(host)
+            if hr is None:
+                hr = self._hosts[host] = _Host()
+            rule, _ = self._rule(hr, Rule(host, kind, name=name, value=value, prefix=prefix, at=at,
+                                          old=tuple(old), new=tuple(new)))
+            if rule is None:
+                continue
+            rule.support = max(rule.support, int(support))
+            rule.counter = max(rule.counter, int(counter))
+            rule.contradicted = rule.contradicted or bool(contradicted)
+            trusted = self._is_trusted(rule)
+            if trusted != rule.trusted:
+                rule.trusted = trusted
+                touched.add(host)
+        for host in touched:
+            self._rebuild(self._hosts[host])
+        return len(rows)
+
+
+# ---------------------------------------------------------------------- report
+def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
+    """JSON Lines records (``"record": "url_rule"``) for the rules of a report summary."""
+    return "".join(json.dumps({"record": "url_rule", **rule}, ensure_ascii=False) + "\n" for rule in rules or ())
+
+
+def rules_html(rules: Iterable[dict[str, Any]] | None) -> str:
+    """An HTML section listing the rules of a report summary (empty when there are none)."""
+    import html
+
+    rows = list(rules or ())
+    if not rows:
+        return ""
+    esc = html.escape
+    body = "".join(
+        f'<tr data-trusted="{str(bool(r.get("trusted"))).lower()}"><td>{esc(str(r.get("host", "")))}</td>'
+        f'<td><code>{esc(str(r.get("rule", "")))}</code></td><td>{"yes" if r.get("trusted") else "no"}</td>'
+        f'<td class="count">{int(r.get("support", 0)):,}</td><td class="count">{int(r.get("counter", 0)):,}</td>'
+        f'<td class="count">{100 * float(r.get("precision", 0)):.1f}%</td>'
+        f'<td class="count">{100 * float(r.get("lower_bound", 0)):.1f}%</td>'
+        f'<td class="count">{int(r.get("skipped", 0)):,}</td></tr>'
+        for r in rows
+    )
+    return (
+        '<section id="url-rules"><h2>Learned URL rules</h2>'
+        '<p class="muted">Rewrites learned from the duplicates found (support: confirmations; counter: URLs the '
+        "rule would rewrite whose content differed; lower bound: 95% Wilson bound on the precision).</p>"
+        '<table class="histogram"><thead><tr><th>host</th><th>rule</th><th>trusted</th><th>support</th>'
+        "<th>counter</th><th>precision</th><th>lower bound</th><th>skipped</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></section>"
+    )

@@ -1,0 +1,272 @@
+"""Learned URL rules (issue 14): learning, trust, contradiction, skipping before download, persistence, sharing.
+
+Unit tests drive ``core.urlrules.UrlRuleLearner``; crawl tests run real
+Scrapy crawls of a local site whose articles have tracking-parameter, print
+and mobile variants (same article, another template) and a listing whose
+``page=`` parameter matters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+import scrapy
+
+from simhash_scrapy.config import SimhashConfig
+from simhash_scrapy.core.urlrules import UrlRuleLearner, url_key, wilson_lower_bound
+from simhash_scrapy.urlrules import PredictedDuplicate
+
+from conftest import RecordingSpider, article_html, article_words, run_crawl, simhash_stats  # noqa: E402
+
+pytest_plugins = ["conftest_redis"]
+
+B = "http://site.test"
+
+
+# ------------------------------------------------------------------ unit
+def learn_dust(learner: UrlRuleLearner, pages: range) -> None:
+    """Articles, each with a tracking and a print variant found to be duplicates."""
+    for i in pages:
+        learner.observe(f"{B}/news/{i}.html")
+        learner.observe(f"{B}/news/{i}.html?utm_source=feed{i}&utm_medium=rss", duplicate_of=f"{B}/news/{i}.html")
+        learner.observe(f"{B}/print/news/{i}.html", duplicate_of=f"{B}/news/{i}.html")
+
+
+def test_wilson_lower_bound() -> None:
+    assert wilson_lower_bound(0, 0) == 0.0
+    assert 0.5 < wilson_lower_bound(10, 10) < 0.9
+    assert wilson_lower_bound(100, 100) > wilson_lower_bound(10, 10)
+    assert wilson_lower_bound(90, 100) < 0.9
+
+
+def test_url_key_normalises_host_port_fragment_and_query_order() -> None:
+    assert url_key("HTTP://Site.Test:80/a?b=2&a=1#top") == "http://site.test/a?a=1&b=2"
+    assert url_key("https://site.test:443") == "https://site.test/"
+
+
+def test_rules_generalise_to_pages_never_seen() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    learn_dust(learner, range(6))
+    trusted = {r.describe() for r in learner.rules(trusted_only=True)}
+    assert "/print/… -> /…" in trusted
+    assert "drop ?utm_source=*" in trusted
+    # Page 100 was never involved in a pair: only scheduled.
+    learner.scheduled(f"{B}/news/100.html")
+    prediction = learner.predict(f"{B}/print/news/100.html?utm_source=x&utm_medium=y")
+    assert prediction is not None and prediction.target == f"{B}/news/100.html"
+    assert {r.kind for r in prediction.rules} == {"path", "param"}
+    # The canonical form itself, and URLs whose rewritten form nobody crawled, are not predicted.
+    assert learner.predict(f"{B}/news/100.html") is None
+    assert learner.predict(f"{B}/print/news/101.html") is None
+    # Another host learns nothing from this one.
+    assert learner.predict("http://other.test/print/news/100.html") is None
+
+
+def test_enough_support_is_needed() -> None:
+    learner = UrlRuleLearner(min_support=5, min_precision=0.5)
+    learn_dust(learner, range(4))
+    assert learner.rules(trusted_only=True) == []
+    learn_dust(learner, range(4, 5))
+    assert learner.rules(trusted_only=True)
+
+
+def test_counter_evidence_keeps_a_meaningful_parameter_untrusted() -> None:
+    """page=1 is a default (duplicate of the listing); other pages differ: only the value rule is trusted."""
+    learner = UrlRuleLearner(min_support=3, min_precision=0.6)
+    for section in ("a", "b", "c", "d", "e"):
+        learner.observe(f"{B}/{section}/list")
+        for page in range(2, 6):
+            learner.observe(f"{B}/{section}/list?page={page}")  # unique content
+        learner.observe(f"{B}/{section}/list?page=1", duplicate_of=f"{B}/{section}/list")
+    rules = {r.describe(): r for r in learner.rules()}
+    assert rules["drop ?page=*"].counter >= 16 and not rules["drop ?page=*"].trusted
+    assert rules["drop ?page=1"].trusted
+    learner.scheduled(f"{B}/z/list")
+    assert learner.predict(f"{B}/z/list?page=1") is not None
+    assert learner.predict(f"{B}/z/list?page=2") is None
+
+
+def test_counter_evidence_counts_in_either_crawl_order() -> None:
+    """The unique page crawled before the rule existed still counts against it."""
+    learner = UrlRuleLearner(min_support=2, min_precision=0.5)
+    learner.observe(f"{B}/item?id=1")
+    learner.observe(f"{B}/item?id=2")
+    learner.observe(f"{B}/item?id=3")
+    learner.observe(f"{B}/item")
+    learner.observe(f"{B}/x?id=9", duplicate_of=f"{B}/x")
+    learner.observe(f"{B}/y?id=8", duplicate_of=f"{B}/y")
+    rule = next(r for r in learner.rules() if r.describe() == "drop ?id=*")
+    assert rule.support == 2 and rule.counter == 3 and not rule.trusted
+
+
+def test_verification_contradiction_distrusts_at_once() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    learn_dust(learner, range(10))
+    learner.observe(f"{B}/news/50.html")
+    prediction = learner.predict(f"{B}/print/news/50.html")
+    assert prediction is not None
+    # Downloaded anyway and found to be its own, different page.
+    assert learner.verify(prediction, None) is False
+    rule = next(r for r in learner.rules() if r.kind == "path")
+    assert rule.contradicted and not rule.trusted
+    assert learner.predict(f"{B}/print/news/50.html") is None
+    # A confirmation keeps it.
+    learner.observe(f"{B}/news/51.html")
+    other = learner.predict(f"{B}/news/51.html?utm_source=a")
+    assert other is not None and learner.verify(other, f"{B}/news/51.html") is True
+
+
+def test_session_ids_with_different_values_and_path_suffix_rules() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    for i in range(5):
+        learner.observe(f"{B}/doc/{i}/?sid=a{i}")
+        learner.observe(f"{B}/doc/{i}/?sid=b{i}", duplicate_of=f"{B}/doc/{i}/?sid=a{i}")
+        learner.observe(f"{B}/doc/{i}/index.html?sid=c{i}", duplicate_of=f"{B}/doc/{i}/?sid=a{i}")
+    learner.observe(f"{B}/doc/9/?sid=zz")
+    prediction = learner.predict(f"{B}/doc/9/index.html?sid=other")
+    assert prediction is not None and prediction.target == f"{B}/doc/9/?sid=zz"
+
+
+def test_rel_canonical_declarations_teach() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    for i in range(4):
+        learner.observe(f"{B}/amp/story/{i}", declared=f"{B}/story/{i}")
+    learner.scheduled(f"{B}/story/77")
+    assert learner.predict(f"{B}/amp/story/77") is not None
+
+
+def test_dumps_and_merge_keep_the_evidence() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    learn_dust(learner, range(5))
+    other = UrlRuleLearner(min_support=3, min_precision=0.5)
+    assert other.merge(learner.dumps()) == len(learner.rules())
+    assert [(r.describe(), r.support, r.trusted) for r in other.rules()] == [
+        (r.describe(), r.support, r.trusted) for r in learner.rules()
+    ]
+    # Merging twice does not double the counts (maximum, not sum).
+    other.merge(learner.dumps())
+    assert max(r.support for r in other.rules()) == max(r.support for r in learner.rules())
+    with pytest.raises(ValueError):
+        other.merge(b"garbage")
+
+
+def test_settings_are_parsed_and_checked() -> None:
+    config = SimhashConfig.from_settings(
+        {"SIMHASH_URL_RULES": "SKIP", "SIMHASH_URL_RULES_MIN_SUPPORT": "4", "SIMHASH_URL_RULES_MIN_PRECISION": 0.9,
+         "SIMHASH_URL_RULES_EXPLORE": "0", "SIMHASH_URL_RULES_CANONICAL": "false"}
+    )
+    assert (config.url_rules, config.url_rules_min_support, config.url_rules_min_precision) == ("skip", 4, 0.9)
+    assert config.url_rules_explore == 0 and config.url_rules_canonical is False
+    assert SimhashConfig.from_settings({}).url_rules == "off"
+    for name, value in (("SIMHASH_URL_RULES", "maybe"), ("SIMHASH_URL_RULES_MIN_SUPPORT", 0),
+                        ("SIMHASH_URL_RULES_MIN_PRECISION", 1.5), ("SIMHASH_URL_RULES_EXPLORE", "-1")):
+        with pytest.raises(ValueError, match=name):
+            SimhashConfig.from_settings({name: value})
+
+
+# ------------------------------------------------------------------ site
+ARTICLES = 24
+
+
+def dust_site() -> dict[str, str]:
+    """A hub linking every article and, for most, a tracking, a print and a mobile variant."""
+    pages: dict[str, str] = {}
+    links = []
+    for i in range(ARTICLES):
+        words = article_words(1000 + i)
+        title = f"Story {i}"
+        pages[f"/news/{i}.html"] = article_html(title, words, links=["/", "/about.html"])
+        pages[f"/print/news/{i}.html"] = article_html(title, words, template="b")
+        pages[f"/m/news/{i}.html"] = article_html(title, words, extra="Mobile edition", template="b")
+        links.append(f"/news/{i}.html")
+        links.append(f"/news/{i}.html?utm_source=newsletter&utm_medium=email")
+        links.append(f"/print/news/{i}.html")
+        links.append(f"/m/news/{i}.html")
+    pages["/about.html"] = article_html("About", article_words(7), links=["/"])
+    hub = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
+    pages["/"] = f"<html><body><h1>News</h1><ul>{hub}</ul></body></html>"
+    return pages
+
+
+SETTINGS: dict[str, Any] = {
+    "ADDONS": {"simhash_scrapy.Addon": 0},
+    "SIMHASH_URL_RULES": "skip",
+    "SIMHASH_URL_RULES_MIN_SUPPORT": 3,
+    "SIMHASH_URL_RULES_MIN_PRECISION": 0.5,
+    "SIMHASH_URL_RULES_EXPLORE": 0,
+    # Breadth-first: the hub's links are all scheduled before the articles are fetched.
+    "DEPTH_PRIORITY": 1,
+    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+}
+
+
+def variant_hits(hits: list[str]) -> list[str]:
+    return [h for h in hits if h.startswith(("/print/", "/m/")) or "utm_source" in h]
+
+
+@pytest_twisted.ensureDeferred
+async def test_skip_mode_avoids_predicted_duplicates_and_errbacks_see_why(serve: Any, tmp_path: Path) -> None:
+    site = serve(dust_site())
+    report = tmp_path / "report.jsonl"
+    crawler = await run_crawl(RecordingSpider, {**SETTINGS, "SIMHASH_REPORT_URI": str(report)},
+                              start_urls=[site.url("/")], follow=True)
+    stats = simhash_stats(crawler)
+    spider = crawler.spider
+    skipped = [f.value for f in spider.failures if isinstance(f.value, PredictedDuplicate)]
+    assert stats["simhash/requests/skipped"] == len(skipped) > ARTICLES  # most variants never downloaded
+    for exc in skipped:
+        assert exc.canonical_url.startswith(site.url("/news/")) and "?" not in exc.canonical_url
+        assert exc.rules
+    # Every article was downloaded: nothing distinct was lost.
+    assert all(f"/news/{i}.html" in site.hits for i in range(ARTICLES))
+    assert len(variant_hits(site.hits)) + len(skipped) == 3 * ARTICLES
+    assert stats["simhash/url_rules/trusted"] >= 2
+    lines = report.read_text().splitlines()
+    rules = [line for line in lines if '"record": "url_rule"' in line]
+    assert any("drop ?utm_source=*" in line for line in rules)
+
+
+@pytest_twisted.ensureDeferred
+async def test_learn_mode_skips_nothing_but_learns(serve: Any) -> None:
+    site = serve(dust_site())
+    crawler = await run_crawl(RecordingSpider, {**SETTINGS, "SIMHASH_URL_RULES": "learn"},
+                              start_urls=[site.url("/")], follow=True)
+    stats = simhash_stats(crawler)
+    assert "simhash/requests/skipped" not in stats
+    assert len(variant_hits(site.hits)) == 3 * ARTICLES
+    assert stats["simhash/url_rules/trusted"] >= 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_off_by_default(serve: Any) -> None:
+    site = serve(dust_site())
+    crawler = await run_crawl(RecordingSpider, {"ADDONS": {"simhash_scrapy.Addon": 0}},
+                              start_urls=[site.url("/")], follow=True)
+    assert not any(k.startswith(("simhash/url_rules", "simhash/requests")) for k in simhash_stats(crawler))
+
+
+@pytest_twisted.ensureDeferred
+async def test_dont_filter_and_opted_out_requests_are_never_skipped(serve: Any) -> None:
+    site = serve(dust_site())
+    # First crawl: learn (saved in SIMHASH_DIR); second: variants only, some dont_filter, some opted out.
+    # Within one crawl, rules are learned from the first articles and used for the rest.
+    crawler = await run_crawl(RecordingSpider, SETTINGS, start_urls=[site.url("/")], follow=True)
+    assert simhash_stats(crawler)["simhash/requests/skipped"] > 0
+    variants = [site.url(f"/print/news/{i}.html") for i in range(ARTICLES)]
+    originals = [site.url(f"/news/{i}.html") for i in range(ARTICLES)]
+    special = variants[:6]
+    meta = {url: {"simhash_enabled": False} for url in variants[6:12]}
+    site.hits.clear()
+    crawler = await run_crawl(
+        RecordingSpider, SETTINGS, start_urls=originals + variants, dont_filter=tuple(special), meta=meta
+    )
+    # No rules carried over (memory backend): the second crawl learns again, quickly.
+    hits = set(site.hits)
+    for url in special + variants[6:12]:
+        assert url[len(site.base):] in hits
+    skipped = [f.value.url for f in crawler.spider.failures if isinstance(f.value, PredictedDuplicate)]
+    assert not set(skipped) & set(special + variants[6:12])
