@@ -270,3 +270,70 @@ async def test_dont_filter_and_opted_out_requests_are_never_skipped(serve: Any) 
         assert url[len(site.base):] in hits
     skipped = [f.value.url for f in crawler.spider.failures if isinstance(f.value, PredictedDuplicate)]
     assert not set(skipped) & set(special + variants[6:12])
+
+
+# ------------------------------------------------------------ persistence
+def urls(site: Any, paths: list[str]) -> list[str]:
+    return [site.url(p) for p in paths]
+
+
+def split_site(site: Any, first: range, second: range) -> tuple[list[str], list[str], list[str]]:
+    """Start URLs that teach (articles of ``first`` with variants), and the originals and variants of ``second``."""
+    teach = []
+    for i in first:
+        teach += [f"/news/{i}.html", f"/news/{i}.html?utm_source=newsletter&utm_medium=email",
+                  f"/print/news/{i}.html", f"/m/news/{i}.html"]
+    originals = [f"/news/{i}.html" for i in second]
+    variants = [v for i in second for v in (f"/news/{i}.html?utm_source=newsletter&utm_medium=email",
+                                            f"/print/news/{i}.html", f"/m/news/{i}.html")]
+    return urls(site, teach), urls(site, originals), urls(site, variants)
+
+
+async def assert_second_crawl_skips_from_its_start(site: Any, settings: dict[str, Any]) -> None:
+    teach, originals, variants = split_site(site, range(0, 8), range(8, ARTICLES))
+    first = await run_crawl(RecordingSpider, settings, start_urls=teach)
+    assert simhash_stats(first)["simhash/url_rules/trusted"] >= 3
+    site.hits.clear()
+    second = await run_crawl(RecordingSpider, settings, start_urls=originals + variants)
+    stats = simhash_stats(second)
+    assert stats["simhash/url_rules/loaded"] > 0
+    # Nothing new was learned in the second crawl: every variant was skipped by the rules it loaded.
+    assert stats.get("simhash/url_rules/pairs", 0) == 0
+    assert stats["simhash/requests/skipped"] == len(variants)
+    assert sorted(site.hits) == sorted(u[len(site.base):] for u in originals)
+
+
+@pytest_twisted.ensureDeferred
+async def test_rules_survive_a_simhash_dir_recrawl(serve: Any, tmp_path: Path) -> None:
+    site = serve(dust_site())
+    await assert_second_crawl_skips_from_its_start(site, {**SETTINGS, "SIMHASH_DIR": str(tmp_path / "simhash")})
+    assert (tmp_path / "simhash" / "recording.store.url_rules").is_file()
+
+
+@pytest_twisted.ensureDeferred
+async def test_two_workers_on_one_redis_share_rules(serve: Any, redis_server: Any) -> None:
+    site = serve(dust_site())
+    settings = {**SETTINGS, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url,
+                "SIMHASH_REDIS_PERSIST": True}
+    await assert_second_crawl_skips_from_its_start(site, settings)
+
+
+@pytest_twisted.ensureDeferred
+async def test_rules_survive_a_jobdir_pause_and_resume(serve: Any, tmp_path: Path) -> None:
+    site = serve(dust_site())
+    settings = {**SETTINGS, "JOBDIR": str(tmp_path / "job")}
+    first = await run_crawl(RecordingSpider, {**settings, "CLOSESPIDER_PAGECOUNT": 16},
+                            start_urls=[site.url("/")], follow=True)
+    assert first.stats.get_value("finish_reason") == "closespider_pagecount"
+    assert simhash_stats(first)["simhash/url_rules/trusted"] >= 2
+    first_hits = list(site.hits)
+    site.hits.clear()
+    second = await run_crawl(RecordingSpider, settings, start_urls=[site.url("/")], follow=True)
+    stats = simhash_stats(second)
+    assert second.stats.get_value("finish_reason") == "finished"
+    assert stats["simhash/url_rules/loaded"] > 0
+    assert stats["simhash/requests/skipped"] > 0
+    hits = first_hits + site.hits
+    # Over the whole job every article was downloaded, and most variants were not.
+    assert all(f"/news/{i}.html" in hits for i in range(ARTICLES))
+    assert len(variant_hits(hits)) < 1.5 * ARTICLES
