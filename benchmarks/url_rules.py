@@ -239,8 +239,10 @@ class SiteModel:
                 for i in items
             )
             links = [(self.article_path(i), self.articles[i][0]) for i in items]
-            links += [(f"/docs/s{section}/?page={p}", f"Page {p}") for p in range(1, pages + 1)]
+            if self.kind == "plain":
+                links += [(f"/docs/s{section}/" + (f"?page={p}" if p > 1 else ""), f"Page {p}") for p in range(1, pages + 1)]
             if self.kind == "dust":
+                links += [(f"/docs/s{section}/?page={p}", f"Page {p}") for p in range(1, pages + 1)]
                 links.append((f"/docs/s{section}/index.html?sort=relevance", "Sort by relevance"))
             links = [(self._decorate(h, path + query, k, mode), t) for k, (h, t) in enumerate(links)]
             return f"list-{section}-{page}", self._page(f"Section {section}, page {page}", body,
@@ -259,7 +261,8 @@ class SiteModel:
         return None
 
     def _resolve_params(self, path: str, params: dict[str, str]) -> tuple[str, str] | None:
-        n = len(self.articles)
+        # Three distinct texts per number: the item, its v1 doc page, and a rewritten v2 doc page.
+        n = len(self.articles) // 3
         if set(params) - {"id", "page"}:
             return None
         if path == "/":
@@ -281,22 +284,20 @@ class SiteModel:
             if not 0 <= i < n:
                 return None
             title, paragraphs = self.articles[i]
-            links = [(f"/item?id={j}", self.articles[j][0]) for j in self._related(i)]
-            links.append((f"/v1/doc/{i}", "Version 1 of this page"))
-            return f"article-{i}", self._page(title, self._body(paragraphs), "desk", links)
+            links = [(f"/item?id={j % n}", self.articles[j % n][0]) for j in self._related(i)]
+            links.append((f"/v1/doc/{i}", "Version 1 documentation"))
+            return f"item-{i}", self._page(title, self._body(paragraphs), "desk", links)
         m = re.fullmatch(r"/v([12])/doc/(\d+)", path)
         if m and not params:
             version, i = int(m.group(1)), int(m.group(2))
             if not 0 <= i < n:
                 return None
             # A third of the pages did not change between versions; the others were rewritten.
-            same = i % 3 == 0
-            source = i if (version == 1 or same) else (i * 7 + 3) % n
-            title, paragraphs = self.articles[source]
-            links = [(f"/v{version}/doc/{j}", f"doc {j}") for j in self._related(i)]
+            same = version == 1 or i % 3 == 0
+            title, paragraphs = self.articles[(n if same else 2 * n) + i]
+            links = [(f"/v{version}/doc/{j % n}", f"doc {j % n}") for j in self._related(i)]
             links.append((f"/v{3 - version}/doc/{i}", "Other version"))
-            cid = f"article-{source}" if same or version == 1 else f"v2-{i}"
-            return cid, self._page(title, self._body(paragraphs), "desk", links)
+            return (f"doc-{i}" if same else f"doc2-{i}"), self._page(title, self._body(paragraphs), "desk", links)
         return None
 
 
@@ -353,9 +354,10 @@ class Site(scrapy.Spider):
     def failed(self, failure):
         pass
 
-settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False,
+settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag", "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False,
             "LOG_LEVEL": "WARNING", "CONCURRENT_REQUESTS": 8, "RETRY_ENABLED": False, "LOGSTATS_INTERVAL": 0}
 settings.update(json.loads(settings_json))
+settings["SIMHASH_REPORT_URI"] = out + ".report.jsonl"
 process = CrawlerProcess(settings)
 crawler = process.create_crawler(Site)
 process.crawl(crawler)
@@ -375,7 +377,10 @@ def crawl(base: str, settings: dict[str, Any], workdir: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     subprocess.run([sys.executable, str(script), base, json.dumps(settings), str(out)], check=True, env=env,
                    cwd=workdir)
-    return json.loads(out.read_text())
+    stats = json.loads(out.read_text())
+    report = Path(str(out) + ".report.jsonl")
+    stats["rules"] = [json.loads(line) for line in report.read_text().splitlines() if '"url_rule"' in line] if report.exists() else []
+    return stats
 
 
 def read_log(path: Path) -> list[tuple[str, str]]:
@@ -384,10 +389,25 @@ def read_log(path: Path) -> list[tuple[str, str]]:
     return [tuple(line.split("\t", 1)) for line in path.read_text().splitlines() if "\t" in line]  # type: ignore[misc]
 
 
+def _pattern(path: str) -> str:
+    """A coarse class of a URL (for the table of remaining duplicate downloads)."""
+    head = path.split("/")[1] if path.count("/") > 1 else ""
+    prefix = f"/{head}/" if head in ("print", "amp", "m", "mirror") else ""
+    params = ",".join(sorted(p.split("=")[0] for p in path.partition("?")[2].split("&") if p))
+    return f"{prefix}{'index.html' if 'index.html' in path else ''}?{params}"
+
+
 def measure(rows: list[tuple[str, str]]) -> dict[str, Any]:
     got = [cid for cid, _ in rows if cid != "-"]
     distinct = set(got)
-    return {"downloads": len(rows), "duplicates": len(got) - len(distinct), "contents": distinct}
+    seen: set[str] = set()
+    patterns: dict[str, int] = {}
+    for cid, path in rows:
+        if cid in seen:
+            patterns[_pattern(path)] = patterns.get(_pattern(path), 0) + 1
+        seen.add(cid)
+    return {"downloads": len(rows), "duplicates": len(got) - len(distinct), "contents": distinct,
+            "duplicate_patterns": patterns}
 
 
 # ---------------------------------------------------------------- lookup cost
@@ -447,9 +467,10 @@ def main() -> None:
     parser.add_argument("--modes", default="off,learn,skip")
     parser.add_argument("--grid", action="store_true", help="also skip mode with a grid of trust settings")
     parser.add_argument("--no-lookup", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="also the URL patterns of duplicate downloads")
     args = parser.parse_args()
 
-    source, articles = load_articles(args.articles)
+    source, articles = load_articles(args.articles * 3)
     print(f"articles: {len(articles)} from {source}", flush=True)
     variants: list[tuple[str, dict[str, Any]]] = [(m, {"SIMHASH_URL_RULES": m}) for m in args.modes.split(",")]
     if args.grid:
@@ -464,7 +485,8 @@ def main() -> None:
         for kind in args.sites.split(","):
             log_path = workdir / f"{kind}.log"
             ports: Any = multiprocessing.Queue()
-            server = multiprocessing.Process(target=serve, args=(kind, articles, ports, str(log_path)), daemon=True)
+            site_articles = articles if kind == "params" else articles[: args.articles]
+            server = multiprocessing.Process(target=serve, args=(kind, site_articles, ports, str(log_path)), daemon=True)
             server.start()
             base = f"http://127.0.0.1:{ports.get(timeout=30)}"
             try:
@@ -500,6 +522,14 @@ def main() -> None:
                   f"{st.get('simhash/requests/skipped', 0):,} | {st.get('simhash/requests/explored', 0):,} | "
                   f"{st.get('simhash/url_rules/trusted', '-')} | {st['cpu_seconds']:.1f} |")
             summary[f"{kind}/{name}"] = {"avoided": avoided, "lost_share": lost_share}
+    if args.verbose:
+        for key, r in results.items():
+            top = sorted(r["duplicate_patterns"].items(), key=lambda kv: -kv[1])[:8]
+            print(f"duplicate downloads of {key}: " + ", ".join(f"{k} {v}" for k, v in top))
+            for rule in r["stats"].get("rules", []):
+                if rule["trusted"] or rule["skipped"]:
+                    print(f"    {rule['rule']:40} +{rule['support']}/-{rule['counter']} skipped {rule['skipped']}"
+                          f"{'' if rule['trusted'] else ' (untrusted at the end)'}")
     if not args.no_lookup:
         cost = lookup_cost()
         off = results.get("dust/off")

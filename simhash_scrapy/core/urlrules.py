@@ -245,7 +245,7 @@ class _Index:
                 yield from found
 
     def param_rule(self, name: str, token: str, path: str) -> Rule | None:
-        for table, k in ((self.values, token), (self.params, name)):
+        for table, k in ((self.params, name), (self.values, token)):
             found = table.get(k)
             if found:
                 for rule in found:
@@ -666,8 +666,22 @@ class UrlRuleLearner:
         return found
 
     def report(self, limit: int = 200) -> list[dict[str, Any]]:
-        """The rules for a report: every trusted one, then candidates with support of at least 2."""
-        return [r.as_dict() for r in self.rules() if r.trusted or r.support >= 2][:limit]
+        """The rules for a report: trusted ones, then candidates with support of at least 2.
+
+        Parameter rules that a trusted, broader one covers (a value of a dropped
+        parameter, a prefix inside a trusted prefix) are left out unless they skipped requests.
+        """
+        broad = {(r.host, r.name, r.prefix) for r in self.rules(trusted_only=True) if r.kind == "param"}
+
+        def covered(rule: Rule) -> bool:
+            if rule.kind == "path" or rule.skipped:
+                return False
+            return any(
+                (rule.host, rule.name, prefix) in broad and (prefix, rule.kind) != (rule.prefix, "param")
+                for prefix in {"/", rule.prefix}
+            )
+
+        return [r.as_dict() for r in self.rules() if (r.trusted or r.support >= 2) and not covered(r)][:limit]
 
     def known_count(self) -> int:
         return sum(len(hr.known) for hr in self._hosts.values())
