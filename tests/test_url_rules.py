@@ -8,6 +8,8 @@ and mobile variants (same article, another template) and a listing whose
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -308,6 +310,19 @@ async def test_rules_survive_a_simhash_dir_recrawl(serve: Any, tmp_path: Path) -
     site = serve(dust_site())
     await assert_second_crawl_skips_from_its_start(site, {**SETTINGS, "SIMHASH_DIR": str(tmp_path / "simhash")})
     assert (tmp_path / "simhash" / "recording.store.url_rules").is_file()
+    # ``scrapy simhash report`` shows them (JSON Lines records, an HTML table).
+    for fmt in ("jsonl", "html"):
+        out = tmp_path / f"report.{fmt}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "scrapy.cmdline", "simhash", "report", str(tmp_path / "simhash"), "-o", str(out)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "learned URL rules" in proc.stderr
+        text = out.read_text()
+        assert "/print/… -&gt; /…" in text if fmt == "html" else '"rule": "/print/… -> /…"' in text
+        if fmt == "html":
+            assert 'id="url-rules"' in text
 
 
 @pytest_twisted.ensureDeferred
