@@ -455,8 +455,14 @@ def lookup_cost(pairs: int = 100_000) -> dict[str, float]:
     start = time.perf_counter()
     hits = sum(1 for url in requests if learner.predict(url) is not None)
     predict_us = (time.perf_counter() - start) / len(requests) * 1e6
+    # What a change in the trusted set costs (the host's rewritten keys are rebuilt).
+    hr = learner._hosts["docs.example"]
+    start = time.perf_counter()
+    learner._rebuild(hr)
+    rebuild_ms = (time.perf_counter() - start) * 1e3
     return {"pairs": pairs, "learned": learner.pairs, "observe_us": learn_us, "predict_us": predict_us,
-            "predicted": hits / len(requests), "trusted": len(learner.rules(trusted_only=True))}
+            "predicted": hits / len(requests), "trusted": len(learner.rules(trusted_only=True)),
+            "rebuild_ms": rebuild_ms, "known": len(hr.known)}
 
 
 # ----------------------------------------------------------------------- main
@@ -466,6 +472,9 @@ def main() -> None:
     parser.add_argument("--sites", default="dust,plain,params")
     parser.add_argument("--modes", default="off,learn,skip")
     parser.add_argument("--grid", action="store_true", help="also skip mode with a grid of trust settings")
+    parser.add_argument("--also", action="append", default=[],
+                        help="another mode, NAME:SETTING=VALUE,SETTING=VALUE (e.g. strict:SIMHASH_URL_RULES=skip,"
+                             "SIMHASH_URL_RULES_MIN_SUPPORT=5)")
     parser.add_argument("--no-lookup", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="also the URL patterns of duplicate downloads")
     args = parser.parse_args()
@@ -479,6 +488,10 @@ def main() -> None:
                 variants.append((f"skip s={support} p={precision}", {
                     "SIMHASH_URL_RULES": "skip", "SIMHASH_URL_RULES_MIN_SUPPORT": support,
                     "SIMHASH_URL_RULES_MIN_PRECISION": precision}))
+    for spec in args.also:
+        name, _, pairs = spec.partition(":")
+        variants.append((name, {k: json.loads(v) if v[:1].isdigit() else v
+                                for k, _, v in (p.partition("=") for p in pairs.split(",") if p)}))
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="simhash-url-rules-") as tmp:
         workdir = Path(tmp)
@@ -516,6 +529,8 @@ def main() -> None:
                 lost = base_result["contents"] - r["contents"]
                 lost_share = len(lost) / len(base_result["contents"])
                 lost_text = f"{len(lost)} of {len(base_result['contents'])} ({100 * lost_share:.2f}%)"
+                if lost and args.verbose:
+                    print(f"  never downloaded in {kind}/{name}: {', '.join(sorted(lost)[:10])}")
             else:
                 avoided, lost_share, lost_text = 0.0, 0.0, "-"
             print(f"| {kind} | {name} | {r['downloads']:,} | {r['duplicates']:,} | {100 * avoided:.1f}% | {lost_text} | "
@@ -536,7 +551,8 @@ def main() -> None:
         print()
         print(f"rule check after {cost['pairs']:,} learned pairs ({cost['trusted']} trusted rules): "
               f"predict {cost['predict_us']:.1f} µs per request ({100 * cost['predicted']:.0f}% predicted duplicates), "
-              f"observe {cost['observe_us']:.1f} µs per page")
+              f"observe {cost['observe_us']:.1f} µs per page; a change of the trusted set rebuilds "
+              f"{cost['known']:,} known URLs in {cost['rebuild_ms']:.0f} ms")
         if off is not None and off["downloads"]:
             per_download_us = off["stats"]["cpu_seconds"] / off["downloads"] * 1e6
             share = (cost["predict_us"] + cost["observe_us"]) / per_download_us

@@ -112,8 +112,7 @@ class UrlRulesMiddleware:
 
     # ------------------------------------------------------------ schedule
     def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
-        self._last_scheduled = request.url
-        self.learner.scheduled(request.url)
+        self._last_scheduled = request.url if self.learner.scheduled(request.url) else None
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
         # The dupefilter refused it: it will not be downloaded, so it must not protect its variants.

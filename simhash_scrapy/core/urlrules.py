@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,11 @@ MAX_VALUES_PER_PARAM = 20
 ANCHOR_DEPTH = 3
 #: At most this many rules are saved (the best supported first).
 MAX_SAVED = 20_000
+#: A "param" rule (any value) needs confirmations with this many distinct values: evidence that
+#: only ever showed ``page=1`` is evidence for the value rule ``drop ?page=1``, not for ``page=*``.
+MIN_PARAM_VALUES = 2
+#: Hysteresis of trust: a trusted rule is dropped when its bound falls this far below the threshold.
+TRUST_SLACK = 0.05
 _MAGIC = b"SHUR1"
 _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
@@ -83,28 +88,27 @@ def wilson_lower_bound(successes: int, total: int, z: float = WILSON_Z) -> float
 # ----------------------------------------------------------------------- URLs
 def _parse(url: str) -> tuple[str, str, str, list[tuple[str, str]]] | None:
     """``(scheme, host, path, [(name, token)])``; the fragment is dropped; ``None`` if not absolute."""
-    i = url.find("://")
-    if i <= 0:
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme:
         return None
-    scheme = url[:i].lower()
-    rest = url[i + 3 :]
-    h = rest.find("#")
-    if h >= 0:
-        rest = rest[:h]
-    q = rest.find("?")
-    params: list[tuple[str, str]] = []
-    if q >= 0:
-        params = [(t.partition("=")[0], t) for t in rest[q + 1 :].split("&") if t]
-        rest = rest[:q]
-    s = rest.find("/")
-    if s >= 0:
-        host, path = rest[:s].lower(), rest[s:]
-    else:
-        host, path = rest.lower(), "/"
-    port = _DEFAULT_PORTS.get(scheme)
-    if port is not None and host.endswith(port):
-        host = host[: -len(port)]
-    return scheme, host, path, params
+    scheme = scheme.lower()
+    rest, _, query = rest.partition("#")[0].partition("?")
+    host, slash, path = rest.partition("/")
+    host = host.lower()
+    if ":" in host:
+        port = _DEFAULT_PORTS.get(scheme)
+        if port is not None and host.endswith(port):
+            host = host[: -len(port)]
+    params = [(t.partition("=")[0], t) for t in query.split("&") if t] if query else []
+    return scheme, host, "/" + path, params
+
+
+def _site(host: str) -> str:
+    """The host name without the port: rules are learned per host name (a local test
+    server's port changes from run to run; a rule never changes the port of a URL)."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1] or host
+    return host.partition(":")[0]
 
 
 def _key(scheme: str, host: str, path: str, tokens: Iterable[str]) -> str:
@@ -126,7 +130,7 @@ class Rule:
     """One candidate rewrite rule of one host, with its evidence."""
 
     __slots__ = ("host", "kind", "name", "value", "prefix", "at", "old", "new",
-                 "support", "counter", "contradicted", "trusted", "skipped")
+                 "support", "counter", "contradicted", "trusted", "skipped", "values")
 
     def __init__(self, host: str, kind: str, name: str = "", value: str = "", prefix: str = "/",
                  at: int = 0, old: tuple[str, ...] = (), new: tuple[str, ...] = ()) -> None:
@@ -148,6 +152,8 @@ class Rule:
         self.trusted = False
         #: Requests skipped because of this rule (this process).
         self.skipped = 0
+        #: "param" rules: distinct values of the parameter in confirming evidence (up to ``MIN_PARAM_VALUES``).
+        self.values: set[str] = set()
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -204,45 +210,67 @@ def _apply_path(segs: list[str], rule: Rule) -> list[str] | None:
     return None
 
 
-class _Index:
-    """Rules looked up by where they can match: (position, first segment), last segment, parameter."""
+def _apply_one(rule: Rule, scheme: str, host: str, path: str, params: list[tuple[str, str]]) -> str | None:
+    """The key of the URL rewritten by ``rule`` alone, or ``None`` if the rule does not change it."""
+    if rule.kind == "path":
+        segs = _apply_path(path.split("/")[1:], rule)
+        if segs is None:
+            return None
+        return _key(scheme, host, "/" + "/".join(segs), [t for _, t in params])
+    if not params or not path.startswith(rule.prefix):
+        return None
+    if rule.kind == "param":
+        tokens = [t for n, t in params if n != rule.name]
+    else:
+        tokens = [t for _, t in params if t != rule.value]
+    return None if len(tokens) == len(params) else _key(scheme, host, path, tokens)
 
-    __slots__ = ("start", "end", "params", "values")
+
+class _Index:
+    """Rules looked up by where they can match: first segment at a position, last segment, parameter."""
+
+    __slots__ = ("start", "end", "params", "values", "paths")
 
     def __init__(self, rules: Iterable[Rule] = ()) -> None:
-        self.start: dict[tuple[int, str], list[Rule]] = {}
+        #: ``start[i][segment]``: path rules whose ``old`` starts with that segment at position i.
+        self.start: list[dict[str, list[Rule]]] = []
         self.end: dict[str, list[Rule]] = {}
         self.params: dict[str, list[Rule]] = {}
         self.values: dict[str, list[Rule]] = {}
+        self.paths = False
         for rule in rules:
             self.add(rule)
 
     def add(self, rule: Rule) -> None:
         if rule.kind == "path":
+            self.paths = True
             if rule.at < 0:
                 self.end.setdefault(rule.old[-1], []).append(rule)
             else:
-                self.start.setdefault((rule.at, rule.old[0]), []).append(rule)
+                while len(self.start) <= rule.at:
+                    self.start.append({})
+                self.start[rule.at].setdefault(rule.old[0], []).append(rule)
         elif rule.kind == "param":
             self.params.setdefault(rule.name, []).append(rule)
         else:
             self.values.setdefault(rule.value, []).append(rule)
 
     def __bool__(self) -> bool:
-        return bool(self.start or self.end or self.params or self.values)
+        return bool(self.paths or self.params or self.values)
 
-    def path_rules(self, segs: list[str]) -> Iterator[Rule]:
+    def path_rules(self, segs: list[str]) -> list[Rule]:
         """Path rules whose anchor segment matches (to be confirmed with ``_apply_path``)."""
-        start = self.start
-        if start:
-            for i, seg in enumerate(segs):
-                found = start.get((i, seg))
-                if found:
-                    yield from found
+        found: list[Rule] = []
+        for i, table in enumerate(self.start[: len(segs)]):
+            if table:
+                rules = table.get(segs[i])
+                if rules:
+                    found.extend(rules)
         if self.end and segs:
-            found = self.end.get(segs[-1])
-            if found:
-                yield from found
+            rules = self.end.get(segs[-1])
+            if rules:
+                found.extend(rules)
+        return found
 
     def param_rule(self, name: str, token: str, path: str) -> Rule | None:
         for table, k in ((self.params, name), (self.values, token)):
@@ -256,7 +284,7 @@ class _Index:
     def normalise(self, scheme: str, host: str, path: str, params: list[tuple[str, str]],
                   fired: list[Rule]) -> str:
         """The key of the URL rewritten by every rule of the index (to a fixpoint); appends the rules used."""
-        if self.start or self.end:
+        if self.paths:
             segs = path.split("/")[1:]
             for _ in range(MAX_PATH_STEPS):
                 for rule in self.path_rules(segs):
@@ -268,7 +296,9 @@ class _Index:
                 else:
                     break
             path = "/" + "/".join(segs)
-        if params and (self.params or self.values):
+        if not params:
+            return f"{scheme}://{host}{path}"
+        if self.params or self.values:
             tokens = []
             for name, token in params:
                 rule = self.param_rule(name, token, path)
@@ -284,7 +314,7 @@ class _Host:
     """Everything learned about one host."""
 
     __slots__ = ("rules", "candidates", "trusted", "known", "norm", "images", "image_count",
-                 "by_anchor", "anchored", "values_of")
+                 "by_anchor", "anchored", "values_of", "gained", "lost")
 
     def __init__(self) -> None:
         self.rules: dict[tuple[Any, ...], Rule] = {}
@@ -304,6 +334,9 @@ class _Host:
         self.anchored = 0
         #: Value rules per (parameter, prefix): bounded, so session ids cannot fill the table.
         self.values_of: dict[tuple[str, str], int] = {}
+        #: Trust changes not applied to the lookup tables yet (``_settle``).
+        self.gained: list[Rule] = []
+        self.lost = False
 
 
 @dataclass(frozen=True)
@@ -334,18 +367,47 @@ class UrlRuleLearner:
 
     # ------------------------------------------------------------ trust
     def _is_trusted(self, rule: Rule) -> bool:
+        """Enough support and a high enough lower bound; a trusted rule keeps its trust until the
+        bound falls ``TRUST_SLACK`` below the threshold (so a rule near it does not flip on every page)."""
+        threshold = self.min_precision - (TRUST_SLACK if rule.trusted else 0.0)
         return (
             not rule.contradicted
             and rule.support >= self.min_support
-            and wilson_lower_bound(rule.support, rule.support + rule.counter) >= self.min_precision
+            and (rule.kind != "param" or len(rule.values) >= MIN_PARAM_VALUES)
+            and wilson_lower_bound(rule.support, rule.support + rule.counter) >= threshold
         )
 
     def _rebuild(self, hr: _Host) -> None:
-        """Trusted index and rewritten keys of a host after its trusted set changed."""
+        """Trusted index and rewritten keys of a host from scratch (after a rule lost its trust)."""
         hr.trusted = _Index(r for r in hr.rules.values() if r.trusted)
         hr.norm = {}
         if hr.trusted:
             for raw in hr.known:
+                self._index_known(hr, raw)
+
+    def _settle(self, hr: _Host) -> None:
+        """Apply the trust changes of a host to its lookup tables.
+
+        A lost rule rebuilds everything (keys made with it are no longer
+        safe).  A gained rule is added, and only the crawled URLs it can
+        rewrite get their new key: the old keys stay valid (they were made
+        with a subset of the trusted rules), so nothing else is touched.
+        """
+        if hr.lost:
+            hr.lost = False
+            hr.gained = []
+            self._rebuild(hr)
+            return
+        if not hr.gained:
+            return
+        gained, hr.gained = [r for r in hr.gained if r.trusted], []
+        if not hr.trusted:
+            self._rebuild(hr)
+            return
+        for rule in gained:
+            hr.trusted.add(rule)
+        for rule in gained:
+            for raw in hr.by_anchor.get(self._anchor(rule) or (), ()):
                 self._index_known(hr, raw)
 
     def _index_known(self, hr: _Host, raw: str) -> None:
@@ -357,35 +419,47 @@ class UrlRuleLearner:
         if norm not in hr.norm:
             hr.norm[norm] = (raw, tuple(fired))
 
-    def _evidence(self, rule: Rule, same: bool) -> bool:
-        """Count one piece of evidence; ``True`` when the rule's trust changed."""
+    def _evidence(self, rule: Rule, same: bool, *params: list[tuple[str, str]]) -> None:
+        """Count one piece of evidence (a change of trust is applied by ``_settle``).
+
+        ``params``: the query parameters of the URLs involved (the values a param rule was confirmed with).
+        """
         if same:
             rule.support += 1
+            if rule.kind == "param" and len(rule.values) < MIN_PARAM_VALUES:
+                for plist in params:
+                    for name, token in plist:
+                        if name == rule.name and len(rule.values) < MIN_PARAM_VALUES:
+                            rule.values.add(token)
         else:
             rule.counter += 1
         trusted = self._is_trusted(rule)
         if trusted != rule.trusted:
             rule.trusted = trusted
-            return True
-        return False
+            hr = self._hosts[rule.host]
+            if trusted:
+                hr.gained.append(rule)
+            else:
+                hr.lost = True
 
-    def _rule(self, hr: _Host, probe: Rule) -> tuple[Rule | None, bool]:
+    def _rule(self, hr: _Host, probe: Rule) -> Rule | None:
         """The registered rule equal to ``probe`` (created, and checked against earlier URLs, if new)."""
         rule = hr.rules.get(probe.key)
         if rule is not None:
-            return rule, False
+            return rule
         if probe.kind == "value":
             slot = (probe.name, probe.prefix)
             if hr.values_of.get(slot, 0) >= MAX_VALUES_PER_PARAM:
-                return None, False
+                return None
             hr.values_of[slot] = hr.values_of.get(slot, 0) + 1
         if len(hr.rules) >= MAX_CANDIDATES:
             self._evict(hr)
             if len(hr.rules) >= MAX_CANDIDATES:
-                return None, False
+                return None
         hr.rules[probe.key] = probe
         hr.candidates.add(probe)
-        return probe, self._retro(hr, probe)
+        self._retro(hr, probe)
+        return probe
 
     def _evict(self, hr: _Host) -> None:
         """Drop the weakest half of the untrusted single-support candidates (a full table)."""
@@ -404,33 +478,27 @@ class UrlRuleLearner:
             found.append(("t", token))
         return found
 
-    def _retro(self, hr: _Host, rule: Rule) -> bool:
-        """Check a new rule against the URLs crawled before it existed; ``True`` if its trust changed."""
+    @staticmethod
+    def _anchor(rule: Rule) -> tuple[Any, ...] | None:
+        """Where ``by_anchor`` keeps the crawled URLs ``rule`` can rewrite (``None``: not indexed)."""
         if rule.kind == "path":
             if rule.at < 0:
-                anchor: tuple[Any, ...] = ("e", rule.old[-1])
-            elif rule.at < ANCHOR_DEPTH:
-                anchor = ("s", rule.at, rule.old[0])
-            else:
-                return False
-        else:
-            anchor = ("p", rule.name) if rule.kind == "param" else ("t", rule.value)
-        urls = hr.by_anchor.get(anchor)
-        if not urls:
-            return False
-        single = _Index((rule,))
-        changed = False
-        for raw in urls:
+                return ("e", rule.old[-1])
+            return ("s", rule.at, rule.old[0]) if rule.at < ANCHOR_DEPTH else None
+        return ("p", rule.name) if rule.kind == "param" else ("t", rule.value)
+
+    def _retro(self, hr: _Host, rule: Rule) -> None:
+        """Check a new rule against the URLs crawled before it existed."""
+        anchor = self._anchor(rule)
+        for raw in hr.by_anchor.get(anchor, ()) if anchor is not None else ():
             cluster = hr.known.get(raw)
             parts = _parse(raw)
-            if cluster is None or parts is None:
-                continue
-            image = single.normalise(*parts, [])
-            if image != raw:
-                changed |= self._compare(hr, rule, image, cluster)
-        return changed
+            if cluster is not None and parts is not None:
+                image = _apply_one(rule, *parts)
+                if image is not None and image != raw:
+                    self._compare(hr, rule, image, cluster, parts[3])
 
-    def _compare(self, hr: _Host, rule: Rule, image: str, cluster: str) -> bool:
+    def _compare(self, hr: _Host, rule: Rule, image: str, cluster: str, params: list[tuple[str, str]]) -> None:
         """Evidence from a crawled URL the rule rewrites to ``image`` (or remember it for later)."""
         target = hr.known.get(image)
         if target is None:
@@ -440,8 +508,8 @@ class UrlRuleLearner:
                 if hr.image_count < MAX_IMAGES:
                     hr.images.setdefault(image, {})[rule] = cluster
                     hr.image_count += 1
-                return False
-        return self._evidence(rule, target == cluster)
+                return
+        self._evidence(rule, target == cluster, params)
 
     # ------------------------------------------------------------ learning
     def _explain(self, host: str, a: tuple[Any, ...], b: tuple[Any, ...]) -> list[Rule]:
@@ -500,73 +568,71 @@ class UrlRuleLearner:
         if parts is None:
             return
         scheme, host, path, params = parts
-        raw = _key(scheme, host, path, [t for _, t in params])
+        tokens = [t for _, t in params]
+        raw = _key(scheme, host, path, tokens)
         cluster_key = url_key(cluster) if cluster else raw
-        hr = self._hosts.get(host)
+        site = _site(host)
+        hr = self._hosts.get(site)
         if hr is None:
-            hr = self._hosts[host] = _Host()
+            hr = self._hosts[site] = _Host()
         for alias in aliases:
             alias_parts = _parse(alias)
             if alias_parts is not None and alias_parts[1] == host:
-                self._add_known(hr, url_key(alias), cluster_key)
+                self._add_known(hr, _key(alias_parts[0], host, alias_parts[2], [t for _, t in alias_parts[3]]),
+                                cluster_key)
         if hr.known.get(raw) is not None:  # crawled before: a re-crawl teaches nothing new
             hr.known[raw] = cluster_key
             return
-        changed = False
         confirmed: set[Rule] = set()
         for other in (duplicate_of, declared):
             other_parts = _parse(other) if other else None
-            if other_parts is None or other_parts[1] != host or url_key(other) == raw:
+            if other_parts is None or other_parts[1] != host:
                 continue
-            probes = self._explain(host, parts, other_parts)
+            if _key(*other_parts[:3], [t for _, t in other_parts[3]]) == raw:
+                continue
+            probes = self._explain(site, parts, other_parts)
             if probes:
                 self.pairs += 1
             for probe in probes:
-                rule, retro_changed = self._rule(hr, probe)
-                changed |= retro_changed
+                rule = self._rule(hr, probe)
                 if rule is not None and rule not in confirmed:
                     confirmed.add(rule)
-                    changed |= self._evidence(rule, True)
+                    self._evidence(rule, True, params, other_parts[3])
         # Rules that rewrite this URL: compare with the crawled URL they lead to.
-        if hr.candidates:
-            segs = path.split("/")[1:]
-            tokens = [t for _, t in params]
-            applicable: list[tuple[Rule, str]] = []
-            for rule in hr.candidates.path_rules(segs):
-                rewritten = _apply_path(segs, rule)
-                if rewritten is not None:
-                    applicable.append((rule, _key(scheme, host, "/" + "/".join(rewritten), tokens)))
+        candidates = hr.candidates
+        if candidates:
+            applicable = candidates.path_rules(path.split("/")[1:]) if candidates.paths else []
             if params:
-                index = hr.candidates
-                seen: set[Rule] = set()
                 for name, token in params:
-                    for rule in [*index.values.get(token, ()), *index.params.get(name, ())]:
-                        if rule not in seen and path.startswith(rule.prefix):
-                            seen.add(rule)
-                            applicable.append((rule, _Index((rule,)).normalise(scheme, host, path, params, [])))
-            for rule, image in applicable:
-                if image == raw:
+                    applicable.extend(candidates.params.get(name, ()))
+                    applicable.extend(candidates.values.get(token, ()))
+            seen: set[Rule] = set()
+            for rule in applicable:
+                if rule in seen:
+                    continue
+                seen.add(rule)
+                image = _apply_one(rule, scheme, host, path, params)
+                if image is None or image == raw:
                     continue
                 if rule in confirmed:
                     if image not in hr.known and hr.image_count < MAX_IMAGES:
                         hr.images.setdefault(image, {}).setdefault(rule, cluster_key)
                         hr.image_count += 1
                     continue
-                changed |= self._compare(hr, rule, image, cluster_key)
+                self._compare(hr, rule, image, cluster_key, params)
         # URLs crawled earlier that a rule rewrites onto this one.
         earlier = hr.images.pop(raw, None)
         if earlier:
             hr.image_count -= len(earlier)
             for rule, other_cluster in earlier.items():
                 if rule not in confirmed:
-                    changed |= self._evidence(rule, other_cluster == cluster_key)
+                    self._evidence(rule, other_cluster == cluster_key)
         self._add_known(hr, raw, cluster_key)
         if hr.anchored < MAX_ANCHORED:
             for anchor in self._anchors(path, params):
                 hr.by_anchor.setdefault(anchor, []).append(raw)
                 hr.anchored += 1
-        if changed:
-            self._rebuild(hr)
+        self._settle(hr)
 
     def _add_known(self, hr: _Host, raw: str, cluster_key: str | None) -> None:
         new = raw not in hr.known
@@ -579,28 +645,33 @@ class UrlRuleLearner:
         """A page crawled before (a resumed job, an earlier crawl): known, but no new evidence."""
         parts = _parse(url)
         if parts is not None:
-            hr = self._hosts.get(parts[1])
+            hr = self._hosts.get(_site(parts[1]))
             if hr is None:
-                hr = self._hosts[parts[1]] = _Host()
+                hr = self._hosts[_site(parts[1])] = _Host()
             raw = _key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
             self._add_known(hr, raw, url_key(cluster) if cluster else raw)
 
-    def scheduled(self, url: str) -> None:
-        """A request for ``url`` was scheduled: later variants of it are predicted duplicates."""
+    def scheduled(self, url: str) -> bool:
+        """A request for ``url`` was scheduled: later variants of it are predicted duplicates.
+
+        ``True`` if the URL was not known before (``forget`` undoes it if the request is dropped).
+        """
         parts = _parse(url)
         if parts is None:
-            return
-        hr = self._hosts.get(parts[1])
+            return False
+        hr = self._hosts.get(_site(parts[1]))
         if hr is None:
-            hr = self._hosts[parts[1]] = _Host()
+            hr = self._hosts[_site(parts[1])] = _Host()
         raw = _key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
-        if raw not in hr.known:
-            self._add_known(hr, raw, None)
+        if raw in hr.known:
+            return False
+        self._add_known(hr, raw, None)
+        return True
 
     def forget(self, url: str) -> None:
         """``url`` will not be crawled (it was skipped): it must not protect its variants."""
         parts = _parse(url)
-        hr = self._hosts.get(parts[1]) if parts is not None else None
+        hr = self._hosts.get(_site(parts[1])) if parts is not None else None
         if hr is None:
             return
         raw = url_key(url)
@@ -620,7 +691,7 @@ class UrlRuleLearner:
         if parts is None:
             return None
         scheme, host, path, params = parts
-        hr = self._hosts.get(host)
+        hr = self._hosts.get(_site(host))
         if hr is None or not hr.norm:
             return None
         fired: list[Rule] = []
@@ -642,7 +713,7 @@ class UrlRuleLearner:
         been crawled yet, nothing to compare.
         """
         parts = _parse(prediction.url)
-        hr = self._hosts.get(parts[1]) if parts is not None else None
+        hr = self._hosts.get(_site(parts[1])) if parts is not None else None
         if hr is None:
             return None
         target = hr.known.get(prediction.target)
@@ -691,7 +762,7 @@ class UrlRuleLearner:
         """The rules and their evidence (not the URLs), compressed."""
         rows = [
             [r.host, r.kind, r.name, r.value, r.prefix, r.at, list(r.old), list(r.new),
-             r.support, r.counter, int(r.contradicted)]
+             r.support, r.counter, int(r.contradicted), sorted(r.values)]
             for r in sorted(self.rules(), key=lambda r: (not r.trusted, -(r.support + r.counter)))[:MAX_SAVED]
         ]
         return _MAGIC + zlib.compress(json.dumps({"version": 1, "rules": rows}, separators=(",", ":")).encode())
@@ -709,25 +780,30 @@ class UrlRuleLearner:
             rows = json.loads(zlib.decompress(data[len(_MAGIC) :]))["rules"]
         except (zlib.error, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"corrupt URL rules blob: {exc}") from None
-        touched: set[str] = set()
         for row in rows:
-            host, kind, name, value, prefix, at, old, new, support, counter, contradicted = row
+            host, kind, name, value, prefix, at, old, new, support, counter, contradicted = row[:11]
             hr = self._hosts.get(host)
             if hr is None:
                 hr = self._hosts[host] = _Host()
-            rule, _ = self._rule(hr, Rule(host, kind, name=name, value=value, prefix=prefix, at=at,
-                                          old=tuple(old), new=tuple(new)))
+            rule = self._rule(hr, Rule(host, kind, name=name, value=value, prefix=prefix, at=at,
+                                       old=tuple(old), new=tuple(new)))
             if rule is None:
                 continue
             rule.support = max(rule.support, int(support))
             rule.counter = max(rule.counter, int(counter))
             rule.contradicted = rule.contradicted or bool(contradicted)
+            for token in row[11] if len(row) > 11 else ():
+                if len(rule.values) < MIN_PARAM_VALUES:
+                    rule.values.add(str(token))
             trusted = self._is_trusted(rule)
             if trusted != rule.trusted:
                 rule.trusted = trusted
-                touched.add(host)
-        for host in touched:
-            self._rebuild(self._hosts[host])
+                if trusted:
+                    hr.gained.append(rule)
+                else:
+                    hr.lost = True
+        for hr in self._hosts.values():
+            self._settle(hr)
         return len(rows)
 
 
