@@ -412,54 +412,43 @@ def measure(rows: list[tuple[str, str]]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- lookup cost
 def lookup_cost(pairs: int = 100_000) -> dict[str, float]:
-    """µs per ``predict`` after learning ``pairs`` (duplicate, canonical) pairs; µs per ``observe``."""
+    """CPU µs per ``predict`` after learning ``pairs`` (duplicate, canonical) pairs; CPU µs per ``observe``."""
     from simhash_scrapy.core.urlrules import UrlRuleLearner
 
     learner = UrlRuleLearner()
     rng = random.Random(5)
     host = "http://docs.example"
     kinds = ["utm", "print", "m", "sid", "amp", "mirror", "ts"]
+
+    def variant(url: str, kind: str, utm: str) -> str:
+        if kind == "utm":
+            return f"{url}?utm_source={utm}&utm_medium=email"
+        if kind == "sid":
+            return f"{url}?sessionid={rng.getrandbits(48):012x}"
+        if kind == "ts":
+            return f"{url}?_={rng.getrandbits(40)}"
+        if kind == "other":
+            return f"{url}?page={rng.randrange(9)}"
+        return url if kind == "plain" else url.replace(host, f"{host}/{kind}", 1)
+
     canon = [f"{host}/docs/s{i % 40}/a{i}.html" for i in range(pairs)]
-    observed = 0
-    start = time.perf_counter()
+    start = time.process_time()
     for i, url in enumerate(canon):
         learner.observe(url)
-        kind = kinds[i % len(kinds)]
-        if kind == "utm":
-            dup = f"{url}?utm_source=n{i % 9}&utm_medium=email"
-        elif kind == "sid":
-            dup = f"{url}?sessionid={rng.getrandbits(48):012x}"
-        elif kind == "ts":
-            dup = f"{url}?_={rng.getrandbits(40)}"
-        else:
-            dup = url.replace(host, f"{host}/{kind}", 1)
-        learner.observe(dup, url, url)
-        observed += 2
-    learn_us = (time.perf_counter() - start) / observed * 1e6
+        learner.observe(variant(url, kinds[i % len(kinds)], f"n{i % 9}"), url, url)
+    learn_us = (time.process_time() - start) / (2 * pairs) * 1e6
     requests = []
-    for i in range(100_000):
+    for _ in range(100_000):
         j = rng.randrange(pairs * 2)  # half of them never seen
-        url = f"{host}/docs/s{j % 40}/a{j}.html"
-        kind = rng.choice(kinds + ["plain", "plain", "other"])
-        if kind == "utm":
-            url += "?utm_source=x&utm_medium=y"
-        elif kind == "sid":
-            url += f"?sessionid={rng.getrandbits(48):012x}"
-        elif kind == "ts":
-            url += f"?_={rng.getrandbits(40)}"
-        elif kind == "other":
-            url += f"?page={rng.randrange(9)}"
-        elif kind != "plain":
-            url = url.replace(host, f"{host}/{kind}", 1)
-        requests.append(url)
-    start = time.perf_counter()
+        requests.append(variant(f"{host}/docs/s{j % 40}/a{j}.html", rng.choice(kinds + ["plain", "plain", "other"]), "x"))
+    start = time.process_time()
     hits = sum(1 for url in requests if learner.predict(url) is not None)
-    predict_us = (time.perf_counter() - start) / len(requests) * 1e6
+    predict_us = (time.process_time() - start) / len(requests) * 1e6
     # What a change in the trusted set costs (the host's rewritten keys are rebuilt).
     hr = learner._hosts["docs.example"]
-    start = time.perf_counter()
+    start = time.process_time()
     learner._rebuild(hr)
-    rebuild_ms = (time.perf_counter() - start) * 1e3
+    rebuild_ms = (time.process_time() - start) * 1e3
     return {"pairs": pairs, "learned": learner.pairs, "observe_us": learn_us, "predict_us": predict_us,
             "predicted": hits / len(requests), "trusted": len(learner.rules(trusted_only=True)),
             "rebuild_ms": rebuild_ms, "known": len(hr.known)}
