@@ -364,6 +364,8 @@ class UrlRuleLearner:
         self._hosts: dict[str, _Host] = {}
         #: Pairs (duplicate, canonical) and declarations learned from.
         self.pairs = 0
+        #: URLs passed to ``scheduled`` (exactly as given), to answer repeats at the cost of a set lookup.
+        self._scheduled: set[str] = set()
 
     # ------------------------------------------------------------ trust
     def _is_trusted(self, rule: Rule) -> bool:
@@ -656,9 +658,12 @@ class UrlRuleLearner:
 
         ``True`` if the URL was not known before (``forget`` undoes it if the request is dropped).
         """
+        if url in self._scheduled:  # the same request again (most scheduled requests are repeats)
+            return False
         parts = _parse(url)
         if parts is None:
             return False
+        self._scheduled.add(url)
         hr = self._hosts.get(_site(parts[1]))
         if hr is None:
             hr = self._hosts[_site(parts[1])] = _Host()
@@ -670,6 +675,7 @@ class UrlRuleLearner:
 
     def forget(self, url: str) -> None:
         """``url`` will not be crawled (it was skipped): it must not protect its variants."""
+        self._scheduled.discard(url)
         parts = _parse(url)
         hr = self._hosts.get(_site(parts[1])) if parts is not None else None
         if hr is None:
