@@ -28,9 +28,11 @@ What it does, in one run:
      may be skipped.
    * **params**: URLs that look alike but carry different content:
      ``/item?id=N``, ``/list?page=N``, ``/v1/doc/N`` and ``/v2/doc/N`` (a
-     third of the pages unchanged between versions, the rest rewritten), so
-     the rules that are tempting here (``drop ?id``, ``/v2/ -> /v1/``) meet
-     counter-evidence.
+     third of the pages unchanged between versions, the rest rewritten), and
+     duplicates that tempt the wrong rules: one item in ten is listed again
+     under a second id (``drop ?id`` gets support), listing links carry
+     ``ref=list`` (a real tracking parameter); the unchanged third supports
+     ``/v2/ -> /v1/``.  The tempting rules must meet their counter-evidence.
 3. Crawls each site with ``SIMHASH_URL_RULES`` = ``off``, ``learn`` and
    ``skip`` (default trust settings), each a real Scrapy crawl
    (``CrawlerProcess`` in a fresh process, the add-on, default settings,
@@ -263,7 +265,7 @@ class SiteModel:
     def _resolve_params(self, path: str, params: dict[str, str]) -> tuple[str, str] | None:
         # Three distinct texts per number: the item, its v1 doc page, and a rewritten v2 doc page.
         n = len(self.articles) // 3
-        if set(params) - {"id", "page"}:
+        if set(params) - {"id", "page", "ref"}:
             return None
         if path == "/":
             links = [("/list?page=1", "All items"), ("/v1/doc/0", "Version 1"), ("/v2/doc/0", "Version 2")]
@@ -276,17 +278,20 @@ class SiteModel:
             items = range((page - 1) * PER_PAGE, min(page * PER_PAGE, n))
             body = "".join(f"<h3>{html.escape(self.articles[i][0])}</h3>"
                            f"<p>{html.escape(' '.join(self.articles[i][1][0].split()[:40]))}</p>" for i in items)
-            links = [(f"/item?id={i}", self.articles[i][0]) for i in items]
+            # Links from the listing carry a tracking parameter (a real duplicate of the plain item URL).
+            links = [(f"/item?id={i}&ref=list", self.articles[i][0]) for i in items]
             links += [(f"/list?page={p}", f"Page {p}") for p in (page - 1, page + 1) if 1 <= p <= pages]
             return f"list-{page}", self._page(f"Items, page {page}", body, "desk", links)
         if path == "/item":
             i = int(params["id"]) if params.get("id", "").isdigit() else -1
             if not 0 <= i < n:
                 return None
-            title, paragraphs = self.articles[i]
+            # One item in ten is listed twice, under a second id: the same content (tempts "drop ?id").
+            same_as = i - 1 if i % 10 == 7 else i
+            title, paragraphs = self.articles[same_as]
             links = [(f"/item?id={j % n}", self.articles[j % n][0]) for j in self._related(i)]
             links.append((f"/v1/doc/{i}", "Version 1 documentation"))
-            return f"item-{i}", self._page(title, self._body(paragraphs), "desk", links)
+            return f"item-{same_as}", self._page(title, self._body(paragraphs), "desk", links)
         m = re.fullmatch(r"/v([12])/doc/(\d+)", path)
         if m and not params:
             version, i = int(m.group(1)), int(m.group(2))
