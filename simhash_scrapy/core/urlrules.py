@@ -33,28 +33,37 @@ lookup per path segment and query parameter (``benchmarks/url_rules.py``
 measures it).  ``dumps``/``merge`` keep the rules (not the URLs) across
 crawls and share them between workers.
 
-Pure Python, no Scrapy: the glue is ``simhash_scrapy.urlrules``.  This module
-is over 400 lines because learning, lookup and persistence share the private
-URL representation and indexes; splitting them would expose those.
+Pure Python, no Scrapy: the glue is ``simhash_scrapy.urlrules``; URL parsing,
+the rule kinds and their index are in ``core.urlrewrite``.  This module is
+over 400 lines because the learner's evidence bookkeeping (pairs, images of
+URLs crawled in either order, rules checked against earlier URLs, trust and
+its incremental lookup tables) shares one per-host state; splitting it would
+spread one invariant over several modules.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from . import defaults
+from .urlrewrite import (
+    Rule,
+    RuleIndex,
+    apply_one,
+    apply_path,
+    make_key,
+    parse_url,
+    site_of,
+    url_key,
+    wilson_lower_bound,
+)
 
-__all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key"]
+__all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key", "rules_jsonl", "rules_html"]
 
-#: z of the one-sided 95 % Wilson lower bound on a rule's precision.
-WILSON_Z = 1.645
-#: A URL is rewritten at most this many times by path rules (each one shortens it).
-MAX_PATH_STEPS = 4
 #: Limits per host that keep memory bounded on huge sites.
 MAX_CANDIDATES = 20_000
 MAX_IMAGES = 400_000
@@ -71,243 +80,6 @@ MIN_PARAM_VALUES = 2
 #: Hysteresis of trust: a trusted rule is dropped when its bound falls this far below the threshold.
 TRUST_SLACK = 0.05
 _MAGIC = b"SHUR1"
-_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
-
-
-def wilson_lower_bound(successes: int, total: int, z: float = WILSON_Z) -> float:
-    """Lower bound of the Wilson score interval for ``successes / total`` (0 when ``total`` is 0)."""
-    if total <= 0:
-        return 0.0
-    p = successes / total
-    z2 = z * z
-    centre = p + z2 / (2 * total)
-    margin = z * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total))
-    return max(0.0, (centre - margin) / (1 + z2 / total))
-
-
-# ----------------------------------------------------------------------- URLs
-def _parse(url: str) -> tuple[str, str, str, list[tuple[str, str]]] | None:
-    """``(scheme, host, path, [(name, token)])``; the fragment is dropped; ``None`` if not absolute."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or not scheme:
-        return None
-    scheme = scheme.lower()
-    rest, _, query = rest.partition("#")[0].partition("?")
-    host, slash, path = rest.partition("/")
-    host = host.lower()
-    if ":" in host:
-        port = _DEFAULT_PORTS.get(scheme)
-        if port is not None and host.endswith(port):
-            host = host[: -len(port)]
-    params = [(t.partition("=")[0], t) for t in query.split("&") if t] if query else []
-    return scheme, host, "/" + path, params
-
-
-def _site(host: str) -> str:
-    """The host name without the port: rules are learned per host name (a local test
-    server's port changes from run to run; a rule never changes the port of a URL)."""
-    if host.startswith("["):
-        return host[: host.find("]") + 1] or host
-    return host.partition(":")[0]
-
-
-def _key(scheme: str, host: str, path: str, tokens: Iterable[str]) -> str:
-    query = "&".join(sorted(tokens))
-    return f"{scheme}://{host}{path}?{query}" if query else f"{scheme}://{host}{path}"
-
-
-def url_key(url: str) -> str:
-    """The form URLs are compared in: lower-case scheme and host, no default port or fragment, sorted query."""
-    parts = _parse(url)
-    if parts is None:
-        return url
-    scheme, host, path, params = parts
-    return _key(scheme, host, path, [t for _, t in params])
-
-
-# ---------------------------------------------------------------------- rules
-class Rule:
-    """One candidate rewrite rule of one host, with its evidence."""
-
-    __slots__ = ("host", "kind", "name", "value", "prefix", "at", "old", "new",
-                 "support", "counter", "contradicted", "trusted", "skipped", "values")
-
-    def __init__(self, host: str, kind: str, name: str = "", value: str = "", prefix: str = "/",
-                 at: int = 0, old: tuple[str, ...] = (), new: tuple[str, ...] = ()) -> None:
-        self.host = host
-        #: "param" (drop a parameter), "value" (drop one default value) or "path".
-        self.kind = kind
-        self.name = name
-        #: The whole ``name=value`` token of a "value" rule.
-        self.value = value
-        #: Parameter rules apply to paths starting with this prefix.
-        self.prefix = prefix
-        #: Path rules: the segment position ``old`` starts at, or -1 for "the last segments".
-        self.at = at
-        self.old = old
-        self.new = new
-        self.support = 0
-        self.counter = 0
-        self.contradicted = False
-        self.trusted = False
-        #: Requests skipped because of this rule (this process).
-        self.skipped = 0
-        #: "param" rules: distinct values of the parameter in confirming evidence (up to ``MIN_PARAM_VALUES``).
-        self.values: set[str] = set()
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        return (self.kind, self.name, self.value, self.prefix, self.at, self.old, self.new)
-
-    @property
-    def precision(self) -> float:
-        total = self.support + self.counter
-        return self.support / total if total else 0.0
-
-    def lower_bound(self) -> float:
-        return wilson_lower_bound(self.support, self.support + self.counter)
-
-    def describe(self) -> str:
-        """A readable form: ``drop ?utm_source (any value) under /articles/``, ``/print/… -> /…``."""
-        where = "" if self.prefix == "/" else f" under {self.prefix}"
-        if self.kind == "param":
-            return f"drop ?{self.name}=*{where}"
-        if self.kind == "value":
-            return f"drop ?{self.value}{where}"
-        old = "/".join(self.old)
-        new = "/".join(self.new)
-        if self.at == -1:
-            return f"…/{old} -> …/{new}" if new or self.new else f"…/{old} -> …"
-        lead = "/…" * self.at
-        return f"{lead}/{old}/… -> {lead}/{new}/…".replace("//", "/")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "rule": self.describe(),
-            "kind": self.kind,
-            "support": self.support,
-            "counter": self.counter,
-            "precision": round(self.precision, 4),
-            "lower_bound": round(self.lower_bound(), 4),
-            "trusted": self.trusted,
-            "contradicted": self.contradicted,
-            "skipped": self.skipped,
-        }
-
-    def __repr__(self) -> str:
-        return f"<Rule {self.host} {self.describe()} +{self.support}/-{self.counter}{' trusted' if self.trusted else ''}>"
-
-
-def _apply_path(segs: list[str], rule: Rule) -> list[str] | None:
-    n = len(rule.old)
-    if rule.at < 0:
-        if len(segs) >= n and tuple(segs[len(segs) - n :]) == rule.old:
-            return segs[: len(segs) - n] + list(rule.new)
-        return None
-    if tuple(segs[rule.at : rule.at + n]) == rule.old:
-        return segs[: rule.at] + list(rule.new) + segs[rule.at + n :]
-    return None
-
-
-def _apply_one(rule: Rule, scheme: str, host: str, path: str, params: list[tuple[str, str]]) -> str | None:
-    """The key of the URL rewritten by ``rule`` alone, or ``None`` if the rule does not change it."""
-    if rule.kind == "path":
-        segs = _apply_path(path.split("/")[1:], rule)
-        if segs is None:
-            return None
-        return _key(scheme, host, "/" + "/".join(segs), [t for _, t in params])
-    if not params or not path.startswith(rule.prefix):
-        return None
-    if rule.kind == "param":
-        tokens = [t for n, t in params if n != rule.name]
-    else:
-        tokens = [t for _, t in params if t != rule.value]
-    return None if len(tokens) == len(params) else _key(scheme, host, path, tokens)
-
-
-class _Index:
-    """Rules looked up by where they can match: first segment at a position, last segment, parameter."""
-
-    __slots__ = ("start", "end", "params", "values", "paths")
-
-    def __init__(self, rules: Iterable[Rule] = ()) -> None:
-        #: ``start[i][segment]``: path rules whose ``old`` starts with that segment at position i.
-        self.start: list[dict[str, list[Rule]]] = []
-        self.end: dict[str, list[Rule]] = {}
-        self.params: dict[str, list[Rule]] = {}
-        self.values: dict[str, list[Rule]] = {}
-        self.paths = False
-        for rule in rules:
-            self.add(rule)
-
-    def add(self, rule: Rule) -> None:
-        if rule.kind == "path":
-            self.paths = True
-            if rule.at < 0:
-                self.end.setdefault(rule.old[-1], []).append(rule)
-            else:
-                while len(self.start) <= rule.at:
-                    self.start.append({})
-                self.start[rule.at].setdefault(rule.old[0], []).append(rule)
-        elif rule.kind == "param":
-            self.params.setdefault(rule.name, []).append(rule)
-        else:
-            self.values.setdefault(rule.value, []).append(rule)
-
-    def __bool__(self) -> bool:
-        return bool(self.paths or self.params or self.values)
-
-    def path_rules(self, segs: list[str]) -> list[Rule]:
-        """Path rules whose anchor segment matches (to be confirmed with ``_apply_path``)."""
-        found: list[Rule] = []
-        for i, table in enumerate(self.start[: len(segs)]):
-            if table:
-                rules = table.get(segs[i])
-                if rules:
-                    found.extend(rules)
-        if self.end and segs:
-            rules = self.end.get(segs[-1])
-            if rules:
-                found.extend(rules)
-        return found
-
-    def param_rule(self, name: str, token: str, path: str) -> Rule | None:
-        for table, k in ((self.params, name), (self.values, token)):
-            found = table.get(k)
-            if found:
-                for rule in found:
-                    if path.startswith(rule.prefix):
-                        return rule
-        return None
-
-    def normalise(self, scheme: str, host: str, path: str, params: list[tuple[str, str]],
-                  fired: list[Rule]) -> str:
-        """The key of the URL rewritten by every rule of the index (to a fixpoint); appends the rules used."""
-        if self.paths:
-            segs = path.split("/")[1:]
-            for _ in range(MAX_PATH_STEPS):
-                for rule in self.path_rules(segs):
-                    rewritten = _apply_path(segs, rule)
-                    if rewritten is not None:
-                        segs = rewritten
-                        fired.append(rule)
-                        break
-                else:
-                    break
-            path = "/" + "/".join(segs)
-        if not params:
-            return f"{scheme}://{host}{path}"
-        if self.params or self.values:
-            tokens = []
-            for name, token in params:
-                rule = self.param_rule(name, token, path)
-                if rule is None:
-                    tokens.append(token)
-                elif rule not in fired:
-                    fired.append(rule)
-            return _key(scheme, host, path, tokens)
-        return _key(scheme, host, path, [t for _, t in params])
 
 
 class _Host:
@@ -318,8 +90,8 @@ class _Host:
 
     def __init__(self) -> None:
         self.rules: dict[tuple[Any, ...], Rule] = {}
-        self.candidates = _Index()
-        self.trusted = _Index()
+        self.candidates = RuleIndex()
+        self.trusted = RuleIndex()
         #: Crawled URL key -> its cluster's key (``None``: scheduled, not crawled yet).
         self.known: dict[str, str | None] = {}
         #: Rewritten key (trusted rules) -> (first known URL key with it, the rules that rewrote it).
@@ -381,7 +153,7 @@ class UrlRuleLearner:
 
     def _rebuild(self, hr: _Host) -> None:
         """Trusted index and rewritten keys of a host from scratch (after a rule lost its trust)."""
-        hr.trusted = _Index(r for r in hr.rules.values() if r.trusted)
+        hr.trusted = RuleIndex(r for r in hr.rules.values() if r.trusted)
         hr.norm = {}
         if hr.trusted:
             for raw in hr.known:
@@ -413,7 +185,7 @@ class UrlRuleLearner:
                 self._index_known(hr, raw)
 
     def _index_known(self, hr: _Host, raw: str) -> None:
-        parts = _parse(raw)
+        parts = parse_url(raw)
         if parts is None:
             return
         fired: list[Rule] = []
@@ -468,7 +240,7 @@ class UrlRuleLearner:
         weak = [k for k, r in hr.rules.items() if not r.trusted and r.support + r.counter <= 1]
         for key in weak[: max(1, len(weak) // 2)]:
             del hr.rules[key]
-        hr.candidates = _Index(hr.rules.values())
+        hr.candidates = RuleIndex(hr.rules.values())
 
     def _anchors(self, path: str, params: list[tuple[str, str]]) -> list[tuple[Any, ...]]:
         segs = path.split("/")[1:]
@@ -494,9 +266,9 @@ class UrlRuleLearner:
         anchor = self._anchor(rule)
         for raw in hr.by_anchor.get(anchor, ()) if anchor is not None else ():
             cluster = hr.known.get(raw)
-            parts = _parse(raw)
+            parts = parse_url(raw)
             if cluster is not None and parts is not None:
-                image = _apply_one(rule, *parts)
+                image = apply_one(rule, *parts)
                 if image is not None and image != raw:
                     self._compare(hr, rule, image, cluster, parts[3])
 
@@ -552,7 +324,7 @@ class UrlRuleLearner:
                     found.append(Rule(host, "value", name=name, value=only[0], prefix=prefix))
         if not found:
             return []
-        index = _Index(found)
+        index = RuleIndex(found)
         if index.normalise(*a, []) != index.normalise(*b, []):
             return []
         return found
@@ -566,31 +338,31 @@ class UrlRuleLearner:
         near-duplicate, ``declared`` its ``<link rel="canonical">`` (absolute),
         ``aliases`` other URLs that led to the same response (redirects).
         """
-        parts = _parse(url)
+        parts = parse_url(url)
         if parts is None:
             return
         scheme, host, path, params = parts
         tokens = [t for _, t in params]
-        raw = _key(scheme, host, path, tokens)
+        raw = make_key(scheme, host, path, tokens)
         cluster_key = url_key(cluster) if cluster else raw
-        site = _site(host)
+        site = site_of(host)
         hr = self._hosts.get(site)
         if hr is None:
             hr = self._hosts[site] = _Host()
         for alias in aliases:
-            alias_parts = _parse(alias)
+            alias_parts = parse_url(alias)
             if alias_parts is not None and alias_parts[1] == host:
-                self._add_known(hr, _key(alias_parts[0], host, alias_parts[2], [t for _, t in alias_parts[3]]),
+                self._add_known(hr, make_key(alias_parts[0], host, alias_parts[2], [t for _, t in alias_parts[3]]),
                                 cluster_key)
         if hr.known.get(raw) is not None:  # crawled before: a re-crawl teaches nothing new
             hr.known[raw] = cluster_key
             return
         confirmed: set[Rule] = set()
         for other in (duplicate_of, declared):
-            other_parts = _parse(other) if other else None
+            other_parts = parse_url(other) if other else None
             if other_parts is None or other_parts[1] != host:
                 continue
-            if _key(*other_parts[:3], [t for _, t in other_parts[3]]) == raw:
+            if make_key(*other_parts[:3], [t for _, t in other_parts[3]]) == raw:
                 continue
             probes = self._explain(site, parts, other_parts)
             if probes:
@@ -613,7 +385,7 @@ class UrlRuleLearner:
                 if rule in seen:
                     continue
                 seen.add(rule)
-                image = _apply_one(rule, scheme, host, path, params)
+                image = apply_one(rule, scheme, host, path, params)
                 if image is None or image == raw:
                     continue
                 if rule in confirmed:
@@ -645,12 +417,12 @@ class UrlRuleLearner:
 
     def remember(self, url: str, cluster: str | None = None) -> None:
         """A page crawled before (a resumed job, an earlier crawl): known, but no new evidence."""
-        parts = _parse(url)
+        parts = parse_url(url)
         if parts is not None:
-            hr = self._hosts.get(_site(parts[1]))
+            hr = self._hosts.get(site_of(parts[1]))
             if hr is None:
-                hr = self._hosts[_site(parts[1])] = _Host()
-            raw = _key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
+                hr = self._hosts[site_of(parts[1])] = _Host()
+            raw = make_key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
             self._add_known(hr, raw, url_key(cluster) if cluster else raw)
 
     def scheduled(self, url: str) -> bool:
@@ -660,14 +432,14 @@ class UrlRuleLearner:
         """
         if url in self._scheduled:  # the same request again (most scheduled requests are repeats)
             return False
-        parts = _parse(url)
+        parts = parse_url(url)
         if parts is None:
             return False
         self._scheduled.add(url)
-        hr = self._hosts.get(_site(parts[1]))
+        hr = self._hosts.get(site_of(parts[1]))
         if hr is None:
-            hr = self._hosts[_site(parts[1])] = _Host()
-        raw = _key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
+            hr = self._hosts[site_of(parts[1])] = _Host()
+        raw = make_key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
         if raw in hr.known:
             return False
         self._add_known(hr, raw, None)
@@ -676,8 +448,8 @@ class UrlRuleLearner:
     def forget(self, url: str) -> None:
         """``url`` will not be crawled (it was skipped): it must not protect its variants."""
         self._scheduled.discard(url)
-        parts = _parse(url)
-        hr = self._hosts.get(_site(parts[1])) if parts is not None else None
+        parts = parse_url(url)
+        hr = self._hosts.get(site_of(parts[1])) if parts is not None else None
         if hr is None:
             return
         raw = url_key(url)
@@ -693,11 +465,11 @@ class UrlRuleLearner:
     # ------------------------------------------------------------ prediction
     def predict(self, url: str) -> Prediction | None:
         """The crawled or scheduled URL that ``url`` duplicates by the trusted rules, else ``None``."""
-        parts = _parse(url)
+        parts = parse_url(url)
         if parts is None:
             return None
         scheme, host, path, params = parts
-        hr = self._hosts.get(_site(host))
+        hr = self._hosts.get(site_of(host))
         if hr is None or not hr.norm:
             return None
         fired: list[Rule] = []
@@ -705,7 +477,7 @@ class UrlRuleLearner:
         entry = hr.norm.get(norm)
         if entry is None:
             return None
-        raw = _key(scheme, host, path, [t for _, t in params])
+        raw = make_key(scheme, host, path, [t for _, t in params])
         if entry[0] == raw:
             return None
         return Prediction(url, entry[0], tuple(dict.fromkeys(fired + list(entry[1]))))
@@ -718,8 +490,8 @@ class UrlRuleLearner:
         loses trust at once (and for good).  ``None``: the target has not
         been crawled yet, nothing to compare.
         """
-        parts = _parse(prediction.url)
-        hr = self._hosts.get(_site(parts[1])) if parts is not None else None
+        parts = parse_url(prediction.url)
+        hr = self._hosts.get(site_of(parts[1])) if parts is not None else None
         if hr is None:
             return None
         target = hr.known.get(prediction.target)
