@@ -366,3 +366,43 @@ def test_a_parameter_confirmed_with_one_value_only_is_not_dropped_for_other_valu
     learner.scheduled(f"{B}/s99/")
     assert learner.predict(f"{B}/s99/?page=1") is not None
     assert learner.predict(f"{B}/s99/?page=2") is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_exploration_downloads_predicted_duplicates_to_verify(serve: Any) -> None:
+    site = serve(dust_site())
+    crawler = await run_crawl(RecordingSpider, {**SETTINGS, "SIMHASH_URL_RULES_EXPLORE": 1.0},
+                              start_urls=[site.url("/")], follow=True)
+    stats = simhash_stats(crawler)
+    assert stats["simhash/requests/explored"] > 0
+    assert "simhash/requests/skipped" not in stats
+    assert "simhash/url_rules/contradicted" not in stats  # the variants really are duplicates
+    assert len(variant_hits(site.hits)) == 3 * ARTICLES
+
+
+def test_persistent_backend_keeps_extras_beside_the_store_and_reset_forgets_them(tmp_path: Path) -> None:
+    from simhash_scrapy.backends.persistent import PersistentBackend
+
+    def drive(coro: Any) -> Any:  # the persistent backend never waits
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        raise AssertionError("the coroutine waited")
+
+    def backend(reset: bool = False) -> PersistentBackend:
+        return PersistentBackend(SimhashConfig.from_settings({"SIMHASH_DIR": str(tmp_path), "SIMHASH_RESET": reset}))
+
+    async def cycle(reset: bool, data: bytes | None) -> bytes | None:
+        b = backend(reset)
+        await b.open("spider")
+        found = await b.load_extra("url_rules")
+        if data is not None:
+            await b.save_extra("url_rules", data)
+        await b.close()
+        return found
+
+    assert drive(cycle(False, b"rules-1")) is None
+    assert drive(cycle(False, None)) == b"rules-1"
+    assert (tmp_path / "spider.store.url_rules").read_bytes() == b"rules-1"
+    assert drive(cycle(True, None)) is None
