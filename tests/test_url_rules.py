@@ -406,3 +406,15 @@ def test_persistent_backend_keeps_extras_beside_the_store_and_reset_forgets_them
     assert drive(cycle(False, None)) == b"rules-1"
     assert (tmp_path / "spider.store.url_rules").read_bytes() == b"rules-1"
     assert drive(cycle(True, None)) is None
+
+
+def test_the_canonical_form_is_never_skipped_even_after_its_variant() -> None:
+    """A print page seen first must not stand in for the page itself (it may lack its links)."""
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    learn_dust(learner, range(6))
+    learner.observe(f"{B}/print/news/60.html")
+    assert learner.predict(f"{B}/news/60.html") is None
+    learner.scheduled(f"{B}/news/60.html")
+    # Once the canonical URL is known, the predictions name it rather than the variant seen first.
+    prediction = learner.predict(f"{B}/news/60.html?utm_source=a&utm_medium=rss")
+    assert prediction is not None and prediction.target == f"{B}/news/60.html"

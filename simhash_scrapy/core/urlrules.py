@@ -190,7 +190,10 @@ class UrlRuleLearner:
             return
         fired: list[Rule] = []
         norm = hr.trusted.normalise(*parts, fired)
-        if norm not in hr.norm:
+        entry = hr.norm.get(norm)
+        # The URL in its canonical form (no rule rewrites it) owns the entry, so that
+        # predictions name it rather than a variant seen earlier.
+        if entry is None or (entry[1] and not fired):
             hr.norm[norm] = (raw, tuple(fired))
 
     def _evidence(self, rule: Rule, same: bool, *params: list[tuple[str, str]]) -> None:
@@ -464,7 +467,12 @@ class UrlRuleLearner:
 
     # ------------------------------------------------------------ prediction
     def predict(self, url: str) -> Prediction | None:
-        """The crawled or scheduled URL that ``url`` duplicates by the trusted rules, else ``None``."""
+        """The crawled or scheduled URL that ``url`` duplicates by the trusted rules, else ``None``.
+
+        Only a URL that a trusted rule rewrites is predicted: a URL in its
+        canonical form is never skipped, even when a variant of it was seen
+        first (the variant, a print page say, may lack the canonical page's links).
+        """
         parts = parse_url(url)
         if parts is None:
             return None
@@ -474,6 +482,8 @@ class UrlRuleLearner:
             return None
         fired: list[Rule] = []
         norm = hr.trusted.normalise(scheme, host, path, params, fired)
+        if not fired:
+            return None
         entry = hr.norm.get(norm)
         if entry is None:
             return None
