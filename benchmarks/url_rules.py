@@ -364,32 +364,60 @@ settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag", "RO
 settings.update(json.loads(settings_json))
 settings["SIMHASH_REPORT_URI"] = out + ".report.jsonl"
 # CPU time spent in the URL-rule component (checks, learning, scheduling hooks), measured in place.
-import functools
 from simhash_scrapy import urlrules as _glue
 RULES_CPU = [0.0]
 
-def _timed(func):
-    if hasattr(func, "__code__") and func.__code__.co_flags & 0x80:  # a coroutine function
-        @functools.wraps(func)
-        async def wrapper(*args, **kwargs):
-            start = time.thread_time()
-            try:
-                return await func(*args, **kwargs)
-            finally:
-                RULES_CPU[0] += time.thread_time() - start
-        return wrapper
+def _add_time(start):
+    RULES_CPU[0] += time.thread_time() - start
 
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+_Mw = _glue.UrlRulesMiddleware
+_orig = {name: getattr(_Mw, name) for name in
+         ("process_request", "page_checked", "request_scheduled", "request_dropped", "opened", "closing", "_save_logged")}
+
+# Explicit signatures: Scrapy's signal dispatch passes only the arguments a handler names.
+async def process_request(self, request, spider=None):
+    start = time.thread_time()
+    try:
+        return await _orig["process_request"](self, request, spider)
+    finally:
+        _add_time(start)
+
+def page_checked(self, request, response, verdict):
+    start = time.thread_time()
+    try:
+        return _orig["page_checked"](self, request, response, verdict)
+    finally:
+        _add_time(start)
+
+def request_scheduled(self, request, spider=None):
+    start = time.thread_time()
+    try:
+        return _orig["request_scheduled"](self, request, spider)
+    finally:
+        _add_time(start)
+
+def request_dropped(self, request, spider=None):
+    start = time.thread_time()
+    try:
+        return _orig["request_dropped"](self, request, spider)
+    finally:
+        _add_time(start)
+
+def _timed_coro(name):
+    async def wrapper(self):
         start = time.thread_time()
         try:
-            return func(*args, **kwargs)
+            return await _orig[name](self)
         finally:
-            RULES_CPU[0] += time.thread_time() - start
+            _add_time(start)
     return wrapper
 
-for _name in ("process_request", "page_checked", "request_scheduled", "request_dropped", "opened", "closing", "_save_logged"):
-    setattr(_glue.UrlRulesMiddleware, _name, _timed(getattr(_glue.UrlRulesMiddleware, _name)))
+_Mw.process_request = process_request
+_Mw.page_checked = page_checked
+_Mw.request_scheduled = request_scheduled
+_Mw.request_dropped = request_dropped
+for _name in ("opened", "closing", "_save_logged"):
+    setattr(_Mw, _name, _timed_coro(_name))
 process = CrawlerProcess(settings)
 crawler = process.create_crawler(Site)
 process.crawl(crawler)
@@ -532,6 +560,8 @@ def main() -> None:
                     rows = read_log(log_path)
                     results[f"{kind}/{name}"] = {**measure(rows), "stats": stats}
                     print(f"  {kind:6} {name:18} downloads {len(rows):6,}  cpu {stats['cpu_seconds']:.1f} s", flush=True)
+                    if stats.get("log_count/ERROR"):
+                        print(f"  WARNING: {stats['log_count/ERROR']} errors logged by this crawl", flush=True)
             finally:
                 server.terminate()
                 server.join()
