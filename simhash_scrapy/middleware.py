@@ -212,6 +212,8 @@ class SimhashMiddleware:
         if verdict.previous_fingerprint is not None:
             meta["simhash_previous"] = verdict.previous_fingerprint
             meta["simhash_previous_seen"] = verdict.previous_seen
+        for listener in state.page_listeners:
+            listener(request, response, verdict)
         unchanged = verdict.outcome is Outcome.UNCHANGED
         if unchanged:
             meta["simhash_unchanged"] = True

@@ -117,6 +117,13 @@ class DedupState:
         self._shown = False
         self._task: Any = None
         self._executor: ThreadPoolExecutor | None = None
+        #: Extensions of the state (the URL rules): called with (request, response, verdict)
+        #: for every checked page; awaited after the backend opened / before the report is written;
+        #: ``report_extra`` entries are added to the report summary.
+        self.page_listeners: list[Callable[[Any, Any, Verdict], None]] = []
+        self.open_hooks: list[Callable[[], Any]] = []
+        self.close_hooks: list[Callable[[], Any]] = []
+        self.report_extra: dict[str, Any] = {}
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -257,6 +264,7 @@ class DedupState:
             _compat.close_spider_soon(self.crawler, spider, "simhash_error")
             return
         self.opened = True
+        await self._run_hooks(self.open_hooks, spider)
         if self.backend.initial:
             self.stats.set_value("simhash/initial", self.backend.initial)
         if self.log_interval > 0:
@@ -292,7 +300,15 @@ class DedupState:
                 self._executor.shutdown(wait=False)
                 self._executor = None
 
+    async def _run_hooks(self, hooks: list[Callable[[], Any]], spider: Spider) -> None:
+        for hook in hooks:
+            try:
+                await hook()
+            except Exception:
+                logger.exception("simhash-scrapy: error in %(hook)r", {"hook": hook}, extra={"spider": spider})
+
     async def _finish(self, spider: Spider, reason: str = "finished") -> None:
+        await self._run_hooks(self.close_hooks, spider)
         self.stats.set_value("simhash/index_size", await self.backend.index_size())
         members = await self.backend.members()
         if self.report_path is None or self.config.report_format is None:
@@ -309,6 +325,7 @@ class DedupState:
             max_distance=self.config.max_distance,
             source=f"spider {spider.name}",
         )
+        summary.update(self.report_extra)
         try:
             path = write_report(
                 self.report_path, clusters, self.config.report_format, summary, changes=build_changes(members)

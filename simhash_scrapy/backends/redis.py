@@ -549,6 +549,8 @@ class RedisBackend(DedupBackend):
                     args=[f"{self.prefix}:index:", self.worker_id, "1" if self.settings.persist else "0", _STALE],
                 )
                 if deleted:
+                    for name in self._extra:
+                        await self.client.delete(f"{self.prefix}:extra:{name}")
                     logger.info(
                         "simhash: deleted the Redis key %r (set SIMHASH_REDIS_PERSIST or SCHEDULER_PERSIST "
                         "to keep it)",
@@ -560,6 +562,20 @@ class RedisBackend(DedupBackend):
                 logger.warning("simhash: could not deregister from Redis at close: %s", exc)
             self._registered = False
         await self._disconnect()
+
+    # ------------------------------------------------------------ extras
+    # Minimal shared blobs (the URL rules): one key ``<prefix>:extra:<name>``.
+    async def load_extra(self, name: str) -> bytes | None:
+        if self.client is None:
+            return None
+        return await _on_asyncio(self.client.get(f"{self.prefix}:extra:{name}"))
+
+    async def save_extra(self, name: str, data: bytes) -> None:
+        if self.client is None:
+            return
+        ttl = int(self.settings.ttl * 1000) or None
+        await _on_asyncio(self.client.set(f"{self.prefix}:extra:{name}", data, px=ttl))
+        self._extra[name] = data
 
     # ------------------------------------------------------------ checks
     def _error(self, exc: BaseException) -> None:

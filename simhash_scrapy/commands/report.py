@@ -116,11 +116,36 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
     }
     for outcome in ("unchanged", "changed"):
         summary[outcome] = sum(1 for o in contents.outcomes if o == outcome)
+    summary["rules_blob"] = _store_rules(contents)
     if contents.config is not None:
         summary["max_distance"] = contents.config.max_distance
         summary["features"] = contents.config.features
         summary["text mode"] = contents.config.text_mode
     return members, summary
+
+
+def _rules(data: bytes | None, settings: Any) -> list[dict[str, Any]]:
+    """The learned URL rules of a saved crawl (``SIMHASH_URL_RULES``), for the report summary."""
+    from ..core.urlrules import UrlRuleLearner
+    from ._common import load_config
+
+    if not data:
+        return []
+    config = load_config(settings)
+    learner = UrlRuleLearner(config.url_rules_min_support, config.url_rules_min_precision)
+    try:
+        learner.merge(data)
+    except ValueError as exc:
+        sys.stderr.write(f"report: ignoring the saved URL rules: {exc}\n")
+        return []
+    return learner.report()
+
+
+def _store_rules(contents: Any) -> bytes | None:
+    """The URL rules a crawl saved in its store (the backend's extras), if any."""
+    from ..core import defaults
+
+    return contents.extra.get(defaults.URL_RULES_EXTRA)
 
 
 def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -146,16 +171,19 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
         raise CommandError(str(exc), EXIT_USAGE) from None
     backend = RedisBackend(load_config(settings), redis_settings)
 
-    async def read() -> tuple[list[Any], bool]:
+    from ..core import defaults
+
+    async def read() -> tuple[list[Any], bool, bytes | None]:
         try:
             await backend.attach(spider or "")
             exists = bool(await backend.client.exists(f"{backend.prefix}:pages"))
-            return (await backend.members() if exists else []), exists
+            rules = await backend.load_extra(defaults.URL_RULES_EXTRA)
+            return (await backend.members() if exists else []), exists, rules
         finally:
             await backend.close()
 
     try:
-        members, exists = asyncio.run(read())
+        members, exists, rules = asyncio.run(read())
     except BackendError as exc:
         raise CommandError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - any client error is a one-line message, not a traceback
@@ -166,7 +194,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
             f"(a crawl keeps it only with SIMHASH_REDIS_PERSIST = True)"
         )
     # Every recorded page: run_report counts them (report_summary).
-    return members, {"source": f"{redis_settings.describe()} key {backend.prefix}"}
+    return members, {"source": f"{redis_settings.describe()} key {backend.prefix}", "rules_blob": rules}
 
 
 def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
@@ -180,6 +208,9 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
         members, found = _from_redis(opts.redis, opts.key, opts.spider, settings)
     else:
         members, found = _from_store(opts.input or _settings_store(settings, opts.spider), opts.spider)
+    rules = _rules(found.pop("rules_blob", None), settings)
+    if rules:
+        found["rules"] = rules
     with_text = fmt == "html" and not opts.no_texts
     clusters = build_clusters(members, include_text=with_text)
     changes = build_changes(members)
@@ -196,4 +227,8 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
     summary.update(found)
     where = write_clusters(clusters, fmt, opts.output, summary, stdout, changes=changes)
     sys.stderr.write(f"report: {summary['source']} has {describe_report(summary)}; {fmt} written to {where}\n")
+    if rules:
+        trusted = sum(1 for rule in rules if rule["trusted"])
+        sys.stderr.write(f"report: {len(rules)} learned URL rules ({trusted} trusted)"
+                         + (" (JSON Lines records \"record\": \"url_rule\")" if fmt == "jsonl" else "") + "\n")
     return 0

@@ -46,6 +46,8 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from .urlrules import rules_html
+
 __all__ = ["render_html", "report_numbers"]
 
 #: Member texts longer than this are cut in the report (the diff says so).
@@ -316,7 +318,7 @@ def render_html(
         share=f"{100.0 * share:.1f}",
         in_clusters=f"{numbers['pages_in_clusters']:,}",
         histogram=histogram_html,
-        run=run_html,
+        run=run_html + rules_html(summary.get("rules")),
         text_note=esc(text_note),
         changed=_changes_html(changes, max_distance),
         has_text="true" if with_text else "false",

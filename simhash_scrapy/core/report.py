@@ -302,7 +302,9 @@ def render_report(
     """
     changes = list(changes)
     if report_format == "jsonl":
-        return _jsonl(clusters, changes)
+        from .urlrules import rules_jsonl
+
+        return _jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules"))
     if report_format == "csv":
         return _csv(clusters)
     if report_format == "html":
