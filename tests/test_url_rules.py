@@ -231,7 +231,7 @@ async def test_skip_mode_avoids_predicted_duplicates_and_errbacks_see_why(serve:
     assert len(variant_hits(site.hits)) + len(skipped) == 3 * ARTICLES
     assert stats["simhash/url_rules/trusted"] >= 2
     lines = report.read_text().splitlines()
-    rules = [line for line in lines if '"record": "url_rule"' in line]
+    rules = [line for line in lines if '"type": "url_rule"' in line]
     assert any("drop ?utm_source=newsletter" in line for line in rules)
 
 
