@@ -20,6 +20,7 @@ from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.middleware import FLAG, MIDDLEWARE_PRIORITY, NearDuplicate, SimhashMiddleware
 from simhash_scrapy.pipeline import SimhashPipeline
 from simhash_scrapy.state import DedupState
+from simhash_scrapy.urlrules import URL_RULES_MIDDLEWARE_PRIORITY, UrlRulesMiddleware
 
 WORDS = article_words(1)
 PAGE = article_html("Harbour budget", WORDS, "Published 10:00", links=["/a", "/b"])
@@ -354,7 +355,8 @@ def test_addon_inserts_components() -> None:
     crawler = get_crawler(MySpider, {"ADDONS": {"simhash_scrapy.Addon": 0}})
     mws = crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
     pipes = crawler.settings.getdict("ITEM_PIPELINES")
-    assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY}
+    # The URL-rules middleware is always listed; it disables itself unless SIMHASH_URL_RULES is on.
+    assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY, UrlRulesMiddleware: URL_RULES_MIDDLEWARE_PRIORITY}
     assert MIDDLEWARE_PRIORITY < 550
     assert list(pipes.values()) == [200]
 
@@ -368,7 +370,9 @@ def test_addon_keeps_user_priorities() -> None:
             "ITEM_PIPELINES": {"simhash_scrapy.pipeline.SimhashPipeline": 900},
         },
     )
-    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {"simhash_scrapy.SimhashMiddleware": 520}
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {
+        "simhash_scrapy.SimhashMiddleware": 520, UrlRulesMiddleware: URL_RULES_MIDDLEWARE_PRIORITY
+    }
     assert crawler.settings.getdict("ITEM_PIPELINES") == {"simhash_scrapy.pipeline.SimhashPipeline": 900}
 
 
