@@ -230,5 +230,5 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
     if rules:
         trusted = sum(1 for rule in rules if rule["trusted"])
         sys.stderr.write(f"report: {len(rules)} learned URL rules ({trusted} trusted)"
-                         + (" (JSON Lines records \"record\": \"url_rule\")" if fmt == "jsonl" else "") + "\n")
+                         + (" (JSON Lines records \"type\": \"url_rule\")" if fmt == "jsonl" else "") + "\n")
     return 0
