@@ -39,6 +39,12 @@
  * Style and aria-hidden values with non-ASCII characters are handed to the
  * Python functions (Unicode whitespace and case rules), so the two paths can
  * never disagree on them.  Nothing here depends on Scrapy.
+ *
+ * lxml: only its public C API (the headers from ``lxml.get_include()``; module
+ * init calls ``import_lxml__etree()``, which checks each function's capsule
+ * signature).  The lxml and libxml2 versions compiled in are exported as
+ * BUILT_LXML_VERSION / BUILT_LIBXML_VERSION; simhash_scrapy._native uses this
+ * module only when they are the running ones.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,7 +52,14 @@
 #include <string.h>
 
 #include <libxml/tree.h>
-#include "lxml.etree.h"
+#include <libxml/xmlversion.h>
+/* lxml's public C API, from the headers lxml ships (``lxml.get_include()``):
+ * lxml.etree.h declares ``struct LxmlElement`` (``_doc``, ``_c_node``: the
+ * fields lxml's etreepublic.pxd documents); lxml.etree_api.h declares the API
+ * functions and ``import_lxml__etree()``, which takes each of them from
+ * ``lxml.etree.__pyx_capi__`` after checking the capsule's signature. */
+#include "lxml.etree_api.h"
+#include "lxml-version.h"
 
 /* ------------------------------------------------------------------ tags */
 
@@ -290,7 +303,6 @@ static int buffer_add(Buffer *b, const char *s, size_t n) {
 /* ------------------------------------------------------------- the walks */
 
 static PyTypeObject *element_type = NULL;
-static struct LxmlElement *(*element_factory)(struct LxmlDocument *, xmlNode *) = NULL;
 
 static xmlNode *node_of(PyObject *element) {
     if (element_type == NULL || !PyObject_TypeCheck(element, element_type)) {
@@ -330,7 +342,7 @@ static int walk(PyObject *root_object, xmlNode *root, const char *marker, size_t
                 if (hide) {
                     if (found) {
                         PyObject *element =
-                            (PyObject *)element_factory(((struct LxmlElement *)root_object)->_doc, child);
+                            (PyObject *)elementFactory(((struct LxmlElement *)root_object)->_doc, child);
                         if (element == NULL) return -1;
                         int failed = PyList_Append(found, element);
                         Py_DECREF(element);
@@ -383,10 +395,6 @@ static PyObject *visible_text(PyObject *module, PyObject *args) {
 static PyObject *invisible_elements(PyObject *module, PyObject *element) {
     xmlNode *root = node_of(element);
     if (root == NULL) return NULL;
-    if (element_factory == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "lxml's elementFactory is not available");
-        return NULL;
-    }
     PyObject *found = PyList_New(0);
     if (found == NULL) return NULL;
     if (walk(element, root, "", 0, NULL, found) < 0) {
@@ -758,26 +766,37 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy._speedups", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
+    /* lxml's C API with its signature checks (lxml.etree_api.h): an lxml whose
+     * API differs from the one this module was compiled against fails here. */
+    if (import_lxml__etree() < 0) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_Format(PyExc_ImportError, "lxml's C API does not match the one simhash_scrapy._speedups was built with: %S",
+                     value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return NULL;
+    }
     PyObject *etree = PyImport_ImportModule("lxml.etree");
     if (etree == NULL) return NULL;
     element_type = (PyTypeObject *)PyObject_GetAttrString(etree, "_Element");
-    /* elementFactory from lxml's public C-API table: a capsule named by its signature. */
-    PyObject *capi = PyObject_GetAttrString(etree, "__pyx_capi__");
     Py_DECREF(etree);
-    if (element_type == NULL || capi == NULL) {
-        Py_XDECREF(capi);
+    if (element_type == NULL) return NULL;
+    if (!PyType_Check(element_type)) {
+        Py_CLEAR(element_type);
+        PyErr_SetString(PyExc_ImportError, "lxml.etree._Element is not a type");
         return NULL;
     }
-    PyObject *capsule = PyDict_GetItemString(capi, "elementFactory");
-    if (capsule != NULL && PyCapsule_CheckExact(capsule)) {
-        element_factory = (struct LxmlElement * (*)(struct LxmlDocument *, xmlNode *))
-            PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
-    }
-    Py_DECREF(capi);
-    if (element_factory == NULL) {
-        PyErr_Clear();
-        PyErr_SetString(PyExc_ImportError, "lxml.etree has no elementFactory in its C-API");
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) return NULL;
+    /* The versions this module was compiled against: simhash_scrapy._native
+     * compares them with the running lxml at import and falls back to the
+     * pure-Python path when they differ. */
+    if (PyModule_AddStringConstant(module, "BUILT_LXML_VERSION", LXML_VERSION_STRING) < 0 ||
+        PyModule_AddStringConstant(module, "BUILT_LIBXML_VERSION", LIBXML_DOTTED_VERSION) < 0) {
+        Py_DECREF(module);
         return NULL;
     }
-    return PyModule_Create(&module_def);
+    return module;
 }
