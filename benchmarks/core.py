@@ -196,6 +196,40 @@ def bench_index(n: int, queries: int, k: int, blocks: int | None = None) -> dict
     }
 
 
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc)."""
+    import os
+
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def add_rss_child(k: int, blocks: int | None, n: int) -> dict:
+    """In a fresh process: RSS growth over ``n`` one-at-a-time ``add`` calls (the crawl's path), int keys."""
+    fps = [int(fp) for fp in random_fingerprints(n, 5)]
+    index = BlockPermutedIndex(max_distance=k, blocks=blocks)
+    gc.collect()
+    before = rss_bytes()
+    start = time.perf_counter()
+    for i, fp in enumerate(fps):
+        index.add(i, fp)
+    seconds = time.perf_counter() - start
+    gc.collect()
+    grown = rss_bytes() - before
+    return {"stored": n, "k": k, "blocks": index.blocks, "tables": index.table_count,
+            "rss_bytes_per_fp": grown / n, "nbytes_per_fp": index.nbytes() / n, "adds_per_s": n / seconds}
+
+
+def bench_add_rss(k: int, blocks: int | None, n: int) -> dict:
+    """``add_rss_child`` in a fresh interpreter, so other benchmarks' memory does not blur the figure."""
+    import subprocess
+
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import core; "
+            f"print(json.dumps(core.add_rss_child({k}, {blocks}, {n})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def bench_pypi_index(n: int, queries: int, k: int) -> dict:
     simhash_module, PySimhash = pypi_simhash()
     import logging

@@ -30,10 +30,12 @@
  *
  *   query_tables(queries, fingerprints, alive, tables, max_distance, tail_start)
  *       the index's queries (index.py): for every query, every table's
- *       bucket is read and each candidate verified with a popcount, and the
- *       rows from ``tail_start`` on (not in the tables yet) are scanned; pairs are
- *       returned once, sorted by query, distance, row, as three int64 arrays
- *       (bytes).  The loop runs without the GIL.
+ *       bucket is read (and, for tables whose key may differ in ``errors``
+ *       bits, every bucket within that many flipped bits, its rows first
+ *       screened by their 8-bit key filter) and each candidate verified with
+ *       a popcount, and the rows from ``tail_start`` on (not in the tables
+ *       yet) are scanned; pairs are returned once, sorted by query, distance,
+ *       row, as three int64 arrays (bytes).  The loop runs without the GIL.
  *
  * The rules are the Python path's, and the tests compare both on real pages.
  * Style and aria-hidden values with non-ASCII characters are handed to the
@@ -471,16 +473,31 @@ typedef struct {
     int width;
 } Span;
 
+/* A table's entries: uint32 row numbers sorted by bucket, or (errors > 0) 5-byte records
+ * of a little-endian uint32 row number and the low 8 bits of the row's key. */
+#define FILTERED_ENTRY 5
+
 typedef struct {
-    Py_buffer order, bounds; /* uint32 row numbers sorted by bucket; bucket offsets */
+    Py_buffer order, bounds; /* entries sorted by bucket; bucket offsets (uint32) */
+    Py_ssize_t entry_count;
     Span spans[64];
     int span_count;
     int drop_bits; /* key >> drop_bits is the bucket */
+    int errors;    /* bits the key of a match may differ in */
+    int dir_bits;  /* bits of the bucket number */
 } TableView;
+
+#define MAX_KEY_ERRORS 2
 
 static int parse_table(PyObject *spec, TableView *t) {
     PyObject *order, *bounds, *spans;
-    if (!PyArg_ParseTuple(spec, "OOOi:table", &order, &bounds, &spans, &t->drop_bits)) return -1;
+    if (!PyArg_ParseTuple(spec, "OOOiii:table", &order, &bounds, &spans, &t->drop_bits, &t->errors, &t->dir_bits))
+        return -1;
+    if (t->errors < 0 || t->errors > MAX_KEY_ERRORS || t->dir_bits < 0 || t->dir_bits > 63 || t->drop_bits < 0 ||
+        t->drop_bits > 64) {
+        PyErr_SetString(PyExc_ValueError, "bad table layout");
+        return -1;
+    }
     PyObject *seq = PySequence_Fast(spans, "spans must be a sequence");
     if (seq == NULL) return -1;
     t->span_count = (int)PySequence_Fast_GET_SIZE(seq);
@@ -503,7 +520,26 @@ static int parse_table(PyObject *spec, TableView *t) {
         PyBuffer_Release(&t->order);
         return -1;
     }
+    t->entry_count = t->order.len / (t->errors ? FILTERED_ENTRY : (Py_ssize_t)sizeof(uint32_t));
     return 0;
+}
+
+static void release_table(TableView *t) {
+    PyBuffer_Release(&t->order);
+    PyBuffer_Release(&t->bounds);
+}
+
+/* The row number of entry ``p`` of a table. */
+static uint32_t entry_row(const TableView *t, uint32_t p) {
+    if (!t->errors) return ((const uint32_t *)t->order.buf)[p];
+    const unsigned char *e = (const unsigned char *)t->order.buf + (size_t)p * FILTERED_ENTRY;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t row;
+    memcpy(&row, e, sizeof row); /* one unaligned load */
+    return row;
+#else
+    return (uint32_t)e[0] | ((uint32_t)e[1] << 8) | ((uint32_t)e[2] << 16) | ((uint32_t)e[3] << 24);
+#endif
 }
 
 typedef struct {
@@ -540,17 +576,6 @@ static int pair_order(const void *a, const void *b) {
     return (x->row > y->row) - (x->row < y->row);
 }
 
-static int grow_u32(uint32_t **array, size_t *cap, size_t needed) {
-    if (needed <= *cap) return 0;
-    size_t size = *cap ? *cap : 4096;
-    while (size < needed) size *= 2;
-    uint32_t *grown = PyMem_RawRealloc(*array, size * sizeof(uint32_t));
-    if (grown == NULL) return -1;
-    *array = grown;
-    *cap = size;
-    return 0;
-}
-
 /* x86-64 before 2008 has no POPCNT instruction: GCC builds both and picks one at load time. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
@@ -558,74 +583,214 @@ static int grow_u32(uint32_t **array, size_t *cap, size_t needed) {
 #define POPCNT_CLONES
 #endif
 
-#define SEARCH_CHUNK 1024
+/* Queries are searched by chunks of this many (bounds the candidate buffers). */
+#define SEARCH_CHUNK 32768
+/* Loads are requested this many items ahead of their use (software prefetch). */
+#define AHEAD 32
 
-/* The search, without the GIL.  Queries go by chunks, each in phases whose loops make
- * independent loads (bucket bounds, then row numbers, then fingerprints), so the CPU
- * overlaps the cache misses: one query at a time would wait for each in turn. */
+#if defined(__GNUC__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)0)
+#endif
+
+/* Sorts ``items`` (bucket << 32 | query) by bucket, ``bucket_bits`` wide: LSD radix, 11 bits a pass. */
+static void sort_by_bucket(uint64_t *items, uint64_t *scratch, size_t n, int bucket_bits) {
+    size_t counts[2048];
+    for (int shift = 32; shift < 32 + bucket_bits; shift += 11) {
+        memset(counts, 0, sizeof counts);
+        for (size_t i = 0; i < n; i++) counts[(items[i] >> shift) & 2047]++;
+        size_t sum = 0;
+        for (int v = 0; v < 2048; v++) {
+            size_t c = counts[v];
+            counts[v] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) scratch[counts[(items[i] >> shift) & 2047]++] = items[i];
+        memcpy(items, scratch, n * sizeof(uint64_t));
+    }
+}
+
+/* Bits set in a byte (the key filters are compared a byte at a time). */
+static uint8_t bits_in_byte[256];
+
+static void fill_bits_in_byte(void) {
+    for (int v = 0; v < 256; v++) bits_in_byte[v] = (uint8_t)((v & 1) + bits_in_byte[v >> 1]);
+}
+
+/* The candidates of one chunk: (row, query) pairs still to verify. */
+typedef struct {
+    uint32_t *row, *query;
+    size_t len, cap;
+} Candidates;
+
+static int candidates_room(Candidates *c, size_t more) {
+    if (c->len + more <= c->cap) return 0;
+    size_t cap = c->cap ? c->cap : 4096;
+    while (cap < c->len + more) cap *= 2;
+    uint32_t *row = PyMem_RawRealloc(c->row, cap * sizeof(uint32_t));
+    if (row == NULL) return -1;
+    c->row = row;
+    uint32_t *query = PyMem_RawRealloc(c->query, cap * sizeof(uint32_t));
+    if (query == NULL) return -1;
+    c->query = query;
+    c->cap = cap;
+    return 0;
+}
+
+/* A position in a table's work: probe pattern, then query (in bucket order). */
+typedef struct {
+    size_t pattern;
+    Py_ssize_t query;
+} ProbeCursor;
+
+static void cursor_next(ProbeCursor *c, Py_ssize_t m) {
+    if (++c->query == m) {
+        c->query = 0;
+        c->pattern++;
+    }
+}
+
+/* The buckets of one table a query reads: XOR masks and the key bits each spends. */
+static size_t table_probes(const TableView *tv, uint32_t *masks, int *spent, size_t room) {
+    size_t n = 0;
+    masks[n] = 0;
+    spent[n++] = 0;
+    for (int a = 0; a < tv->dir_bits && tv->errors >= 1; a++) {
+        if (n < room) {
+            masks[n] = 1u << a;
+            spent[n++] = 1;
+        }
+        for (int b = a + 1; b < tv->dir_bits && tv->errors >= 2; b++) {
+            if (n < room) {
+                masks[n] = (1u << a) | (1u << b);
+                spent[n++] = 2;
+            }
+        }
+    }
+    return n;
+}
+
+/* Every row of one table within reach of the chunk's queries, appended to ``cands``.
+ * Queries go in bucket order, one probe pattern at a time, so the table's directory and
+ * entries are read from low addresses to high: neighbouring queries share cache lines and
+ * pages; and each load is requested AHEAD work items before it is used (for a single
+ * query too: its buckets are the work items then). */
+static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m, uint64_t *items, uint64_t *scratch,
+                            uint8_t *want, Candidates *cands) {
+    const uint32_t *bounds = tv->bounds.buf;
+    Py_ssize_t bucket_count = tv->bounds.len / (Py_ssize_t)sizeof(uint32_t) - 1;
+    if (bucket_count <= 0) return 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t fp = q[i], key = 0;
+        for (int s = 0; s < tv->span_count; s++) {
+            uint64_t part = (fp >> tv->spans[s].shift) & tv->spans[s].mask;
+            key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
+        }
+        uint64_t bucket = tv->drop_bits >= 64 ? 0 : key >> tv->drop_bits;
+        want[i] = (uint8_t)(key & 0xFF);
+        items[i] = (bucket << 32) | (uint64_t)i;
+    }
+    if (m > 1) sort_by_bucket(items, scratch, (size_t)m, tv->dir_bits);
+    uint32_t masks[1 + 64 + 64 * 63 / 2];
+    int spent[1 + 64 + 64 * 63 / 2];
+    size_t patterns = table_probes(tv, masks, spent, sizeof masks / sizeof masks[0]);
+    uint8_t mask = (uint8_t)(tv->drop_bits >= 8 ? 0xFF : (1u << tv->drop_bits) - 1);
+    const unsigned char *entries = tv->order.buf;
+    const uint32_t *order = tv->order.buf;
+    /* Work items are (pattern, query) in that order; a cursor AHEAD items ahead of the one at
+     * work requests the entries (the bounds are read in address order: the caches follow). */
+    ProbeCursor far = {0, 0}, near = {0, 0}, at = {0, 0};
+    if ((size_t)m * patterns <= 8 * AHEAD) {
+        /* Little work (a single query): request every bucket's bounds, then every bucket's
+         * entries, before reading any, so the loads overlap. */
+        for (; far.pattern < patterns; cursor_next(&far, m)) {
+            uint64_t bucket = (items[far.query] >> 32) ^ masks[far.pattern];
+            if ((Py_ssize_t)bucket < bucket_count) PREFETCH(bounds + bucket);
+        }
+        for (; near.pattern < patterns; cursor_next(&near, m)) {
+            uint64_t bucket = (items[near.query] >> 32) ^ masks[near.pattern];
+            if ((Py_ssize_t)bucket < bucket_count) {
+                uint32_t first = bounds[bucket];
+                PREFETCH(tv->errors ? (const void *)(entries + (size_t)first * FILTERED_ENTRY) : (const void *)(order + first));
+            }
+        }
+    } else {
+        for (int i = 0; i < AHEAD; i++) cursor_next(&near, m);
+    }
+    for (; at.pattern < patterns; cursor_next(&at, m), cursor_next(&near, m)) {
+        if (near.pattern < patterns) {
+            uint64_t later = (items[near.query] >> 32) ^ masks[near.pattern];
+            if ((Py_ssize_t)later < bucket_count) {
+                uint32_t first = bounds[later];
+                PREFETCH(tv->errors ? (const void *)(entries + (size_t)first * FILTERED_ENTRY) : (const void *)(order + first));
+            }
+        }
+        uint64_t bucket = (items[at.query] >> 32) ^ masks[at.pattern];
+        if ((Py_ssize_t)bucket >= bucket_count) continue;
+        uint32_t lo = bounds[bucket], hi = bounds[bucket + 1];
+        if ((Py_ssize_t)hi > tv->entry_count) hi = (uint32_t)tv->entry_count;
+        if (hi <= lo) continue;
+        if (candidates_room(cands, hi - lo) < 0) return -1;
+        uint32_t query = (uint32_t)(items[at.query] & 0xFFFFFFFFu);
+        size_t j = cands->len;
+        if (!tv->errors) {
+            for (uint32_t p = lo; p < hi; p++, j++) {
+                cands->row[j] = order[p];
+                cands->query[j] = query;
+            }
+        } else {
+            uint8_t wanted = want[query];
+            int budget = tv->errors - spent[at.pattern];
+            for (uint32_t p = lo; p < hi; p++) {
+                /* Branch-free: written always, kept when the key filter is within reach. */
+                cands->row[j] = entry_row(tv, p);
+                cands->query[j] = query;
+                j += bits_in_byte[(entries[(size_t)p * FILTERED_ENTRY + 4] ^ wanted) & mask] <= budget;
+            }
+        }
+        cands->len = j;
+    }
+    return 0;
+}
+
+/* The search, without the GIL: per chunk of queries, every table's candidates, then each
+ * verified with a popcount (fingerprints requested AHEAD candidates before use), then the
+ * rows not in the tables yet, then the pairs sorted and deduplicated. */
 POPCNT_CLONES
 static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_t nf, const unsigned char *live,
                   const TableView *tables, Py_ssize_t table_count, int max_distance, Py_ssize_t tail_start,
                   Pairs *out) {
-    uint32_t *lo = PyMem_RawMalloc(sizeof(uint32_t) * SEARCH_CHUNK * (size_t)(table_count ? table_count : 1));
-    uint32_t *hi = PyMem_RawMalloc(sizeof(uint32_t) * SEARCH_CHUNK * (size_t)(table_count ? table_count : 1));
-    uint32_t *cand_row = NULL, *cand_query = NULL;
-    size_t cand_cap = 0, query_cap = 0;
-    int failed = lo == NULL || hi == NULL;
+    /* Exact buckets (errors == 0) give many candidates a query (~60 at k = 3): smaller chunks
+     * keep their buffers in cache.  Key-filtered tables give few (~25 at k = 4, B = 3) and
+     * gain from the denser sweep of larger chunks. */
+    Py_ssize_t chunk_size = SEARCH_CHUNK / 8;
+    for (Py_ssize_t t = 0; t < table_count; t++)
+        if (tables[t].errors) chunk_size = SEARCH_CHUNK;
+    Py_ssize_t chunk = nq < chunk_size ? nq : chunk_size;
+    uint64_t *items = PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(chunk ? chunk : 1));
+    uint64_t *scratch = PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(chunk ? chunk : 1));
+    uint8_t *want = PyMem_RawMalloc((size_t)(chunk ? chunk : 1));
+    Candidates cands = {NULL, NULL, 0, 0};
+    int failed = items == NULL || scratch == NULL || want == NULL;
     if (tail_start < 0) tail_start = 0;
-    for (Py_ssize_t c0 = 0; c0 < nq && !failed; c0 += SEARCH_CHUNK) {
-        Py_ssize_t m = nq - c0 < SEARCH_CHUNK ? nq - c0 : SEARCH_CHUNK;
-        size_t total = 0;
-        /* 1. bucket bounds */
-        for (Py_ssize_t i = 0; i < m; i++) {
-            uint64_t fp = q[c0 + i];
-            for (Py_ssize_t t = 0; t < table_count; t++) {
-                const TableView *tv = &tables[t];
-                uint64_t key = 0;
-                for (int s = 0; s < tv->span_count; s++) {
-                    uint64_t part = (fp >> tv->spans[s].shift) & tv->spans[s].mask;
-                    key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
-                }
-                uint64_t bucket = key >> tv->drop_bits;
-                size_t slot = (size_t)i * (size_t)table_count + (size_t)t;
-                if ((Py_ssize_t)((bucket + 2) * sizeof(uint32_t)) > tv->bounds.len) {
-                    lo[slot] = hi[slot] = 0;
-                    continue;
-                }
-                const uint32_t *bounds = tv->bounds.buf;
-                lo[slot] = bounds[bucket];
-                hi[slot] = bounds[bucket + 1];
-                total += hi[slot] > lo[slot] ? hi[slot] - lo[slot] : 0;
-            }
-        }
-        if (grow_u32(&cand_row, &cand_cap, total + 1) < 0 || grow_u32(&cand_query, &query_cap, total + 1) < 0) {
-            failed = 1;
-            break;
-        }
-        /* 2. candidate rows */
-        size_t j = 0;
-        for (Py_ssize_t i = 0; i < m; i++) {
-            for (Py_ssize_t t = 0; t < table_count; t++) {
-                size_t slot = (size_t)i * (size_t)table_count + (size_t)t;
-                const uint32_t *order = tables[t].order.buf;
-                Py_ssize_t order_len = tables[t].order.len / (Py_ssize_t)sizeof(uint32_t);
-                for (uint32_t p = lo[slot]; p < hi[slot] && (Py_ssize_t)p < order_len; p++) {
-                    cand_row[j] = order[p];
-                    cand_query[j] = (uint32_t)i;
-                    j++;
-                }
-            }
-        }
-        /* 3. verify each candidate with a popcount */
+    for (Py_ssize_t c0 = 0; c0 < nq && !failed; c0 += chunk) {
+        Py_ssize_t m = nq - c0 < chunk ? nq - c0 : chunk;
+        cands.len = 0;
+        for (Py_ssize_t t = 0; t < table_count && !failed; t++)
+            failed = table_candidates(&tables[t], q + c0, m, items, scratch, want, &cands) < 0;
+        if (failed) break;
+        /* verify each candidate with a popcount */
         size_t first = out->len;
-        for (size_t c = 0; c < j && !failed; c++) {
-            uint32_t row = cand_row[c];
+        for (size_t c = 0; c < cands.len && !failed; c++) {
+            if (c + AHEAD < cands.len && (Py_ssize_t)cands.row[c + AHEAD] < nf) PREFETCH(f + cands.row[c + AHEAD]);
+            uint32_t row = cands.row[c];
             if ((Py_ssize_t)row >= nf) continue;
-            int d = __builtin_popcountll(f[row] ^ q[c0 + cand_query[c]]);
-            if (d <= max_distance && (live == NULL || live[row]) && add_pair(out, c0 + cand_query[c], row, d) < 0)
+            int d = __builtin_popcountll(f[row] ^ q[c0 + cands.query[c]]);
+            if (d <= max_distance && (live == NULL || live[row]) && add_pair(out, c0 + cands.query[c], row, d) < 0)
                 failed = 1;
         }
-        /* 4. rows not in the tables yet (the unsorted tail) */
+        /* rows not in the tables yet (the unsorted tail) */
         for (Py_ssize_t i = 0; i < m && !failed; i++) {
             uint64_t fp = q[c0 + i];
             for (Py_ssize_t row = tail_start; row < nf; row++) {
@@ -637,22 +802,23 @@ static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_
             }
         }
         if (failed) break;
-        /* 5. sort this chunk's pairs by (query, distance, row) and keep each pair once
-         * (a fingerprint equal in more than B - k blocks is found in several tables). */
-        Pair *chunk = out->data + first;
+        /* sort this chunk's pairs by (query, distance, row) and keep each pair once
+         * (a fingerprint close to the query in several tables' keys is found in each). */
+        Pair *found = out->data + first;
         size_t count = out->len - first;
-        if (count > 1) qsort(chunk, count, sizeof(Pair), pair_order);
+        if (count > 1) qsort(found, count, sizeof(Pair), pair_order);
         size_t kept = 0;
         for (size_t a = 0; a < count; a++) {
-            if (kept > 0 && chunk[kept - 1].query == chunk[a].query && chunk[kept - 1].row == chunk[a].row) continue;
-            chunk[kept++] = chunk[a];
+            if (kept > 0 && found[kept - 1].query == found[a].query && found[kept - 1].row == found[a].row) continue;
+            found[kept++] = found[a];
         }
         out->len = first + kept;
     }
-    PyMem_RawFree(lo);
-    PyMem_RawFree(hi);
-    PyMem_RawFree(cand_row);
-    PyMem_RawFree(cand_query);
+    PyMem_RawFree(items);
+    PyMem_RawFree(scratch);
+    PyMem_RawFree(want);
+    PyMem_RawFree(cands.row);
+    PyMem_RawFree(cands.query);
     return failed ? -1 : 0;
 }
 
@@ -713,10 +879,7 @@ static PyObject *query_tables(PyObject *module, PyObject *args) {
     }
     result = Py_BuildValue("(NNN)", columns[0], columns[1], columns[2]);
 done:
-    for (Py_ssize_t t = 0; t < parsed; t++) {
-        PyBuffer_Release(&tables[t].order);
-        PyBuffer_Release(&tables[t].bounds);
-    }
+    for (Py_ssize_t t = 0; t < parsed; t++) release_table(&tables[t]);
     PyMem_Free(tables);
     Py_XDECREF(tables_seq);
     PyMem_RawFree(pairs.data);
@@ -766,6 +929,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy._speedups", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
+    fill_bits_in_byte();
     /* lxml's C API with its signature checks (lxml.etree_api.h): an lxml whose
      * API differs from the one this module was compiled against fails here. */
     if (import_lxml__etree() < 0) {

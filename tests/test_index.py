@@ -17,7 +17,9 @@ from simhash_scrapy.index import block_widths
 # Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
 pytestmark = pytest.mark.usefixtures("implementation")
 
-LAYOUTS = [(0, 1), (0, 3), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 5), (4, 7), (6, 8)]
+# (k, B): B > k is the classic layout (B - k blocks match exactly); B <= k matches a block within
+# floor(k / B) bits ((4, 3) is the default at k = 4, (4, 2) and (5, 2) flip two bits).
+LAYOUTS = [(0, 1), (0, 3), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 5), (4, 7), (6, 8), (1, 1), (2, 2), (3, 2), (4, 3), (4, 2), (5, 3), (5, 2), (6, 3)]
 
 
 def flip(fp: int, distance: int, rng: random.Random) -> int:
@@ -199,7 +201,8 @@ def test_save_refuses_unsupported_keys(tmp_path) -> None:
         ({"max_distance": 64}, "max_distance"),
         ({"max_distance": 2.5}, "max_distance"),
         ({"max_distance": True}, "max_distance"),
-        ({"max_distance": 3, "blocks": 3}, "blocks"),
+        ({"max_distance": 3, "blocks": 0}, "blocks"),
+        ({"max_distance": 9, "blocks": 3}, "blocks"),
         ({"max_distance": 3, "blocks": 65}, "blocks"),
         ({"max_distance": 10, "blocks": 40}, "blocks"),
     ],
