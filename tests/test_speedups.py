@@ -20,7 +20,7 @@ from hypothesis import example, given, settings, strategies as st
 from lxml import etree, html as lxml_html
 
 import simhash_scrapy
-from simhash_scrapy import _native, features, text
+from simhash_scrapy.core import _native, features, text
 
 pytestmark = pytest.mark.skipif(_native.speedups is None, reason="the C extension is not built")
 
@@ -47,7 +47,7 @@ def test_the_extension_was_built() -> None:
 
 
 def test_pure_python_can_be_forced_by_environment() -> None:
-    code = "from simhash_scrapy import _native, text; print(_native.speedups_enabled(), text._fast is None)"
+    code = "from simhash_scrapy.core import _native; print(_native.speedups_enabled(), _native.speedups is None)"
     env = {**os.environ, "SIMHASH_SCRAPY_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
@@ -78,13 +78,14 @@ def test_lxml_mismatch_in_a_fresh_process_falls_back_and_gives_the_same_fingerpr
     code = (
         "import logging, sys; logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format='%(levelname)s %(message)s')\n"
         "import lxml; lxml.__version__ = '4.9.0'\n"
-        "from simhash_scrapy import _native, fingerprint_html, text, features, index\n"
-        "print(_native.speedups_enabled(), text._fast is None, features._fast is None, index._fast is None)\n"
+        "from simhash_scrapy import fingerprint_html\n"
+        "from simhash_scrapy.core import _native\n"
+        "print(_native.speedups_enabled(), _native.speedups is None)\n"
         f"print(fingerprint_html(open({str(page)!r}, 'rb').read()) if {page is not None} else 0)\n"
     )
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True)
     lines = out.stdout.split("\n")
-    assert lines[0].split() == ["False", "True", "True", "True"]
+    assert lines[0].split() == ["False", "True"]
     warnings = [line for line in out.stderr.splitlines() if line.startswith("WARNING")]
     assert len(warnings) == 1
     assert f"built against lxml {FAST.BUILT_LXML_VERSION}" in warnings[0] and "but lxml 4.9.0" in warnings[0]

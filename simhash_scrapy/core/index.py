@@ -43,13 +43,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _native
+from . import _native, defaults
+from .defaults import default_blocks
 from .fingerprint import check_fingerprint
 
 __all__ = ["BlockPermutedIndex", "Match", "block_widths", "default_blocks", "IndexFormatError", "MAX_TABLES"]
 
 #: The compiled query loop when available (see ``_speedups.c``); both give the same answers.
-_fast = _native.speedups
 
 #: Largest number of tables (C(blocks, max_distance)) an index accepts.
 MAX_TABLES = 5000
@@ -77,17 +77,6 @@ class Match(NamedTuple):
     key: Any
     fingerprint: int
     distance: int
-
-
-def default_blocks(max_distance: int) -> int:
-    """The number of blocks an index uses when none is given: B = k + 1, except B = 3 at k = 4.
-
-    At k = 4, k + 1 = 5 blocks give 13-bit keys (about 120 rows per bucket at 1M
-    stored, 5 buckets per query); 3 blocks matched within one bit give ~21-bit
-    keys and 3 tables (``benchmarks/core.py``: about 3x the batch queries/s at 1M
-    and less memory).  Other k keep k + 1 (k = 3: B = 4 is already fast).
-    """
-    return 3 if max_distance == 4 else max_distance + 1
 
 
 def key_errors(max_distance: int, blocks: int) -> int:
@@ -257,16 +246,19 @@ class _Keys:
 class BlockPermutedIndex:
     """Every stored 64-bit fingerprint within Hamming distance ``max_distance`` of a query.
 
-    ``max_distance`` (k) is the largest distance a query reports (default 3).
-    ``blocks`` (B) is the number of blocks the 64 bits are split into; it must be
-    greater than k and defaults to k + 1.  There are C(B, k) tables: more blocks
-    mean longer keys (fewer candidates per query) but more tables (more memory).
+    ``max_distance`` (k) is the largest distance a query reports (default
+    ``defaults.MAX_DISTANCE``).  ``blocks`` (B) is the number of blocks the 64 bits
+    are split into (default ``defaults.default_blocks(k)``: k + 1, 3 at k = 4).
+    With B > k there are C(B, k) tables keyed by B - k blocks: more blocks mean
+    longer keys (fewer candidates per query) but more tables (more memory).
+    With B <= k there are B tables, each keyed by one block matched within
+    floor(k / B) <= 2 bits.
 
     Keys are any hashable values (URLs, ids); integer keys are stored compactly.
     Keys need not be unique; ``remove(key)`` removes every entry stored under it.
     """
 
-    def __init__(self, max_distance: int = 3, blocks: int | None = None) -> None:
+    def __init__(self, max_distance: int = defaults.MAX_DISTANCE, blocks: int | None = defaults.BLOCKS) -> None:
         if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 63:
             raise ValueError(f"max_distance must be an integer from 0 to 63, got {max_distance!r}")
         if blocks is None:
@@ -465,7 +457,7 @@ class BlockPermutedIndex:
     def _compiled_columns(self, queries: Any) -> tuple[bytes, bytes, bytes]:
         """Tables and tail in one C loop: ``(query_index, row, distance)`` as int64 bytes, sorted by
         query, distance, row.  ``queries``: uint64 values in any buffer (little-endian bytes for one)."""
-        return _fast.query_tables(  # type: ignore[no-any-return]
+        return _native.speedups.query_tables(  # type: ignore[no-any-return]
             queries,
             self._fps[: self._n],
             self._alive,
@@ -479,7 +471,7 @@ class BlockPermutedIndex:
         return np.frombuffer(q, dtype=np.int64), np.frombuffer(r, dtype=np.int64), np.frombuffer(d, dtype=np.int64)
 
     def _query_rows(self, fp: int) -> tuple[list[int], list[int]]:
-        if _fast is not None:
+        if _native.speedups is not None:
             _, rows, distances = self._compiled_columns(fp.to_bytes(8, _BYTE_ORDER))
             return memoryview(rows).cast("q").tolist(), memoryview(distances).cast("q").tolist()
         rows = self._candidate_rows(fp)
@@ -532,7 +524,7 @@ class BlockPermutedIndex:
         return np.concatenate(out_q), np.concatenate(out_r), np.concatenate(out_d)
 
     def _batch_chunk(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if _fast is not None:
+        if _native.speedups is not None:
             return self._compiled_query(queries)
         found_q, found_r, found_d = [], [], []
         if self._indexed:
