@@ -28,6 +28,10 @@
  *       holding non-ASCII bytes are listed in ``specials`` as (index, start,
  *       end) for the Python side to re-tokenise with Unicode rules.
  *
+ *   insert_sorted(buffer, count, at, values)
+ *       np.insert(buffer[:count], at, values) in place (the index's tables
+ *       keep spare room, so merging new rows allocates nothing).
+ *
  *   query_tables(queries, fingerprints, alive, tables, max_distance, tail_start)
  *       the index's queries (index.py): for every query, every table's
  *       bucket is read (and, for tables whose key may differ in ``errors``
@@ -889,6 +893,59 @@ done:
     return result;
 }
 
+/* insert_sorted(buffer, count, at, values): np.insert(buffer[:count], at, values) written into
+ * buffer[:count + len(at)] in place, ``at`` (int64) sorted; ``values`` holds len(at) items of
+ * the buffer's item size.  The index's tables grow this way without a new array per merge. */
+static PyObject *insert_sorted(PyObject *module, PyObject *args) {
+    PyObject *buffer_obj, *at_obj, *values_obj;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OnOO:insert_sorted", &buffer_obj, &count, &at_obj, &values_obj)) return NULL;
+    Py_buffer buffer, at, values;
+    if (PyObject_GetBuffer(buffer_obj, &buffer, PyBUF_WRITABLE) < 0) return NULL;
+    if (PyObject_GetBuffer(at_obj, &at, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&buffer);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(values_obj, &values, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&buffer);
+        PyBuffer_Release(&at);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t m = at.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *where = at.buf;
+    Py_ssize_t item = m ? values.len / m : 1;
+    if (m == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (item <= 0 || values.len != item * m || count < 0 || (count + m) * item > buffer.len) {
+        PyErr_SetString(PyExc_ValueError, "insert_sorted: sizes do not fit the buffer");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (where[j] < 0 || where[j] > count || (j > 0 && where[j] < where[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "insert_sorted: positions must be sorted and within the items");
+            goto done;
+        }
+    }
+    char *base = buffer.buf;
+    const char *new_items = values.buf;
+    Py_ssize_t end = count;
+    for (Py_ssize_t j = m - 1; j >= 0; j--) { /* from the back: every move goes right, into moved-out room */
+        Py_ssize_t start = where[j];
+        memmove(base + (start + j + 1) * item, base + start * item, (size_t)((end - start) * item));
+        memcpy(base + (start + j) * item, new_items + j * item, (size_t)item);
+        end = start;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&buffer);
+    PyBuffer_Release(&at);
+    PyBuffer_Release(&values);
+    return result;
+}
+
 /* configure(not_rendered_tags, block_tags, hidden_style, aria_hidden) */
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *not_rendered, *blocks, *hidden_style, *aria_hidden;
@@ -922,6 +979,7 @@ static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
+    {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
     {"configure", configure, METH_VARARGS, "configure(not_rendered_tags, block_tags, hidden_style, aria_hidden)"},
     {NULL, NULL, 0, NULL},
 };

@@ -32,6 +32,7 @@ stored fingerprint with integer keys; with k = 4, B = 3 about 32.
 from __future__ import annotations
 
 import math
+import mmap
 import struct
 import sys
 import zlib
@@ -93,7 +94,7 @@ def block_widths(blocks: int) -> list[int]:
 class _Table:
     """One permutation: the key is the concatenation of some blocks."""
 
-    __slots__ = ("spans", "key_bits", "errors", "dir_bits", "entries", "bounds")
+    __slots__ = ("spans", "key_bits", "errors", "dir_bits", "entries", "room", "bounds")
 
     def __init__(self, spans: list[tuple[int, int, int]], key_bits: int, errors: int) -> None:
         self.spans = spans  # (shift, mask, width) of contiguous bit runs, high to low
@@ -103,6 +104,7 @@ class _Table:
         # Row numbers sorted by bucket; when errors > 0, each beside the low 8 bits of its key
         # (one 5-byte record: a bucket's filter bytes and rows are read together).
         self.entries = np.zeros(0, dtype=_ENTRY if errors else np.uint32)
+        self.room = self.entries  # ``entries`` is its prefix; the rest is spare for merges
         self.bounds = np.zeros(2, dtype=np.uint32)
 
     @property
@@ -115,13 +117,14 @@ class _Table:
         """The low 8 bits of each row's key, in ``order``'s order (tables with errors > 0)."""
         return self.entries["key"]
 
-    def set_entries(self, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        """Entries for ``rows`` whose keys are ``keys``."""
+    def set_entries(self, rows: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
+        """Entries for ``rows`` whose keys (or their low 8 bits) are ``keys`` (unused when errors == 0)."""
         if not self.errors:
             return rows.astype(np.uint32)
-        entries = np.empty(len(rows), dtype=_ENTRY)
+        assert keys is not None
+        entries = _empty(len(rows), _ENTRY)
         entries["row"] = rows
-        entries["key"] = keys & np.uint64(0xFF)
+        entries["key"] = keys & 0xFF
         return entries
 
     def key(self, fp: int) -> int:
@@ -159,15 +162,50 @@ class _Table:
         return (1 << min(8, self.key_bits - self.dir_bits)) - 1
 
 
+#: Rows sorted at a time when the tables are rebuilt.
+_REBUILD_CHUNK = 1 << 16
+#: Arrays from this size on get their own memory map (see ``_empty``).
+_MAPPED_BYTES = 1 << 20
+
+
+def _empty(size: int, dtype: Any) -> np.ndarray:
+    """An uninitialised array; a large one in its own anonymous memory map.
+
+    The index's big arrays grow by a quarter at a time.  From malloc, each old
+    array would leave a hole in the heap that the next, larger one does not fit
+    (and glibc serves arrays of up to 32 MB from its heap once one that size was
+    freed), so the process would keep ~10 bytes per fingerprint of freed memory.
+    A map of its own goes back to the system when the array is dropped.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = size * dtype.itemsize
+    if nbytes < _MAPPED_BYTES:
+        return np.empty(size, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=size)
+
+
 def _grown(array: np.ndarray, size: int) -> np.ndarray:
     """``array`` copied into a new array of ``size`` items (the tail left uninitialised).
 
     Not ``np.resize``: it returns a view of a buffer of whole repeats of the
     array, so growing by a quarter would keep twice the memory alive.
     """
-    out = np.empty(size, dtype=array.dtype)
+    out = _empty(size, array.dtype)
     out[: len(array)] = array
     return out
+
+
+def _insert_sorted(room: np.ndarray, count: int, at: np.ndarray, values: np.ndarray) -> None:
+    """``np.insert(room[:count], at, values)`` written into ``room[:count + len(at)]`` (``at`` sorted)."""
+    if _native.speedups is not None:
+        _native.speedups.insert_sorted(room, count, at, values)
+        return
+    end = count
+    for j in range(len(at) - 1, -1, -1):  # from the back: every move goes right, into moved-out room
+        start = int(at[j])
+        room[start + j + 1 : end + j + 1] = room[start:end]
+        room[start + j] = values[j]
+        end = start
 
 
 def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -321,7 +359,7 @@ class BlockPermutedIndex:
         """Bytes held by the index's arrays (keys that are Python objects count 8 bytes each)."""
         total = self._fps.nbytes + self._keys.nbytes()
         for table in self._tables:
-            total += table.entries.nbytes + table.bounds.nbytes
+            total += table.room.nbytes + table.bounds.nbytes
         if self._alive is not None:
             total += self._alive.nbytes
         return total
@@ -350,19 +388,44 @@ class BlockPermutedIndex:
         return min(table.key_bits, max(8, rows.bit_length() - 2), 22)
 
     def _rebuild(self) -> None:
+        """Sort every row into the tables afresh (a counting sort by bucket, a chunk of rows at a time).
+
+        By chunks, so that no temporary array is as large as the index: the
+        allocator would keep a full-size one as the process's memory.
+        """
         self._specs = None
-        fps = self._fps[: self._n]
+        n = self._n
+        chunks = [(start, min(n, start + _REBUILD_CHUNK)) for start in range(0, n, _REBUILD_CHUNK)]
         for table in self._tables:
-            table.dir_bits = self._dir_bits_for(table, self._n)
-            keys = table.keys(fps)
-            buckets = table.buckets_of_keys(keys)
-            order = np.argsort(buckets, kind="stable")
-            table.entries = table.set_entries(order, keys[order])
-            counts = np.bincount(buckets, minlength=1 << table.dir_bits)
+            table.dir_bits = self._dir_bits_for(table, n)
+            table.entries = table.room = np.zeros(0, dtype=table.room.dtype)  # the old tables go first
+            buckets = 1 << table.dir_bits
+            counts = np.zeros(buckets, dtype=np.int64)
+            for start, end in chunks:
+                counts += np.bincount(table.buckets(self._fps[start:end]), minlength=buckets)
             # Row numbers are uint32, so bucket offsets fit in uint32 too (half the directory memory).
-            table.bounds = np.zeros(len(counts) + 1, dtype=np.uint32)
+            table.bounds = _empty(buckets + 1, np.uint32)
+            table.bounds[0] = 0
             np.cumsum(counts, dtype=np.uint32, out=table.bounds[1:])
-        self._indexed = self._n
+            free = table.bounds[:-1].astype(np.int64)  # next free position of each bucket
+            del counts
+            entries = _empty(n, table.room.dtype)
+            rows = entries["row"] if table.errors else entries
+            for start, end in chunks:
+                keys = table.keys(self._fps[start:end])
+                chunk_buckets = table.buckets_of_keys(keys)
+                by_bucket = np.argsort(chunk_buckets, kind="stable")
+                sorted_buckets = chunk_buckets[by_bucket]
+                present, run = np.unique(sorted_buckets, return_counts=True)
+                # Position: the bucket's next free slot plus the row's rank among this chunk's rows there.
+                rank = np.arange(len(by_bucket)) - np.repeat(np.cumsum(run) - run, run)
+                positions = free[sorted_buckets] + rank
+                free[present] += run
+                rows[positions] = by_bucket + start
+                if table.errors:
+                    entries["key"][positions] = keys[by_bucket] & np.uint64(0xFF)
+            table.entries = table.room = entries
+        self._indexed = n
 
     def _merge_tail(self) -> None:
         if self._indexed == self._n:
@@ -383,7 +446,15 @@ class BlockPermutedIndex:
             buckets = buckets[by_bucket]
             # Insert each new row at the end of its bucket: rows stay in insertion order per bucket.
             at = table.bounds[buckets + 1].astype(np.int64)
-            table.entries = np.insert(table.entries, at, table.set_entries(rows[by_bucket], keys[by_bucket]))
+            size = len(table.entries)
+            if size + len(rows) > len(table.room):
+                # Spare room, grown by a quarter (as the fingerprints): merges then write in place
+                # instead of allocating a new array each time (which the allocator keeps around).
+                room = _empty(max(size + len(rows), size + size // 4), table.room.dtype)
+                room[:size] = table.entries
+                table.room = room
+            _insert_sorted(table.room, size, at, table.set_entries(rows[by_bucket], keys[by_bucket]))
+            table.entries = table.room[: size + len(rows)]
             table.bounds[1:] += np.cumsum(np.bincount(buckets, minlength=len(table.bounds) - 1), dtype=np.uint32)
         self._indexed = self._n
 
