@@ -533,14 +533,12 @@ static void release_table(TableView *t) {
     PyBuffer_Release(&t->bounds);
 }
 
-/* The row number of entry ``p`` of a table. */
-static uint32_t entry_row(const TableView *t, uint32_t p) {
-    if (!t->errors) return ((const uint32_t *)t->order.buf)[p];
-    const unsigned char *e = (const unsigned char *)t->order.buf + (size_t)p * FILTERED_ENTRY;
+/* The little-endian uint32 at ``e`` (a filtered entry's row number). */
+static inline uint32_t load_le32(const unsigned char *e) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint32_t row;
-    memcpy(&row, e, sizeof row); /* one unaligned load */
-    return row;
+    uint32_t value;
+    memcpy(&value, e, sizeof value); /* one unaligned load */
+    return value;
 #else
     return (uint32_t)e[0] | ((uint32_t)e[1] << 8) | ((uint32_t)e[2] << 16) | ((uint32_t)e[3] << 24);
 #endif
@@ -681,7 +679,7 @@ static size_t table_probes(const TableView *tv, uint32_t *masks, int *spent, siz
  * pages; and each load is requested AHEAD work items before it is used (for a single
  * query too: its buckets are the work items then). */
 static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m, uint64_t *items, uint64_t *scratch,
-                            uint8_t *want, Candidates *cands) {
+                            Candidates *cands) {
     const uint32_t *bounds = tv->bounds.buf;
     Py_ssize_t bucket_count = tv->bounds.len / (Py_ssize_t)sizeof(uint32_t) - 1;
     if (bucket_count <= 0) return 0;
@@ -692,8 +690,8 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
             key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
         }
         uint64_t bucket = tv->drop_bits >= 64 ? 0 : key >> tv->drop_bits;
-        want[i] = (uint8_t)(key & 0xFF);
-        items[i] = (bucket << 32) | (uint64_t)i;
+        /* bucket, the key's low byte (the filter), the query's index in the chunk (< 2**24) */
+        items[i] = (bucket << 32) | ((key & 0xFF) << 24) | (uint64_t)i;
     }
     if (m > 1) sort_by_bucket(items, scratch, (size_t)m, tv->dir_bits);
     uint32_t masks[1 + 64 + 64 * 63 / 2];
@@ -704,7 +702,7 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
     const uint32_t *order = tv->order.buf;
     /* Work items are (pattern, query) in that order; a cursor AHEAD items ahead of the one at
      * work requests the entries (the bounds are read in address order: the caches follow). */
-    ProbeCursor far = {0, 0}, near = {0, 0}, at = {0, 0};
+    ProbeCursor far = {0, 0}, near = {0, 0};
     if ((size_t)m * patterns <= 8 * AHEAD) {
         /* Little work (a single query): request every bucket's bounds, then every bucket's
          * entries, before reading any, so the loads overlap. */
@@ -719,41 +717,45 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
                 PREFETCH(tv->errors ? (const void *)(entries + (size_t)first * FILTERED_ENTRY) : (const void *)(order + first));
             }
         }
-    } else {
-        for (int i = 0; i < AHEAD; i++) cursor_next(&near, m);
     }
-    for (; at.pattern < patterns; cursor_next(&at, m), cursor_next(&near, m)) {
-        if (near.pattern < patterns) {
-            uint64_t later = (items[near.query] >> 32) ^ masks[near.pattern];
-            if ((Py_ssize_t)later < bucket_count) {
-                uint32_t first = bounds[later];
-                PREFETCH(tv->errors ? (const void *)(entries + (size_t)first * FILTERED_ENTRY) : (const void *)(order + first));
+    for (size_t pt = 0; pt < patterns; pt++) {
+        const uint64_t flip = (uint64_t)masks[pt] << 32;
+        const int budget = tv->errors - spent[pt];
+        for (Py_ssize_t s = 0; s < m; s++) {
+            if (s + AHEAD < m) {
+                uint64_t later = (items[s + AHEAD] ^ flip) >> 32;
+                if ((Py_ssize_t)later < bucket_count) {
+                    uint32_t first = bounds[later];
+                    PREFETCH(tv->errors ? (const void *)(entries + (size_t)first * FILTERED_ENTRY) : (const void *)(order + first));
+                }
             }
+            uint64_t item = items[s] ^ flip;
+            uint64_t bucket = item >> 32;
+            if ((Py_ssize_t)bucket >= bucket_count) continue;
+            uint32_t lo = bounds[bucket], hi = bounds[bucket + 1];
+            if ((Py_ssize_t)hi > tv->entry_count) hi = (uint32_t)tv->entry_count;
+            if (hi <= lo) continue;
+            if (candidates_room(cands, hi - lo) < 0) return -1;
+            uint32_t query = (uint32_t)(item & 0xFFFFFF);
+            uint32_t *row_out = cands->row + cands->len, *query_out = cands->query + cands->len;
+            size_t j = 0;
+            if (!tv->errors) {
+                for (uint32_t p = lo; p < hi; p++, j++) {
+                    row_out[j] = order[p];
+                    query_out[j] = query;
+                }
+            } else {
+                const uint8_t wanted = (uint8_t)(item >> 24);
+                const unsigned char *e = entries + (size_t)lo * FILTERED_ENTRY;
+                for (uint32_t p = lo; p < hi; p++, e += FILTERED_ENTRY) {
+                    /* Branch-free: written always, kept when the key filter is within reach. */
+                    row_out[j] = load_le32(e);
+                    query_out[j] = query;
+                    j += bits_in_byte[(e[4] ^ wanted) & mask] <= budget;
+                }
+            }
+            cands->len += j;
         }
-        uint64_t bucket = (items[at.query] >> 32) ^ masks[at.pattern];
-        if ((Py_ssize_t)bucket >= bucket_count) continue;
-        uint32_t lo = bounds[bucket], hi = bounds[bucket + 1];
-        if ((Py_ssize_t)hi > tv->entry_count) hi = (uint32_t)tv->entry_count;
-        if (hi <= lo) continue;
-        if (candidates_room(cands, hi - lo) < 0) return -1;
-        uint32_t query = (uint32_t)(items[at.query] & 0xFFFFFFFFu);
-        size_t j = cands->len;
-        if (!tv->errors) {
-            for (uint32_t p = lo; p < hi; p++, j++) {
-                cands->row[j] = order[p];
-                cands->query[j] = query;
-            }
-        } else {
-            uint8_t wanted = want[query];
-            int budget = tv->errors - spent[at.pattern];
-            for (uint32_t p = lo; p < hi; p++) {
-                /* Branch-free: written always, kept when the key filter is within reach. */
-                cands->row[j] = entry_row(tv, p);
-                cands->query[j] = query;
-                j += bits_in_byte[(entries[(size_t)p * FILTERED_ENTRY + 4] ^ wanted) & mask] <= budget;
-            }
-        }
-        cands->len = j;
     }
     return 0;
 }
@@ -774,15 +776,14 @@ static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_
     Py_ssize_t chunk = nq < chunk_size ? nq : chunk_size;
     uint64_t *items = PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(chunk ? chunk : 1));
     uint64_t *scratch = PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(chunk ? chunk : 1));
-    uint8_t *want = PyMem_RawMalloc((size_t)(chunk ? chunk : 1));
     Candidates cands = {NULL, NULL, 0, 0};
-    int failed = items == NULL || scratch == NULL || want == NULL;
+    int failed = items == NULL || scratch == NULL;
     if (tail_start < 0) tail_start = 0;
     for (Py_ssize_t c0 = 0; c0 < nq && !failed; c0 += chunk) {
         Py_ssize_t m = nq - c0 < chunk ? nq - c0 : chunk;
         cands.len = 0;
         for (Py_ssize_t t = 0; t < table_count && !failed; t++)
-            failed = table_candidates(&tables[t], q + c0, m, items, scratch, want, &cands) < 0;
+            failed = table_candidates(&tables[t], q + c0, m, items, scratch, &cands) < 0;
         if (failed) break;
         /* verify each candidate with a popcount */
         size_t first = out->len;
@@ -820,7 +821,6 @@ static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_
     }
     PyMem_RawFree(items);
     PyMem_RawFree(scratch);
-    PyMem_RawFree(want);
     PyMem_RawFree(cands.row);
     PyMem_RawFree(cands.query);
     return failed ? -1 : 0;
