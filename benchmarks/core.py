@@ -144,16 +144,14 @@ def bench_index(n: int, queries: int, k: int, blocks: int | None = None) -> dict
     query_fps = np.concatenate([near, random_fingerprints(queries - len(near), 3)])
 
     gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
     index = BlockPermutedIndex(max_distance=k, blocks=blocks)
     start = time.perf_counter()
     for chunk in range(0, n, 100_000):
         index.add_many(range(chunk, min(n, chunk + 100_000)), fps[chunk : chunk + 100_000])
     index.query_many_arrays(fps[:1])  # merge the tail before measuring memory
     build = time.perf_counter() - start
-    grown = tracemalloc.get_traced_memory()[0] - before
-    tracemalloc.stop()
+    # The index's arrays (its big ones live in memory maps, which tracemalloc does not see).
+    grown = index.nbytes()
 
     singles = [int(q) for q in query_fps[:20_000]]
     seconds = best_of(3, lambda: [index.query(q) for q in singles])
@@ -223,12 +221,7 @@ def add_rss_child(k: int, blocks: int | None, n: int) -> dict:
 
 def bench_add_rss(k: int, blocks: int | None, n: int) -> dict:
     """``add_rss_child`` in a fresh interpreter, so other benchmarks' memory does not blur the figure."""
-    import subprocess
-
-    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import core; "
-            f"print(json.dumps(core.add_rss_child({k}, {blocks}, {n})))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return in_child(f"add_rss_child({k}, {blocks}, {n})")
 
 
 def bench_pypi_index(n: int, queries: int, k: int) -> dict:
@@ -255,23 +248,43 @@ def bench_pypi_index(n: int, queries: int, k: int) -> dict:
     return {"stored": n, "k": k, "build_s": build, "bytes_per_fp": grown / n, "single_qps": qps}
 
 
-def bench_10m(k: int) -> dict:
+def peak_rss_bytes() -> int:
+    """The process's peak resident set size so far (Linux /proc: VmHWM)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def bench_10m_child(k: int) -> dict:
+    """In a fresh process: 10M fingerprints by add_many; RSS held and peak (growth over the start)."""
     n = 10_000_000
     gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
+    before = rss_bytes()
     index = BlockPermutedIndex(max_distance=k)
     for chunk in range(0, n, 1_000_000):
         index.add_many(range(chunk, chunk + 1_000_000), random_fingerprints(1_000_000, 100 + chunk))
     index.query_many_arrays(np.zeros(1, dtype=np.uint64))
-    grown = tracemalloc.get_traced_memory()[0] - before
-    peak = tracemalloc.get_traced_memory()[1] - before
-    tracemalloc.stop()
+    gc.collect()
+    grown = rss_bytes() - before
+    peak = peak_rss_bytes() - before
     probes = [int(q) for q in random_fingerprints(5_000, 7)]
     start = time.perf_counter()
     for q in probes:
         index.query(q)
-    return {"stored": n, "MB": grown / 1e6, "peak_MB": peak / 1e6, "single_qps": len(probes) / (time.perf_counter() - start)}
+    return {"stored": n, "k": k, "blocks": index.blocks, "MB": grown / 1e6, "peak_MB": peak / 1e6,
+            "single_qps": len(probes) / (time.perf_counter() - start)}
+
+
+def in_child(call: str) -> dict:
+    """``call`` (an expression on this module) in a fresh interpreter: memory figures of its own."""
+    import subprocess
+
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import core; "
+            f"print(json.dumps(core.{call}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def table(rows: list[dict]) -> str:
@@ -309,40 +322,56 @@ def main() -> None:
 
     ours = bench_index(n, 100_000, 3)
     ours_b5 = bench_index(n, 100_000, 3, blocks=5)  # more blocks: more tables, shorter buckets
-    ours_k4 = bench_index(n, 100_000, 4)  # the plugin's default k
+    ours_k4 = bench_index(n, 100_000, 4)  # the plugin's default k, default layout (B=3)
+    ours_k4_b5 = bench_index(n, 100_000, 4, blocks=5)  # k=4 with k + 1 blocks (the default before B=3)
     pypi = bench_pypi_index(n, 2_000, 3)
     results["index"] = {"simhash_scrapy": ours, "simhash_scrapy_b5": ours_b5, "simhash_scrapy_k4": ours_k4,
-                        "pypi_simhash": pypi}
+                        "simhash_scrapy_k4_b5": ours_k4_b5, "pypi_simhash": pypi}
     compiled = " (C query loop)" if COMPILED else ""
 
     def row(label: str, r: dict, pure: bool = False) -> dict:
-        return {"index (k=3)": label, "stored": r["stored"], "bytes/fp": r["bytes_per_fp"], "build s": r["build_s"],
-                "single queries/s": r["single_qps_pure" if pure else "single_qps"],
+        return {"index": label, "k": r["k"], "stored": r["stored"], "bytes/fp": r["bytes_per_fp"],
+                "build s": r["build_s"], "single queries/s": r["single_qps_pure" if pure else "single_qps"],
                 "batch queries/s": r["batch_qps_pure" if pure else "batch_qps"]}
 
     rows = [
         row(f"simhash-scrapy BlockPermutedIndex (B={ours['blocks']}, {ours['tables']} tables){compiled}", ours),
         row(f"same, B=5 ({ours_b5['tables']} tables){compiled}", ours_b5),
-        row(f"same, k=4 (B={ours_k4['blocks']}, {ours_k4['tables']} tables; the plugin's default k){compiled}", ours_k4),
+        row(f"same, k=4 (B={ours_k4['blocks']}, {ours_k4['tables']} tables, keys within 1 bit: the plugin's "
+            f"default){compiled}", ours_k4),
+        row(f"same, k=4, B=5 ({ours_k4_b5['tables']} tables: k + 1 blocks){compiled}", ours_k4_b5),
     ]
     if COMPILED:
         rows.append(row(f"simhash-scrapy B={ours['blocks']}, pure numpy", ours, pure=True))
         rows.append(row(f"simhash-scrapy k=4, B={ours_k4['blocks']}, pure numpy", ours_k4, pure=True))
     rows += [
-        {"index (k=3)": "PyPI simhash SimhashIndex", "stored": pypi["stored"], "bytes/fp": pypi["bytes_per_fp"],
-         "build s": pypi["build_s"], "single queries/s": pypi["single_qps"], "batch queries/s": "-"},
-        {"index (k=3)": "brute-force numpy popcount scan", "stored": ours["stored"], "bytes/fp": 8.0,
+        {"index": "PyPI simhash SimhashIndex", "k": pypi["k"], "stored": pypi["stored"],
+         "bytes/fp": pypi["bytes_per_fp"], "build s": pypi["build_s"], "single queries/s": pypi["single_qps"],
+         "batch queries/s": "-"},
+        {"index": "brute-force numpy popcount scan", "k": 3, "stored": ours["stored"], "bytes/fp": 8.0,
          "build s": 0.0, "single queries/s": ours["brute_force_qps"], "batch queries/s": "-"},
     ]
     print("## Index\n\n" + table(rows))
+    print(f"\nk=4 default layout against k=3 in this run: {ours_k4['single_qps'] / ours['single_qps']:.2f}x single, "
+          f"{ours_k4['batch_qps'] / ours['batch_qps']:.2f}x batch queries/s; against k=4 with B=5: "
+          f"{ours_k4['single_qps'] / ours_k4_b5['single_qps']:.2f}x single, "
+          f"{ours_k4['batch_qps'] / ours_k4_b5['batch_qps']:.2f}x batch.")
+    adds = [bench_add_rss(k, blocks, n) for k, blocks in ((3, None), (4, None), (4, 5))]
+    results["add_rss"] = adds
+    print(f"\n### One-at-a-time add: memory\n\n{n:,} `add` calls (int keys) in a fresh process; RSS growth "
+          "(/proc/self/statm) over them, and the index's own arrays (`nbytes()`, with spare room):\n")
+    print(table([{"layout": f"k={a['k']}, B={a['blocks']} ({a['tables']} tables)", "stored": a["stored"],
+                  "RSS growth bytes/fp": a["rss_bytes_per_fp"], "arrays bytes/fp": a["nbytes_per_fp"],
+                  "adds/s": a["adds_per_s"]} for a in adds]))
     print(f"\nquery_and_add (the crawl path) on top of {n:,}: {ours['query_and_add_per_s']:,.0f}/s. "
           f"Single queries: {ours['single_qps'] / pypi['single_qps']:.1f}x PyPI simhash, "
           f"{ours['single_qps'] / ours['brute_force_qps']:.0f}x brute force; "
           f"memory {pypi['bytes_per_fp'] / ours['bytes_per_fp']:.0f}x smaller than PyPI simhash.\n")
     if not args.quick:
-        big = bench_10m(3)
+        big = in_child("bench_10m_child(3)")
         results["index_10m"] = big
-        print(f"10,000,000 fingerprints: {big['MB']:,.0f} MB held ({big['peak_MB']:,.0f} MB peak while building), "
+        print(f"10,000,000 fingerprints (k=3, fresh process): {big['MB']:,.0f} MB RSS held "
+              f"({big['peak_MB']:,.0f} MB peak RSS while building), "
               f"{big['single_qps']:,.0f} single queries/s.\n")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "core.json").write_text(json.dumps(results, indent=2))

@@ -217,3 +217,41 @@ def test_walk_rejects_what_is_not_an_element() -> None:
         FAST.visible_text("<p>x</p>", b"\n")
     with pytest.raises(TypeError):
         FAST.hash_tokens("not bytes")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(0, 60),
+    new=st.lists(st.integers(0, 2**32 - 1), max_size=20),
+    data=st.data(),
+    structured=st.booleans(),
+)
+def test_insert_sorted_matches_numpy_insert(count: int, new: list[int], data, structured: bool) -> None:
+    from simhash_scrapy.core.index import _ENTRY
+
+    dtype = _ENTRY if structured else np.dtype(np.uint32)
+    rng = np.random.default_rng(count + len(new))
+    old = np.zeros(count, dtype=dtype)
+    values = np.zeros(len(new), dtype=dtype)
+    if structured:
+        old["row"] = rng.integers(0, 2**32, count, dtype=np.uint32)
+        old["key"] = rng.integers(0, 256, count, dtype=np.uint8)
+        values["row"] = new
+        values["key"] = [v & 0xFF for v in new]
+    else:
+        old[:] = rng.integers(0, 2**32, count, dtype=np.uint32)
+        values[:] = new
+    at = np.array(sorted(data.draw(st.lists(st.integers(0, count), min_size=len(new), max_size=len(new)))), dtype=np.int64)
+    expected = np.insert(old, at, values)
+    room = np.zeros(count + len(new) + 3, dtype=dtype)
+    room[:count] = old
+    FAST.insert_sorted(room, count, at, values)
+    assert room[: count + len(new)].tobytes() == expected.tobytes()
+
+
+def test_insert_sorted_refuses_what_does_not_fit() -> None:
+    room = np.zeros(4, dtype=np.uint32)
+    with pytest.raises(ValueError, match="sizes"):
+        FAST.insert_sorted(room, 3, np.array([0, 1], dtype=np.int64), np.ones(2, dtype=np.uint32))
+    with pytest.raises(ValueError, match="sorted"):
+        FAST.insert_sorted(np.zeros(8, dtype=np.uint32), 3, np.array([2, 1], dtype=np.int64), np.ones(2, dtype=np.uint32))

@@ -628,7 +628,7 @@ typedef struct {
 
 static int candidates_room(Candidates *c, size_t more) {
     if (c->len + more <= c->cap) return 0;
-    size_t cap = c->cap ? c->cap : 4096;
+    size_t cap = c->cap ? c->cap : 256;
     while (cap < c->len + more) cap *= 2;
     uint32_t *row = PyMem_RawRealloc(c->row, cap * sizeof(uint32_t));
     if (row == NULL) return -1;

@@ -31,6 +31,7 @@ stored fingerprint with integer keys; with k = 4, B = 3 about 32.
 
 from __future__ import annotations
 
+import functools
 import math
 import mmap
 import struct
@@ -150,12 +151,7 @@ class _Table:
 
     def probes(self) -> tuple[np.ndarray, np.ndarray]:
         """(XOR masks of the buckets to read, key bits each spends): the bucket itself, then 1, 2 flips."""
-        masks, spent = [0], [0]
-        for flips in range(1, self.errors + 1):
-            for bits in combinations(range(self.dir_bits), flips):
-                masks.append(sum(1 << b for b in bits))
-                spent.append(flips)
-        return np.array(masks, dtype=np.int64), np.array(spent, dtype=np.int64)
+        return _probes(self.dir_bits, self.errors)
 
     def filter_mask(self) -> int:
         """The filter bits that lie below the bucket (bits inside the bucket are already counted)."""
@@ -206,6 +202,16 @@ def _insert_sorted(room: np.ndarray, count: int, at: np.ndarray, values: np.ndar
         room[start + j + 1 : end + j + 1] = room[start:end]
         room[start + j] = values[j]
         end = start
+
+
+@functools.lru_cache(maxsize=64)
+def _probes(dir_bits: int, errors: int) -> tuple[np.ndarray, np.ndarray]:
+    masks, spent = [0], [0]
+    for flips in range(1, errors + 1):
+        for bits in combinations(range(dir_bits), flips):
+            masks.append(sum(1 << b for b in bits))
+            spent.append(flips)
+    return np.array(masks, dtype=np.int64), np.array(spent, dtype=np.int64)
 
 
 def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -487,7 +493,14 @@ class BlockPermutedIndex:
         if self._indexed:
             for table in self._tables:
                 if table.errors:
-                    _, positions = self._probed_positions(table, np.array([fp], dtype=np.uint64))
+                    # Every row of every bucket within reach (the popcount below verifies them;
+                    # for one query, that is fewer numpy calls than screening by the key filter).
+                    masks, _ = table.probes()
+                    probed = masks ^ table.bucket(fp)
+                    lo = table.bounds[probed].astype(np.int64)
+                    counts = table.bounds[probed + 1] - lo
+                    ends = np.cumsum(counts)
+                    positions = np.repeat(lo - (ends - counts), counts) + np.arange(int(ends[-1]))
                     parts.append(table.order[positions])
                     continue
                 b = table.bucket(fp)
