@@ -2,6 +2,7 @@
 
     python benchmarks/core.py            # full run (about 3-5 minutes)
     python benchmarks/core.py --quick    # smaller index sizes
+    python benchmarks/core.py --index-only / --html-only   # one section
 
 Every figure is compared in the same run with a baseline:
 - the `simhash` package from PyPI (the most used Python simhash), for text
@@ -300,6 +301,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="100k index instead of 1M, no 10M run")
     parser.add_argument("--pages", type=int, default=300, help="HTML pages to use (default 300)")
+    parser.add_argument("--index-only", action="store_true", help="only the index figures (no text, no HTML)")
+    parser.add_argument("--html-only", action="store_true", help="only the HTML page -> fingerprint figures")
     args = parser.parse_args()
     n = 100_000 if args.quick else 1_000_000
 
@@ -312,13 +315,17 @@ def main() -> None:
           f"{sum(len(t.encode()) for t in texts) / 1e6:.1f} MB of text; one core.\n")
     results: dict = {"corpus": source}
 
-    rows = bench_text(texts, repeats=3)
-    results["text"] = rows
-    print("## Text -> fingerprint\n\n" + table(rows) + "\n")
+    if not (args.index_only or args.html_only):
+        rows = bench_text(texts, repeats=3)
+        results["text"] = rows
+        print("## Text -> fingerprint\n\n" + table(rows) + "\n")
 
-    rows = bench_html(pages, repeats=5)
-    results["html"] = rows
-    print("## HTML page -> fingerprint\n\n" + table(rows) + "\n")
+    if not args.index_only:
+        rows = bench_html(pages, repeats=5)
+        results["html"] = rows
+        print("## HTML page -> fingerprint\n\n" + table(rows) + "\n")
+    if args.html_only:
+        return
 
     ours = bench_index(n, 100_000, 3)
     ours_b5 = bench_index(n, 100_000, 3, blocks=5)  # more blocks: more tables, shorter buckets
