@@ -224,23 +224,14 @@ def test_walk_rejects_what_is_not_an_element() -> None:
     count=st.integers(0, 60),
     new=st.lists(st.integers(0, 2**32 - 1), max_size=20),
     data=st.data(),
-    structured=st.booleans(),
+    wide=st.booleans(),
 )
-def test_insert_sorted_matches_numpy_insert(count: int, new: list[int], data, structured: bool) -> None:
-    from simhash_scrapy.core.index import _ENTRY
-
-    dtype = _ENTRY if structured else np.dtype(np.uint32)
+def test_insert_sorted_matches_numpy_insert(count: int, new: list[int], data, wide: bool) -> None:
+    # The index's two kinds of table arrays: uint32 row numbers and uint8 key filters.
+    dtype = np.dtype(np.uint32 if wide else np.uint8)
     rng = np.random.default_rng(count + len(new))
-    old = np.zeros(count, dtype=dtype)
-    values = np.zeros(len(new), dtype=dtype)
-    if structured:
-        old["row"] = rng.integers(0, 2**32, count, dtype=np.uint32)
-        old["key"] = rng.integers(0, 256, count, dtype=np.uint8)
-        values["row"] = new
-        values["key"] = [v & 0xFF for v in new]
-    else:
-        old[:] = rng.integers(0, 2**32, count, dtype=np.uint32)
-        values[:] = new
+    old = rng.integers(0, np.iinfo(dtype).max, count, dtype=dtype, endpoint=True)
+    values = np.array([v & np.iinfo(dtype).max for v in new], dtype=dtype)
     at = np.array(sorted(data.draw(st.lists(st.integers(0, count), min_size=len(new), max_size=len(new)))), dtype=np.int64)
     expected = np.insert(old, at, values)
     room = np.zeros(count + len(new) + 3, dtype=dtype)

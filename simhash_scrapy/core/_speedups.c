@@ -477,12 +477,10 @@ typedef struct {
     int width;
 } Span;
 
-/* A table's entries: uint32 row numbers sorted by bucket, or (errors > 0) 5-byte records
- * of a little-endian uint32 row number and the low 8 bits of the row's key. */
-#define FILTERED_ENTRY 5
-
 typedef struct {
-    Py_buffer order, bounds; /* entries sorted by bucket; bucket offsets (uint32) */
+    Py_buffer order, bounds; /* uint32 row numbers sorted by bucket; bucket offsets (uint32) */
+    Py_buffer filter;        /* (errors > 0) the low 8 bits of each row's key, in ``order``'s order */
+    int has_filter;
     Py_ssize_t entry_count;
     Span spans[64];
     int span_count;
@@ -494,9 +492,14 @@ typedef struct {
 #define MAX_KEY_ERRORS 2
 
 static int parse_table(PyObject *spec, TableView *t) {
-    PyObject *order, *bounds, *spans;
-    if (!PyArg_ParseTuple(spec, "OOOiii:table", &order, &bounds, &spans, &t->drop_bits, &t->errors, &t->dir_bits))
+    PyObject *order, *bounds, *spans, *filter;
+    if (!PyArg_ParseTuple(spec, "OOOiiiO:table", &order, &bounds, &spans, &t->drop_bits, &t->errors, &t->dir_bits,
+                          &filter))
         return -1;
+    if (t->errors > 0 && filter == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "a table whose keys may differ needs its key filter");
+        return -1;
+    }
     if (t->errors < 0 || t->errors > MAX_KEY_ERRORS || t->dir_bits < 0 || t->dir_bits > 63 || t->drop_bits < 0 ||
         t->drop_bits > 64) {
         PyErr_SetString(PyExc_ValueError, "bad table layout");
@@ -524,24 +527,47 @@ static int parse_table(PyObject *spec, TableView *t) {
         PyBuffer_Release(&t->order);
         return -1;
     }
-    t->entry_count = t->order.len / (t->errors ? FILTERED_ENTRY : (Py_ssize_t)sizeof(uint32_t));
+    t->entry_count = t->order.len / (Py_ssize_t)sizeof(uint32_t);
+    t->has_filter = t->errors > 0;
+    if (t->has_filter) {
+        if (PyObject_GetBuffer(filter, &t->filter, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&t->order);
+            PyBuffer_Release(&t->bounds);
+            return -1;
+        }
+        if (t->filter.len < t->entry_count) t->entry_count = t->filter.len;
+    }
     return 0;
 }
 
 static void release_table(TableView *t) {
     PyBuffer_Release(&t->order);
     PyBuffer_Release(&t->bounds);
+    if (t->has_filter) PyBuffer_Release(&t->filter);
 }
 
-/* The little-endian uint32 at ``e`` (a filtered entry's row number). */
-static inline uint32_t load_le32(const unsigned char *e) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint32_t value;
-    memcpy(&value, e, sizeof value); /* one unaligned load */
-    return value;
-#else
-    return (uint32_t)e[0] | ((uint32_t)e[1] << 8) | ((uint32_t)e[2] << 16) | ((uint32_t)e[3] << 24);
+#define BYTES_01 0x0101010101010101ULL
+#define BYTES_80 0x8080808080808080ULL
+
+/* For 8 filter bytes at once: bit 7 of byte i set when byte i differs from ``want`` in at most
+ * ``budget`` of the ``mask`` bits (SWAR: a popcount per byte, then a compare per byte). */
+static inline uint64_t filter_pass(uint64_t bytes, uint64_t want, uint64_t mask, uint64_t limit) {
+    uint64_t x = (bytes ^ want) & mask;
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL; /* bits set per byte, 0..8 */
+    /* Each byte of (x | 0x80..) is >= 0x80, so subtracting budget + 1 (<= 3) never borrows
+     * across bytes; bit 7 stays set exactly when the count exceeds the budget. */
+    return ~((x | BYTES_80) - limit) & BYTES_80;
+}
+
+static inline uint64_t load_u64(const unsigned char *p) {
+    uint64_t value;
+    memcpy(&value, p, sizeof value);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    value = __builtin_bswap64(value); /* byte i of the filter in bits 8i..8i+7 */
 #endif
+    return value;
 }
 
 typedef struct {
@@ -698,7 +724,9 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
     int spent[1 + 64 + 64 * 63 / 2];
     size_t patterns = table_probes(tv, masks, spent, sizeof masks / sizeof masks[0]);
     uint8_t mask = (uint8_t)(tv->drop_bits >= 8 ? 0xFF : (1u << tv->drop_bits) - 1);
-    const unsigned char *entries = tv->order.buf;
+    const unsigned char *filter = tv->has_filter ? tv->filter.buf : NULL;
+    const size_t first_candidate = cands->len;
+    const Py_ssize_t filter_len = tv->has_filter ? tv->filter.len : 0;
     const uint32_t *order = tv->order.buf;
     /* Work items are (pattern, query) in that order; a cursor AHEAD items ahead of the one at
      * work requests the entries (the bounds are read in address order: the caches follow). */
@@ -714,7 +742,7 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
             uint64_t bucket = (items[near.query] >> 32) ^ masks[near.pattern];
             if ((Py_ssize_t)bucket < bucket_count) {
                 uint32_t first = bounds[bucket];
-                PREFETCH(tv->errors ? (const void *)(entries + (size_t)first * FILTERED_ENTRY) : (const void *)(order + first));
+                PREFETCH(filter ? (const void *)(filter + first) : (const void *)(order + first));
             }
         }
     }
@@ -726,7 +754,7 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
                 uint64_t later = (items[s + AHEAD] ^ flip) >> 32;
                 if ((Py_ssize_t)later < bucket_count) {
                     uint32_t first = bounds[later];
-                    PREFETCH(tv->errors ? (const void *)(entries + (size_t)first * FILTERED_ENTRY) : (const void *)(order + first));
+                    PREFETCH(filter ? (const void *)(filter + first) : (const void *)(order + first));
                 }
             }
             uint64_t item = items[s] ^ flip;
@@ -746,15 +774,35 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
                 }
             } else {
                 const uint8_t wanted = (uint8_t)(item >> 24);
-                const unsigned char *e = entries + (size_t)lo * FILTERED_ENTRY;
-                for (uint32_t p = lo; p < hi; p++, e += FILTERED_ENTRY) {
-                    /* Branch-free: written always, kept when the key filter is within reach. */
-                    row_out[j] = load_le32(e);
-                    query_out[j] = query;
-                    j += bits_in_byte[(e[4] ^ wanted) & mask] <= budget;
+                const uint64_t want8 = wanted * BYTES_01, mask8 = mask * BYTES_01, limit = (uint64_t)(budget + 1) * BYTES_01;
+                for (uint32_t p = lo; p < hi; p += 8) {
+                    uint32_t left = hi - p;
+                    uint64_t pass;
+                    if ((Py_ssize_t)p + 8 <= filter_len) {
+                        pass = filter_pass(load_u64(filter + p), want8, mask8, limit);
+                        if (left < 8) pass &= (1ULL << (8 * left)) - 1; /* bytes of the next buckets */
+                    } else { /* the last bytes of a filter without its spare room: one at a time */
+                        pass = 0;
+                        for (uint32_t b = 0; b < left && b < 8; b++)
+                            if (bits_in_byte[(filter[p + b] ^ wanted) & mask] <= budget) pass |= 0x80ULL << (8 * b);
+                    }
+                    while (pass) { /* the few rows whose filter is within reach: their positions */
+                        int byte = __builtin_ctzll(pass) >> 3;
+                        row_out[j] = p + (uint32_t)byte;
+                        query_out[j] = query;
+                        j++;
+                        pass &= pass - 1;
+                    }
                 }
             }
             cands->len += j;
+        }
+    }
+    if (filter) {
+        /* The filtered tables' candidates hold positions: their row numbers, loads requested ahead. */
+        for (size_t c = first_candidate; c < cands->len; c++) {
+            if (c + AHEAD < cands->len) PREFETCH(order + cands->row[c + AHEAD]);
+            cands->row[c] = order[cands->row[c]];
         }
     }
     return 0;

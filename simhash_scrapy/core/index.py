@@ -65,8 +65,8 @@ _HEADER = struct.Struct("<8sHBBQB")  # magic, version, k, B, rows, key kind
 _KEYS_INT, _KEYS_STR = 0, 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _BYTE_ORDER = sys.byteorder  # a query's bytes as numpy's native uint64
-#: A table entry when table keys may differ: row number and the low 8 bits of its key, packed (5 bytes).
-_ENTRY = np.dtype([("row", "<u4"), ("key", "u1")])
+#: Spare bytes after a table's key filter: the C loop reads filters 8 bytes at a time.
+_FILTER_PAD = 8
 
 
 class IndexFormatError(ValueError):
@@ -95,38 +95,25 @@ def block_widths(blocks: int) -> list[int]:
 class _Table:
     """One permutation: the key is the concatenation of some blocks."""
 
-    __slots__ = ("spans", "key_bits", "errors", "dir_bits", "entries", "room", "bounds")
+    __slots__ = ("spans", "key_bits", "errors", "dir_bits", "entries", "room", "filter", "filter_room", "bounds")
 
     def __init__(self, spans: list[tuple[int, int, int]], key_bits: int, errors: int) -> None:
         self.spans = spans  # (shift, mask, width) of contiguous bit runs, high to low
         self.key_bits = key_bits
         self.errors = errors  # bits the key of a match may differ in (0: exact buckets)
         self.dir_bits = 0
-        # Row numbers sorted by bucket; when errors > 0, each beside the low 8 bits of its key
-        # (one 5-byte record: a bucket's filter bytes and rows are read together).
-        self.entries = np.zeros(0, dtype=_ENTRY if errors else np.uint32)
-        self.room = self.entries  # ``entries`` is its prefix; the rest is spare for merges
+        # Row numbers sorted by bucket; ``entries`` is a prefix of ``room``, the rest is spare
+        # for merges.  With errors > 0, ``filter`` holds the low 8 bits of each row's key, in
+        # the same order (a prefix of ``filter_room``, which keeps _FILTER_PAD spare bytes).
+        self.entries = self.room = np.zeros(0, dtype=np.uint32)
+        self.filter_room: np.ndarray | None = np.zeros(_FILTER_PAD, dtype=np.uint8) if errors else None
+        self.filter: np.ndarray | None = self.filter_room[:0] if self.filter_room is not None else None
         self.bounds = np.zeros(2, dtype=np.uint32)
 
     @property
     def order(self) -> np.ndarray:
         """Row numbers sorted by bucket."""
-        return self.entries["row"] if self.errors else self.entries
-
-    @property
-    def filter(self) -> np.ndarray:
-        """The low 8 bits of each row's key, in ``order``'s order (tables with errors > 0)."""
-        return self.entries["key"]
-
-    def set_entries(self, rows: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
-        """Entries for ``rows`` whose keys (or their low 8 bits) are ``keys`` (unused when errors == 0)."""
-        if not self.errors:
-            return rows.astype(np.uint32)
-        assert keys is not None
-        entries = _empty(len(rows), _ENTRY)
-        entries["row"] = rows
-        entries["key"] = keys & 0xFF
-        return entries
+        return self.entries
 
     def key(self, fp: int) -> int:
         key = 0
@@ -366,6 +353,8 @@ class BlockPermutedIndex:
         total = self._fps.nbytes + self._keys.nbytes()
         for table in self._tables:
             total += table.room.nbytes + table.bounds.nbytes
+            if table.filter_room is not None:
+                total += table.filter_room.nbytes
         if self._alive is not None:
             total += self._alive.nbytes
         return total
@@ -404,7 +393,8 @@ class BlockPermutedIndex:
         chunks = [(start, min(n, start + _REBUILD_CHUNK)) for start in range(0, n, _REBUILD_CHUNK)]
         for table in self._tables:
             table.dir_bits = self._dir_bits_for(table, n)
-            table.entries = table.room = np.zeros(0, dtype=table.room.dtype)  # the old tables go first
+            table.entries = table.room = np.zeros(0, dtype=np.uint32)  # the old tables go first
+            table.filter = table.filter_room = None
             buckets = 1 << table.dir_bits
             counts = np.zeros(buckets, dtype=np.int64)
             for start, end in chunks:
@@ -415,8 +405,8 @@ class BlockPermutedIndex:
             np.cumsum(counts, dtype=np.uint32, out=table.bounds[1:])
             free = table.bounds[:-1].astype(np.int64)  # next free position of each bucket
             del counts
-            entries = _empty(n, table.room.dtype)
-            rows = entries["row"] if table.errors else entries
+            rows = _empty(n, np.uint32)
+            filter_room = _empty(n + _FILTER_PAD, np.uint8) if table.errors else None
             for start, end in chunks:
                 keys = table.keys(self._fps[start:end])
                 chunk_buckets = table.buckets_of_keys(keys)
@@ -428,9 +418,12 @@ class BlockPermutedIndex:
                 positions = free[sorted_buckets] + rank
                 free[present] += run
                 rows[positions] = by_bucket + start
-                if table.errors:
-                    entries["key"][positions] = keys[by_bucket] & np.uint64(0xFF)
-            table.entries = table.room = entries
+                if filter_room is not None:
+                    filter_room[positions] = keys[by_bucket] & np.uint64(0xFF)
+            table.entries = table.room = rows
+            if filter_room is not None:
+                filter_room[n:] = 0
+                table.filter_room, table.filter = filter_room, filter_room[:n]
         self._indexed = n
 
     def _merge_tail(self) -> None:
@@ -452,15 +445,20 @@ class BlockPermutedIndex:
             buckets = buckets[by_bucket]
             # Insert each new row at the end of its bucket: rows stay in insertion order per bucket.
             at = table.bounds[buckets + 1].astype(np.int64)
-            size = len(table.entries)
-            if size + len(rows) > len(table.room):
+            size, more = len(table.entries), len(rows)
+            if size + more > len(table.room):
                 # Spare room, grown by a quarter (as the fingerprints): merges then write in place
                 # instead of allocating a new array each time (which the allocator keeps around).
-                room = _empty(max(size + len(rows), size + size // 4), table.room.dtype)
-                room[:size] = table.entries
-                table.room = room
-            _insert_sorted(table.room, size, at, table.set_entries(rows[by_bucket], keys[by_bucket]))
-            table.entries = table.room[: size + len(rows)]
+                table.room = _grown(table.entries, max(size + more, size + size // 4))
+            _insert_sorted(table.room, size, at, rows[by_bucket])
+            table.entries = table.room[: size + more]
+            if table.filter_room is not None:
+                assert table.filter is not None
+                if size + more + _FILTER_PAD > len(table.filter_room):
+                    table.filter_room = _grown(table.filter, max(size + more, size + size // 4) + _FILTER_PAD)
+                _insert_sorted(table.filter_room, size, at, (keys[by_bucket] & np.uint64(0xFF)).astype(np.uint8))
+                table.filter_room[size + more :] = 0
+                table.filter = table.filter_room[: size + more]
             table.bounds[1:] += np.cumsum(np.bincount(buckets, minlength=len(table.bounds) - 1), dtype=np.uint32)
         self._indexed = self._n
 
@@ -534,7 +532,8 @@ class BlockPermutedIndex:
         """The tables as the C query loop reads them (kept until the tables change)."""
         if self._specs is None:
             self._specs = [
-                (t.entries, t.bounds, t.spans, t.key_bits - t.dir_bits, t.errors, t.dir_bits) for t in self._tables
+                (t.entries, t.bounds, t.spans, t.key_bits - t.dir_bits, t.errors, t.dir_bits, t.filter_room)
+                for t in self._tables
             ]
         return self._specs
 
