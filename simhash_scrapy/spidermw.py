@@ -79,27 +79,25 @@ class SimhashSpiderMiddleware:
                 pass  # the item class does not declare the field
         return item
 
-    def _filter(self, rule: str | None, response: Response, result: Iterable[Any]) -> Iterator[Any]:
-        for entry in result:
-            if rule is None or isinstance(entry, Request) or not is_item(entry):
-                yield entry
-                continue
-            kept = self._apply(rule, response, entry)
-            if kept is not None:
-                yield kept
+    def _pass(self, rule: str | None, response: Response, entry: Any) -> Any | None:
+        """The entry to pass on (requests and non-items always), or ``None`` for a dropped item."""
+        if rule is None or isinstance(entry, Request) or not is_item(entry):
+            return entry
+        return self._apply(rule, response, entry)
 
     # Universal spider middleware: a sync and an async version of the same filter.
     def process_spider_output(self, response: Response, result: Iterable[Any], spider: Spider | None = None) -> Iterator[Any]:
-        yield from self._filter(self._rule(response), response, result)
+        rule = self._rule(response)
+        for entry in result:
+            kept = self._pass(rule, response, entry)
+            if kept is not None:
+                yield kept
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any], spider: Spider | None = None
     ) -> AsyncIterator[Any]:
         rule = self._rule(response)
         async for entry in result:
-            if rule is None or isinstance(entry, Request) or not is_item(entry):
-                yield entry
-                continue
-            kept = self._apply(rule, response, entry)
+            kept = self._pass(rule, response, entry)
             if kept is not None:
                 yield kept
