@@ -2,6 +2,12 @@
 
 No Scrapy import here: this module is part of the algorithm core.
 
+Why one module of ~860 lines: the layout (blocks, tables, buckets, key
+filters), the two query paths over it (the C loop and its numpy twin), the
+in-place merges and chunked rebuilds, and the file format all read and write
+the same private table state; split apart, each part would reach into the
+others' internals.
+
 The 64 bits are split into B blocks.  Two fingerprints within distance k differ
 in at most k blocks, so at least B - k blocks are equal.  For each of the
 C(B, k) choices of B - k blocks there is one table whose *key* is those blocks
