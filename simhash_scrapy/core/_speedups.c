@@ -28,6 +28,9 @@
  *       holding non-ASCII bytes are listed in ``specials`` as (index, start,
  *       end) for the Python side to re-tokenise with Unicode rules.
  *
+ *   prepare_tables(tables) -> capsule
+ *       the table specs parsed once, for query_tables (until the tables change).
+ *
  *   insert_sorted(buffer, count, at, values)
  *       np.insert(buffer[:count], at, values) in place (the index's tables
  *       keep spare room, so merging new rows allocates nothing).
@@ -874,6 +877,49 @@ static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_
     return failed ? -1 : 0;
 }
 
+/* Tables parsed once (prepare_tables), kept in a capsule until the index's tables change:
+ * a single query then skips parsing the specs and taking the buffers again. */
+#define TABLES_CAPSULE "simhash_scrapy.core._speedups.tables"
+
+typedef struct {
+    Py_ssize_t count;
+    TableView tables[];
+} TableSet;
+
+static void free_table_set(PyObject *capsule) {
+    TableSet *set = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
+    if (set == NULL) return;
+    for (Py_ssize_t t = 0; t < set->count; t++) release_table(&set->tables[t]);
+    PyMem_Free(set);
+}
+
+/* prepare_tables(tables) -> capsule: the table specs as query_tables reads them. */
+static PyObject *prepare_tables(PyObject *module, PyObject *tables_obj) {
+    PyObject *seq = PySequence_Fast(tables_obj, "tables must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    TableSet *set = PyMem_Calloc(1, sizeof(TableSet) + (size_t)count * sizeof(TableView));
+    if (set == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (; set->count < count; set->count++) {
+        if (parse_table(PySequence_Fast_GET_ITEM(seq, set->count), &set->tables[set->count]) < 0) {
+            for (Py_ssize_t t = 0; t < set->count; t++) release_table(&set->tables[t]);
+            PyMem_Free(set);
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    PyObject *capsule = PyCapsule_New(set, TABLES_CAPSULE, free_table_set);
+    if (capsule == NULL) {
+        for (Py_ssize_t t = 0; t < set->count; t++) release_table(&set->tables[t]);
+        PyMem_Free(set);
+    }
+    return capsule;
+}
+
 static PyObject *query_tables(PyObject *module, PyObject *args) {
     PyObject *queries_obj, *fps_obj, *alive_obj, *tables_obj;
     int max_distance;
@@ -894,15 +940,24 @@ static PyObject *query_tables(PyObject *module, PyObject *args) {
         return NULL;
     }
     PyObject *result = NULL;
-    PyObject *tables_seq = PySequence_Fast(tables_obj, "tables must be a sequence");
-    Py_ssize_t table_count = tables_seq ? PySequence_Fast_GET_SIZE(tables_seq) : 0;
-    TableView *tables = tables_seq ? PyMem_Calloc((size_t)(table_count ? table_count : 1), sizeof(TableView)) : NULL;
-    Py_ssize_t parsed = 0;
+    PyObject *tables_seq = NULL;
+    TableView *tables = NULL;
+    Py_ssize_t table_count = 0, parsed = 0;
     Pairs pairs = {0};
     int failed = 0;
-    if (tables == NULL) goto done;
-    for (; parsed < table_count; parsed++) {
-        if (parse_table(PySequence_Fast_GET_ITEM(tables_seq, parsed), &tables[parsed]) < 0) goto done;
+    if (PyCapsule_IsValid(tables_obj, TABLES_CAPSULE)) { /* prepared: nothing to parse or release here */
+        TableSet *set = PyCapsule_GetPointer(tables_obj, TABLES_CAPSULE);
+        tables = set->tables;
+        table_count = set->count;
+    } else {
+        tables_seq = PySequence_Fast(tables_obj, "tables must be a sequence or prepare_tables()'s capsule");
+        if (tables_seq == NULL) goto done;
+        table_count = PySequence_Fast_GET_SIZE(tables_seq);
+        tables = PyMem_Calloc((size_t)(table_count ? table_count : 1), sizeof(TableView));
+        if (tables == NULL) goto done;
+        for (; parsed < table_count; parsed++) {
+            if (parse_table(PySequence_Fast_GET_ITEM(tables_seq, parsed), &tables[parsed]) < 0) goto done;
+        }
     }
     Py_BEGIN_ALLOW_THREADS
     failed = search(queries.buf, queries.len / (Py_ssize_t)sizeof(uint64_t), fps.buf,
@@ -931,9 +986,11 @@ static PyObject *query_tables(PyObject *module, PyObject *args) {
     }
     result = Py_BuildValue("(NNN)", columns[0], columns[1], columns[2]);
 done:
-    for (Py_ssize_t t = 0; t < parsed; t++) release_table(&tables[t]);
-    PyMem_Free(tables);
-    Py_XDECREF(tables_seq);
+    if (tables_seq != NULL) { /* parsed here (not a capsule) */
+        for (Py_ssize_t t = 0; t < parsed; t++) release_table(&tables[t]);
+        PyMem_Free(tables);
+        Py_DECREF(tables_seq);
+    }
     PyMem_RawFree(pairs.data);
     PyBuffer_Release(&queries);
     PyBuffer_Release(&fps);
@@ -1028,6 +1085,7 @@ static PyMethodDef methods[] = {
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
+    {"prepare_tables", prepare_tables, METH_O, "prepare_tables(tables) -> capsule for query_tables"},
     {"configure", configure, METH_VARARGS, "configure(not_rendered_tags, block_tags, hidden_style, aria_hidden)"},
     {NULL, NULL, 0, NULL},
 };

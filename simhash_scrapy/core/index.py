@@ -341,7 +341,7 @@ class BlockPermutedIndex:
         self._indexed = 0  # rows [0, _indexed) are in the tables, the rest is the tail
         self._alive: np.ndarray | None = None  # None while nothing was removed
         self._removed = 0
-        self._specs: list[tuple[Any, ...]] | None = None
+        self._specs: tuple[Any, Any] | None = None  # (C module, its prepared tables)
 
     # ----------------------------------------------------------------- sizes
     def __len__(self) -> int:
@@ -534,14 +534,16 @@ class BlockPermutedIndex:
         keep = off <= budget[owners]
         return probe_query[owners[keep]], positions[keep]
 
-    def _table_specs(self) -> list[tuple[Any, ...]]:
-        """The tables as the C query loop reads them (kept until the tables change)."""
-        if self._specs is None:
-            self._specs = [
+    def _table_specs(self) -> Any:
+        """The tables as the C query loop reads them, parsed once (kept until the tables change)."""
+        speedups = _native.speedups
+        if self._specs is None or self._specs[0] is not speedups:
+            specs = [
                 (t.entries, t.bounds, t.spans, t.key_bits - t.dir_bits, t.errors, t.dir_bits, t.filter_room)
                 for t in self._tables
             ]
-        return self._specs
+            self._specs = (speedups, speedups.prepare_tables(specs))
+        return self._specs[1]
 
     def _compiled_columns(self, queries: Any) -> tuple[bytes, bytes, bytes]:
         """Tables and tail in one C loop: ``(query_index, row, distance)`` as int64 bytes, sorted by
