@@ -252,8 +252,9 @@ class SimhashConfig:
         except ValueError as exc:
             raise ValueError(
                 f"SIMHASH_BLOCKS={blocks!r} does not fit SIMHASH_MAX_DISTANCE={max_distance}: {exc} "
-                f"(accepted: None for SIMHASH_MAX_DISTANCE + 1, or an integer from "
-                f"{max_distance + 1} to 64 with C(blocks, max_distance) <= {MAX_TABLES} tables)"
+                f"(accepted: None for the default layout, an integer from {max_distance + 1} to 64 with "
+                f"C(blocks, max_distance) <= {MAX_TABLES} tables, or from {-(-(max_distance + 1) // 3)} to "
+                f"{max_distance} (each block matched within max_distance // blocks <= 2 bits))"
             ) from None
 
         text_mode = parse_choice("SIMHASH_TEXT_MODE", get("SIMHASH_TEXT_MODE", defaults.TEXT_MODE), TEXT_MODES)

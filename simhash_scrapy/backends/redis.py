@@ -243,6 +243,11 @@ class BucketFields:
     """Computes the bucket fields of a fingerprint (one per table)."""
 
     def __init__(self, max_distance: int, blocks: int) -> None:
+        if blocks <= max_distance:  # the in-process index's B <= k layout probes buckets: not done here
+            raise ValueError(
+                f"the Redis backend needs SIMHASH_BLOCKS greater than SIMHASH_MAX_DISTANCE ({max_distance}), "
+                f"got {blocks}; leave SIMHASH_BLOCKS unset for {max_distance + 1}"
+            )
         tables = _table_spans(blocks, max_distance)
         if len(tables) > 255:
             raise ValueError(
