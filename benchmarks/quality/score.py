@@ -39,12 +39,14 @@ import common  # noqa: E402
 
 from simhash_scrapy import MIN_TOKENS, BlockPermutedIndex  # noqa: E402
 
-try:  # the restructured core (simhash_scrapy/core/)
+import simhash_scrapy  # noqa: E402
+
+if (Path(simhash_scrapy.__file__).parent / "core" / "exact.py").exists():  # the restructured core
     from simhash_scrapy.core.exact import exact_digest  # noqa: E402
     from simhash_scrapy.core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes  # noqa: E402
     from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
     from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
-except ImportError:  # before it
+else:  # before it
     import hashlib
 
     from simhash_scrapy.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, token_hashes  # noqa: E402
@@ -82,12 +84,10 @@ class Setup:
 def default_setup() -> Setup:
     """The package defaults (text mode and k as the plugin's settings default them)."""
     text_mode, k, template = "main", 3, False
-    try:
+    if (Path(simhash_scrapy.__file__).parent / "core" / "defaults.py").exists():
         from simhash_scrapy.core import defaults
 
         return Setup("defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS)
-    except ImportError:
-        pass
     try:
         from simhash_scrapy.config import DEFAULT_TEXT_MODE, SimhashConfig
 
