@@ -60,7 +60,8 @@ BOILERPLATE_WORDS = frozenset({
 # Class/id words are split at whitespace, '-' and '_' and compared whole.
 _NAME_WORDS = re.compile(r"[^\s_\-]+")
 # ... or, for these, as the start or end of a compound word ("navheader", "docnav", "topnav").
-_COMPOUND = re.compile(r"^(?:nav|menu|footer|header|sidebar|breadcrumbs?|toolbar)[a-z]|[a-z](?:nav|menu|footer|header|sidebar|breadcrumbs?|toolbar)$")
+# ("headerlink", Sphinx's pilcrow, and "menuselection" are not: few words work as a prefix.)
+_COMPOUND = re.compile(r"^(?:nav|footer|sidebar|toolbar)[a-z]|[a-z](?:nav|menu|footer|header|sidebar|breadcrumbs?|toolbar)$")
 
 _BOILERPLATE_TAGS = frozenset({"nav", "aside", "header", "footer", "form", "menu", "dialog", "button", "select"})
 _BOILERPLATE_ROLES = frozenset(
