@@ -67,7 +67,9 @@ def pick_wide(evalset: common.EvalSet) -> list[int]:
             groups.setdefault(p.group, []).append(p.id)
     chosen: list[int] = []
     for kind in ("template", "tracking", "print_links", "print_plain", "edit", "short"):
-        candidates = [ids for g, ids in groups.items() if g.startswith(kind + ":")]
+        # the soft-404 shells of the Python docs' chrome (the groff chrome keeps its title and TOC)
+        prefix = "short:soft404:sphinx-python:" if kind == "short" else kind + ":"
+        candidates = [ids for g, ids in groups.items() if g.startswith(prefix)]
         chosen.extend(min(sorted(candidates), key=lambda ids: sum(size[i] for i in ids)))
     docbook = [ids for g, ids in groups.items() if all(evalset.by_id()[i].family == "docbook" for i in ids)
                and g.startswith("print_links:")]  # fmt: skip
