@@ -230,12 +230,17 @@ _MACHINE_LINE = re.compile(
 )
 
 
+# How far from the end of the text machine-made lines are looked for.
+_TAIL = 4096
+
+
 def strip_not_content(data: bytes) -> bytes:
     """``data`` (UTF-8 text, blocks separated by ``\\n``) without the text that is not content.
 
     URLs printed as text, footnote markers and machine-made lines (see the module docstring)
-    become spaces.  A line rule needs the block to start a line: the text extraction puts a
-    newline around every block.
+    become spaces.  A line rule needs the block to start a line (the text extraction puts a
+    newline around every block) and looks at the last 4 KiB of the text only: such lines are
+    page footers.
     """
     if b"://" in data:
         data = _URL.sub(b" ", data)
@@ -243,7 +248,13 @@ def strip_not_content(data: bytes) -> bytes:
         data = _WWW.sub(b" ", data)
     if b"[" in data:
         data = _FOOTNOTE.sub(b" ", data)
-    return _MACHINE_LINE.sub(b"\n", b"\n" + data + b"\n")[1:-1]
+    # Machine-made lines are page footers: only the last _TAIL bytes are searched (speed).
+    cut = max(0, len(data) - _TAIL)
+    if cut:
+        cut = data.find(b"\n", cut)
+        if cut < 0:
+            return data
+    return data[:cut] + _MACHINE_LINE.sub(b"\n", b"\n" + data[cut:] + b"\n")[1:-1]
 
 
 def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
