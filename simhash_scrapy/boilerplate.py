@@ -37,6 +37,7 @@ a compound word for the strongest names (``navheader``, ``navfooter``,
 
 from __future__ import annotations
 
+import functools
 import re
 
 from lxml import etree
@@ -61,7 +62,11 @@ BOILERPLATE_WORDS = frozenset({
 _NAME_WORDS = re.compile(r"[^\s_\-]+")
 # ... or, for these, as the start or end of a compound word ("navheader", "docnav", "topnav").
 # ("headerlink", Sphinx's pilcrow, and "menuselection" are not: few words work as a prefix.)
-_COMPOUND = re.compile(r"^(?:nav|footer|sidebar|toolbar)[a-z]|[a-z](?:nav|menu|footer|header|sidebar|breadcrumbs?|toolbar)$")
+# One search over the lower-cased class/id string (words are split at whitespace, '-' and '_').
+_COMPOUND = re.compile(
+    r"(?:^|[\s_\-])(?:nav|footer|sidebar|toolbar)[a-z]"
+    r"|[a-z](?:nav|menu|footer|header|sidebar|breadcrumbs?|toolbar)(?=$|[\s_\-])"
+)
 
 _BOILERPLATE_TAGS = frozenset({"nav", "aside", "header", "footer", "form", "menu", "dialog", "button", "select"})
 _BOILERPLATE_ROLES = frozenset(
@@ -126,8 +131,14 @@ def names_boilerplate(element: etree._Element) -> bool:
         names = f"{names} {ident}"
     if not names:
         return False
-    words = _NAME_WORDS.findall(names.lower())
-    return not BOILERPLATE_WORDS.isdisjoint(words) or any(_COMPOUND.search(word) for word in words)
+    return _names_boilerplate(names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_boilerplate(names: str) -> bool:
+    """Whether a class/id string names boilerplate (cached: templates repeat the same few strings)."""
+    names = names.lower()
+    return not BOILERPLATE_WORDS.isdisjoint(_NAME_WORDS.findall(names)) or _COMPOUND.search(names) is not None
 
 
 def _is_inside(element: etree._Element, ancestor: etree._Element) -> bool:

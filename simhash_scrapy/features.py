@@ -214,13 +214,16 @@ def _to_bytes(text: str | bytes) -> bytes:
 # candidates, and runs only when the text holds its literal at all (bytes.find runs in C).
 _URL_END = rb"[^\s<>\"'\])]+"
 # URLs printed as text: a scheme (or "www."), up to the next whitespace, quote or bracket.
-_URL = re.compile(rb"(?:https?|ftps?|file)://" + _URL_END)
+# (The regex finds "://" and what follows, a fast literal search; the scheme's letters before
+# it are taken in Python: a regex that starts with the scheme scans every byte.)
+_URL_REST = re.compile(rb"://" + _URL_END)
+_SCHEME_MAX = 6
 _WWW = re.compile(rb"www\." + _URL_END)
 # Link-footnote markers: "[12]" (print views, wikis), at most three digits.
 _FOOTNOTE = re.compile(rb"\[\d{1,3}\]")
 # Machine-made lines: a block that starts with one of these labels and ends within 160 bytes.
 _MACHINE_LINE = re.compile(
-    rb"\n[ \t]*(?:"
+    rb"\n[ \t]*(?=[SsOoCcPpRrAaDdLlTtGg])(?:"  # the lookahead: blank lines fail at once (speed)
     rb"(?:[Ss]ource|[Oo]riginal|[Cc]anonical|[Pp]age) (?:URL|url|Url) ?:"
     rb"|[Pp]ermalink ?:"
     rb"|(?:[Pp]rinted|[Rr]etrieved|[Aa]ccessed|[Dd]ownloaded) (?:on|from|at)\b"
@@ -234,6 +237,20 @@ _MACHINE_LINE = re.compile(
 _TAIL = 4096
 
 
+def _drop_urls(data: bytes) -> bytes:
+    parts = []
+    last = 0
+    for match in _URL_REST.finditer(data):
+        start = match.start()
+        floor = max(last, start - _SCHEME_MAX)
+        while start > floor and data[start - 1 : start].isalpha():
+            start -= 1
+        parts.append(data[last:start])
+        last = match.end()
+    parts.append(data[last:])
+    return b" ".join(parts)
+
+
 def strip_not_content(data: bytes) -> bytes:
     """``data`` (UTF-8 text, blocks separated by ``\\n``) without the text that is not content.
 
@@ -243,18 +260,21 @@ def strip_not_content(data: bytes) -> bytes:
     page footers.
     """
     if b"://" in data:
-        data = _URL.sub(b" ", data)
+        data = _drop_urls(data)
     if b"www." in data:
         data = _WWW.sub(b" ", data)
     if b"[" in data:
         data = _FOOTNOTE.sub(b" ", data)
-    # Machine-made lines are page footers: only the last _TAIL bytes are searched (speed).
+    # Machine-made lines are page footers: only the last _TAIL bytes are searched (speed), and
+    # only when they hold one of the labels' words.
     cut = max(0, len(data) - _TAIL)
     if cut:
         cut = data.find(b"\n", cut)
         if cut < 0:
             return data
-    return data[:cut] + _MACHINE_LINE.sub(b"\n", b"\n" + data[cut:] + b"\n")[1:-1]
+    tail = data[cut:]
+    cleaned = _MACHINE_LINE.sub(b"\n", b"\n" + tail + b"\n")[1:-1]
+    return data if cleaned == tail else data[:cut] + cleaned
 
 
 def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
