@@ -321,9 +321,11 @@ def load_sources(cache: Path, seed: int) -> dict[str, Source]:
     for site in SITES:
         root = cache / "x" / site.package / site.root
         keep, skip = re.compile(site.pattern), re.compile(site.skip)
+        # (symbolic links, e.g. debian-faq's X.html -> X.en.html, would be the same page twice)
         paths = sorted(
             p for p in root.rglob("*.html")
-            if keep.search(p.relative_to(root).as_posix()) and not skip.search(p.relative_to(root).as_posix())
+            if not p.is_symlink()
+            and keep.search(p.relative_to(root).as_posix()) and not skip.search(p.relative_to(root).as_posix())
         )  # fmt: skip
         rels = [p.relative_to(root).as_posix() for p in paths]
         if site.project in chosen_rels:  # the other release: the same paths where they exist
