@@ -226,8 +226,8 @@ def _walk_down(root: etree._Element) -> etree._Element:
             if child.tag in _PARAGRAPHS:
                 paragraphs += 1
                 continue
-            if child.tag not in _WRAPPERS:
-                continue
+            if child.tag not in _WRAPPERS or names_boilerplate(child):
+                continue  # never into a footer or a sidebar, however much text it holds
             length = _content_len(child)
             if length > best_len:
                 best, best_len = child, length

@@ -219,8 +219,8 @@ _URL_END = rb"[^\s<>\"'\])]+"
 _URL_REST = re.compile(rb"://" + _URL_END)
 _SCHEME_MAX = 6
 _WWW = re.compile(rb"www\." + _URL_END)
-# Link-footnote markers: "[12]" (print views, wikis), at most three digits.
-_FOOTNOTE = re.compile(rb"\[\d{1,3}\]")
+# Link-footnote markers: "[12]" (print views, wikis), at most four digits.
+_FOOTNOTE = re.compile(rb"\[\d{1,4}\]")
 # Machine-made lines: a block that starts with one of these labels and ends within 160 bytes.
 _MACHINE_LINE = re.compile(
     rb"\n[ \t]*(?=[SsOoCcPpRrAaDdLlTtGg])(?:"  # the lookahead: blank lines fail at once (speed)

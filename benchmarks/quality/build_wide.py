@@ -78,7 +78,7 @@ from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-from build_set import _esc, drop_headerlinks, first_sentence, frag, node_text, serialize, set_title  # noqa: E402
+from build_set import _esc, drop_headerlinks, first_sentence, frag, node_text, set_title  # noqa: E402
 
 # Pinned (Debian 12 "bookworm"), so the set is the same on every machine.
 PACKAGES = {
@@ -227,6 +227,16 @@ SITES = (
     Site("mkdocs", "mkdocs", "mkdocs-doc", "usr/share/doc/mkdocs/html", r"\.html$", "mkdocs.test", "/", "mkdocs"),
     Site("git", "asciidoc", "git-doc", "usr/share/doc/git-doc", r"^[\w.-]+\.html$", "git.test", "/docs/", "git"),
 )
+
+
+def serialize(tree: lxml.html.HtmlElement) -> bytes:
+    """The page as UTF-8 HTML, its encoding declarations saying so (groff declares US-ASCII)."""
+    for meta in tree.iter("meta"):
+        if meta.get("charset") is not None:
+            meta.set("charset", "utf-8")
+        elif (meta.get("http-equiv") or "").lower() == "content-type":
+            meta.set("content", "text/html; charset=utf-8")
+    return etree.tostring(tree, method="html", encoding="utf-8", doctype="<!DOCTYPE html>")
 
 
 # --------------------------------------------------------------------------- fetching
