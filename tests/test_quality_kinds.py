@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from simhash_scrapy import hamming_distance, tokenize
-from simhash_scrapy.text import extract_text
+from simhash_scrapy.core.text import extract_text
 
 QUALITY = Path(__file__).resolve().parent.parent / "benchmarks" / "quality"
 SAMPLE = QUALITY / "sample_wide"

@@ -28,12 +28,12 @@ from redis_server import RedisCluster, RedisServer, free_port
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
-from simhash_scrapy.backends import BackendError, PageRecord, Verdict, create_backend
+from simhash_scrapy.backends import UNCHECKED, Outcome, BackendError, PageRecord, Verdict, create_backend
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.redis import RedisBackend, RedisSettings, bucket_fields, layout_string, read_members
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.fingerprint import hamming_distance
-from simhash_scrapy.report import build_clusters
+from simhash_scrapy.core.fingerprint import hamming_distance
+from simhash_scrapy.core.report import build_clusters
 
 from test_persistence import (  # noqa: E402  (tests/ is on sys.path)
     PROJECT,
@@ -198,7 +198,7 @@ async def test_usable_from_a_twisted_driven_coroutine(redis_server: RedisServer)
     backend = make_backend(redis_server, SCHEDULER_PERSIST=True)
     await backend.open("s")
     assert (await backend.check(PageRecord("https://e/1", 1, "s"))).canonical_url is None
-    assert await backend.check(PageRecord("https://e/2", 3, "s")) == Verdict("https://e/1", 1, 1)
+    assert await backend.check(PageRecord("https://e/2", 3, "s")) == Verdict(Outcome.NEAR_DUPLICATE, "https://e/1", 1, 1, "https://e/1")
     assert len(await backend.members()) == 2 and await backend.index_size() == 1
     await backend.close()
 
@@ -222,7 +222,7 @@ async def test_key_layout_is_as_documented(redis_server: RedisServer) -> None:
     await backend.open("myspider")
     await backend.check(PageRecord("https://e/1", 0x0123456789ABCDEF, "myspider", referer="https://e/", depth=1))
     v = await backend.check(PageRecord("https://e/2", 0x0123456789ABCDEE, "myspider"))
-    assert v == Verdict("https://e/1", 1, 0x0123456789ABCDEF)
+    assert v == Verdict(Outcome.NEAR_DUPLICATE, "https://e/1", 1, 0x0123456789ABCDEF, "https://e/1")
     client = redis_server.client()
     keys = sorted(k.decode() for k in client.keys("*"))
     assert keys == [
@@ -340,7 +340,7 @@ async def test_redis_errors_mid_crawl(tmp_path: Path, fail_open: bool) -> None:
         assert (await backend.check(PageRecord("https://e/1", 1, "s"))).canonical_url is None
         server.stop()  # SIGKILL
         if fail_open:
-            assert await backend.check(PageRecord("https://e/2", 1, "s")) == Verdict(None, None, None, checked=False)
+            assert await backend.check(PageRecord("https://e/2", 1, "s")) == UNCHECKED
         else:
             with pytest.raises(BackendError, match="fail-closed"):
                 await backend.check(PageRecord("https://e/2", 1, "s"))
@@ -356,7 +356,7 @@ async def test_redis_errors_mid_crawl(tmp_path: Path, fail_open: bool) -> None:
                 break
             await asyncio.sleep(0.05)
         # Written before the kill, kept by the append-only file: page 1 is still the canonical page.
-        assert verdict == Verdict("https://e/1", 0, 1)
+        assert verdict == Verdict(Outcome.NEAR_DUPLICATE, "https://e/1", 0, 1, "https://e/1")
         await backend.close()
     finally:
         server.stop()

@@ -38,24 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 from simhash_scrapy import MIN_TOKENS, BlockPermutedIndex  # noqa: E402
-
-import simhash_scrapy  # noqa: E402
-
-if (Path(simhash_scrapy.__file__).parent / "core" / "exact.py").exists():  # the restructured core
-    from simhash_scrapy.core.exact import exact_digest  # noqa: E402
-    from simhash_scrapy.core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes  # noqa: E402
-    from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
-    from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
-else:  # before it
-    import hashlib
-
-    from simhash_scrapy.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, token_hashes  # noqa: E402
-    from simhash_scrapy.fingerprint import simhash_from_features  # noqa: E402
-    from simhash_scrapy.text import extract_text, extract_text_bytes  # noqa: E402
-
-    def exact_digest(text, cjk_ngram=2):  # type: ignore[no-redef]
-        hashes = token_hashes(text, cjk_ngram).astype("<u8", copy=False)
-        return int.from_bytes(hashlib.blake2b(hashes.tobytes(), digest_size=8).digest(), "big")
+from simhash_scrapy.core import defaults  # noqa: E402
+from simhash_scrapy.core.exact import exact_digest  # noqa: E402
+from simhash_scrapy.core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes  # noqa: E402
+from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
+from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -67,36 +54,18 @@ class Setup:
     features: FeatureConfig = DEFAULT_FEATURES
     k: int = 3
     min_tokens: int = MIN_TOKENS
-    template: bool = False  # learn cross-page template lines per host (simhash_scrapy.template)
-    template_min_pages: int = 4
-    template_share: float = 0.1
-    refit: bool = True  # re-fingerprint a host's first pages once its template is known
     exact: bool = True  # short pages (1 <= tokens < min_tokens) compared by exact digest, as the plugin does
 
     def describe(self) -> str:
         f = self.features
         feat = f"char {f.char_ngram}-grams" if f.char_ngram else f"word {f.word_ngram}-grams"
-        extra = ", template learning" if self.template else ""
-        extra += ", short pages exact" if self.exact else ", short pages skipped"
+        extra = ", short pages exact" if self.exact else ", short pages skipped"
         return f"{self.text_mode} text, {feat}, {f.weighting}, k={self.k}, min_tokens={self.min_tokens}{extra}"
 
 
 def default_setup() -> Setup:
-    """The package defaults (text mode and k as the plugin's settings default them)."""
-    text_mode, k, template = "main", 3, False
-    if (Path(simhash_scrapy.__file__).parent / "core" / "defaults.py").exists():
-        from simhash_scrapy.core import defaults
-
-        return Setup("defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS)
-    try:
-        from simhash_scrapy.config import DEFAULT_TEXT_MODE, SimhashConfig
-
-        text_mode = DEFAULT_TEXT_MODE
-        k = SimhashConfig().max_distance
-        template = bool(getattr(SimhashConfig(), "template", False))
-    except Exception:  # the plugin (and Scrapy) are optional for library mode
-        pass
-    return Setup("defaults", text_mode, DEFAULT_FEATURES, k, MIN_TOKENS, template)
+    """The package defaults (``simhash_scrapy.core.defaults``: the library's and the plugin's)."""
+    return Setup("defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS)
 
 
 # Whole-page simhash as commonly done: visible text, word 3-shingles, tf, k = 3, the old 10-token floor.
@@ -151,55 +120,6 @@ def _fingerprint(text: str | bytes, setup: Setup):  # -> Fingerprint
     if tokens and setup.exact:
         return ("exact", exact_digest(text, setup.features.cjk_ngram))
     return None
-
-
-def crawl_with_template(
-    evalset: common.EvalSet, setup: Setup, texts: Texts
-) -> tuple[dict[int, int | None], set[tuple[int, int]], dict]:
-    """Online, in crawl order, as the plugin would: clean with what is learned so far, query, add, observe.
-
-    Returns the final fingerprints, the pairs flagged when each page arrived, and counters.
-    """
-    from simhash_scrapy.template import TemplateLearner
-
-    learner = TemplateLearner(min_pages=setup.template_min_pages, share=setup.template_share)
-    index = BlockPermutedIndex(max_distance=setup.k)
-    lines = texts.lines(setup.text_mode)
-    fps: dict[int, int | None] = {}
-    flagged: set[tuple[int, int]] = set()
-    refits = 0
-    next_refit: dict[str, int] = {}
-    for page in sorted(evalset.pages, key=lambda p: p.order):
-        host = page.host
-        text = lines[page.id]
-        fp = _fingerprint(learner.clean(host, text), setup)
-        fps[page.id] = fp
-        duplicate = False
-        if fp is not None and fp[0] == "simhash":
-            matches = index.query(fp[1])
-            duplicate = bool(matches)
-            for match in matches:
-                flagged.add(common.pair(page.id, match.key))
-            index.add(page.id, fp[1])
-        learner.observe(host, text, duplicate=duplicate, key=page.id)
-        seen = learner.pages(host)
-        if setup.refit and seen >= next_refit.get(host, setup.template_min_pages):
-            # the host's first pages again, cleaned with what is known now (at 4, 8, 16, 32 pages)
-            next_refit[host] = 2 * seen
-            for key, cleaned in learner.refit(host):
-                new = _fingerprint(cleaned, setup)
-                if new == fps.get(key):
-                    continue
-                refits += 1
-                if fps.get(key) is not None and fps[key][0] == "simhash":
-                    index.remove(key)
-                fps[key] = new
-                if new is not None and new[0] == "simhash":
-                    index.add(key, new[1])
-            if seen >= learner.early_pages:
-                learner.forget_early(host)
-    flagged |= exact_pairs(fps)
-    return fps, flagged, {"refits": refits}
 
 
 def exact_pairs(fps: dict) -> set[tuple[int, int]]:
@@ -360,13 +280,8 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
 
 def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
     t0 = time.perf_counter()
-    if setup.template:
-        fps, flagged, extra = crawl_with_template(evalset, setup, texts)
-    else:
-        fps = fingerprint_pages(evalset, setup, texts)
-        flagged, extra = flagged_pairs(fps, setup.k), {}
-    result = evaluate(evalset, setup, fps, flagged)
-    result.extra.update(extra)
+    fps = fingerprint_pages(evalset, setup, texts)
+    result = evaluate(evalset, setup, fps, flagged_pairs(fps, setup.k))
     result.extra["seconds"] = round(time.perf_counter() - t0, 2)
     return result
 
@@ -433,14 +348,12 @@ def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
         ("SIMHASH_WORD_NGRAM = 3", replace(base, features=replace(f, word_ngram=3))),
         ("SIMHASH_WEIGHTING = \"tf\"", replace(base, features=replace(f, weighting="tf"))),
         ("SIMHASH_WEIGHTING = \"binary\"", replace(base, features=replace(f, weighting="binary"))),
-        ("SIMHASH_WEIGHTING = \"tf\", SIMHASH_MAX_DISTANCE = 3", replace(base, k=3, features=replace(f, weighting="tf"))),
-        ("SIMHASH_MAX_DISTANCE = 3", replace(base, k=3)),
-        ("SIMHASH_MAX_DISTANCE = 5", replace(base, k=5)),
+        (f"SIMHASH_MAX_DISTANCE = {base.k - 2}", replace(base, k=base.k - 2)),
+        (f"SIMHASH_MAX_DISTANCE = {base.k - 1}", replace(base, k=base.k - 1)),
+        (f"SIMHASH_MAX_DISTANCE = {base.k + 1}", replace(base, k=base.k + 1)),
         ("SIMHASH_MIN_TOKENS = 10", replace(base, min_tokens=10)),
         ("SIMHASH_MIN_TOKENS = 50", replace(base, min_tokens=50)),
-        ("template learning", replace(base, template=True)),
-        ("template learning, no refit of early pages", replace(base, template=True, refit=False)),
-        ("SIMHASH_TEXT_MODE = \"visible\" + template learning", replace(base, text_mode="visible", template=True)),
+        ("short pages skipped (no exact rule)", replace(base, exact=False)),
     ]
     out = [
         "| setting (others at defaults) | P | R | F1 | heavy-template pairs flagged | same-title pairs flagged "
@@ -479,7 +392,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weighting", choices=("tf", "sublinear", "binary"))
     parser.add_argument("-k", type=int)
     parser.add_argument("--min-tokens", type=int)
-    parser.add_argument("--template", choices=("on", "off"))
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     parser.add_argument("--half", choices=("tune", "test"), help="wide set: score only this half")
     parser.add_argument("--families", action="store_true", help="also a table per template family")
@@ -495,8 +407,6 @@ def main(argv: list[str] | None = None) -> int:
         overrides["k"] = args.k
     if args.min_tokens is not None:
         overrides["min_tokens"] = args.min_tokens
-    if args.template:
-        overrides["template"] = args.template == "on"
     if args.no_exact:
         overrides["exact"] = False
     feats = {}

@@ -53,14 +53,14 @@ from collections.abc import Mapping
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from ..index import block_widths
-from .base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
+from ..core.index import block_widths
+from .base import UNCHECKED, BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-    from ..config import SimhashConfig
+    from ..config import RedisConfig, SimhashConfig
 
 __all__ = ["RedisBackend", "RedisSettings", "bucket_fields", "layout_string", "read_members"]
 
@@ -296,66 +296,23 @@ def _layout_mismatch(found: str, wanted: str, key: str) -> str:
 
 
 # --------------------------------------------------------------- settings
-def _get_bool(settings: Any, name: str, default: bool) -> bool:
-    value = settings.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"{name} must be a boolean (True/False, 1/0), got {value!r}")
-
-
 class RedisSettings:
-    """The Redis backend's settings, read and validated once."""
+    """The Redis backend's settings (parsed by ``config.RedisConfig``) and the client they describe."""
 
-    def __init__(self, settings: BaseSettings | Mapping[str, Any]) -> None:
-        get = settings.get
-        self.url: str | None = get("SIMHASH_REDIS_URL") or get("REDIS_URL") or None
-        self.host: str = get("REDIS_HOST") or "localhost"
-        port = get("REDIS_PORT") or 6379
-        try:
-            self.port = int(port)
-        except (TypeError, ValueError):
-            raise ValueError(f"REDIS_PORT must be a port number, got {port!r}") from None
-        params = get("REDIS_PARAMS") or {}
-        if isinstance(params, str):
-            try:
-                params = json.loads(params)
-            except ValueError:
-                raise ValueError(f"REDIS_PARAMS must be a dict (or JSON object), got {params!r}") from None
-        if not isinstance(params, Mapping):
-            raise ValueError(f"REDIS_PARAMS must be a dict of redis client arguments, got {params!r}")
-        self.params: dict[str, Any] = dict(params)
-        self.key_template: str = get("SIMHASH_REDIS_KEY") or "%(spider)s:simhash"
-        try:
-            self.key_template % {"spider": "x"}
-        except (KeyError, ValueError, TypeError) as exc:
-            raise ValueError(
-                f"SIMHASH_REDIS_KEY must be a string with %(spider)s, e.g. '%(spider)s:simhash', "
-                f"got {self.key_template!r} ({exc})"
-            ) from None
-        # Same defaults as scrapy-redis' scheduler: without SCHEDULER_PERSIST the state is
-        # deleted when the crawl ends; with SCHEDULER_FLUSH_ON_START it is deleted when it starts.
-        self.persist = _get_bool(
-            settings, "SIMHASH_REDIS_PERSIST", _get_bool(settings, "SCHEDULER_PERSIST", False)
-        )
-        self.flush_on_start = _get_bool(
-            settings, "SIMHASH_REDIS_FLUSH_ON_START", _get_bool(settings, "SCHEDULER_FLUSH_ON_START", False)
-        )
-        ttl = get("SIMHASH_REDIS_TTL")
-        try:
-            self.ttl = 0.0 if ttl in (None, "", "None", "none") else float(ttl)
-        except (TypeError, ValueError):
-            self.ttl = -1.0
-        if not self.ttl >= 0:
-            raise ValueError(f"SIMHASH_REDIS_TTL must be a number of seconds >= 0 (0: keys never expire), got {ttl!r}")
-        self.fail_open = _get_bool(settings, "SIMHASH_REDIS_FAIL_OPEN", True)
-        self.cluster = _get_bool(settings, "SIMHASH_REDIS_CLUSTER", False)
+    def __init__(self, settings: RedisConfig | BaseSettings | Mapping[str, Any]) -> None:
+        from ..config import RedisConfig
+
+        config = settings if isinstance(settings, RedisConfig) else RedisConfig.from_settings(settings)
+        self.url = config.url
+        self.host = config.host
+        self.port = config.port
+        self.params: dict[str, Any] = dict(config.params)
+        self.key_template = config.key_template
+        self.persist = config.persist
+        self.flush_on_start = config.flush_on_start
+        self.ttl = config.ttl
+        self.fail_open = config.fail_open
+        self.cluster = config.cluster
 
     def key(self, spider_name: str) -> str:
         return self.key_template % {"spider": spider_name, "name": spider_name}
@@ -464,7 +421,7 @@ class RedisBackend(DedupBackend):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> RedisBackend:
-        return cls(config, RedisSettings(crawler.settings), crawler.stats, crawler)
+        return cls(config, RedisSettings(config.redis), crawler.stats, crawler)
 
     # ------------------------------------------------------------- keys
     def _use_key(self, spider_name: str) -> None:
@@ -670,17 +627,21 @@ class RedisBackend(DedupBackend):
             logger.warning("simhash: Redis at %s answers again", self.settings.describe())
             self._down_delay = 0.0
         if canon_seq < 0:
-            return Verdict(None, None, None)
+            return Verdict(Outcome.UNIQUE)
+        canonical_url = canon_url.decode("utf-8", "surrogatepass") if canon_url else ""
         return Verdict(
-            canon_url.decode("utf-8", "surrogatepass") if canon_url else "",
-            int(distance),
-            int.from_bytes(canon_fp, "big"),
+            Outcome.NEAR_DUPLICATE,
+            canonical_url=canonical_url,
+            distance=int(distance),
+            canonical_fingerprint=int.from_bytes(canon_fp, "big"),
+            # Interim: records are keyed by URL here (identity-first checks come with the Redis rework).
+            canonical_identity=canonical_url,
         )
 
     def _failed(self, exc: BaseException) -> Verdict:
         self._error(exc)
         if self.settings.fail_open:
-            return Verdict(None, None, None, checked=False)
+            return UNCHECKED
         self._stop_crawl()
         raise BackendError(f"simhash: Redis error, page not checked (fail-closed): {exc}") from None
 
@@ -764,6 +725,7 @@ def _parse_entry(raw: bytes, earlier: list[ClusterMember]) -> ClusterMember:
         depth=depth,
         text=text,
         indexed=indexed == "1",
+        outcome=Outcome.NEAR_DUPLICATE if canonical_url is not None else Outcome.UNIQUE,
     )
 
 

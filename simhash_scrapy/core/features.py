@@ -36,10 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _native
+from . import _native, defaults
 
 #: The compiled tokeniser hash when available (see ``_speedups.c``); both give the same hashes.
-_fast = _native.speedups
 
 __all__ = [
     "FeatureConfig",
@@ -65,10 +64,10 @@ class FeatureConfig:
     ``cjk_ngram``: n for character n-grams of scripts written without spaces.
     """
 
-    word_ngram: int = 1
-    char_ngram: int = 0
-    weighting: str = "sublinear"
-    cjk_ngram: int = 2
+    word_ngram: int = defaults.WORD_NGRAM
+    char_ngram: int = defaults.CHAR_NGRAM
+    weighting: str = defaults.WEIGHTING
+    cjk_ngram: int = defaults.CJK_NGRAM
 
     def __post_init__(self) -> None:
         for name in ("word_ngram", "cjk_ngram"):
@@ -277,7 +276,7 @@ def strip_not_content(data: bytes) -> bytes:
     return data if cleaned == tail else data[:cut] + cleaned
 
 
-def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
+def tokenize(text: str | bytes, cjk_ngram: int = defaults.CJK_NGRAM) -> list[str]:
     """The normalised tokens of ``text``, as the fingerprint sees them (for display and tests)."""
     tokens: list[str] = []
     for piece in strip_not_content(_to_bytes(text)).translate(_ASCII_TABLE).split():
@@ -289,8 +288,8 @@ def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
 
 
 def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
-    if _fast is not None:
-        packed, specials = _fast.hash_tokens(chunk)
+    if _native.speedups is not None:
+        packed, specials = _native.speedups.hash_tokens(chunk)
         hashes = np.frombuffer(packed, dtype=np.uint64)
         if not specials:
             return hashes
@@ -338,7 +337,7 @@ def _with_unicode_tokens(
     return out
 
 
-def token_hashes(text: str | bytes, cjk_ngram: int = 2) -> np.ndarray:
+def token_hashes(text: str | bytes, cjk_ngram: int = defaults.CJK_NGRAM) -> np.ndarray:
     """The stable 64-bit hash of every token of ``text``, in order (uint64 array)."""
     data = strip_not_content(_to_bytes(text)).translate(_ASCII_TABLE)
     if len(data) <= _CHUNK:
