@@ -78,7 +78,8 @@ from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-from build_set import _esc, drop_headerlinks, first_sentence, frag, node_text, set_title  # noqa: E402
+import build_set  # noqa: E402
+from build_set import _esc, drop_headerlinks, edit_words, first_sentence, frag, node_text, reader_page, set_title  # noqa: E402
 
 # Pinned (Debian 12 "bookworm"), so the set is the same on every machine.
 PACKAGES = {
@@ -243,32 +244,8 @@ def serialize(tree: lxml.html.HtmlElement) -> bytes:
 
 
 def fetch_packages(cache: Path) -> dict[str, str]:
-    """Download (once) and unpack the pinned packages; returns package -> version used."""
-    cache.mkdir(parents=True, exist_ok=True)
-    used = {}
-    for package, version in PACKAGES.items():
-        target = cache / "x" / package
-        marker = target / ".unpacked"
-        debs = sorted(cache.glob(f"{package}_*.deb"))
-        if not debs:
-            print(f"  apt-get download {package}={version}", flush=True)
-            result = subprocess.run(
-                ["apt-get", "download", f"{package}={version}"], cwd=cache, capture_output=True, text=True
-            )
-            if result.returncode != 0:
-                raise SystemExit(
-                    f"apt-get download {package}={version} failed (run 'apt-get update' first?):\n{result.stderr}"
-                )
-            debs = sorted(cache.glob(f"{package}_*.deb"))
-        deb = debs[-1]
-        used[package] = deb.name.split("_")[1].replace("%3a", ":")
-        if not marker.exists():
-            if target.exists():
-                shutil.rmtree(target)
-            target.mkdir(parents=True)
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(target)], check=True)
-            marker.write_text(deb.name)
-    return used
+    """Download (once) and unpack the pinned packages into ``cache/x/<package>``."""
+    return build_set.fetch_packages(cache, PACKAGES, "x")
 
 
 # --------------------------------------------------------------------------- sources
@@ -427,19 +404,8 @@ class Builder:
         return self.variant(serialize(tree), url, src, "template", group, variant=f"mirror:{chrome.site.family}")
 
     def reader(self, src: Source, group: str) -> int:
-        article = src.article()
-        minutes = max(1, src.nwords // 230)
-        html = (
-            "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-            f"<title>{_esc(src.title)}</title></head><body class='reader'>"
-            "<div class='container'><div class='header reader-header'>"
-            f"<a class='domain reader-domain' href='{src.url}'>{src.site.host}</a>"
-            f"<div class='meta-data'><div class='reader-estimated-time'>{minutes}-{minutes + 2} minutes</div></div>"
-            "</div><hr><div class='content'><div class='moz-reader-content'>"
-            "<div id='readability-page-1' class='page'></div></div></div></div></body></html>"
-        )
-        tree = lxml.html.document_fromstring(html)
-        tree.get_element_by_id("readability-page-1").append(article)
+        tree, page = reader_page(src.title, src.url, src.site.host, src.nwords)
+        page.append(src.article())
         url = f"http://reader.test/{src.site.project}/{src.rel}"
         return self.variant(serialize(tree), url, src, "template", group, variant="reader")
 
@@ -525,36 +491,7 @@ class Builder:
                     slots.append((el, "text"))
                 if el is not node and el.tail and el.tail.strip():
                     slots.append((el, "tail"))
-        sizes = [len(getattr(el, attr).split()) for el, attr in slots]
-        budget = max(1, round(rate * src.nwords))
-        changed = 0
-        while changed < budget and slots:
-            el, attr = self.rng.choices(slots, weights=sizes)[0]
-            ws = getattr(el, attr).split()
-            if not ws:
-                continue
-            i = self.rng.randrange(len(ws))
-            op = self.rng.random()
-            if op < 0.3:
-                ws[i] = self.rng.choice(self.donor_words)
-                changed += 1
-            elif op < 0.5:
-                del ws[i]
-                changed += 1
-            elif op < 0.65:
-                ws.insert(i, self.rng.choice(self.donor_words))
-                changed += 1
-            elif op < 0.85:
-                sentence = self.rng.choice(self.donor_sentences).split()
-                if changed + len(sentence) > budget + 3:
-                    continue
-                ws[i:i] = sentence
-                changed += len(sentence)
-            else:
-                w = ws[i]
-                ws[i] = re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), w) if re.search(r"\d", w) else w[::-1]
-                changed += 1
-            setattr(el, attr, " " + " ".join(ws) + " ")
+        edit_words(self.rng, slots, max(1, round(rate * src.nwords)), self.donor_words, self.donor_sentences)
         text = content_text(nodes)
         return self.variant(serialize(tree), f"{src.url}?revision={revision}", src, "edit", group, text, f"edit{rate:.3f}")
 
