@@ -740,23 +740,13 @@ def build(out: Path, cache: Path, seed: int) -> dict:
         if key in positive or a in empty_set or c in empty_set:
             continue
         if j >= common.POSITIVE_JACCARD:
-            pa, pc = pages[a], pages[c]
-            variant = next((p for p in (pa, pc) if p["role"] not in ("original",)), None)
-            if variant is not None and not variant["category"].startswith("hn_"):
-                cat = variant["category"]
-            else:
-                same_host = pa["host"] == pc["host"]
-                cat = "release" if same_host and pa["url"].split("/")[3] != pc["url"].split("/")[3] else "natural"
-            positive[key] = cat
+            positive[key] = common.similar_kind(pages[a], pages[c])
         else:
             gray.append([a, c, round(j, 3)])
     # the hard negatives must be negatives: drop any pair that the truth calls similar
     hn_title_pairs = [(a, c) for a, c in hn_title_pairs if common.pair(a, c) not in positive]
     # crawl order: sites interleaved as a breadth-first crawl of several hosts would see them
-    order = list(range(len(pages)))
-    rng.shuffle(order)
-    for rank, pid in enumerate(order):
-        pages[pid]["order"] = rank
+    common.set_crawl_order(pages, rng)
     info = dict(
         packages=versions, seed=seed, shingle=common.SHINGLE, positive_jaccard=common.POSITIVE_JACCARD,
         gray_jaccard=common.GRAY_JACCARD, empty_words=common.EMPTY_WORDS, pages=len(pages),

@@ -744,21 +744,11 @@ def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int,
             gray.append([a, c, round(j, 3)])  # similar but not identical short pages: not scored
             continue
         if j >= common.POSITIVE_JACCARD:
-            pa, pc = pages[a], pages[c]
-            variant = next((p for p in (pa, pc) if p["role"] != "original"), None)
-            if variant is not None and not variant["category"].startswith("hn_"):
-                kind = variant["category"]
-            else:
-                same = pa["host"] == pc["host"]
-                kind = "release" if same and pa["url"].split("/")[3] != pc["url"].split("/")[3] else "natural"
-            positive[key] = kind
+            positive[key] = common.similar_kind(pages[a], pages[c])
         else:
             gray.append([a, c, round(j, 3)])
     hn_title_pairs = [(a, c) for a, c in hn_title_pairs if common.pair(a, c) not in positive]
-    order = list(range(len(pages)))
-    rng.shuffle(order)
-    for rank, pid in enumerate(order):
-        pages[pid]["order"] = rank
+    common.set_crawl_order(pages, rng)
     return dict(
         positive=[[a, c, kind] for (a, c), kind in sorted(positive.items())],
         gray=sorted(gray),

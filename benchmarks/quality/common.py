@@ -159,6 +159,27 @@ class EvalSet:
         return {p.id: p for p in self.pages}
 
 
+def similar_kind(pa: dict, pc: dict) -> str:
+    """The kind of duplicate of two pages (manifest records) found by their shingle Jaccard.
+
+    A variant's own kind when one page is a variant; else "release" for pages of one host
+    under different first path segments (versions), "natural" otherwise.
+    """
+    variant = next((p for p in (pa, pc) if p["role"] != "original"), None)
+    if variant is not None and not variant["category"].startswith("hn_"):
+        return variant["category"]
+    same_host = pa["host"] == pc["host"]
+    return "release" if same_host and pa["url"].split("/")[3] != pc["url"].split("/")[3] else "natural"
+
+
+def set_crawl_order(pages: list[dict], rng) -> None:
+    """Give every page record an ``order``: a seeded shuffle, as a crawl of several hosts sees them."""
+    order = list(range(len(pages)))
+    rng.shuffle(order)
+    for rank, pid in enumerate(order):
+        pages[pid]["order"] = rank
+
+
 def pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
