@@ -226,16 +226,34 @@ _FOOTNOTE = re.compile(rb"\[\d{1,4}\](?:\s*" + _URL + rb")?")
 # "Source URL: http://...", "Canonical URL: ...", "URL: ..." (the word before "URL" stays).
 _URL_LINE = re.compile(rb"URL\s?:\s*" + _URL)
 # "Printed on 2025-05-03 14:22", "Accessed on 12 May 2024": the label and what follows up to
-# the first token with a year (at most four tokens on), and a time after it.
+# the first token with a year (at most four tokens on), and a time after it.  The regex starts
+# at the label's literal tail "ed on"/"ed at"; the word before is checked in Python.
 _DATE_LINE = re.compile(
-    rb"(?:[Pp]rinted|[Rr]etrieved|[Aa]ccessed|[Dd]ownloaded) (?:on|at)\b(?:\s+\S+){0,3}?\s+\S*\d{4}\S*"
-    rb"(?:\s+\d{1,2}:\d{2}(?::\d{2})?)?"
+    rb"ed (?:on|at)\b(?:\s+\S+){0,3}?\s+\S*\d{4}\S*(?:\s+\d{1,2}:\d{2}(?::\d{2})?)?"
 )
-_DATE_HINTS = (b"rinted ", b"etrieved ", b"ccessed ", b"ownloaded ")
+_DATE_LABELS = (b"printed", b"retrieved", b"accessed", b"downloaded")
+_DATE_LABEL_MAX = max(map(len, _DATE_LABELS))
 # "Retrieved from http://..." (a URL instead of a date).
 _FROM_URL = re.compile(rb"[Rr]etrieved from\s+" + _URL)
 # The "Links:" heading of a print view's link list.
 _LINKS = b"Links:"
+
+
+def _drop_dates(data: bytes) -> bytes:
+    parts = []
+    last = 0
+    for match in _DATE_LINE.finditer(data):
+        end = match.start() + 2  # the label ends with "ed"
+        start = end - _DATE_LABEL_MAX
+        word = data[max(last, start) : end].rsplit(None, 1)[-1].lower() if end > last else b""
+        if word not in _DATE_LABELS:
+            continue
+        parts.append(data[last : end - len(word)])
+        last = match.end()
+    if not parts:
+        return data
+    parts.append(data[last:])
+    return b" ".join(parts)
 
 
 def strip_not_content(data: bytes) -> bytes:
@@ -248,10 +266,10 @@ def strip_not_content(data: bytes) -> bytes:
         data = _FOOTNOTE.sub(b" ", data)
     if b"URL" in data:
         data = _URL_LINE.sub(b" ", data)
-    if any(hint in data for hint in _DATE_HINTS):
-        if b"etrieved from" in data:
-            data = _FROM_URL.sub(b" ", data)
-        data = _DATE_LINE.sub(b" ", data)
+    if b"ed on" in data or b"ed at" in data:
+        data = _drop_dates(data)
+    if b"etrieved from" in data:
+        data = _FROM_URL.sub(b" ", data)
     if _LINKS in data:
         data = data.replace(_LINKS, b" ")
     return data
