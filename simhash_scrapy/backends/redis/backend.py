@@ -1,0 +1,432 @@
+"""``RedisBackend``: the dedup backend shared by every worker of a distributed crawl.
+
+Checks of one scope are batched: while one script call of a scope is in
+flight, the checks that arrive queue up and go together in the next call (one
+``EVALSHA``, processed in order, atomically).  Each worker keeps a replica of
+the scope's canonical log (``replica.py``); the script checks the replica's
+candidates plus the log entries appended since the replica's last sync, then
+records the pages and returns the new log entries.  So Redis' work per check
+does not grow with the index, and the worker's is one in-process query.
+
+Outages: a failed call marks Redis as down; checks then fail fast (fail-open:
+``UNCHECKED``; fail-closed: the spider closes) while a probe pings Redis with
+redis-py's ``Retry``/``ExponentialWithJitterBackoff`` (capped at one
+heartbeat), and checks resume as soon as the probe gets an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
+from . import connection, export
+from .layout import Keys, bucket_bits_for, decode_payload, encode_payload, identity_slot, layout_mismatch, layout_string
+from .layout import pack_seen, unpack_seen
+from .replica import Replica
+from .settings import RedisSettings
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from ...config import SimhashConfig
+
+__all__ = ["RedisBackend"]
+
+logger = logging.getLogger("simhash_scrapy.backends.redis")
+
+_STALE = 60  # a worker silent for this long is considered gone
+_MAX_BATCH = 256
+_SYNC_CHUNK = 1 << 20  # log entries per GETRANGE when a replica is loaded
+_OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED)
+_DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+def lua(name: str) -> str:
+    return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+
+
+class RedisBackend(DedupBackend):
+    """Canonical pages and one record per identity, in Redis (``SIMHASH_BACKEND = "redis"``)."""
+
+    def __init__(
+        self, config: SimhashConfig, settings: RedisSettings, stats: Any = None, crawler: Crawler | None = None
+    ) -> None:
+        super().__init__(config)
+        self.settings = settings
+        self.stats = stats
+        self.crawler = crawler
+        self.layout = layout_string(config)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.client: Any = None
+        self.keys = Keys("")
+        self.prefix = ""
+        self.bucket_bits = bucket_bits_for(settings.capacity)
+        self._scripts: dict[str, Any] = {}
+        self._replicas: dict[str, Replica] = {}
+        self._queues: dict[str, list[tuple[PageRecord, bool, asyncio.Future[Verdict]]]] = {}
+        self._busy: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._probe: asyncio.Task[None] | None = None
+        self._registered = False
+        self._closing = False
+        self._down_since: float | None = None
+        self._unchecked_in_outage = 0
+        self._errors = 0
+        self._last_error_log = 0.0
+        self._close_logged = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> RedisBackend:
+        return cls(config, RedisSettings(crawler.settings), crawler.stats, crawler)
+
+    # ----------------------------------------------------------- connect
+    def _use_key(self, spider_name: str) -> None:
+        self.prefix = self.settings.key(spider_name)
+        self.keys = Keys(self.prefix, self.settings.cluster)
+
+    async def _connect(self, spider_name: str) -> None:
+        self._use_key(spider_name)
+        self.client = connection.get_client(self.settings)
+        try:
+            await self.client.ping()
+        except Exception as exc:
+            await self._disconnect()
+            raise BackendError(
+                f"Cannot reach Redis at {self.settings.describe()} ({type(exc).__name__}: {exc}). "
+                f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
+                f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
+            ) from exc
+        for name in ("check", "open", "close", "heartbeat"):
+            self._scripts[name] = self.client.register_script(lua(name))
+
+    async def _disconnect(self) -> None:
+        if self.client is not None:
+            client, self.client = self.client, None
+            try:
+                await client.aclose()
+            except Exception:  # noqa: BLE001 - closing a broken connection
+                logger.debug("Error while closing the Redis connection", exc_info=True)
+
+    # --------------------------------------------------------- lifecycle
+    async def open(self, spider_name: str) -> None:
+        return await connection.on_asyncio(self._open(spider_name))
+
+    async def _open(self, spider_name: str) -> None:
+        await self._connect(spider_name)
+        flushed = False
+        try:
+            while True:
+                others, flush, bits = await self._scripts["open"](
+                    keys=[self.keys.meta, self.keys.workers],
+                    args=[self.worker_id, "0" if flushed else "1" if self.settings.flush_on_start else "0", _STALE,
+                          self.layout, self._ttl, self.bucket_bits],
+                )
+                if not flush:
+                    break
+                await export.delete_all(self.client, self.keys)
+                flushed = True
+            self.bucket_bits = int(bits)
+            self.initial = await export.identities(self.client, self.keys)
+        except ResponseError as exc:
+            await self._disconnect()
+            message = str(exc)
+            if message.startswith("SIMHASH_LAYOUT "):
+                raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
+            raise BackendError(f"Redis at {self.settings.describe()} refused the simhash scripts: {exc}") from exc
+        except Exception as exc:
+            await self._disconnect()
+            raise BackendError(f"Redis at {self.settings.describe()} failed at start: {type(exc).__name__}: {exc}") from exc
+        self._registered = True
+        if flushed:
+            logger.info("simhash: flushed the Redis key %r on start (SIMHASH_REDIS_FLUSH_ON_START)", self.prefix)
+        elif self.settings.flush_on_start and others:
+            logger.warning(
+                "simhash: SIMHASH_REDIS_FLUSH_ON_START is set but %d other worker(s) are using %r: not flushed",
+                others, self.prefix,
+            )
+        logger.info(
+            "simhash: Redis backend at %s, key %r: %d pages recorded before, %d other worker(s) running",
+            self.settings.describe(), self.prefix, self.initial, others,
+        )
+        await export.warn_about_memory_settings(self.client, logger)
+        self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    async def attach(self, spider_name: str) -> None:
+        """Connect for reading only (exports): no worker registration, no flush."""
+        return await connection.on_asyncio(self._connect(spider_name))
+
+    @property
+    def _ttl(self) -> int:
+        return int(self.settings.ttl * 1000)
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat)
+            if self._down_since is not None:
+                continue
+            try:
+                await self._scripts["heartbeat"](keys=[self.keys.workers, self.keys.meta], args=[self.worker_id, self._ttl])
+            except asyncio.CancelledError:
+                raise
+            except _DOWN_ERRORS as exc:
+                self._mark_down(exc)
+            except Exception as exc:  # noqa: BLE001 - counted by the checks that fail
+                logger.debug("simhash: Redis heartbeat failed: %s", exc)
+
+    async def close(self) -> None:
+        return await connection.on_asyncio(self._close())
+
+    async def _close(self) -> None:
+        for task in (self._heartbeat, self._probe, *self._tasks):
+            if task is not None and not task.done():
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                    pass
+        self._heartbeat = self._probe = None
+        if self.client is not None and self._registered:
+            try:
+                others = await self._scripts["close"](keys=[self.keys.workers], args=[self.worker_id, _STALE])
+                if not self.settings.persist and not others:
+                    await export.delete_all(self.client, self.keys)
+                    logger.info(
+                        "simhash: deleted the Redis key %r (set SIMHASH_REDIS_PERSIST or SCHEDULER_PERSIST to keep it)",
+                        self.prefix,
+                    )
+                elif not self.settings.persist:
+                    logger.info("simhash: %d other worker(s) still use %r: kept", others, self.prefix)
+            except Exception as exc:  # noqa: BLE001 - closing must not fail the crawl
+                self._log_close_failure("deregister", exc)
+            self._registered = False
+        await self._disconnect()
+
+    def _log_close_failure(self, what: str, exc: BaseException) -> None:
+        if self.stats is not None:
+            self.stats.set_value(f"simhash/redis/unread/{what}", 1)
+        if not self._close_logged:
+            self._close_logged = True
+            logger.error(
+                "simhash: Redis at %s did not answer at close (%s: %s): %s not read; the report and "
+                "simhash/index_size lack what Redis holds (see simhash/redis/unread/*)",
+                self.settings.describe(), type(exc).__name__, exc, what,
+            )
+
+    # ----------------------------------------------------------- outages
+    def _mark_down(self, exc: BaseException) -> None:
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            self._unchecked_in_outage = 0
+            if not self._closing:
+                self._probe = asyncio.get_running_loop().create_task(self._wait_for_redis())
+
+    async def _wait_for_redis(self) -> None:
+        """Ping Redis with back-off (capped at one heartbeat) until it answers, then let checks through."""
+        retry = connection.probe_retry(self.settings.heartbeat)
+        while True:
+            try:
+                await retry.call_with_retry(self.client.ping, lambda error: None)
+                break
+            except RedisError:  # pragma: no cover - infinite retries; a non-retryable error
+                await asyncio.sleep(self.settings.heartbeat)
+        pool = getattr(self.client, "connection_pool", None)
+        if pool is not None:
+            await pool.disconnect(inuse_connections=False)  # drop connections to the old server
+        assert self._down_since is not None
+        down = time.monotonic() - self._down_since
+        logger.warning(
+            "simhash: Redis at %s answers again after %.1f s; %d page(s) went unchecked meanwhile",
+            self.settings.describe(), down, self._unchecked_in_outage,
+        )
+        self._down_since = None
+        self._probe = None
+
+    def _error(self, exc: BaseException) -> None:
+        self._errors += 1
+        if self.stats is not None:
+            self.stats.inc_value("simhash/backend_errors")
+        now = time.monotonic()
+        if self._errors == 1 or now - self._last_error_log >= 10:
+            self._last_error_log = now
+            logger.error(
+                "simhash: Redis error (%s: %s); %d error(s) so far. %s",
+                type(exc).__name__, exc, self._errors,
+                "Pages go through unchecked (fail-open; SIMHASH_REDIS_FAIL_OPEN = False stops the crawl instead)."
+                if self.settings.fail_open
+                else "Closing the spider (fail-closed: SIMHASH_REDIS_FAIL_OPEN = False).",
+            )
+
+    def _failed(self, exc: BaseException) -> Verdict:
+        self._error(exc)
+        if self._down_since is not None:
+            self._unchecked_in_outage += 1
+        if self.settings.fail_open:
+            return Verdict(Outcome.UNCHECKED)
+        self._stop_crawl()
+        raise BackendError(f"simhash: Redis error, page not checked (fail-closed): {exc}")
+
+    def _stop_crawl(self) -> None:
+        """Fail-closed: close the spider rather than go on with pages nobody checked."""
+        if self._closing or self.crawler is None or getattr(self.crawler, "spider", None) is None:
+            return
+        self._closing = True
+        from ... import _compat
+
+        _compat.close_spider_soon(self.crawler, self.crawler.spider, "simhash_backend_error")
+
+    # ------------------------------------------------------------ checks
+    async def check(self, record: PageRecord, index: bool = True) -> Verdict:
+        return await connection.on_asyncio(self._check(record, index))
+
+    async def _check(self, record: PageRecord, index: bool = True) -> Verdict:
+        if self._down_since is not None:
+            return self._failed(ConnectionError(f"Redis at {self.settings.describe()} is down; waiting for it"))
+        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        self._queues.setdefault(record.scope, []).append((record, index, future))
+        if record.scope not in self._busy:
+            self._busy.add(record.scope)
+            task = asyncio.get_running_loop().create_task(self._drain(record.scope))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return await future
+
+    async def _drain(self, scope: str) -> None:
+        try:
+            while self._queues.get(scope):
+                queue = self._queues[scope]
+                batch, self._queues[scope] = queue[:_MAX_BATCH], queue[_MAX_BATCH:]
+                try:
+                    verdicts = await self._send(scope, batch)
+                except BaseException as exc:  # noqa: BLE001 - every waiting check gets an answer
+                    for _, _, future in batch:
+                        if not future.done():
+                            try:
+                                future.set_result(self._failed(exc))
+                            except BackendError as closed:
+                                future.set_exception(closed)
+                    if isinstance(exc, asyncio.CancelledError):
+                        raise
+                    continue
+                for (_, _, future), verdict in zip(batch, verdicts):
+                    if not future.done():
+                        future.set_result(verdict)
+        finally:
+            self._busy.discard(scope)
+            if not self._queues.get(scope):
+                self._queues.pop(scope, None)
+
+    async def _replica(self, scope: str) -> Replica:
+        replica = self._replicas.get(scope)
+        if replica is None:
+            sk = self.keys.scope(scope)
+            await self.client.sadd(self.keys.scopes, scope)
+            replica = Replica(self.config.max_distance)
+            while True:
+                start = replica.sync
+                data = await self.client.getrange(sk.log, start * 20, (start + _SYNC_CHUNK) * 20 - 1)
+                replica.apply(data, start)
+                if len(data) < _SYNC_CHUNK * 20:
+                    break
+            self._replicas[scope] = replica
+        return replica
+
+    async def _send(self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]]) -> list[Verdict]:
+        try:
+            replica = await self._replica(scope)
+            sk = self.keys.scope(scope)
+            simhash = [r.fingerprint for r, _, _ in batch if not r.exact]
+            found = iter(replica.candidates_many(simhash))
+            seq_key = self.keys.meta if self.keys.global_seq else sk.meta
+            keys = [seq_key, sk.meta, sk.log]
+            args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope]
+            for record, index, _ in batch:
+                bucket, field = identity_slot(scope, record.identity or record.url, self.bucket_bits)
+                keys.append(sk.bucket(bucket))
+                args += [
+                    field,
+                    record.fingerprint.to_bytes(8, "big"),
+                    ("i" if index else "") + ("e" if record.exact else ""),
+                    pack_seen(record.seen),
+                    encode_payload(record.url, record.identity, record.referer, record.depth, record.text),
+                    replica.candidates(record.fingerprint, True) if record.exact else next(found),
+                ]
+            sync = replica.sync
+            reply = await self._scripts["check"](keys=keys, args=args)
+        except _DOWN_ERRORS as exc:
+            self._mark_down(exc)
+            raise
+        except ResponseError as exc:
+            message = str(exc)
+            if message.startswith("SIMHASH_LAYOUT "):
+                raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
+            raise
+        replica.apply(reply[0], sync)
+        return [self._verdict(reply[1 + 8 * i : 9 + 8 * i]) for i in range(len(batch))]
+
+    @staticmethod
+    def _verdict(values: list[Any]) -> Verdict:
+        outcome, _seq, canon, distance, canon_fp, canon_payload, prev, prev_seen = values
+        previous = dict(
+            previous_fingerprint=int.from_bytes(prev, "big") if prev else None,
+            previous_seen=unpack_seen(prev_seen) if prev_seen else None,
+        )
+        if int(canon) < 0:
+            return Verdict(_OUTCOMES[int(outcome)], **previous)
+        url, identity = decode_payload(canon_payload)[:2] if canon_payload else ("", "")
+        return Verdict(
+            _OUTCOMES[int(outcome)],
+            canonical_url=url,
+            canonical_identity=identity,
+            canonical_fingerprint=int.from_bytes(canon_fp, "big"),
+            distance=int(distance),
+            **previous,
+        )
+
+    # ----------------------------------------------------------- exports
+    async def members(self) -> list[ClusterMember]:
+        return await connection.on_asyncio(self._members())
+
+    async def _members(self) -> list[ClusterMember]:
+        """Every recorded identity (latest version, by every worker), in first-check order."""
+        try:
+            return await connection.read_retry().call_with_retry(
+                lambda: export.read_members(self.client, self.keys), lambda error: None
+            )
+        except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
+            self._log_close_failure("members", exc)
+            return []
+
+    async def index_size(self) -> int:
+        return await connection.on_asyncio(self._index_size())
+
+    async def _index_size(self) -> int:
+        try:
+            return await connection.read_retry().call_with_retry(
+                lambda: export.canonicals(self.client, self.keys), lambda error: None
+            )
+        except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
+            self._log_close_failure("index_size", exc)
+            return 0
+
+    async def load_extra(self, name: str) -> bytes | None:
+        return await connection.on_asyncio(
+            connection.read_retry().call_with_retry(lambda: self.client.get(self.keys.extra(name)), lambda e: None)
+        )
+
+    async def save_extra(self, name: str, data: bytes) -> None:
+        return await connection.on_asyncio(self._save_extra(name, data))
+
+    async def _save_extra(self, name: str, data: bytes) -> None:
+        await self.client.set(self.keys.extra(name), data, px=self._ttl or None)

@@ -1,0 +1,199 @@
+-- simhash-scrapy: check a batch of pages of one scope, atomically (see layout.py for the key layout).
+--
+-- KEYS[1]  the sequence counter (HASH, field "seq": first-check order of identities)
+-- KEYS[2]  the scope's meta (HASH: layout, scope, canonicals)
+-- KEYS[3]  the scope's canonical log (STRING of 20-byte entries)
+-- KEYS[3+i] the identity bucket (HASH) of record i
+-- ARGV[1] layout  ARGV[2] k  ARGV[3] sync position (log entries the caller's replica holds)
+-- ARGV[4] bucket key prefix  ARGV[5] ttl ms (0: none)  ARGV[6] scope name
+-- then 6 values per record: field (8 bytes), fingerprint (8 bytes), mode ("i" index, "e" exact),
+--   seen (8-byte big-endian double), payload, local candidates (">I4B" position, distance, nearest first)
+-- Returns {tail of the log since the sync position, then 8 values per record:
+--   outcome, seq, canonical position (-1: none), distance, canonical fingerprint or false,
+--   canonical payload or false, previous fingerprint or false, previous seen (8 bytes) or false}
+local ENTRY = 20
+local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
+local UNIQUE, NEAR, UNCHANGED, CHANGED = 0, 1, 2, 3
+local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
+local function pop(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  x = x + rshift(x, 16)
+  return band(x, 0x3F)
+end
+
+local layout = redis.call('HGET', KEYS[2], 'layout')
+if not layout then
+  redis.call('HSET', KEYS[2], 'layout', ARGV[1], 'scope', ARGV[6], 'canonicals', 0)
+elseif layout ~= ARGV[1] then
+  return redis.error_reply('SIMHASH_LAYOUT ' .. layout)
+end
+local k = tonumber(ARGV[2])
+local sync = tonumber(ARGV[3])
+local prefix = ARGV[4]
+local loglen = redis.call('STRLEN', KEYS[3]) / ENTRY
+if sync > loglen then sync = loglen end  -- the log was flushed: the caller resynchronises from the tail
+local fresh, removed = {}, {}
+if loglen > sync then
+  local tail = redis.call('GETRANGE', KEYS[3], sync * ENTRY, loglen * ENTRY - 1)
+  for j = 0, loglen - sync - 1 do
+    local p = j * ENTRY + 1
+    local op = string.byte(tail, p)
+    if op == 2 then
+      removed[struct.unpack('>I4', tail, p + 1)] = true
+    else
+      local hi, lo = struct.unpack('>I4I4', tail, p + 1)
+      fresh[#fresh + 1] = {sync + j, hi, lo, op == 3, string.sub(tail, p + 1, p + 8)}
+    end
+  end
+end
+local delta = 0
+
+local function append_add(fp, exact, bucket, field)
+  local pos = loglen
+  redis.call('APPEND', KEYS[3], (exact and '\3' or '\1') .. fp .. struct.pack('>I3', bucket) .. field)
+  loglen = loglen + 1
+  local hi, lo = struct.unpack('>I4I4', fp)
+  fresh[#fresh + 1] = {pos, hi, lo, exact, fp}
+  delta = delta + 1
+  return pos
+end
+
+local function append_remove(pos)
+  redis.call('APPEND', KEYS[3], '\2' .. struct.pack('>I4', pos) .. string.rep('\0', ENTRY - 5))
+  loglen = loglen + 1
+  removed[pos] = true
+  delta = delta - 1
+end
+
+local function best_match(fp, hi, lo, exact, locals, own)
+  local bd, bp = 65, -1
+  for i = 1, #locals, 5 do
+    local pos, d = struct.unpack('>I4B', locals, i)
+    if pos ~= own and not removed[pos] and (d < bd or (d == bd and pos < bp)) then
+      bd, bp = d, pos
+    end
+  end
+  for _, e in ipairs(fresh) do
+    local pos = e[1]
+    if pos ~= own and e[4] == exact and not removed[pos] then
+      local d = 65
+      if exact then
+        if e[5] == fp then d = 0 end
+      else
+        d = pop(bxor(e[2], hi))
+        if d <= k then d = d + pop(bxor(e[3], lo)) end
+      end
+      if d <= k and (d < bd or (d == bd and pos < bp)) then bd, bp = d, pos end
+    end
+  end
+  return bp, bd
+end
+
+local function canonical_of(pos)
+  local e = redis.call('GETRANGE', KEYS[3], pos * ENTRY, pos * ENTRY + ENTRY - 1)
+  local bucket = struct.unpack('>I3', e, 10)
+  local v = redis.call('HGET', prefix .. string.format('%x', bucket), string.sub(e, 13, 20))
+  if not v then return string.sub(e, 2, 9), false end
+  local flags = string.byte(v, 13)
+  local p = 15
+  if band(flags, F_INDEXED) ~= 0 then p = p + 4 end
+  if band(flags, F_MEMBER) ~= 0 then p = p + 4 end
+  if band(flags, F_PREV) ~= 0 then p = p + 8 end
+  p = p + 8
+  if band(flags, F_LAST) ~= 0 then p = p + 8 end
+  return string.sub(e, 2, 9), string.sub(v, p)
+end
+
+local out = {false}
+local nrec = (#ARGV - 6) / 6
+for i = 1, nrec do
+  local a = 6 + (i - 1) * 6
+  local key, field, fp, mode, seen, payload, locals =
+    KEYS[3 + i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  local exact = string.find(mode, 'e', 1, true) ~= nil
+  local want_index = string.find(mode, 'i', 1, true) ~= nil
+  local bucket = tonumber(string.sub(key, #prefix + 1), 16)
+  local hi, lo = struct.unpack('>I4I4', fp)
+  local old = redis.call('HGET', key, field)
+  local outcome, seq, first, own, canon, dist, prev, prevseen
+  local stored = fp
+  dist = 0
+  if old then
+    local oseq, ofp, oflags, odist, p = struct.unpack('>I4c8BB', old)
+    local oown, ocanon, oprev, ofirst, olast
+    if band(oflags, F_INDEXED) ~= 0 then oown, p = struct.unpack('>I4', old, p) end
+    if band(oflags, F_MEMBER) ~= 0 then ocanon, p = struct.unpack('>I4', old, p) end
+    if band(oflags, F_PREV) ~= 0 then p = p + 8 end
+    olast = string.sub(old, p, p + 7)
+    ofirst = olast
+    p = p + 8
+    if band(oflags, F_LAST) ~= 0 then olast = string.sub(old, p, p + 7) end
+    seq, first, prev, prevseen = oseq, ofirst, ofp, olast
+    local d = 65
+    if (band(oflags, F_EXACT) ~= 0) == exact then
+      if exact then
+        if ofp == fp then d = 0 end
+      else
+        local ohi, olo = struct.unpack('>I4I4', ofp)
+        d = pop(bxor(ohi, hi)) + pop(bxor(olo, lo))
+      end
+    end
+    if d <= k then
+      outcome, own, canon, dist = UNCHANGED, oown, ocanon, odist
+      if oown then stored = ofp end
+    else
+      local bp, bd = best_match(fp, hi, lo, exact, locals, oown or -1)
+      if oown then append_remove(oown) end
+      if bp >= 0 then
+        outcome, canon, dist = NEAR, bp, bd
+      else
+        outcome = CHANGED
+        if want_index then own = append_add(fp, exact, bucket, field) end
+      end
+    end
+  else
+    seq = redis.call('HINCRBY', KEYS[1], 'seq', 1) - 1
+    redis.call('HINCRBY', KEYS[2], 'records', 1)
+    first = seen
+    local bp, bd = best_match(fp, hi, lo, exact, locals, -1)
+    if bp >= 0 then
+      outcome, canon, dist = NEAR, bp, bd
+    else
+      outcome = UNIQUE
+      if want_index then own = append_add(fp, exact, bucket, field) end
+    end
+  end
+  local flags = outcome * 32
+  if exact then flags = bor(flags, F_EXACT) end
+  local parts = {struct.pack('>I4', seq), stored, '', ''}
+  if own then flags = bor(flags, F_INDEXED); parts[#parts + 1] = struct.pack('>I4', own) end
+  if canon then flags = bor(flags, F_MEMBER); parts[#parts + 1] = struct.pack('>I4', canon) end
+  if prev then flags = bor(flags, F_PREV); parts[#parts + 1] = prev end
+  parts[#parts + 1] = first
+  if seen ~= first then flags = bor(flags, F_LAST); parts[#parts + 1] = seen end
+  parts[3] = string.char(flags)
+  parts[4] = string.char(dist)
+  parts[#parts + 1] = payload
+  redis.call('HSET', key, field, table.concat(parts))
+  local cfp, cpayload = false, false
+  if canon then cfp, cpayload = canonical_of(canon) end
+  local n = #out
+  out[n + 1] = outcome
+  out[n + 2] = seq
+  out[n + 3] = canon or -1
+  out[n + 4] = dist
+  out[n + 5] = cfp
+  out[n + 6] = cpayload
+  out[n + 7] = prev or false
+  out[n + 8] = prevseen or false
+end
+if delta ~= 0 then redis.call('HINCRBY', KEYS[2], 'canonicals', delta) end
+if loglen > sync then out[1] = redis.call('GETRANGE', KEYS[3], sync * ENTRY, loglen * ENTRY - 1) else out[1] = '' end
+local ttl = tonumber(ARGV[5])
+if ttl > 0 then
+  for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return out
