@@ -31,8 +31,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection, export
-from .layout import Keys, bucket_bits_for, decode_payload, encode_payload, identity_slot, layout_mismatch, layout_string
-from .layout import pack_seen, unpack_seen
+from .layout import Codec, Keys, bucket_bits_for, identity_slot, layout_mismatch, layout_string, pack_seen, unpack_seen
 from .replica import Replica
 from .settings import RedisSettings
 
@@ -74,6 +73,7 @@ class RedisBackend(DedupBackend):
         self.bucket_bits = bucket_bits_for(settings.capacity)
         self._scripts: dict[str, Any] = {}
         self._replicas: dict[str, Replica] = {}
+        self._codecs: dict[str, Codec] = {}
         self._queues: dict[str, list[tuple[PageRecord, bool, asyncio.Future[Verdict]]]] = {}
         self._busy: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -333,6 +333,7 @@ class RedisBackend(DedupBackend):
             sk = self.keys.scope(scope)
             await self.client.sadd(self.keys.scopes, scope)
             replica = Replica(self.config.max_distance)
+            self._codecs[scope] = Codec(await self.client.hget(sk.meta, "zdict"))
             while True:
                 start = replica.sync
                 data = await self.client.getrange(sk.log, start * 20, (start + _SYNC_CHUNK) * 20 - 1)
@@ -346,20 +347,24 @@ class RedisBackend(DedupBackend):
         try:
             replica = await self._replica(scope)
             sk = self.keys.scope(scope)
+            codec = self._codecs[scope]
+            if codec.zdict is None and codec.proposed_dict() is not None:
+                await self.client.hsetnx(sk.meta, "zdict", codec.proposed_dict())
+                codec.zdict = await self.client.hget(sk.meta, "zdict")
             simhash = [r.fingerprint for r, _, _ in batch if not r.exact]
             found = iter(replica.candidates_many(simhash))
             seq_key = self.keys.meta if self.keys.global_seq else sk.meta
             keys = [seq_key, sk.meta, sk.log]
             args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope]
             for record, index, _ in batch:
-                bucket, field = identity_slot(scope, record.identity or record.url, self.bucket_bits)
+                bucket, field, kept = identity_slot(scope, record.identity or record.url, self.bucket_bits)
                 keys.append(sk.bucket(bucket))
                 args += [
                     field,
                     record.fingerprint.to_bytes(8, "big"),
                     ("i" if index else "") + ("e" if record.exact else ""),
                     pack_seen(record.seen),
-                    encode_payload(record.url, record.identity, record.referer, record.depth, record.text),
+                    codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text),
                     replica.candidates(record.fingerprint, True) if record.exact else next(found),
                 ]
             sync = replica.sync
@@ -373,23 +378,25 @@ class RedisBackend(DedupBackend):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
             raise
         replica.apply(reply[0], sync)
-        return [self._verdict(reply[1 + 8 * i : 9 + 8 * i]) for i in range(len(batch))]
+        if codec.zdict is None and any(Codec.needs_dict(p) for p in reply[6::8] if p):
+            codec.zdict = await self.client.hget(sk.meta, "zdict")
+        return [self._verdict(codec, reply[1 + 8 * i : 9 + 8 * i]) for i in range(len(batch))]
 
     @staticmethod
-    def _verdict(values: list[Any]) -> Verdict:
-        outcome, _seq, canon, distance, canon_fp, canon_payload, prev, prev_seen = values
+    def _verdict(codec: Codec, values: list[Any]) -> Verdict:
+        outcome, _seq, canon, distance, canon_entry, canon_payload, prev, prev_seen = values
         previous = dict(
             previous_fingerprint=int.from_bytes(prev, "big") if prev else None,
             previous_seen=unpack_seen(prev_seen) if prev_seen else None,
         )
         if int(canon) < 0:
             return Verdict(_OUTCOMES[int(outcome)], **previous)
-        url, identity = decode_payload(canon_payload)[:2] if canon_payload else ("", "")
+        url, identity = codec.decode(canon_payload, canon_entry[12:20])[:2] if canon_payload else ("", "")
         return Verdict(
             _OUTCOMES[int(outcome)],
             canonical_url=url,
             canonical_identity=identity,
-            canonical_fingerprint=int.from_bytes(canon_fp, "big"),
+            canonical_fingerprint=int.from_bytes(canon_entry[1:9], "big"),
             distance=int(distance),
             **previous,
         )

@@ -9,7 +9,7 @@
 -- then 6 values per record: field (8 bytes), fingerprint (8 bytes), mode ("i" index, "e" exact),
 --   seen (8-byte big-endian double), payload, local candidates (">I4B" position, distance, nearest first)
 -- Returns {tail of the log since the sync position, then 8 values per record:
---   outcome, seq, canonical position (-1: none), distance, canonical fingerprint or false,
+--   outcome, seq, canonical position (-1: none), distance, canonical log entry or false,
 --   canonical payload or false, previous fingerprint or false, previous seen (8 bytes) or false}
 local ENTRY = 20
 local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
@@ -96,7 +96,7 @@ local function canonical_of(pos)
   local e = redis.call('GETRANGE', KEYS[3], pos * ENTRY, pos * ENTRY + ENTRY - 1)
   local bucket = struct.unpack('>I3', e, 10)
   local v = redis.call('HGET', prefix .. string.format('%x', bucket), string.sub(e, 13, 20))
-  if not v then return string.sub(e, 2, 9), false end
+  if not v then return e, false end
   local flags = string.byte(v, 13)
   local p = 15
   if band(flags, F_INDEXED) ~= 0 then p = p + 4 end
@@ -104,7 +104,7 @@ local function canonical_of(pos)
   if band(flags, F_PREV) ~= 0 then p = p + 8 end
   p = p + 8
   if band(flags, F_LAST) ~= 0 then p = p + 8 end
-  return string.sub(e, 2, 9), string.sub(v, p)
+  return e, string.sub(v, p)
 end
 
 local out = {false}

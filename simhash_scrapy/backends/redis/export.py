@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from ..base import ClusterMember, Outcome
-from .layout import OP_REMOVE, Keys, Record, decode_payload, parse_log, parse_record
+from .layout import OP_REMOVE, Codec, Keys, Record, parse_log, parse_record
 
 __all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members", "warn_about_memory_settings"]
 
@@ -64,6 +64,7 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
         log = parse_log(await client.get(sk.log) or b"", 0)
         slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op != OP_REMOVE}
         fp_of = {pos: fp for pos, op, fp, _b, _f in log if op != OP_REMOVE}
+        codec = Codec(await client.hget(sk.meta, "zdict"))
         records: dict[tuple[int, bytes], Record] = {}
         buckets = await _scan(client, _glob_escape(sk.bucket_prefix) + "*")
         prefix_length = len(sk.bucket_prefix.encode("utf-8", "surrogatepass"))
@@ -77,14 +78,15 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
                 number = int(key[prefix_length:], 16)
                 for field, value in fields.items():
                     records[(number, field)] = parse_record(value)
-        for record in records.values():
-            url, identity, referer, depth, text = decode_payload(record.payload)
+        for (_, field), record in records.items():
+            url, identity, referer, depth, text = codec.decode(record.payload, field)
             canonical_url = canonical_identity = None
             canonical_fp = None
             if record.canonical is not None:
-                canon = records.get(slot_of.get(record.canonical, (-1, b"")))
+                slot = slot_of.get(record.canonical, (-1, b""))
+                canon = records.get(slot)
                 if canon is not None:
-                    canonical_url, canonical_identity = decode_payload(canon.payload)[:2]
+                    canonical_url, canonical_identity = codec.decode(canon.payload, slot[1])[:2]
                 canonical_fp = fp_of.get(record.canonical)
             member = ClusterMember(
                 url=url,

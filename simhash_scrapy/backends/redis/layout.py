@@ -25,8 +25,7 @@ Identity record: seq (>I4), fingerprint (8), flags (1: exact 1, indexed 2,
 member 4, previous 8, last-seen 16, outcome << 5), distance (1), [own log
 position >I4 if indexed], [canonical log position >I4 if member], [previous
 fingerprint (8)], first seen (>d), [last seen (>d)], payload: raw DEFLATE of
-``[url, identity or null (= url), referer, depth, text]`` as JSON with a fixed
-dictionary of common URL parts.
+see ``Codec`` below.
 
 Each worker keeps a replica of ``S:log`` (``replica.py``); the check script
 only scans the entries appended since the worker's last sync, so its work does
@@ -147,33 +146,83 @@ class ScopeKeys:
         return f"{self.base}:i:{number:x}"
 
 
-def identity_slot(scope: str, identity: str, bucket_bits: int) -> tuple[int, bytes]:
-    """(bucket number, 8-byte field) of an identity in its scope."""
+def identity_slot(scope: str, identity: str, bucket_bits: int) -> tuple[int, bytes, bytes]:
+    """``(bucket number, 8-byte field, identity bytes to keep)`` of an identity in its scope.
+
+    A 40-digit lowercase hex identity (Scrapy's request fingerprint, already a
+    SHA-1) is used as its own hash and kept as the 12 bytes the bucket and field
+    do not hold; any other identity is hashed and kept in the payload.
+    """
+    if len(identity) == 40:
+        try:
+            raw = bytes.fromhex(identity)
+        except ValueError:
+            raw = b""
+        if raw and raw.hex() == identity:
+            return int.from_bytes(raw[:4], "big") >> (32 - bucket_bits), raw[4:12], raw[:4] + raw[12:]
     digest = hashlib.blake2b(
         scope.encode("utf-8", "surrogatepass") + b"\0" + identity.encode("utf-8", "surrogatepass"), digest_size=12
     ).digest()
-    return int.from_bytes(digest[:4], "big") >> (32 - bucket_bits), digest[4:]
+    return int.from_bytes(digest[:4], "big") >> (32 - bucket_bits), digest[4:], b""
 
 
 # ---------------------------------------------------------------- payloads
-def encode_payload(url: str, identity: str, referer: str | None, depth: int | None, text: str | None) -> bytes:
-    values: list[Any] = [url, None if identity in ("", url) else identity, referer, depth]
-    if text is not None:
-        values.append(text)
-    while values and values[-1] is None and len(values) > 1:
-        values.pop()
-    raw = json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-    packer = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, ZDICT)
-    return packer.compress(raw) + packer.flush()
+_K_SCOPE_DICT, _K_HEX_IDENTITY = 1, 2
+_WBITS = -12
+#: Payloads sampled before a scope's compression dictionary is made.
+DICT_SAMPLES = 32
 
 
-def decode_payload(data: bytes) -> tuple[str, str, str | None, int | None, str | None]:
-    """``(url, identity, referer, depth, text)``."""
-    unpacker = zlib.decompressobj(-15, ZDICT)
-    values = json.loads((unpacker.decompress(data) + unpacker.flush()).decode("utf-8", "surrogatepass"))
-    values += [None] * (5 - len(values))
-    url, identity, referer, depth, text = values[:5]
-    return url, identity if identity is not None else url, referer, depth, text
+class Codec:
+    """Payloads of one scope: a kind byte, [12 identity bytes], then raw DEFLATE of the JSON list
+    ``[url, identity or null, referer, depth, text]`` with the scope's dictionary (``S:meta`` ``zdict``,
+    made from the first pages of the scope by whichever worker gets there first) or ``ZDICT``."""
+
+    def __init__(self, zdict: bytes | None = None) -> None:
+        self.zdict = zdict or None
+        self.samples: list[bytes] = []
+
+    def encode(self, url: str, identity: str, identity_bytes: bytes, referer: str | None, depth: int | None,
+               text: str | None) -> bytes:
+        values: list[Any] = [url, None if identity_bytes or identity in ("", url) else identity, referer, depth]
+        if text is not None:
+            values.append(text)
+        while len(values) > 1 and values[-1] is None:
+            values.pop()
+        raw = json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        kind = _K_HEX_IDENTITY if identity_bytes else 0
+        if self.zdict is not None:
+            kind |= _K_SCOPE_DICT
+        elif len(self.samples) < DICT_SAMPLES:
+            self.samples.append(raw[:512])
+        packer = zlib.compressobj(6, zlib.DEFLATED, _WBITS, 1, zlib.Z_DEFAULT_STRATEGY, self.zdict or ZDICT)
+        return bytes([kind]) + identity_bytes + packer.compress(raw) + packer.flush()
+
+    def proposed_dict(self) -> bytes | None:
+        """A dictionary from the sampled payloads, once there are enough of them."""
+        return b"".join(self.samples)[-(1 << 12) :] if len(self.samples) >= DICT_SAMPLES else None
+
+    @staticmethod
+    def needs_dict(payload: bytes) -> bool:
+        return bool(payload and payload[0] & _K_SCOPE_DICT)
+
+    def decode(self, payload: bytes, field: bytes) -> tuple[str, str, str | None, int | None, str | None]:
+        """``(url, identity, referer, depth, text)``; ``field`` rebuilds a hex identity."""
+        kind, p = payload[0], 1
+        hex_identity = None
+        if kind & _K_HEX_IDENTITY:
+            extra = payload[1:13]
+            hex_identity = (extra[:4] + field + extra[4:]).hex()
+            p = 13
+        if kind & _K_SCOPE_DICT and self.zdict is None:
+            raise ValueError("payload compressed with the scope dictionary, which is not loaded")
+        unpacker = zlib.decompressobj(_WBITS, self.zdict if kind & _K_SCOPE_DICT else ZDICT)  # type: ignore[arg-type]
+        values = json.loads((unpacker.decompress(payload[p:]) + unpacker.flush()).decode("utf-8", "surrogatepass"))
+        values += [None] * (5 - len(values))
+        url, identity, referer, depth, text = values[:5]
+        if hex_identity is not None:
+            identity = hex_identity
+        return url, identity if identity is not None else url, referer, depth, text
 
 
 @dataclass
