@@ -327,6 +327,10 @@ class RedisBackend(DedupBackend):
             if not self._queues.get(scope):
                 self._queues.pop(scope, None)
 
+    async def preload(self, scope: str) -> None:
+        """Load this worker's replica of ``scope``'s canonical log now rather than at its first check."""
+        return await connection.on_asyncio(self._replica(scope))
+
     async def _replica(self, scope: str) -> Replica:
         replica = self._replicas.get(scope)
         if replica is None:

@@ -287,3 +287,28 @@ def parse_log(data: bytes, start: int) -> list[tuple[int, int, int, int, bytes]]
                 int.from_bytes(data[i + 9 : i + 12], "big"), data[i + 12 : i + 20],
             ))
     return out
+
+
+def pack_record(
+    seq: int, fingerprint: int, exact: bool, outcome: str, distance: int, own: int | None, canonical: int | None,
+    previous: int | None, first_seen: float, last_seen: float, payload: bytes,
+) -> bytes:
+    """An identity record, byte for byte as ``check.lua`` writes it (bulk loads, tests)."""
+    flags = OUTCOMES.index(outcome) << 5 | (F_EXACT if exact else 0)
+    parts = [b""]
+    if own is not None:
+        flags |= F_INDEXED
+        parts.append(_I4.pack(own))
+    if canonical is not None:
+        flags |= F_MEMBER
+        parts.append(_I4.pack(canonical))
+    if previous is not None:
+        flags |= F_PREV
+        parts.append(previous.to_bytes(8, "big"))
+    parts.append(_D.pack(first_seen))
+    if _D.pack(last_seen) != _D.pack(first_seen):
+        flags |= F_LAST
+        parts.append(_D.pack(last_seen))
+    parts[0] = _HEAD.pack(seq, fingerprint.to_bytes(8, "big"), flags, distance)
+    parts.append(payload)
+    return b"".join(parts)

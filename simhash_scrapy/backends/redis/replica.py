@@ -10,6 +10,9 @@ whole index while Redis only scans the new entries.
 The replica's block layout is the worker's own choice (it never reaches
 Redis): ``k + 2`` blocks, so a query reads few candidates even at tens of
 millions of pages (C(k + 2, k) tables, ~ 8 + 4 * C(k + 2, k) bytes per page).
+Entries arriving after the bulk load go to a small ``recent`` index that is
+merged into the big one every ``RECENT`` entries: adding to the big index one
+batch at a time would copy its tables for every few thousand entries.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from ...index import MAX_TABLES, BlockPermutedIndex
 from .layout import ENTRY, OP_ADD, OP_EXACT, OP_REMOVE
 
 _CANDIDATE = struct.Struct(">IB")
+#: Entries kept in the small index before they are merged into the big one.
+RECENT = 1 << 18
 _LOG_DTYPE = np.dtype([("op", "u1"), ("fp", ">u8"), ("rest", "V11")])
 
 
@@ -39,6 +44,7 @@ class Replica:
     def __init__(self, k: int) -> None:
         self.k = k
         self.index = BlockPermutedIndex(k, replica_blocks(k))
+        self.recent = BlockPermutedIndex(k, replica_blocks(k))
         self.exact: dict[int, int] = {}
         self.exact_of: dict[int, int] = {}
         self.sync = 0
@@ -63,7 +69,12 @@ class Replica:
         if removed and len(adds):
             adds = adds[~np.isin(positions[adds], np.fromiter(removed, dtype=np.int64))]
         if len(adds):
-            self.index.add_many(positions[adds].tolist(), entries["fp"][adds].astype(np.uint64))
+            target = self.index if len(adds) >= RECENT or not len(self.index) else self.recent
+            target.add_many(positions[adds].tolist(), entries["fp"][adds].astype(np.uint64))
+            if len(self.recent) >= RECENT:
+                keys, fps = zip(*self.recent)
+                self.index.add_many(keys, fps)
+                self.recent = BlockPermutedIndex(self.k, replica_blocks(self.k))
         for i in np.flatnonzero(ops == OP_EXACT).tolist():
             pos = first + i
             if pos not in removed:
@@ -81,22 +92,20 @@ class Replica:
             if self.exact.get(digest) == pos:
                 del self.exact[digest]
             return
-        self.index.remove(pos)
+        if not self.recent.remove(pos):
+            self.index.remove(pos)
 
     def candidates(self, fp: int, exact: bool) -> bytes:
         """Packed ``(log position, distance)`` of the canonical pages within k, nearest first."""
         if exact:
             pos = self.exact.get(fp)
             return b"" if pos is None else _CANDIDATE.pack(pos, 0)
-        return b"".join(_CANDIDATE.pack(m.key, m.distance) for m in self.index.query(fp))
+        return b"".join(_CANDIDATE.pack(m.key, m.distance) for m in (*self.index.query(fp), *self.recent.query(fp)))
 
     def candidates_many(self, fps: list[int]) -> list[bytes]:
-        """``candidates`` of many simhash fingerprints (one batch query)."""
-        if not fps:
-            return []
-        q, rows, dist = self.index.query_many_arrays(np.asarray(fps, dtype=np.uint64))
-        out: list[list[bytes]] = [[] for _ in fps]
-        key_of = self.index.key_of_row
-        for qi, row, d in zip(q.tolist(), rows.tolist(), dist.tolist()):
-            out[qi].append(_CANDIDATE.pack(key_of(row), d))
-        return [b"".join(parts) for parts in out]
+        """``candidates`` of many simhash fingerprints.
+
+        One ``query`` each: ``query_many_arrays`` would first merge the index's
+        unsorted tail into its tables, an O(index) step per batch.
+        """
+        return [self.candidates(fp, False) for fp in fps]
