@@ -1,6 +1,6 @@
 """Build script for the optional C speed-up (everything else is in pyproject.toml).
 
-``simhash_scrapy._speedups`` walks the lxml tree in C (see the file's header).
+``simhash_scrapy.core._speedups`` walks the lxml tree in C (see the file's header).
 It is optional: without a C compiler the package installs all the same and
 uses the pure-Python path, which gives the same results, only slower.
 """
@@ -19,8 +19,8 @@ def _lxml_includes() -> list[str]:
 setup(
     ext_modules=[
         Extension(
-            "simhash_scrapy._speedups",
-            ["simhash_scrapy/_speedups.c"],
+            "simhash_scrapy.core._speedups",
+            ["simhash_scrapy/core/_speedups.c"],
             include_dirs=_lxml_includes(),
             optional=True,
         )

@@ -207,7 +207,7 @@ def bench_store(entries: int, reps: int) -> dict[str, Any]:
     from scrapy.settings import Settings
 
     from simhash_scrapy.backends.persistent import PersistentBackend
-    from simhash_scrapy.store import PageStore, read_store
+    from simhash_scrapy.core.store import PageStore, read_store
 
     config = SimhashConfig()
     folder = Path(tempfile.mkdtemp(prefix="simhash-bench-store-"))

@@ -31,15 +31,16 @@ import corpus  # noqa: E402
 
 import simhash_scrapy  # noqa: E402
 from simhash_scrapy import BlockPermutedIndex, FeatureConfig, extract_text, fingerprint, fingerprint_html  # noqa: E402
-from simhash_scrapy.text import extract_text_bs4  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from bs4_reference import extract_text_bs4  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-COMPILED = simhash_scrapy._native.speedups_enabled()
+COMPILED = simhash_scrapy.core._native.speedups_enabled()
 
 
 def pure_python() -> contextlib.AbstractContextManager:
     """Within the block, the pure-Python/numpy path (as without the C helpers, or SIMHASH_SCRAPY_PURE_PYTHON=1)."""
-    return simhash_scrapy._native.switched(False)
+    return simhash_scrapy.core._native.switched(False)
 
 
 def paths() -> list[tuple[str, contextlib.AbstractContextManager]]:

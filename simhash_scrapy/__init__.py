@@ -1,25 +1,39 @@
 """simhash-scrapy: find near-duplicate pages while a Scrapy crawl runs.
 
-The algorithm core (``text``, ``boilerplate``, ``features``, ``fingerprint``,
-``index``) does not import Scrapy; the Scrapy components are loaded lazily.
+The algorithm core (``simhash_scrapy.core``) imports no Scrapy; the Scrapy
+components (``Addon``, ``SimhashMiddleware``, ``SimhashPipeline``) are loaded
+on first use, so ``import simhash_scrapy`` works without Scrapy installed.
+See ``docs/ARCHITECTURE.md``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, tokenize
-from .fingerprint import fingerprint, hamming_distance, similarity, simhash_from_features
-from .index import BlockPermutedIndex, IndexFormatError, Match
-from .text import extract_text, extract_text_bytes
+from .core.analysis import Analysis, AnalysisOptions, analyse_html, analyse_text, fingerprint_html
+from .core.clustering import Outcome, assign_canonicals
+from .core.defaults import MAX_DISTANCE, MIN_TOKENS
+from .core.exact import exact_digest
+from .core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, tokenize
+from .core.fingerprint import fingerprint, hamming_distance, similarity, simhash_from_features
+from .core.index import BlockPermutedIndex, IndexFormatError, Match
+from .core.text import extract_text, extract_text_bytes
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "__version__",
     "extract_text",
+    "extract_text_bytes",
     "fingerprint",
     "fingerprint_html",
+    "analyse_html",
+    "analyse_text",
+    "Analysis",
+    "AnalysisOptions",
+    "exact_digest",
+    "feature_hashes",
+    "simhash_from_features",
     "hamming_distance",
     "similarity",
     "tokenize",
@@ -28,42 +42,27 @@ __all__ = [
     "BlockPermutedIndex",
     "Match",
     "IndexFormatError",
+    "Outcome",
+    "assign_canonicals",
     "MIN_TOKENS",
+    "MAX_DISTANCE",
+    "Addon",
+    "SimhashMiddleware",
+    "SimhashPipeline",
+    "SimhashSpiderMiddleware",
 ]
-
-#: Pages with fewer tokens than this have too little text to fingerprint.
-MIN_TOKENS = 30
-
-
-def fingerprint_html(
-    html: str | bytes,
-    encoding: str | None = None,
-    main_content: bool = False,
-    features: FeatureConfig = DEFAULT_FEATURES,
-    min_tokens: int = MIN_TOKENS,
-) -> int | None:
-    """Extract the visible text of ``html`` and fingerprint it.
-
-    Returns ``None`` when the page has fewer than ``min_tokens`` tokens: such
-    pages (empty, error shells, pure navigation) would all collide on a few
-    fingerprints, so they must be skipped, never matched.
-    """
-    text = extract_text_bytes(html, encoding=encoding, main_content=main_content)
-    hashes, weights, tokens = feature_hashes(text, features, with_token_count=True)
-    if tokens < min_tokens:
-        return None
-    return simhash_from_features(hashes, weights)
-
 
 if TYPE_CHECKING:  # pragma: no cover
     from .addon import Addon
     from .middleware import SimhashMiddleware
     from .pipeline import SimhashPipeline
+    from .spidermw import SimhashSpiderMiddleware
 
 _LAZY = {
     "Addon": ".addon",
     "SimhashMiddleware": ".middleware",
     "SimhashPipeline": ".pipeline",
+    "SimhashSpiderMiddleware": ".spidermw",
 }
 
 

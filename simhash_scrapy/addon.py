@@ -1,7 +1,8 @@
 """``Addon``: ``ADDONS = {"simhash_scrapy.Addon": 0}`` is the whole activation.
 
-It adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540)
-and ``SimhashPipeline`` to ``ITEM_PIPELINES`` (priority 200), unless the
+It adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540),
+``SimhashSpiderMiddleware`` to ``SPIDER_MIDDLEWARES`` (950) and
+``SimhashPipeline`` to ``ITEM_PIPELINES`` (priority 200), unless the
 project already lists them (then its priorities are kept).
 """
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .middleware import MIDDLEWARE_PRIORITY, SimhashMiddleware
 from .pipeline import PIPELINE_PRIORITY, SimhashPipeline
+from .spidermw import SPIDER_MIDDLEWARE_PRIORITY, SimhashSpiderMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -24,5 +26,8 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)

@@ -12,22 +12,38 @@ accepted in both forms.
 
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
+from pathlib import Path
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.project import data_path
 
-from . import MIN_TOKENS
+from ._values import (
+    parse_bool,
+    parse_choice,
+    parse_folder,
+    parse_int,
+    parse_list,
+    parse_log_level,
+    parse_number,
+    parse_optional_str,
+)
 from .backends import BACKENDS
-from .features import DEFAULT_FEATURES, FeatureConfig
-from .index import MAX_TABLES, BlockPermutedIndex
+from .core import defaults
+from .core.analysis import AnalysisOptions
+from .core.features import FeatureConfig
+from .core.index import MAX_TABLES, BlockPermutedIndex
 
 __all__ = [
     "SimhashConfig",
+    "RedisConfig",
+    "UNCHANGED_ACTIONS",
     "DEFAULT_TEXT_MODE",
     "TEXT_MODES",
     "ACTIONS",
@@ -39,88 +55,20 @@ __all__ = [
     "DEFAULT_HTTP_STATUSES",
 ]
 
-#: Default of ``SIMHASH_TEXT_MODE``: ``"main"`` fingerprints the main content
-#: (boilerplate such as navigation, headers and footers removed), ``"visible"``
-#: all visible text.  The one place this default is defined.
-DEFAULT_TEXT_MODE = "main"
+#: Default of ``SIMHASH_TEXT_MODE`` (defined in ``core.defaults``).
+DEFAULT_TEXT_MODE = defaults.TEXT_MODE
 TEXT_MODES = ("main", "visible")
 ACTIONS = ("drop", "flag")
 SCOPES = ("spider", "domain")
 REPORT_FORMATS = ("jsonl", "csv", "html")
 ITEM_FORMATS = ("auto", "html", "text")
 WEIGHTINGS = ("tf", "sublinear", "binary")
-DEFAULT_MAX_BYTES = 10 * 1024 * 1024
-DEFAULT_CONTENT_TYPES = ("text/html", "application/xhtml+xml")
-DEFAULT_HTTP_STATUSES = tuple(range(200, 300))
+UNCHANGED_ACTIONS = ("pass", "drop_items", "drop")
+DEFAULT_MAX_BYTES = defaults.MAX_BYTES
+DEFAULT_CONTENT_TYPES = defaults.CONTENT_TYPES
+DEFAULT_HTTP_STATUSES = defaults.HTTP_STATUSES
 # Report file extension -> format, used when SIMHASH_REPORT_FORMAT is not set.
 _EXTENSION_FORMATS = {".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl", ".csv": "csv", ".html": "html", ".htm": "html"}
-_LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off", "")
-
-
-def _bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
-        return value.strip().lower() in _TRUE
-    raise ValueError(f"{name} must be a boolean (True/False, 1/0, 'true'/'false'), got {value!r}")
-
-
-def _int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
-    number: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        number = int(value.strip())
-    if number is not None and (minimum is None or number >= minimum) and (maximum is None or number <= maximum):
-        return number
-    if minimum is not None and maximum is not None:
-        accepted = f"an integer from {minimum} to {maximum}"
-    elif minimum is not None:
-        accepted = f"an integer >= {minimum}"
-    else:
-        accepted = "an integer"
-    raise ValueError(f"{name} must be {accepted}, got {value!r}")
-
-
-def _choice(name: str, value: Any, choices: Iterable[str]) -> str:
-    choices = tuple(choices)
-    if isinstance(value, str) and value.strip().lower() in choices:
-        return value.strip().lower()
-    raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
-
-
-def _list(name: str, value: Any) -> list[Any]:
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    if isinstance(value, (list, tuple, set, frozenset, range)):
-        return list(value)
-    raise ValueError(f"{name} must be a list (or a comma-separated string), got {value!r}")
-
-
-def _optional_str(name: str, value: Any) -> str | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, str):
-        return value.strip()
-    raise ValueError(f"{name} must be a string or None, got {value!r}")
-
-
-def _log_level(name: str, value: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str):
-        text = value.strip().upper()
-        if text in _LOG_LEVELS:
-            return int(getattr(logging, text))
-        if text.isdigit():
-            return int(text)
-    raise ValueError(f"{name} must be a logging level ({', '.join(_LOG_LEVELS)} or a number), got {value!r}")
-
-
 def report_format_for(uri: str) -> str:
     """The report format implied by ``uri``'s extension (``jsonl`` when there is none we know)."""
     path = urlparse(uri).path if "://" in uri else uri
@@ -129,32 +77,123 @@ def report_format_for(uri: str) -> str:
 
 
 @dataclass(frozen=True)
-class SimhashConfig:
-    """The validated ``SIMHASH_*`` settings of one crawler (see ``docs/readme/plugin.md``)."""
+class RedisConfig:
+    """The Redis backend's settings (scrapy-redis names where they exist: ``REDIS_URL``, ...)."""
 
-    action: str = "drop"
-    max_distance: int = 4
-    blocks: int | None = None
-    text_mode: str = DEFAULT_TEXT_MODE
-    word_ngram: int = DEFAULT_FEATURES.word_ngram
-    char_ngram: int = DEFAULT_FEATURES.char_ngram
-    weighting: str = DEFAULT_FEATURES.weighting
-    cjk_ngram: int = DEFAULT_FEATURES.cjk_ngram
-    min_tokens: int = MIN_TOKENS
-    max_bytes: int = DEFAULT_MAX_BYTES
-    http_statuses: frozenset[int] = frozenset(DEFAULT_HTTP_STATUSES)
-    content_types: frozenset[str] = frozenset(DEFAULT_CONTENT_TYPES)
-    scope: str = "spider"
+    url: str | None = None
+    host: str = defaults.REDIS_HOST
+    port: int = defaults.REDIS_PORT
+    params: Mapping[str, Any] = field(default_factory=dict)
+    key_template: str = defaults.REDIS_KEY
+    persist: bool = False
+    flush_on_start: bool = False
+    ttl: float = defaults.REDIS_TTL
+    fail_open: bool = defaults.REDIS_FAIL_OPEN
+    cluster: bool = False
+    heartbeat: float = defaults.REDIS_HEARTBEAT
+    capacity: int = defaults.REDIS_CAPACITY
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | Any) -> RedisConfig:
+        get = settings.get
+        url = get("SIMHASH_REDIS_URL") or get("REDIS_URL") or None
+        if url is not None and not isinstance(url, str):
+            raise ValueError(f"SIMHASH_REDIS_URL / REDIS_URL must be a redis:// URL, got {url!r}")
+        port_value = get("REDIS_PORT") or defaults.REDIS_PORT
+        try:
+            port = int(port_value)
+        except (TypeError, ValueError):
+            raise ValueError(f"REDIS_PORT must be a port number, got {port_value!r}") from None
+        params = get("REDIS_PARAMS") or {}
+        if isinstance(params, str):
+            try:
+                params = json.loads(params)
+            except ValueError:
+                raise ValueError(f"REDIS_PARAMS must be a dict (or JSON object), got {params!r}") from None
+        if not isinstance(params, Mapping):
+            raise ValueError(f"REDIS_PARAMS must be a dict of redis client arguments, got {params!r}")
+        key_template = get("SIMHASH_REDIS_KEY") or defaults.REDIS_KEY
+        try:
+            key_template % {"spider": "x"}
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ValueError(
+                f"SIMHASH_REDIS_KEY must be a string with %(spider)s, e.g. '%(spider)s:simhash', "
+                f"got {key_template!r} ({exc})"
+            ) from None
+        # Same defaults as scrapy-redis' scheduler: without SCHEDULER_PERSIST the state is
+        # deleted when the crawl ends; with SCHEDULER_FLUSH_ON_START it is deleted when it starts.
+        persist = parse_bool("SIMHASH_REDIS_PERSIST", get("SIMHASH_REDIS_PERSIST"),
+                        parse_bool("SCHEDULER_PERSIST", get("SCHEDULER_PERSIST")))
+        flush_on_start = parse_bool("SIMHASH_REDIS_FLUSH_ON_START", get("SIMHASH_REDIS_FLUSH_ON_START"),
+                               parse_bool("SCHEDULER_FLUSH_ON_START", get("SCHEDULER_FLUSH_ON_START")))
+        ttl_value = get("SIMHASH_REDIS_TTL")
+        try:
+            ttl = parse_number("SIMHASH_REDIS_TTL", ttl_value, defaults.REDIS_TTL)
+        except ValueError:
+            raise ValueError(
+                f"SIMHASH_REDIS_TTL must be a number of seconds >= 0 (0: keys never expire), got {ttl_value!r}"
+            ) from None
+        return cls(
+            url=url,
+            host=get("REDIS_HOST") or defaults.REDIS_HOST,
+            port=port,
+            params=dict(params),
+            key_template=key_template,
+            persist=persist,
+            flush_on_start=flush_on_start,
+            ttl=ttl,
+            fail_open=parse_bool("SIMHASH_REDIS_FAIL_OPEN", get("SIMHASH_REDIS_FAIL_OPEN"), defaults.REDIS_FAIL_OPEN),
+            cluster=parse_bool("SIMHASH_REDIS_CLUSTER", get("SIMHASH_REDIS_CLUSTER")),
+            heartbeat=_redis_heartbeat(get("SIMHASH_REDIS_HEARTBEAT")),
+            capacity=parse_int("SIMHASH_REDIS_CAPACITY", get("SIMHASH_REDIS_CAPACITY", defaults.REDIS_CAPACITY), 1),
+        )
+
+
+def _redis_heartbeat(value: Any) -> float:
+    heartbeat = parse_number("SIMHASH_REDIS_HEARTBEAT", value, defaults.REDIS_HEARTBEAT, 0.05)
+    if heartbeat > 60:
+        raise ValueError(f"SIMHASH_REDIS_HEARTBEAT must be a number of seconds from 0.05 to 60, got {value!r}")
+    return heartbeat
+
+
+@dataclass(frozen=True)
+class SimhashConfig:
+    """The validated ``SIMHASH_*`` settings of one crawler (README, "Settings")."""
+
+    action: str = defaults.ACTION
+    max_distance: int = defaults.MAX_DISTANCE
+    blocks: int | None = defaults.BLOCKS
+    text_mode: str = defaults.TEXT_MODE
+    word_ngram: int = defaults.WORD_NGRAM
+    char_ngram: int = defaults.CHAR_NGRAM
+    weighting: str = defaults.WEIGHTING
+    cjk_ngram: int = defaults.CJK_NGRAM
+    min_tokens: int = defaults.MIN_TOKENS
+    max_bytes: int = defaults.MAX_BYTES
+    http_statuses: frozenset[int] = frozenset(defaults.HTTP_STATUSES)
+    content_types: frozenset[str] = frozenset(defaults.CONTENT_TYPES)
+    scope: str = defaults.SCOPE
+    unchanged: str = defaults.UNCHANGED
     report_uri: str | None = None
     report_format: str | None = None
     debug: bool = False
     log_level: int = logging.DEBUG
     item_field: str | None = None
-    item_url_field: str = "url"
-    item_format: str = "auto"
-    item_action: str = "drop"
-    backend: str = "memory"
-    threads: bool = True
+    item_url_field: str = defaults.ITEM_URL_FIELD
+    item_format: str = defaults.ITEM_FORMAT
+    item_action: str = defaults.ACTION
+    backend: str = defaults.BACKEND
+    threads: bool = defaults.THREADS
+    #: ``SIMHASH_DIR``: the folder of per-spider stores kept across crawls (a relative
+    #: setting is resolved under the project's ``.scrapy`` folder), else ``None``.
+    store_dir: str | None = None
+    #: ``JOBDIR`` (Scrapy's own setting): the job's folder, else ``None``.
+    jobdir: str | None = None
+    #: ``SIMHASH_RESET``: start the store afresh.
+    reset: bool = False
+    #: ``SIMHASH_FLUSH_INTERVAL``: seconds between writes of the store to the OS.
+    flush_interval: float = defaults.FLUSH_INTERVAL
+    redis: RedisConfig = field(default_factory=RedisConfig)
     features: FeatureConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -180,6 +219,16 @@ class SimhashConfig:
         """Whether page texts are kept for the report (the HTML report shows diffs)."""
         return self.report_format == "html"
 
+    @property
+    def analysis(self) -> AnalysisOptions:
+        """What ``core.analysis`` needs to fingerprint a page as this crawl does."""
+        return AnalysisOptions(self.main_content, self.features, self.min_tokens, self.keep_text)
+
+    @property
+    def persistent(self) -> bool:
+        """Whether the in-process index is kept on disk (``SIMHASH_DIR`` or ``JOBDIR``)."""
+        return self.store_dir is not None or self.jobdir is not None
+
     # ------------------------------------------------------------ parsing
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> SimhashConfig:
@@ -194,13 +243,13 @@ class SimhashConfig:
             value = settings.get(name)
             return default if value is None else value
 
-        if not _bool("SIMHASH_ENABLED", get("SIMHASH_ENABLED", True)):
+        if not parse_bool("SIMHASH_ENABLED", get("SIMHASH_ENABLED"), True):
             raise NotConfigured("simhash-scrapy is disabled (SIMHASH_ENABLED = False)")
 
-        action = _choice("SIMHASH_ACTION", get("SIMHASH_ACTION", "drop"), ACTIONS)
-        max_distance = _int("SIMHASH_MAX_DISTANCE", get("SIMHASH_MAX_DISTANCE", 4), 0, 63)
+        action = parse_choice("SIMHASH_ACTION", get("SIMHASH_ACTION", defaults.ACTION), ACTIONS)
+        max_distance = parse_int("SIMHASH_MAX_DISTANCE", get("SIMHASH_MAX_DISTANCE", defaults.MAX_DISTANCE), 0, 63)
         raw_blocks = settings.get("SIMHASH_BLOCKS")
-        blocks = None if raw_blocks in (None, "", "None", "none") else _int("SIMHASH_BLOCKS", raw_blocks, 1, 64)
+        blocks = None if raw_blocks in (None, "", "None", "none") else parse_int("SIMHASH_BLOCKS", raw_blocks, 1, 64)
         try:
             BlockPermutedIndex(max_distance, blocks)
         except ValueError as exc:
@@ -210,20 +259,19 @@ class SimhashConfig:
                 f"{max_distance + 1} to 64 with C(blocks, max_distance) <= {MAX_TABLES} tables)"
             ) from None
 
-        text_mode = _choice("SIMHASH_TEXT_MODE", get("SIMHASH_TEXT_MODE", DEFAULT_TEXT_MODE), TEXT_MODES)
-        word_ngram = _int("SIMHASH_WORD_NGRAM", get("SIMHASH_WORD_NGRAM", DEFAULT_FEATURES.word_ngram), 1)
-        char_ngram = _int("SIMHASH_CHAR_NGRAM", get("SIMHASH_CHAR_NGRAM", DEFAULT_FEATURES.char_ngram), 0)
-        weighting = _choice("SIMHASH_WEIGHTING", get("SIMHASH_WEIGHTING", DEFAULT_FEATURES.weighting), WEIGHTINGS)
-        cjk_ngram = _int("SIMHASH_CJK_NGRAM", get("SIMHASH_CJK_NGRAM", DEFAULT_FEATURES.cjk_ngram), 1)
-        min_tokens = _int("SIMHASH_MIN_TOKENS", get("SIMHASH_MIN_TOKENS", MIN_TOKENS), 1)
-        max_bytes = _int("SIMHASH_MAX_BYTES", get("SIMHASH_MAX_BYTES", DEFAULT_MAX_BYTES), 1)
-
-        statuses = _list("SIMHASH_HTTP_STATUSES", get("SIMHASH_HTTP_STATUSES", DEFAULT_HTTP_STATUSES))
-        http_statuses = frozenset(_int("SIMHASH_HTTP_STATUSES (each status)", s, 100, 599) for s in statuses)
+        text_mode = parse_choice("SIMHASH_TEXT_MODE", get("SIMHASH_TEXT_MODE", defaults.TEXT_MODE), TEXT_MODES)
+        word_ngram = parse_int("SIMHASH_WORD_NGRAM", get("SIMHASH_WORD_NGRAM", defaults.WORD_NGRAM), 1)
+        char_ngram = parse_int("SIMHASH_CHAR_NGRAM", get("SIMHASH_CHAR_NGRAM", defaults.CHAR_NGRAM), 0)
+        weighting = parse_choice("SIMHASH_WEIGHTING", get("SIMHASH_WEIGHTING", defaults.WEIGHTING), WEIGHTINGS)
+        cjk_ngram = parse_int("SIMHASH_CJK_NGRAM", get("SIMHASH_CJK_NGRAM", defaults.CJK_NGRAM), 1)
+        min_tokens = parse_int("SIMHASH_MIN_TOKENS", get("SIMHASH_MIN_TOKENS", defaults.MIN_TOKENS), 1)
+        max_bytes = parse_int("SIMHASH_MAX_BYTES", get("SIMHASH_MAX_BYTES", defaults.MAX_BYTES), 1)
+        statuses = parse_list("SIMHASH_HTTP_STATUSES", get("SIMHASH_HTTP_STATUSES", DEFAULT_HTTP_STATUSES))
+        http_statuses = frozenset(parse_int("SIMHASH_HTTP_STATUSES (each status)", s, 100, 599) for s in statuses)
         if not http_statuses:
             raise ValueError("SIMHASH_HTTP_STATUSES must list at least one HTTP status (100..599), got an empty list")
 
-        types = _list("SIMHASH_CONTENT_TYPES", get("SIMHASH_CONTENT_TYPES", DEFAULT_CONTENT_TYPES))
+        types = parse_list("SIMHASH_CONTENT_TYPES", get("SIMHASH_CONTENT_TYPES", DEFAULT_CONTENT_TYPES))
         content_types = set()
         for value in types:
             if not isinstance(value, str) or value.count("/") != 1 or not all(value.split("/")):
@@ -234,9 +282,10 @@ class SimhashConfig:
         if not content_types:
             raise ValueError("SIMHASH_CONTENT_TYPES must list at least one media type, e.g. ['text/html']")
 
-        scope = _choice("SIMHASH_SCOPE", get("SIMHASH_SCOPE", "spider"), SCOPES)
+        scope = parse_choice("SIMHASH_SCOPE", get("SIMHASH_SCOPE", defaults.SCOPE), SCOPES)
+        unchanged = parse_choice("SIMHASH_UNCHANGED", get("SIMHASH_UNCHANGED", defaults.UNCHANGED), UNCHANGED_ACTIONS)
 
-        report_uri = _optional_str("SIMHASH_REPORT_URI", settings.get("SIMHASH_REPORT_URI"))
+        report_uri = parse_optional_str("SIMHASH_REPORT_URI", settings.get("SIMHASH_REPORT_URI"))
         if report_uri is not None:
             scheme = urlparse(report_uri).scheme.lower()
             # A one-letter scheme is a Windows drive ("C:\reports\x.jsonl").
@@ -249,19 +298,19 @@ class SimhashConfig:
         if raw_format in (None, ""):
             report_format = report_format_for(report_uri) if report_uri else None
         else:
-            report_format = _choice("SIMHASH_REPORT_FORMAT", raw_format, REPORT_FORMATS)
+            report_format = parse_choice("SIMHASH_REPORT_FORMAT", raw_format, REPORT_FORMATS)
 
-        debug = _bool("SIMHASH_DEBUG", get("SIMHASH_DEBUG", False))
-        log_level = _log_level("SIMHASH_LOG_LEVEL", get("SIMHASH_LOG_LEVEL", "DEBUG"))
+        debug = parse_bool("SIMHASH_DEBUG", get("SIMHASH_DEBUG"))
+        log_level = parse_log_level("SIMHASH_LOG_LEVEL", get("SIMHASH_LOG_LEVEL", defaults.LOG_LEVEL))
 
-        item_field = _optional_str("SIMHASH_ITEM_FIELD", settings.get("SIMHASH_ITEM_FIELD"))
-        item_url_field = _optional_str("SIMHASH_ITEM_URL_FIELD", get("SIMHASH_ITEM_URL_FIELD", "url"))
+        item_field = parse_optional_str("SIMHASH_ITEM_FIELD", settings.get("SIMHASH_ITEM_FIELD"))
+        item_url_field = parse_optional_str("SIMHASH_ITEM_URL_FIELD", get("SIMHASH_ITEM_URL_FIELD", defaults.ITEM_URL_FIELD))
         if item_url_field is None:
             raise ValueError("SIMHASH_ITEM_URL_FIELD must name an item field (default 'url'), got an empty value")
-        item_format = _choice("SIMHASH_ITEM_FORMAT", get("SIMHASH_ITEM_FORMAT", "auto"), ITEM_FORMATS)
-        item_action = _choice("SIMHASH_ITEM_ACTION", get("SIMHASH_ITEM_ACTION", action), ACTIONS)
+        item_format = parse_choice("SIMHASH_ITEM_FORMAT", get("SIMHASH_ITEM_FORMAT", defaults.ITEM_FORMAT), ITEM_FORMATS)
+        item_action = parse_choice("SIMHASH_ITEM_ACTION", get("SIMHASH_ITEM_ACTION", action), ACTIONS)
 
-        backend = get("SIMHASH_BACKEND", "memory")
+        backend = get("SIMHASH_BACKEND", defaults.BACKEND)
         if isinstance(backend, type):
             backend = f"{backend.__module__}.{backend.__qualname__}"
         if not isinstance(backend, str) or not backend.strip():
@@ -277,7 +326,15 @@ class SimhashConfig:
                 f"SIMHASH_BACKEND must be 'memory', 'redis' or a class path such as 'myproject.backends.MyBackend', "
                 f"got {backend!r}"
             )
-        threads = _bool("SIMHASH_THREADS", get("SIMHASH_THREADS", True))
+        threads = parse_bool("SIMHASH_THREADS", get("SIMHASH_THREADS"), defaults.THREADS)
+        store_dir = parse_folder("SIMHASH_DIR", settings.get("SIMHASH_DIR"), defaults.STORE_DIR)
+        if store_dir is not None and not Path(store_dir).is_absolute():
+            # Relative to the project's .scrapy folder, as Scrapy's own HTTP cache is.
+            store_dir = data_path(store_dir)
+        jobdir = parse_optional_str("JOBDIR", settings.get("JOBDIR"))
+        reset = parse_bool("SIMHASH_RESET", settings.get("SIMHASH_RESET"))
+        flush_interval = parse_number("SIMHASH_FLUSH_INTERVAL", settings.get("SIMHASH_FLUSH_INTERVAL"), defaults.FLUSH_INTERVAL)
+        redis = RedisConfig.from_settings(settings)
 
         try:
             return cls(
@@ -304,6 +361,12 @@ class SimhashConfig:
                 item_action=item_action,
                 backend=backend,
                 threads=threads,
+                unchanged=unchanged,
+                store_dir=store_dir,
+                jobdir=jobdir,
+                reset=reset,
+                flush_interval=flush_interval,
+                redis=redis,
             )
         except ValueError as exc:  # FeatureConfig: already checked above, kept as a safety net
             raise ValueError(f"SIMHASH feature settings (WORD_NGRAM, CHAR_NGRAM, WEIGHTING, CJK_NGRAM): {exc}") from None

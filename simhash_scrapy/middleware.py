@@ -8,6 +8,7 @@ meta refreshes and redirects.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
@@ -16,15 +17,19 @@ from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
-from .backends import BackendError, PageRecord
-from .state import DedupState, analyse_html, analyse_tree
+from .backends import BackendError, PageRecord, Verdict
+from .core.analysis import Analysis, analyse_html, analyse_tree
+from .core.clustering import Outcome
+from .core.skip import skip_reason
+from .state import DedupState
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY", "FLAG"]
+__all__ = [
+    "UnchangedPage","SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY", "FLAG"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +53,14 @@ class NearDuplicate(IgnoreRequest):
         self.url = url
         self.canonical_url = canonical_url
         self.distance = distance
+
+
+class UnchangedPage(IgnoreRequest):
+    """Raised for a re-crawled page whose content is unchanged, with ``SIMHASH_UNCHANGED = "drop"``."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(f"Unchanged since the last crawl: {url}")
+        self.url = url
 
 
 class UncheckedPage(IgnoreRequest):
@@ -98,22 +111,18 @@ class SimhashMiddleware:
     def _skip_reason(self, request: Request, response: Response) -> str | None:
         if request.meta.get("simhash_enabled", True) is False:
             return "opted_out"
-        if response.status not in self.config.http_statuses:
-            return "status"
-        media_type = _media_type(response)
-        if media_type is None:
-            if not isinstance(response, HtmlResponse):
-                return "content_type"
-        elif media_type not in self.config.content_types:
-            return "content_type"
-        if len(response.body) > self.config.max_bytes:
-            return "too_large"
-        body = response.body
-        if not body or body.isspace():
-            return "empty"
-        return None
+        config = self.config
+        return skip_reason(
+            response.status,
+            _media_type(response),
+            response.body,
+            config.http_statuses,
+            config.content_types,
+            config.max_bytes,
+            html_class=isinstance(response, HtmlResponse),
+        )
 
-    async def _analyse(self, response: Response) -> tuple[int | None, str | None, str | None]:
+    async def _analyse(self, response: Response) -> Analysis:
         """Fingerprint a response; reuse Scrapy's own parse of it when that is cheap to share.
 
         The spider's ``response.css()`` / ``xpath()`` / link extractors parse the
@@ -135,9 +144,9 @@ class SimhashMiddleware:
             root = response.selector.root
             # The raw bytes only serve ASCII-based hints; UTF-16/32 bodies get the full checks.
             raw = None if response.encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")) else body
-            return analyse_tree(root, raw, config, config.keep_text)
+            return analyse_tree(root, raw, config.analysis)
         encoding = response.encoding if isinstance(response, TextResponse) else None
-        return await state.run_analysis(analyse_html, body, encoding, config, config.keep_text, size=size)
+        return await state.run_analysis(analyse_html, body, encoding, config.analysis, size=size)
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
@@ -147,18 +156,10 @@ class SimhashMiddleware:
         reason = "unavailable" if state.error is not None else self._skip_reason(request, response)
         if reason is None:
             try:
-                fingerprint, reason, text = await self._analyse(response)
-                if fingerprint is not None:
-                    referer = request.headers.get(b"Referer")
-                    record = PageRecord(
-                        url=response.url,
-                        fingerprint=fingerprint,
-                        scope=state.scope_for(response.url),
-                        referer=referer.decode("utf-8", "replace") if referer else None,
-                        depth=meta.get("depth", self.start_depth),
-                        text=text,
-                    )
-                    verdict = await state.check(record)
+                answer = await self._analyse(response)
+                reason = answer.skip_reason
+                if reason is None:
+                    verdict = await state.check(self._record(request, response, answer))
             except BackendError as exc:
                 # Fail-closed: the backend could not check the page, so it must not pass.
                 state.skip("backend_error")
@@ -179,22 +180,50 @@ class SimhashMiddleware:
             state.skip(reason)
             meta["simhash_skipped"] = reason
             return response
+        return self._decide(request, response, answer, verdict)
 
-        meta["simhash"] = fingerprint
+    def _record(self, request: Request, response: Response, answer: Analysis) -> PageRecord:
+        assert answer.fingerprint is not None
+        referer = request.headers.get(b"Referer")
+        return PageRecord(
+            url=response.url,
+            fingerprint=answer.fingerprint,
+            scope=self.state.scope_for(response.url),
+            referer=referer.decode("utf-8", "replace") if referer else None,
+            depth=request.meta.get("depth", self.start_depth),
+            text=answer.text,
+            identity=self.state.identity_of(request),
+            exact=answer.exact,
+            seen=time.time(),
+        )
+
+    def _decide(self, request: Request, response: Response, answer: Analysis, verdict: Verdict) -> Response:
+        """Set the meta keys, then drop, flag or pass the page."""
+        state = self.state
+        meta = request.meta
+        meta["simhash"] = answer.fingerprint
+        meta["simhash_short"] = answer.exact
+        meta["simhash_outcome"] = verdict.outcome.value
         meta["simhash_duplicate_of"] = verdict.canonical_url
         meta["simhash_distance"] = verdict.distance
-        if verdict.canonical_url is None:
-            return response
-        assert verdict.distance is not None
-        if self.config.action == "drop" and not request.dont_filter:
-            state.inc("simhash/dropped")
-            state.log_duplicate("page", response.url, verdict, "Dropped")
-            raise NearDuplicate(response.url, verdict.canonical_url, verdict.distance)
-        # flag mode, or drop mode for a dont_filter request: the page goes on, flagged.
-        if FLAG not in response.flags:
-            response.flags.append(FLAG)
-        state.inc("simhash/flagged")
-        state.log_duplicate("page", response.url, verdict, "Flagged")
-        if self.config.action == "flag":  # the pipeline reuses this verdict for the page's items
-            state.passed_duplicates[response.url] = verdict
+        if verdict.previous_fingerprint is not None:
+            meta["simhash_previous"] = verdict.previous_fingerprint
+            meta["simhash_previous_seen"] = verdict.previous_seen
+        unchanged = verdict.outcome is Outcome.UNCHANGED
+        if unchanged:
+            meta["simhash_unchanged"] = True
+        if verdict.is_duplicate:
+            assert verdict.canonical_url is not None and verdict.distance is not None
+            if self.config.action == "drop" and not request.dont_filter:
+                state.inc("simhash/dropped")
+                state.log_duplicate("page", response.url, verdict, "Dropped")
+                raise NearDuplicate(response.url, verdict.canonical_url, verdict.distance)
+            # flag mode, or drop mode for a dont_filter request: the page goes on, flagged.
+            if FLAG not in response.flags:
+                response.flags.append(FLAG)
+            state.inc("simhash/flagged")
+            state.log_duplicate("page", response.url, verdict, "Flagged")
+        elif unchanged and self.config.unchanged == "drop" and not request.dont_filter:
+            state.inc("simhash/unchanged_dropped")
+            raise UnchangedPage(response.url)
         return response

@@ -7,10 +7,9 @@ Two ways to judge an item:
   fingerprints it and checks it against the items seen before.  Items have
   their own indexes (scope ``item:<scope>``), so an item never matches the
   page it was scraped from.
-* Otherwise it reuses the verdict of the response the item came from: when
-  the middleware let a near-duplicate page reach the spider (flag mode), an
-  item whose ``SIMHASH_ITEM_URL_FIELD`` (``url``) equals that page's URL is
-  a near-duplicate too.
+* The items of near-duplicate pages that reached the spider (flag mode) are
+  handled by ``SimhashSpiderMiddleware``, which sees each item with its
+  response: no page verdict is kept here.
 
 A near-duplicate item is dropped with ``NearDuplicateItem`` (a ``DropItem``)
 or, with ``SIMHASH_ITEM_ACTION = "flag"``, goes on with
@@ -22,13 +21,16 @@ declare them).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 
 from .backends import BackendError, PageRecord, Verdict
-from .state import DedupState, analyse_html, analyse_text
+from .core.analysis import Analysis, analyse_html, analyse_text
+from .core.skip import item_is_html
+from .state import DedupState
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -65,16 +67,12 @@ class SimhashPipeline:
     def from_crawler(cls, crawler: Crawler) -> SimhashPipeline:
         return cls(DedupState.for_crawler(crawler))
 
-    def _fingerprint(self, value: str | bytes) -> tuple[int | None, str | None, str | None]:
-        config = self.config
-        fmt = config.item_format
-        if fmt == "auto":
-            fmt = "html" if isinstance(value, bytes) or value.lstrip().startswith("<") else "text"
-        if fmt == "html":
-            return analyse_html(value, None, config, config.keep_text)
+    def _fingerprint(self, value: str | bytes) -> Analysis:
+        options = self.config.analysis
+        if item_is_html(value, self.config.item_format):
+            return analyse_html(value, None, options)
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-        fingerprint, reason = analyse_text(text, config)
-        return fingerprint, reason, text if (config.keep_text and fingerprint is not None) else None
+        return analyse_text(text, options)
 
     async def _check_field(self, value: Any, url: str | None) -> Verdict | None:
         state = self.state
@@ -85,14 +83,21 @@ class SimhashPipeline:
             state.skip("too_large", items=True)
             return None
         try:
-            fingerprint, reason, text = await state.run_analysis(self._fingerprint, value, size=len(value))
-            if fingerprint is None:
-                state.skip(reason or "error", items=True)
+            answer = await state.run_analysis(self._fingerprint, value, size=len(value))
+            if answer.fingerprint is None:
+                state.skip(answer.skip_reason or "error", items=True)
                 return None
             if url is None:
                 self._anonymous += 1
                 url = f"item-{self._anonymous}"
-            record = PageRecord(url=url, fingerprint=fingerprint, scope=state.scope_for(url, items=True), text=text)
+            record = PageRecord(
+                url=url,
+                fingerprint=answer.fingerprint,
+                scope=state.scope_for(url, items=True),
+                text=answer.text,
+                exact=answer.exact,
+                seen=time.time(),
+            )
             return await state.check(record, items=True)
         except BackendError as exc:
             # Fail-closed: an item nobody could check must not pass.
@@ -115,13 +120,12 @@ class SimhashPipeline:
         url_value = adapter.get(self.config.item_url_field)
         url = url_value if isinstance(url_value, str) and url_value else None
         field = self.config.item_field
-        if field is not None and adapter.get(field) is not None:
-            verdict = await self._check_field(adapter.get(field), url)
-        elif field is not None:
+        if field is None:
+            return item
+        if adapter.get(field) is None:
             state.skip("no_field", items=True)
-            verdict = state.passed_duplicates.get(url) if url else None
-        else:
-            verdict = state.passed_duplicates.get(url) if url else None
+            return item
+        verdict = await self._check_field(adapter.get(field), url)
         if verdict is None or verdict.canonical_url is None:
             return item
         assert verdict.distance is not None

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,10 +24,16 @@ from scrapy.exceptions import CloseSpider
 from . import _compat
 from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig
-from .features import feature_hashes
-from .fingerprint import simhash_from_features
-from .report import build_clusters, check_format_available, expand_report_path, report_params, write_report
-from .text import extract_text, extract_text_bytes, text_of_parsed
+from .core.clustering import Outcome
+from .core.report import (
+    build_clusters,
+    check_format_available,
+    count_clusters,
+    expand_report_path,
+    report_params,
+    report_summary,
+    write_report,
+)
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -36,7 +41,7 @@ if TYPE_CHECKING:
 
     from .backends import ClusterMember
 
-__all__ = ["DedupState", "analyse_html", "analyse_text", "SKIP_REASONS", "count_clusters"]
+__all__ = ["DedupState", "SKIP_REASONS"]
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -53,74 +58,24 @@ SKIP_REASONS = {
     "status": "the HTTP status is not in SIMHASH_HTTP_STATUSES",
     "content_type": "the Content-Type is not in SIMHASH_CONTENT_TYPES",
     "too_large": "the body is larger than SIMHASH_MAX_BYTES",
-    "empty": "no visible text at all",
-    "thin": "fewer tokens than SIMHASH_MIN_TOKENS",
+    "empty": "no visible text at all (binary bodies, script-only pages)",
     "error": "fingerprinting or the backend failed (logged)",
     "unavailable": "simhash-scrapy could not start (logged); the crawl is closing",
     "no_field": "the item has no SIMHASH_ITEM_FIELD value (pipeline)",
 }
 
 
-# ------------------------------------------------------------------ fingerprinting
-def _finish(data: str | bytes, config: SimhashConfig) -> tuple[int | None, str | None]:
-    hashes, weights, tokens = feature_hashes(data, config.features, with_token_count=True)
-    if tokens == 0:
-        return None, "empty"
-    if tokens < config.min_tokens:
-        return None, "thin"
-    return simhash_from_features(hashes, weights), None
-
-
-def analyse_html(
-    body: str | bytes, encoding: str | None, config: SimhashConfig, keep_text: bool = False
-) -> tuple[int | None, str | None, str | None]:
-    """``(fingerprint, skip_reason, text)`` of an HTML page; ``text`` only with ``keep_text``.
-
-    ``fingerprint`` is ``None`` exactly when ``skip_reason`` is ``"empty"`` or ``"thin"``.
-    """
-    if keep_text:
-        text: str | None = extract_text(body, encoding=encoding, main_content=config.main_content)
-        data: str | bytes = text or ""
-    else:
-        text = None
-        data = extract_text_bytes(body, encoding=encoding, main_content=config.main_content)
-    fingerprint, reason = _finish(data, config)
-    return fingerprint, reason, text if fingerprint is not None else None
-
-
-def analyse_tree(
-    root: Any, raw: bytes | None, config: SimhashConfig, keep_text: bool = False
-) -> tuple[int | None, str | None, str | None]:
-    """``analyse_html`` for a page already parsed by Scrapy (``response.selector.root``).
-
-    Same result as ``analyse_html`` on the page's body (the tree is copied,
-    not modified), without parsing the page a second time.
-    """
-    if keep_text:
-        text: str | None = text_of_parsed(root, raw, config.main_content)  # type: ignore[assignment]
-        data: str | bytes = text or ""
-    else:
-        text = None
-        data = text_of_parsed(root, raw, config.main_content, as_bytes=True)
-    fingerprint, reason = _finish(data, config)
-    return fingerprint, reason, text if fingerprint is not None else None
-
-
-def analyse_text(text: str, config: SimhashConfig) -> tuple[int | None, str | None]:
-    """``(fingerprint, skip_reason)`` of plain text."""
-    return _finish(text, config)
-
-
-def count_clusters(members: Iterable[ClusterMember]) -> int:
-    """Number of clusters of two or more pages (the same count ``build_clusters`` gives)."""
-    sizes = Counter(
-        (m.scope, m.canonical_url if m.canonical_url is not None else m.url) for m in members
-    )
-    return sum(1 for size in sizes.values() if size > 1)
-
-
 # ------------------------------------------------------------------------ state
 _STATES: WeakKeyDictionary[Crawler, DedupState] = WeakKeyDictionary()
+
+#: Stat name of each outcome (``simhash/<name>``).
+_OUTCOME_STATS = {
+    Outcome.UNIQUE: "unique",
+    Outcome.NEAR_DUPLICATE: "near_duplicates",
+    Outcome.UNCHANGED: "unchanged",
+    Outcome.CHANGED: "changed",
+    Outcome.UNCHECKED: "unchecked",
+}
 
 
 class DedupState:
@@ -146,9 +101,6 @@ class DedupState:
         self.error: str | None = None
         self.opened = False
         self.closed = False
-        #: Near-duplicate pages flagged in flag mode, by URL, so the pipeline can reuse
-        #: their verdict for the items they produce.
-        self.passed_duplicates: dict[str, Verdict] = {}
         self._shown = False
         self._task: Any = None
         self._executor: ThreadPoolExecutor | None = None
@@ -171,6 +123,17 @@ class DedupState:
         else:
             scope = self.spider.name if self.spider is not None else ""
         return f"item:{scope}" if items else scope
+
+    def identity_of(self, request: Any) -> str:
+        """What makes two fetches "the same page": Scrapy's request fingerprint (hex).
+
+        It follows the project's ``REQUEST_FINGERPRINTER_CLASS``, so the user's
+        URL canonicalisation decides; without a fingerprinter, the URL.
+        """
+        fingerprinter = getattr(self.crawler, "request_fingerprinter", None)
+        if fingerprinter is None:
+            return request.url
+        return fingerprinter.fingerprint(request).hex()
 
     def inc(self, name: str, count: int = 1) -> None:
         self.stats.inc_value(name, count)
@@ -208,7 +171,13 @@ class DedupState:
         return func(*args)
 
     async def check(self, record: PageRecord, items: bool = False) -> Verdict:
-        """Query-and-record one fingerprinted page (or item) and count it."""
+        """Query-and-record one fingerprinted page (or item) and count its outcome.
+
+        Stats: ``simhash/fingerprinted`` and ``simhash/<outcome>`` (unique,
+        near_duplicates, unchanged, changed, unchecked: each page counts in
+        exactly one), short pages again under ``simhash/short/``; items
+        under ``simhash/items/``.
+        """
         verdict = await self.backend.check(record)
         prefix = "simhash/items/" if items else "simhash/"
         self.inc(prefix + "fingerprinted")
@@ -216,17 +185,16 @@ class DedupState:
             self.items += 1
         else:
             self.pages += 1
-        if not verdict.checked:
-            self.inc(prefix + "unchecked")  # fail-open backend error: neither unique nor duplicate
-        elif verdict.canonical_url is not None:
+        name = _OUTCOME_STATS[verdict.outcome]
+        self.inc(prefix + name)
+        if record.exact:
+            self.inc(prefix + "short/" + name)
+        if verdict.outcome is Outcome.NEAR_DUPLICATE:
             if items:
                 self.item_near_duplicates += 1
             else:
                 self.near_duplicates += 1
-            self.inc(prefix + "near_duplicates")
             self.inc(f"{prefix}distance_count/{verdict.distance}")
-        else:
-            self.inc(prefix + "unique")
         return verdict
 
     def log_duplicate(self, what: str, url: str, verdict: Verdict, outcome: str) -> None:
@@ -317,18 +285,13 @@ class DedupState:
         self.stats.set_value("simhash/clusters", len(clusters))
         # Counted from the record, not this run's counters: after a resumed job
         # (JOBDIR, SIMHASH_DIR) or with several Redis workers the report covers more.
-        page_members = [m for m in members if not m.scope.startswith("item:")]
-        duplicates = sum(1 for m in page_members if m.canonical_url is not None)
-        summary = {
-            "title": f"Near-duplicate clusters: {spider.name}",
-            "pages": len(page_members),
-            "unique": len(page_members) - duplicates,
-            "near_duplicates": duplicates,
-            "clusters": len(clusters),
-            "max_distance": self.config.max_distance,
-            "generated": datetime.now(tz=timezone.utc).replace(microsecond=0).isoformat(),
-            "source": f"spider {spider.name}",
-        }
+        summary = report_summary(
+            members,
+            clusters,
+            title=f"Near-duplicate clusters: {spider.name}",
+            max_distance=self.config.max_distance,
+            source=f"spider {spider.name}",
+        )
         try:
             path = write_report(self.report_path, clusters, self.config.report_format, summary)
         except Exception:

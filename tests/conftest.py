@@ -264,10 +264,10 @@ def implementation(request) -> Iterator[str]:
     """Run a test on the C helpers and again on the pure-Python path (the extension is optional).
 
     Hypothesis tests run once and draw the implementation per example
-    (``simhash_scrapy._native.switched``): pytest-twisted cannot run a parametrized
+    (``simhash_scrapy.core._native.switched``): pytest-twisted cannot run a parametrized
     hypothesis test twice.
     """
-    from simhash_scrapy import _native
+    from simhash_scrapy.core import _native
 
     if getattr(request.function, "is_hypothesis_test", False):
         if request.param == "python":

@@ -25,9 +25,9 @@ import pytest
 from conftest import Page, article_html, article_words  # noqa: E402  (tests/ is on sys.path)
 from simhash_scrapy.backends import PageRecord
 from simhash_scrapy.backends.memory import MemoryBackend
-from simhash_scrapy.commands.dedup import assign_canonicals
+from simhash_scrapy.core.clustering import assign_canonicals
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.store import read_store
+from simhash_scrapy.core.store import read_store
 
 pytest_plugins = ["conftest_redis"]
 
@@ -168,9 +168,9 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     by_first = {c["members"][0]["url"].replace(prefix, ""): c for c in clusters}
     assert by_first["a0-copy.html"]["members"][1]["distance"] == 0  # an exact copy
     assert 0 < by_first["a1-edit.html"]["members"][1]["distance"] <= K  # one word edited
-    assert "10 pages read, 9 fingerprinted, 1 skipped (thin: 1)" in proc.stderr
+    assert "10 pages read, 10 fingerprinted, 0 skipped" in proc.stderr  # the short page is compared exactly
     assert "[scrapy" not in proc.stderr  # no crawl log (Scrapy < 2.14 starts a crawler process for every command)
-    assert f"6 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr
+    assert f"7 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr
 
     # CSV, one member per row, the same clusters; format from the file name.
     out = tmp_path / "clusters.csv"
@@ -187,7 +187,7 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     page = html_out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and 'data-has-text="true"' in page
-    assert '<dd data-stat="near_duplicates">3</dd>' in page and '<dd data-stat="pages">9</dd>' in page
+    assert '<dd data-stat="near_duplicates">3</dd>' in page and '<dd data-stat="pages">10</dd>' in page
 
 
 def test_dedup_settings_change_the_decision(tmp_path: Path) -> None:
@@ -260,7 +260,7 @@ def test_dedup_bad_input_is_one_line_and_an_exit_code(tmp_path: Path) -> None:
     feed.write_text(json.dumps({"url": "u", "title": "t"}) + "\n", encoding="utf-8")
     assert_user_error(simhash("dedup", str(feed), cwd=tmp_path), 1, "dedup", "none of the fields html, body, text")
     assert_user_error(
-        simhash("dedup", str(feed), "--field", "title", cwd=tmp_path), 1, "dedup", "could be fingerprinted"
+        simhash("dedup", str(feed), "--field", "depth", cwd=tmp_path), 1, "dedup", "could be fingerprinted"
     )
     csv_feed = tmp_path / "items.csv"
     csv_feed.write_text("url,body\n", encoding="utf-8")
@@ -380,7 +380,7 @@ def test_compare_urls_show_what_the_crawl_decides(serve: Any, tmp_path: Path) ->
     proc = simhash("compare", site.url("/a"), site.url("/missing"), site.url("/thin"), site.url("/json"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "[HTTP 404]" in proc.stdout and "HTTP status not in SIMHASH_HTTP_STATUSES" in proc.stdout
-    assert "fewer tokens than SIMHASH_MIN_TOKENS" in proc.stdout
+    assert "short page: fewer tokens than SIMHASH_MIN_TOKENS, compared by exact text" in proc.stdout
     assert "Content-Type not in SIMHASH_CONTENT_TYPES" in proc.stdout
     assert "Crawled (200)" not in proc.stderr and "[scrapy" not in proc.stderr  # the fetch log stays quiet
 

@@ -142,9 +142,6 @@ def test_drop_mode_lets_exactly_one_page_per_group_reach_the_spider(drop_run: Cr
     for group in GROUPS:
         assert len(group & set(reached)) == 1
     for item in drop_run.items:
-        if site_path(item["url"]) in THIN:
-            assert item["simhash"] is None
-            continue
         assert re.fullmatch(r"[0-9a-f]{16}", item["simhash"])
         assert item["duplicate_of"] is None and item["distance"] is None
         assert "near-duplicate" not in item["flags"]
@@ -158,7 +155,7 @@ def test_drop_mode_lets_exactly_one_page_per_group_reach_the_spider(drop_run: Cr
 def test_stats_dump_numbers_are_consistent(drop_run: CrawlRun) -> None:
     stats = drop_run.stats
     duplicates = sum(len(group) - 1 for group in GROUPS)
-    fingerprinted = len(HTML_PAGES - THIN)
+    fingerprinted = len(HTML_PAGES)  # short (thin) pages too: they are compared exactly
     assert stats["simhash/fingerprinted"] == fingerprinted
     assert stats["simhash/near_duplicates"] == duplicates
     assert stats["simhash/dropped"] == duplicates
@@ -167,15 +164,14 @@ def test_stats_dump_numbers_are_consistent(drop_run: CrawlRun) -> None:
     assert stats["simhash/unique"] + stats["simhash/near_duplicates"] == stats["simhash/fingerprinted"]
     assert stats["simhash/index_size"] == stats["simhash/unique"]
     assert stats["simhash/clusters"] == len(GROUPS) == len(drop_run.clusters)
-    # Skipped pages (thin) go on to the spider unchecked.
-    assert stats["item_scraped_count"] == stats["simhash/unique"] + len(THIN) == len(drop_run.items)
+    assert stats["item_scraped_count"] == stats["simhash/unique"] == len(drop_run.items)
+    assert stats["simhash/short/unique"] == len(THIN)
     distance_counts = {int(k.rsplit("/", 1)[1]): v for k, v in stats.items() if k.startswith("simhash/distance_count/")}
     assert sum(distance_counts.values()) == duplicates
     assert max(distance_counts) <= MAX_DISTANCE
     report_distances = sorted(m["distance"] for c in drop_run.clusters for m in c["members"][1:])
     assert report_distances == sorted(d for d, n in distance_counts.items() for _ in range(n))
-    # Skipped, each with its reason: the thin page, the 404s of the broken links, the RSS feed and robots.txt.
-    assert stats["simhash/skipped/thin"] == len(THIN)
+    # Skipped, each with its reason: the 404s of the broken links, the RSS feed and robots.txt.
     assert stats["simhash/skipped/status"] == len(BROKEN)
     assert stats["simhash/skipped/content_type"] == len(NOT_HTML)
     assert stats["downloader/response_status_count/404"] == len(BROKEN)

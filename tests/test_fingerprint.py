@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_scrapy import FeatureConfig, fingerprint, fingerprint_html, hamming_distance, similarity, tokenize
-from simhash_scrapy._native import switched
-from simhash_scrapy.features import feature_hashes, stable_hash64, token_hashes
-from simhash_scrapy.fingerprint import simhash_from_features
+from simhash_scrapy.core._native import switched
+from simhash_scrapy.core.features import feature_hashes, stable_hash64, token_hashes
+from simhash_scrapy.core.fingerprint import simhash_from_features
 
 
 # Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).

@@ -26,7 +26,7 @@ import pytest
 from chromium_cdp import INSTALL_HINT, Chromium, find_chromium  # noqa: E402  (tests/ is on sys.path)
 from conftest import article_html, article_words  # noqa: E402
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.html_report import render_html, report_numbers
+from simhash_scrapy.core.html_report import render_html, report_numbers
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 

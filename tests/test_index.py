@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_scrapy import BlockPermutedIndex, IndexFormatError, Match, hamming_distance
-from simhash_scrapy._native import switched
-from simhash_scrapy.index import block_widths
+from simhash_scrapy.core._native import switched
+from simhash_scrapy.core.index import block_widths
 
 
 # Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
@@ -129,7 +129,7 @@ def test_remove_and_iteration() -> None:
     assert len(index) == len(remaining)
     for fp in remaining[:20]:
         assert [(m.distance, m.key) for m in index.query(fp)] == [
-            (d, f"u{2900 + r}") for d, r in brute(remaining, fp, 3)
+            (d, f"u{2900 + r}") for d, r in brute(remaining, fp, index.max_distance)
         ]
 
 

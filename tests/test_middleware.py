@@ -100,8 +100,9 @@ async def test_flag_mode() -> None:
     assert request.meta["simhash_duplicate_of"] == "http://site/a"
     assert stats(crawler)["simhash/flagged"] == 1
     assert "simhash/dropped" not in stats(crawler)
-    # the pipeline can reuse this verdict for the page's items
-    assert mw.state.passed_duplicates["http://site/a?x=1"].canonical_url == "http://site/a"
+    # the verdict travels with the response, for SimhashSpiderMiddleware and the spider
+    assert request.meta["simhash_outcome"] == "near_duplicate"
+    assert request.meta["simhash_short"] is False
 
 
 @pytest_twisted.ensureDeferred
@@ -140,7 +141,6 @@ async def test_opt_out_meta() -> None:
         ({"body": ""}, "empty"),
         ({"body": "   \n  "}, "empty"),
         ({"body": "<html><body><script>x()</script></body></html>"}, "empty"),
-        ({"body": "<html><body><p>Only four words here</p></body></html>"}, "thin"),
     ],
 )
 @pytest_twisted.ensureDeferred
@@ -151,6 +151,31 @@ async def test_skipped_pages_are_counted(kwargs: dict[str, Any], reason: str) ->
     assert request.meta["simhash_skipped"] == reason
     assert "simhash" not in request.meta
     assert stats(crawler) == {f"simhash/skipped/{reason}": 1}
+
+
+@pytest_twisted.ensureDeferred
+async def test_short_pages_are_compared_exactly() -> None:
+    """A soft-404 shell under many URLs is one cluster; a short page that differs is unique."""
+    mw, crawler = await make()
+    shell = "<html><body><h1>Not found</h1><p>Sorry, no page here.</p></body></html>"
+    for n in range(5):
+        request, response = html(f"http://site/missing/{n}", body=shell)
+        if n == 0:
+            assert await process(mw, request, response) is response
+            assert request.meta["simhash_short"] is True
+            assert request.meta["simhash_outcome"] == "unique"
+        else:
+            with pytest.raises(NearDuplicate) as caught:
+                await process(mw, request, response)
+            assert caught.value.canonical_url == "http://site/missing/0" and caught.value.distance == 0
+    # one word more is another short page: exact, so never "near"
+    request, response = html("http://site/other-shell", body=shell.replace("no page", "no such page"))
+    assert await process(mw, request, response) is response
+    assert request.meta["simhash_outcome"] == "unique"
+    counted = stats(crawler)
+    assert counted["simhash/short/unique"] == 2 and counted["simhash/short/near_duplicates"] == 4
+    assert counted["simhash/unique"] == 2 and counted["simhash/near_duplicates"] == 4
+    assert counted["simhash/dropped"] == 4
 
 
 @pytest_twisted.ensureDeferred

@@ -28,7 +28,7 @@ from simhash_scrapy.backends import BackendError, PageRecord, create_backend
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.persistent import PersistentBackend, load_members
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.store import read_store
+from simhash_scrapy.core.store import read_store
 
 from conftest import article_html  # noqa: E402  (tests/ is on sys.path)
 
@@ -73,8 +73,16 @@ def page_sequence(seed: int, count: int, scopes: tuple[str, ...] = ("spider",)) 
 
 
 def backend_for(settings: dict[str, Any], config: SimhashConfig | None = None) -> Any:
+    """The backend a crawl with ``settings`` gets; ``config`` overrides the detection settings."""
     crawler = get_crawler(settings_dict=settings)
-    return create_backend(crawler, config or SimhashConfig())
+    from_settings = SimhashConfig.from_settings(crawler.settings)
+    if config is not None:
+        from dataclasses import replace
+
+        from_settings = replace(
+            config, store_dir=from_settings.store_dir, jobdir=from_settings.jobdir, reset=from_settings.reset
+        )
+    return create_backend(crawler, from_settings)
 
 
 # ------------------------------------------------------------------ components

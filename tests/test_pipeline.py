@@ -82,15 +82,24 @@ async def test_forced_text_format_does_not_parse_markup() -> None:
 
 
 @pytest_twisted.ensureDeferred
-async def test_missing_thin_and_odd_fields_are_skipped() -> None:
+async def test_missing_short_and_odd_fields() -> None:
+    """Missing, empty and odd fields are skipped; a short text is compared exactly, not skipped."""
     pipeline, crawler = await make({"SIMHASH_ITEM_FIELD": "body", "SIMHASH_MAX_BYTES": 5000})
     items = [{"url": "http://x/0"}, {"body": ""}, {"body": 42}, {"body": "too few words"}, {"body": "x " * 3000}]
     for item in items:
         assert await pipeline.process_item(item) is item
+    with pytest.raises(NearDuplicateItem):
+        await pipeline.process_item({"body": "Too few  words!"})  # the same tokens
     assert stats(crawler) == {
         "simhash/items/skipped/no_field": 3,
-        "simhash/items/skipped/thin": 1,
         "simhash/items/skipped/too_large": 1,
+        "simhash/items/fingerprinted": 2,
+        "simhash/items/unique": 1,
+        "simhash/items/short/unique": 1,
+        "simhash/items/near_duplicates": 1,
+        "simhash/items/short/near_duplicates": 1,
+        "simhash/items/distance_count/0": 1,
+        "simhash/items/dropped": 1,
     }
 
 
@@ -133,28 +142,39 @@ async def test_item_action_can_differ_from_action() -> None:
 
 
 @pytest_twisted.ensureDeferred
-async def test_reuses_the_verdict_of_a_flagged_page() -> None:
-    """Middleware flags, pipeline drops the items of flagged pages (no SIMHASH_ITEM_FIELD)."""
+async def test_items_of_a_flagged_page_are_dropped_by_the_spider_middleware() -> None:
+    """Middleware flags; SimhashSpiderMiddleware drops that response's items (no SIMHASH_ITEM_FIELD)."""
     from scrapy.http import HtmlResponse
+
+    from simhash_scrapy.spidermw import SimhashSpiderMiddleware
 
     crawler = get_crawler(MySpider, {"SIMHASH_THREADS": False, "SIMHASH_ACTION": "flag", "SIMHASH_ITEM_ACTION": "drop"})
     mw = SimhashMiddleware.from_crawler(crawler)
-    pipeline = SimhashPipeline.from_crawler(crawler)
+    spider_mw = SimhashSpiderMiddleware.from_crawler(crawler)
     await mw.state.spider_opened(MySpider.from_crawler(crawler))
+    responses = []
     for url, extra in (("http://x/a", "v1"), ("http://x/a?utm=1", "v2")):
         request = scrapy.Request(url)
         body = article_html("T", WORDS, extra).encode()
-        await mw.process_response(
-            request=request,
-            response=HtmlResponse(url, body=body, headers={"Content-Type": "text/html"}, request=request),
+        responses.append(
+            await mw.process_response(
+                request=request,
+                response=HtmlResponse(url, body=body, headers={"Content-Type": "text/html"}, request=request),
+            )
         )
-    unique_item = {"url": "http://x/a", "title": "T"}
-    assert await pipeline.process_item(unique_item) is unique_item
-    with pytest.raises(NearDuplicateItem, match=r"Near-duplicate of http://x/a \(distance \d\): http://x/a\?utm=1"):
-        await pipeline.process_item({"url": "http://x/a?utm=1", "title": "T"})
-    unknown = {"url": "http://elsewhere/", "title": "T"}
-    assert await pipeline.process_item(unknown) is unknown
-    assert crawler.stats.get_value("simhash/items/dropped") == 1
+    follow = scrapy.Request("http://x/next")
+
+    async def output(url: str) -> Any:
+        yield {"url": url, "title": "T"}
+        yield follow
+
+    unique_out = [x async for x in spider_mw.process_spider_output_async(responses[0], output("http://x/a"))]
+    assert unique_out == [{"url": "http://x/a", "title": "T"}, follow]
+    flagged_out = [x async for x in spider_mw.process_spider_output_async(responses[1], output("http://x/a?utm=1"))]
+    assert flagged_out == [follow]  # the item is dropped, the request goes on
+    sync_out = list(spider_mw.process_spider_output(responses[1], [{"url": "u"}, follow]))
+    assert sync_out == [follow]
+    assert crawler.stats.get_value("simhash/items/dropped") == 2
     assert crawler.stats.get_value("simhash/items/fingerprinted") is None
 
 

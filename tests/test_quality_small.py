@@ -86,12 +86,6 @@ def test_naive_whole_page_simhash_misses_what_defaults_find(naive, defaults) -> 
     assert naive.empty_fingerprinted >= 2
 
 
-def test_template_learning_online_agrees_on_the_sample(evalset, texts, defaults) -> None:
-    learned = score.run_library(evalset, replace(score.default_setup(), template=True), texts)
-    assert learned.overall.tp == defaults.overall.tp
-    assert learned.overall.fp == 0 and learned.empty_fingerprinted == 0
-
-
 def test_markdown_table_lists_every_category(naive, defaults) -> None:
     table = score.markdown_table([naive, defaults])
     for title in common.CATEGORY_TITLES.values():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from simhash_scrapy.backends import ClusterMember
-from simhash_scrapy.report import (
+from simhash_scrapy.core.report import (
     CSV_COLUMNS,
     build_clusters,
     check_format_available,
@@ -112,7 +112,7 @@ def test_empty_report(tmp_path: Path) -> None:
 
 
 def test_html_report_uses_render_html(tmp_path: Path) -> None:
-    pytest.importorskip("simhash_scrapy.html_report")
+    pytest.importorskip("simhash_scrapy.core.html_report")
     check_format_available("html")
     path = write_report(tmp_path / "r.html", build_clusters(MEMBERS), "html", {"pages": 6, "title": "T"})
     text = path.read_text(encoding="utf-8")
@@ -185,8 +185,8 @@ def test_html_format_without_the_renderer_fails_at_start(monkeypatch: pytest.Mon
 
     from simhash_scrapy.middleware import SimhashMiddleware
 
-    monkeypatch.setitem(sys.modules, "simhash_scrapy.html_report", None)  # import now raises ImportError
-    with pytest.raises(ValueError, match="SIMHASH_REPORT_FORMAT='html' needs simhash_scrapy.html_report"):
+    monkeypatch.setitem(sys.modules, "simhash_scrapy.core.html_report", None)  # import now raises ImportError
+    with pytest.raises(ValueError, match="SIMHASH_REPORT_FORMAT='html' needs simhash_scrapy.core.html_report"):
         check_format_available("html")
     crawler = get_crawler(settings_dict={"SIMHASH_REPORT_URI": "reports/%(name)s.html"})
     with pytest.raises(ValueError, match="use 'jsonl' or 'csv'"):

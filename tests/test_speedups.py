@@ -20,7 +20,7 @@ from hypothesis import example, given, settings, strategies as st
 from lxml import etree, html as lxml_html
 
 import simhash_scrapy
-from simhash_scrapy import _native, features, text
+from simhash_scrapy.core import _native, features, text
 
 pytestmark = pytest.mark.skipif(_native.speedups is None, reason="the C extension is not built")
 
@@ -47,7 +47,7 @@ def test_the_extension_was_built() -> None:
 
 
 def test_pure_python_can_be_forced_by_environment() -> None:
-    code = "from simhash_scrapy import _native, text; print(_native.speedups_enabled(), text._fast is None)"
+    code = "from simhash_scrapy.core import _native; print(_native.speedups_enabled(), _native.speedups is None)"
     env = {**os.environ, "SIMHASH_SCRAPY_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_scrapy.store import (
+from simhash_scrapy.core.store import (
     PageStore,
     StoreConfig,
     StoreConfigError,
@@ -111,7 +111,7 @@ def test_record_cut_mid_way_loads_with_a_warning(tmp_path: Path, caplog: pytest.
     assert last_start < keep < full
     with open(path, "r+b") as handle:
         handle.truncate(keep)
-    with caplog.at_level(logging.WARNING, logger="simhash_scrapy.store"):
+    with caplog.at_level(logging.WARNING, logger="simhash_scrapy.core.store"):
         contents = read_store(path)
     assert_matches(contents, pages[:-1])
     assert contents.torn_bytes == keep - last_start
@@ -119,7 +119,7 @@ def test_record_cut_mid_way_loads_with_a_warning(tmp_path: Path, caplog: pytest.
     # Opening for appending cuts the torn tail first: the next record is readable.
     caplog.clear()
     store = PageStore(path, CONFIG)
-    with caplog.at_level(logging.WARNING, logger="simhash_scrapy.store"):
+    with caplog.at_level(logging.WARNING, logger="simhash_scrapy.core.store"):
         assert len(store.open()) == 49
     assert "truncated last record" in caplog.text
     p = pages[-1]
@@ -275,7 +275,7 @@ def test_any_strings_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: 
 
 
 def test_offsets_file_is_only_a_checked_hint(tmp_path: Path) -> None:
-    from simhash_scrapy.store import offsets_path
+    from simhash_scrapy.core.store import offsets_path
 
     rng = random.Random(6)
     pages = [page(i, rng) for i in range(80)]

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 from simhash_scrapy import MIN_TOKENS, BlockPermutedIndex  # noqa: E402
-from simhash_scrapy.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes  # noqa: E402
-from simhash_scrapy.fingerprint import simhash_from_features  # noqa: E402
-from simhash_scrapy.text import extract_text, extract_text_bytes  # noqa: E402
+from simhash_scrapy.core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes  # noqa: E402
+from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
+from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,31 @@
 """Dedup backends: the interface (``base``), the in-process default (``memory``).
 
-``SIMHASH_BACKEND`` selects one: ``"memory"`` (default), ``"redis"``
+``SIMHASH_BACKEND`` selects one: ``"memory"`` (default; kept on disk by
+``persistent`` when ``JOBDIR`` or ``SIMHASH_DIR`` is set), ``"redis"``
 (``simhash_scrapy.backends.redis.RedisBackend``) or the import path of a
-``DedupBackend`` subclass.
+``DedupBackend`` subclass.  Importing this package needs no Scrapy.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.misc import load_object
-
-from .base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
+from .base import UNCHECKED, BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
-
     from ..config import SimhashConfig
 
 __all__ = [
     "BackendError",
     "ClusterMember",
     "DedupBackend",
+    "Outcome",
     "PageRecord",
     "Verdict",
+    "UNCHECKED",
     "BACKENDS",
+    "backend_class",
     "create_backend",
 ]
 
@@ -33,20 +34,24 @@ BACKENDS = {
     "memory": "simhash_scrapy.backends.memory.MemoryBackend",
     "redis": "simhash_scrapy.backends.redis.RedisBackend",
 }
+_PERSISTENT = "simhash_scrapy.backends.persistent.PersistentBackend"
 
 
-def create_backend(crawler: Crawler, config: SimhashConfig) -> DedupBackend:
-    """Build the backend ``config.backend`` names (raises ``ValueError`` naming ``SIMHASH_BACKEND``)."""
+def _import(path: str) -> Any:
+    module, _, name = path.rpartition(".")
+    if not module:
+        raise ValueError(f"{path!r} is not a full import path (module.Class)")
+    return getattr(importlib.import_module(module), name)
+
+
+def backend_class(config: SimhashConfig) -> type[DedupBackend]:
+    """The backend class ``config`` selects (raises ``ValueError`` naming ``SIMHASH_BACKEND``)."""
     path = BACKENDS.get(config.backend, config.backend)
-    if config.backend == "memory":
-        # JOBDIR / SIMHASH_DIR: the in-process index, kept on disk (simhash_scrapy.backends.persistent).
-        from .persistent import uses_persistence
-
-        if uses_persistence(crawler.settings):
-            path = "simhash_scrapy.backends.persistent.PersistentBackend"
+    if config.backend == "memory" and config.persistent:
+        path = _PERSISTENT  # JOBDIR / SIMHASH_DIR: the in-process index, kept on disk
     try:
-        cls = load_object(path)
-    except (ImportError, NameError, ValueError, AttributeError) as exc:
+        cls = _import(path)
+    except (ImportError, AttributeError, ValueError) as exc:
         hint = " (install the extra: pip install 'simhash-scrapy[redis]')" if config.backend == "redis" else ""
         raise ValueError(
             f"SIMHASH_BACKEND={config.backend!r}: cannot load {path!r}: {exc}{hint}; "
@@ -57,4 +62,9 @@ def create_backend(crawler: Crawler, config: SimhashConfig) -> DedupBackend:
             f"SIMHASH_BACKEND={config.backend!r}: {path!r} is not a subclass of "
             f"simhash_scrapy.backends.DedupBackend"
         )
-    return cls.from_crawler(crawler, config)
+    return cls
+
+
+def create_backend(crawler: Any, config: SimhashConfig) -> DedupBackend:
+    """Build the backend ``config`` selects, through its ``from_crawler``."""
+    return backend_class(config).from_crawler(crawler, config)

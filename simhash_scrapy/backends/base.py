@@ -1,28 +1,22 @@
 """The dedup backend interface: where fingerprints, canonical pages and clusters live.
 
-Semantics every backend implements (the memory backend is the reference):
+Every backend applies the clustering rule of ``core.clustering`` (read its
+docstring: identity first, then the nearest canonical page of another
+identity, short pages by exact digest) and keeps **one record per identity**.
+The memory backend is the reference; the Redis backend's Lua script mirrors
+the rule and a test compares their decisions page by page.
 
-* **Every fingerprinted page is recorded** (``check``), unique or not, so the
-  cluster report can list it (``members``).
-* **Only unique pages enter the index.**  The index holds canonical pages
-  only, so a chain of small edits (A ~ B ~ C with A and C far apart) never
-  drifts: each page is compared with canonical pages, never with other
-  near-duplicates.
-* A new page within ``max_distance`` (k) of one or more canonical pages
-  **joins the cluster of the nearest one** (ties: the canonical page crawled
-  first).  It is a near-duplicate; the verdict names that canonical page and
-  the distance.
-* A page with no canonical page within k **becomes a canonical page**: the
-  first page crawled of a cluster is its canonical page.  "Crawled" means
-  "checked": pages are checked one at a time, in the order their
-  fingerprints are ready.
+* ``check(record)`` is one atomic query-and-record step: two pages checked at
+  the same time can never both become canonical pages of one cluster.
 * ``check(record, index=False)`` records the page and returns its verdict but
   a unique page does not become a canonical page (nothing is indexed).
 * **Scope**: one index per ``record.scope`` string (the spider name, or the
   host name with ``SIMHASH_SCOPE = "domain"``); pages of different scopes
   never match.
-* ``check`` is one atomic query-and-record step: two pages checked at the
-  same time can never both become canonical pages of one cluster.
+* ``load_extra`` / ``save_extra``: small named blobs that live and are shared
+  as the index does (the learned URL rules).
+
+This module imports no Scrapy: backends are usable from plain Python.
 """
 
 from __future__ import annotations
@@ -31,12 +25,14 @@ import abc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..core.clustering import Outcome
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from ..config import SimhashConfig
 
-__all__ = ["PageRecord", "Verdict", "ClusterMember", "DedupBackend", "BackendError"]
+__all__ = ["PageRecord", "Verdict", "ClusterMember", "DedupBackend", "BackendError", "Outcome", "UNCHECKED"]
 
 
 class BackendError(RuntimeError):
@@ -45,67 +41,91 @@ class BackendError(RuntimeError):
 
 @dataclass
 class PageRecord:
-    """One fingerprinted page."""
+    """One fingerprinted page (or item)."""
 
     url: str
+    #: The simhash; for ``exact`` records the exact digest of a short page.
     fingerprint: int
     scope: str
     referer: str | None = None
     depth: int | None = None
     #: The page's extracted text, kept only when the report format needs it (html).
     text: str | None = None
+    #: What makes two checks "the same page" ("" means the URL).  The crawl
+    #: passes Scrapy's request fingerprint, so the user's URL canonicalisation applies.
+    identity: str = ""
+    #: A short page: matched by equal digest only (``core.exact``).
+    exact: bool = False
+    #: When it was checked (``time.time()``; 0 when unknown).
+    seen: float = 0.0
+
+    @property
+    def key(self) -> str:
+        """The identity, defaulting to the URL."""
+        return self.identity or self.url
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
     """What ``check`` found for one page."""
 
-    #: The canonical page this page duplicates; ``None``: the page is unique
-    #: (and became a canonical page unless checked with ``index=False``).
-    canonical_url: str | None
-    #: Hamming distance to that canonical page (``None`` when unique).
-    distance: int | None
-    #: Fingerprint of that canonical page (``None`` when unique).
-    canonical_fingerprint: int | None
-    #: ``False`` when the backend could not check the page (a fail-open backend
-    #: error): the page goes on, counted as ``simhash/unchecked``, not unique.
-    checked: bool = True
+    outcome: Outcome
+    #: The canonical page (another identity) whose cluster this page belongs to, else ``None``.
+    canonical_url: str | None = None
+    #: Hamming distance to that canonical page (0 for exact matches), else ``None``.
+    distance: int | None = None
+    #: Fingerprint of that canonical page, else ``None``.
+    canonical_fingerprint: int | None = None
+    #: Identity of that canonical page, else ``None``.
+    canonical_identity: str | None = None
+    #: The fingerprint of this identity's last recorded version, when it was recorded before.
+    previous_fingerprint: int | None = None
+    #: When that version was checked (``time.time()``), when known.
+    previous_seen: float | None = None
 
     @property
     def is_duplicate(self) -> bool:
+        """Another page has this content (drop/flag decisions use this)."""
         return self.canonical_url is not None
+
+    @property
+    def checked(self) -> bool:
+        """``False`` when the backend could not check the page (a fail-open backend error)."""
+        return self.outcome is not Outcome.UNCHECKED
+
+
+#: The verdict for a page a fail-open backend could not check.
+UNCHECKED = Verdict(Outcome.UNCHECKED)
 
 
 @dataclass
 class ClusterMember:
-    """One recorded page, as ``members()`` returns it (in the order pages were checked)."""
+    """One recorded identity (its latest version), as ``members()`` returns it, in first-check order."""
 
     url: str
     fingerprint: int
     scope: str
-    #: URL of the canonical page of its cluster; ``None`` when this page is unique.
+    #: URL of the canonical page of its cluster; ``None`` when this page is canonical or unique.
     canonical_url: str | None = None
-    #: Distance to the canonical page; ``None`` when this page is unique.
+    #: Distance to the canonical page; ``None`` when this page is canonical or unique.
     distance: int | None = None
     referer: str | None = None
     depth: int | None = None
     text: str | None = None
     #: ``True`` when this page is a canonical page (unique and indexed).
     indexed: bool = False
+    identity: str = ""
+    exact: bool = False
+    #: The outcome of its latest check.
+    outcome: Outcome = Outcome.UNIQUE
+    #: The fingerprint before its latest check (re-crawled pages), else ``None``.
+    previous_fingerprint: int | None = None
+    first_seen: float = 0.0
+    last_seen: float = 0.0
 
-    @classmethod
-    def from_check(cls, record: PageRecord, verdict: Verdict, indexed: bool) -> ClusterMember:
-        return cls(
-            url=record.url,
-            fingerprint=record.fingerprint,
-            scope=record.scope,
-            canonical_url=verdict.canonical_url,
-            distance=verdict.distance,
-            referer=record.referer,
-            depth=record.depth,
-            text=record.text,
-            indexed=indexed,
-        )
+    @property
+    def key(self) -> str:
+        return self.identity or self.url
 
 
 class DedupBackend(abc.ABC):
@@ -122,6 +142,7 @@ class DedupBackend(abc.ABC):
 
     def __init__(self, config: SimhashConfig) -> None:
         self.config = config
+        self._extra: dict[str, bytes] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> DedupBackend:
@@ -145,3 +166,11 @@ class DedupBackend(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (flush, disconnect)."""
+
+    async def load_extra(self, name: str) -> bytes | None:
+        """A named blob saved earlier with ``save_extra`` (persisted/shared like the index), or ``None``."""
+        return self._extra.get(name)
+
+    async def save_extra(self, name: str, data: bytes) -> None:
+        """Keep a named blob (e.g. the learned URL rules) where the index lives."""
+        self._extra[name] = data

@@ -1,22 +1,23 @@
 """The default backend: everything in this process, gone when the crawl ends.
 
-One ``BlockPermutedIndex`` per scope holds the canonical pages (keys are
-positions in the member list); every checked page is appended to the member
-list.  ``check`` runs without awaiting anything, so it is atomic on the event
-loop.
+A ``core.clustering.Clusterer`` applies the rule and keeps the canonical
+pages' indexes; ``_members[entry]`` is the record of each identity (its
+latest version).  ``check`` runs without awaiting anything, so it is atomic
+on the event loop.
 
-Subclassing (e.g. a persistent backend): ``_recorded(member)`` is called once
-for every new member, right after it is stored; ``_load(members)`` restores
-members recorded earlier (before the first ``check``), rebuilding the indexes
-from the members whose ``indexed`` is true, and sets ``initial``.
+Subclassing (the persistent backend): ``_recorded(entry, member, new)`` is
+called after every check with the identity's entry number and record (``new``: first time seen);
+``_load(members)`` restores records saved earlier (before the first
+``check``) and sets ``initial``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..index import BlockPermutedIndex
+from ..core.clustering import Clusterer, Decision
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
@@ -25,62 +26,98 @@ if TYPE_CHECKING:
 __all__ = ["MemoryBackend"]
 
 
+def _first_not_none(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
 class MemoryBackend(DedupBackend):
-    """In-process index and member list (the default, ``SIMHASH_BACKEND = "memory"``)."""
+    """In-process index and records (the default, ``SIMHASH_BACKEND = "memory"``)."""
 
     def __init__(self, config: SimhashConfig) -> None:
         super().__init__(config)
-        self._indexes: dict[str, BlockPermutedIndex] = {}
+        self._clusters = Clusterer(config.max_distance, config.blocks)
         self._members: list[ClusterMember] = []
 
     # --------------------------------------------------------------- hooks
-    def _recorded(self, member: ClusterMember) -> None:
-        """Called for every new member, after it is stored (override to persist it)."""
+    def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
+        """Called after every check with the identity's entry number and record (override to persist it)."""
 
     def _load(self, members: Iterable[ClusterMember]) -> int:
-        """Restore members recorded earlier (call before the first ``check``).  Returns how many."""
-        start = len(self._members)
-        self._members.extend(members)
-        by_scope: dict[str, tuple[list[int], list[int]]] = {}
-        for position in range(start, len(self._members)):
-            member = self._members[position]
-            if member.indexed:
-                keys, fps = by_scope.setdefault(member.scope, ([], []))
-                keys.append(position)
-                fps.append(member.fingerprint)
-        for scope, (keys, fps) in by_scope.items():
-            self._index_for(scope).add_many(keys, fps)
-        loaded = len(self._members) - start
-        self.initial += loaded
-        return loaded
+        """Restore records saved earlier, in first-check order (call before the first ``check``)."""
+        clusters = self._clusters
+        position_of: dict[tuple[str, str], int] = {}
+        pending: list[tuple[int, ClusterMember]] = []
+        for member in members:
+            entry = clusters.restore(
+                member.scope,
+                member.key,
+                member.fingerprint,
+                member.exact,
+                -1,
+                -1 if member.distance is None else member.distance,
+                member.fingerprint if member.indexed else None,
+            )
+            self._members.append(member)
+            position_of[(member.scope, member.url)] = entry
+            if member.canonical_url is not None:
+                pending.append((entry, member))
+        # Canonical pages are stored by URL: point each member at its canonical entry.
+        for entry, member in pending:
+            canonical = position_of.get((member.scope, member.canonical_url or ""))
+            clusters.canonical[entry] = -1 if canonical is None else canonical
+        clusters.restore_indexes()
+        self.initial += len(self._members)
+        return len(self._members)
 
     # ----------------------------------------------------------- interface
-    def _index_for(self, scope: str) -> BlockPermutedIndex:
-        index = self._indexes.get(scope)
-        if index is None:
-            index = self._indexes[scope] = BlockPermutedIndex(self.config.max_distance, self.config.blocks)
-        return index
-
     async def open(self, spider_name: str) -> None:
         pass
 
+    def _verdict(self, decision: Decision) -> Verdict:
+        previous_seen = None
+        if decision.previous_fingerprint is not None:
+            previous_seen = self._members[decision.entry].last_seen or None
+        if decision.canonical is None:
+            return Verdict(decision.outcome, previous_fingerprint=decision.previous_fingerprint, previous_seen=previous_seen)
+        canonical = self._members[decision.canonical]
+        return Verdict(
+            decision.outcome,
+            canonical_url=canonical.url,
+            distance=decision.distance,
+            canonical_fingerprint=_first_not_none(self._clusters.indexed[decision.canonical], canonical.fingerprint),
+            canonical_identity=canonical.key,
+            previous_fingerprint=decision.previous_fingerprint,
+            previous_seen=previous_seen,
+        )
+
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
         """``check`` without the coroutine (the memory backend never waits)."""
-        scope_index = self._index_for(record.scope)
-        matches = scope_index.query(record.fingerprint)
-        if matches:
-            best = matches[0]  # nearest first, ties: the canonical page indexed first
-            canonical = self._members[best.key]
-            verdict = Verdict(canonical.url, best.distance, canonical.fingerprint)
+        decision = self._clusters.check(record.scope, record.key, record.fingerprint, record.exact, index)
+        verdict = self._verdict(decision)
+        entry = decision.entry
+        new = entry == len(self._members)
+        fields = dict(
+            url=record.url,
+            fingerprint=record.fingerprint,
+            scope=record.scope,
+            canonical_url=verdict.canonical_url,
+            distance=verdict.distance,
+            referer=record.referer,
+            depth=record.depth,
+            text=record.text,
+            indexed=self._clusters.indexed[entry] is not None,
+            identity=record.identity,
+            exact=record.exact,
+            outcome=decision.outcome,
+            previous_fingerprint=decision.previous_fingerprint,
+            last_seen=record.seen,
+        )
+        if new:
+            member = ClusterMember(first_seen=record.seen, **fields)  # type: ignore[arg-type]
+            self._members.append(member)
         else:
-            verdict = Verdict(None, None, None)
-        position = len(self._members)
-        indexed = index and not matches
-        member = ClusterMember.from_check(record, verdict, indexed)
-        self._members.append(member)
-        if indexed:
-            scope_index.add(position, record.fingerprint)
-        self._recorded(member)
+            member = self._members[entry] = replace(self._members[entry], **fields)  # type: ignore[arg-type]
+        self._recorded(entry, member, new)
         return verdict
 
     async def check(self, record: PageRecord, index: bool = True) -> Verdict:
@@ -90,4 +127,5 @@ class MemoryBackend(DedupBackend):
         return list(self._members)
 
     async def index_size(self) -> int:
-        return sum(len(index) for index in self._indexes.values())
+        return self._clusters.index_size()
+

@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..index import BlockPermutedIndex, Match
-from ..store import PageStore, StoreConfig, StoreContents, StoreError, read_store
-from .base import BackendError, ClusterMember
+from .._values import parse_bool
+from ..core import defaults
+from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, read_store
+from .base import BackendError, ClusterMember, Outcome
 from .memory import MemoryBackend
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
 
     from ..config import SimhashConfig
 
@@ -49,73 +49,24 @@ __all__ = ["PersistentBackend", "load_members", "store_path", "uses_persistence"
 
 logger = logging.getLogger(__name__)
 
-JOB_STORE_NAME = "simhash.store"
-DEFAULT_DIR = "simhash"
-_FLUSH_EVERY = 1.0  # seconds
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off", "", "none")
-
-
-def _flag(name: str, value: Any) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ValueError(f"{name} must be a boolean (True/False, 1/0), got {value!r}")
-
-
-def _simhash_dir(settings: BaseSettings) -> str | None:
-    value = settings.get("SIMHASH_DIR")
-    if value is None or value is False:
-        return None
-    if value is True:
-        return DEFAULT_DIR
-    if not isinstance(value, str):
-        raise ValueError(f"SIMHASH_DIR must be a folder name or path (e.g. 'simhash'), got {value!r}")
-    text = value.strip()
-    if text.lower() in _FALSE:
-        return None
-    if text.lower() in _TRUE:
-        return DEFAULT_DIR
-    return text
-
-
-def uses_persistence(settings: BaseSettings) -> bool:
+def uses_persistence(config: SimhashConfig) -> bool:
     """Whether ``JOBDIR`` or ``SIMHASH_DIR`` asks for a persistent in-process backend."""
-    return bool(settings.get("JOBDIR")) or _simhash_dir(settings) is not None
+    return config.persistent
 
 
-def store_path(settings: BaseSettings, spider_name: str) -> Path:
+def store_path(config: SimhashConfig, spider_name: str, createdir: bool = True) -> Path:
     """Where the store of this crawl lives (``SIMHASH_DIR`` first, then ``JOBDIR``)."""
-    folder = _simhash_dir(settings)
-    if folder is not None:
-        from scrapy.utils.project import data_path
-
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", spider_name) or "spider"
-        return Path(data_path(folder, createdir=True)) / f"{safe}.store"
-    from scrapy.utils.job import job_dir
-
-    jobdir = job_dir(settings)
-    if not jobdir:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", spider_name) or "spider"
+    if config.store_dir is not None:
+        folder = Path(config.store_dir)
+        if createdir:
+            folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{safe}.store"
+    if config.jobdir is None:
         raise BackendError("the persistent backend needs JOBDIR or SIMHASH_DIR")
-    return Path(jobdir) / JOB_STORE_NAME
-
-
-class _RememberingIndex(BlockPermutedIndex):
-    """An index that remembers its last query, so recording a duplicate needs no second query."""
-
-    last_fingerprint: int | None = None
-    last_matches: list[Match] = []
-
-    def query(self, fingerprint: int) -> list[Match]:
-        matches = super().query(fingerprint)
-        self.last_fingerprint, self.last_matches = fingerprint, matches
-        return matches
+    if createdir:
+        Path(config.jobdir).mkdir(parents=True, exist_ok=True)
+    return Path(config.jobdir) / defaults.JOB_STORE_NAME
 
 
 class _Members:
@@ -145,6 +96,7 @@ class _Members:
             depth=depth if depth >= 0 else None,
             text=c.text(row),
             indexed=bool(c.indexed[row]),
+            outcome=Outcome.NEAR_DUPLICATE if canonical >= 0 else Outcome.UNIQUE,
         )
 
     def __getitem__(self, position: int) -> ClusterMember:
@@ -183,6 +135,7 @@ class _Members:
                     depth=depth[row] if depth[row] >= 0 else None,
                     text=c.text(row),
                     indexed=indexed[row],
+                    outcome=Outcome.NEAR_DUPLICATE if canon >= 0 else Outcome.UNIQUE,
                 )
         yield from self._new
 
@@ -195,19 +148,17 @@ def load_members(path: str | Path) -> list[ClusterMember]:
 class PersistentBackend(MemoryBackend):
     """``MemoryBackend`` whose pages are appended to a store file and loaded back at open."""
 
-    def __init__(self, config: SimhashConfig, settings: BaseSettings, crawler: Crawler | None = None) -> None:
+    def __init__(self, config: SimhashConfig, crawler: Crawler | None = None) -> None:
         super().__init__(config)
-        self.settings = settings
         self.crawler = crawler
-        self.reset = _flag("SIMHASH_RESET", settings.get("SIMHASH_RESET"))
-        _simhash_dir(settings)  # validate now: a bad value stops the crawl at start
+        self.reset = config.reset
         self.path: Path | None = None
         self.store: PageStore | None = None
         self._last_flush = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> PersistentBackend:
-        return cls(config, crawler.settings, crawler)
+        return cls(config, crawler)
 
     def store_config(self) -> StoreConfig:
         config = self.config
@@ -222,8 +173,8 @@ class PersistentBackend(MemoryBackend):
         reset = self.reset
         spider = getattr(self.crawler, "spider", None) if self.crawler is not None else None
         if spider is not None and getattr(spider, "simhash_reset", None) is not None:
-            reset = reset or _flag("-a simhash_reset", spider.simhash_reset)
-        self.path = store_path(self.settings, spider_name)
+            reset = reset or parse_bool("-a simhash_reset", spider.simhash_reset)
+        self.path = store_path(self.config, spider_name)
         store = PageStore(self.path, self.store_config())
         started = time.perf_counter()
         try:
@@ -247,54 +198,30 @@ class PersistentBackend(MemoryBackend):
             logger.info("simhash: recording pages in %s", self.path)
         self._last_flush = time.monotonic()
 
-    def _index_for(self, scope: str) -> BlockPermutedIndex:
-        index = self._indexes.get(scope)
-        if index is None:
-            index = self._indexes[scope] = _RememberingIndex(self.config.max_distance, self.config.blocks)
-        return index
-
     def _restore(self, contents: StoreContents) -> None:
-        """Members from the store (built lazily) and the indexes of canonical pages, scope by scope."""
+        """The records of the store, back in the clustering rule's entries and indexes."""
         if len(self._members):
             raise RuntimeError("the store must be loaded before the first check")
-        self._members = _Members(contents)  # type: ignore[assignment]
-        rows = np.flatnonzero(contents.indexed)
-        scope_of = contents.scope_ids[rows]
-        order = np.argsort(scope_of, kind="stable")
-        rows, scope_of = rows[order], scope_of[order]
-        bounds = np.flatnonzero(np.diff(scope_of)) + 1
-        for group in np.split(rows, bounds) if len(rows) else []:
-            scope = contents.scope_names[int(contents.scope_ids[group[0]])]
-            self._index_for(scope).add_many(group.tolist(), contents.fingerprints[group])
-        self.initial += len(contents)
+        self._load(_Members(contents))
 
-    def _recorded(self, member: ClusterMember) -> None:
+    def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
         store = self.store
         if store is None:
             return
-        canonical = None
-        if member.canonical_url is not None:
-            # The canonical page is the first match of the query check_now just made (its key is
-            # the page's position = record number).  Query again only if that is not at hand.
-            index = self._indexes[member.scope]
-            if isinstance(index, _RememberingIndex) and index.last_fingerprint == member.fingerprint:
-                matches = index.last_matches
-            else:
-                matches = index.query(member.fingerprint)
-            canonical = matches[0].key if matches else None
+        canonical = self._clusters.canonical[entry]
         store.append(
             member.url,
             member.fingerprint,
             member.scope,
-            canonical=canonical,
-            distance=member.distance if canonical is not None else None,
+            canonical=canonical if canonical >= 0 else None,
+            distance=member.distance if canonical >= 0 else None,
             referer=member.referer,
             depth=member.depth,
             text=member.text,
             indexed=member.indexed,
         )
         now = time.monotonic()
-        if now - self._last_flush >= _FLUSH_EVERY:
+        if now - self._last_flush >= self.config.flush_interval:
             self._last_flush = now
             store.flush()
 

@@ -84,7 +84,7 @@ def write_clusters(
     clusters: list[dict[str, Any]], fmt: str, output: str | None, summary: Mapping[str, Any], stdout: TextIO
 ) -> str:
     """Write the report (``-`` or ``None``: standard output); returns where it went."""
-    from ..report import render_report, write_report
+    from ..core.report import render_report, write_report
 
     if output is None or output == "-":
         stdout.write(render_report(clusters, fmt, summary))

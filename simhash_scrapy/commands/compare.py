@@ -29,8 +29,8 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from ..config import SimhashConfig
-from ..features import feature_hashes, token_hashes, tokenize
-from ..fingerprint import hamming_distance
+from ..core.features import feature_hashes, token_hashes, tokenize
+from ..core.fingerprint import hamming_distance
 from ._common import EXIT_USAGE, CommandError, load_config
 
 __all__ = ["run_compare", "explain_features", "feature_labels", "Page"]
@@ -40,7 +40,6 @@ _SKIP_TEXT = {
     "content_type": "Content-Type not in SIMHASH_CONTENT_TYPES",
     "too_large": "larger than SIMHASH_MAX_BYTES",
     "empty": "no visible text",
-    "thin": "fewer tokens than SIMHASH_MIN_TOKENS",
 }
 
 
@@ -55,6 +54,7 @@ class Page:
     status: int | None = None
     content_type: str | None = None
     fingerprint: int | None = None
+    exact: bool = False  # a short page: fingerprint is its exact digest
     skipped: str | None = None  # the crawl's skip reason
     text: str = ""
     tokens: int = 0
@@ -151,17 +151,17 @@ def _load_pages(args: list[str], settings: Any, process: Any = None) -> list[Pag
 
 # -------------------------------------------------------------- analysing
 def _analyse(page: Page, config: SimhashConfig) -> None:
-    from ..state import analyse_html
-    from ..text import extract_text
+    from ..core.analysis import analyse_html
+    from ..core.skip import skip_reason
+    from ..core.text import extract_text
 
-    media_type = (page.content_type or "").split(";", 1)[0].strip().lower()
-    if page.status is not None and page.status not in config.http_statuses:
-        page.skipped = "status"
-    elif media_type and media_type not in config.content_types:
-        page.skipped = "content_type"
-    elif len(page.body) > config.max_bytes:
-        page.skipped = "too_large"
-    fingerprint, reason, _ = analyse_html(page.body, page.encoding, config)
+    media_type = (page.content_type or "").split(";", 1)[0].strip().lower() or None
+    body = page.body if isinstance(page.body, bytes) else page.body.encode("utf-8")
+    reason = skip_reason(page.status, media_type, body, config.http_statuses, config.content_types, config.max_bytes)
+    if reason != "empty":  # an empty body is reported by the analysis below, as in the crawl
+        page.skipped = reason
+    answer = analyse_html(page.body, page.encoding, config.analysis)
+    fingerprint, reason = answer.fingerprint, answer.skip_reason
     page.text = extract_text(page.body, encoding=page.encoding, main_content=config.main_content)
     page.tokens = len(token_hashes(page.text, config.features.cjk_ngram))
     if fingerprint is None:
@@ -169,6 +169,7 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
         return
     # Fingerprint also the pages the crawl would skip for status or type: the comparison is still useful.
     page.fingerprint = fingerprint
+    page.exact = answer.exact
     hashes, weights = feature_hashes(page.text, config.features)
     page.weights = dict(zip(hashes.tolist(), weights.tolist()))
 
@@ -181,7 +182,7 @@ def feature_labels(text: str, config: SimhashConfig) -> dict[int, str]:
     if len(tokens) != len(hashes):  # pragma: no cover - the tokeniser's two paths always agree
         return {}
     try:
-        from ..features import _char_hashes, _shingle  # the core's own windows, so labels match hashes
+        from ..core.features import _char_hashes, _shingle  # the core's own windows, so labels match hashes
     except ImportError:  # pragma: no cover
         return {}
     if features.char_ngram:
@@ -248,7 +249,7 @@ def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
 
 def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]:
     """What a crawl meeting the pages in this order decides for each one."""
-    from .dedup import assign_canonicals
+    from ..core.clustering import assign_canonicals
 
     usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
     fps = np.array([pages[i].fingerprint for i in usable], dtype=np.uint64)
@@ -257,7 +258,8 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
         hosts = [(urlsplit(pages[i].url).hostname or "").lower() for i in usable]
         names: dict[str, int] = {}
         scopes = np.array([names.setdefault(h, len(names)) for h in hosts], dtype=np.int64)
-    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks)
+    exact = [pages[i].exact for i in usable]
+    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact)
     decisions: list[dict[str, Any]] = [{"page": i + 1, "decision": "skipped", "reason": p.skipped} for i, p in enumerate(pages)]
     for j, i in enumerate(usable):
         c = int(canonical[j])
@@ -277,6 +279,15 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
 # ----------------------------------------------------------------- output
 def _short(text: str, width: int) -> str:
     return text if len(text) <= width else "..." + text[-(width - 3) :]
+
+
+def _distance(a: Page, b: Page) -> int | None:
+    """Hamming distance of two simhashes; for short pages 0 (same text) or None (never compared)."""
+    if a.fingerprint is None or b.fingerprint is None:
+        return None
+    if a.exact or b.exact:
+        return 0 if a.exact and b.exact and a.fingerprint == b.fingerprint else None
+    return hamming_distance(a.fingerprint, b.fingerprint)
 
 
 def _partner(j: int, matrix: list[list[int | None]], decisions: list[dict[str, Any]]) -> int | None:
@@ -310,6 +321,8 @@ def _print_text(
     for i, page in enumerate(pages, start=1):
         fp = f"{page.fingerprint:016x}" if page.fingerprint is not None else "-" * 16
         note = f"  (the crawl skips it: {_SKIP_TEXT.get(page.skipped, page.skipped)})" if page.skipped else ""
+        if page.exact:
+            note += "  (short page: fewer tokens than SIMHASH_MIN_TOKENS, compared by exact text)"
         status = f" [HTTP {page.status}]" if page.status not in (None, 200) else ""
         w(f"{i:>3}  {_short(page.source, width):<{width}}  {fp}  {page.tokens:>6}{status}{note}\n")
     w("\ndistance d (similarity 1 - d/64)\n")
@@ -373,14 +386,7 @@ def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process:
     for page in pages:
         _analyse(page, config)
     n = len(pages)
-    matrix: list[list[int | None]] = [
-        [
-            None if pages[i].fingerprint is None or pages[j].fingerprint is None
-            else hamming_distance(pages[i].fingerprint, pages[j].fingerprint)  # type: ignore[arg-type]
-            for j in range(n)
-        ]
-        for i in range(n)
-    ]  # fmt: skip
+    matrix: list[list[int | None]] = [[_distance(pages[i], pages[j]) for j in range(n)] for i in range(n)]
     decisions = _decisions(pages, config)
     pairs = []
     for j in range(1, n):

@@ -32,10 +32,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..config import SimhashConfig
-from ..index import BlockPermutedIndex
+from ..core.clustering import assign_canonicals
 from ._common import EXIT_USAGE, CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
 
-__all__ = ["assign_canonicals", "run_dedup", "DEFAULT_FIELDS", "HTML_SUFFIXES"]
+__all__ = ["run_dedup", "DEFAULT_FIELDS", "HTML_SUFFIXES"]
 
 #: Item fields tried, in this order, when neither --field nor SIMHASH_ITEM_FIELD names one.
 DEFAULT_FIELDS = ("html", "body", "text", "content")
@@ -47,73 +47,6 @@ _INLINE_LIMIT = 400
 
 
 # ----------------------------------------------------------------- clustering
-def assign_canonicals(
-    fingerprints: np.ndarray,
-    scopes: np.ndarray | None,
-    max_distance: int,
-    blocks: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The crawl's clustering rule, computed from one batch all-pairs search.
-
-    Pages are taken in order.  A page within ``max_distance`` of one or more
-    earlier *canonical* pages of its scope joins the nearest (ties: the
-    earliest); otherwise it becomes a canonical page.  Returns ``(canonical,
-    distance)``: for each page the position of its canonical page and the
-    distance to it, ``-1`` for canonical pages.  This is exactly what
-    ``MemoryBackend.check`` decides page by page, but the pairs come from one
-    ``find_all_arrays`` over the distinct (scope, fingerprint) values.
-    """
-    fps = np.asarray(fingerprints, dtype=np.uint64)
-    n = len(fps)
-    canonical = np.full(n, -1, dtype=np.int64)
-    distance = np.full(n, -1, dtype=np.int64)
-    if n == 0:
-        return canonical, distance
-    keys = np.empty(n, dtype=[("scope", "<i8"), ("fp", "<u8")])
-    keys["scope"] = 0 if scopes is None else scopes
-    keys["fp"] = fps
-    distinct, inverse = np.unique(keys, return_inverse=True)
-    m = len(distinct)
-    index = BlockPermutedIndex(max_distance, blocks)
-    index.add_many(range(m), distinct["fp"])
-    a, b, d = index.find_all_arrays()
-    same_scope = distinct["scope"][a] == distinct["scope"][b]
-    a, b, d = a[same_scope], b[same_scope], d[same_scope]
-    # Both directions, each row's neighbours nearest first.
-    src = np.concatenate([a, b])
-    dst = np.concatenate([b, a])
-    dist = np.concatenate([d, d])
-    order = np.lexsort((dst, dist, src))
-    starts = np.searchsorted(src[order], np.arange(m + 1)).tolist()
-    neighbours = dst[order].tolist()
-    neighbour_distance = dist[order].tolist()
-    owner = [-1] * m  # the canonical page with exactly this (scope, fingerprint)
-    rows = inverse.ravel().tolist()
-    canonical_list = [-1] * n
-    distance_list = [-1] * n
-    for page, row in enumerate(rows):
-        if owner[row] >= 0:  # the same fingerprint is a canonical page: distance 0, nothing is nearer
-            canonical_list[page] = owner[row]
-            distance_list[page] = 0
-            continue
-        best_distance, best = 65, -1
-        for p in range(starts[row], starts[row + 1]):
-            dp = neighbour_distance[p]
-            if dp > best_distance:
-                break
-            candidate = owner[neighbours[p]]
-            if candidate >= 0 and (dp < best_distance or candidate < best):
-                best_distance, best = dp, candidate
-        if best >= 0:
-            canonical_list[page] = best
-            distance_list[page] = best_distance
-        else:
-            owner[row] = page
-    canonical[:] = canonical_list
-    distance[:] = distance_list
-    return canonical, distance
-
-
 # ---------------------------------------------------------------------- input
 class _Source:
     """Pages of one input, read as raw payloads in a stable order (for both passes)."""
@@ -240,8 +173,8 @@ def _is_html(value: str, fmt: str) -> bool:
 
 
 def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:
-    from ..state import analyse_html, analyse_text
-    from ..text import extract_text
+    from ..core.analysis import analyse_html, analyse_text
+    from ..core.text import extract_text
 
     kind, mode, payloads, config, field, url_field, fmt = task
     out: list[tuple[Any, ...]] = []
@@ -273,13 +206,11 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             else:
                 out.append((value,))
             continue
-        fingerprint = None
+        fingerprint, exact = None, False
         if reason is None:
-            if is_html:
-                fingerprint, reason, _ = analyse_html(value, None, config)
-            else:
-                fingerprint, reason = analyse_text(value, config)
-        out.append((fingerprint, reason, url, referer, depth))
+            answer = analyse_html(value, None, config.analysis) if is_html else analyse_text(value, config.analysis)
+            fingerprint, exact, reason = answer.fingerprint, answer.exact, answer.skip_reason
+        out.append((fingerprint, reason, url, referer, depth, exact))
     return out
 
 
@@ -443,7 +374,8 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     depths: list[Any] = []
     skipped: Counter[str] = Counter()
     read = 0
-    for position, (fingerprint, reason, url, referer, depth) in _run_tasks(
+    exact_flags: list[bool] = []
+    for position, (fingerprint, reason, url, referer, depth, exact) in _run_tasks(
         source, "fingerprint", None, params, 1 if inline else jobs, progress
     ):
         read += 1
@@ -452,6 +384,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
             continue
         kept.append(position)
         fingerprints.append(fingerprint)
+        exact_flags.append(exact)
         if source.kind == "files":
             url = source.url(position)  # type: ignore[attr-defined]
         elif not isinstance(url, str) or not url:
@@ -469,7 +402,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         raise CommandError(f"none of the {read:,} pages of {source.description} could be fingerprinted{hint}: {details}")
     urls = _unique_urls(urls)
 
-    # Clusters: one batch all-pairs search.
+    # Clusters: the crawl's rule (core.clustering), page by page in input order.
     cluster_started = time.monotonic()
     fps = np.array(fingerprints, dtype=np.uint64)
     scopes = None
@@ -478,7 +411,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         scope_names = [(urlsplit(u).hostname or "").lower() for u in urls]
         numbers: dict[str, int] = {}
         scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
-    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks)
+    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact_flags)
     in_cluster = np.zeros(len(urls), dtype=bool)
     in_cluster[canonical[canonical >= 0]] = True
     in_cluster[canonical >= 0] = True
@@ -496,7 +429,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
             texts[position] = text
         progress.finish()
 
-    from ..report import build_clusters
+    from ..core.report import build_clusters, report_summary
 
     members = []
     canonical_list = canonical.tolist()
@@ -516,19 +449,14 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         )
     clusters = build_clusters(members, include_text=with_text)
     near = int((canonical >= 0).sum())
-    summary = {
-        "title": f"Near-duplicates in {source.description}",
-        "pages": len(kept),
-        "unique": len(kept) - near,
-        "near_duplicates": near,
-        "clusters": len(clusters),
-        "max_distance": config.max_distance,
-        "source": str(path),
-        "generated": datetime.now(tz=timezone.utc).replace(microsecond=0).isoformat(),
-        "text mode": config.text_mode,
-        "features": config.features.signature(),
-        "skipped": sum(skipped.values()),
-    }
+    summary = report_summary(
+        [{"url": urls[i], "canonical_url": None if c < 0 else urls[c]} for i, c in enumerate(canonical_list)],
+        clusters,
+        title=f"Near-duplicates in {source.description}",
+        max_distance=config.max_distance,
+        source=str(path),
+    )
+    summary.update({"text mode": config.text_mode, "features": config.features.signature(), "skipped": sum(skipped.values())})
     where = write_clusters(clusters, fmt, opts.output, summary, stdout)
     elapsed = time.monotonic() - started
     skipped_text = ""

@@ -85,25 +85,26 @@ def store_members(contents: Any) -> list[dict[str, Any]]:
 
 def _settings_store(settings: Any, spider: str | None) -> str:
     """The store this project's settings point at (``JOBDIR``, or ``SIMHASH_DIR`` with ``--spider``)."""
-    from ..backends.persistent import store_path, uses_persistence
+    from ..backends.persistent import store_path
+    from ..config import SimhashConfig
 
     try:
-        persistent = uses_persistence(settings)
+        config = SimhashConfig.from_settings(settings)
     except ValueError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
-    if not persistent:
+    if not config.persistent:
         raise CommandError(
             "report needs a STORE (JOBDIR, SIMHASH_DIR or a store file) or --redis URL "
             "(this project's settings set neither JOBDIR nor SIMHASH_DIR)",
             EXIT_USAGE,
         )
-    if settings.get("SIMHASH_DIR") not in (None, False, "") and not spider:
+    if config.store_dir is not None and not spider:
         raise CommandError("SIMHASH_DIR keeps one store per spider: name it with --spider NAME", EXIT_USAGE)
-    return str(store_path(settings, spider or ""))
+    return str(store_path(config, spider or "", createdir=False))
 
 
 def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from ..store import StoreError, read_store
+    from ..core.store import StoreError, read_store
 
     path = Path(source)
     if not path.exists():
@@ -195,7 +196,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
 
 
 def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
-    from ..report import build_clusters
+    from ..core.report import build_clusters
 
     stdout = stdout or sys.stdout
     fmt = output_format(opts.format, opts.output)

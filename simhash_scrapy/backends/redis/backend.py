@@ -31,7 +31,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection, export
-from .layout import Codec, Keys, bucket_bits_for, identity_slot, layout_mismatch, layout_string, pack_seen, unpack_seen
+from .layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, layout_mismatch, layout_string, pack_seen, unpack_seen
 from .replica import Replica
 from .settings import RedisSettings
 
@@ -49,6 +49,10 @@ _MAX_BATCH = 256
 _SYNC_CHUNK = 1 << 20  # log entries per GETRANGE when a replica is loaded
 _OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED)
 _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+async def _ignore(error: BaseException) -> None:
+    """``Retry.call_with_retry``'s failure handler: the error is retried, nothing else to do."""
 
 
 def lua(name: str) -> str:
@@ -177,7 +181,9 @@ class RedisBackend(DedupBackend):
             if self._down_since is not None:
                 continue
             try:
-                await self._scripts["heartbeat"](keys=[self.keys.workers, self.keys.meta], args=[self.worker_id, self._ttl])
+                await self._scripts["heartbeat"](
+                    keys=[self.keys.workers, self.keys.meta, self.keys.scopes], args=[self.worker_id, self._ttl]
+                )
             except asyncio.CancelledError:
                 raise
             except _DOWN_ERRORS as exc:
@@ -225,6 +231,11 @@ class RedisBackend(DedupBackend):
             )
 
     # ----------------------------------------------------------- outages
+    @property
+    def redis_down(self) -> bool:
+        """``True`` from a failed call until the probe gets an answer from Redis again."""
+        return self._down_since is not None
+
     def _mark_down(self, exc: BaseException) -> None:
         if self._down_since is None:
             self._down_since = time.monotonic()
@@ -237,9 +248,11 @@ class RedisBackend(DedupBackend):
         retry = connection.probe_retry(self.settings.heartbeat)
         while True:
             try:
-                await retry.call_with_retry(self.client.ping, lambda error: None)
+                await retry.call_with_retry(self.client.ping, _ignore)
                 break
-            except RedisError:  # pragma: no cover - infinite retries; a non-retryable error
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - not a connection error (e.g. LOADING): ask again later
                 await asyncio.sleep(self.settings.heartbeat)
         pool = getattr(self.client, "connection_pool", None)
         if pool is not None:
@@ -336,13 +349,15 @@ class RedisBackend(DedupBackend):
         if replica is None:
             sk = self.keys.scope(scope)
             await self.client.sadd(self.keys.scopes, scope)
+            if self._ttl:
+                await self.client.pexpire(self.keys.scopes, self._ttl)
             replica = Replica(self.config.max_distance)
             self._codecs[scope] = Codec(await self.client.hget(sk.meta, "zdict"))
             while True:
                 start = replica.sync
-                data = await self.client.getrange(sk.log, start * 20, (start + _SYNC_CHUNK) * 20 - 1)
+                data = await self.client.getrange(sk.log, start * ENTRY, (start + _SYNC_CHUNK) * ENTRY - 1)
                 replica.apply(data, start)
-                if len(data) < _SYNC_CHUNK * 20:
+                if len(data) < _SYNC_CHUNK * ENTRY:
                     break
             self._replicas[scope] = replica
         return replica
@@ -388,19 +403,19 @@ class RedisBackend(DedupBackend):
 
     @staticmethod
     def _verdict(codec: Codec, values: list[Any]) -> Verdict:
-        outcome, _seq, canon, distance, canon_entry, canon_payload, prev, prev_seen = values
+        outcome, _seq, canon, distance, canon_fp_field, canon_payload, prev, prev_seen = values
         previous = dict(
             previous_fingerprint=int.from_bytes(prev, "big") if prev else None,
-            previous_seen=unpack_seen(prev_seen) if prev_seen else None,
+            previous_seen=(unpack_seen(prev_seen) or None) if prev_seen else None,
         )
         if int(canon) < 0:
             return Verdict(_OUTCOMES[int(outcome)], **previous)
-        url, identity = codec.decode(canon_payload, canon_entry[12:20])[:2] if canon_payload else ("", "")
+        url, identity = codec.decode(canon_payload, canon_fp_field[8:16])[:2] if canon_payload else ("", "")
         return Verdict(
             _OUTCOMES[int(outcome)],
             canonical_url=url,
-            canonical_identity=identity,
-            canonical_fingerprint=int.from_bytes(canon_entry[1:9], "big"),
+            canonical_identity=identity or url,
+            canonical_fingerprint=int.from_bytes(canon_fp_field[:8], "big"),
             distance=int(distance),
             **previous,
         )
@@ -409,12 +424,18 @@ class RedisBackend(DedupBackend):
     async def members(self) -> list[ClusterMember]:
         return await connection.on_asyncio(self._members())
 
+    async def _read(self, read: Any) -> Any:
+        """A read, retried with back-off unless Redis is known to be down."""
+        if self.client is None:
+            raise BackendError("not connected to Redis")
+        if self.redis_down:
+            return await read()
+        return await connection.read_retry().call_with_retry(read, _ignore)
+
     async def _members(self) -> list[ClusterMember]:
         """Every recorded identity (latest version, by every worker), in first-check order."""
         try:
-            return await connection.read_retry().call_with_retry(
-                lambda: export.read_members(self.client, self.keys), lambda error: None
-            )
+            return await self._read(lambda: export.read_members(self.client, self.keys))
         except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
             self._log_close_failure("members", exc)
             return []
@@ -424,17 +445,13 @@ class RedisBackend(DedupBackend):
 
     async def _index_size(self) -> int:
         try:
-            return await connection.read_retry().call_with_retry(
-                lambda: export.canonicals(self.client, self.keys), lambda error: None
-            )
+            return await self._read(lambda: export.canonicals(self.client, self.keys))
         except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
             self._log_close_failure("index_size", exc)
             return 0
 
     async def load_extra(self, name: str) -> bytes | None:
-        return await connection.on_asyncio(
-            connection.read_retry().call_with_retry(lambda: self.client.get(self.keys.extra(name)), lambda e: None)
-        )
+        return await connection.on_asyncio(self._read(lambda: self.client.get(self.keys.extra(name))))
 
     async def save_extra(self, name: str, data: bytes) -> None:
         return await connection.on_asyncio(self._save_extra(name, data))

@@ -2,16 +2,16 @@
 --
 -- KEYS[1]  the sequence counter (HASH, field "seq": first-check order of identities)
 -- KEYS[2]  the scope's meta (HASH: layout, scope, canonicals)
--- KEYS[3]  the scope's canonical log (STRING of 20-byte entries)
+-- KEYS[3]  the scope's canonical log (STRING of 24-byte entries)
 -- KEYS[3+i] the identity bucket (HASH) of record i
 -- ARGV[1] layout  ARGV[2] k  ARGV[3] sync position (log entries the caller's replica holds)
 -- ARGV[4] bucket key prefix  ARGV[5] ttl ms (0: none)  ARGV[6] scope name
 -- then 6 values per record: field (8 bytes), fingerprint (8 bytes), mode ("i" index, "e" exact),
---   seen (8-byte big-endian double), payload, local candidates (">I4B" position, distance, nearest first)
+--   seen (8-byte big-endian double), payload, local candidates (">I4I4B": log position, seq, distance)
 -- Returns {tail of the log since the sync position, then 8 values per record:
---   outcome, seq, canonical position (-1: none), distance, canonical log entry or false,
+--   outcome, seq, canonical position (-1: none), distance, canonical fingerprint .. field or false,
 --   canonical payload or false, previous fingerprint or false, previous seen (8 bytes) or false}
-local ENTRY = 20
+local ENTRY = 24
 local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
 local UNIQUE, NEAR, UNCHANGED, CHANGED = 0, 1, 2, 3
 local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
@@ -44,19 +44,19 @@ if loglen > sync then
     if op == 2 then
       removed[struct.unpack('>I4', tail, p + 1)] = true
     else
-      local hi, lo = struct.unpack('>I4I4', tail, p + 1)
-      fresh[#fresh + 1] = {sync + j, hi, lo, op == 3, string.sub(tail, p + 1, p + 8)}
+      local hi, lo, eseq = struct.unpack('>I4I4I4', tail, p + 1)
+      fresh[#fresh + 1] = {sync + j, hi, lo, op == 3, string.sub(tail, p + 1, p + 8), eseq}
     end
   end
 end
 local delta = 0
 
-local function append_add(fp, exact, bucket, field)
+local function append_add(fp, exact, seq, bucket, field)
   local pos = loglen
-  redis.call('APPEND', KEYS[3], (exact and '\3' or '\1') .. fp .. struct.pack('>I3', bucket) .. field)
+  redis.call('APPEND', KEYS[3], (exact and '\3' or '\1') .. fp .. struct.pack('>I4I3', seq, bucket) .. field)
   loglen = loglen + 1
   local hi, lo = struct.unpack('>I4I4', fp)
-  fresh[#fresh + 1] = {pos, hi, lo, exact, fp}
+  fresh[#fresh + 1] = {pos, hi, lo, exact, fp, seq}
   delta = delta + 1
   return pos
 end
@@ -68,16 +68,17 @@ local function append_remove(pos)
   delta = delta - 1
 end
 
+-- The nearest canonical page within k (ties: the identity checked first), excluding the log entry ``own``.
 local function best_match(fp, hi, lo, exact, locals, own)
-  local bd, bp = 65, -1
-  for i = 1, #locals, 5 do
-    local pos, d = struct.unpack('>I4B', locals, i)
-    if pos ~= own and not removed[pos] and (d < bd or (d == bd and pos < bp)) then
-      bd, bp = d, pos
+  local bd, bp, bs = 65, -1, -1
+  for i = 1, #locals, 9 do
+    local pos, seq, d = struct.unpack('>I4I4B', locals, i)
+    if pos ~= own and not removed[pos] and (d < bd or (d == bd and seq < bs)) then
+      bd, bp, bs = d, pos, seq
     end
   end
   for _, e in ipairs(fresh) do
-    local pos = e[1]
+    local pos, seq = e[1], e[6]
     if pos ~= own and e[4] == exact and not removed[pos] then
       local d = 65
       if exact then
@@ -86,25 +87,34 @@ local function best_match(fp, hi, lo, exact, locals, own)
         d = pop(bxor(e[2], hi))
         if d <= k then d = d + pop(bxor(e[3], lo)) end
       end
-      if d <= k and (d < bd or (d == bd and pos < bp)) then bd, bp = d, pos end
+      if d <= k and (d < bd or (d == bd and seq < bs)) then bd, bp, bs = d, pos, seq end
     end
   end
   return bp, bd
 end
 
+-- The canonical page at log position pos: {its fingerprint (the indexed one while it is indexed, else its
+-- latest), its field}, and its identity record's payload.
 local function canonical_of(pos)
   local e = redis.call('GETRANGE', KEYS[3], pos * ENTRY, pos * ENTRY + ENTRY - 1)
-  local bucket = struct.unpack('>I3', e, 10)
-  local v = redis.call('HGET', prefix .. string.format('%x', bucket), string.sub(e, 13, 20))
-  if not v then return e, false end
+  local bucket = struct.unpack('>I3', e, 14)
+  local field = string.sub(e, 17, 24)
+  local v = redis.call('HGET', prefix .. string.format('%x', bucket), field)
+  if not v then return string.sub(e, 2, 9) .. field, false end
   local flags = string.byte(v, 13)
+  local fp = string.sub(e, 2, 9)
   local p = 15
-  if band(flags, F_INDEXED) ~= 0 then p = p + 4 end
+  if band(flags, F_INDEXED) ~= 0 then
+    if struct.unpack('>I4', v, p) ~= pos then fp = string.sub(v, 5, 12) end
+    p = p + 4
+  else
+    fp = string.sub(v, 5, 12)
+  end
   if band(flags, F_MEMBER) ~= 0 then p = p + 4 end
   if band(flags, F_PREV) ~= 0 then p = p + 8 end
   p = p + 8
   if band(flags, F_LAST) ~= 0 then p = p + 8 end
-  return e, string.sub(v, p)
+  return fp .. field, string.sub(v, p)
 end
 
 local out = {false}
@@ -119,7 +129,6 @@ for i = 1, nrec do
   local hi, lo = struct.unpack('>I4I4', fp)
   local old = redis.call('HGET', key, field)
   local outcome, seq, first, own, canon, dist, prev, prevseen
-  local stored = fp
   dist = 0
   if old then
     local oseq, ofp, oflags, odist, p = struct.unpack('>I4c8BB', old)
@@ -143,7 +152,6 @@ for i = 1, nrec do
     end
     if d <= k then
       outcome, own, canon, dist = UNCHANGED, oown, ocanon, odist
-      if oown then stored = ofp end
     else
       local bp, bd = best_match(fp, hi, lo, exact, locals, oown or -1)
       if oown then append_remove(oown) end
@@ -151,7 +159,7 @@ for i = 1, nrec do
         outcome, canon, dist = NEAR, bp, bd
       else
         outcome = CHANGED
-        if want_index then own = append_add(fp, exact, bucket, field) end
+        if want_index then own = append_add(fp, exact, seq, bucket, field) end
       end
     end
   else
@@ -163,12 +171,12 @@ for i = 1, nrec do
       outcome, canon, dist = NEAR, bp, bd
     else
       outcome = UNIQUE
-      if want_index then own = append_add(fp, exact, bucket, field) end
+      if want_index then own = append_add(fp, exact, seq, bucket, field) end
     end
   end
   local flags = outcome * 32
   if exact then flags = bor(flags, F_EXACT) end
-  local parts = {struct.pack('>I4', seq), stored, '', ''}
+  local parts = {struct.pack('>I4', seq), fp, '', ''}
   if own then flags = bor(flags, F_INDEXED); parts[#parts + 1] = struct.pack('>I4', own) end
   if canon then flags = bor(flags, F_MEMBER); parts[#parts + 1] = struct.pack('>I4', canon) end
   if prev then flags = bor(flags, F_PREV); parts[#parts + 1] = prev end

@@ -63,7 +63,6 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
         sk = keys.scope(scope)
         log = parse_log(await client.get(sk.log) or b"", 0)
         slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op != OP_REMOVE}
-        fp_of = {pos: fp for pos, op, fp, _b, _f in log if op != OP_REMOVE}
         codec = Codec(await client.hget(sk.meta, "zdict"))
         records: dict[tuple[int, bytes], Record] = {}
         buckets = await _scan(client, _glob_escape(sk.bucket_prefix) + "*")
@@ -80,14 +79,11 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
                     records[(number, field)] = parse_record(value)
         for (_, field), record in records.items():
             url, identity, referer, depth, text = codec.decode(record.payload, field)
-            canonical_url = canonical_identity = None
-            canonical_fp = None
+            canonical_url = None
             if record.canonical is not None:
                 slot = slot_of.get(record.canonical, (-1, b""))
                 canon = records.get(slot)
-                if canon is not None:
-                    canonical_url, canonical_identity = codec.decode(canon.payload, slot[1])[:2]
-                canonical_fp = fp_of.get(record.canonical)
+                canonical_url = codec.decode(canon.payload, slot[1])[0] if canon is not None else ""
             member = ClusterMember(
                 url=url,
                 fingerprint=record.fingerprint,
@@ -95,8 +91,6 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
                 identity=identity,
                 exact=record.exact,
                 canonical_url=canonical_url,
-                canonical_identity=canonical_identity,
-                canonical_fingerprint=canonical_fp,
                 distance=record.distance if record.canonical is not None else None,
                 referer=referer,
                 depth=depth,

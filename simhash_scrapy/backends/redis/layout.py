@@ -13,9 +13,10 @@ hash tag, every key shares it (one slot)::
     G:scopes        SET    the scopes that have keys
     G:extra:<name>  STRING load_extra / save_extra
     S:meta          HASH   layout, scope, canonicals (count), seq (Redis Cluster only)
-    S:log           STRING the canonical log: 20-byte entries, appended only.
+    S:log           STRING the canonical log: 24-byte entries, appended only.
                            add:    op 1 (simhash) or 3 (exact digest), fingerprint (8),
-                                   identity bucket (3), identity field (8)
+                                   seq (4: ties go to the lowest), identity bucket (3),
+                                   identity field (8)
                            remove: op 2, position of the removed add entry (4), zeros
     S:i:<bucket>    HASH   one record per identity: field = 8 bytes of the identity's
                            hash, value = record (below); <bucket> is hex of the hash's
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 #: Version of the key layout (part of the layout string every worker must agree on).
 LAYOUT_VERSION = 2
-ENTRY = 20
+ENTRY = 24
 OP_ADD, OP_REMOVE, OP_EXACT = 1, 2, 3
 F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
 OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed")
@@ -184,7 +185,7 @@ class Codec:
 
     def encode(self, url: str, identity: str, identity_bytes: bytes, referer: str | None, depth: int | None,
                text: str | None) -> bytes:
-        values: list[Any] = [url, None if identity_bytes or identity in ("", url) else identity, referer, depth]
+        values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth]
         if text is not None:
             values.append(text)
         while len(values) > 1 and values[-1] is None:
@@ -207,7 +208,7 @@ class Codec:
         return bool(payload and payload[0] & _K_SCOPE_DICT)
 
     def decode(self, payload: bytes, field: bytes) -> tuple[str, str, str | None, int | None, str | None]:
-        """``(url, identity, referer, depth, text)``; ``field`` rebuilds a hex identity."""
+        """``(url, identity ("" when it is the URL), referer, depth, text)``; ``field`` rebuilds a hex identity."""
         kind, p = payload[0], 1
         hex_identity = None
         if kind & _K_HEX_IDENTITY:
@@ -222,7 +223,7 @@ class Codec:
         url, identity, referer, depth, text = values[:5]
         if hex_identity is not None:
             identity = hex_identity
-        return url, identity if identity is not None else url, referer, depth, text
+        return url, identity or "", referer, depth, text
 
 
 @dataclass
@@ -275,7 +276,7 @@ def unpack_seen(data: bytes) -> float:
 
 
 def parse_log(data: bytes, start: int) -> list[tuple[int, int, int, int, bytes]]:
-    """``(position, op, fingerprint or removed position, bucket, field)`` of each 20-byte log entry."""
+    """``(position, op, fingerprint or removed position, bucket, field)`` of each log entry."""
     out = []
     for i in range(0, len(data) - ENTRY + 1, ENTRY):
         op = data[i]
@@ -284,7 +285,7 @@ def parse_log(data: bytes, start: int) -> list[tuple[int, int, int, int, bytes]]
         else:
             out.append((
                 start + i // ENTRY, op, int.from_bytes(data[i + 1 : i + 9], "big"),
-                int.from_bytes(data[i + 9 : i + 12], "big"), data[i + 12 : i + 20],
+                int.from_bytes(data[i + 13 : i + 16], "big"), data[i + 16 : i + 24],
             ))
     return out
 

@@ -22,13 +22,13 @@ import struct
 
 import numpy as np
 
-from ...index import MAX_TABLES, BlockPermutedIndex
+from ...core.index import MAX_TABLES, BlockPermutedIndex
 from .layout import ENTRY, OP_ADD, OP_EXACT, OP_REMOVE
 
-_CANDIDATE = struct.Struct(">IB")
+_CANDIDATE = struct.Struct(">IIB")
 #: Entries kept in the small index before they are merged into the big one.
 RECENT = 1 << 18
-_LOG_DTYPE = np.dtype([("op", "u1"), ("fp", ">u8"), ("rest", "V11")])
+_LOG_DTYPE = np.dtype([("op", "u1"), ("fp", ">u8"), ("seq", ">u4"), ("rest", "V11")])
 
 
 def replica_blocks(k: int) -> int:
@@ -47,6 +47,8 @@ class Replica:
         self.recent = BlockPermutedIndex(k, replica_blocks(k))
         self.exact: dict[int, int] = {}
         self.exact_of: dict[int, int] = {}
+        #: seq of the identity of each log entry (ties go to the lowest seq)
+        self.seq = np.zeros(0, dtype=np.uint32)
         self.sync = 0
 
     def apply(self, data: bytes, start: int) -> None:
@@ -58,6 +60,11 @@ class Replica:
             return
         entries = np.frombuffer(data, dtype=_LOG_DTYPE, offset=skip, count=(len(data) - skip) // ENTRY)
         first = self.sync
+        if len(self.seq) < first + len(entries):
+            grown = np.zeros(max(first + len(entries), len(self.seq) + len(self.seq) // 4), dtype=np.uint32)
+            grown[: len(self.seq)] = self.seq
+            self.seq = grown
+        self.seq[first : first + len(entries)] = entries["seq"]
         positions = np.arange(first, first + len(entries), dtype=np.int64)
         ops = entries["op"]
         removes = np.flatnonzero(ops == OP_REMOVE)
@@ -96,11 +103,14 @@ class Replica:
             self.index.remove(pos)
 
     def candidates(self, fp: int, exact: bool) -> bytes:
-        """Packed ``(log position, distance)`` of the canonical pages within k, nearest first."""
+        """Packed ``(log position, seq, distance)`` of the canonical pages within k."""
+        seq = self.seq
         if exact:
             pos = self.exact.get(fp)
-            return b"" if pos is None else _CANDIDATE.pack(pos, 0)
-        return b"".join(_CANDIDATE.pack(m.key, m.distance) for m in (*self.index.query(fp), *self.recent.query(fp)))
+            return b"" if pos is None else _CANDIDATE.pack(pos, int(seq[pos]), 0)
+        return b"".join(
+            _CANDIDATE.pack(m.key, int(seq[m.key]), m.distance) for m in (*self.index.query(fp), *self.recent.query(fp))
+        )
 
     def candidates_many(self, fps: list[int]) -> list[bytes]:
         """``candidates`` of many simhash fingerprints.

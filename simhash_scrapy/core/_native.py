@@ -25,7 +25,9 @@ def _load() -> Any:
     return _speedups
 
 
-speedups = _load()
+#: The compiled module as loaded at import (None when not built or turned off).
+_BUILT = _load()
+speedups = _BUILT
 
 
 def speedups_enabled() -> bool:
@@ -37,19 +39,14 @@ def speedups_enabled() -> bool:
 def switched(enabled: bool) -> Iterator[bool]:
     """Within the block, use the C helpers (when built) or the pure-Python path; yields whether C is used.
 
-    For tests and benchmarks that compare the two paths.  The modules that use
-    the helpers keep them in a module-level ``_fast``; this is the one place
-    that lists those modules.
+    For tests and benchmarks that compare the two paths.  ``text``,
+    ``features`` and ``index`` read ``_native.speedups`` at each call, so
+    switching is one assignment here: this module imports none of them.
     """
-    from . import features, index, text
-
-    modules = (text, features, index)
-    saved = [module._fast for module in modules]
-    use = speedups if enabled else None
-    for module in modules:
-        module._fast = use
+    global speedups
+    saved = speedups
+    speedups = _BUILT if enabled else None
     try:
-        yield use is not None
+        yield speedups is not None
     finally:
-        for module, fast in zip(modules, saved):
-            module._fast = fast
+        speedups = saved

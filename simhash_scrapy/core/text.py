@@ -31,6 +31,8 @@ from typing import Any
 from lxml import etree
 
 from . import _native
+from .boilerplate import keep_main_content
+from .dom import NotUndoable, UndoableDrops, drop_element, xml_safe
 
 __all__ = ["extract_text", "extract_text_bytes", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS", "BLOCK_TAGS"]
 
@@ -106,13 +108,6 @@ _SNIFF_BYTES = 4096
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 # lxml refuses to *set* text holding C0 controls (libxml2 does keep them when parsing).
-_CONTROL_CHARS = dict.fromkeys((c for c in range(32) if c not in (9, 10, 13)), " ")
-
-
-def xml_safe(text: str) -> str:
-    """``text`` with the C0 control characters lxml refuses in assigned text made spaces."""
-    return text.translate(_CONTROL_CHARS) if not text.isprintable() else text
-
 # lxml parsers must not be shared between threads.
 _local = threading.local()
 
@@ -263,66 +258,6 @@ def _parse_bytes(data: bytes) -> etree._Element | None:
     return root
 
 
-def drop_element(element: etree._Element) -> None:
-    """Remove ``element`` and its subtree but keep its tail text.
-
-    Inside ``_undoable_drops()`` every removal is recorded so it can be undone.
-    """
-    parent = element.getparent()
-    if parent is None:
-        return
-    journal = getattr(_local, "journal", None)
-    tail = element.tail
-    previous = element.getprevious()
-    if journal is not None:
-        if tail:
-            before = previous.tail if previous is not None else parent.text
-            if _has_controls(tail) or (before and _has_controls(before)):
-                raise _NotUndoable  # lxml could not set such text back
-        else:
-            before = _UNCHANGED  # no tail to move: the neighbour's text is not touched, nor restored
-        journal.append((element, parent, parent.index(element), previous, before))
-    if tail:
-        if previous is not None:
-            previous.tail = xml_safe((previous.tail or "") + tail)
-        else:
-            parent.text = xml_safe((parent.text or "") + tail)
-    parent.remove(element)  # the removed element keeps its tail
-
-
-_UNCHANGED = object()
-
-
-class _NotUndoable(Exception):
-    """A removal whose text lxml could not restore (C0 control characters)."""
-
-
-def _has_controls(text: str) -> bool:
-    return not text.isprintable() and text.translate(_CONTROL_CHARS) != text
-
-
-class _UndoableDrops:
-    """Record every ``drop_element`` in the block; ``undo()`` puts the tree back as it was."""
-
-    def __enter__(self) -> _UndoableDrops:
-        self.journal: list[tuple[Any, ...]] = []
-        _local.journal = self.journal
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _local.journal = None
-
-    def undo(self) -> None:
-        for element, parent, index, previous, before in reversed(self.journal):
-            if before is not _UNCHANGED:
-                if previous is not None:
-                    previous.tail = before
-                else:
-                    parent.text = before
-            parent.insert(index, element)
-        self.journal = []
-
-
 def hidden_style(style: str) -> bool:
     """Whether an inline ``style`` value hides its element (display:none / visibility:hidden)."""
     return _HIDDEN_STYLE.search(style) is not None
@@ -340,9 +275,9 @@ def remove_invisible(root: etree._Element, data: bytes | None = None, strip: boo
     walks for markup the page does not contain.  ``strip=False``: the caller
     removed the non-rendered elements already.
     """
-    if _fast is not None:
+    if _native.speedups is not None:
         # One C walk finds the outermost elements to remove (hidden ones included).
-        for element in _fast.invisible_elements(root):
+        for element in _native.speedups.invisible_elements(root):
             drop_element(element)
         return
     if strip:
@@ -408,8 +343,8 @@ def _text_bytes(tree: etree._Element, marker: str) -> bytes:
     The C walk skips non-rendered and hidden elements itself; the XSLT
     stylesheet needs them removed from the tree first.
     """
-    if _fast is not None:
-        return _fast.visible_text(tree, _MARKER_BYTES[marker])
+    if _native.speedups is not None:
+        return _native.speedups.visible_text(tree, _MARKER_BYTES[marker])
     return bytes(_stylesheet(_STYLESHEET_NAMES[marker], marker)(tree))
 
 
@@ -422,11 +357,10 @@ def visible_text_of(root: etree._Element) -> str:
 def _prepared(root: etree._Element, data: bytes | None, main_content: bool, strip: bool = True) -> etree._Element:
     """The subtree whose text is wanted, with what ``_text_bytes`` cannot skip removed (in place)."""
     if main_content:
-        from .boilerplate import keep_main_content
 
         remove_invisible(root, data, strip=strip)  # the layout is judged on what is shown
         return keep_main_content(root)
-    if _fast is None:
+    if _native.speedups is None:
         remove_invisible(root, data, strip=strip)
     return root  # the C walk skips invisible elements: the tree is left as it is
 
@@ -469,18 +403,18 @@ def text_of_parsed(
     """
     if root is None or not isinstance(root.tag, str):
         return b"" if as_bytes else ""
-    if _fast is not None and not main_content:
+    if _native.speedups is not None and not main_content:
         return _text_of_cleaned(root, raw, main_content, as_bytes, strip=False)
     try:
-        with _UndoableDrops() as drops:
+        with UndoableDrops() as drops:
             try:
-                if _fast is None:
+                if _native.speedups is None:
                     for element in list(root.iter(*NOT_RENDERED_TAGS)):
                         drop_element(element)  # strip_elements would not be undoable
                 return _text_of_cleaned(root, raw, main_content, as_bytes, strip=False)
             finally:
                 drops.undo()
-    except _NotUndoable:
+    except NotUndoable:
         # Rare (control characters next to a removed element): clean a copy instead.
         return _text_of_cleaned(copy.deepcopy(root), raw, main_content, as_bytes, strip=True)
 
@@ -506,42 +440,6 @@ def extract_text_bytes(html: str | bytes, encoding: str | None = None, main_cont
     return _text_bytes(tree, "\n")  # any whitespace separates tokens
 
 
-def extract_text_bs4(html: str | bytes, encoding: str | None = None) -> str:
-    """The same visible text as ``extract_text``, built with BeautifulSoup's ``html.parser``.
-
-    A slow, independent reference implementation (pure-Python parser; 30-60x
-    slower than the lxml path): the tests compare the two on real pages, and
-    it is there for environments where lxml's parser is not wanted.  Same
-    rules: decoding, dropped and hidden elements, one line per block.
-    """
-    from bs4 import BeautifulSoup, Comment
-
-    data = to_utf8(html, encoding)
-    if not data.strip():
-        return ""
-    soup = BeautifulSoup(data, "html.parser", from_encoding="utf-8")
-    for element in soup.find_all(NOT_RENDERED_TAGS):
-        element.decompose()
-    for comment in soup.find_all(string=lambda node: isinstance(node, Comment)):
-        comment.extract()
-    for element in soup.find_all(True):
-        if element.decomposed:
-            continue
-        attrs = element.attrs
-        if (
-            "hidden" in attrs
-            or aria_hidden(str(attrs.get("aria-hidden", "")))
-            or hidden_style(str(attrs.get("style", "")))
-        ):
-            element.decompose()
-    for element in soup.find_all(BLOCK_TAGS):
-        element.insert_before(_BLOCK_MARK)
-        element.append(_BLOCK_MARK)
-    text = soup.get_text()
-    return _normalise_lines(_SPACE_RUNS.sub(" ", text).replace(_BLOCK_MARK, "\n"))
-
-
 #: The compiled walk when available (see ``_speedups.c``); both paths give the same text.
-_fast = _native.speedups
-if _fast is not None:
-    _fast.configure(NOT_RENDERED_TAGS, BLOCK_TAGS, hidden_style, aria_hidden)
+if _native.speedups is not None:
+    _native.speedups.configure(NOT_RENDERED_TAGS, BLOCK_TAGS, hidden_style, aria_hidden)

@@ -28,10 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _native
+from . import _native, defaults
 
 #: The compiled tokeniser hash when available (see ``_speedups.c``); both give the same hashes.
-_fast = _native.speedups
 
 __all__ = [
     "FeatureConfig",
@@ -56,10 +55,10 @@ class FeatureConfig:
     ``cjk_ngram``: n for character n-grams of scripts written without spaces.
     """
 
-    word_ngram: int = 1
-    char_ngram: int = 0
-    weighting: str = "sublinear"
-    cjk_ngram: int = 2
+    word_ngram: int = defaults.WORD_NGRAM
+    char_ngram: int = defaults.CHAR_NGRAM
+    weighting: str = defaults.WEIGHTING
+    cjk_ngram: int = defaults.CJK_NGRAM
 
     def __post_init__(self) -> None:
         for name in ("word_ngram", "cjk_ngram"):
@@ -201,7 +200,7 @@ def _to_bytes(text: str | bytes) -> bytes:
     raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
 
 
-def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
+def tokenize(text: str | bytes, cjk_ngram: int = defaults.CJK_NGRAM) -> list[str]:
     """The normalised tokens of ``text``, as the fingerprint sees them (for display and tests)."""
     tokens: list[str] = []
     for piece in _to_bytes(text).translate(_ASCII_TABLE).split():
@@ -213,8 +212,8 @@ def tokenize(text: str | bytes, cjk_ngram: int = 2) -> list[str]:
 
 
 def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
-    if _fast is not None:
-        packed, specials = _fast.hash_tokens(chunk)
+    if _native.speedups is not None:
+        packed, specials = _native.speedups.hash_tokens(chunk)
         hashes = np.frombuffer(packed, dtype=np.uint64)
         if not specials:
             return hashes
@@ -262,7 +261,7 @@ def _with_unicode_tokens(
     return out
 
 
-def token_hashes(text: str | bytes, cjk_ngram: int = 2) -> np.ndarray:
+def token_hashes(text: str | bytes, cjk_ngram: int = defaults.CJK_NGRAM) -> np.ndarray:
     """The stable 64-bit hash of every token of ``text``, in order (uint64 array)."""
     data = _to_bytes(text).translate(_ASCII_TABLE)
     if len(data) <= _CHUNK:

@@ -755,7 +755,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy._speedups", NULL, -1, methods};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy.core._speedups", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     PyObject *etree = PyImport_ImportModule("lxml.etree");

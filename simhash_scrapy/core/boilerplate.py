@@ -32,7 +32,7 @@ import re
 
 from lxml import etree
 
-from .text import drop_element
+from .dom import drop_element
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS"]
 

@@ -14,7 +14,7 @@ Layout (chosen for memory and numpy speed): fingerprints live once in a uint64
 array; each table is a uint32 array of row numbers sorted by key bucket plus a
 directory of bucket offsets.  New rows go to a small unsorted tail that queries
 scan by brute force, and are merged into the tables in batches.  With the
-defaults (k = 3, B = 4) that is about 33 bytes per stored fingerprint with
+layout k = 3, B = 4 that is about 33 bytes per stored fingerprint with
 integer keys.
 """
 
@@ -31,13 +31,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _native
+from . import _native, defaults
 from .fingerprint import check_fingerprint
 
 __all__ = ["BlockPermutedIndex", "Match", "block_widths", "IndexFormatError", "MAX_TABLES"]
 
 #: The compiled query loop when available (see ``_speedups.c``); both give the same answers.
-_fast = _native.speedups
 
 #: Largest number of tables (C(blocks, max_distance)) an index accepts.
 MAX_TABLES = 5000
@@ -189,7 +188,7 @@ class BlockPermutedIndex:
     Keys need not be unique; ``remove(key)`` removes every entry stored under it.
     """
 
-    def __init__(self, max_distance: int = 3, blocks: int | None = None) -> None:
+    def __init__(self, max_distance: int = defaults.MAX_DISTANCE, blocks: int | None = defaults.BLOCKS) -> None:
         if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 63:
             raise ValueError(f"max_distance must be an integer from 0 to 63, got {max_distance!r}")
         if blocks is None:
@@ -344,7 +343,7 @@ class BlockPermutedIndex:
     def _compiled_query(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tables and tail in one C loop: ``(query_index, row, distance)`` sorted by query, distance, row."""
         tables = [(t.order, t.bounds, t.spans, t.key_bits - t.dir_bits) for t in self._tables] if self._indexed else []
-        q, r, d = _fast.query_tables(
+        q, r, d = _native.speedups.query_tables(
             np.ascontiguousarray(queries, dtype=np.uint64),
             self._fps[: self._n],
             self._alive,
@@ -355,7 +354,7 @@ class BlockPermutedIndex:
         return np.frombuffer(q, dtype=np.int64), np.frombuffer(r, dtype=np.int64), np.frombuffer(d, dtype=np.int64)
 
     def _query_rows(self, fp: int) -> tuple[list[int], list[int]]:
-        if _fast is not None:
+        if _native.speedups is not None:
             _, rows, distances = self._compiled_query(np.array([fp], dtype=np.uint64))
             return rows.tolist(), distances.tolist()
         rows = self._candidate_rows(fp)
@@ -408,7 +407,7 @@ class BlockPermutedIndex:
         return np.concatenate(out_q), np.concatenate(out_r), np.concatenate(out_d)
 
     def _batch_chunk(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if _fast is not None:
+        if _native.speedups is not None:
             return self._compiled_query(queries)
         found_q, found_r, found_d = [], [], []
         if self._indexed:

@@ -12,7 +12,7 @@ first in ``members``.  Only clusters of two or more pages are reported.
                   "referer": None, "depth": 0}, …]}
 
 Formats: ``jsonl`` (one cluster per line), ``csv`` (one member per row) and
-``html`` (``simhash_scrapy.html_report.render_html``).
+``html`` (``simhash_scrapy.core.html_report.render_html``).
 
 The report path is feed-style: ``%(name)s`` (spider name), ``%(time)s``
 (UTC start time, ``:`` replaced by ``-``) and any other spider attribute
@@ -31,6 +31,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,45 @@ def build_clusters(members: Iterable[Any], include_text: bool = True) -> list[di
     return clusters
 
 
+def count_clusters(members: Iterable[Any]) -> int:
+    """Number of clusters of two or more pages (the same count ``build_clusters`` gives)."""
+    sizes = Counter(
+        (_get(m, "scope") or "", _get(m, "canonical_url") if _get(m, "canonical_url") is not None else _get(m, "url"))
+        for m in members
+    )
+    return sum(1 for size in sizes.values() if size > 1)
+
+
+def report_summary(
+    members: Iterable[Any],
+    clusters: list[dict[str, Any]],
+    title: str,
+    max_distance: int,
+    source: str,
+    generated: datetime | None = None,
+) -> dict[str, Any]:
+    """The summary every report carries, counted from the whole record (pages, not items).
+
+    The one place it is computed: the crawl, ``scrapy simhash report`` and
+    ``scrapy simhash dedup`` all call this.
+    """
+    pages = [m for m in members if not (_get(m, "scope") or "").startswith("item:")]
+    duplicates = sum(1 for m in pages if _get(m, "canonical_url") is not None)
+    outcomes = Counter(str(_get(m, "outcome") or "") for m in pages)
+    return {
+        "title": title,
+        "pages": len(pages),
+        "unique": len(pages) - duplicates,
+        "near_duplicates": duplicates,
+        "unchanged": outcomes.get("unchanged", 0),
+        "changed": outcomes.get("changed", 0),
+        "clusters": len(clusters),
+        "max_distance": max_distance,
+        "generated": (generated or datetime.now(tz=timezone.utc)).replace(microsecond=0).isoformat(),
+        "source": source,
+    }
+
+
 # -------------------------------------------------------------------- rendering
 def check_format_available(report_format: str) -> None:
     """Raise ``ValueError`` naming ``SIMHASH_REPORT_FORMAT`` if ``report_format`` cannot be written here."""
@@ -128,7 +168,7 @@ def check_format_available(report_format: str) -> None:
         from .html_report import render_html  # noqa: F401
     except ImportError as exc:
         raise ValueError(
-            "SIMHASH_REPORT_FORMAT='html' needs simhash_scrapy.html_report.render_html, which cannot be "
+            "SIMHASH_REPORT_FORMAT='html' needs simhash_scrapy.core.html_report.render_html, which cannot be "
             f"imported ({exc}); use 'jsonl' or 'csv'"
         ) from exc
 

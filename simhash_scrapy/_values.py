@@ -1,0 +1,108 @@
+"""Parsers for setting values, shared by every setting (``config``) and by spider arguments.
+
+Values may come from ``settings.py`` (Python objects) or from the command line
+(``-s SIMHASH_MAX_DISTANCE=4``: strings), so numbers, booleans and lists are
+accepted in both forms.  Every error names the setting and is readable as
+one line.  No Scrapy import: the backends use these too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+_LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "", "none")
+
+
+def parse_bool(name: str, value: Any, default: bool = False) -> bool:
+    """The one boolean parser of every setting: Python values and command-line strings."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{name} must be a boolean (True/False, 1/0, 'true'/'false'), got {value!r}")
+
+
+def parse_number(name: str, value: Any, default: float, minimum: float = 0.0) -> float:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not number >= minimum:
+        raise ValueError(f"{name} must be a number >= {minimum:g}, got {value!r}")
+    return number
+
+
+def parse_folder(name: str, value: Any, default: str) -> str | None:
+    """A folder setting that may also be a boolean (``True``: ``default``; false/empty: off)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return default
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a folder name or path (e.g. {default!r}), got {value!r}")
+    text = value.strip()
+    if text.lower() in _FALSE:
+        return None
+    return default if text.lower() in _TRUE else text
+
+
+def parse_int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        number = int(value.strip())
+    if number is not None and (minimum is None or number >= minimum) and (maximum is None or number <= maximum):
+        return number
+    if minimum is not None and maximum is not None:
+        accepted = f"an integer from {minimum} to {maximum}"
+    elif minimum is not None:
+        accepted = f"an integer >= {minimum}"
+    else:
+        accepted = "an integer"
+    raise ValueError(f"{name} must be {accepted}, got {value!r}")
+
+
+def parse_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    choices = tuple(choices)
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return value.strip().lower()
+    raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
+
+
+def parse_list(name: str, value: Any) -> list[Any]:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple, set, frozenset, range)):
+        return list(value)
+    raise ValueError(f"{name} must be a list (or a comma-separated string), got {value!r}")
+
+
+def parse_optional_str(name: str, value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        return value.strip()
+    raise ValueError(f"{name} must be a string or None, got {value!r}")
+
+
+def parse_log_level(name: str, value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        text = value.strip().upper()
+        if text in _LOG_LEVELS:
+            return int(getattr(logging, text))
+        if text.isdigit():
+            return int(text)
+    raise ValueError(f"{name} must be a logging level ({', '.join(_LOG_LEVELS)} or a number), got {value!r}")

@@ -1,0 +1,112 @@
+"""One page in, one answer out: a simhash, an exact digest (short page), or why there is neither.
+
+Every path that fingerprints a page calls this module: the crawl (from
+Scrapy's own parse, ``analyse_tree``, or from the body, ``analyse_html``),
+the item pipeline (``analyse_text``), the ``scrapy simhash`` commands and
+the library's ``fingerprint_html``.  So the same page gets the same answer
+on every path.
+
+* No token at all: skipped as ``"empty"`` (binary bodies, script-only pages).
+* Fewer than ``min_tokens`` tokens: a *short* page, compared exactly by
+  ``exact_digest`` (see ``exact``): the simhash of a few words is unstable.
+* Otherwise: the 64-bit simhash of the page's features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from . import defaults
+from .exact import exact_digest
+from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes
+from .fingerprint import simhash_from_features
+from .text import extract_text, extract_text_bytes, text_of_parsed
+
+__all__ = ["Analysis", "AnalysisOptions", "analyse_html", "analyse_tree", "analyse_text", "fingerprint_html"]
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What a page is fingerprinted from (the crawl builds this from its settings)."""
+
+    main_content: bool = defaults.MAIN_CONTENT
+    features: FeatureConfig = field(default=DEFAULT_FEATURES)
+    min_tokens: int = defaults.MIN_TOKENS
+    #: Keep the extracted text in the answer (the HTML report shows diffs).
+    keep_text: bool = False
+
+
+DEFAULT_OPTIONS = AnalysisOptions()
+
+
+class Analysis(NamedTuple):
+    """The answer for one page."""
+
+    #: The simhash, or the exact digest when ``exact``; ``None`` when skipped.
+    fingerprint: int | None
+    #: ``True`` for a short page (``fingerprint`` is an exact digest).
+    exact: bool
+    #: Why the page has no fingerprint (``"empty"``), else ``None``.
+    skip_reason: str | None
+    #: The extracted text, with ``keep_text`` and a fingerprint only.
+    text: str | None
+
+    @property
+    def kind(self) -> str:
+        """``"exact"``, ``"simhash"`` or ``"skipped"`` (for stats and logs)."""
+        if self.fingerprint is None:
+            return "skipped"
+        return "exact" if self.exact else "simhash"
+
+
+def _answer(data: str | bytes, text: str | None, options: AnalysisOptions) -> Analysis:
+    hashes, weights, tokens = feature_hashes(data, options.features, with_token_count=True)
+    if tokens == 0:
+        return Analysis(None, False, "empty", None)
+    if tokens < options.min_tokens:
+        return Analysis(exact_digest(data, options.features.cjk_ngram), True, None, text)
+    return Analysis(simhash_from_features(hashes, weights), False, None, text)
+
+
+def analyse_html(
+    body: str | bytes, encoding: str | None = None, options: AnalysisOptions = DEFAULT_OPTIONS
+) -> Analysis:
+    """The answer for an HTML page (``str`` or ``bytes``; ``encoding`` as declared by HTTP)."""
+    if options.keep_text:
+        text = extract_text(body, encoding=encoding, main_content=options.main_content)
+        return _answer(text, text, options)
+    return _answer(extract_text_bytes(body, encoding=encoding, main_content=options.main_content), None, options)
+
+
+def analyse_tree(root: Any, raw: bytes | None, options: AnalysisOptions = DEFAULT_OPTIONS) -> Analysis:
+    """``analyse_html`` for a page already parsed by Scrapy (``response.selector.root``).
+
+    The same answer as ``analyse_html`` on the page's body; the tree is left
+    as it was (removals are undone), so the spider reuses the parse.
+    """
+    if options.keep_text:
+        text: str = text_of_parsed(root, raw, options.main_content)  # type: ignore[assignment]
+        return _answer(text, text, options)
+    return _answer(text_of_parsed(root, raw, options.main_content, as_bytes=True), None, options)
+
+
+def analyse_text(text: str, options: AnalysisOptions = DEFAULT_OPTIONS) -> Analysis:
+    """The answer for plain text (an item's text field)."""
+    return _answer(text, text if options.keep_text else None, options)
+
+
+def fingerprint_html(
+    html: str | bytes,
+    encoding: str | None = None,
+    main_content: bool = defaults.MAIN_CONTENT,
+    features: FeatureConfig = DEFAULT_FEATURES,
+    min_tokens: int = defaults.MIN_TOKENS,
+) -> int | None:
+    """The simhash of ``html``'s text (main content by default, as in a crawl).
+
+    Returns ``None`` for a page with fewer than ``min_tokens`` tokens: such a
+    page has no stable simhash.  ``analyse_html`` gives its exact digest.
+    """
+    answer = analyse_html(html, encoding, AnalysisOptions(main_content, features, min_tokens))
+    return None if answer.exact else answer.fingerprint

@@ -1,0 +1,264 @@
+"""The clustering rule: which page is canonical, which is a near-duplicate of which.
+
+This is the one implementation of the rule in Python: the in-process and
+persistent backends (``backends.memory``) and the ``scrapy simhash dedup`` /
+``compare`` commands (``assign_canonicals``) call it; the Redis backend's Lua
+script mirrors it, and a test compares their decisions page by page.
+
+Pages are checked one at a time, each identified by ``(scope, identity)``
+(the crawl's identity is Scrapy's request fingerprint, so "the same page"
+follows the user's URL canonicalisation):
+
+1. **Identity first.**  A page recorded before under the same identity is
+   compared with its own last version, never with the index: within k it is
+   ``UNCHANGED`` (it keeps its role: canonical, or member of another page's
+   cluster); further away it is ``CHANGED`` and is checked again against the
+   canonical pages of *other* identities (its own index entry is removed
+   first): a match makes it a ``NEAR_DUPLICATE``, else it becomes canonical
+   with its new content.  A page is never a near-duplicate of itself.
+2. **A new identity** joins the cluster of the nearest canonical page of its
+   scope within k (ties: the canonical page checked first): ``NEAR_DUPLICATE``.
+   With none, it becomes a canonical page: ``UNIQUE``.  Only canonical pages
+   are indexed, so a chain of small edits (A ~ B ~ C, A far from C) never
+   drifts.
+3. **Short pages** (``exact``) are matched by equal digest in a table of
+   their own, never by Hamming distance; distance 0.
+
+One entry per identity: re-checking a page updates its entry, so re-crawling
+a site N times keeps one entry per URL.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import defaults
+from .index import BlockPermutedIndex
+
+__all__ = ["Outcome", "Decision", "Clusterer", "assign_canonicals"]
+
+#: Distance given to a page whose kind changed (short <-> long): "more than any k".
+_FAR = 64
+
+
+class Outcome(str, enum.Enum):
+    """What a check found (also the name of the ``simhash/<outcome>`` stat)."""
+
+    UNIQUE = "unique"
+    NEAR_DUPLICATE = "near_duplicate"
+    UNCHANGED = "unchanged"
+    CHANGED = "changed"
+    #: A backend could not check the page (fail-open error); never decided by ``Clusterer``.
+    UNCHECKED = "unchecked"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The rule's answer for one page: positions are entry numbers (``Clusterer.entry``)."""
+
+    outcome: Outcome
+    #: This page's entry (new, or its identity's existing one).
+    entry: int
+    #: The canonical entry of the cluster this page belongs to (another identity), else ``None``.
+    canonical: int | None = None
+    #: Distance to that canonical entry's indexed content (0 for exact matches).
+    distance: int | None = None
+    #: The fingerprint of this identity's last version (``UNCHANGED`` / ``CHANGED``, and a
+    #: ``NEAR_DUPLICATE`` that was recorded before), else ``None``.
+    previous_fingerprint: int | None = None
+
+
+class Clusterer:
+    """Entries (one per identity) and the canonical pages' indexes, per scope."""
+
+    def __init__(self, max_distance: int = defaults.MAX_DISTANCE, blocks: int | None = defaults.BLOCKS) -> None:
+        BlockPermutedIndex(max_distance, blocks)  # validates the layout now, not at the first page
+        self.max_distance = max_distance
+        self.blocks = blocks
+        self._indexes: dict[str, BlockPermutedIndex] = {}
+        self._exact: dict[str, dict[int, int]] = {}
+        self._identities: dict[tuple[str, str], int] = {}
+        # Per entry (parallel lists, indexed by entry number):
+        self.fingerprint: list[int] = []  # the latest version's fingerprint (or digest)
+        self.exact: list[bool] = []
+        self.canonical: list[int] = []  # canonical entry, -1 for canonical/unique entries
+        self.distance: list[int] = []  # distance to it, -1 for canonical/unique entries
+        self.indexed: list[int | None] = []  # the fingerprint in the index (canonical entries), else None
+        self._pending: list[tuple[str, int]] = []  # restored canonical entries, indexed by restore_indexes
+
+    def __len__(self) -> int:
+        return len(self.fingerprint)
+
+    def index_size(self) -> int:
+        """Canonical entries in all scopes (simhash and exact)."""
+        return sum(len(index) for index in self._indexes.values()) + sum(len(t) for t in self._exact.values())
+
+    # ------------------------------------------------------------ lookups
+    def _index(self, scope: str) -> BlockPermutedIndex:
+        index = self._indexes.get(scope)
+        if index is None:
+            index = self._indexes[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
+        return index
+
+    def _nearest(self, scope: str, fingerprint: int, exact: bool) -> tuple[int, int] | None:
+        """``(canonical entry, distance)`` of the nearest canonical page, or ``None``."""
+        if exact:
+            owner = self._exact.get(scope, {}).get(fingerprint)
+            return None if owner is None else (owner, 0)
+        index = self._indexes.get(scope)
+        if index is None:
+            return None
+        matches = index.query(fingerprint)  # nearest first
+        if not matches:
+            return None
+        nearest = matches[0].distance
+        # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
+        return min(m.key for m in matches if m.distance == nearest), nearest
+
+    def _make_canonical(self, scope: str, entry: int, fingerprint: int, exact: bool) -> None:
+        if exact:
+            self._exact.setdefault(scope, {}).setdefault(fingerprint, entry)
+        else:
+            self._index(scope).add(entry, fingerprint)
+        self.indexed[entry] = fingerprint
+        self.canonical[entry] = self.distance[entry] = -1
+
+    def _unindex(self, scope: str, entry: int) -> None:
+        indexed = self.indexed[entry]
+        if indexed is None:
+            return
+        if self.exact[entry]:
+            table = self._exact.get(scope, {})
+            if table.get(indexed) == entry:
+                del table[indexed]
+        else:
+            self._index(scope).remove(entry)
+        self.indexed[entry] = None
+
+    def _new_entry(self, fingerprint: int, exact: bool, canonical: int, distance: int) -> int:
+        entry = len(self.fingerprint)
+        self.fingerprint.append(fingerprint)
+        self.exact.append(exact)
+        self.canonical.append(canonical)
+        self.distance.append(distance)
+        self.indexed.append(None)
+        return entry
+
+    # ---------------------------------------------------------------- rule
+    def check(self, scope: str, identity: str, fingerprint: int, exact: bool = False, index: bool = True) -> Decision:
+        """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical)."""
+        key = (scope, identity)
+        entry = self._identities.get(key)
+        if entry is not None:
+            return self._recheck(scope, entry, fingerprint, exact, index)
+        found = self._nearest(scope, fingerprint, exact)
+        if found is not None:
+            entry = self._new_entry(fingerprint, exact, found[0], found[1])
+            self._identities[key] = entry
+            return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1])
+        entry = self._new_entry(fingerprint, exact, -1, -1)
+        self._identities[key] = entry
+        if index:
+            self._make_canonical(scope, entry, fingerprint, exact)
+        return Decision(Outcome.UNIQUE, entry)
+
+    def _recheck(self, scope: str, entry: int, fingerprint: int, exact: bool, index: bool) -> Decision:
+        previous = self.fingerprint[entry]
+        if exact != self.exact[entry]:
+            moved = _FAR
+        elif exact:
+            moved = 0 if fingerprint == previous else _FAR
+        else:
+            moved = (fingerprint ^ previous).bit_count()
+        self.fingerprint[entry] = fingerprint
+        if moved <= self.max_distance:
+            canonical = self.canonical[entry]
+            if canonical < 0:
+                return Decision(Outcome.UNCHANGED, entry, previous_fingerprint=previous)
+            return Decision(Outcome.UNCHANGED, entry, canonical, self.distance[entry], previous)
+        self._unindex(scope, entry)
+        self.exact[entry] = exact
+        found = self._nearest(scope, fingerprint, exact)
+        if found is not None:
+            self.canonical[entry], self.distance[entry] = found
+            return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], previous)
+        self.canonical[entry] = self.distance[entry] = -1
+        if index:
+            self._make_canonical(scope, entry, fingerprint, exact)
+        return Decision(Outcome.CHANGED, entry, previous_fingerprint=previous)
+
+    # ------------------------------------------------------------ restore
+    def restore(
+        self,
+        scope: str,
+        identity: str,
+        fingerprint: int,
+        exact: bool,
+        canonical: int,
+        distance: int,
+        indexed: int | None,
+    ) -> int:
+        """Put back an entry recorded earlier (entries in their original order); returns its number.
+
+        ``indexed`` is the fingerprint the entry has in the index (canonical
+        entries), else ``None``.  The caller restores canonical entries' index
+        content in bulk with ``restore_indexes`` afterwards.
+        """
+        entry = self._new_entry(fingerprint, exact, canonical, distance)
+        self._identities[(scope, identity)] = entry
+        self.indexed[entry] = indexed
+        if indexed is not None:
+            self._pending.append((scope, entry))
+        return entry
+
+    def restore_indexes(self) -> None:
+        """Index the canonical entries given to ``restore`` (one bulk add per scope)."""
+        by_scope: dict[str, tuple[list[int], list[int]]] = {}
+        for scope, entry in self._pending:
+            indexed = self.indexed[entry]
+            assert indexed is not None
+            if self.exact[entry]:
+                self._exact.setdefault(scope, {}).setdefault(indexed, entry)
+            else:
+                keys, fps = by_scope.setdefault(scope, ([], []))
+                keys.append(entry)
+                fps.append(indexed)
+        for scope, (keys, fps) in by_scope.items():
+            self._index(scope).add_many(keys, fps)
+        self._pending = []
+
+
+def assign_canonicals(
+    fingerprints: Iterable[int] | np.ndarray,
+    scopes: Iterable[int] | np.ndarray | None = None,
+    max_distance: int = defaults.MAX_DISTANCE,
+    blocks: int | None = defaults.BLOCKS,
+    exact: Iterable[bool] | np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The crawl's rule over a batch of distinct pages, in order (the ``dedup`` command).
+
+    Returns ``(canonical, distance)``: for each page the position of its
+    canonical page and the distance to it, ``-1`` for canonical pages.  Every
+    page is its own identity (positions), so this is exactly what a crawl of
+    these pages in this order decides.
+    """
+    fps = np.asarray(fingerprints, dtype=np.uint64).tolist()
+    n = len(fps)
+    scope_list = [0] * n if scopes is None else np.asarray(scopes).tolist()
+    exact_list = [False] * n if exact is None else [bool(x) for x in exact]
+    clusterer = Clusterer(max_distance, blocks)
+    canonical = np.full(n, -1, dtype=np.int64)
+    distance = np.full(n, -1, dtype=np.int64)
+    for page in range(n):
+        decision = clusterer.check(str(scope_list[page]), str(page), fps[page], exact_list[page])
+        if decision.canonical is not None:
+            canonical[page] = decision.canonical  # entries are numbered in page order
+            distance[page] = decision.distance
+    return canonical, distance
