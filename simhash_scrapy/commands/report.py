@@ -169,7 +169,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     async def read() -> tuple[list[Any], bool]:
         try:
             await backend.attach(spider or "")
-            exists = bool(await backend.client.exists(f"{backend.prefix}:pages"))
+            exists = await backend.has_data()
             return (await backend.members() if exists else []), exists
         finally:
             await backend.close()

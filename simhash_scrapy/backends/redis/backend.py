@@ -440,6 +440,10 @@ class RedisBackend(DedupBackend):
             self._log_close_failure("members", exc)
             return []
 
+    async def has_data(self) -> bool:
+        """Whether Redis holds simhash data under this key prefix (for ``scrapy simhash report``)."""
+        return bool(await connection.on_asyncio(self._read(lambda: self.client.exists(self.keys.meta))))
+
     async def index_size(self) -> int:
         return await connection.on_asyncio(self._index_size())
 
