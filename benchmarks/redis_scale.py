@@ -50,7 +50,7 @@ import numpy as np
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent))
 
-from simhash_scrapy.backends.base import Outcome, PageRecord  # noqa: E402
+from simhash_scrapy.backends.base import ClusterMember, PageRecord  # noqa: E402
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
 
 SCOPE = "bench"
@@ -226,10 +226,12 @@ def fill_directly(url: str, stored: int, capacity: int) -> None:
     keys = Keys("bench:simhash")
     sk = keys.scope(SCOPE)
     client = sync_client(url)
-    # The canonical log: op 1, fingerprint, bucket (3 bytes), field (8 bytes).
-    log = np.zeros(len(canon_pages), dtype=np.dtype([("op", "u1"), ("fp", ">u8"), ("bucket", "V3"), ("field", "V8")]))
+    # The canonical log: op 1, fingerprint, seq (page number), bucket (3 bytes), field (8 bytes).
+    log = np.zeros(len(canon_pages), dtype=np.dtype(
+        [("op", "u1"), ("fp", ">u8"), ("seq", ">u4"), ("bucket", "V3"), ("field", "V8")]))
     log["op"] = 1
     log["fp"] = fps[canon_pages]
+    log["seq"] = canon_pages
     slots = [identity_slot(SCOPE, record_of(int(i), 0).identity, bits) for i in canon_pages.tolist()]
     log["bucket"] = np.array([b.to_bytes(3, "big") for b, _, _ in slots], dtype="V3")
     log["field"] = np.array([f for _, f, _ in slots], dtype="V8")
@@ -344,22 +346,20 @@ def same_decisions(url: str, stored: int, capacity: int, workers: int, checks: i
     client.close()
     fps, dup = fill_plan(stored)
     memory = MemoryBackend(SimhashConfig())
-    memory.load_canonical_pages(
-        SCOPE, [record_of(int(i), int(fps[i])) for i in np.flatnonzero(~dup).tolist()]
-    ) if hasattr(memory, "load_canonical_pages") else _load_reference(memory, fps, dup)
+    # The fill's canonical pages, restored the way a resumed crawl restores them (the stored near-duplicates
+    # never matter for pages of new identities).
+    memory._load(
+        ClusterMember(url=url_of(i), fingerprint=int(fps[i]), scope=SCOPE, indexed=True, identity=record_of(i, 0).identity)
+        for i in np.flatnonzero(~dup).tolist()
+    )
     got = {page: (outcome, canonical, distance) for page, outcome, canonical, distance in verdicts}
     differ = 0
     for page in sorted(pages, key=seqs.__getitem__):
         v = memory.check_now(record_of(page, pages[page]))
         if (v.outcome.value, v.canonical_url, v.distance) != got[page]:
             differ += 1
-    return {"compared": len(pages), "different": differ}
-
-
-def _load_reference(memory: Any, fps: np.ndarray, dup: np.ndarray) -> None:
-    """Give the in-process backend the fill's canonical pages (what the stored near-duplicates add never matters)."""
-    for i in np.flatnonzero(~dup).tolist():
-        memory.check_now(record_of(int(i), int(fps[i])))
+    return {"compared": len(pages), "different": differ,
+            "near_duplicates": sum(1 for v in got.values() if v[0] == "near_duplicate")}
 
 
 # ------------------------------------------------------------------------------ main
@@ -375,11 +375,19 @@ def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int,
             asyncio.run(fill_through_backend(server.url, stored, capacity))
         fill_seconds = time.perf_counter() - t
         used = int(client.info("memory")["used_memory"]) - before
-        client.close()
+        client.config_resetstat()
+        cpu_before = client.info("cpu")
         run = timed_run(server.url, stored, capacity, workers, checks, in_flight)
+        cpu_after = client.info("cpu")
+        redis_cpu = sum(cpu_after[k] - cpu_before[k] for k in ("used_cpu_user", "used_cpu_sys"))
+        script = client.info("commandstats").get("cmdstat_evalsha", {})
+        client.close()
         out = {
             "stored": stored, "fill": "direct" if direct else "checks", "fill_seconds": fill_seconds,
             "redis_bytes_per_page": used / stored, **{k: v for k, v in run.items() if k != "verdicts"},
+            "redis_cpu_us_per_check": redis_cpu / run["checks"] * 1e6,
+            "script_calls": script.get("calls", 0),
+            "script_us_per_check": script.get("usec", 0) / run["checks"],
         }
         if compare:
             out["decisions"] = same_decisions(server.url, stored, capacity, workers, checks, run["verdicts"])
@@ -408,11 +416,13 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     print(f"\n## Redis backend, {args.workers} worker processes, {args.in_flight} pages in flight each "
           f"({os.cpu_count()} cores)\n")
-    print("| stored pages | filled by | checks/s (all workers) | worker CPU µs/check | Redis bytes/page | same decisions |")
-    print("|---:|---|---:|---:|---:|:---:|")
+    print("| stored pages | filled by | checks/s (all workers) | worker CPU µs/check | Redis CPU µs/check "
+          "| checks per script call | Redis bytes/page | same decisions |")
+    print("|---:|---|---:|---:|---:|---:|---:|:---:|")
     for r in rows:
         same = "-" if "decisions" not in r else f"{r['decisions']['compared'] - r['decisions']['different']:,}/{r['decisions']['compared']:,}"
         print(f"| {r['stored']:,} | {r['fill']} | {r['checks_per_s']:,.0f} | {r['worker_cpu_us_per_check']:.0f} | "
+              f"{r['redis_cpu_us_per_check']:.0f} | {r['checks'] / max(1, r['script_calls']):.1f} | "
               f"{r['redis_bytes_per_page']:.1f} | {same} |")
     print(f"\nchecks/s at {rows[1]['stored']:,} / at {rows[0]['stored']:,}: {rows[1]['checks_per_s'] / rows[0]['checks_per_s']:.2f}")
     if args.json:
