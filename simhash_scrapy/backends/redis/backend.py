@@ -164,7 +164,6 @@ class RedisBackend(DedupBackend):
             "simhash: Redis backend at %s, key %r: %d pages recorded before, %d other worker(s) running",
             self.settings.describe(), self.prefix, self.initial, others,
         )
-        await export.warn_about_memory_settings(self.client, logger)
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     async def attach(self, spider_name: str) -> None:

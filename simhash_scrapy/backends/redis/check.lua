@@ -35,7 +35,10 @@ local sync = tonumber(ARGV[3])
 local prefix = ARGV[4]
 local loglen = redis.call('STRLEN', KEYS[3]) / ENTRY
 if sync > loglen then sync = loglen end  -- the log was flushed: the caller resynchronises from the tail
-local fresh, removed = {}, {}
+-- The entries appended since the caller's sync, as parallel arrays (simhash and exact apart).
+local removed = {}
+local fpos, fhi, flo, fseq, nf = {}, {}, {}, {}, 0
+local xpos, xfp, xseq, nx = {}, {}, {}, 0
 if loglen > sync then
   local tail = redis.call('GETRANGE', KEYS[3], sync * ENTRY, loglen * ENTRY - 1)
   for j = 0, loglen - sync - 1 do
@@ -45,7 +48,11 @@ if loglen > sync then
       removed[struct.unpack('>I4', tail, p + 1)] = true
     else
       local hi, lo, eseq = struct.unpack('>I4I4I4', tail, p + 1)
-      fresh[#fresh + 1] = {sync + j, hi, lo, op == 3, string.sub(tail, p + 1, p + 8), eseq}
+      if op == 3 then
+        nx = nx + 1; xpos[nx] = sync + j; xfp[nx] = string.sub(tail, p + 1, p + 8); xseq[nx] = eseq
+      else
+        nf = nf + 1; fpos[nf] = sync + j; fhi[nf] = hi; flo[nf] = lo; fseq[nf] = eseq
+      end
     end
   end
 end
@@ -55,8 +62,12 @@ local function append_add(fp, exact, seq, bucket, field)
   local pos = loglen
   redis.call('APPEND', KEYS[3], (exact and '\3' or '\1') .. fp .. struct.pack('>I4I3', seq, bucket) .. field)
   loglen = loglen + 1
-  local hi, lo = struct.unpack('>I4I4', fp)
-  fresh[#fresh + 1] = {pos, hi, lo, exact, fp, seq}
+  if exact then
+    nx = nx + 1; xpos[nx] = pos; xfp[nx] = fp; xseq[nx] = seq
+  else
+    local hi, lo = struct.unpack('>I4I4', fp)
+    nf = nf + 1; fpos[nf] = pos; fhi[nf] = hi; flo[nf] = lo; fseq[nf] = seq
+  end
   delta = delta + 1
   return pos
 end
@@ -77,17 +88,21 @@ local function best_match(fp, hi, lo, exact, locals, own)
       bd, bp, bs = d, pos, seq
     end
   end
-  for _, e in ipairs(fresh) do
-    local pos, seq = e[1], e[6]
-    if pos ~= own and e[4] == exact and not removed[pos] then
-      local d = 65
-      if exact then
-        if e[5] == fp then d = 0 end
-      else
-        d = pop(bxor(e[2], hi))
-        if d <= k then d = d + pop(bxor(e[3], lo)) end
+  if exact then
+    for i = 1, nx do
+      local pos, seq = xpos[i], xseq[i]
+      if xfp[i] == fp and pos ~= own and not removed[pos] and (0 < bd or seq < bs) then bd, bp, bs = 0, pos, seq end
+    end
+  else
+    for i = 1, nf do
+      local d = pop(bxor(fhi[i], hi))
+      if d <= k then
+        d = d + pop(bxor(flo[i], lo))
+        if d <= k then
+          local pos, seq = fpos[i], fseq[i]
+          if pos ~= own and not removed[pos] and (d < bd or (d == bd and seq < bs)) then bd, bp, bs = d, pos, seq end
+        end
       end
-      if d <= k and (d < bd or (d == bd and seq < bs)) then bd, bp, bs = d, pos, seq end
     end
   end
   return bp, bd

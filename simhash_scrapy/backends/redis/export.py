@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from ..base import ClusterMember, Outcome
 from .layout import OP_REMOVE, Codec, Keys, Record, parse_log, parse_record
 
-__all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members", "warn_about_memory_settings"]
+__all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members"]
 
-#: Redis' hash-max-listpack-value below which identity buckets lose their compact encoding.
-RECOMMENDED_LISTPACK_VALUE = 256
 _PIPELINE = 1000
 
 
@@ -105,18 +102,3 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
             rows.append((order, member))
     rows.sort(key=lambda row: row[0])
     return [member for _, member in rows]
-
-
-async def warn_about_memory_settings(client: Any, logger: logging.Logger) -> None:
-    """Say so when Redis' listpack limit makes every identity bucket a full hash table (2-3x the memory)."""
-    try:
-        value = await client.config_get("hash-max-listpack-value")
-        limit = int(next(iter(value.values())))
-    except Exception:  # noqa: BLE001 - CONFIG may be disabled (managed Redis): nothing to say then
-        return
-    if limit < RECOMMENDED_LISTPACK_VALUE:
-        logger.info(
-            "simhash: Redis' hash-max-listpack-value is %d: identity records longer than that take about twice "
-            "the memory. For large crawls set hash-max-listpack-value %d in redis.conf (see the README, Redis).",
-            limit, RECOMMENDED_LISTPACK_VALUE,
-        )
