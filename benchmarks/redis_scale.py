@@ -36,11 +36,8 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
-import shutil
-import socket
-import subprocess
+import resource
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -48,53 +45,18 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parent.parent))
+sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent)]
 
 from simhash_scrapy.backends.base import ClusterMember, PageRecord  # noqa: E402
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
+
+from backends import Server  # noqa: E402  (benchmarks/backends.py: a throw-away redis-server)
 
 SCOPE = "bench"
 T0 = 1_763_900_000.0
 
 
 # --------------------------------------------------------------------------- server
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    def __init__(self) -> None:
-        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-        if not os.path.exists(binary):
-            sys.exit("redis-server is not installed: sudo apt-get install redis-server")
-        self.dir = tempfile.mkdtemp(prefix="simhash-scale-redis-")
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        sys.exit("redis-server did not start")
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 def sync_client(url: str) -> Any:
     import redis
 
@@ -288,6 +250,7 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
         backend = RedisBackend(SimhashConfig(), settings(url, capacity))
         await backend.open("bench")
         await backend.preload(SCOPE)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
         verdicts: list[Any] = [None] * len(pages)
         queue = iter(enumerate(pages))
@@ -300,7 +263,7 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
         await asyncio.gather(*(one() for _ in range(in_flight)))
         end, cpu = time.time(), time.process_time() - cpu
         await backend.close()
-        results.put((worker, start, end, cpu, [
+        results.put((worker, start, end, cpu, rss, [
             (page, v.outcome.value, v.canonical_url, v.distance) for (page, _), v in zip(pages, verdicts)
         ]))
 
@@ -323,7 +286,8 @@ def timed_run(url: str, stored: int, capacity: int, workers: int, checks: int, i
         "seconds": end - start,
         "checks_per_s": workers * checks / (end - start),
         "worker_cpu_us_per_check": sum(o[3] for o in out) / (workers * checks) * 1e6,
-        "verdicts": [v for o in out for v in o[4]],
+        "worker_peak_rss_mb_after_load": max(o[4] for o in out) / 1e6,
+        "verdicts": [v for o in out for v in o[5]],
     }
 
 
@@ -404,11 +368,11 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=5000, help="timed checks per worker")
     parser.add_argument("--in-flight", type=int, default=16)
     parser.add_argument("--no-compare", action="store_true", help="skip the in-process replay (saves time and memory)")
-    parser.add_argument("--quick", action="store_true", help="5,000 vs 20,000 stored, 2 workers, 500 checks each")
+    parser.add_argument("--quick", action="store_true", help="5,000 vs 20,000 stored, 2 workers, 2,000 checks each")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.quick:
-        args.stored, args.baseline, args.workers, args.checks = 20_000, 5_000, 2, 500
+        args.stored, args.baseline, args.workers, args.checks = 20_000, 5_000, 2, 2000
     rows = []
     for stored, direct in ((args.baseline, False), (args.stored, True)):
         row = measure(stored, stored, direct, args.workers, args.checks, args.in_flight, not args.no_compare)
@@ -424,6 +388,9 @@ def main() -> None:
         print(f"| {r['stored']:,} | {r['fill']} | {r['checks_per_s']:,.0f} | {r['worker_cpu_us_per_check']:.0f} | "
               f"{r['redis_cpu_us_per_check']:.0f} | {r['checks'] / max(1, r['script_calls']):.1f} | "
               f"{r['redis_bytes_per_page']:.1f} | {same} |")
+    for r in rows:
+        print(f"\n{r['stored']:,} stored: a worker's peak RSS after loading its replica {r['worker_peak_rss_mb_after_load']:,.0f} MB; "
+              f"{r['checks']:,} checks in {r['seconds']:.1f} s")
     print(f"\nchecks/s at {rows[1]['stored']:,} / at {rows[0]['stored']:,}: {rows[1]['checks_per_s'] / rows[0]['checks_per_s']:.2f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -110,6 +110,15 @@ end
 
 -- The canonical page at log position pos: {its fingerprint (the indexed one while it is indexed, else its
 -- latest), its field}, and its identity record's payload.
+-- A page checked against the index (new, or changed): near-duplicate of the best match, else
+-- ``otherwise`` (UNIQUE or CHANGED) and indexed unless ``index=False``.  Returns outcome, own, canon, dist.
+local function decide(otherwise, fp, hi, lo, exact, locals, own, want_index, seq, bucket, field)
+  local bp, bd = best_match(fp, hi, lo, exact, locals, own)
+  if bp >= 0 then return NEAR, nil, bp, bd end
+  if want_index then return otherwise, append_add(fp, exact, seq, bucket, field), nil, 0 end
+  return otherwise, nil, nil, 0
+end
+
 local function canonical_of(pos)
   local e = redis.call('GETRANGE', KEYS[3], pos * ENTRY, pos * ENTRY + ENTRY - 1)
   local bucket = struct.unpack('>I3', e, 14)
@@ -168,26 +177,14 @@ for i = 1, nrec do
     if d <= k then
       outcome, own, canon, dist = UNCHANGED, oown, ocanon, odist
     else
-      local bp, bd = best_match(fp, hi, lo, exact, locals, oown or -1)
       if oown then append_remove(oown) end
-      if bp >= 0 then
-        outcome, canon, dist = NEAR, bp, bd
-      else
-        outcome = CHANGED
-        if want_index then own = append_add(fp, exact, seq, bucket, field) end
-      end
+      outcome, own, canon, dist = decide(CHANGED, fp, hi, lo, exact, locals, oown or -1, want_index, seq, bucket, field)
     end
   else
     seq = redis.call('HINCRBY', KEYS[1], 'seq', 1) - 1
     redis.call('HINCRBY', KEYS[2], 'records', 1)
     first = seen
-    local bp, bd = best_match(fp, hi, lo, exact, locals, -1)
-    if bp >= 0 then
-      outcome, canon, dist = NEAR, bp, bd
-    else
-      outcome = UNIQUE
-      if want_index then own = append_add(fp, exact, seq, bucket, field) end
-    end
+    outcome, own, canon, dist = decide(UNIQUE, fp, hi, lo, exact, locals, -1, want_index, seq, bucket, field)
   end
   local flags = outcome * 32
   if exact then flags = bor(flags, F_EXACT) end

@@ -50,34 +50,25 @@ def get_client(settings: Any) -> Any:
     """A ``redis.asyncio`` client (``RedisCluster`` when ``settings.cluster``), not connected yet."""
     _require()
     from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
 
-    params = client_params(settings)
-    if settings.cluster:
-        from redis.asyncio.cluster import RedisCluster
-
-        if settings.url:
-            return RedisCluster.from_url(settings.url, **params)
-        return RedisCluster(host=settings.host, port=settings.port, **params)
-    if settings.url:
-        return Redis.from_url(settings.url, **params)
-    return Redis(host=settings.host, port=settings.port, **params)
+    return _build(Redis, RedisCluster, settings, client_params(settings))
 
 
 def get_sync_client(settings: Any) -> Any:
     """The blocking twin of ``get_client`` (benchmarks, scripts)."""
     _require()
     from redis import Redis
+    from redis.cluster import RedisCluster
 
-    params = client_params(settings, asynchronous=False)
-    if settings.cluster:
-        from redis.cluster import RedisCluster
+    return _build(Redis, RedisCluster, settings, client_params(settings, asynchronous=False))
 
-        if settings.url:
-            return RedisCluster.from_url(settings.url, **params)
-        return RedisCluster(host=settings.host, port=settings.port, **params)
+
+def _build(plain: Any, cluster: Any, settings: Any, params: dict[str, Any]) -> Any:
+    cls = cluster if settings.cluster else plain
     if settings.url:
-        return Redis.from_url(settings.url, **params)
-    return Redis(host=settings.host, port=settings.port, **params)
+        return cls.from_url(settings.url, **params)
+    return cls(host=settings.host, port=settings.port, **params)
 
 
 def read_retry() -> Any:
