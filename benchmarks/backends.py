@@ -60,18 +60,22 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self) -> None:
+    """A throw-away redis-server on a free loopback port; ``rdb``: start with that snapshot loaded."""
+
+    def __init__(self, rdb: str | None = None) -> None:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         if not os.path.exists(binary):
             sys.exit("redis-server is not installed: sudo apt-get install redis-server")
         self.dir = tempfile.mkdtemp(prefix="simhash-bench-redis-")
         self.port = free_port()
+        if rdb is not None:
+            shutil.copyfile(rdb, os.path.join(self.dir, "dump.rdb"))
         self.proc = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log")],
+             "--dir", self.dir, "--dbfilename", "dump.rdb", "--logfile", os.path.join(self.dir, "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + (600 if rdb else 20)
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:

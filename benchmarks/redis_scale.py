@@ -4,6 +4,7 @@
     python benchmarks/redis_scale.py --stored 1000000         # a smaller run
     python benchmarks/redis_scale.py --quick                  # 20,000 vs 5,000 stored, 2 workers: about a minute
     python benchmarks/redis_scale.py --json benchmarks/results/redis_scale.json
+    python benchmarks/redis_scale.py --rdb-cache /tmp/simhash-fills    # keep the filled Redis: reruns skip the fill
 
 For each size (the baseline first, then ``--stored``), in one run:
 
@@ -16,8 +17,9 @@ For each size (the baseline first, then ``--stored``), in one run:
    canonical page; URLs ``https://www.example.com/section-N/article-I.html``,
    identities are SHA-1 hex digests (like Scrapy's request fingerprints),
    referers, depths and times are set.
-3. Redis memory: ``INFO memory`` ``used_memory`` after the fill minus before,
-   divided by the recorded pages (everything the report needs is in Redis).
+3. Redis memory: ``INFO memory`` ``used_memory`` minus ``used_memory_startup``
+   (the empty server) after the fill, divided by the recorded pages
+   (everything the report needs is in Redis).
 4. Starts ``--workers`` processes, each with its own ``RedisBackend``; each
    loads its replica of the canonical log, waits at a barrier, then checks
    ``--checks`` new pages with ``--in-flight`` pages in flight (70% new, 20%
@@ -37,6 +39,7 @@ import json
 import multiprocessing as mp
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -51,6 +54,8 @@ from simhash_scrapy.backends.base import ClusterMember, PageRecord  # noqa: E402
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
 
 from backends import Server  # noqa: E402  (benchmarks/backends.py: a throw-away redis-server)
+
+from simhash_scrapy.backends.redis.layout import LAYOUT_VERSION  # noqa: E402
 
 SCOPE = "bench"
 T0 = 1_763_900_000.0
@@ -272,20 +277,30 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
 
 def timed_run(url: str, stored: int, capacity: int, workers: int, checks: int, in_flight: int) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(workers), ctx.Queue()
+    barrier, results = ctx.Barrier(workers + 1), ctx.Queue()
     procs = [ctx.Process(target=run_worker, args=(url, stored, capacity, w, workers, checks, in_flight, barrier, results))
              for w in range(workers)]
     for p in procs:
         p.start()
+    client = sync_client(url)
+    barrier.wait()  # every replica is loaded: from here on Redis' CPU is the checks'
+    client.config_resetstat()
+    cpu_before = client.info("cpu")
     out = [results.get() for _ in procs]
+    cpu_after = client.info("cpu")
+    script = client.info("commandstats").get("cmdstat_evalsha", {})
+    client.close()
     for p in procs:
         p.join()
+    redis_cpu = sum(cpu_after[k] - cpu_before[k] for k in ("used_cpu_user", "used_cpu_sys"))
     start, end = min(o[1] for o in out), max(o[2] for o in out)
     return {
         "checks": workers * checks,
         "seconds": end - start,
         "checks_per_s": workers * checks / (end - start),
         "worker_cpu_us_per_check": sum(o[3] for o in out) / (workers * checks) * 1e6,
+        "redis_cpu_us_per_check": redis_cpu / (workers * checks) * 1e6,
+        "script_calls": script.get("calls", 0),
         "worker_peak_rss_mb_after_load": max(o[4] for o in out) / 1e6,
         "verdicts": [v for o in out for v in o[5]],
     }
@@ -327,31 +342,36 @@ def same_decisions(url: str, stored: int, capacity: int, workers: int, checks: i
 
 
 # ------------------------------------------------------------------------------ main
-def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int, in_flight: int, compare: bool) -> dict[str, Any]:
-    server = Server()
+def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int, in_flight: int, compare: bool,
+            rdb_cache: Path | None = None) -> dict[str, Any]:
+    name = f"fill-{stored}-{'direct' if direct else 'checks'}-v{LAYOUT_VERSION}.rdb"
+    cached = rdb_cache / name if rdb_cache is not None else None
+    loaded = cached is not None and cached.exists()
+    server = Server(str(cached) if loaded else None)
     try:
         client = sync_client(server.url)
-        before = int(client.info("memory")["used_memory"])
         t = time.perf_counter()
-        if direct:
-            fill_directly(server.url, stored, capacity)
-        else:
-            asyncio.run(fill_through_backend(server.url, stored, capacity))
+        if not loaded:
+            if direct:
+                fill_directly(server.url, stored, capacity)
+            else:
+                asyncio.run(fill_through_backend(server.url, stored, capacity))
         fill_seconds = time.perf_counter() - t
-        used = int(client.info("memory")["used_memory"]) - before
-        client.config_resetstat()
-        cpu_before = client.info("cpu")
-        run = timed_run(server.url, stored, capacity, workers, checks, in_flight)
-        cpu_after = client.info("cpu")
-        redis_cpu = sum(cpu_after[k] - cpu_before[k] for k in ("used_cpu_user", "used_cpu_sys"))
-        script = client.info("commandstats").get("cmdstat_evalsha", {})
+        memory = client.info("memory")
+        bytes_per_page = (int(memory["used_memory"]) - int(memory["used_memory_startup"])) / stored
+        if loaded:  # a reloaded snapshot is more compact than a live fill: report the fill's own figure
+            bytes_per_page = json.loads(cached.with_suffix(".json").read_text())["redis_bytes_per_page"]
+        elif cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            client.save()
+            shutil.copyfile(Path(server.dir) / "dump.rdb", cached)
+            cached.with_suffix(".json").write_text(json.dumps({"redis_bytes_per_page": bytes_per_page}))
         client.close()
+        run = timed_run(server.url, stored, capacity, workers, checks, in_flight)
         out = {
-            "stored": stored, "fill": "direct" if direct else "checks", "fill_seconds": fill_seconds,
-            "redis_bytes_per_page": used / stored, **{k: v for k, v in run.items() if k != "verdicts"},
-            "redis_cpu_us_per_check": redis_cpu / run["checks"] * 1e6,
-            "script_calls": script.get("calls", 0),
-            "script_us_per_check": script.get("usec", 0) / run["checks"],
+            "stored": stored, "fill": ("loaded " if loaded else "") + ("direct" if direct else "checks"),
+            "fill_seconds": fill_seconds, "redis_bytes_per_page": bytes_per_page,
+            **{k: v for k, v in run.items() if k != "verdicts"},
         }
         if compare:
             out["decisions"] = same_decisions(server.url, stored, capacity, workers, checks, run["verdicts"])
@@ -370,12 +390,13 @@ def main() -> None:
     parser.add_argument("--no-compare", action="store_true", help="skip the in-process replay (saves time and memory)")
     parser.add_argument("--quick", action="store_true", help="5,000 vs 20,000 stored, 2 workers, 2,000 checks each")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--rdb-cache", type=Path, help="keep each filled Redis here as an RDB file; later runs load it")
     args = parser.parse_args()
     if args.quick:
         args.stored, args.baseline, args.workers, args.checks = 20_000, 5_000, 2, 2000
     rows = []
     for stored, direct in ((args.baseline, False), (args.stored, True)):
-        row = measure(stored, stored, direct, args.workers, args.checks, args.in_flight, not args.no_compare)
+        row = measure(stored, stored, direct, args.workers, args.checks, args.in_flight, not args.no_compare, args.rdb_cache)
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"\n## Redis backend, {args.workers} worker processes, {args.in_flight} pages in flight each "

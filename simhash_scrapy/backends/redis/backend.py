@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 import socket
+import struct
 import time
 import uuid
 from importlib import resources
@@ -53,6 +54,34 @@ _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 
 async def _ignore(error: BaseException) -> None:
     """``Retry.call_with_retry``'s failure handler: the error is retried, nothing else to do."""
+
+
+_RECORD = struct.Struct(">8s8sB8sI")
+_VERDICT = struct.Struct(">BBIB")
+_LENGTH = struct.Struct(">I")
+
+
+def _parse_verdicts(data: bytes, count: int) -> list[tuple[int, int, bytes | None, bytes, bytes | None, bytes | None]]:
+    """``(outcome, distance, canonical fingerprint, canonical field, canonical payload, previous)`` per record."""
+    rows = []
+    p = 0
+    for _ in range(count):
+        outcome, has, _seq, distance = _VERDICT.unpack_from(data, p)
+        p += _VERDICT.size
+        canon_fp = payload = prev = None
+        field = b""
+        if has & 1:
+            canon_fp, field = data[p : p + 8], data[p + 8 : p + 16]
+            p += 16
+        if has & 2:
+            (length,) = _LENGTH.unpack_from(data, p)
+            payload = data[p + 4 : p + 4 + length]
+            p += 4 + length
+        if has & 4:
+            prev = data[p : p + 16]
+            p += 16
+        rows.append((outcome, distance, canon_fp, field, payload, prev))
+    return rows
 
 
 def lua(name: str) -> str:
@@ -377,14 +406,13 @@ class RedisBackend(DedupBackend):
             for record, index, _ in batch:
                 bucket, field, kept = identity_slot(scope, record.identity or record.url, self.bucket_bits)
                 keys.append(sk.bucket(bucket))
-                args += [
-                    field,
-                    record.fingerprint.to_bytes(8, "big"),
-                    ("i" if index else "") + ("e" if record.exact else ""),
-                    pack_seen(record.seen),
+                local = replica.candidates(record.fingerprint, True) if record.exact else next(found)
+                args.append(b"".join((
+                    _RECORD.pack(field, record.fingerprint.to_bytes(8, "big"), (1 if index else 0) | (2 if record.exact else 0),
+                                 pack_seen(record.seen), len(local)),
+                    local,
                     codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text),
-                    replica.candidates(record.fingerprint, True) if record.exact else next(found),
-                ]
+                )))
             sync = replica.sync
             reply = await self._scripts["check"](keys=keys, args=args)
         except _DOWN_ERRORS as exc:
@@ -396,26 +424,27 @@ class RedisBackend(DedupBackend):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
             raise
         replica.apply(reply[0], sync)
-        if codec.zdict is None and any(Codec.needs_dict(p) for p in reply[6::8] if p):
+        rows = _parse_verdicts(reply[1], len(batch))
+        if codec.zdict is None and any(Codec.needs_dict(row[4]) for row in rows if row[4]):
             codec.zdict = await self.client.hget(sk.meta, "zdict")
-        return [self._verdict(codec, reply[1 + 8 * i : 9 + 8 * i]) for i in range(len(batch))]
+        return [self._verdict(codec, *row) for row in rows]
 
     @staticmethod
-    def _verdict(codec: Codec, values: list[Any]) -> Verdict:
-        outcome, _seq, canon, distance, canon_fp_field, canon_payload, prev, prev_seen = values
+    def _verdict(codec: Codec, outcome: int, distance: int, canon_fp: bytes | None, field: bytes,
+                 payload: bytes | None, prev: bytes | None) -> Verdict:
         previous = dict(
-            previous_fingerprint=int.from_bytes(prev, "big") if prev else None,
-            previous_seen=(unpack_seen(prev_seen) or None) if prev_seen else None,
+            previous_fingerprint=int.from_bytes(prev[:8], "big") if prev else None,
+            previous_seen=(unpack_seen(prev[8:]) or None) if prev else None,
         )
-        if int(canon) < 0:
-            return Verdict(_OUTCOMES[int(outcome)], **previous)
-        url, identity = codec.decode(canon_payload, canon_fp_field[8:16])[:2] if canon_payload else ("", "")
+        if canon_fp is None:
+            return Verdict(_OUTCOMES[outcome], **previous)
+        url, identity = codec.decode(payload, field)[:2] if payload else ("", "")
         return Verdict(
-            _OUTCOMES[int(outcome)],
+            _OUTCOMES[outcome],
             canonical_url=url,
             canonical_identity=identity or url,
-            canonical_fingerprint=int.from_bytes(canon_fp_field[:8], "big"),
-            distance=int(distance),
+            canonical_fingerprint=int.from_bytes(canon_fp, "big"),
+            distance=distance,
             **previous,
         )
 

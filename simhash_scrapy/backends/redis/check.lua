@@ -6,11 +6,12 @@
 -- KEYS[3+i] the identity bucket (HASH) of record i
 -- ARGV[1] layout  ARGV[2] k  ARGV[3] sync position (log entries the caller's replica holds)
 -- ARGV[4] bucket key prefix  ARGV[5] ttl ms (0: none)  ARGV[6] scope name
--- then 6 values per record: field (8 bytes), fingerprint (8 bytes), mode ("i" index, "e" exact),
---   seen (8-byte big-endian double), payload, local candidates (">I4I4B": log position, seq, distance)
--- Returns {tail of the log since the sync position, then 8 values per record:
---   outcome, seq, canonical position (-1: none), distance, canonical fingerprint .. field or false,
---   canonical payload or false, previous fingerprint or false, previous seen (8 bytes) or false}
+-- then one value per record, ">c8c8Bc8I4": field (8 bytes), fingerprint (8 bytes), mode (1: index, 2: exact),
+--   seen (8-byte big-endian double), length of the local candidates; then the local candidates
+--   (">I4I4B" each: log position, seq, distance) and the payload.
+-- Returns {tail of the log since the sync position, verdicts}: verdicts is, per record, ">BBI4B" (outcome,
+--   parts: 1 canonical, 2 canonical payload, 4 previous; seq; distance), then [canonical fingerprint,
+--   field (16 bytes)], [">I4" length and canonical payload], [previous fingerprint, previous seen (16 bytes)].
 local ENTRY = 24
 local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
 local UNIQUE, NEAR, UNCHANGED, CHANGED = 0, 1, 2, 3
@@ -141,14 +142,14 @@ local function canonical_of(pos)
   return fp .. field, string.sub(v, p)
 end
 
-local out = {false}
-local nrec = (#ARGV - 6) / 6
-for i = 1, nrec do
-  local a = 6 + (i - 1) * 6
-  local key, field, fp, mode, seen, payload, locals =
-    KEYS[3 + i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-  local exact = string.find(mode, 'e', 1, true) ~= nil
-  local want_index = string.find(mode, 'i', 1, true) ~= nil
+local out = {}
+for i = 1, #ARGV - 6 do
+  local key, blob = KEYS[3 + i], ARGV[6 + i]
+  local field, fp, mode, seen, nloc, at = struct.unpack('>c8c8Bc8I4', blob)
+  local locals = string.sub(blob, at, at + nloc - 1)
+  local payload = string.sub(blob, at + nloc)
+  local exact = band(mode, 2) ~= 0
+  local want_index = band(mode, 1) ~= 0
   local bucket = tonumber(string.sub(key, #prefix + 1), 16)
   local hi, lo = struct.unpack('>I4I4', fp)
   local old = redis.call('HGET', key, field)
@@ -198,22 +199,28 @@ for i = 1, nrec do
   parts[4] = string.char(dist)
   parts[#parts + 1] = payload
   redis.call('HSET', key, field, table.concat(parts))
-  local cfp, cpayload = false, false
-  if canon then cfp, cpayload = canonical_of(canon) end
-  local n = #out
-  out[n + 1] = outcome
-  out[n + 2] = seq
-  out[n + 3] = canon or -1
-  out[n + 4] = dist
-  out[n + 5] = cfp
-  out[n + 6] = cpayload
-  out[n + 7] = prev or false
-  out[n + 8] = prevseen or false
+  local parts_out, has = {'', ''}, 0
+  if canon then
+    local cfp, cpayload = canonical_of(canon)
+    has = 1
+    parts_out[#parts_out + 1] = cfp
+    if cpayload then
+      has = has + 2
+      parts_out[#parts_out + 1] = struct.pack('>I4', #cpayload) .. cpayload
+    end
+  end
+  if prev then
+    has = has + 4
+    parts_out[#parts_out + 1] = prev .. prevseen
+  end
+  parts_out[1] = struct.pack('>BBI4B', outcome, has, seq, dist)
+  out[#out + 1] = table.concat(parts_out)
 end
 if delta ~= 0 then redis.call('HINCRBY', KEYS[2], 'canonicals', delta) end
-if loglen > sync then out[1] = redis.call('GETRANGE', KEYS[3], sync * ENTRY, loglen * ENTRY - 1) else out[1] = '' end
+local tail = ''
+if loglen > sync then tail = redis.call('GETRANGE', KEYS[3], sync * ENTRY, loglen * ENTRY - 1) end
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
   for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
-return out
+return {tail, table.concat(out)}
