@@ -488,7 +488,7 @@ def per_page_costs(site: Path, sample: int = 600) -> None:
     from scrapy.linkextractors import LinkExtractor
 
     from simhash_scrapy.config import SimhashConfig
-    from simhash_scrapy.state import analyse_html
+    from simhash_scrapy.core.analysis import analyse_html
 
     routes = json.loads((site / "routes.json").read_text(encoding="utf-8"))
     files = sorted(r["file"] for r in routes.values() if r["content_type"].startswith("text/html"))
@@ -496,10 +496,10 @@ def per_page_costs(site: Path, sample: int = 600) -> None:
     extractor = LinkExtractor()
     steps = {
         "plugin: analyse_html, SIMHASH_TEXT_MODE=main (extract + fingerprint)": (
-            lambda b, c=SimhashConfig.from_settings({"SIMHASH_TEXT_MODE": "main"}): analyse_html(b, "utf-8", c)
+            lambda b, c=SimhashConfig.from_settings({"SIMHASH_TEXT_MODE": "main"}).analysis: analyse_html(b, "utf-8", c)
         ),
         "plugin: analyse_html, SIMHASH_TEXT_MODE=visible": (
-            lambda b, c=SimhashConfig.from_settings({"SIMHASH_TEXT_MODE": "visible"}): analyse_html(b, "utf-8", c)
+            lambda b, c=SimhashConfig.from_settings({"SIMHASH_TEXT_MODE": "visible"}).analysis: analyse_html(b, "utf-8", c)
         ),
         "reference: lxml.html parse only": lxml_html.fromstring,
         "spider: LinkExtractor.extract_links (parse + links)": (

@@ -69,7 +69,7 @@ def make_state(threads: bool, workers: int, min_bytes: int):  # type: ignore[no-
 async def run_mode(mode: str, pages: list[bytes], latency: float) -> dict[str, float]:
     from parsel import Selector
 
-    from simhash_scrapy.state import analyse_html
+    from simhash_scrapy.core.analysis import analyse_html
 
     state = None
     if MODES[mode] is not None:
@@ -94,7 +94,7 @@ async def run_mode(mode: str, pages: list[bytes], latency: float) -> dict[str, f
             await asyncio.sleep(latency)  # the download (0: a local site, the loop is never idle)
             Selector(text=body.decode("utf-8", "replace")).css("a::attr(href)").getall()
             if state is not None:
-                await state.run_analysis(analyse_html, body, "utf-8", state.config, False, size=len(body))
+                await state.run_analysis(analyse_html, body, "utf-8", state.config.analysis, size=len(body))
 
     start = time.perf_counter()
     cpu_start = time.process_time()
@@ -140,7 +140,7 @@ def report(title: str, pages: list[bytes], rounds: int, latency: float, modes: l
 
 async def stall(page: bytes, mode: str) -> float:
     """Longest event-loop stall (ms) while one page is fingerprinted and nothing else runs."""
-    from simhash_scrapy.state import analyse_html
+    from simhash_scrapy.core.analysis import analyse_html
 
     state = make_state(*MODES[mode])
     loop = asyncio.get_running_loop()
@@ -156,7 +156,7 @@ async def stall(page: bytes, mode: str) -> float:
 
     loop.call_later(0.001, tick, loop.time() + 0.001)
     await asyncio.sleep(0.01)
-    await state.run_analysis(analyse_html, page, "utf-8", state.config, False, size=len(page))
+    await state.run_analysis(analyse_html, page, "utf-8", state.config.analysis, size=len(page))
     await asyncio.sleep(0.01)
     running = False
     if state._executor is not None:

@@ -14,6 +14,9 @@ features ``f``.  Between pages A and B a feature's weight changes by
 ``dw = w_B - w_A``; in a bit that flipped, it pushed towards the flip by
 ``dw * sign_b(f) * direction_b`` (direction +1 where B has the bit set).  The
 features with the largest push summed over the differing bits are listed.
+
+Why one module of ~450 lines: loading (fetch or file), the explanation and
+the text/JSON output are one command's parts and used by nothing else.
 """
 
 from __future__ import annotations

@@ -3,12 +3,14 @@
 Input: a folder of HTML files, or a JSON Lines file of crawled items (Scrapy
 feed export output; ``.gz`` and a JSON array feed are read too) whose text or
 HTML is in one field.  Pages are fingerprinted in worker processes with the
-project's ``SIMHASH_*`` settings, then one batch all-pairs search
-(``BlockPermutedIndex.find_all_arrays``) over the distinct fingerprints finds
-every pair within ``SIMHASH_MAX_DISTANCE``.  Clusters follow the crawl's rule
-(``assign_canonicals``): in input order, a page joins the nearest earlier
-canonical page (ties: the earliest), else becomes a canonical page itself, so
+project's ``SIMHASH_*`` settings (``core.analysis``, as the crawl does:
+short pages get exact digests), then the crawl's clustering rule
+(``core.clustering.assign_canonicals``) runs over them in input order, so
 the report is the one a crawl of the same pages in the same order writes.
+
+Why one module of ~480 lines: it is one command whose parts (input sources,
+the two-pass worker pool, the report) only make sense together, and the
+input readers are used by nothing else.
 """
 
 from __future__ import annotations
