@@ -1,5 +1,7 @@
 """``RedisBackend``: the dedup backend shared by every worker of a distributed crawl.
 
+(Failures: ``outages.py``; the script's wire format: ``protocol.py``; keys: ``layout.py``.)
+
 Checks of one scope are batched: while one script call of a scope is in
 flight, the checks that arrive queue up and go together in the next call (one
 ``EVALSHA``, processed in order, atomically).  Each worker keeps a replica of
@@ -20,19 +22,19 @@ import asyncio
 import logging
 import os
 import socket
-import struct
-import time
 import uuid
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
+from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
 from . import connection, export
-from .layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, layout_mismatch, layout_string, pack_seen, unpack_seen
+from .layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, layout_mismatch, layout_string
+from .outages import Outages, ignore
+from .protocol import pack_page, parse_verdicts, verdict
 from .replica import Replica
 from .settings import RedisSettings
 
@@ -48,47 +50,17 @@ logger = logging.getLogger("simhash_scrapy.backends.redis")
 _STALE = 60  # a worker silent for this long is considered gone
 _MAX_BATCH = 256
 _SYNC_CHUNK = 1 << 20  # log entries per GETRANGE when a replica is loaded
-_OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED)
 _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
-async def _ignore(error: BaseException) -> None:
-    """``Retry.call_with_retry``'s failure handler: the error is retried, nothing else to do."""
 
-
-_RECORD = struct.Struct(">8s8sB8sI")
-_VERDICT = struct.Struct(">BBIB")
-_LENGTH = struct.Struct(">I")
-
-
-def _parse_verdicts(data: bytes, count: int) -> list[tuple[int, int, bytes | None, bytes, bytes | None, bytes | None]]:
-    """``(outcome, distance, canonical fingerprint, canonical field, canonical payload, previous)`` per record."""
-    rows = []
-    p = 0
-    for _ in range(count):
-        outcome, has, _seq, distance = _VERDICT.unpack_from(data, p)
-        p += _VERDICT.size
-        canon_fp = payload = prev = None
-        field = b""
-        if has & 1:
-            canon_fp, field = data[p : p + 8], data[p + 8 : p + 16]
-            p += 16
-        if has & 2:
-            (length,) = _LENGTH.unpack_from(data, p)
-            payload = data[p + 4 : p + 4 + length]
-            p += 4 + length
-        if has & 4:
-            prev = data[p : p + 16]
-            p += 16
-        rows.append((outcome, distance, canon_fp, field, payload, prev))
-    return rows
 
 
 def lua(name: str) -> str:
     return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
 
 
-class RedisBackend(DedupBackend):
+class RedisBackend(Outages, DedupBackend):
     """Canonical pages and one record per identity, in Redis (``SIMHASH_BACKEND = "redis"``)."""
 
     def __init__(
@@ -111,14 +83,8 @@ class RedisBackend(DedupBackend):
         self._busy: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
-        self._probe: asyncio.Task[None] | None = None
         self._registered = False
-        self._closing = False
-        self._down_since: float | None = None
-        self._unchecked_in_outage = 0
-        self._errors = 0
-        self._last_error_log = 0.0
-        self._close_logged = False
+        self._init_outages()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> RedisBackend:
@@ -247,86 +213,6 @@ class RedisBackend(DedupBackend):
             self._registered = False
         await self._disconnect()
 
-    def _log_close_failure(self, what: str, exc: BaseException) -> None:
-        if self.stats is not None:
-            self.stats.set_value(f"simhash/redis/unread/{what}", 1)
-        if not self._close_logged:
-            self._close_logged = True
-            logger.error(
-                "simhash: Redis at %s did not answer at close (%s: %s): %s not read; the report and "
-                "simhash/index_size lack what Redis holds (see simhash/redis/unread/*)",
-                self.settings.describe(), type(exc).__name__, exc, what,
-            )
-
-    # ----------------------------------------------------------- outages
-    @property
-    def redis_down(self) -> bool:
-        """``True`` from a failed call until the probe gets an answer from Redis again."""
-        return self._down_since is not None
-
-    def _mark_down(self, exc: BaseException) -> None:
-        if self._down_since is None:
-            self._down_since = time.monotonic()
-            self._unchecked_in_outage = 0
-            if not self._closing:
-                self._probe = asyncio.get_running_loop().create_task(self._wait_for_redis())
-
-    async def _wait_for_redis(self) -> None:
-        """Ping Redis with back-off (capped at one heartbeat) until it answers, then let checks through."""
-        retry = connection.probe_retry(self.settings.heartbeat)
-        while True:
-            try:
-                await retry.call_with_retry(self.client.ping, _ignore)
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - not a connection error (e.g. LOADING): ask again later
-                await asyncio.sleep(self.settings.heartbeat)
-        pool = getattr(self.client, "connection_pool", None)
-        if pool is not None:
-            await pool.disconnect(inuse_connections=False)  # drop connections to the old server
-        assert self._down_since is not None
-        down = time.monotonic() - self._down_since
-        logger.warning(
-            "simhash: Redis at %s answers again after %.1f s; %d page(s) went unchecked meanwhile",
-            self.settings.describe(), down, self._unchecked_in_outage,
-        )
-        self._down_since = None
-        self._probe = None
-
-    def _error(self, exc: BaseException) -> None:
-        self._errors += 1
-        if self.stats is not None:
-            self.stats.inc_value("simhash/backend_errors")
-        now = time.monotonic()
-        if self._errors == 1 or now - self._last_error_log >= 10:
-            self._last_error_log = now
-            logger.error(
-                "simhash: Redis error (%s: %s); %d error(s) so far. %s",
-                type(exc).__name__, exc, self._errors,
-                "Pages go through unchecked (fail-open; SIMHASH_REDIS_FAIL_OPEN = False stops the crawl instead)."
-                if self.settings.fail_open
-                else "Closing the spider (fail-closed: SIMHASH_REDIS_FAIL_OPEN = False).",
-            )
-
-    def _failed(self, exc: BaseException) -> Verdict:
-        self._error(exc)
-        if self._down_since is not None:
-            self._unchecked_in_outage += 1
-        if self.settings.fail_open:
-            return Verdict(Outcome.UNCHECKED)
-        self._stop_crawl()
-        raise BackendError(f"simhash: Redis error, page not checked (fail-closed): {exc}")
-
-    def _stop_crawl(self) -> None:
-        """Fail-closed: close the spider rather than go on with pages nobody checked."""
-        if self._closing or self.crawler is None or getattr(self.crawler, "spider", None) is None:
-            return
-        self._closing = True
-        from ... import _compat
-
-        _compat.close_spider_soon(self.crawler, self.crawler.spider, "simhash_backend_error")
-
     # ------------------------------------------------------------ checks
     async def check(self, record: PageRecord, index: bool = True) -> Verdict:
         return await connection.on_asyncio(self._check(record, index))
@@ -407,12 +293,8 @@ class RedisBackend(DedupBackend):
                 bucket, field, kept = identity_slot(scope, record.identity or record.url, self.bucket_bits)
                 keys.append(sk.bucket(bucket))
                 local = replica.candidates(record.fingerprint, True) if record.exact else next(found)
-                args.append(b"".join((
-                    _RECORD.pack(field, record.fingerprint.to_bytes(8, "big"), (1 if index else 0) | (2 if record.exact else 0),
-                                 pack_seen(record.seen), len(local)),
-                    local,
-                    codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text),
-                )))
+                payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text)
+                args.append(pack_page(field, record.fingerprint, index, record.exact, record.seen, local, payload))
             sync = replica.sync
             reply = await self._scripts["check"](keys=keys, args=args)
         except _DOWN_ERRORS as exc:
@@ -424,29 +306,10 @@ class RedisBackend(DedupBackend):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
             raise
         replica.apply(reply[0], sync)
-        rows = _parse_verdicts(reply[1], len(batch))
+        rows = parse_verdicts(reply[1], len(batch))
         if codec.zdict is None and any(Codec.needs_dict(row[4]) for row in rows if row[4]):
             codec.zdict = await self.client.hget(sk.meta, "zdict")
-        return [self._verdict(codec, *row) for row in rows]
-
-    @staticmethod
-    def _verdict(codec: Codec, outcome: int, distance: int, canon_fp: bytes | None, field: bytes,
-                 payload: bytes | None, prev: bytes | None) -> Verdict:
-        previous = dict(
-            previous_fingerprint=int.from_bytes(prev[:8], "big") if prev else None,
-            previous_seen=(unpack_seen(prev[8:]) or None) if prev else None,
-        )
-        if canon_fp is None:
-            return Verdict(_OUTCOMES[outcome], **previous)
-        url, identity = codec.decode(payload, field)[:2] if payload else ("", "")
-        return Verdict(
-            _OUTCOMES[outcome],
-            canonical_url=url,
-            canonical_identity=identity or url,
-            canonical_fingerprint=int.from_bytes(canon_fp, "big"),
-            distance=distance,
-            **previous,
-        )
+        return [verdict(codec, *row) for row in rows]
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:
@@ -458,7 +321,7 @@ class RedisBackend(DedupBackend):
             raise BackendError("not connected to Redis")
         if self.redis_down:
             return await read()
-        return await connection.read_retry().call_with_retry(read, _ignore)
+        return await connection.read_retry().call_with_retry(read, ignore)
 
     async def _members(self) -> list[ClusterMember]:
         """Every recorded identity (latest version, by every worker), in first-check order."""
