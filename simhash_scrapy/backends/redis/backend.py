@@ -30,7 +30,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
+from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection, export
 from .layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, layout_mismatch, layout_string
 from .outages import Outages, ignore
@@ -80,7 +80,8 @@ class RedisBackend(Outages, DedupBackend):
         self._replicas: dict[str, Replica] = {}
         self._codecs: dict[str, Codec] = {}
         self._queues: dict[str, list[tuple[PageRecord, bool, asyncio.Future[Verdict]]]] = {}
-        self._busy: set[str] = set()
+        self._drains: dict[str, asyncio.Task[None]] = {}
+        self._closing_backend = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._registered = False
@@ -189,6 +190,11 @@ class RedisBackend(Outages, DedupBackend):
         return await connection.on_asyncio(self._close())
 
     async def _close(self) -> None:
+        self._closing_backend = True
+        for _, _, future in (entry for queue in self._queues.values() for entry in queue):
+            if not future.done():
+                future.set_result(Verdict(Outcome.UNCHECKED))
+        self._queues.clear()
         for task in (self._heartbeat, self._probe, *self._tasks):
             if task is not None and not task.done():
                 task.cancel()
@@ -222,36 +228,44 @@ class RedisBackend(Outages, DedupBackend):
             return self._failed(ConnectionError(f"Redis at {self.settings.describe()} is down; waiting for it"))
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(record.scope, []).append((record, index, future))
-        if record.scope not in self._busy:
-            self._busy.add(record.scope)
-            task = asyncio.get_running_loop().create_task(self._drain(record.scope))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        self._ensure_drain(record.scope)
         return await future
 
+    def _ensure_drain(self, scope: str) -> None:
+        """Make sure a task sends the queued checks of ``scope`` (one task per scope at a time)."""
+        task = self._drains.get(scope)
+        if task is None or task.done():
+            task = self._drains[scope] = asyncio.get_running_loop().create_task(self._drain(scope))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
     async def _drain(self, scope: str) -> None:
+        """Send the queued checks of ``scope`` in batches until none is left; every check gets an answer."""
         try:
             while self._queues.get(scope):
                 queue = self._queues[scope]
                 batch, self._queues[scope] = queue[:_MAX_BATCH], queue[_MAX_BATCH:]
                 try:
                     verdicts = await self._send(scope, batch)
-                except BaseException as exc:  # noqa: BLE001 - every waiting check gets an answer
+                except BaseException as exc:  # noqa: BLE001 - a cancellation from inside the client counts too
                     for _, _, future in batch:
                         if not future.done():
                             try:
                                 future.set_result(self._failed(exc))
                             except BackendError as closed:
                                 future.set_exception(closed)
-                    if isinstance(exc, asyncio.CancelledError):
+                    if isinstance(exc, asyncio.CancelledError) and self._closing_backend:
                         raise
                     continue
                 for (_, _, future), verdict in zip(batch, verdicts):
                     if not future.done():
                         future.set_result(verdict)
         finally:
-            self._busy.discard(scope)
-            if not self._queues.get(scope):
+            if self._drains.get(scope) is asyncio.current_task():
+                del self._drains[scope]
+            if self._queues.get(scope) and not self._closing_backend:
+                self._ensure_drain(scope)  # never leave a queued check without a task to send it
+            elif not self._queues.get(scope):
                 self._queues.pop(scope, None)
 
     async def preload(self, scope: str) -> None:
