@@ -92,6 +92,8 @@ class RedisConfig:
     ttl: float = defaults.REDIS_TTL
     fail_open: bool = defaults.REDIS_FAIL_OPEN
     cluster: bool = False
+    heartbeat: float = defaults.REDIS_HEARTBEAT
+    capacity: int = defaults.REDIS_CAPACITY
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> RedisConfig:
@@ -144,7 +146,16 @@ class RedisConfig:
             ttl=ttl,
             fail_open=parse_bool("SIMHASH_REDIS_FAIL_OPEN", get("SIMHASH_REDIS_FAIL_OPEN"), defaults.REDIS_FAIL_OPEN),
             cluster=parse_bool("SIMHASH_REDIS_CLUSTER", get("SIMHASH_REDIS_CLUSTER")),
+            heartbeat=_redis_heartbeat(get("SIMHASH_REDIS_HEARTBEAT")),
+            capacity=parse_int("SIMHASH_REDIS_CAPACITY", get("SIMHASH_REDIS_CAPACITY", defaults.REDIS_CAPACITY), 1),
         )
+
+
+def _redis_heartbeat(value: Any) -> float:
+    heartbeat = parse_number("SIMHASH_REDIS_HEARTBEAT", value, defaults.REDIS_HEARTBEAT, 0.05)
+    if heartbeat > 60:
+        raise ValueError(f"SIMHASH_REDIS_HEARTBEAT must be a number of seconds from 0.05 to 60, got {value!r}")
+    return heartbeat
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,11 @@ REDIS_PORT = 6379
 REDIS_FAIL_OPEN = True
 #: ``SIMHASH_REDIS_TTL``: seconds before idle keys expire (0: never).
 REDIS_TTL = 0.0
+#: ``SIMHASH_REDIS_HEARTBEAT``: seconds between a worker's heartbeats; after an outage, checks
+#: resume within one heartbeat of Redis answering again.
+REDIS_HEARTBEAT = 1.0
+#: ``SIMHASH_REDIS_CAPACITY``: pages per scope the Redis key layout is sized for (memory per page).
+REDIS_CAPACITY = 10_000_000
 
 # ------------------------------------------------------------------ URL rules
 #: ``SIMHASH_URL_RULES``: ``"off"``, ``"learn"`` (learn and report rules) or
