@@ -168,7 +168,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     async def read() -> tuple[list[Any], bool, bytes | None]:
         try:
             await backend.attach(spider or "")
-            exists = bool(await backend.client.exists(f"{backend.prefix}:pages"))
+            exists = await backend.has_data()
             rules = await backend.load_extra(defaults.URL_RULES_EXTRA)
             return (await backend.members() if exists else []), exists, rules
         finally:

@@ -597,7 +597,7 @@ class UrlRuleLearner:
 
 # ---------------------------------------------------------------------- report
 def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
-    """JSON Lines records (``"type": "url_rule"``, beside the report's ``cluster`` and ``changed`` lines)."""
+    """JSON Lines records (``"type": "url_rule"``) for the rules of a report summary."""
     return "".join(json.dumps({"type": "url_rule", **rule}, ensure_ascii=False) + "\n" for rule in rules or ())
 
 
