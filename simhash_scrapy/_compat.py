@@ -51,8 +51,9 @@ def close_spider_soon(crawler: Crawler, spider: Spider, reason: str) -> None:
 
     ``spider_opened`` comes before the engine starts; a close requested before
     ``engine.running`` ends in ``crawler.stop()`` -> "RuntimeError: Engine not
-    running", logged with a traceback after the close.  So wait for it (it
-    starts within the same few event-loop turns; give up after about 5 s).
+    running", logged with a traceback after the close.  So, while the crawl is
+    starting, wait for the engine (it runs within a few event-loop turns; give
+    up after about 1 s).  Outside a running crawl (tests) nothing waits.
     """
     from twisted.internet import reactor
 
@@ -60,7 +61,8 @@ def close_spider_soon(crawler: Crawler, spider: Spider, reason: str) -> None:
 
     def close() -> None:
         engine = crawler.engine
-        if engine is not None and not engine.running and tries[0] < 500:
+        starting = engine is not None and not engine.running and getattr(crawler, "crawling", False) is True
+        if starting and tries[0] < 100:
             tries[0] += 1
             reactor.callLater(0.01, close)  # type: ignore[attr-defined]
             return
