@@ -18,6 +18,7 @@ from .core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, toke
 from .core.fingerprint import fingerprint, hamming_distance, similarity, simhash_from_features
 from .core.index import BlockPermutedIndex, IndexFormatError, Match
 from .core.text import extract_text, extract_text_bytes
+from .core.urlrules import UrlRuleLearner
 
 __version__ = "0.2.0"
 
@@ -50,6 +51,9 @@ __all__ = [
     "SimhashMiddleware",
     "SimhashPipeline",
     "SimhashSpiderMiddleware",
+    "UrlRulesMiddleware",
+    "PredictedDuplicate",
+    "UrlRuleLearner",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,12 +61,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from .middleware import SimhashMiddleware
     from .pipeline import SimhashPipeline
     from .spidermw import SimhashSpiderMiddleware
+    from .urlrules import PredictedDuplicate, UrlRulesMiddleware
 
 _LAZY = {
     "Addon": ".addon",
     "SimhashMiddleware": ".middleware",
     "SimhashPipeline": ".pipeline",
     "SimhashSpiderMiddleware": ".spidermw",
+    "UrlRulesMiddleware": ".urlrules",
+    "PredictedDuplicate": ".urlrules",
 }
 
 

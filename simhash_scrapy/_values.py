@@ -42,6 +42,14 @@ def parse_number(name: str, value: Any, default: float, minimum: float = 0.0) ->
     return number
 
 
+def parse_fraction(name: str, value: Any, default: float) -> float:
+    """A number from 0 to 1 (a share or a probability)."""
+    number = parse_number(name, value, default)
+    if number > 1:
+        raise ValueError(f"{name} must be a number from 0 to 1, got {value!r}")
+    return number
+
+
 def parse_folder(name: str, value: Any, default: str) -> str | None:
     """A folder setting that may also be a boolean (``True``: ``default``; false/empty: off)."""
     if value is None or value is False:

@@ -1,9 +1,16 @@
 """``Addon``: ``ADDONS = {"simhash_scrapy.Addon": 0}`` is the whole activation.
 
 It adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540),
+``UrlRulesMiddleware`` (50; active only with ``SIMHASH_URL_RULES``),
 ``SimhashSpiderMiddleware`` to ``SPIDER_MIDDLEWARES`` (950) and
 ``SimhashPipeline`` to ``ITEM_PIPELINES`` (priority 200), unless the
 project already lists them (then its priorities are kept).
+
+``scrapy startproject`` writes ``ADDONS = {}`` into settings.py: the entry
+goes into that dict (a second ``ADDONS = ...`` line replaces the first).
+When the add-on is missing, Scrapy loads nothing of this package during a
+crawl, so nothing here can warn; ``scrapy simhash`` does
+(``commands._common.activation_problem``).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from typing import TYPE_CHECKING
 from .middleware import MIDDLEWARE_PRIORITY, SimhashMiddleware
 from .pipeline import PIPELINE_PRIORITY, SimhashPipeline
 from .spidermw import SPIDER_MIDDLEWARE_PRIORITY, SimhashSpiderMiddleware
+from .urlrules import URL_RULES_MIDDLEWARE_PRIORITY, UrlRulesMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -26,6 +34,10 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
+        )
+        # Disabled (NotConfigured) unless SIMHASH_URL_RULES is "learn" or "skip".
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", UrlRulesMiddleware, URL_RULES_MIDDLEWARE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY

@@ -28,6 +28,7 @@ from ._values import (
     parse_bool,
     parse_choice,
     parse_folder,
+    parse_fraction,
     parse_int,
     parse_list,
     parse_log_level,
@@ -64,6 +65,7 @@ REPORT_FORMATS = ("jsonl", "csv", "html")
 ITEM_FORMATS = ("auto", "html", "text")
 WEIGHTINGS = ("tf", "sublinear", "binary")
 UNCHANGED_ACTIONS = ("pass", "drop_items", "drop")
+URL_RULES_MODES = ("off", "learn", "skip")
 DEFAULT_MAX_BYTES = defaults.MAX_BYTES
 DEFAULT_CONTENT_TYPES = defaults.CONTENT_TYPES
 DEFAULT_HTTP_STATUSES = defaults.HTTP_STATUSES
@@ -90,6 +92,8 @@ class RedisConfig:
     ttl: float = defaults.REDIS_TTL
     fail_open: bool = defaults.REDIS_FAIL_OPEN
     cluster: bool = False
+    heartbeat: float = defaults.REDIS_HEARTBEAT
+    capacity: int = defaults.REDIS_CAPACITY
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> RedisConfig:
@@ -142,7 +146,16 @@ class RedisConfig:
             ttl=ttl,
             fail_open=parse_bool("SIMHASH_REDIS_FAIL_OPEN", get("SIMHASH_REDIS_FAIL_OPEN"), defaults.REDIS_FAIL_OPEN),
             cluster=parse_bool("SIMHASH_REDIS_CLUSTER", get("SIMHASH_REDIS_CLUSTER")),
+            heartbeat=_redis_heartbeat(get("SIMHASH_REDIS_HEARTBEAT")),
+            capacity=parse_int("SIMHASH_REDIS_CAPACITY", get("SIMHASH_REDIS_CAPACITY", defaults.REDIS_CAPACITY), 1),
         )
+
+
+def _redis_heartbeat(value: Any) -> float:
+    heartbeat = parse_number("SIMHASH_REDIS_HEARTBEAT", value, defaults.REDIS_HEARTBEAT, 0.05)
+    if heartbeat > 60:
+        raise ValueError(f"SIMHASH_REDIS_HEARTBEAT must be a number of seconds from 0.05 to 60, got {value!r}")
+    return heartbeat
 
 
 @dataclass(frozen=True)
@@ -183,6 +196,12 @@ class SimhashConfig:
     #: ``SIMHASH_FLUSH_INTERVAL``: seconds between writes of the store to the OS.
     flush_interval: float = defaults.FLUSH_INTERVAL
     redis: RedisConfig = field(default_factory=RedisConfig)
+    #: ``SIMHASH_URL_RULES*``: learned URL rules (``simhash_scrapy.urlrules``).
+    url_rules: str = defaults.URL_RULES
+    url_rules_min_support: int = defaults.URL_RULES_MIN_SUPPORT
+    url_rules_min_precision: float = defaults.URL_RULES_MIN_PRECISION
+    url_rules_explore: float = defaults.URL_RULES_EXPLORE
+    url_rules_canonical: bool = defaults.URL_RULES_CANONICAL
     features: FeatureConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -325,6 +344,19 @@ class SimhashConfig:
         reset = parse_bool("SIMHASH_RESET", settings.get("SIMHASH_RESET"))
         flush_interval = parse_number("SIMHASH_FLUSH_INTERVAL", settings.get("SIMHASH_FLUSH_INTERVAL"), defaults.FLUSH_INTERVAL)
         redis = RedisConfig.from_settings(settings)
+        url_rules = parse_choice("SIMHASH_URL_RULES", get("SIMHASH_URL_RULES", defaults.URL_RULES), URL_RULES_MODES)
+        url_rules_min_support = parse_int(
+            "SIMHASH_URL_RULES_MIN_SUPPORT", get("SIMHASH_URL_RULES_MIN_SUPPORT", defaults.URL_RULES_MIN_SUPPORT), 1
+        )
+        url_rules_min_precision = parse_fraction(
+            "SIMHASH_URL_RULES_MIN_PRECISION", settings.get("SIMHASH_URL_RULES_MIN_PRECISION"), defaults.URL_RULES_MIN_PRECISION
+        )
+        url_rules_explore = parse_fraction(
+            "SIMHASH_URL_RULES_EXPLORE", settings.get("SIMHASH_URL_RULES_EXPLORE"), defaults.URL_RULES_EXPLORE
+        )
+        url_rules_canonical = parse_bool(
+            "SIMHASH_URL_RULES_CANONICAL", settings.get("SIMHASH_URL_RULES_CANONICAL"), defaults.URL_RULES_CANONICAL
+        )
 
         try:
             return cls(
@@ -357,6 +389,11 @@ class SimhashConfig:
                 reset=reset,
                 flush_interval=flush_interval,
                 redis=redis,
+                url_rules=url_rules,
+                url_rules_min_support=url_rules_min_support,
+                url_rules_min_precision=url_rules_min_precision,
+                url_rules_explore=url_rules_explore,
+                url_rules_canonical=url_rules_canonical,
             )
         except ValueError as exc:  # FeatureConfig: already checked above, kept as a safety net
             raise ValueError(f"SIMHASH feature settings (WORD_NGRAM, CHAR_NGRAM, WEIGHTING, CJK_NGRAM): {exc}") from None

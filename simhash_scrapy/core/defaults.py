@@ -83,3 +83,26 @@ REDIS_PORT = 6379
 REDIS_FAIL_OPEN = True
 #: ``SIMHASH_REDIS_TTL``: seconds before idle keys expire (0: never).
 REDIS_TTL = 0.0
+#: ``SIMHASH_REDIS_HEARTBEAT``: seconds between a worker's heartbeats; after an outage, checks
+#: resume within one heartbeat of Redis answering again.
+REDIS_HEARTBEAT = 1.0
+#: ``SIMHASH_REDIS_CAPACITY``: pages per scope the Redis key layout is sized for (memory per page).
+REDIS_CAPACITY = 10_000_000
+
+# ------------------------------------------------------------------ URL rules
+#: ``SIMHASH_URL_RULES``: ``"off"``, ``"learn"`` (learn and report rules) or
+#: ``"skip"`` (also skip requests a trusted rule predicts to be duplicates).
+URL_RULES = "off"
+#: ``SIMHASH_URL_RULES_MIN_SUPPORT``: confirmations a rule needs before it is trusted.
+URL_RULES_MIN_SUPPORT = 3
+#: ``SIMHASH_URL_RULES_MIN_PRECISION``: the lower 95 % (Wilson) bound on a rule's
+#: precision must reach this for the rule to be trusted.
+URL_RULES_MIN_PRECISION = 0.7
+#: ``SIMHASH_URL_RULES_EXPLORE``: share of predicted duplicates downloaded anyway to verify the rules.
+URL_RULES_EXPLORE = 0.05
+#: ``SIMHASH_URL_RULES_CANONICAL``: learn from ``<link rel="canonical">`` declarations too.
+URL_RULES_CANONICAL = True
+#: Seconds between saves of the learned rules to the backend (also saved at close).
+URL_RULES_SAVE_INTERVAL = 30.0
+#: Name of the rules' blob in the backend (``load_extra`` / ``save_extra``).
+URL_RULES_EXTRA = "url_rules"

@@ -53,6 +53,7 @@ import numpy as np
 
 from . import _native, defaults
 from .defaults import default_blocks
+from .files import atomic_write
 from .fingerprint import check_fingerprint
 
 __all__ = ["BlockPermutedIndex", "Match", "block_widths", "default_blocks", "IndexFormatError", "MAX_TABLES"]
@@ -798,13 +799,10 @@ class BlockPermutedIndex:
         header += bytes(self.widths)
         payload = self._fps[:n].astype("<u8").tobytes() + key_bytes
         checksum = struct.pack("<I", zlib.crc32(payload, zlib.crc32(header)))
-        target = Path(path)
-        partial = target.with_name(target.name + ".partial")
-        with open(partial, "wb") as handle:
+        with atomic_write(path) as handle:  # never leave a half-written index under the real name
             handle.write(header)
             handle.write(payload)
             handle.write(checksum)
-        partial.replace(target)  # never leave a half-written index under the real name
 
     @classmethod
     def load(

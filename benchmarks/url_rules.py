@@ -1,0 +1,629 @@
+"""Learned URL rules (issue 14): downloads avoided and contents lost on real crawls of three local sites.
+
+    python benchmarks/url_rules.py                    # the three sites, rules off / learn / skip, + lookup cost
+    python benchmarks/url_rules.py --articles 120     # a smaller run
+    python benchmarks/url_rules.py --grid             # also: skip mode for a grid of trust settings
+
+What it does, in one run:
+
+1. Builds articles from real, human-written text: the sections (``<section>``
+   with 80 to 1,500 words) of Debian's Python HTML documentation
+   (``/usr/share/doc/python3*/html/library``, package ``python3-doc``); the
+   fallback is ``pydoc_data.topics``.
+2. Serves three sites on 127.0.0.1 (one ``ThreadingHTTPServer`` each, in a
+   separate process; every request is logged with the *content id* of the
+   page it returned, the ground truth):
+
+   * **dust**: sections with listings (``?page=N``; ``?page=1``,
+     ``?sort=relevance`` and ``index.html`` repeat the first page), articles
+     linking six related articles, about half of the links decorated the way
+     real sites do: tracking parameters (``utm_*``, ``ref``), a session id and
+     a cache-buster (``sessionid=<hex>``, ``_=<timestamp>``, new values on
+     every link), print and AMP variants (``/print/...``, ``/amp/...`` with a
+     ``<link rel="canonical">``), a mobile edition (``/m/...``, its own
+     template, links stay mobile) and a mirror (``/mirror/...``, links stay
+     mirrored).  Variants carry the same article with a different template
+     or a different timestamp/ad/greeting.
+   * **plain**: the same articles and listings, no variants at all: nothing
+     may be skipped.
+   * **params**: URLs that look alike but carry different content:
+     ``/item?id=N``, ``/list?page=N``, ``/v1/doc/N`` and ``/v2/doc/N`` (a
+     third of the pages unchanged between versions, the rest rewritten), and
+     duplicates that tempt the wrong rules: one item in ten is listed again
+     under a second id (``drop ?id`` gets support), listing links carry
+     ``ref=list`` (a real tracking parameter); the unchanged third supports
+     ``/v2/ -> /v1/``.  The tempting rules must meet their counter-evidence.
+3. Crawls each site with ``SIMHASH_URL_RULES`` = ``off``, ``learn`` and
+   ``skip`` (default trust settings), each a real Scrapy crawl
+   (``CrawlerProcess`` in a fresh process, the add-on, default settings,
+   ``CONCURRENT_REQUESTS = 8``); a generic spider follows every in-site link.
+4. Prints, per site and mode: downloads, duplicate downloads (a content id
+   already downloaded in this crawl), the share of the ``off`` crawl's
+   duplicate downloads avoided, distinct contents never downloaded (content
+   ids the ``off`` crawl got and this one did not), requests skipped and
+   explored, trusted rules, CPU time of the crawl process.
+5. Measures the rule check alone: ``UrlRuleLearner.predict`` in µs per
+   request after learning 100,000 (duplicate, canonical) pairs, and
+   ``observe`` in µs per page, against the CPU time per download of the
+   ``off`` crawl of the dust site.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import html
+import json
+import multiprocessing
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DOC_GLOB = "/usr/share/doc/python3*/html/library/*.html"
+
+
+# ------------------------------------------------------------------ articles
+def load_articles(count: int) -> tuple[str, list[tuple[str, list[str]]]]:
+    """``count`` (title, paragraphs) of real text, and where they come from."""
+    from lxml import html as lxml_html
+
+    articles: list[tuple[str, list[str]]] = []
+    seen_files: set[str] = set()
+    seen_text: set[str] = set()
+    for name in sorted(glob.glob(DOC_GLOB)):
+        real = os.path.realpath(name)
+        if real in seen_files:
+            continue
+        seen_files.add(real)
+        try:
+            tree = lxml_html.parse(real)
+        except Exception:  # noqa: BLE001
+            continue
+        for section in tree.iter("section"):
+            heading = section.find("./h2") if section.find("./h2") is not None else section.find("./h3")
+            if heading is None:
+                continue
+            paragraphs = [" ".join(p.text_content().split()) for p in section.iterfind("./p")]
+            paragraphs = [p for p in paragraphs if len(p) > 40]
+            words = sum(len(p.split()) for p in paragraphs)
+            key = " ".join(paragraphs)[:200]
+            if 80 <= words <= 1500 and key not in seen_text:
+                seen_text.add(key)
+                title = " ".join(heading.text_content().split()).rstrip("¶").strip()
+                articles.append((title, paragraphs))
+                if len(articles) >= count:
+                    return f"Debian python3-doc HTML sections ({len(seen_files)} files read)", articles
+    import pydoc_data.topics as topics
+
+    for name in sorted(topics.topics):
+        paragraphs = [" ".join(p.split()) for p in topics.topics[name].split("\n\n") if len(p.split()) > 8]
+        if sum(len(p.split()) for p in paragraphs) >= 80:
+            articles.append((name, paragraphs))
+        if len(articles) >= count:
+            break
+    return "Debian python3-doc sections + pydoc_data.topics", articles
+
+
+def _h(*parts: Any) -> int:
+    return int.from_bytes(hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=8).digest(), "big")
+
+
+# --------------------------------------------------------------------- sites
+SECTIONS = 8
+PER_PAGE = 10
+DECORATIONS = ["plain"] * 6 + ["utm", "ref", "sid", "ts", "print", "amp", "m", "mirror"]
+
+
+class SiteModel:
+    """Pages of one site: ``resolve(path) -> (content id, html)`` or ``None`` (404)."""
+
+    def __init__(self, kind: str, articles: list[tuple[str, list[str]]]) -> None:
+        self.kind = kind
+        self.articles = articles
+        self.per_section = (len(articles) + SECTIONS - 1) // SECTIONS
+
+    # ---------------------------------------------------------- templates
+    def _page(self, title: str, body: str, template: str, links: list[str], noise: str = "",
+              canonical: str | None = None) -> str:
+        nav = "".join(f'<li><a href="{html.escape(h)}">{html.escape(t)}</a></li>' for h, t in links)
+        head = f'<link rel="canonical" href="{html.escape(canonical)}">' if canonical else ""
+        if template == "print":
+            return (f"<!doctype html><html><head><title>{html.escape(title)} (print)</title>{head}</head>"
+                    f"<body><h1>{html.escape(title)}</h1>{body}<p>Printed from the documentation site.</p></body></html>")
+        if template == "amp":
+            return (f"<!doctype html><html amp><head><title>{html.escape(title)}</title>{head}</head>"
+                    f'<body><header>Docs AMP</header><article><h1>{html.escape(title)}</h1>{body}</article>'
+                    f"<ul>{nav}</ul></body></html>")
+        if template == "m":
+            return (f"<!doctype html><html><head><title>{html.escape(title)}</title>{head}</head><body>"
+                    f'<div class="m-top"><a href="/m/">Home</a> Menu</div><div class="m-body"><h2>{html.escape(title)}</h2>'
+                    f"{body}</div><div class='m-links'><ul>{nav}</ul></div><div>Mobile edition {noise}</div></body></html>")
+        return (f"<!doctype html><html><head><title>{html.escape(title)}</title>{head}</head><body>"
+                f'<div class="cookie">We use cookies. <a href="/privacy">Learn more</a></div>'
+                f'<nav class="menu"><ul><li><a href="/">Home</a></li>'
+                + "".join(f'<li><a href="/docs/s{s}/">Section {s}</a></li>' for s in range(SECTIONS))
+                + f'</ul></nav><main><article><h1>{html.escape(title)}</h1>{body}</article></main>'
+                f'<aside class="related"><h3>Related</h3><ul>{nav}</ul></aside>'
+                f'<footer class="footer"><p>Copyright the documentation authors. {noise}</p></footer></body></html>')
+
+    @staticmethod
+    def _body(paragraphs: list[str]) -> str:
+        return "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+
+    def _related(self, i: int) -> list[int]:
+        rng = random.Random(i)
+        return rng.sample(range(len(self.articles)), 6)
+
+    # ---------------------------------------------------------- url helpers
+    def article_path(self, i: int) -> str:
+        if self.kind == "params":
+            return f"/item?id={i}"
+        return f"/docs/s{i // self.per_section}/a{i}.html"
+
+    def _decorate(self, path: str, source: str, k: int, mode: str) -> str:
+        """A link to ``path`` as the dust site writes it (from page ``source``, link number ``k``)."""
+        choice = DECORATIONS[_h(source, path, k) % len(DECORATIONS)] if self.kind == "dust" else "plain"
+        if mode in ("m", "mirror") and choice != "plain":
+            choice = "plain"  # inside the mobile site and the mirror, links stay there
+        sep = "&" if "?" in path else "?"
+        token = _h("sid", source, k) & 0xFFFFFFFFFFFF
+        if choice == "utm":
+            path = f"{path}{sep}utm_source=related&utm_medium=web&utm_campaign=c{_h(source) % 7}"
+        elif choice == "ref":
+            path = f"{path}{sep}ref=related"
+        elif choice == "sid":
+            path = f"{path}{sep}sessionid={token:012x}"
+        elif choice == "ts":
+            path = f"{path}{sep}_={1700000000000 + token % 10**9}"
+        elif choice in ("print", "amp", "m", "mirror"):
+            path = f"/{choice}{path}"
+        if mode in ("m", "mirror"):
+            path = f"/{mode}{path}"
+        return path
+
+    # ---------------------------------------------------------- routing
+    def resolve(self, raw: str) -> tuple[str, str] | None:
+        path, _, query = raw.partition("?")
+        params = dict(p.partition("=")[::2] for p in query.split("&") if p)
+        if self.kind == "params":
+            return self._resolve_params(path, params)
+        mode = "plain"
+        if self.kind == "dust":
+            for prefix in ("print", "amp", "m", "mirror"):
+                if path == f"/{prefix}" or path.startswith(f"/{prefix}/"):
+                    mode, path = prefix, path[len(prefix) + 1 :] or "/"
+                    break
+            unknown = set(params) - {"utm_source", "utm_medium", "utm_campaign", "ref", "sessionid", "_", "page", "sort"}
+            if unknown or params.get("sort", "relevance") != "relevance":
+                return None
+            noise = ""
+            if "sessionid" in params:
+                noise = f"Welcome back, session {params['sessionid']}."
+            elif "_" in params:
+                noise = f"Generated at {params['_']}."
+            elif params:
+                noise = "Thanks for visiting from our newsletter."
+        else:
+            if set(params) - {"page"}:
+                return None
+            noise = ""
+        if path == "/":
+            links = [(f"/docs/s{s}/", f"Section {s}") for s in range(SECTIONS)]
+            body = "<p>" + " ".join(t for t, _ in self.articles[:12]) + "</p>"
+            return "home", self._page("Documentation home", body, "desk" if mode == "plain" else mode,
+                                      [(self._decorate(h, "/", k, mode), t) for k, (h, t) in enumerate(links)], noise)
+        m = re.fullmatch(r"/docs/s(\d+)/(index\.html)?", path)
+        if m:
+            section = int(m.group(1))
+            start = section * self.per_section
+            count = min(self.per_section, len(self.articles) - start)
+            if count <= 0:
+                return None
+            pages = (count + PER_PAGE - 1) // PER_PAGE
+            page = int(params.get("page", "1")) if params.get("page", "1").isdigit() else 0
+            if not 1 <= page <= pages:
+                return None
+            first = start + (page - 1) * PER_PAGE
+            items = range(first, min(first + PER_PAGE, start + count))
+            body = "".join(
+                f"<h3>{html.escape(self.articles[i][0])}</h3><p>{html.escape(' '.join(self.articles[i][1][0].split()[:40]))}</p>"
+                for i in items
+            )
+            links = [(self.article_path(i), self.articles[i][0]) for i in items]
+            if self.kind == "plain":
+                links += [(f"/docs/s{section}/" + (f"?page={p}" if p > 1 else ""), f"Page {p}") for p in range(1, pages + 1)]
+            if self.kind == "dust":
+                links += [(f"/docs/s{section}/?page={p}", f"Page {p}") for p in range(1, pages + 1)]
+                links.append((f"/docs/s{section}/index.html?sort=relevance", "Sort by relevance"))
+            links = [(self._decorate(h, path + query, k, mode), t) for k, (h, t) in enumerate(links)]
+            return f"list-{section}-{page}", self._page(f"Section {section}, page {page}", body,
+                                                         "desk" if mode in ("plain", "mirror") else mode, links, noise)
+        m = re.fullmatch(r"/docs/s(\d+)/a(\d+)\.html", path)
+        if m:
+            i = int(m.group(2))
+            if i >= len(self.articles) or i // self.per_section != int(m.group(1)):
+                return None
+            title, paragraphs = self.articles[i]
+            links = [(self.article_path(j), self.articles[j][0]) for j in self._related(i)]
+            links = [(self._decorate(h, path, k, mode), t) for k, (h, t) in enumerate(links)]
+            template = {"plain": "desk", "mirror": "desk"}.get(mode, mode)
+            canonical = self.article_path(i) if mode == "amp" else None
+            return f"article-{i}", self._page(title, self._body(paragraphs), template, links, noise, canonical)
+        return None
+
+    def _resolve_params(self, path: str, params: dict[str, str]) -> tuple[str, str] | None:
+        # Three distinct texts per number: the item, its v1 doc page, and a rewritten v2 doc page.
+        n = len(self.articles) // 3
+        if set(params) - {"id", "page", "ref"}:
+            return None
+        if path == "/":
+            links = [("/list?page=1", "All items"), ("/v1/doc/0", "Version 1"), ("/v2/doc/0", "Version 2")]
+            return "home", self._page("Items", "<p>" + " ".join(t for t, _ in self.articles[:12]) + "</p>", "desk", links)
+        if path == "/list":
+            page = int(params["page"]) if params.get("page", "").isdigit() else 0
+            pages = (n + PER_PAGE - 1) // PER_PAGE
+            if not 1 <= page <= pages:
+                return None
+            items = range((page - 1) * PER_PAGE, min(page * PER_PAGE, n))
+            body = "".join(f"<h3>{html.escape(self.articles[i][0])}</h3>"
+                           f"<p>{html.escape(' '.join(self.articles[i][1][0].split()[:40]))}</p>" for i in items)
+            # Links from the listing carry a tracking parameter (a real duplicate of the plain item URL).
+            links = [(f"/item?id={i}&ref=list", self.articles[i][0]) for i in items]
+            links += [(f"/list?page={p}", f"Page {p}") for p in (page - 1, page + 1) if 1 <= p <= pages]
+            return f"list-{page}", self._page(f"Items, page {page}", body, "desk", links)
+        if path == "/item":
+            i = int(params["id"]) if params.get("id", "").isdigit() else -1
+            if not 0 <= i < n:
+                return None
+            # One item in ten is listed twice, under a second id: the same content (tempts "drop ?id").
+            same_as = i - 1 if i % 10 == 7 else i
+            title, paragraphs = self.articles[same_as]
+            links = [(f"/item?id={j % n}", self.articles[j % n][0]) for j in self._related(i)]
+            links.append((f"/v1/doc/{i}", "Version 1 documentation"))
+            return f"item-{same_as}", self._page(title, self._body(paragraphs), "desk", links)
+        m = re.fullmatch(r"/v([12])/doc/(\d+)", path)
+        if m and not params:
+            version, i = int(m.group(1)), int(m.group(2))
+            if not 0 <= i < n:
+                return None
+            # A third of the pages did not change between versions; the others were rewritten.
+            same = version == 1 or i % 3 == 0
+            title, paragraphs = self.articles[(n if same else 2 * n) + i]
+            links = [(f"/v{version}/doc/{j % n}", f"doc {j % n}") for j in self._related(i)]
+            links.append((f"/v{3 - version}/doc/{i}", "Other version"))
+            return (f"doc-{i}" if same else f"doc2-{i}"), self._page(title, self._body(paragraphs), "desk", links)
+        return None
+
+
+# -------------------------------------------------------------------- server
+def serve(kind: str, articles: list[tuple[str, list[str]]], port_queue: Any, log_path: str) -> None:
+    model = SiteModel(kind, articles)
+    log = open(log_path, "a", buffering=1, encoding="utf-8")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            found = model.resolve(self.path)
+            if found is None:
+                payload = b"<html><body><p>Not found</p></body></html>"
+                status, cid = 404, "-"
+            else:
+                cid, page = found
+                payload, status = page.encode("utf-8"), 200
+            log.write(f"{cid}\t{self.path}\n")
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    port_queue.put(server.server_address[1])
+    server.serve_forever()
+
+
+# --------------------------------------------------------------------- crawls
+CRAWL_SCRIPT = r"""
+import json, resource, sys, time
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+base, settings_json, out = sys.argv[1], sys.argv[2], sys.argv[3]
+
+class Site(scrapy.Spider):
+    name = "site"
+    start_urls = [base + "/"]
+
+    def parse(self, response):
+        if not isinstance(response, scrapy.http.TextResponse):
+            return
+        for href in response.css("a::attr(href)").getall():
+            url = response.urljoin(href)
+            if url.startswith(base):
+                yield scrapy.Request(url, callback=self.parse, errback=self.failed)
+
+    def failed(self, failure):
+        pass
+
+settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag", "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False,
+            "LOG_LEVEL": "WARNING", "CONCURRENT_REQUESTS": 8, "RETRY_ENABLED": False, "LOGSTATS_INTERVAL": 0}
+settings.update(json.loads(settings_json))
+settings["SIMHASH_REPORT_URI"] = out + ".report.jsonl"
+# CPU time spent in the URL-rule component (checks, learning, scheduling hooks), measured in place.
+from simhash_scrapy import urlrules as _glue
+RULES_CPU = [0.0]
+
+def _add_time(start):
+    RULES_CPU[0] += time.thread_time() - start
+
+_Mw = _glue.UrlRulesMiddleware
+_orig = {name: getattr(_Mw, name) for name in
+         ("process_request", "page_checked", "request_scheduled", "request_dropped", "opened", "closing", "_save_logged")}
+
+# Explicit signatures: Scrapy's signal dispatch passes only the arguments a handler names.
+async def process_request(self, request, spider=None):
+    start = time.thread_time()
+    try:
+        return await _orig["process_request"](self, request, spider)
+    finally:
+        _add_time(start)
+
+def page_checked(self, request, response, verdict):
+    start = time.thread_time()
+    try:
+        return _orig["page_checked"](self, request, response, verdict)
+    finally:
+        _add_time(start)
+
+def request_scheduled(self, request, spider=None):
+    start = time.thread_time()
+    try:
+        return _orig["request_scheduled"](self, request, spider)
+    finally:
+        _add_time(start)
+
+def request_dropped(self, request, spider=None):
+    start = time.thread_time()
+    try:
+        return _orig["request_dropped"](self, request, spider)
+    finally:
+        _add_time(start)
+
+def _timed_coro(name):
+    async def wrapper(self):
+        start = time.thread_time()
+        try:
+            return await _orig[name](self)
+        finally:
+            _add_time(start)
+    return wrapper
+
+_Mw.process_request = process_request
+_Mw.page_checked = page_checked
+_Mw.request_scheduled = request_scheduled
+_Mw.request_dropped = request_dropped
+for _name in ("opened", "closing", "_save_logged"):
+    setattr(_Mw, _name, _timed_coro(_name))
+process = CrawlerProcess(settings)
+crawler = process.create_crawler(Site)
+process.crawl(crawler)
+t0 = time.process_time()
+process.start()
+usage = resource.getrusage(resource.RUSAGE_SELF)
+stats = {k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
+stats["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+stats["rules_cpu_seconds"] = RULES_CPU[0]
+json.dump(stats, open(out, "w"))
+"""
+
+
+def crawl(base: str, settings: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    script = workdir / "crawl.py"
+    script.write_text(CRAWL_SCRIPT)
+    out = workdir / "stats.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    subprocess.run([sys.executable, str(script), base, json.dumps(settings), str(out)], check=True, env=env,
+                   cwd=workdir)
+    stats = json.loads(out.read_text())
+    report = Path(str(out) + ".report.jsonl")
+    stats["rules"] = [json.loads(line) for line in report.read_text().splitlines() if '"url_rule"' in line] if report.exists() else []
+    return stats
+
+
+def read_log(path: Path) -> list[tuple[str, str]]:
+    if not path.exists():
+        return []
+    return [tuple(line.split("\t", 1)) for line in path.read_text().splitlines() if "\t" in line]  # type: ignore[misc]
+
+
+def _pattern(path: str) -> str:
+    """A coarse class of a URL (for the table of remaining duplicate downloads)."""
+    head = path.split("/")[1] if path.count("/") > 1 else ""
+    prefix = f"/{head}/" if head in ("print", "amp", "m", "mirror") else ""
+    params = ",".join(sorted(p.split("=")[0] for p in path.partition("?")[2].split("&") if p))
+    return f"{prefix}{'index.html' if 'index.html' in path else ''}?{params}"
+
+
+def measure(rows: list[tuple[str, str]]) -> dict[str, Any]:
+    got = [cid for cid, _ in rows if cid != "-"]
+    distinct = set(got)
+    seen: set[str] = set()
+    patterns: dict[str, int] = {}
+    for cid, path in rows:
+        if cid in seen:
+            patterns[_pattern(path)] = patterns.get(_pattern(path), 0) + 1
+        seen.add(cid)
+    return {"downloads": len(rows), "duplicates": len(got) - len(distinct), "contents": distinct,
+            "duplicate_patterns": patterns}
+
+
+# ---------------------------------------------------------------- lookup cost
+def lookup_cost(pairs: int = 100_000) -> dict[str, float]:
+    """CPU µs per ``predict`` after learning ``pairs`` (duplicate, canonical) pairs; CPU µs per ``observe``."""
+    from simhash_scrapy.core.urlrules import UrlRuleLearner
+
+    learner = UrlRuleLearner()
+    rng = random.Random(5)
+    host = "http://docs.example"
+    kinds = ["utm", "print", "m", "sid", "amp", "mirror", "ts"]
+
+    def variant(url: str, kind: str, utm: str) -> str:
+        if kind == "utm":
+            return f"{url}?utm_source={utm}&utm_medium=email"
+        if kind == "sid":
+            return f"{url}?sessionid={rng.getrandbits(48):012x}"
+        if kind == "ts":
+            return f"{url}?_={rng.getrandbits(40)}"
+        if kind == "other":
+            return f"{url}?page={rng.randrange(9)}"
+        return url if kind == "plain" else url.replace(host, f"{host}/{kind}", 1)
+
+    canon = [f"{host}/docs/s{i % 40}/a{i}.html" for i in range(pairs)]
+    start = time.process_time()
+    for i, url in enumerate(canon):
+        learner.observe(url)
+        learner.observe(variant(url, kinds[i % len(kinds)], f"n{i % 9}"), url, url)
+    learn_us = (time.process_time() - start) / (2 * pairs) * 1e6
+    requests = []
+    for _ in range(100_000):
+        j = rng.randrange(pairs * 2)  # half of them never seen
+        requests.append(variant(f"{host}/docs/s{j % 40}/a{j}.html", rng.choice(kinds + ["plain", "plain", "other"]), "x"))
+    start = time.process_time()
+    hits = sum(1 for url in requests if learner.predict(url) is not None)
+    predict_us = (time.process_time() - start) / len(requests) * 1e6
+    # What a change in the trusted set costs (the host's rewritten keys are rebuilt).
+    hr = learner._hosts["docs.example"]
+    start = time.process_time()
+    learner._rebuild(hr)
+    rebuild_ms = (time.process_time() - start) * 1e3
+    return {"pairs": pairs, "learned": learner.pairs, "observe_us": learn_us, "predict_us": predict_us,
+            "predicted": hits / len(requests), "trusted": len(learner.rules(trusted_only=True)),
+            "rebuild_ms": rebuild_ms, "known": len(hr.known)}
+
+
+# ----------------------------------------------------------------------- main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--articles", type=int, default=240)
+    parser.add_argument("--sites", default="dust,plain,params")
+    parser.add_argument("--modes", default="off,learn,skip")
+    parser.add_argument("--grid", action="store_true", help="also skip mode with a grid of trust settings")
+    parser.add_argument("--also", action="append", default=[],
+                        help="another mode, NAME:SETTING=VALUE,SETTING=VALUE (e.g. strict:SIMHASH_URL_RULES=skip,"
+                             "SIMHASH_URL_RULES_MIN_SUPPORT=5)")
+    parser.add_argument("--no-lookup", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="also the URL patterns of duplicate downloads")
+    args = parser.parse_args()
+
+    source, articles = load_articles(args.articles * 3)
+    print(f"articles: {len(articles)} from {source}", flush=True)
+    variants: list[tuple[str, dict[str, Any]]] = [(m, {"SIMHASH_URL_RULES": m}) for m in args.modes.split(",")]
+    if args.grid:
+        for support in (2, 3, 5):
+            for precision in (0.5, 0.7, 0.8):
+                variants.append((f"skip s={support} p={precision}", {
+                    "SIMHASH_URL_RULES": "skip", "SIMHASH_URL_RULES_MIN_SUPPORT": support,
+                    "SIMHASH_URL_RULES_MIN_PRECISION": precision}))
+    for spec in args.also:
+        name, _, pairs = spec.partition(":")
+        variants.append((name, {k: json.loads(v) if v[:1].isdigit() else v
+                                for k, _, v in (p.partition("=") for p in pairs.split(",") if p)}))
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="simhash-url-rules-") as tmp:
+        workdir = Path(tmp)
+        for kind in args.sites.split(","):
+            log_path = workdir / f"{kind}.log"
+            ports: Any = multiprocessing.Queue()
+            site_articles = articles if kind == "params" else articles[: args.articles]
+            server = multiprocessing.Process(target=serve, args=(kind, site_articles, ports, str(log_path)), daemon=True)
+            server.start()
+            base = f"http://127.0.0.1:{ports.get(timeout=30)}"
+            try:
+                for name, settings in variants:
+                    log_path.write_text("")
+                    stats = crawl(base, settings, workdir)
+                    time.sleep(0.2)
+                    rows = read_log(log_path)
+                    results[f"{kind}/{name}"] = {**measure(rows), "stats": stats}
+                    print(f"  {kind:6} {name:18} downloads {len(rows):6,}  cpu {stats['cpu_seconds']:.1f} s", flush=True)
+                    if stats.get("log_count/ERROR"):
+                        print(f"  WARNING: {stats['log_count/ERROR']} errors logged by this crawl", flush=True)
+            finally:
+                server.terminate()
+                server.join()
+
+    print()
+    print(f"| site | rules | downloads | duplicate downloads | avoided | contents never downloaded | "
+          f"skipped | explored | trusted rules | crawl CPU s | of which URL rules |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    summary: dict[str, Any] = {}
+    for kind in args.sites.split(","):
+        base_result = results.get(f"{kind}/off")
+        for name, _ in variants:
+            r = results[f"{kind}/{name}"]
+            st = r["stats"]
+            if base_result is not None:
+                avoided = (base_result["duplicates"] - r["duplicates"]) / base_result["duplicates"] if base_result["duplicates"] else 0.0
+                lost = base_result["contents"] - r["contents"]
+                lost_share = len(lost) / len(base_result["contents"])
+                lost_text = f"{len(lost)} of {len(base_result['contents'])} ({100 * lost_share:.2f}%)"
+                if lost and args.verbose:
+                    print(f"  never downloaded in {kind}/{name}: {', '.join(sorted(lost)[:10])}")
+            else:
+                avoided, lost_share, lost_text = 0.0, 0.0, "-"
+            print(f"| {kind} | {name} | {r['downloads']:,} | {r['duplicates']:,} | {100 * avoided:.1f}% | {lost_text} | "
+                  f"{st.get('simhash/requests/skipped', 0):,} | {st.get('simhash/requests/explored', 0):,} | "
+                  f"{st.get('simhash/url_rules/trusted', '-')} | {st['cpu_seconds']:.1f} | "
+                  f"{100 * st.get('rules_cpu_seconds', 0) / st['cpu_seconds']:.1f}% |")
+            summary[f"{kind}/{name}"] = {"avoided": avoided, "lost_share": lost_share}
+    if args.verbose:
+        for key, r in results.items():
+            top = sorted(r["duplicate_patterns"].items(), key=lambda kv: -kv[1])[:8]
+            print(f"duplicate downloads of {key}: " + ", ".join(f"{k} {v}" for k, v in top))
+            for rule in r["stats"].get("rules", []):
+                if rule["trusted"] or rule["skipped"]:
+                    print(f"    {rule['rule']:40} +{rule['support']}/-{rule['counter']} skipped {rule['skipped']}"
+                          f"{'' if rule['trusted'] else ' (untrusted at the end)'}")
+    if not args.no_lookup:
+        cost = lookup_cost()
+        off = results.get("dust/off")
+        print()
+        print(f"rule check after {cost['pairs']:,} learned pairs ({cost['trusted']} trusted rules): "
+              f"predict {cost['predict_us']:.1f} µs per request ({100 * cost['predicted']:.0f}% predicted duplicates), "
+              f"observe {cost['observe_us']:.1f} µs per page; a change of the trusted set rebuilds "
+              f"{cost['known']:,} known URLs in {cost['rebuild_ms']:.0f} ms")
+        if off is not None and off["downloads"]:
+            per_download_us = off["stats"]["cpu_seconds"] / off["downloads"] * 1e6
+            share = (cost["predict_us"] + cost["observe_us"]) / per_download_us
+            print(f"crawl CPU per download (dust, rules off): {per_download_us:.0f} µs -> the rule check and "
+                  f"learning cost {100 * share:.2f}% of it")
+    targets = []
+    if "dust/skip" in summary:
+        d = summary["dust/skip"]
+        targets.append(("dust: >= 60% of duplicate downloads avoided", d["avoided"] >= 0.60))
+        targets.append(("dust: <= 0.5% of contents never downloaded", d["lost_share"] <= 0.005))
+    for kind in ("plain", "params"):
+        if f"{kind}/skip" in summary:
+            targets.append((f"{kind}: 0 contents lost", summary[f"{kind}/skip"]["lost_share"] == 0))
+    if targets:
+        print()
+        for text, ok in targets:
+            print(f"{'PASS' if ok else 'FAIL'}  {text}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,628 @@
+"""URL rewrite rules learned from the duplicates a crawl finds ("Do not crawl in the DUST").
+
+Most near-duplicates on real sites come from URL patterns a site repeats:
+tracking and session parameters, default parameter values, print/AMP/mobile
+path variants, a mirrored prefix, ``index.html`` versus ``/``.  Every pair
+(duplicate URL, canonical URL) the crawl finds, and every
+``<link rel="canonical">`` a page declares, is a lesson: the difference
+between the two URLs is explained by candidate *rules*, each a rewrite that
+maps the more complex URL onto the simpler one, per host:
+
+* ``param``: a query parameter that does not change the content, with any
+  value (``utm_source``, ``sessionid``), host-wide or under a path prefix;
+* ``value``: one parameter value that is a default (``sort=date``,
+  ``page=1``), host-wide or under a path prefix;
+* ``path``: a run of path segments replaced by another (often empty) run,
+  anchored at a segment position from the start (``/print/X -> /X``,
+  ``/m/X``, ``/mirror/docs/X -> /docs/X``) or at the end (``X/index.html ->
+  X/``, ``X/amp -> X``).
+
+Evidence, per rule: *support* (pairs it explains, and crawled URLs it
+rewrites onto a crawled URL of the same cluster) and *counter-evidence*
+(crawled URLs it rewrites onto a crawled URL of another cluster: the
+content turned out different).  Each crawled URL counts at most once per
+rule, in whichever order the two URLs are crawled.  A rule is *trusted*
+with at least ``min_support`` confirmations and a Wilson lower confidence
+bound (one-sided 95 %) on its precision of at least ``min_precision``; a
+rule contradicted by a verification download is never trusted again.
+
+``predict(url)`` rewrites a URL with the trusted rules (to a fixpoint) and
+says whether a crawled or scheduled URL has the same rewritten form: then
+the request is a predicted duplicate of that URL.  It costs a dictionary
+lookup per path segment and query parameter (``benchmarks/url_rules.py``
+measures it).  ``dumps``/``merge`` keep the rules (not the URLs) across
+crawls and share them between workers.
+
+Pure Python, no Scrapy: the glue is ``simhash_scrapy.urlrules``; URL parsing,
+the rule kinds and their index are in ``core.urlrewrite``.  This module is
+over 400 lines because the learner's evidence bookkeeping (pairs, images of
+URLs crawled in either order, rules checked against earlier URLs, trust and
+its incremental lookup tables) shares one per-host state; splitting it would
+spread one invariant over several modules.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from . import defaults
+from .urlrewrite import (
+    Rule,
+    RuleIndex,
+    apply_one,
+    apply_path,
+    make_key,
+    parse_url,
+    site_of,
+    url_key,
+    wilson_lower_bound,
+)
+
+__all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key", "rules_jsonl", "rules_html"]
+
+#: Limits per host that keep memory bounded on huge sites.
+MAX_CANDIDATES = 20_000
+MAX_IMAGES = 400_000
+MAX_ANCHORED = 1_000_000
+#: Default-value rules kept per parameter and prefix.
+MAX_VALUES_PER_PARAM = 20
+#: Path segments (from the start) under which crawled URLs are indexed for new rules.
+ANCHOR_DEPTH = 3
+#: At most this many rules are saved (the best supported first).
+MAX_SAVED = 20_000
+#: A "param" rule (any value) needs confirmations with this many distinct values: evidence that
+#: only ever showed ``page=1`` is evidence for the value rule ``drop ?page=1``, not for ``page=*``.
+MIN_PARAM_VALUES = 2
+#: Hysteresis of trust: a trusted rule is dropped when its bound falls this far below the threshold.
+TRUST_SLACK = 0.05
+_MAGIC = b"SHUR1"
+
+
+class _Host:
+    """Everything learned about one host."""
+
+    __slots__ = ("rules", "candidates", "trusted", "known", "norm", "images", "image_count",
+                 "by_anchor", "anchored", "values_of", "gained", "lost")
+
+    def __init__(self) -> None:
+        self.rules: dict[tuple[Any, ...], Rule] = {}
+        self.candidates = RuleIndex()
+        self.trusted = RuleIndex()
+        #: Crawled URL key -> its cluster's key (``None``: scheduled, not crawled yet).
+        self.known: dict[str, str | None] = {}
+        #: Rewritten key (trusted rules) -> (first known URL key with it, the rules that rewrote it).
+        self.norm: dict[str, tuple[str, tuple[Rule, ...]]] = {}
+        #: Single-rule image key -> {rule: cluster of the first crawled URL with that image}.
+        self.images: dict[str, dict[Rule, str]] = {}
+        self.image_count = 0
+        #: Crawled URL keys by where a new rule could match them (so a new rule is
+        #: checked against the URLs crawled before it existed): ("p", name),
+        #: ("t", token), ("s", position, segment) for the first segments, ("e", last segment).
+        self.by_anchor: dict[tuple[Any, ...], list[str]] = {}
+        self.anchored = 0
+        #: Value rules per (parameter, prefix): bounded, so session ids cannot fill the table.
+        self.values_of: dict[tuple[str, str], int] = {}
+        #: Trust changes not applied to the lookup tables yet (``_settle``).
+        self.gained: list[Rule] = []
+        self.lost = False
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A request predicted to duplicate a crawled or scheduled URL."""
+
+    url: str
+    #: The crawled (or scheduled) URL it is predicted to duplicate.
+    target: str
+    rules: tuple[Rule, ...]
+
+    @property
+    def rule_names(self) -> str:
+        return "; ".join(dict.fromkeys(r.describe() for r in self.rules))
+
+
+# -------------------------------------------------------------------- learner
+class UrlRuleLearner:
+    """Learns rules per host from crawled pages and predicts duplicates of requests."""
+
+    def __init__(self, min_support: int = defaults.URL_RULES_MIN_SUPPORT,
+                 min_precision: float = defaults.URL_RULES_MIN_PRECISION) -> None:
+        self.min_support = min_support
+        self.min_precision = min_precision
+        self._hosts: dict[str, _Host] = {}
+        #: Pairs (duplicate, canonical) and declarations learned from.
+        self.pairs = 0
+        #: URLs passed to ``scheduled`` (exactly as given), to answer repeats at the cost of a set lookup.
+        self._scheduled: set[str] = set()
+
+    # ------------------------------------------------------------ trust
+    def _is_trusted(self, rule: Rule) -> bool:
+        """Enough support and a high enough lower bound; a trusted rule keeps its trust until the
+        bound falls ``TRUST_SLACK`` below the threshold (so a rule near it does not flip on every page)."""
+        threshold = self.min_precision - (TRUST_SLACK if rule.trusted else 0.0)
+        return (
+            not rule.contradicted
+            and rule.support >= self.min_support
+            and (rule.kind != "param" or len(rule.values) >= MIN_PARAM_VALUES)
+            and wilson_lower_bound(rule.support, rule.support + rule.counter) >= threshold
+        )
+
+    def _rebuild(self, hr: _Host) -> None:
+        """Trusted index and rewritten keys of a host from scratch (after a rule lost its trust)."""
+        hr.trusted = RuleIndex(r for r in hr.rules.values() if r.trusted)
+        hr.norm = {}
+        if hr.trusted:
+            for raw in hr.known:
+                self._index_known(hr, raw)
+
+    def _settle(self, hr: _Host) -> None:
+        """Apply the trust changes of a host to its lookup tables.
+
+        A lost rule rebuilds everything (keys made with it are no longer
+        safe).  A gained rule is added, and only the crawled URLs it can
+        rewrite get their new key: the old keys stay valid (they were made
+        with a subset of the trusted rules), so nothing else is touched.
+        """
+        if hr.lost:
+            hr.lost = False
+            hr.gained = []
+            self._rebuild(hr)
+            return
+        if not hr.gained:
+            return
+        gained, hr.gained = [r for r in hr.gained if r.trusted], []
+        if not hr.trusted:
+            self._rebuild(hr)
+            return
+        for rule in gained:
+            hr.trusted.add(rule)
+        for rule in gained:
+            for raw in hr.by_anchor.get(self._anchor(rule) or (), ()):
+                self._index_known(hr, raw)
+
+    def _index_known(self, hr: _Host, raw: str) -> None:
+        parts = parse_url(raw)
+        if parts is None:
+            return
+        fired: list[Rule] = []
+        norm = hr.trusted.normalise(*parts, fired)
+        entry = hr.norm.get(norm)
+        # The URL in its canonical form (no rule rewrites it) owns the entry, so that
+        # predictions name it rather than a variant seen earlier.
+        if entry is None or (entry[1] and not fired):
+            hr.norm[norm] = (raw, tuple(fired))
+
+    def _evidence(self, rule: Rule, same: bool, *params: list[tuple[str, str]]) -> None:
+        """Count one piece of evidence (a change of trust is applied by ``_settle``).
+
+        ``params``: the query parameters of the URLs involved (the values a param rule was confirmed with).
+        """
+        if same:
+            rule.support += 1
+            if rule.kind == "param" and len(rule.values) < MIN_PARAM_VALUES:
+                for plist in params:
+                    for name, token in plist:
+                        if name == rule.name and len(rule.values) < MIN_PARAM_VALUES:
+                            rule.values.add(token)
+        else:
+            rule.counter += 1
+        trusted = self._is_trusted(rule)
+        if trusted != rule.trusted:
+            rule.trusted = trusted
+            hr = self._hosts[rule.host]
+            if trusted:
+                hr.gained.append(rule)
+            else:
+                hr.lost = True
+
+    def _rule(self, hr: _Host, probe: Rule) -> Rule | None:
+        """The registered rule equal to ``probe`` (created, and checked against earlier URLs, if new)."""
+        rule = hr.rules.get(probe.key)
+        if rule is not None:
+            return rule
+        if probe.kind == "value":
+            slot = (probe.name, probe.prefix)
+            if hr.values_of.get(slot, 0) >= MAX_VALUES_PER_PARAM:
+                return None
+            hr.values_of[slot] = hr.values_of.get(slot, 0) + 1
+        if len(hr.rules) >= MAX_CANDIDATES:
+            self._evict(hr)
+            if len(hr.rules) >= MAX_CANDIDATES:
+                return None
+        hr.rules[probe.key] = probe
+        hr.candidates.add(probe)
+        self._retro(hr, probe)
+        return probe
+
+    def _evict(self, hr: _Host) -> None:
+        """Drop the weakest half of the untrusted single-support candidates (a full table)."""
+        weak = [k for k, r in hr.rules.items() if not r.trusted and r.support + r.counter <= 1]
+        for key in weak[: max(1, len(weak) // 2)]:
+            del hr.rules[key]
+        hr.candidates = RuleIndex(hr.rules.values())
+
+    def _anchors(self, path: str, params: list[tuple[str, str]]) -> list[tuple[Any, ...]]:
+        segs = path.split("/")[1:]
+        found: list[tuple[Any, ...]] = [("s", i, seg) for i, seg in enumerate(segs[:ANCHOR_DEPTH])]
+        if segs:
+            found.append(("e", segs[-1]))
+        for name, token in params:
+            found.append(("p", name))
+            found.append(("t", token))
+        return found
+
+    @staticmethod
+    def _anchor(rule: Rule) -> tuple[Any, ...] | None:
+        """Where ``by_anchor`` keeps the crawled URLs ``rule`` can rewrite (``None``: not indexed)."""
+        if rule.kind == "path":
+            if rule.at < 0:
+                return ("e", rule.old[-1])
+            return ("s", rule.at, rule.old[0]) if rule.at < ANCHOR_DEPTH else None
+        return ("p", rule.name) if rule.kind == "param" else ("t", rule.value)
+
+    def _retro(self, hr: _Host, rule: Rule) -> None:
+        """Check a new rule against the URLs crawled before it existed."""
+        anchor = self._anchor(rule)
+        for raw in hr.by_anchor.get(anchor, ()) if anchor is not None else ():
+            cluster = hr.known.get(raw)
+            parts = parse_url(raw)
+            if cluster is not None and parts is not None:
+                image = apply_one(rule, *parts)
+                if image is not None and image != raw:
+                    self._compare(hr, rule, image, cluster, parts[3])
+
+    def _compare(self, hr: _Host, rule: Rule, image: str, cluster: str, params: list[tuple[str, str]]) -> None:
+        """Evidence from a crawled URL the rule rewrites to ``image`` (or remember it for later)."""
+        target = hr.known.get(image)
+        if target is None:
+            other = hr.images.get(image)
+            target = other.get(rule) if other is not None else None
+            if target is None:
+                if hr.image_count < MAX_IMAGES:
+                    hr.images.setdefault(image, {})[rule] = cluster
+                    hr.image_count += 1
+                return
+        self._evidence(rule, target == cluster, params)
+
+    # ------------------------------------------------------------ learning
+    def _explain(self, host: str, a: tuple[Any, ...], b: tuple[Any, ...]) -> list[Rule]:
+        """Candidate rules (unregistered) for two URLs of one host with the same content ([] if none explains it)."""
+        _, _, path_a, params_a = a
+        _, _, path_b, params_b = b
+        if (len(path_a.split("/")), len(path_a), path_a) < (len(path_b.split("/")), len(path_b), path_b):
+            path_a, path_b = path_b, path_a  # the path rule rewrites the longer path into the shorter
+        found: list[Rule] = []
+        if path_a != path_b:
+            sa, sb = path_a.split("/")[1:], path_b.split("/")[1:]
+            i = 0
+            while i < min(len(sa), len(sb)) and sa[i] == sb[i]:
+                i += 1
+            j = 0
+            while j < min(len(sa), len(sb)) - i and sa[-1 - j] == sb[-1 - j]:
+                j += 1
+            old, new = tuple(sa[i : len(sa) - j]), tuple(sb[i : len(sb) - j])
+            if old:
+                found.append(Rule(host, "path", at=-1 if j == 0 else i, old=old, new=new))
+        # Parameter rules are scoped by the shorter path (the form the path rules lead to).
+        segs = path_b.split("/")
+        prefixes = ["/"] + ([f"/{segs[1]}/"] if len(segs) > 2 else [])
+        values_a: dict[str, list[str]] = {}
+        values_b: dict[str, list[str]] = {}
+        for name, token in params_a:
+            values_a.setdefault(name, []).append(token)
+        for name, token in params_b:
+            values_b.setdefault(name, []).append(token)
+        for name in sorted(set(values_a) | set(values_b)):
+            va, vb = sorted(values_a.get(name, ())), sorted(values_b.get(name, ()))
+            if va == vb:
+                continue
+            only = va if not vb else vb if not va else None
+            for prefix in prefixes:
+                found.append(Rule(host, "param", name=name, prefix=prefix))
+                if only is not None and len(only) == 1:
+                    found.append(Rule(host, "value", name=name, value=only[0], prefix=prefix))
+        if not found:
+            return []
+        index = RuleIndex(found)
+        if index.normalise(*a, []) != index.normalise(*b, []):
+            return []
+        return found
+
+    def observe(self, url: str, cluster: str | None = None, duplicate_of: str | None = None,
+                declared: str | None = None, aliases: Iterable[str] = ()) -> None:
+        """Learn from one crawled page.
+
+        ``cluster`` is the canonical URL of its cluster (``None``: the page
+        itself), ``duplicate_of`` the canonical URL when the crawl found it a
+        near-duplicate, ``declared`` its ``<link rel="canonical">`` (absolute),
+        ``aliases`` other URLs that led to the same response (redirects).
+        """
+        parts = parse_url(url)
+        if parts is None:
+            return
+        scheme, host, path, params = parts
+        tokens = [t for _, t in params]
+        raw = make_key(scheme, host, path, tokens)
+        cluster_key = url_key(cluster) if cluster else raw
+        site = site_of(host)
+        hr = self._hosts.get(site)
+        if hr is None:
+            hr = self._hosts[site] = _Host()
+        for alias in aliases:
+            alias_parts = parse_url(alias)
+            if alias_parts is not None and alias_parts[1] == host:
+                self._add_known(hr, make_key(alias_parts[0], host, alias_parts[2], [t for _, t in alias_parts[3]]),
+                                cluster_key)
+        if hr.known.get(raw) is not None:  # crawled before: a re-crawl teaches nothing new
+            hr.known[raw] = cluster_key
+            return
+        confirmed: set[Rule] = set()
+        for other in (duplicate_of, declared):
+            other_parts = parse_url(other) if other else None
+            if other_parts is None or other_parts[1] != host:
+                continue
+            if make_key(*other_parts[:3], [t for _, t in other_parts[3]]) == raw:
+                continue
+            probes = self._explain(site, parts, other_parts)
+            if probes:
+                self.pairs += 1
+            for probe in probes:
+                rule = self._rule(hr, probe)
+                if rule is not None and rule not in confirmed:
+                    confirmed.add(rule)
+                    self._evidence(rule, True, params, other_parts[3])
+        # Rules that rewrite this URL: compare with the crawled URL they lead to.
+        candidates = hr.candidates
+        if candidates:
+            applicable = candidates.path_rules(path.split("/")[1:]) if candidates.paths else []
+            if params:
+                for name, token in params:
+                    applicable.extend(candidates.params.get(name, ()))
+                    applicable.extend(candidates.values.get(token, ()))
+            seen: set[Rule] = set()
+            for rule in applicable:
+                if rule in seen:
+                    continue
+                seen.add(rule)
+                image = apply_one(rule, scheme, host, path, params)
+                if image is None or image == raw:
+                    continue
+                if rule in confirmed:
+                    if image not in hr.known and hr.image_count < MAX_IMAGES:
+                        hr.images.setdefault(image, {}).setdefault(rule, cluster_key)
+                        hr.image_count += 1
+                    continue
+                self._compare(hr, rule, image, cluster_key, params)
+        # URLs crawled earlier that a rule rewrites onto this one.
+        earlier = hr.images.pop(raw, None)
+        if earlier:
+            hr.image_count -= len(earlier)
+            for rule, other_cluster in earlier.items():
+                if rule not in confirmed:
+                    self._evidence(rule, other_cluster == cluster_key)
+        self._add_known(hr, raw, cluster_key)
+        if hr.anchored < MAX_ANCHORED:
+            for anchor in self._anchors(path, params):
+                hr.by_anchor.setdefault(anchor, []).append(raw)
+                hr.anchored += 1
+        self._settle(hr)
+
+    def _add_known(self, hr: _Host, raw: str, cluster_key: str | None) -> None:
+        new = raw not in hr.known
+        if new or cluster_key is not None:
+            hr.known[raw] = cluster_key
+        if new and hr.trusted:
+            self._index_known(hr, raw)
+
+    def remember(self, url: str, cluster: str | None = None) -> None:
+        """A page crawled before (a resumed job, an earlier crawl): known, but no new evidence."""
+        parts = parse_url(url)
+        if parts is not None:
+            hr = self._hosts.get(site_of(parts[1]))
+            if hr is None:
+                hr = self._hosts[site_of(parts[1])] = _Host()
+            raw = make_key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
+            self._add_known(hr, raw, url_key(cluster) if cluster else raw)
+
+    def scheduled(self, url: str) -> bool:
+        """A request for ``url`` was scheduled: later variants of it are predicted duplicates.
+
+        ``True`` if the URL was not known before (``forget`` undoes it if the request is dropped).
+        """
+        if url in self._scheduled:  # the same request again (most scheduled requests are repeats)
+            return False
+        parts = parse_url(url)
+        if parts is None:
+            return False
+        self._scheduled.add(url)
+        hr = self._hosts.get(site_of(parts[1]))
+        if hr is None:
+            hr = self._hosts[site_of(parts[1])] = _Host()
+        raw = make_key(parts[0], parts[1], parts[2], [t for _, t in parts[3]])
+        if raw in hr.known:
+            return False
+        self._add_known(hr, raw, None)
+        return True
+
+    def forget(self, url: str) -> None:
+        """``url`` will not be crawled (it was skipped): it must not protect its variants."""
+        self._scheduled.discard(url)
+        parts = parse_url(url)
+        hr = self._hosts.get(site_of(parts[1])) if parts is not None else None
+        if hr is None:
+            return
+        raw = url_key(url)
+        if raw in hr.known and hr.known[raw] is None:
+            del hr.known[raw]
+            if hr.trusted:
+                fired: list[Rule] = []
+                norm = hr.trusted.normalise(*parts, fired)  # type: ignore[misc]
+                entry = hr.norm.get(norm)
+                if entry is not None and entry[0] == raw:
+                    del hr.norm[norm]
+
+    # ------------------------------------------------------------ prediction
+    def predict(self, url: str) -> Prediction | None:
+        """The crawled or scheduled URL that ``url`` duplicates by the trusted rules, else ``None``.
+
+        Only a URL that a trusted rule rewrites is predicted: a URL in its
+        canonical form is never skipped, even when a variant of it was seen
+        first (the variant, a print page say, may lack the canonical page's links).
+        """
+        parts = parse_url(url)
+        if parts is None:
+            return None
+        scheme, host, path, params = parts
+        hr = self._hosts.get(site_of(host))
+        if hr is None or not hr.norm:
+            return None
+        fired: list[Rule] = []
+        norm = hr.trusted.normalise(scheme, host, path, params, fired)
+        if not fired:
+            return None
+        entry = hr.norm.get(norm)
+        if entry is None:
+            return None
+        raw = make_key(scheme, host, path, [t for _, t in params])
+        if entry[0] == raw:
+            return None
+        return Prediction(url, entry[0], tuple(dict.fromkeys(fired + list(entry[1]))))
+
+    def verify(self, prediction: Prediction, cluster: str | None) -> bool | None:
+        """A predicted duplicate was downloaded anyway (exploration): ``True`` if the rules held.
+
+        ``cluster`` is the canonical URL of the downloaded page's cluster
+        (``None``: itself).  On a contradiction every rule of the prediction
+        loses trust at once (and for good).  ``None``: the target has not
+        been crawled yet, nothing to compare.
+        """
+        parts = parse_url(prediction.url)
+        hr = self._hosts.get(site_of(parts[1])) if parts is not None else None
+        if hr is None:
+            return None
+        target = hr.known.get(prediction.target)
+        if target is None:
+            return None
+        mine = url_key(cluster) if cluster else url_key(prediction.url)
+        if mine == target:
+            return True
+        for rule in prediction.rules:
+            rule.contradicted = True
+            rule.counter += 1
+            rule.trusted = False
+        self._rebuild(hr)
+        return False
+
+    # ------------------------------------------------------------ inspection
+    def rules(self, trusted_only: bool = False) -> list[Rule]:
+        """Rules, trusted first, then by support."""
+        found = [r for hr in self._hosts.values() for r in hr.rules.values() if r.trusted or not trusted_only]
+        found.sort(key=lambda r: (not r.trusted, -r.support, r.counter, r.host, r.describe()))
+        return found
+
+    def report(self, limit: int = 200) -> list[dict[str, Any]]:
+        """The rules for a report: trusted ones, then candidates with support of at least 2.
+
+        Parameter rules that a trusted, broader one covers (a value of a dropped
+        parameter, a prefix inside a trusted prefix) are left out unless they skipped requests.
+        """
+        broad = {(r.host, r.name, r.prefix) for r in self.rules(trusted_only=True) if r.kind == "param"}
+
+        def covered(rule: Rule) -> bool:
+            if rule.kind == "path" or rule.skipped:
+                return False
+            return any(
+                (rule.host, rule.name, prefix) in broad and (prefix, rule.kind) != (rule.prefix, "param")
+                for prefix in {"/", rule.prefix}
+            )
+
+        return [r.as_dict() for r in self.rules() if (r.trusted or r.support >= 2) and not covered(r)][:limit]
+
+    def known_count(self) -> int:
+        return sum(len(hr.known) for hr in self._hosts.values())
+
+    # ------------------------------------------------------------ persistence
+    def dumps(self) -> bytes:
+        """The rules and their evidence (not the URLs), compressed."""
+        rows = [
+            [r.host, r.kind, r.name, r.value, r.prefix, r.at, list(r.old), list(r.new),
+             r.support, r.counter, int(r.contradicted), sorted(r.values)]
+            for r in sorted(self.rules(), key=lambda r: (not r.trusted, -(r.support + r.counter)))[:MAX_SAVED]
+        ]
+        return _MAGIC + zlib.compress(json.dumps({"version": 1, "rules": rows}, separators=(",", ":")).encode())
+
+    def merge(self, data: bytes | None) -> int:
+        """Merge rules saved by ``dumps`` (an earlier crawl, another worker): evidence counts take the maximum.
+
+        Returns the number of rules read.  Unreadable data raises ``ValueError``.
+        """
+        if not data:
+            return 0
+        if not data.startswith(_MAGIC):
+            raise ValueError("not a simhash-scrapy URL rules blob")
+        try:
+            rows = json.loads(zlib.decompress(data[len(_MAGIC) :]))["rules"]
+        except (zlib.error, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"corrupt URL rules blob: {exc}") from None
+        for row in rows:
+            host, kind, name, value, prefix, at, old, new, support, counter, contradicted = row[:11]
+            hr = self._hosts.get(host)
+            if hr is None:
+                hr = self._hosts[host] = _Host()
+            rule = self._rule(hr, Rule(host, kind, name=name, value=value, prefix=prefix, at=at,
+                                       old=tuple(old), new=tuple(new)))
+            if rule is None:
+                continue
+            rule.support = max(rule.support, int(support))
+            rule.counter = max(rule.counter, int(counter))
+            rule.contradicted = rule.contradicted or bool(contradicted)
+            for token in row[11] if len(row) > 11 else ():
+                if len(rule.values) < MIN_PARAM_VALUES:
+                    rule.values.add(str(token))
+            trusted = self._is_trusted(rule)
+            if trusted != rule.trusted:
+                rule.trusted = trusted
+                if trusted:
+                    hr.gained.append(rule)
+                else:
+                    hr.lost = True
+        for hr in self._hosts.values():
+            self._settle(hr)
+        return len(rows)
+
+
+# ---------------------------------------------------------------------- report
+def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
+    """JSON Lines records (``"type": "url_rule"``) for the rules of a report summary."""
+    return "".join(json.dumps({"type": "url_rule", **rule}, ensure_ascii=False) + "\n" for rule in rules or ())
+
+
+def rules_html(rules: Iterable[dict[str, Any]] | None) -> str:
+    """An HTML section listing the rules of a report summary (empty when there are none)."""
+    import html
+
+    rows = list(rules or ())
+    if not rows:
+        return ""
+    esc = html.escape
+    body = "".join(
+        f'<tr data-trusted="{str(bool(r.get("trusted"))).lower()}"><td>{esc(str(r.get("host", "")))}</td>'
+        f'<td><code>{esc(str(r.get("rule", "")))}</code></td><td>{"yes" if r.get("trusted") else "no"}</td>'
+        f'<td class="count">{int(r.get("support", 0)):,}</td><td class="count">{int(r.get("counter", 0)):,}</td>'
+        f'<td class="count">{100 * float(r.get("precision", 0)):.1f}%</td>'
+        f'<td class="count">{100 * float(r.get("lower_bound", 0)):.1f}%</td>'
+        f'<td class="count">{int(r.get("skipped", 0)):,}</td></tr>'
+        for r in rows
+    )
+    return (
+        '<section id="url-rules"><h2>Learned URL rules</h2>'
+        '<p class="muted">Rewrites learned from the duplicates found (support: confirmations; counter: URLs the '
+        "rule would rewrite whose content differed; lower bound: 95% Wilson bound on the precision).</p>"
+        '<table class="histogram"><thead><tr><th>host</th><th>rule</th><th>trusted</th><th>support</th>'
+        "<th>counter</th><th>precision</th><th>lower bound</th><th>skipped</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></section>"
+    )
