@@ -179,8 +179,9 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
             [r.text or "" for r in records],
         )
     )
-    first = np.array([float(r.first_seen) for r in records], dtype=np.float64)
-    last = np.array([float(r.last_seen) for r in records], dtype=np.float64)
+    # + 0.0 turns -0.0 into 0.0, as SQLite stores it: the checksum must see what is read back.
+    first = np.array([float(r.first_seen) + 0.0 for r in records], dtype=np.float64)
+    last = np.array([float(r.last_seen) + 0.0 for r in records], dtype=np.float64)
     sums = row_checksums(
         col("entry"), col("fingerprint"), col("exact"), col("canonical", -1), col("distance", -1),
         col("indexed"), col("previous"), col("depth", -1), first, last, nulls, strings,
@@ -190,7 +191,7 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
             r.entry, r.scope, r.identity, r.url, signed(r.fingerprint), int(bool(r.exact)), r.outcome,
             r.canonical, r.distance, None if r.indexed is None else signed(r.indexed),
             None if r.previous is None else signed(r.previous), r.referer, r.depth, r.text,
-            float(r.first_seen), float(r.last_seen), int(s),
+            float(r.first_seen) + 0.0, float(r.last_seen) + 0.0, int(s),
         )  # fmt: skip
         for r, s in zip(records, sums.tolist())
     ]
