@@ -18,9 +18,9 @@ What it does, in one run:
 4. Redis memory per stored fingerprint: ``INFO memory`` ``used_memory`` before
    filling and after, divided by the pages recorded; plus ``MEMORY USAGE`` of
    each key (index of canonical pages, page record, canonical URLs).
-5. Writes a ``--store-entries`` store file (JOBDIR format) and times loading
-   it the way a resumed crawl does (``PersistentBackend.open``: read, decode,
-   rebuild the index of canonical pages), and ``read_store`` alone.
+5. Writes a ``--store-entries`` store (JOBDIR format) and times loading it
+   the way a resumed crawl does (``benchmarks/store.py``, which also compares
+   it with another revision's format).
 
 A check costs the same work in both backends except the round trip and the
 Lua script, so the ratio is the price of sharing the index between machines.
@@ -203,56 +203,19 @@ async def bench_speed_and_memory(url: str, stored: int, checks: int) -> dict[str
 
 
 def bench_store(entries: int, reps: int) -> dict[str, Any]:
-    import numpy as np
-    from scrapy.settings import Settings
+    """The store's load time: ``benchmarks/store.py`` (this tree's format only)."""
+    sys.path.insert(0, str(HERE.parent))
+    from store import bench_new  # noqa: PLC0415 - benchmarks/store.py
 
-    from simhash_scrapy.backends.persistent import PersistentBackend
-    from simhash_scrapy.core.store import PageStore, read_store
-
-    config = SimhashConfig()
-    folder = Path(tempfile.mkdtemp(prefix="simhash-bench-store-"))
-    try:
-        backend = PersistentBackend(config, Settings({"JOBDIR": str(folder)}))
-        store = PageStore(folder / "simhash.store", backend.store_config())
-        store.open()
-        rng = np.random.default_rng(3)
-        fps = rng.integers(0, 2**64, entries, dtype=np.uint64, endpoint=False).tolist()
-        canonical = rng.random(entries) < 0.8
-        t = time.perf_counter()
-        for i, fp in enumerate(fps):
-            is_canonical = bool(canonical[i]) or i == 0
-            store.append(
-                f"https://www.example.com/section-{i % 50}/article-{i}.html", fp, "spider",
-                canonical=None if is_canonical else i // 2, distance=None if is_canonical else 2,
-                referer=f"https://www.example.com/section-{i % 50}/", depth=2, indexed=is_canonical,
-            )
-        append_seconds = time.perf_counter() - t
-        store.close()
-        size = (folder / "simhash.store").stat().st_size
-        load, read, load_cpu = [], [], []
-        for _ in range(reps):
-            t = time.perf_counter()
-            read_store(folder / "simhash.store")
-            read.append(time.perf_counter() - t)
-            backend = PersistentBackend(config, Settings({"JOBDIR": str(folder)}))
-            t, c = time.perf_counter(), time.process_time()
-            _drive(backend.open("bench"))
-            load.append(time.perf_counter() - t)
-            load_cpu.append(time.process_time() - c)
-            assert backend.initial == entries
-            _drive(backend.close())
-        return {
-            "entries": entries,
-            "file_bytes": size,
-            "bytes_per_entry": size / entries,
-            "append_microseconds_per_page": append_seconds / entries * 1e6,
-            "read_store_seconds_median": statistics.median(read),
-            "backend_open_seconds_median": statistics.median(load),
-            "backend_open_seconds_all": load,
-            "backend_open_cpu_seconds_median": statistics.median(load_cpu),
-        }
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    r = bench_new(entries, reps)
+    return {
+        "entries": entries,
+        "file_bytes": r["file_bytes"],
+        "bytes_per_entry": r["file_bytes"] / entries,
+        "read_store_seconds_median": r["read_store_seconds"],
+        "backend_open_seconds_median": r["open_seconds"],
+        "backend_open_cpu_seconds_median": r["open_cpu_seconds"],
+    }
 
 
 def _drive(coro: Any) -> Any:
@@ -306,11 +269,10 @@ def main() -> None:
         s = out["store"] = bench_store(args.store_entries, args.reps)
         print(f"\n## Store of {s['entries']:,} entries ({s['file_bytes'] / 1e6:.0f} MB, "
               f"{s['bytes_per_entry']:.0f} bytes per entry)\n")
-        print(f"- load as a resumed crawl does (PersistentBackend.open: read + index rebuild): "
+        print(f"- load as a resumed crawl does (PersistentBackend.open: every row checked + index rebuild): "
               f"{s['backend_open_seconds_median']:.2f} s wall, {s['backend_open_cpu_seconds_median']:.2f} s CPU "
-              f"(median of {len(s['backend_open_seconds_all'])}; on a busy machine the CPU time is the better guide)")
+              f"(median of {args.reps}; on a busy machine the CPU time is the better guide)")
         print(f"- read_store alone: {s['read_store_seconds_median']:.2f} s")
-        print(f"- append: {s['append_microseconds_per_page']:.1f} µs per page (one buffered write)")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=2))

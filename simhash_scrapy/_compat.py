@@ -47,11 +47,23 @@ def looping_call(func: Callable[[], object]) -> Any:
 
 
 def close_spider_soon(crawler: Crawler, spider: Spider, reason: str) -> None:
-    """Ask the engine to close the spider once the current call returns (Scrapy < 2.18)."""
+    """Ask the engine to close the spider once it runs (Scrapy < 2.18).
+
+    ``spider_opened`` comes before the engine starts; a close requested before
+    ``engine.running`` ends in ``crawler.stop()`` -> "RuntimeError: Engine not
+    running", logged with a traceback after the close.  So wait for it (it
+    starts within the same few event-loop turns; give up after about 5 s).
+    """
     from twisted.internet import reactor
+
+    tries = [0]
 
     def close() -> None:
         engine = crawler.engine
+        if engine is not None and not engine.running and tries[0] < 500:
+            tries[0] += 1
+            reactor.callLater(0.01, close)  # type: ignore[attr-defined]
+            return
         if HAS_CLOSE_SPIDER_ASYNC:
             from scrapy.utils.defer import deferred_from_coro
 

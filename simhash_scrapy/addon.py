@@ -5,6 +5,12 @@ It adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540),
 ``SimhashSpiderMiddleware`` to ``SPIDER_MIDDLEWARES`` (950) and
 ``SimhashPipeline`` to ``ITEM_PIPELINES`` (priority 200), unless the
 project already lists them (then its priorities are kept).
+
+``scrapy startproject`` writes ``ADDONS = {}`` into settings.py: the entry
+goes into that dict (a second ``ADDONS = ...`` line replaces the first).
+When the add-on is missing, Scrapy loads nothing of this package during a
+crawl, so nothing here can warn; ``scrapy simhash`` does
+(``commands._common.activation_problem``).
 """
 
 from __future__ import annotations

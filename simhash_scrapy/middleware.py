@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http import HtmlResponse, TextResponse
+from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
@@ -21,6 +21,7 @@ from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import Analysis, analyse_html, analyse_tree
 from .core.clustering import Outcome
 from .core.skip import skip_reason
+from .core.text import charset_of, shared_parse_usable
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -140,13 +141,15 @@ class SimhashMiddleware:
         body = response.body
         size = len(body)
         config = self.config
+        # What the library is given for these bytes: the HTTP charset (fingerprint_html(body, charset)).
+        declared = charset_of(response.headers.get(b"Content-Type"))
         if isinstance(response, HtmlResponse) and size <= SHARED_PARSE_MAX_BYTES:
             root = response.selector.root
-            # The raw bytes only serve ASCII-based hints; UTF-16/32 bodies get the full checks.
-            raw = None if response.encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")) else body
-            return analyse_tree(root, raw, config.analysis)
-        encoding = response.encoding if isinstance(response, TextResponse) else None
-        return await state.run_analysis(analyse_html, body, encoding, config.analysis, size=size)
+            if shared_parse_usable(root, body, declared, response.encoding, response.text):
+                # The raw bytes only serve ASCII-based hints; UTF-16/32 bodies get the full checks.
+                raw = None if response.encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")) else body
+                return analyse_tree(root, raw, config.analysis)
+        return await state.run_analysis(analyse_html, body, declared, config.analysis, size=size)
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None

@@ -26,14 +26,15 @@ from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig
 from .core.clustering import Outcome
 from .core.report import (
+    build_changes,
     build_clusters,
     check_format_available,
     count_clusters,
-    expand_report_path,
-    report_params,
+    describe_report,
     report_summary,
     write_report,
 )
+from .core.report_path import expand_report_path, report_params
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -66,6 +67,10 @@ SKIP_REASONS = {
 
 
 # ------------------------------------------------------------------------ state
+class _SettingError(ValueError):
+    """A ``SIMHASH_*`` setting that cannot be used (its message names it)."""
+
+
 _STATES: WeakKeyDictionary[Crawler, DedupState] = WeakKeyDictionary()
 
 #: Stat name of each outcome (``simhash/<name>``).
@@ -83,10 +88,20 @@ class DedupState:
 
     def __init__(self, crawler: Crawler, config: SimhashConfig | None = None) -> None:
         self.crawler = crawler
-        self.config = config if config is not None else SimhashConfig.from_settings(crawler.settings)
-        if self.config.report_format is not None:
-            check_format_available(self.config.report_format)
-        self.backend = create_backend(crawler, self.config)
+        #: Why simhash-scrapy could not start (pages then pass unchecked while the crawl closes).
+        self.error: str | None = None
+        try:
+            self.config = config if config is not None else SimhashConfig.from_settings(crawler.settings)
+            if self.config.report_format is not None:
+                check_format_available(self.config.report_format, name="SIMHASH_REPORT_FORMAT")
+            self.backend = create_backend(crawler, self.config)
+        except ValueError as exc:
+            # A wrong SIMHASH_* value.  Raised from a component's from_crawler it would reach the
+            # user as a 40-line traceback with the message at its end; instead the spider opens,
+            # logs this one line naming the setting, and closes (finish_reason "simhash_error").
+            self.error = str(exc)
+            self.config = SimhashConfig.from_settings({})
+            self.backend = create_backend(crawler, self.config)
         self.stats = crawler.stats
         self.log_interval = crawler.settings.getfloat("LOGSTATS_INTERVAL", 60.0)
         #: Pages fingerprinted and near-duplicate pages found in this run.
@@ -97,8 +112,6 @@ class DedupState:
         self.item_near_duplicates = 0
         self.spider: Spider | None = None
         self.report_path: Path | None = None
-        #: Why simhash-scrapy could not start (pages then pass unchecked while the crawl closes).
-        self.error: str | None = None
         self.opened = False
         self.closed = False
         self._shown = False
@@ -229,13 +242,17 @@ class DedupState:
     async def spider_opened(self, spider: Spider) -> None:
         self.spider = spider
         try:
+            if self.error is not None:
+                raise _SettingError(self.error)
             if self.config.report_uri is not None:
                 self.report_path = expand_report_path(
-                    self.config.report_uri, report_params(spider, datetime.now(tz=timezone.utc))
+                    self.config.report_uri,
+                    report_params(spider, datetime.now(tz=timezone.utc)),
+                    name="SIMHASH_REPORT_URI",
                 )
             await self.backend.open(spider.name)
         except Exception as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
+            self.error = str(exc) if isinstance(exc, _SettingError) else f"{type(exc).__name__}: {exc}"
             logger.error(
                 "simhash-scrapy cannot start, closing the spider: %(error)s",
                 {"error": self.error},
@@ -271,7 +288,7 @@ class DedupState:
             self._task.stop()
         try:
             if self.opened:
-                await self._finish(spider)
+                await self._finish(spider, reason)
         except Exception:
             logger.exception("simhash-scrapy: error while finishing the crawl", extra={"spider": spider})
         finally:
@@ -290,7 +307,7 @@ class DedupState:
             except Exception:
                 logger.exception("simhash-scrapy: error in %(hook)r", {"hook": hook}, extra={"spider": spider})
 
-    async def _finish(self, spider: Spider) -> None:
+    async def _finish(self, spider: Spider, reason: str = "finished") -> None:
         await self._run_hooks(self.close_hooks, spider)
         self.stats.set_value("simhash/index_size", await self.backend.index_size())
         members = await self.backend.members()
@@ -310,7 +327,9 @@ class DedupState:
         )
         summary.update(self.report_extra)
         try:
-            path = write_report(self.report_path, clusters, self.config.report_format, summary)
+            path = write_report(
+                self.report_path, clusters, self.config.report_format, summary, changes=build_changes(members)
+            )
         except Exception:
             logger.exception(
                 "simhash-scrapy: cannot write the cluster report to %(path)s",
@@ -319,8 +338,13 @@ class DedupState:
             )
             self.stats.set_value("simhash/report_error", True)
             return
+        paused = ""
+        if reason == "shutdown" and self.config.persistent:
+            # Ctrl-C with JOBDIR/SIMHASH_DIR: the record is kept, so the resumed
+            # crawl's report (same path) covers these pages too and replaces this one.
+            paused = " (the crawl was stopped: a resumed crawl rewrites this report with every page)"
         logger.info(
-            "Simhash: wrote %(count)d clusters to %(path)s (%(format)s)",
-            {"count": len(clusters), "path": str(path), "format": self.config.report_format},
+            "Simhash: wrote the %(format)s report to %(path)s (%(what)s)%(paused)s",
+            {"format": self.config.report_format, "path": str(path), "what": describe_report(summary), "paused": paused},
             extra={"spider": spider},
         )

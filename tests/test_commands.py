@@ -170,7 +170,7 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     assert 0 < by_first["a1-edit.html"]["members"][1]["distance"] <= K  # one word edited
     assert "10 pages read, 10 fingerprinted, 0 skipped" in proc.stderr  # the short page is compared exactly
     assert "[scrapy" not in proc.stderr  # no crawl log (Scrapy < 2.14 starts a crawler process for every command)
-    assert f"7 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr
+    assert f"dedup: 10 pages: 7 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr
 
     # CSV, one member per row, the same clusters; format from the file name.
     out = tmp_path / "clusters.csv"
@@ -531,3 +531,41 @@ def test_dedup_ctrl_c_stops_workers_without_a_traceback(tmp_path: Path) -> None:
     assert "scrapy simhash dedup: error: interrupted" in rest
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_report_lists_the_changed_pages_of_its_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The output part of `report`: a source's members with outcomes -> clusters, changed pages, one summary line.
+
+    The members come from a real MemoryBackend (the reference backend) that saw a re-crawl; only the
+    reading of the source is replaced (the stores and Redis are tested above).
+    """
+    import argparse
+
+    from simhash_scrapy.commands import report as report_command
+
+    backend = MemoryBackend(SimhashConfig(max_distance=3))
+    first = {"a": 0x0F0F_0F0F_0F0F_0F0F, "b": 0x1234_5678_9ABC_DEF0, "c": 0x5555_0000_FFFF_AAAA}
+    for url, fp in first.items():
+        backend.check_now(PageRecord(f"https://x/{url}", fp, "s"))
+    backend.check_now(PageRecord("https://x/a?copy", first["a"] ^ 1, "s"))  # a near-duplicate of /a
+    backend.check_now(PageRecord("https://x/a", first["a"], "s"))  # re-crawl: unchanged
+    backend.check_now(PageRecord("https://x/b", first["b"] ^ 0xFF, "s"))  # changed: 8 bits
+    members = backend._members  # noqa: SLF001 - what members() returns, without an event loop
+    monkeypatch.setattr(report_command, "_from_redis", lambda *args: (list(members), {"source": "a test backend"}))
+    out = tmp_path / "r.csv"
+    opts = argparse.Namespace(format=None, output=str(out), input=None, redis="redis://unused", key="k", spider=None, no_texts=False)
+    assert report_command.run_report(opts, settings=None) == 0
+    line = capsys.readouterr().err
+    assert line == (
+        "report: a test backend has 4 pages: 3 unique, 1 near-duplicate in 1 cluster; since the last crawl: "
+        f"1 changed, 1 unchanged; csv written to {out} (changed pages: {tmp_path / 'r.changed.csv'})\n"
+    )
+    with (tmp_path / "r.changed.csv").open(newline="", encoding="utf-8") as fh:
+        assert list(csv.DictReader(fh)) == [
+            {"scope": "s", "url": "https://x/b", "previous_fingerprint": "123456789abcdef0", "fingerprint": "123456789abcde0f", "distance": "8"}
+        ]
+    # To standard output, JSON Lines carries both kinds of lines.
+    opts.output, opts.format = None, "jsonl"
+    assert report_command.run_report(opts, settings=None) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["type"], r.get("url") or r["canonical"]) for r in lines] == [("cluster", "https://x/a"), ("changed", "https://x/b")]

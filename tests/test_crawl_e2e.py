@@ -14,7 +14,7 @@ import pytest_twisted
 from conftest import Page, RecordingSpider, Site, article_html, article_words, run_crawl, simhash_stats
 from scrapy.exceptions import ScrapyDeprecationWarning
 
-from simhash_scrapy import hamming_distance
+from simhash_scrapy import _compat, hamming_distance
 from simhash_scrapy.backends import BackendError
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.middleware import NearDuplicate
@@ -266,11 +266,19 @@ async def test_bad_report_placeholder_closes_the_spider(serve: Any, tmp_path: Pa
 
 
 @pytest_twisted.ensureDeferred
-async def test_bad_setting_stops_the_crawl_at_start(serve: Any) -> None:
+async def test_bad_setting_stops_the_crawl_at_start(serve: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """One error line naming the setting (not a traceback out of from_crawler); the spider closes at once."""
     site = serve(news_site())
-    with pytest.raises(ValueError, match="SIMHASH_ACTION must be one of 'drop', 'flag', got 'remove'"):
-        await crawl_news(site, {"SIMHASH_ACTION": "remove"})
-    assert site.hits == []
+    message = "SIMHASH_ACTION must be one of 'drop', 'flag', got 'remove'"
+    with caplog.at_level(logging.ERROR):
+        crawler = await crawl_news(site, {"SIMHASH_ACTION": "remove"})
+    assert crawler.stats.get_value("finish_reason") == "simhash_error"
+    assert crawler.stats.get_value("simhash/error") == message
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == [
+        f"simhash-scrapy cannot start, closing the spider: {message}"
+    ]
+    if _compat.CLOSE_SPIDER_FROM_OPENED:
+        assert site.hits == []  # before 2.18 the close comes just after the spider opened
 
 
 @pytest_twisted.ensureDeferred

@@ -180,7 +180,11 @@ def test_stats_dump_numbers_are_consistent(drop_run: CrawlRun) -> None:
 
 
 def test_log_names_the_report_and_has_no_warnings(drop_run: CrawlRun) -> None:
-    assert f"Simhash: wrote {len(GROUPS)} clusters to {drop_run.report_path} (jsonl)" in drop_run.log
+    assert re.search(
+        rf"Simhash: wrote the jsonl report to {re.escape(str(drop_run.report_path))} "
+        rf"\(\d+ pages: \d+ unique, \d+ near-duplicates in {len(GROUPS)} clusters\)",
+        drop_run.log,
+    ), re.findall(r".*Simhash: wrote.*", drop_run.log)
     assert "Serving the bundled sample site at http://127.0.0.1:" in drop_run.log
     assert not re.search(r"\w*(Deprecation)?Warning:", drop_run.log), re.findall(r".*Warning:.*", drop_run.log)
     assert "Traceback" not in drop_run.log

@@ -75,6 +75,29 @@ def test_self_contained_and_escaped() -> None:
     assert "/^(https?|file):/i.test(url)" in page
 
 
+def test_markup_style_and_script_are_package_files() -> None:
+    """The page is filled from templates/report.html, .css and .js, all of it (no placeholder left)."""
+    folder = Path(render_html.__code__.co_filename).parent / "templates"
+    page = render_html([cluster(1, ["u1", "u2"], [0, 1])], {"pages": 2})
+    script = (folder / "report.js").read_text(encoding="utf-8")
+    style = (folder / "report.css").read_text(encoding="utf-8")
+    assert f"<script>{script}</script>" in page and f"<style>{style}</style>" in page
+    assert "</script" not in script.lower() and "</style" not in style.lower()
+    assert "${" not in page
+
+
+def test_the_templates_ship_in_the_package() -> None:
+    """pyproject's package-data covers every template file (a wheel without them could not write HTML)."""
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["simhash_scrapy"]
+    templates = [p.relative_to(root / "simhash_scrapy").as_posix() for p in (root / "simhash_scrapy/core/templates").iterdir()]
+    assert sorted(templates) == ["core/templates/report.css", "core/templates/report.html", "core/templates/report.js"]
+    assert all(any(fnmatch.fnmatch(t, pattern) for pattern in patterns) for t in templates)
+
+
 def test_numbers_and_histogram() -> None:
     clusters = [
         cluster(1, ["u1", "u2", "u3"], [0, 1, 3]),
@@ -327,3 +350,27 @@ def test_browser_opens_a_cluster_of_thousands_of_pages(browser: Chromium, tmp_pa
     assert browser.wait_for("document.querySelectorAll('tr.member').length === 1200")
     assert browser.evaluate("document.querySelector('tr.member:last-child td.url a').href") == urls[-1]
     assert browser.evaluate("document.querySelector('.no-text').innerText").startswith("This report was written without")
+
+
+def test_browser_shows_the_changed_pages(browser: Chromium, tmp_path: Path) -> None:
+    """After a re-crawl: the counts and a plain table of the changed pages, readable before any script runs."""
+    changes = [
+        {"url": f"https://docs.example/p{i}", "scope": "s", "fingerprint": f"{0xF0 + i:016x}",
+         "previous_fingerprint": f"{i:016x}", "distance": 4 + i}
+        for i in range(3)
+    ] + [{"url": "javascript:alert(1)", "scope": "s", "fingerprint": "00000000000000ff", "previous_fingerprint": None, "distance": None}]  # fmt: skip
+    page = tmp_path / "changed.html"
+    summary = {"pages": 12, "unchanged": 8, "changed": 4, "max_distance": 3}
+    page.write_text(render_html([cluster(1, ["u1", "u2"], [0, 1])], summary, changes=changes), encoding="utf-8")
+    mark = len(browser.events)
+    browser.goto(page.as_uri())
+    browser.wait_for("document.body.dataset.ready === '1'")
+    shown = browser.evaluate(
+        "[...document.querySelectorAll('#changed-section tr.changed-page')].map(r => [...r.cells].map(c => c.innerText))"
+    )
+    assert shown == [[c["url"], c["previous_fingerprint"] or "", c["fingerprint"], str(c["distance"] or "")] for c in changes]
+    # Links only for http(s)/file URLs, as in the cluster tables.
+    assert browser.evaluate("[...document.querySelectorAll('#changed-section a')].map(a => a.href)") == [c["url"] for c in changes[:3]]
+    stats = browser.evaluate("Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]))")
+    assert (stats["unchanged"], stats["changed"]) == ("8", "4")
+    assert requested_urls(browser, mark) == [page.as_uri()]

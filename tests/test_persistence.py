@@ -163,28 +163,47 @@ def test_a_store_written_with_other_settings_is_refused(tmp_path: Path) -> None:
     run(fresh.close())
 
 
-def test_truncated_store_loads_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    settings = {"JOBDIR": str(tmp_path / "job")}
+def test_a_crash_loses_only_the_last_flush_interval(tmp_path: Path) -> None:
+    """Without a close (``kill -9``), the pages of the last, uncommitted interval are lost, nothing else."""
+    settings = {"JOBDIR": str(tmp_path / "job"), "SIMHASH_FLUSH_INTERVAL": 3600}
     pages = page_sequence(9, 50)
     backend = backend_for(settings)
     run(backend.open("s"))
-    for record, index in pages:
+    for record, index in pages[:40]:
         run(backend.check(record, index))
-    run(backend.close())
-    path = tmp_path / "job" / "simhash.store"
-    with open(path, "r+b") as handle:
-        handle.truncate(path.stat().st_size - 5)  # cut the last record mid-way
+    backend._flush()  # what the interval timer does
+    for record, index in pages[40:]:
+        run(backend.check(record, index))
+    assert backend.store.pending == 10
+    backend.store.abandon()  # the process dies: no close
     resumed = backend_for(settings)
-    with caplog.at_level(logging.WARNING):
-        run(resumed.open("s"))
-    assert "truncated last record" in caplog.text
-    assert resumed.initial == 49
-    # The page whose record was lost is checked again and decided as before.
+    run(resumed.open("s"))
+    assert resumed.initial == 40
+    # The pages whose records were lost are checked again and decided as in one uninterrupted run.
     reference = MemoryBackend(SimhashConfig())
     expected = [reference.check_now(r, i) for r, i in pages]
-    assert run(resumed.check(*pages[-1])) == expected[-1]
+    assert [run(resumed.check(r, i)) for r, i in pages[40:]] == expected[40:]
     run(resumed.close())
-    assert len(read_store(path)) == 50
+    assert len(read_store(tmp_path / "job" / "simhash.store")) == 50
+
+
+def test_rechecked_pages_keep_one_record_and_extras_persist(tmp_path: Path) -> None:
+    settings = {"SIMHASH_DIR": str(tmp_path / "state")}
+    pages = page_sequence(11, 120)
+    reference = MemoryBackend(SimhashConfig())
+    for crawl in range(3):
+        backend = backend_for(settings)
+        run(backend.open("s"))
+        assert backend.initial == (0 if crawl == 0 else 120)
+        if crawl:
+            assert run(backend.load_extra("rules")) == f"rules {crawl - 1}".encode()
+        for record, index in pages:
+            assert run(backend.check(record, index)) == reference.check_now(record, index)
+        run(backend.save_extra("rules", f"rules {crawl}".encode()))
+        assert run(backend.members()) == run(reference.members())
+        run(backend.close())
+    assert len(read_store(tmp_path / "state" / "s.store")) == 120
+    assert load_members(tmp_path / "state" / "s.store") == run(reference.members())
 
 
 # -------------------------------------------------------------- real crawls
@@ -248,6 +267,28 @@ def reached(log: str) -> list[str]:
     return re.findall(r"Reached the spider: (\S+)", log)
 
 
+def interrupt_after(command: list[str], project: Path, pages: int) -> str:
+    """Run a crawl, press Ctrl-C (SIGINT: graceful shutdown) once ``pages`` reached the spider; its log."""
+    proc = subprocess.Popen(
+        command, cwd=project, env=crawl_env(project), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+    )
+    lines: list[str] = []
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if len(reached("".join(lines))) >= pages:
+                proc.send_signal(signal.SIGINT)
+                break
+        rest = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = "".join(lines) + rest
+    assert proc.returncode == 0, log[-3000:]
+    return log
+
+
 def read_report(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -293,24 +334,7 @@ def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) ->
         "-a", f"base={site.base}", "-a", "paths=" + ",".join(paths),
         "-s", f"JOBDIR={jobdir}", "-s", "DOWNLOAD_DELAY=0.25", "-s", f"SIMHASH_REPORT_URI={report}",
     ]
-    proc = subprocess.Popen(
-        crawl_command(*args), cwd=PROJECT, env=crawl_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    lines: list[str] = []
-    assert proc.stderr is not None
-    try:
-        for line in proc.stderr:
-            lines.append(line)
-            if len(reached("".join(lines))) >= 8:  # part of the originals are in
-                proc.send_signal(signal.SIGINT)  # Ctrl-C: graceful shutdown
-                break
-        rest = proc.communicate(timeout=120)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    first_log = "".join(lines) + rest
-    assert proc.returncode == 0, first_log[-3000:]
+    first_log = interrupt_after(crawl_command(*args), PROJECT, 8)  # part of the originals are in
     assert "shutting down gracefully" in first_log
     first_stats = parse_stats(first_log)
     first_pages = first_stats["simhash/fingerprinted"]

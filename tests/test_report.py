@@ -1,25 +1,32 @@
-"""Cluster building, report paths (feed-style, never outside their folder) and report files."""
+"""Cluster building, changed pages, summaries, report paths (never outside their folder) and report files."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from simhash_scrapy.backends import ClusterMember
+from simhash_scrapy.core.clustering import Outcome
+from simhash_scrapy.core.files import atomic_write, write_atomic
 from simhash_scrapy.core.report import (
+    CHANGED_COLUMNS,
     CSV_COLUMNS,
+    build_changes,
     build_clusters,
+    changes_path,
     check_format_available,
-    expand_report_path,
+    describe_report,
     render_report,
-    report_params,
+    report_summary,
     write_report,
 )
+from simhash_scrapy.core.report_path import expand_report_path, report_params
 
 A = 0x0F0F_0000_0000_00FF
 
@@ -90,8 +97,8 @@ def test_jsonl_and_csv_files(tmp_path: Path) -> None:
     clusters = build_clusters(MEMBERS)
     path = write_report(tmp_path / "deep" / "r.jsonl", clusters, "jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == clusters
-    assert list(json.loads(lines[0])) == ["cluster_id", "canonical", "size", "scope", "members"]
+    assert [json.loads(line) for line in lines] == [{"type": "cluster", **c} for c in clusters]
+    assert list(json.loads(lines[0])) == ["type", "cluster_id", "canonical", "size", "scope", "members"]
 
     path = write_report(tmp_path / "r.csv", clusters, "csv")
     with path.open(newline="", encoding="utf-8") as fh:
@@ -103,6 +110,8 @@ def test_jsonl_and_csv_files(tmp_path: Path) -> None:
         "fingerprint": "0f0f0000000000ff", "distance": "0", "referer": "", "depth": "0",
     }
     assert rows[4]["url"] == "http://x/c/print" and rows[4]["distance"] == "3"
+    # No page changed (a first crawl): no changed-pages file.
+    assert not (tmp_path / "r.changed.csv").exists()
     assert not [p for p in tmp_path.rglob("*.tmp")], "no temporary file is left behind"
 
 
@@ -158,8 +167,10 @@ def test_values_cannot_leave_the_folder(tmp_path: Path) -> None:
 
 def test_template_that_leaves_its_folder_is_refused(tmp_path: Path) -> None:
     params = report_params(FakeSpider(), NOW)
-    with pytest.raises(ValueError, match="SIMHASH_REPORT_URI=.*not a file inside"):
+    with pytest.raises(ValueError, match="^uri=.*not a file inside"):  # the argument's name, from the library
         expand_report_path("reports/%(name)s/../../../outside.jsonl", params, cwd=tmp_path)
+    with pytest.raises(ValueError, match="^SIMHASH_REPORT_URI=.*not a file inside"):  # the glue passes its setting
+        expand_report_path("reports/%(name)s/../../../outside.jsonl", params, cwd=tmp_path, name="SIMHASH_REPORT_URI")
     with pytest.raises(ValueError, match="not a file inside"):
         expand_report_path("reports/%(name)s/..", params, cwd=tmp_path)
 
@@ -186,11 +197,13 @@ def test_html_format_without_the_renderer_fails_at_start(monkeypatch: pytest.Mon
     from simhash_scrapy.middleware import SimhashMiddleware
 
     monkeypatch.setitem(sys.modules, "simhash_scrapy.core.html_report", None)  # import now raises ImportError
-    with pytest.raises(ValueError, match="SIMHASH_REPORT_FORMAT='html' needs simhash_scrapy.core.html_report"):
+    # The core names its argument; the crawl names the setting.
+    with pytest.raises(ValueError, match="report_format='html' needs simhash_scrapy.core.html_report"):
         check_format_available("html")
     crawler = get_crawler(settings_dict={"SIMHASH_REPORT_URI": "reports/%(name)s.html"})
-    with pytest.raises(ValueError, match="use 'jsonl' or 'csv'"):
-        SimhashMiddleware.from_crawler(crawler)
+    # In a crawl the error waits for the spider to open, which then logs it and closes (simhash_error).
+    error = SimhashMiddleware.from_crawler(crawler).state.error
+    assert error is not None and re.match(r"SIMHASH_REPORT_FORMAT='html' needs .* use 'jsonl' or 'csv'", error)
 
 
 def test_report_files_get_ordinary_permissions(tmp_path: Path) -> None:
@@ -201,3 +214,95 @@ def test_report_files_get_ordinary_permissions(tmp_path: Path) -> None:
         os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o644
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+# ------------------------------------------------------------- re-crawl answers
+#: A re-crawl's record: one canonical page with a member, a changed page, an unchanged page,
+#: a changed short page (exact digest: no distance) and a changed item (not a page).
+RECRAWL = [
+    member("http://x/a", A, outcome=Outcome.UNCHANGED, previous_fingerprint=A),
+    member("http://x/a2", A ^ 1, "http://x/a", 1, outcome=Outcome.NEAR_DUPLICATE),
+    member("http://x/b", 0xFF00, outcome=Outcome.CHANGED, previous_fingerprint=0xFF00 ^ 0b1111_0111),
+    member("http://x/c", 0x1234, outcome=Outcome.UNCHANGED, previous_fingerprint=0x1234),
+    member("http://x/short", 0xABCD, outcome=Outcome.CHANGED, previous_fingerprint=0xDCBA, exact=True),
+    member("http://x/i", 0x77, outcome=Outcome.CHANGED, previous_fingerprint=0x70, scope="item:s"),
+]
+
+
+def test_build_changes_lists_changed_pages_only() -> None:
+    assert build_changes(RECRAWL) == [
+        {"url": "http://x/b", "scope": "s", "fingerprint": "000000000000ff00",
+         "previous_fingerprint": "000000000000fff7", "distance": 7},
+        {"url": "http://x/short", "scope": "s", "fingerprint": "000000000000abcd",
+         "previous_fingerprint": "000000000000dcba", "distance": None},
+    ]  # fmt: skip
+    assert build_changes(MEMBERS) == []  # a first crawl: nothing changed
+
+
+def test_summary_and_one_line_description() -> None:
+    clusters = build_clusters(RECRAWL)
+    summary = report_summary(RECRAWL, clusters, title="T", max_distance=3, source="here", generated=NOW)
+    assert {k: summary[k] for k in ("pages", "unique", "near_duplicates", "unchanged", "changed", "clusters")} == {
+        "pages": 5, "unique": 4, "near_duplicates": 1, "unchanged": 2, "changed": 2, "clusters": 1,
+    }  # fmt: skip
+    assert describe_report(summary) == (
+        "5 pages: 4 unique, 1 near-duplicate in 1 cluster; since the last crawl: 2 changed, 2 unchanged"
+    )
+    first = report_summary(MEMBERS, build_clusters(MEMBERS), title="T", max_distance=3, source="here")
+    assert describe_report(first) == "6 pages: 3 unique, 3 near-duplicates in 2 clusters"
+
+
+def test_changed_pages_in_each_format(tmp_path: Path) -> None:
+    clusters, changes = build_clusters(RECRAWL), build_changes(RECRAWL)
+    summary = report_summary(RECRAWL, clusters, title="T", max_distance=3, source="here")
+    # JSON Lines: the cluster lines, then one "changed" line per page.
+    lines = [json.loads(line) for line in write_report(tmp_path / "r.jsonl", clusters, "jsonl", changes=changes).read_text().splitlines()]
+    assert [line["type"] for line in lines] == ["cluster", "changed", "changed"]
+    assert lines[1] == {"type": "changed", **changes[0]}
+    # CSV: the clusters in r.csv, the changed pages in r.changed.csv.
+    path = write_report(tmp_path / "r.csv", clusters, "csv", changes=changes)
+    assert changes_path(path) == tmp_path / "r.changed.csv"
+    with changes_path(path).open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows == [
+        {"scope": "s", "url": "http://x/b", "previous_fingerprint": "000000000000fff7", "fingerprint": "000000000000ff00", "distance": "7"},
+        {"scope": "s", "url": "http://x/short", "previous_fingerprint": "000000000000dcba", "fingerprint": "000000000000abcd", "distance": ""},
+    ]  # fmt: skip
+    with path.open(newline="", encoding="utf-8") as fh:
+        assert [r["url"] for r in csv.DictReader(fh)] == ["http://x/a", "http://x/a2"]
+    assert changes_path(path).read_text(encoding="utf-8").splitlines()[0] == ",".join(CHANGED_COLUMNS)
+    # The next report at this path has no changed page: the old list goes, it described another run.
+    write_report(path, clusters, "csv")
+    assert not changes_path(path).exists()
+    # HTML: a section with one row per changed page, and the counts.
+    page = write_report(tmp_path / "r.html", clusters, "html", summary, changes=changes).read_text()
+    assert page.count('<tr class="changed-page">') == 2
+    assert '<dd data-stat="changed">2</dd>' in page and '<dd data-stat="unchanged">2</dd>' in page
+    assert '<a href="http://x/b" rel="noopener noreferrer" target="_blank">http://x/b</a>' in page
+    # A first crawl's page has no such section and no such counts.
+    first = write_report(tmp_path / "f.html", build_clusters(MEMBERS), "html", {"pages": 6}).read_text()
+    assert "changed-section" not in first and 'data-stat="unchanged"' not in first
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"), [("r.csv", "r.changed.csv"), ("R.CSV", "R.changed.CSV"), ("report", "report.changed.csv")]
+)
+def test_changes_path(tmp_path: Path, name: str, expected: str) -> None:
+    assert changes_path(tmp_path / name) == tmp_path / expected
+
+
+# ------------------------------------------------------------------ atomic files
+def test_atomic_write_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "f.bin"
+    write_atomic(target, b"old")
+    with pytest.raises(RuntimeError):
+        with atomic_write(target) as handle:
+            handle.write(b"half of the new")
+            raise RuntimeError("crash halfway")
+    assert target.read_bytes() == b"old"  # untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.bin"]  # and the temporary file is gone
+    write_atomic(target, "new\r\n")  # text: UTF-8, newlines untouched
+    assert target.read_bytes() == b"new\r\n"
+    with pytest.raises(ValueError, match="mode"):
+        with atomic_write(target, "ab"):
+            pass

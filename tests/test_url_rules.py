@@ -312,7 +312,9 @@ async def assert_second_crawl_skips_from_its_start(site: Any, settings: dict[str
 async def test_rules_survive_a_simhash_dir_recrawl(serve: Any, tmp_path: Path) -> None:
     site = serve(dust_site())
     await assert_second_crawl_skips_from_its_start(site, {**SETTINGS, "SIMHASH_DIR": str(tmp_path / "simhash")})
-    assert (tmp_path / "simhash" / "recording.store.url_rules").is_file()
+    from simhash_scrapy.core.store import read_store
+
+    assert read_store(tmp_path / "simhash" / "recording.store").extra["url_rules"].startswith(b"SHUR1")
     # ``scrapy simhash report`` shows them (JSON Lines records, an HTML table).
     for fmt in ("jsonl", "html"):
         out = tmp_path / f"report.{fmt}"
@@ -380,7 +382,7 @@ async def test_exploration_downloads_predicted_duplicates_to_verify(serve: Any) 
     assert len(variant_hits(site.hits)) == 3 * ARTICLES
 
 
-def test_persistent_backend_keeps_extras_beside_the_store_and_reset_forgets_them(tmp_path: Path) -> None:
+def test_persistent_backend_keeps_extras_and_reset_forgets_them(tmp_path: Path) -> None:
     from simhash_scrapy.backends.persistent import PersistentBackend
 
     def drive(coro: Any) -> Any:  # the persistent backend never waits
@@ -404,7 +406,6 @@ def test_persistent_backend_keeps_extras_beside_the_store_and_reset_forgets_them
 
     assert drive(cycle(False, b"rules-1")) is None
     assert drive(cycle(False, None)) == b"rules-1"
-    assert (tmp_path / "spider.store.url_rules").read_bytes() == b"rules-1"
     assert drive(cycle(True, None)) is None
 
 

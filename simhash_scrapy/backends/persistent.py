@@ -10,26 +10,31 @@ Selected automatically instead of the memory backend when ``JOBDIR`` or
 * ``SIMHASH_DIR`` (a folder name, relative to the project's ``.scrapy``
   folder through ``scrapy.utils.project.data_path``, or an absolute path):
   ``<SIMHASH_DIR>/<spider>.store``, one per spider, kept across crawls, so
-  this week's crawl recognises last week's pages.  It wins over ``JOBDIR``
-  when both are set.
+  this week's crawl recognises last week's pages (a page fetched again is
+  ``unchanged`` or ``changed``, never its own near-duplicate).
 * ``SIMHASH_RESET = True`` or ``-a simhash_reset=1`` starts afresh (the old
   file is kept as ``<name>.store.previous``).
 
-Every checked page is appended to the store (one buffered write, flushed at
-least once a second and at close).  The file records k, the block layout,
-the feature settings and the text mode; a file written with other values is
-refused with an error naming the setting.  Loaded pages count as the stat
-``simhash/initial``.
+The store (``core.store``: SQLite, one checked row per identity) gets the
+latest version of every checked page; the rows of one flush interval
+(``SIMHASH_FLUSH_INTERVAL``, default 1 s) are committed in one transaction,
+so a ``kill -9`` loses at most the pages checked in the last interval.  A
+store written with other settings is refused with an error naming the
+setting; a corrupt one is refused with an error naming the file and the
+record, and left untouched.  Loaded pages count as the stat
+``simhash/initial``; a store file that existed but held no pages sets
+``simhash/store_empty``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
-import os
 import re
+import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +42,7 @@ import numpy as np
 
 from .._values import parse_bool
 from ..core import defaults
-from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, read_store
+from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
 from .base import BackendError, ClusterMember, Outcome
 from .memory import MemoryBackend
 
@@ -46,9 +51,10 @@ if TYPE_CHECKING:
 
     from ..config import SimhashConfig
 
-__all__ = ["PersistentBackend", "load_members", "store_path", "uses_persistence"]
+__all__ = ["PersistentBackend", "load_members", "members_of", "store_path", "uses_persistence"]
 
 logger = logging.getLogger(__name__)
+
 
 def uses_persistence(config: SimhashConfig) -> bool:
     """Whether ``JOBDIR`` or ``SIMHASH_DIR`` asks for a persistent in-process backend."""
@@ -71,13 +77,14 @@ def store_path(config: SimhashConfig, spider_name: str, createdir: bool = True) 
 
 
 class _Members:
-    """The member list: pages loaded from the store (built on access) followed by new ones."""
+    """The records: rows loaded from the store (built on access), updated ones, then new ones."""
 
-    __slots__ = ("_contents", "_loaded", "_new")
+    __slots__ = ("_contents", "_loaded", "_changed", "_new")
 
     def __init__(self, contents: StoreContents) -> None:
         self._contents = contents
         self._loaded = len(contents)
+        self._changed: dict[int, ClusterMember] = {}
         self._new: list[ClusterMember] = []
 
     def __len__(self) -> int:
@@ -88,66 +95,61 @@ class _Members:
         canonical = int(c.canonical[row])
         depth = int(c.depth[row])
         return ClusterMember(
-            url=c.url(row),
+            url=c.url_list[row],
             fingerprint=int(c.fingerprints[row]),
-            scope=c.scope(row),
-            canonical_url=c.url(canonical) if canonical >= 0 else None,
+            scope=c.scopes[row],
+            canonical_url=c.url_list[canonical] if canonical >= 0 else None,
             distance=int(c.distance[row]) if canonical >= 0 else None,
-            referer=c.referer(row),
+            referer=c.referers[row],
             depth=depth if depth >= 0 else None,
-            text=c.text(row),
-            indexed=bool(c.indexed[row]),
-            outcome=Outcome.NEAR_DUPLICATE if canonical >= 0 else Outcome.UNIQUE,
+            text=c.texts[row],
+            indexed=bool(c.is_indexed[row]),
+            identity=c.identities[row],
+            exact=bool(c.exact[row]),
+            outcome=Outcome(c.outcomes[row]),
+            previous_fingerprint=int(c.previous[row]) if c.has_previous[row] else None,
+            first_seen=float(c.first_seen[row]),
+            last_seen=float(c.last_seen[row]),
         )
 
     def __getitem__(self, position: int) -> ClusterMember:
         if position < 0:
             position += len(self)
         if 0 <= position < self._loaded:
-            return self._build(position)
+            member = self._changed.get(position)
+            return member if member is not None else self._build(position)
         return self._new[position - self._loaded]
+
+    def __setitem__(self, position: int, member: ClusterMember) -> None:
+        if position < 0:
+            position += len(self)
+        if 0 <= position < self._loaded:
+            self._changed[position] = member
+        else:
+            self._new[position - self._loaded] = member
 
     def append(self, member: ClusterMember) -> None:
         self._new.append(member)
 
-    def extend(self, members: Iterable[ClusterMember]) -> None:
-        self._new.extend(members)
-
     def __iter__(self) -> Iterator[ClusterMember]:
-        c = self._contents
-        if self._loaded:
-            urls = c.urls()
-            fps = c.fingerprints.tolist()
-            canonical = c.canonical.tolist()
-            distance = c.distance.tolist()
-            depth = c.depth.tolist()
-            indexed = c.indexed.tolist()
-            names = c.scope_names
-            scopes = c.scope_ids.tolist()
-            for row in range(self._loaded):
-                canon = canonical[row]
-                yield ClusterMember(
-                    url=urls[row],
-                    fingerprint=fps[row],
-                    scope=names[scopes[row]],
-                    canonical_url=urls[canon] if canon >= 0 else None,
-                    distance=distance[row] if canon >= 0 else None,
-                    referer=c.referer(row),
-                    depth=depth[row] if depth[row] >= 0 else None,
-                    text=c.text(row),
-                    indexed=indexed[row],
-                    outcome=Outcome.NEAR_DUPLICATE if canon >= 0 else Outcome.UNIQUE,
-                )
+        for row in range(self._loaded):
+            member = self._changed.get(row)
+            yield member if member is not None else self._build(row)
         yield from self._new
 
 
+def members_of(contents: StoreContents) -> list[ClusterMember]:
+    """Every record of a loaded store, as ``members()`` returns them."""
+    return list(_Members(contents))
+
+
 def load_members(path: str | Path) -> list[ClusterMember]:
-    """Every page of a store file, as ``members()`` returns them (for reports of a stopped job)."""
-    return list(_Members(read_store(path)))
+    """Every record of a store file, as ``members()`` returns them (for reports of a stopped job)."""
+    return members_of(read_store(path))
 
 
 class PersistentBackend(MemoryBackend):
-    """``MemoryBackend`` whose pages are appended to a store file and loaded back at open."""
+    """``MemoryBackend`` whose records are kept in a store and loaded back at open."""
 
     def __init__(self, config: SimhashConfig, crawler: Crawler | None = None) -> None:
         super().__init__(config)
@@ -156,6 +158,7 @@ class PersistentBackend(MemoryBackend):
         self.path: Path | None = None
         self.store: PageStore | None = None
         self._last_flush = 0.0
+        self._timer: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> PersistentBackend:
@@ -182,20 +185,24 @@ class PersistentBackend(MemoryBackend):
             contents = store.open(reset=reset)
         except StoreError as exc:
             raise BackendError(str(exc)) from exc
-        except OSError as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise BackendError(f"cannot open the simhash store {self.path}: {exc}") from exc
+        try:
+            if len(contents):
+                self._restore(contents)
+        except BaseException:
+            store.abandon()
+            raise
         self.store = store
-        if reset:
-            for extra in self.path.parent.glob(f"{self.path.name}.*"):
-                if extra.name != f"{self.path.name}.previous":
-                    extra.unlink(missing_ok=True)
+        self._extra.update(contents.extra)
         atexit.register(self._flush_at_exit)
+        if store.empty_file and self.crawler is not None and self.crawler.stats is not None:
+            self.crawler.stats.set_value("simhash/store_empty", 1)
         if len(contents):
-            self._restore(contents)
             logger.info(
                 "simhash: loaded %d pages (%d canonical) from %s in %.2f s",
                 len(contents),
-                int(np.count_nonzero(contents.indexed)),
+                int(np.count_nonzero(contents.is_indexed)),
                 self.path,
                 time.perf_counter() - started,
             )
@@ -203,66 +210,114 @@ class PersistentBackend(MemoryBackend):
             logger.info("simhash: recording pages in %s", self.path)
         self._last_flush = time.monotonic()
 
-    # Until the store keeps named blobs itself: a side file next to the store, written atomically.
-    def _extra_path(self, name: str) -> Path | None:
-        if self.path is None:
-            return None
-        return self.path.with_name(f"{self.path.name}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}")
-
-    async def load_extra(self, name: str) -> bytes | None:
-        path = self._extra_path(name)
-        if path is None or name in self._extra:
-            return self._extra.get(name)
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            return None
-
-    async def save_extra(self, name: str, data: bytes) -> None:
-        self._extra[name] = data
-        path = self._extra_path(name)
-        if path is None:
-            return
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-
     def _restore(self, contents: StoreContents) -> None:
-        """The records of the store, back in the clustering rule's entries and indexes."""
+        """The rows of the store, back in the clustering rule's entries and indexes."""
         if len(self._members):
             raise RuntimeError("the store must be loaded before the first check")
-        self._load(_Members(contents))
+        c = contents
+        keys = [i or u for i, u in zip(c.identities, c.url_list)] if not all(c.identities) else c.identities
+        indexed = np.where(c.is_indexed, c.indexed, 0).tolist()
+        if not c.is_indexed.all():
+            indexed = [fp if ok else None for fp, ok in zip(indexed, c.is_indexed.tolist())]
+        try:
+            self._clusters.restore_many(
+                c.scopes,
+                keys,
+                c.fingerprints.tolist(),
+                c.exact.tolist(),
+                c.canonical.tolist(),
+                c.distance.tolist(),
+                indexed,
+            )
+        except ValueError:
+            seen: dict[tuple[str, str], int] = {}
+            for row, key in enumerate(zip(c.scopes, keys)):
+                if key in seen:
+                    raise BackendError(
+                        f"{self.path}: corrupt record #{row} (the same page as record #{seen[key]}). "
+                        f"The file was not changed; start afresh with SIMHASH_RESET = True."
+                    ) from None
+                seen[key] = row
+            raise
+        self._clusters.restore_indexes()
+        self._members = _Members(contents)  # type: ignore[assignment]
+        self.initial += len(contents)
 
     def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
         store = self.store
         if store is None:
             return
-        canonical = self._clusters.canonical[entry]
-        store.append(
-            member.url,
-            member.fingerprint,
-            member.scope,
-            canonical=canonical if canonical >= 0 else None,
-            distance=member.distance if canonical >= 0 else None,
-            referer=member.referer,
-            depth=member.depth,
-            text=member.text,
-            indexed=member.indexed,
+        clusters = self._clusters
+        canonical = clusters.canonical[entry]
+        store.put(
+            StoreRecord(
+                entry=entry,
+                scope=member.scope,
+                identity=member.identity,
+                url=member.url,
+                fingerprint=member.fingerprint,
+                exact=member.exact,
+                outcome=str(member.outcome),
+                canonical=canonical if canonical >= 0 else None,
+                distance=clusters.distance[entry] if canonical >= 0 else None,
+                indexed=clusters.indexed[entry],
+                previous=member.previous_fingerprint,
+                referer=member.referer,
+                depth=member.depth,
+                text=member.text,
+                first_seen=member.first_seen,
+                last_seen=member.last_seen,
+            )
         )
-        now = time.monotonic()
-        if now - self._last_flush >= self.config.flush_interval:
-            self._last_flush = now
-            store.flush()
+        wait = self.config.flush_interval - (time.monotonic() - self._last_flush)
+        if wait <= 0:
+            self._flush()
+        elif self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # driven without an event loop (tests, scripts): flushed at the next check
+                return
+            self._timer = loop.call_later(wait, self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        self._timer = None
+        try:
+            self._flush()
+        except BackendError as exc:
+            logger.error("simhash: %s", exc)
+
+    def _flush(self) -> None:
+        self._last_flush = time.monotonic()
+        if self.store is None or self.store.closed:
+            return
+        try:
+            self.store.flush()
+        except (OSError, sqlite3.Error) as exc:
+            raise BackendError(f"cannot write the simhash store {self.path}: {exc}") from exc
+
+    async def save_extra(self, name: str, data: bytes) -> None:
+        await super().save_extra(name, data)
+        if self.store is not None and not self.store.closed:
+            try:
+                self.store.save_extra(name, data)
+            except (OSError, sqlite3.Error) as exc:
+                raise BackendError(f"cannot write the simhash store {self.path}: {exc}") from exc
 
     def _flush_at_exit(self) -> None:
         if self.store is not None and not self.store.closed:
             try:
                 self.store.flush()
-            except (OSError, ValueError):  # pragma: no cover - best effort at interpreter exit
+            except (OSError, ValueError, sqlite3.Error):  # pragma: no cover - best effort at interpreter exit
                 pass
 
     async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self.store is not None:
             atexit.unregister(self._flush_at_exit)
-            self.store.close()
+            try:
+                self.store.close()
+            except (OSError, sqlite3.Error) as exc:
+                raise BackendError(f"cannot write the simhash store {self.path}: {exc}") from exc
             logger.info("simhash: %d pages in %s", self.store.count, self.path)

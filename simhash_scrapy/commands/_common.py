@@ -20,6 +20,7 @@ __all__ = [
     "load_config",
     "output_format",
     "write_clusters",
+    "activation_problem",
     "Progress",
 ]
 
@@ -81,23 +82,94 @@ def output_format(explicit: str | None, output: str | None, default: str = "json
 
 
 def write_clusters(
-    clusters: list[dict[str, Any]], fmt: str, output: str | None, summary: Mapping[str, Any], stdout: TextIO
+    clusters: list[dict[str, Any]],
+    fmt: str,
+    output: str | None,
+    summary: Mapping[str, Any],
+    stdout: TextIO,
+    changes: list[dict[str, Any]] | None = None,
 ) -> str:
-    """Write the report (``-`` or ``None``: standard output); returns where it went."""
-    from ..core.report import render_report, write_report
+    """Write the report (``-`` or ``None``: standard output); returns where it went.
 
+    A CSV report's changed pages go to ``<name>.changed.csv`` beside it; on
+    standard output a CSV holds the clusters only (the return value says so).
+    """
+    from ..core.report import changes_path, render_report, write_report
+
+    changes = changes or []
     if output is None or output == "-":
-        stdout.write(render_report(clusters, fmt, summary))
+        stdout.write(render_report(clusters, fmt, summary, changes=changes))
         stdout.flush()
+        if fmt == "csv" and changes:
+            return "standard output (clusters only: the changed pages need --output FILE.csv or --format jsonl)"
         return "standard output"
     target = Path(output)
     if target.is_dir():
         raise CommandError(f"--output {output} is a folder; give a file name such as {output}/clusters.{fmt}")
     try:
-        written = write_report(target, clusters, fmt, summary)
+        written = write_report(target, clusters, fmt, summary, changes=changes)
     except OSError as exc:
         raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+    if fmt == "csv" and changes:
+        return f"{written} (changed pages: {changes_path(written)})"
     return str(written)
+
+
+def _enabled_components(settings: Any, name: str) -> set[type]:
+    """The classes a component dict setting (``ADDONS``, ``DOWNLOADER_MIDDLEWARES``, ...) enables."""
+    from scrapy.utils.misc import load_object
+
+    try:
+        components = settings.getwithbase(name) if name != "ADDONS" else settings.getdict("ADDONS")
+    except (AttributeError, TypeError, ValueError):
+        return set()
+    enabled = set()
+    for key, priority in dict(components).items():
+        if priority is None or (isinstance(key, str) and key.startswith("scrapy.")):
+            continue  # disabled, or one of Scrapy's own (not imported for nothing)
+        try:
+            enabled.add(key if isinstance(key, type) else load_object(key))
+        except (ImportError, NameError, ValueError, AttributeError):
+            continue
+    return enabled
+
+
+def activation_problem(settings: Any) -> str | None:
+    """Why ``scrapy crawl`` in this project runs without simhash-scrapy although settings.py configures it.
+
+    A project whose settings.py sets ``SIMHASH_*`` values but enables neither
+    the add-on nor the middleware or pipeline is half-configured: Scrapy then
+    loads nothing of ours during a crawl, so only these commands can say so.
+    The usual cause: a line ``ADDONS = {"simhash_scrapy.Addon": 0}`` added
+    *above* the ``ADDONS = {}`` that ``scrapy startproject`` writes, which
+    replaces it.  ``None`` when the plugin is enabled, turned off on purpose
+    (``SIMHASH_ENABLED = False``) or not configured at all.
+    """
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    from ..addon import Addon
+    from ..middleware import SimhashMiddleware
+    from ..pipeline import SimhashPipeline
+
+    project = SETTINGS_PRIORITIES["project"]
+    try:
+        configured = sorted(n for n in settings if n.startswith("SIMHASH_") and settings.getpriority(n) == project)
+    except (AttributeError, TypeError):
+        return None  # not a Scrapy Settings object
+    if not configured or not settings.getbool("SIMHASH_ENABLED", True):
+        return None
+    if Addon in _enabled_components(settings, "ADDONS"):
+        return None
+    if SimhashMiddleware in _enabled_components(settings, "DOWNLOADER_MIDDLEWARES"):
+        return None
+    if SimhashPipeline in _enabled_components(settings, "ITEM_PIPELINES"):
+        return None
+    shown = ", ".join(configured[:3]) + (", ..." if len(configured) > 3 else "")
+    return (
+        f"this project's settings set {shown} but do not enable simhash-scrapy, so `scrapy crawl` runs without it: "
+        'put "simhash_scrapy.Addon": 0 into the ADDONS dict of settings.py (scrapy startproject writes '
+        "ADDONS = {} there; a second ADDONS line replaces the first)"
+    )
 
 
 def _duration(seconds: float) -> str:

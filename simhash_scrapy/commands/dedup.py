@@ -431,7 +431,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
             texts[position] = text
         progress.finish()
 
-    from ..core.report import build_clusters, report_summary
+    from ..core.report import build_clusters, describe_report, report_summary
 
     members = []
     canonical_list = canonical.tolist()
@@ -450,7 +450,6 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
             }
         )
     clusters = build_clusters(members, include_text=with_text)
-    near = int((canonical >= 0).sum())
     summary = report_summary(
         [{"url": urls[i], "canonical_url": None if c < 0 else urls[c]} for i, c in enumerate(canonical_list)],
         clusters,
@@ -467,7 +466,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     field_text = f", field {field!r}" if field else ""
     lines = [
         f"dedup: {read:,} pages read{field_text}, {len(kept):,} fingerprinted, {sum(skipped.values()):,} skipped{skipped_text}",
-        f"dedup: {len(kept) - near:,} unique, {near:,} near-duplicates in {len(clusters):,} clusters "
+        f"dedup: {describe_report(summary)} "
         f"(SIMHASH_MAX_DISTANCE={config.max_distance}, text mode {config.text_mode})",
         f"dedup: {elapsed:.1f} s ({len(kept) / max(fingerprint_seconds, 1e-9):,.0f} pages/s fingerprinting with "
         f"{1 if inline else jobs} process{'es' if not inline and jobs > 1 else ''}, all-pairs search {cluster_seconds:.2f} s); "

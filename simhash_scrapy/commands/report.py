@@ -4,7 +4,8 @@ Sources:
 
 * a store written by a crawl with ``JOBDIR`` or ``SIMHASH_DIR`` (the folder,
   searched two levels deep for store files, or the store file itself), read
-  with ``simhash_scrapy.store.read_store``;
+  and checked with ``simhash_scrapy.core.store.read_store`` (a corrupt store
+  is an error naming the file and the record);
 * a Redis key (``--redis URL --key PREFIX``, or ``--spider NAME`` to expand
   ``SIMHASH_REDIS_KEY``), read with the Redis backend's read-only ``attach``
   and ``members`` (a crawl keeps its key only with ``SIMHASH_REDIS_PERSIST``).
@@ -20,21 +21,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from ._common import EXIT_USAGE, CommandError, output_format, write_clusters
 
 __all__ = ["run_report", "find_store_files", "store_members"]
 
-_STORE_MAGIC = b"SIMHSTOR"
-
 
 def _is_store(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(_STORE_MAGIC)) == _STORE_MAGIC
-    except OSError:
-        return False
+    from ..core.store import is_store_file
+
+    return is_store_file(path)
 
 
 def find_store_files(folder: Path, depth: int = 2) -> list[Path]:
@@ -57,30 +53,11 @@ def find_store_files(folder: Path, depth: int = 2) -> list[Path]:
     return found
 
 
-def store_members(contents: Any) -> list[dict[str, Any]]:
-    """The members of ``contents`` (a ``StoreContents``) that belong to a cluster, in record order."""
-    canonical = contents.canonical
-    in_cluster = np.zeros(len(contents), dtype=bool)
-    in_cluster[canonical[canonical >= 0]] = True
-    in_cluster[canonical >= 0] = True
-    rows = np.flatnonzero(in_cluster).tolist()
-    members = []
-    for row in rows:
-        c = int(canonical[row])
-        depth = int(contents.depth[row])
-        members.append(
-            {
-                "url": contents.url(row),
-                "fingerprint": int(contents.fingerprints[row]),
-                "scope": contents.scope(row),
-                "canonical_url": None if c < 0 else contents.url(c),
-                "distance": None if c < 0 else int(contents.distance[row]),
-                "referer": contents.referer(row),
-                "depth": None if depth < 0 else depth,
-                "text": contents.text(row),
-            }
-        )
-    return members
+def store_members(contents: Any) -> list[Any]:
+    """Every record of ``contents`` (a checked ``StoreContents``) as ``ClusterMember`` objects, in entry order."""
+    from ..backends.persistent import members_of
+
+    return members_of(contents)
 
 
 def _settings_store(settings: Any, spider: str | None) -> str:
@@ -129,6 +106,7 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
+    members = store_members(contents)
     near = int((contents.canonical >= 0).sum())
     summary: dict[str, Any] = {
         "pages": len(contents),
@@ -136,12 +114,14 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
         "unique": len(contents) - near,
         "source": str(path),
     }
-    summary["rules_blob"] = _store_rules(path)
+    for outcome in ("unchanged", "changed"):
+        summary[outcome] = sum(1 for o in contents.outcomes if o == outcome)
+    summary["rules_blob"] = _store_rules(contents)
     if contents.config is not None:
         summary["max_distance"] = contents.config.max_distance
         summary["features"] = contents.config.features
         summary["text mode"] = contents.config.text_mode
-    return store_members(contents), summary
+    return members, summary
 
 
 def _rules(data: bytes | None, settings: Any) -> list[dict[str, Any]]:
@@ -161,14 +141,11 @@ def _rules(data: bytes | None, settings: Any) -> list[dict[str, Any]]:
     return learner.report()
 
 
-def _store_rules(path: Path) -> bytes | None:
-    """The URL rules saved beside a store (``<store>.url_rules``), if any."""
+def _store_rules(contents: Any) -> bytes | None:
+    """The URL rules a crawl saved in its store (the backend's extras), if any."""
     from ..core import defaults
 
-    try:
-        return path.with_name(f"{path.name}.{defaults.URL_RULES_EXTRA}").read_bytes()
-    except OSError:
-        return None
+    return contents.extra.get(defaults.URL_RULES_EXTRA)
 
 
 def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -216,41 +193,40 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
             f"Redis at {redis_settings.describe()} has no simhash data under {backend.prefix!r} "
             f"(a crawl keeps it only with SIMHASH_REDIS_PERSIST = True)"
         )
-    near = sum(1 for m in members if m.canonical_url is not None)
-    summary = {
-        "pages": len(members),
-        "near_duplicates": near,
-        "unique": len(members) - near,
-        "source": f"{redis_settings.describe()} key {backend.prefix}",
-        "rules_blob": rules,
-    }
-    return members, summary
+    # Every recorded page: run_report counts them (report_summary).
+    return members, {"source": f"{redis_settings.describe()} key {backend.prefix}", "rules_blob": rules}
 
 
 def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
-    from ..core.report import build_clusters
+    from ..core.report import build_changes, build_clusters, describe_report, report_summary
 
     stdout = stdout or sys.stdout
     fmt = output_format(opts.format, opts.output)
     if opts.redis is not None and opts.input:
         raise CommandError("give either a STORE or --redis, not both", EXIT_USAGE)
     if opts.redis is not None:
-        members, summary = _from_redis(opts.redis, opts.key, opts.spider, settings)
+        members, found = _from_redis(opts.redis, opts.key, opts.spider, settings)
     else:
-        members, summary = _from_store(opts.input or _settings_store(settings, opts.spider), opts.spider)
-    rules = _rules(summary.pop("rules_blob", None), settings)
+        members, found = _from_store(opts.input or _settings_store(settings, opts.spider), opts.spider)
+    rules = _rules(found.pop("rules_blob", None), settings)
     if rules:
-        summary["rules"] = rules
+        found["rules"] = rules
     with_text = fmt == "html" and not opts.no_texts
     clusters = build_clusters(members, include_text=with_text)
-    summary["clusters"] = len(clusters)
-    summary["title"] = "Near-duplicate clusters"
-    summary["generated"] = datetime.now(tz=timezone.utc).replace(microsecond=0).isoformat()
-    where = write_clusters(clusters, fmt, opts.output, summary, stdout)
-    sys.stderr.write(
-        f"report: {summary['pages']:,} pages, {summary['near_duplicates']:,} near-duplicates in "
-        f"{len(clusters):,} clusters from {summary['source']}; {fmt} written to {where}\n"
+    changes = build_changes(members)
+    summary = report_summary(
+        members,
+        clusters,
+        title="Near-duplicate clusters",
+        max_distance=found.get("max_distance"),
+        source=found["source"],
+        generated=datetime.now(tz=timezone.utc),
     )
+    # A source that does not list every page (a store lists clustered and changed
+    # pages only) gives its own page counts; the rest comes from report_summary.
+    summary.update(found)
+    where = write_clusters(clusters, fmt, opts.output, summary, stdout, changes=changes)
+    sys.stderr.write(f"report: {summary['source']} has {describe_report(summary)}; {fmt} written to {where}\n")
     if rules:
         trusted = sum(1 for rule in rules if rule["trusted"])
         sys.stderr.write(f"report: {len(rules)} learned URL rules ({trusted} trusted)"

@@ -14,7 +14,7 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from ._common import EXIT_INTERRUPTED, EXIT_USAGE, CommandError
+from ._common import EXIT_INTERRUPTED, EXIT_USAGE, CommandError, activation_problem
 
 __all__ = ["Command"]
 
@@ -202,6 +202,9 @@ class Command(ScrapyCommand):
             raise UsageError("choose a sub-command: compare, report or dedup (scrapy simhash <sub-command> -h)")
         if args:
             raise UsageError(f"{name}: unrecognized arguments: {' '.join(args)}", print_help=False)
+        problem = activation_problem(self.settings)
+        if problem:
+            sys.stderr.write(f"scrapy simhash {name}: warning: {problem}\n")
         try:
             self.exitcode = self._dispatch(name, opts)
         except CommandError as exc:

@@ -31,7 +31,7 @@ a site N times keeps one entry per URL.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,6 +217,28 @@ class Clusterer:
         if indexed is not None:
             self._pending.append((scope, entry))
         return entry
+
+    def restore_many(
+        self,
+        scopes: Sequence[str],
+        identities: Sequence[str],
+        fingerprints: list[int],
+        exact: list[bool],
+        canonical: list[int],
+        distance: list[int],
+        indexed: list[int | None],
+    ) -> None:
+        """``restore`` for many entries at once (sequences in entry order); ``ValueError`` if two share an identity."""
+        start = len(self.fingerprint)
+        self.fingerprint.extend(fingerprints)
+        self.exact.extend(exact)
+        self.canonical.extend(canonical)
+        self.distance.extend(distance)
+        self.indexed.extend(indexed)
+        self._identities.update(zip(zip(scopes, identities), range(start, start + len(fingerprints))))
+        if len(self._identities) != len(self.fingerprint):
+            raise ValueError("two entries have the same (scope, identity)")
+        self._pending.extend((scopes[i], start + i) for i, fp in enumerate(indexed) if fp is not None)
 
     def restore_indexes(self) -> None:
         """Index the canonical entries given to ``restore`` (one bulk add per scope)."""

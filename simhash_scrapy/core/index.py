@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _native, defaults
+from .files import atomic_write
 from .fingerprint import check_fingerprint
 
 __all__ = ["BlockPermutedIndex", "Match", "block_widths", "IndexFormatError", "MAX_TABLES"]
@@ -560,13 +561,10 @@ class BlockPermutedIndex:
         header += bytes(self.widths)
         payload = self._fps[:n].astype("<u8").tobytes() + key_bytes
         checksum = struct.pack("<I", zlib.crc32(payload, zlib.crc32(header)))
-        target = Path(path)
-        partial = target.with_name(target.name + ".partial")
-        with open(partial, "wb") as handle:
+        with atomic_write(path) as handle:  # never leave a half-written index under the real name
             handle.write(header)
             handle.write(payload)
             handle.write(checksum)
-        partial.replace(target)  # never leave a half-written index under the real name
 
     @classmethod
     def load(

@@ -1,7 +1,7 @@
-"""Cluster reports: which pages are near-duplicates of which, written when the spider closes.
+"""Cluster reports: which pages are near-duplicates of which, and which changed since the last crawl.
 
 A *cluster* is a canonical page and every page recorded as its near-duplicate
-(each member is within ``SIMHASH_MAX_DISTANCE`` of the canonical page).  The
+(each member is within the maximum distance k of the canonical page).  The
 canonical page is the first page of the cluster that was crawled; it comes
 first in ``members``.  Only clusters of two or more pages are reported.
 
@@ -11,15 +11,31 @@ first in ``members``.  Only clusters of two or more pages are reported.
      "members": [{"url": "https://…/a", "fingerprint": "0f3a…", "distance": 0,
                   "referer": None, "depth": 0}, …]}
 
-Formats: ``jsonl`` (one cluster per line), ``csv`` (one member per row) and
-``html`` (``simhash_scrapy.core.html_report.render_html``).
+``build_changes(members)`` lists the pages of a re-crawl whose latest check
+was ``changed`` (crawled before, and their content moved more than k)::
 
-The report path is feed-style: ``%(name)s`` (spider name), ``%(time)s``
-(UTC start time, ``:`` replaced by ``-``) and any other spider attribute
-expand.  Expanded values cannot add folders (``/`` and ``\\`` become ``_``,
-``.``/``..`` become ``_``), and the final path must lie inside the folder the
-URI names before its first placeholder, so a report is never written
-outside it.
+    {"url": "https://…/b", "scope": "myspider", "fingerprint": "77a0…",
+     "previous_fingerprint": "37a0…", "distance": 9}
+
+(``distance`` is ``None`` for a short page matched by its exact digest, or a
+page that switched between the exact and the simhash kind.)
+
+Formats (``render_report`` / ``write_report``):
+
+* ``jsonl``: one JSON object per line; ``"type": "cluster"`` lines (the
+  dicts above) first, then one ``"type": "changed"`` line per changed page.
+  Readers of older reports: a line without ``type`` is a cluster.
+* ``csv``: one row per cluster member (``CSV_COLUMNS``); the changed pages go
+  to a second CSV file beside it, ``<name>.changed.csv`` (``CHANGED_COLUMNS``),
+  written only when a page changed (a first crawl has none); a report written
+  without changed pages removes that file if an earlier run left one, so it
+  never describes another run.
+* ``html``: ``simhash_scrapy.core.html_report.render_html`` (a section lists
+  the changed pages).
+
+Where the report goes: ``core.report_path``.  Messages name the arguments
+(``report_format``); the Scrapy glue passes its setting names instead
+(``name=``).
 """
 
 from __future__ import annotations
@@ -28,32 +44,35 @@ import csv
 import io
 import json
 import os
-import re
-import tempfile
-from collections.abc import Callable, Iterable, Mapping
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
+from .files import write_atomic
 from .fingerprint import hamming_distance
 
 __all__ = [
     "build_clusters",
-    "expand_report_path",
-    "report_params",
+    "build_changes",
+    "count_clusters",
+    "report_summary",
+    "describe_report",
+    "changes_path",
     "render_report",
+    "render_changes_csv",
     "write_report",
     "check_format_available",
     "CSV_COLUMNS",
+    "CHANGED_COLUMNS",
 ]
 
 #: CSV columns, one row per cluster member.
 CSV_COLUMNS = ("cluster_id", "cluster_size", "scope", "canonical", "url", "fingerprint", "distance", "referer", "depth")
+#: Columns of the changed-pages CSV (``<name>.changed.csv``), one row per changed page.
+CHANGED_COLUMNS = ("scope", "url", "previous_fingerprint", "fingerprint", "distance")
 
-# Printf-style placeholders as feed URIs use them (``%(name)s``); any other ``%`` is literal.
-_PLACEHOLDER = re.compile(r"%\(([^)]+)\)[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[diouxXeEfFgGcrsa]")
 
 
 # --------------------------------------------------------------------- clusters
@@ -120,6 +139,32 @@ def build_clusters(members: Iterable[Any], include_text: bool = True) -> list[di
     return clusters
 
 
+def build_changes(members: Iterable[Any]) -> list[dict[str, Any]]:
+    """The pages whose latest check was ``changed``, in crawl order (see the module docstring).
+
+    Pages only: a changed item (scope ``item:…``) is not listed.
+    """
+    changes = []
+    for member in members:
+        if str(_get(member, "outcome") or "") != "changed" or (_get(member, "scope") or "").startswith("item:"):
+            continue
+        fp = int(_get(member, "fingerprint"))
+        previous = _get(member, "previous_fingerprint")
+        distance = None
+        if previous is not None and not _get(member, "exact"):
+            distance = hamming_distance(fp, int(previous))
+        changes.append(
+            {
+                "url": _get(member, "url"),
+                "scope": _get(member, "scope") or "",
+                "fingerprint": f"{fp:016x}",
+                "previous_fingerprint": None if previous is None else f"{int(previous):016x}",
+                "distance": distance,
+            }
+        )
+    return changes
+
+
 def count_clusters(members: Iterable[Any]) -> int:
     """Number of clusters of two or more pages (the same count ``build_clusters`` gives)."""
     sizes = Counter(
@@ -133,7 +178,7 @@ def report_summary(
     members: Iterable[Any],
     clusters: list[dict[str, Any]],
     title: str,
-    max_distance: int,
+    max_distance: int | None,
     source: str,
     generated: datetime | None = None,
 ) -> dict[str, Any]:
@@ -142,6 +187,7 @@ def report_summary(
     The one place it is computed: the crawl, ``scrapy simhash report`` and
     ``scrapy simhash dedup`` all call this.
     """
+    # Items (scope "item:…") are not pages; nor are they listed as changed.
     pages = [m for m in members if not (_get(m, "scope") or "").startswith("item:")]
     duplicates = sum(1 for m in pages if _get(m, "canonical_url") is not None)
     outcomes = Counter(str(_get(m, "outcome") or "") for m in pages)
@@ -159,26 +205,65 @@ def report_summary(
     }
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
+def describe_report(summary: Mapping[str, Any]) -> str:
+    """One line for logs and commands, from ``report_summary``'s counts.
+
+    "12 pages: 10 unique, 2 near-duplicates in 1 cluster; since the last crawl: 3 changed, 7 unchanged"
+    (the last part only when a re-crawl found any).
+    """
+    count = {key: int(summary.get(key) or 0) for key in ("pages", "unique", "near_duplicates", "clusters", "changed", "unchanged")}
+    line = (
+        f"{_plural(count['pages'], 'page')}: {count['unique']:,} unique, "
+        f"{_plural(count['near_duplicates'], 'near-duplicate')} in {_plural(count['clusters'], 'cluster')}"
+    )
+    if count["changed"] or count["unchanged"]:
+        line += f"; since the last crawl: {count['changed']:,} changed, {count['unchanged']:,} unchanged"
+    return line
+
+
 # -------------------------------------------------------------------- rendering
-def check_format_available(report_format: str) -> None:
-    """Raise ``ValueError`` naming ``SIMHASH_REPORT_FORMAT`` if ``report_format`` cannot be written here."""
+def check_format_available(report_format: str, *, name: str = "report_format") -> None:
+    """Raise ``ValueError`` (naming ``name``) if ``report_format`` cannot be written here."""
     if report_format != "html":
         return
     try:
         from .html_report import render_html  # noqa: F401
     except ImportError as exc:
         raise ValueError(
-            "SIMHASH_REPORT_FORMAT='html' needs simhash_scrapy.core.html_report.render_html, which cannot be "
+            f"{name}='html' needs simhash_scrapy.core.html_report.render_html, which cannot be "
             f"imported ({exc}); use 'jsonl' or 'csv'"
         ) from exc
 
 
-def _jsonl(clusters: list[dict[str, Any]]) -> str:
+def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]]) -> str:
     lines = []
     for cluster in clusters:
         members = [{k: v for k, v in m.items() if k != "text"} for m in cluster["members"]]
-        lines.append(json.dumps({**cluster, "members": members}, ensure_ascii=False))
+        lines.append(json.dumps({"type": "cluster", **cluster, "members": members}, ensure_ascii=False))
+    for change in changes:
+        lines.append(json.dumps({"type": "changed", **change}, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
+
+
+def _changes_csv(changes: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CHANGED_COLUMNS)
+    for change in changes:
+        writer.writerow(["" if change[column] is None else change[column] for column in CHANGED_COLUMNS])
+    return out.getvalue()
+
+
+def changes_path(path: str | os.PathLike[str]) -> Path:
+    """Where a CSV report's changed pages go: ``clusters.csv`` -> ``clusters.changed.csv``."""
+    target = Path(path)
+    suffix = target.suffix if target.suffix.lower() == ".csv" else ""
+    stem = target.name[: len(target.name) - len(suffix)] if suffix else target.name
+    return target.with_name(f"{stem}.changed{suffix or '.csv'}")
 
 
 def _csv(clusters: list[dict[str, Any]]) -> str:
@@ -203,19 +288,35 @@ def _csv(clusters: list[dict[str, Any]]) -> str:
     return out.getvalue()
 
 
-def render_report(clusters: list[dict[str, Any]], report_format: str, summary: Mapping[str, Any] | None = None) -> str:
-    """The report document for ``clusters`` in ``report_format`` (``jsonl``, ``csv`` or ``html``)."""
+def render_report(
+    clusters: list[dict[str, Any]],
+    report_format: str,
+    summary: Mapping[str, Any] | None = None,
+    *,
+    changes: Iterable[dict[str, Any]] = (),
+) -> str:
+    """The report document for ``clusters`` in ``report_format`` (``jsonl``, ``csv`` or ``html``).
+
+    ``changes`` (``build_changes``) are part of the JSON Lines and HTML
+    documents; a CSV document holds the clusters only (``render_changes_csv``).
+    """
+    changes = list(changes)
     if report_format == "jsonl":
         from .urlrules import rules_jsonl
 
-        return _jsonl(clusters) + rules_jsonl((summary or {}).get("rules"))
+        return _jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules"))
     if report_format == "csv":
         return _csv(clusters)
     if report_format == "html":
         from .html_report import render_html
 
-        return render_html(clusters, dict(summary or {}))
-    raise ValueError(f"SIMHASH_REPORT_FORMAT must be one of 'jsonl', 'csv', 'html', got {report_format!r}")
+        return render_html(clusters, dict(summary or {}), changes=changes)
+    raise ValueError(f"report_format must be one of 'jsonl', 'csv', 'html', got {report_format!r}")
+
+
+def render_changes_csv(changes: Iterable[dict[str, Any]]) -> str:
+    """The changed-pages CSV document (``CHANGED_COLUMNS``) that goes beside a CSV report."""
+    return _changes_csv(list(changes))
 
 
 def write_report(
@@ -223,108 +324,18 @@ def write_report(
     clusters: list[dict[str, Any]],
     report_format: str,
     summary: Mapping[str, Any] | None = None,
+    *,
+    changes: Iterable[dict[str, Any]] = (),
 ) -> Path:
-    """Write the report atomically (a temporary file in the same folder, then a rename)."""
+    """Write the report atomically (``core.files``); a CSV report's changed pages go to ``changes_path(path)``."""
     target = Path(path)
-    document = render_report(clusters, report_format, summary)
+    changes = list(changes)
+    document = render_report(clusters, report_format, summary, changes=changes)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        # mkstemp creates 0600; a report is an ordinary file (0666 less the umask).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(document)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target
-
-
-# ------------------------------------------------------------------------ paths
-def report_params(spider: Any, now: datetime | None = None) -> Callable[[str], Any]:
-    """A lookup for feed-style placeholders: ``name``, ``time`` and the spider's attributes."""
-    now = now or datetime.now(tz=timezone.utc)
-    fixed = {
-        "name": getattr(spider, "name", None),
-        "time": now.replace(microsecond=0).isoformat().replace(":", "-"),
-    }
-
-    def lookup(key: str) -> Any:
-        if key in fixed and fixed[key] is not None:
-            return fixed[key]
-        try:
-            return getattr(spider, key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    return lookup
-
-
-def _safe_value(value: str) -> str:
-    value = value.replace("\x00", "")
-    for sep in {"/", "\\", os.sep, os.altsep or "/"}:
-        value = value.replace(sep, "_")
-    if value in ("", ".", ".."):
-        value = "_"
-    return value
-
-
-def _template_path(uri: str) -> str:
-    parsed = urlparse(uri)
-    if parsed.scheme.lower() == "file":
-        # file:///abs/path or file://localhost/abs/path; percent-escapes are decoded
-        # but a placeholder's "%(" is kept (unquote leaves "%(" alone).
-        return unquote(parsed.path)
-    return uri
-
-
-def expand_report_path(uri: str, params: Callable[[str], Any] | Mapping[str, Any], cwd: str | os.PathLike[str] | None = None) -> Path:
-    """The report file for ``uri`` (``SIMHASH_REPORT_URI``), its placeholders expanded.
-
-    Raises ``ValueError`` naming ``SIMHASH_REPORT_URI`` for an unknown
-    placeholder or a path that would leave the folder the URI names.
-    """
-    lookup = params if callable(params) else params.__getitem__
-    template = _template_path(uri)
-    parts: list[str] = []
-    last = 0
-    first_placeholder: int | None = None
-    for match in _PLACEHOLDER.finditer(template):
-        if first_placeholder is None:
-            first_placeholder = match.start()
-        key = match.group(1)
-        try:
-            value = lookup(key)
-        except KeyError:
-            raise ValueError(
-                f"SIMHASH_REPORT_URI={uri!r} uses %({key})s, but the spider has no attribute {key!r} "
-                f"(placeholders: %(name)s, %(time)s or a spider attribute)"
-            ) from None
-        try:
-            text = match.group(0) % {key: value}
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"SIMHASH_REPORT_URI={uri!r}: cannot format {match.group(0)} with {value!r}: {exc}") from None
-        parts.append(template[last : match.start()])
-        parts.append(_safe_value(text))
-        last = match.end()
-    parts.append(template[last:])
-    expanded = "".join(parts)
-
-    static = template if first_placeholder is None else template[:first_placeholder]
-    cut = max(static.rfind("/"), static.rfind("\\"), static.rfind(os.sep))
-    base_text = static[: cut + 1] if cut >= 0 else ""
-    root = Path(cwd) if cwd is not None else Path.cwd()
-    base = (root / base_text).resolve() if base_text else root.resolve()
-    target = (root / expanded).resolve()
-    if target == base or base not in target.parents:
-        raise ValueError(
-            f"SIMHASH_REPORT_URI={uri!r} expands to {expanded!r}, which is not a file inside {str(base)!r}; "
-            f"the report must stay in the folder the URI names"
-        )
+    if report_format == "csv":
+        if changes:
+            write_atomic(changes_path(target), _changes_csv(changes))
+        else:
+            changes_path(target).unlink(missing_ok=True)  # left by an earlier run: it would describe that run
+    write_atomic(target, document)
     return target

@@ -1,121 +1,128 @@
-"""Append-only binary store of fingerprinted pages (no Scrapy import).
+"""The persistent store: one SQLite file per job or spider (no Scrapy import).
 
-One file per job (``JOBDIR``) or per spider (``SIMHASH_DIR``), in the spirit
-of Scrapy 2.19's ``requests.seen``: a page is one buffered ``write`` of one
-length-prefixed record; loading reads the file once and decodes the
-fixed-size part of every record with numpy.
+A store is a plain SQLite 3 database (stdlib ``sqlite3``, WAL journal), so
+its crash safety is SQLite's and any SQL tool can read a crawl's record::
 
-File layout (all integers little-endian)::
+    sqlite3 .scrapy/simhash/myspider.store \\
+      "SELECT url, outcome, printf('%016x', fingerprint) FROM pages WHERE outcome = 'changed'"
 
-    header
-      8s   magic  b"SIMHSTOR"
-      u16  format version (1)
-      u16  header length in bytes (everything up to and including the CRC)
-      u8   k (SIMHASH_MAX_DISTANCE)
-      u8   B, number of blocks (SIMHASH_BLOCKS)
-      B x u8   block widths in bits, most significant block first
-      u8 + bytes   feature configuration signature (FeatureConfig.signature())
-      u8 + bytes   text mode (visible text or main content)
-      u32  CRC-32 of the header bytes before it
-    records, one per fingerprinted page
-      u32  length of the rest of the record
-      u32  CRC-32 of the bytes after this field
-      u64  fingerprint
-      u32  canonical: record number of the canonical page (0xFFFFFFFF: none,
-           the page is unique)
-      u8   distance to the canonical page (0xFF: none)
-      u8   flags: 1 indexed (a canonical page), 2 depth known,
-           4 referer known, 8 text stored
-      u16  length of the scope (UTF-8 bytes)
-      i32  depth
-      u32  crawl time, Unix seconds
-      u32  length of the URL
-      u32  length of the referer
-      u32  length of the text
-      URL, scope, referer, text (UTF-8)
+Tables (format version 2, ``PRAGMA user_version``; ``PRAGMA application_id``
+is ``0x53484D53``, "SHMS"):
 
-Record numbers count from 0 in file order.  A record is written complete in
-one call, so after a crash only the last record can be torn: loading stops
-there with a warning, and opening the file for appending cuts the torn tail
-off first, so new records never follow garbage.
+``simhash_meta (key, value)``
+    the settings the fingerprints depend on (``max_distance``, ``blocks``,
+    ``block_widths``, ``features``, ``text_mode``), the number of pages
+    (``pages``) and ``checksum`` (CRC-32 of the other rows).  A store written
+    with other settings is refused with an error naming the setting.
+``pages``
+    **one row per (scope, identity)**, its latest version: ``entry`` (first-
+    check order, 0..n-1), ``scope``, ``identity``, ``url``, ``fingerprint``
+    (signed 64-bit: ``printf('%016x', fingerprint)`` shows the usual hex),
+    ``exact`` (short page matched by digest), ``outcome`` of the latest check
+    (unique / near_duplicate / unchanged / changed), ``canonical`` (entry of
+    the canonical page of its cluster, NULL if none), ``distance``,
+    ``indexed`` (the fingerprint in the index, canonical pages only),
+    ``previous`` (fingerprint before the latest check), ``referer``,
+    ``depth``, ``text`` (HTML reports only), ``first_seen``, ``last_seen``
+    (Unix time) and ``checksum``.
+``extra (name, data, checksum)``
+    named blobs of the backend (``load_extra`` / ``save_extra``).
 
-Finding where each record starts is the one sequential step of a load.  So
-that a resumed crawl does not walk a million records one by one, a clean
-close also writes ``<name>.offsets`` (magic, count, CRC-32, then the u32
-length field of every record).  It is only a hint: a load uses it after
-checking, vectorised, that every cached length is the length field found at
-the offset it implies, and walks only the records appended after it (all of
-them if the file is missing, stale or corrupt).
+**Nothing unreadable is destroyed, nothing bad is accepted.**  SQLite has no
+per-value checksum (a flipped bit inside a URL would be read back as
+another URL), so every row carries a 64-bit checksum over all its fields,
+verified for every row at load, with ``PRAGMA quick_check`` for the b-tree
+structure, the column types, the value ranges and the page count.  Any
+failure is a ``StoreError`` naming the file (and the record when one is to
+blame); the file is left as it is.  A torn last transaction (``kill -9``,
+power loss) is rolled back by SQLite itself: the store loads as of the last
+commit.  Pages reach the OS in one transaction per flush interval (see
+``PageStore.flush``), so a ``kill -9`` loses at most the pages checked since
+the last commit.  SQLite would also silently stop replaying a WAL at a damaged
+frame, dropping committed pages after it; ``store_wal.check_wal`` reads the WAL
+first and refuses such a store (a torn *last* transaction is dropped with a
+warning naming the file).
+
+Modules: this one (the file: schema, header, opening, locking, writing),
+``store_rows`` (checksums, row encoding, the checked load) and ``store_wal``.
+It is ~500 lines because opening a store is one sequence of checks (lock,
+WAL, SQLite, quick_check, header, settings, rows) that reads best in one place.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import struct
+import sqlite3
 import sys
-import time
 import zlib
-from array import array
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import BinaryIO
-
-import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from typing import Any
 
 from .index import block_widths
+from .store_rows import (
+    INSERT,
+    OUTCOMES,
+    RESET_HINT,
+    StoreContents,
+    StoreError,
+    StoreRecord,
+    blob_checksum,
+    clean_text,
+    encode_rows,
+    fail,
+    load_extra,
+    load_rows,
+)
+from .store_wal import check_wal
 
 __all__ = [
+    "APPLICATION_ID",
     "FORMAT_VERSION",
-    "NO_CANONICAL",
+    "OUTCOMES",
     "PageStore",
     "StoreConfig",
     "StoreConfigError",
     "StoreContents",
     "StoreError",
+    "StoreRecord",
+    "check_wal",
+    "is_store_file",
     "read_store",
 ]
 
 logger = logging.getLogger(__name__)
 
-MAGIC = b"SIMHSTOR"
-FORMAT_VERSION = 1
-NO_CANONICAL = 0xFFFFFFFF
-NO_DISTANCE = 0xFF
-
-FLAG_INDEXED = 1
-FLAG_DEPTH = 2
-FLAG_REFERER = 4
-FLAG_TEXT = 8
-
-_HEAD = struct.Struct("<8sHHBB")  # magic, version, header length, k, B
-_PREFIX = struct.Struct("<II")  # record length (after this u32), CRC-32
-# Everything after the CRC: fixed part of a record.
-_FIXED = struct.Struct("<QIBBHiIIII")
-_FIXED_DTYPE = np.dtype(
-    [
-        ("fingerprint", "<u8"),
-        ("canonical", "<u4"),
-        ("distance", "u1"),
-        ("flags", "u1"),
-        ("scope_len", "<u2"),
-        ("depth", "<i4"),
-        ("time", "<u4"),
-        ("url_len", "<u4"),
-        ("referer_len", "<u4"),
-        ("text_len", "<u4"),
-    ]
-)
-assert _FIXED_DTYPE.itemsize == _FIXED.size == 36
-_RECORD_DTYPE = np.dtype([("length", "<u4"), ("crc", "<u4"), *_FIXED_DTYPE.descr])
-_RECORD_MIN = 4 + _FIXED.size  # smallest value of the length field
-_MAX_FIELD = 0xFFFFFFFF
-_OFFSETS_MAGIC = b"SIMHOFF1"
-_OFFSETS_HEAD = struct.Struct("<8sQI")  # magic, record count, CRC-32 of the lengths
-
+FORMAT_VERSION = 2
+APPLICATION_ID = 0x53484D53  # "SHMS"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_OLD_MAGIC = b"SIMHSTOR"  # format 1 (a custom append-only file)
+_SCHEMA = """
+CREATE TABLE simhash_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE pages (
+    entry INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    url TEXT NOT NULL,
+    fingerprint INTEGER NOT NULL,
+    exact INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    canonical INTEGER,
+    distance INTEGER,
+    indexed INTEGER,
+    previous INTEGER,
+    referer TEXT,
+    depth INTEGER,
+    text TEXT,
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL,
+    checksum INTEGER NOT NULL
+);
+CREATE TABLE extra (name TEXT PRIMARY KEY, data BLOB NOT NULL, checksum INTEGER NOT NULL);
+"""
 #: Default setting name of each configuration field (used in error messages).
 DEFAULT_SETTING_NAMES: dict[str, str] = {
     "max_distance": "SIMHASH_MAX_DISTANCE",
@@ -125,8 +132,6 @@ DEFAULT_SETTING_NAMES: dict[str, str] = {
 }
 #: Parts of ``FeatureConfig.signature()`` ("w1-c0-tf-j2") and the setting of each.
 _FEATURE_PARTS = ("SIMHASH_WORD_NGRAM", "SIMHASH_CHAR_NGRAM", "SIMHASH_WEIGHTING", "SIMHASH_CJK_NGRAM")
-
-
 def _feature_setting(was: str, now: str, default: str) -> str:
     """The setting behind the first differing part of two feature signatures."""
     a, b = was.split("-"), now.split("-")
@@ -137,15 +142,8 @@ def _feature_setting(was: str, now: str, default: str) -> str:
     return default
 
 
-class StoreError(ValueError):
-    """A store file cannot be used (corrupt header, locked, unknown format)."""
-
-
 class StoreConfigError(StoreError):
-    """A store file was written with another configuration.
-
-    ``setting`` names the setting that differs.
-    """
+    """A store was written with another configuration; ``setting`` names the setting that differs."""
 
     def __init__(self, message: str, setting: str) -> None:
         super().__init__(message)
@@ -154,7 +152,7 @@ class StoreConfigError(StoreError):
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """What a fingerprint in the file depends on; a file is only read back with the same values."""
+    """What a fingerprint in the store depends on; a store is only read back with the same values."""
 
     max_distance: int
     blocks: int
@@ -164,60 +162,16 @@ class StoreConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.max_distance < self.blocks <= 64:
             raise ValueError(f"need 0 <= max_distance < blocks <= 64, got {self.max_distance}, {self.blocks}")
-        for name in ("features", "text_mode"):
-            if len(getattr(self, name).encode("utf-8")) > 255:
-                raise ValueError(f"{name} is longer than 255 bytes")
 
-    def header(self) -> bytes:
-        widths = bytes(block_widths(self.blocks))
-        feats = self.features.encode("utf-8")
-        mode = self.text_mode.encode("utf-8")
-        length = _HEAD.size + len(widths) + 1 + len(feats) + 1 + len(mode) + 4
-        body = (
-            _HEAD.pack(MAGIC, FORMAT_VERSION, length, self.max_distance, self.blocks)
-            + widths
-            + bytes([len(feats)])
-            + feats
-            + bytes([len(mode)])
-            + mode
-        )
-        return body + struct.pack("<I", zlib.crc32(body))
-
-
-def _parse_header(data: bytes | memoryview, path: object) -> tuple[StoreConfig, int] | None:
-    """``(config, header length)``, or ``None`` when the file is too short to hold a header."""
-    if len(data) < _HEAD.size:
-        if bytes(data[: len(MAGIC)]) != MAGIC[: len(data)]:
-            raise StoreError(f"{path}: not a simhash-scrapy store file")
-        return None
-    magic, version, length, k, blocks = _HEAD.unpack_from(data)
-    if magic != MAGIC:
-        raise StoreError(f"{path}: not a simhash-scrapy store file")
-    if version != FORMAT_VERSION:
-        raise StoreError(
-            f"{path}: store format version {version}; this version of simhash-scrapy reads version "
-            f"{FORMAT_VERSION}. Start afresh with SIMHASH_RESET=True (or -a simhash_reset=1)."
-        )
-    if len(data) < length:
-        return None
-    (crc,) = struct.unpack_from("<I", data, length - 4)
-    if zlib.crc32(data[: length - 4]) != crc:
-        raise StoreError(f"{path}: corrupt store header (checksum mismatch)")
-    pos = _HEAD.size
-    widths = list(data[pos : pos + blocks])
-    pos += blocks
-    feats_len = data[pos]
-    features = bytes(data[pos + 1 : pos + 1 + feats_len]).decode("utf-8")
-    pos += 1 + feats_len
-    mode_len = data[pos]
-    text_mode = bytes(data[pos + 1 : pos + 1 + mode_len]).decode("utf-8")
-    try:
-        config = StoreConfig(k, blocks, features, text_mode)
-    except ValueError as exc:
-        raise StoreError(f"{path}: corrupt store header ({exc})") from None
-    if widths != block_widths(blocks):
-        raise StoreError(f"{path}: block layout {widths} is not the layout this version uses")
-    return config, length
+    def meta(self) -> dict[str, str]:
+        return {
+            "format": str(FORMAT_VERSION),
+            "max_distance": str(self.max_distance),
+            "blocks": str(self.blocks),
+            "block_widths": ",".join(map(str, block_widths(self.blocks))),
+            "features": self.features,
+            "text_mode": self.text_mode,
+        }
 
 
 def check_config(
@@ -243,298 +197,146 @@ def check_config(
             )
 
 
-@dataclass
-class StoreContents:
-    """Every record of a store, column by column (index = record number).
-
-    The fixed-size fields are numpy arrays; strings are decoded on access
-    (``url(i)``, ``urls()``...) from the file's bytes, so loading a million
-    records does not build a million Python strings.
-    """
-
-    config: StoreConfig | None
-    data: bytes = b""
-    fingerprints: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
-    canonical: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
-    distance: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
-    indexed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    depth: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: unknown
-    time: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    #: Scope of each record as a number into ``scope_names``.
-    scope_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    scope_names: list[str] = field(default_factory=list)
-    url_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    url_len: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    referer_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    referer_len: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
-    text_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    text_len: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
-    #: The length field of every record (what the offsets file caches).
-    record_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
-    #: Offset just after the last complete record (where appending continues).
-    end: int = 0
-    #: Bytes of a torn last record that were ignored.
-    torn_bytes: int = 0
-
-    def __len__(self) -> int:
-        return len(self.fingerprints)
-
-    def _string(self, at: np.ndarray, length: np.ndarray, row: int) -> str | None:
-        size = int(length[row])
-        if size < 0:
-            return None
-        start = int(at[row])
-        return self.data[start : start + size].decode("utf-8", "surrogatepass")
-
-    def url(self, row: int) -> str:
-        return self._string(self.url_at, self.url_len, row) or ""
-
-    def referer(self, row: int) -> str | None:
-        return self._string(self.referer_at, self.referer_len, row)
-
-    def text(self, row: int) -> str | None:
-        return self._string(self.text_at, self.text_len, row)
-
-    def scope(self, row: int) -> str:
-        return self.scope_names[int(self.scope_ids[row])]
-
-    def urls(self) -> list[str]:
-        """Every URL, in record order."""
-        return _decode_all(self.data, self.url_at, self.url_len)
+def _meta_checksum(meta: Mapping[str, str]) -> str:
+    body = "\n".join(f"{k}={v}" for k, v in sorted(meta.items()) if k != "checksum")
+    return f"{zlib.crc32(body.encode('utf-8', 'surrogatepass')):08x}"
 
 
-def _record_starts(data: bytes, pos: int) -> tuple[list[int], int]:
-    """Offsets of the complete records from ``pos`` on, and where the last one ends."""
-    starts: list[int] = []
-    append = starts.append
-    unpack = struct.Struct("<I").unpack_from
-    size = len(data)
-    minimum = _RECORD_MIN
-    while pos + 4 <= size:
-        (length,) = unpack(data, pos)
-        end = pos + 4 + length
-        if length < minimum or end > size:
-            break
-        append(pos)
-        pos = end
-    return starts, pos
+# ---------------------------------------------------------------------- files
+def is_store_file(path: str | PathLike[str]) -> bool:
+    """Whether ``path`` is a simhash-scrapy store (SQLite with our application id, or the old format)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(72)
+    except OSError:
+        return False
+    if head.startswith(_OLD_MAGIC):
+        return True
+    return head.startswith(SQLITE_MAGIC) and len(head) >= 72 and int.from_bytes(head[68:72], "big") == APPLICATION_ID
 
 
-def _decode_all(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> list[str]:
-    return [
-        data[s : s + n].decode("utf-8", "surrogatepass") if n >= 0 else None  # type: ignore[misc]
-        for s, n in zip(starts.tolist(), lengths.tolist())
-    ]
+def _side_files(path: Path) -> list[Path]:
+    return [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
 
 
-def _gather(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
-    """``width`` bytes from each start offset, as an (n, width) uint8 array (zero past the end).
-
-    Rows are copied from a sliding-window view of the buffer (one fancy index
-    along the first axis: a row copy per record, no per-byte index arrays).
-    """
-    n = len(starts)
-    if not n or not width:
-        return np.zeros((n, width), dtype=np.uint8)
-    limit = len(buf) - width  # last start whose row fits
-    if limit >= 0 and int(starts.max()) <= limit:
-        return sliding_window_view(buf, width)[starts]
-    out = np.zeros((n, width), dtype=np.uint8)
-    fits = starts <= limit
-    if limit >= 0 and fits.any():
-        out[fits] = sliding_window_view(buf, width)[starts[fits]]
-    for row in np.flatnonzero(~fits).tolist():
-        start = int(starts[row])
-        chunk = buf[start : start + width]
-        out[row, : len(chunk)] = chunk
-    return out
-
-
-def _scopes(buf: np.ndarray, data: bytes, at: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Scope number of each record and the scope names, vectorised when scopes are short."""
-    n = len(at)
-    if not n:
-        return np.zeros(0, dtype=np.int64), []
-    widest = int(lengths.max())
-    if widest <= 128:
-        padded = _gather(buf, at, widest)
-        padded[np.arange(widest) >= lengths[:, None]] = 0
-        if (lengths == lengths[0]).all() and (padded == padded[0]).all():  # one scope (the spider): common
-            return np.zeros(n, dtype=np.int64), _decode_all(data, at[:1], lengths[:1])
-        # Append the length so scopes that differ only by trailing NUL bytes stay apart.
-        keyed = np.concatenate([padded, lengths.astype("<u2")[:, None].view(np.uint8)], axis=1)
-        rows = np.ascontiguousarray(keyed).view(np.dtype((np.void, keyed.shape[1]))).ravel()
-        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-        names = _decode_all(data, at[first], lengths[first])
-        return inverse.astype(np.int64).ravel(), names
-    ids = np.empty(n, dtype=np.int64)
-    numbers: dict[str, int] = {}
-    for row, name in enumerate(_decode_all(data, at, lengths)):
-        ids[row] = numbers.setdefault(name, len(numbers))
-    return ids, list(numbers)
-
-
-def _cached_starts(data: bytes, pos: int, lengths: np.ndarray | None) -> tuple[np.ndarray, int] | None:
-    """Record offsets from an offsets file, if they really are this file's records.
-
-    The check is complete and vectorised: the first record starts right after
-    the header, each next one right after the previous one, and the length
-    field at every offset holds the cached length.  Anything else (a stale,
-    foreign or corrupt offsets file) is ignored.
-    """
-    if lengths is None or not len(lengths) or int(lengths.min()) < _RECORD_MIN:
-        return None
-    sizes = lengths.astype(np.int64) + 4
-    ends = pos + np.cumsum(sizes)
-    if int(ends[-1]) > len(data):
-        return None
-    starts = ends - sizes
-    found = _gather(np.frombuffer(data, dtype=np.uint8), starts, 4).view("<u4").ravel()
-    if not np.array_equal(found, lengths):
-        return None
-    return starts, int(ends[-1])
-
-
-def _parse_records(data: bytes, pos: int, path: object, cached: np.ndarray | None = None) -> StoreContents:
-    known = _cached_starts(data, pos, cached)
-    if known is not None:
-        head, pos = known
-        tail, end = _record_starts(data, pos)
-        starts = np.concatenate([head, np.asarray(tail, dtype=np.int64)]) if tail else head
-    else:
-        tail, end = _record_starts(data, pos)
-        starts = np.asarray(tail, dtype=np.int64)
-    del tail
-    contents = StoreContents(config=None, data=data, end=end, torn_bytes=len(data) - end)
-    # CRC of the last record: the only one a crash can tear.  Earlier records were followed by
-    # complete writes, and checking every CRC would cost as much as the rest of the load.
-    if len(starts):
-        s = int(starts[-1])
-        length, crc = _PREFIX.unpack_from(data, s)
-        if zlib.crc32(memoryview(data)[s + 8 : s + 4 + length]) != crc:
-            starts = starts[:-1]
-            contents.end = s
-            contents.torn_bytes = len(data) - s
-    n = len(starts)
-    buf = np.frombuffer(data, dtype=np.uint8)
-    # The fixed-size head of every record (length, CRC, fixed fields) as one structured array.
-    rec = _gather(buf, starts, _RECORD_DTYPE.itemsize).view(_RECORD_DTYPE).reshape(n)
-    url_len = rec["url_len"].astype(np.int64)
-    scope_len = rec["scope_len"].astype(np.int64)
-    ref_len = rec["referer_len"].astype(np.int64)
-    text_len = rec["text_len"].astype(np.int64)
-    # A record whose field lengths do not add up to its length is corrupt.
-    bad = np.flatnonzero(4 + _FIXED.size + url_len + scope_len + ref_len + text_len != rec["length"])
-    if len(bad):
-        first = int(bad[0])
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except FileNotFoundError:
+        head = b""
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the simhash store: {exc.strerror or exc}") from None
+    if head.startswith(_OLD_MAGIC):
         raise StoreError(
-            f"{path}: corrupt record #{first} at byte {int(starts[first])} (field lengths do not match the "
-            f"record length); start afresh with SIMHASH_RESET = True"
+            f"{path}: store format version 1 (an older simhash-scrapy); this version reads format "
+            f"{FORMAT_VERSION} (SQLite). Start afresh with SIMHASH_RESET = True (or -a simhash_reset=1); "
+            f"the old file is kept as <name>.previous."
         )
-    contents.record_lengths = rec["length"].astype(np.uint32)
-    flags = rec["flags"]
-    canonical = rec["canonical"].astype(np.int64)
-    canonical[canonical == NO_CANONICAL] = -1
-    if ((canonical >= np.arange(n)) & (canonical >= 0)).any():
-        first = int(np.flatnonzero(canonical >= np.arange(n))[0])
-        raise StoreError(f"{path}: corrupt record #{first} (its canonical page is not an earlier record)")
-    distance = rec["distance"].astype(np.int64)
-    distance[distance == NO_DISTANCE] = -1
-    depth = rec["depth"].astype(np.int64)
-    depth[(flags & FLAG_DEPTH) == 0] = -1
-    url_at = starts + (8 + _FIXED.size)
-    scope_at = url_at + url_len
-    ref_at = scope_at + scope_len
-    text_at = ref_at + ref_len
-    ref_len[(flags & FLAG_REFERER) == 0] = -1
-    text_len[(flags & FLAG_TEXT) == 0] = -1
-    contents.fingerprints = rec["fingerprint"].astype(np.uint64)
-    contents.canonical = canonical
-    contents.distance = distance
-    contents.indexed = (flags & FLAG_INDEXED) != 0
-    contents.depth = depth
-    contents.time = rec["time"].astype(np.int64)
-    contents.scope_ids, contents.scope_names = _scopes(buf, data, scope_at, scope_len)
-    contents.url_at, contents.url_len = url_at, url_len
-    contents.referer_at, contents.referer_len = ref_at, ref_len
-    contents.text_at, contents.text_len = text_at, text_len
+    if head and not SQLITE_MAGIC.startswith(head[:16]):
+        raise StoreError(f"{path}: not a simhash-scrapy store (not an SQLite file). {RESET_HINT}")
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+    except (sqlite3.DatabaseError, UnicodeError) as exc:
+        db.close()
+        raise StoreError(f"{path}: not a readable simhash-scrapy store ({exc}). {RESET_HINT}") from None
+    return db
+
+
+def fail(path: object, what: str) -> StoreError:
+    return StoreError(f"{path}: {what}. {RESET_HINT}")
+
+
+def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] | None:
+    """The store's settings and page count; ``None`` for a database without simhash tables."""
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return None
+    (app,) = db.execute("PRAGMA application_id").fetchone()
+    (version,) = db.execute("PRAGMA user_version").fetchone()
+    if app != APPLICATION_ID or not {"simhash_meta", "pages", "extra"} <= tables:
+        if app == APPLICATION_ID:
+            raise fail(path, f"corrupt simhash store (tables missing: {sorted({'simhash_meta', 'pages', 'extra'} - tables)})")
+        raise StoreError(f"{path}: not a simhash-scrapy store (an SQLite database of another program)")
+    if version != FORMAT_VERSION:
+        raise StoreError(
+            f"{path}: store format version {version}; this version of simhash-scrapy reads version "
+            f"{FORMAT_VERSION}. Start afresh with SIMHASH_RESET = True (or -a simhash_reset=1)."
+        )
+    rows = db.execute("SELECT key, value FROM simhash_meta").fetchall()
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in rows):
+        raise fail(path, "corrupt store header (simhash_meta holds a value of the wrong type)")
+    meta = dict(rows)
+    if meta.get("checksum") != _meta_checksum(meta):
+        raise fail(path, "corrupt store header (simhash_meta checksum mismatch)")
+    try:
+        config = StoreConfig(int(meta["max_distance"]), int(meta["blocks"]), meta["features"], meta["text_mode"])
+        pages = int(meta["pages"])
+        widths = [int(w) for w in meta["block_widths"].split(",")]
+    except (KeyError, ValueError) as exc:
+        raise fail(path, f"corrupt store header ({exc})") from None
+    if widths != block_widths(config.blocks):
+        raise StoreError(f"{path}: block layout {widths} is not the layout this version uses")
+    return config, pages
+
+
+def _quick_check(db: sqlite3.Connection, path: object) -> None:
+    problems = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
+    if problems != ["ok"]:
+        raise fail(path, "corrupt SQLite file (PRAGMA quick_check: " + "; ".join(map(str, problems)) + ")")
+
+
+def _read(db: sqlite3.Connection, path: Path) -> StoreContents:
+    """Header, pages and extras of an open store, all checked (``config=None``: no simhash tables yet)."""
+    try:
+        _quick_check(db, path)  # first: a damaged schema can hide the tables (its pages are then "never used")
+        found = _read_meta(db, path)
+        if found is None:
+            return StoreContents(config=None, path=str(path))
+        contents = load_rows(db, path, *found)
+        contents.extra = load_extra(db, path)
+    except (sqlite3.DatabaseError, UnicodeError) as exc:  # a damaged schema can hold invalid UTF-8
+        raise fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
     return contents
 
 
 def read_store(path: str | PathLike[str]) -> StoreContents:
-    """Read a store file (any configuration) without opening it for writing.
+    """Read and check a store (any configuration); raises ``StoreError`` naming the file if it is unusable.
 
-    A torn last record is skipped with a warning.  Raises ``StoreError`` for a
-    file that is not a store or has a corrupt header, ``FileNotFoundError`` if
-    it does not exist.
+    A store being written by a running crawl can be read (it shows the last
+    commit).  Raises ``FileNotFoundError`` if the file does not exist.
     """
-    data = Path(path).read_bytes()
-    return _read_bytes(data, path, _read_offsets(Path(path)))
-
-
-def offsets_path(path: str | PathLike[str]) -> Path:
-    """The offsets file of a store: record lengths written at close, so the next load skips the walk."""
     path = Path(path)
-    return path.with_name(path.name + ".offsets")
-
-
-def _read_offsets(path: Path) -> np.ndarray | None:
+    if not path.exists():
+        raise FileNotFoundError(str(path))
+    check_wal(path)
+    db = _connect(path)
     try:
-        raw = offsets_path(path).read_bytes()
-    except OSError:
-        return None
-    if len(raw) < _OFFSETS_HEAD.size:
-        return None
-    magic, count, crc = _OFFSETS_HEAD.unpack_from(raw)
-    body = raw[_OFFSETS_HEAD.size :]
-    if magic != _OFFSETS_MAGIC or len(body) != 4 * count or zlib.crc32(body) != crc:
-        return None
-    return np.frombuffer(body, dtype="<u4")
-
-
-def _write_offsets(path: Path, lengths: np.ndarray) -> None:
-    body = np.ascontiguousarray(lengths, dtype="<u4").tobytes()
-    target = offsets_path(path)
-    partial = target.with_name(target.name + ".partial")
-    with open(partial, "wb") as handle:
-        handle.write(_OFFSETS_HEAD.pack(_OFFSETS_MAGIC, len(lengths), zlib.crc32(body)))
-        handle.write(body)
-    os.replace(partial, target)
-
-
-def _read_bytes(data: bytes, path: object, cached: np.ndarray | None = None) -> StoreContents:
-    parsed = _parse_header(data, path)
-    if parsed is None:
-        if data:
-            logger.warning("%s: the header was cut short by a crash (%d bytes); the store is empty", path, len(data))
-        return StoreContents(config=None, end=0, torn_bytes=len(data))
-    config, header_len = parsed
-    contents = _parse_records(data, header_len, path, cached)
-    contents.config = config
-    if contents.torn_bytes:
-        logger.warning(
-            "%s: skipped a truncated last record (%d bytes after record #%d), most likely cut by a crash "
-            "or a forced shutdown; %d complete records loaded",
-            path,
-            contents.torn_bytes,
-            len(contents) - 1,
-            len(contents),
-        )
+        contents = _read(db, path)
+    finally:
+        db.close()
+    if contents.config is None:
+        raise StoreError(f"{path}: an empty simhash store ({path.stat().st_size} bytes, no header)")
     return contents
 
 
 class PageStore:
-    """An append-only store file opened for one crawl.
+    """A store opened by one crawl: load at ``open``, ``put`` each checked identity, commit in batches.
 
     >>> store = PageStore(path, StoreConfig(3, 4, "w1-c0-tf-j2", "visible"))
-    >>> contents = store.open()          # loads what earlier runs wrote
-    >>> number = store.append("https://a/", 0x1234, "spider")
+    >>> contents = store.open()          # what earlier runs wrote, checked
+    >>> store.put(StoreRecord(0, "spider", "id", "https://a/", 0x1234))
+    >>> store.flush()                    # one transaction for every record put since the last one
     >>> store.close()
 
-    ``open`` refuses (``StoreConfigError``) a file written with another
-    configuration, and takes an exclusive lock so two crawls never append to
-    one file at once.  ``reset=True`` starts afresh; the old file is kept as
-    ``<name>.previous``.
+    ``open`` refuses (``StoreConfigError``) a store written with another
+    configuration, refuses (``StoreError``) a corrupt one without changing
+    it, and takes an exclusive lock so two crawls never write one store at
+    once.  ``reset=True`` starts afresh; the old file is kept as
+    ``<name>.previous``.  After ``open``, ``empty_file`` says whether the
+    file existed but held nothing (0 bytes or no pages).
     """
 
     def __init__(
@@ -542,141 +344,182 @@ class PageStore:
         path: str | PathLike[str],
         config: StoreConfig,
         setting_names: Mapping[str, str] | None = None,
-        buffer_size: int = 1 << 16,
     ) -> None:
         self.path = Path(path)
         self.config = config
         self.setting_names = dict(setting_names or {})
-        self.buffer_size = buffer_size
-        self.count = 0  # records in the file, loaded + appended
-        self._file: BinaryIO | None = None
-        self._loaded_lengths = np.zeros(0, dtype=np.uint32)
-        self._new_lengths = array("I")
+        self.count = 0  # rows in the store, loaded + new
+        self.empty_file = False
+        self._db: sqlite3.Connection | None = None
+        self._lock_handle: Any = None
+        self._pending: dict[int, StoreRecord] = {}
 
     def open(self, reset: bool = False) -> StoreContents:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if reset and self.path.exists() and self.path.stat().st_size:
-            previous = self.path.with_name(self.path.name + ".previous")
-            os.replace(self.path, previous)
-            logger.info("Started a fresh simhash store at %s (the old one is now %s)", self.path, previous)
-        if reset:
-            offsets_path(self.path).unlink(missing_ok=True)
-        handle = open(self.path, "a+b", buffering=self.buffer_size)  # noqa: SIM115 - kept open for appending
+        self._lock_handle = _lock(self.path)
         try:
-            _lock(handle, self.path)
-            handle.seek(0)
-            data = handle.read()
-            contents = _read_bytes(data, self.path, _read_offsets(self.path))
-            if contents.config is None:
-                # New (or header torn before anything else was written): write the header.
-                handle.truncate(0)
-                handle.write(self.config.header())
-                contents = StoreContents(config=self.config, end=0)
-            else:
-                check_config(contents.config, self.config, self.path, self.setting_names)
-                if contents.torn_bytes:
-                    handle.flush()
-                    handle.truncate(contents.end)  # appends must not follow a torn record
-            handle.seek(0, os.SEEK_END)
-            handle.flush()
+            if reset:
+                self._move_away()
+            existed = self.path.exists() or any(p.exists() for p in _side_files(self.path))
+            size = sum(p.stat().st_size for p in [self.path, *_side_files(self.path)] if p.exists())
+            check_wal(self.path)
+            db = _connect(self.path)
+            try:
+                contents = _read(db, self.path)
+                if contents.config is None:
+                    self.empty_file = existed and not reset
+                    if self.empty_file:
+                        logger.warning(
+                            "%s was an empty simhash store (%d bytes, no pages): starting a new store there",
+                            self.path, size,
+                        )  # fmt: skip
+                    self._create(db)
+                    contents = StoreContents(config=self.config, path=str(self.path))
+                else:
+                    check_config(contents.config, self.config, self.path, self.setting_names)
+                    if not len(contents):
+                        self.empty_file = True
+                        logger.warning("%s holds no pages yet (a store with its header only)", self.path)
+            except BaseException:
+                db.close()
+                raise
         except BaseException:
-            handle.close()
+            _unlock(self._lock_handle)
+            self._lock_handle = None
             raise
-        self._file = handle
+        self._db = db
         self.count = len(contents)
-        self._loaded_lengths = contents.record_lengths
-        self._new_lengths = array("I")
+        self._pending = {}
         return contents
 
-    def append(
-        self,
-        url: str,
-        fingerprint: int,
-        scope: str,
-        canonical: int | None = None,
-        distance: int | None = None,
-        referer: str | None = None,
-        depth: int | None = None,
-        text: str | None = None,
-        indexed: bool = False,
-        when: float | None = None,
-    ) -> int:
-        """Append one page; returns its record number.  One buffered write."""
-        if self._file is None:
+    def _move_away(self) -> None:
+        if self.path.exists() and self.path.stat().st_size:
+            previous = self.path.with_name(self.path.name + ".previous")
+            for side in _side_files(previous):
+                side.unlink(missing_ok=True)
+            os.replace(self.path, previous)
+            for side, moved in zip(_side_files(self.path), _side_files(previous)):
+                if side.exists():
+                    os.replace(side, moved)
+            logger.info("Started a fresh simhash store at %s (the old one is now %s)", self.path, previous)
+        else:
+            for side in _side_files(self.path):
+                side.unlink(missing_ok=True)
+            self.path.unlink(missing_ok=True)
+
+    def _create(self, db: sqlite3.Connection) -> None:
+        meta = {**self.config.meta(), "pages": "0"}
+        meta["checksum"] = _meta_checksum(meta)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)
+            db.executemany("INSERT INTO simhash_meta (key, value) VALUES (?, ?)", sorted(meta.items()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _require(self) -> sqlite3.Connection:
+        if self._db is None:
             raise StoreError(f"{self.path}: store is not open")
-        flags = FLAG_INDEXED if indexed else 0
-        url_b = url.encode("utf-8", "surrogatepass")
-        scope_b = scope.encode("utf-8", "surrogatepass")
-        if len(scope_b) > 0xFFFF:
-            raise ValueError("scope is longer than 65535 bytes")
-        ref_b = b""
-        if referer is not None:
-            flags |= FLAG_REFERER
-            ref_b = referer.encode("utf-8", "surrogatepass")
-        text_b = b""
-        if text is not None:
-            flags |= FLAG_TEXT
-            text_b = text.encode("utf-8", "surrogatepass")
-        if depth is not None:
-            flags |= FLAG_DEPTH
-        if max(len(url_b), len(ref_b), len(text_b)) > _MAX_FIELD - 64:
-            raise ValueError("a field of the page is larger than 4 GiB")
-        body = (
-            _FIXED.pack(
-                fingerprint,
-                NO_CANONICAL if canonical is None else canonical,
-                NO_DISTANCE if distance is None else distance,
-                flags,
-                len(scope_b),
-                0 if depth is None else max(-(1 << 31), min(depth, (1 << 31) - 1)),
-                int(time.time() if when is None else when) & 0xFFFFFFFF,
-                len(url_b),
-                len(ref_b),
-                len(text_b),
-            )
-            + url_b
-            + scope_b
-            + ref_b
-            + text_b
-        )
-        self._file.write(_PREFIX.pack(len(body) + 4, zlib.crc32(body)) + body)
-        self._new_lengths.append(len(body) + 4)
-        number = self.count
-        self.count += 1
-        return number
+        return self._db
+
+    def put(self, record: StoreRecord) -> None:
+        """Queue the latest version of one identity (written by the next ``flush``)."""
+        self._require()
+        if record.entry > self.count or record.entry < 0:
+            raise ValueError(f"entry {record.entry} does not follow the {self.count} entries of the store")
+        if record.entry == self.count:
+            self.count += 1
+        self._pending[record.entry] = record
+
+    @property
+    def pending(self) -> int:
+        """Records put since the last commit (what a ``kill -9`` now would lose)."""
+        return len(self._pending)
 
     def flush(self) -> None:
-        if self._file is not None:
-            self._file.flush()
+        """Commit every record put since the last commit in one transaction."""
+        db = self._require()
+        if not self._pending:
+            return
+        records = list(self._pending.values())
+        rows = encode_rows(records)
+        meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+        meta["pages"] = str(self.count)
+        meta["checksum"] = _meta_checksum(meta)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(INSERT, rows)
+            db.executemany(
+                "UPDATE simhash_meta SET value = ? WHERE key = ?", [(meta["pages"], "pages"), (meta["checksum"], "checksum")]
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._pending = {}
+
+    def save_extra(self, name: str, data: bytes) -> None:
+        """Keep a named blob (committed at once)."""
+        db = self._require()
+        name = clean_text(name) or ""
+        data = bytes(data)
+        db.execute(
+            "INSERT OR REPLACE INTO extra (name, data, checksum) VALUES (?, ?, ?)",
+            (name, data, blob_checksum(name, data)),
+        )
 
     def close(self) -> None:
-        """Flush, write the offsets file (so the next load needs no walk) and release the file."""
-        if self._file is not None:
+        """Commit what is pending, fold the WAL into the file and release the store."""
+        if self._db is None:
+            return
+        try:
+            self.flush()
             try:
-                self._file.flush()
-                lengths = np.concatenate([self._loaded_lengths, np.frombuffer(self._new_lengths, dtype=np.uint32)])
-                try:
-                    _write_offsets(self.path, lengths)
-                except OSError as exc:  # only a cache: loading without it walks the file
-                    logger.warning("%s: cannot write the offsets file: %s", self.path, exc)
-            finally:
-                self._file.close()  # also releases the lock
-                self._file = None
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:  # only tidiness: the WAL is read back at the next open
+                logger.warning("%s: cannot checkpoint the WAL: %s", self.path, exc)
+        finally:
+            self._db.close()
+            self._db = None
+            _unlock(self._lock_handle)
+            self._lock_handle = None
+
+    def abandon(self) -> None:
+        """Release the store without committing what is pending (for tests of a crash)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+            _unlock(self._lock_handle)
+            self._lock_handle = None
 
     @property
     def closed(self) -> bool:
-        return self._file is None
+        return self._db is None
 
 
-def _lock(handle: BinaryIO, path: Path) -> None:
+def _lock(path: Path) -> Any:
+    """An exclusive lock on ``<store>.lock`` (SQLite's own locks let readers in; this keeps writers out)."""
     if sys.platform == "win32":  # pragma: no cover - no flock on Windows
-        return
+        return None
     import fcntl
 
+    handle = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115 - held while the store is open
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        handle.close()
         raise StoreError(
             f"{path} is in use by another crawl (locked). A JOBDIR or SIMHASH_DIR store belongs to one "
             f"running crawl at a time."
         ) from None
+    return handle
+
+
+def _unlock(handle: Any) -> None:
+    if handle is not None:
+        handle.close()

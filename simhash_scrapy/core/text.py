@@ -10,24 +10,26 @@ Block elements end a line, so ``<p>a</p><p>b</p>`` gives ``"a\\nb"``; any other
 run of whitespace (source newlines included) becomes one space, and empty lines
 are removed.
 
-Decoding never raises: the declared encoding (argument, BOM, XML declaration or
-``<meta charset>``) is used when Python knows it, invalid bytes become U+FFFD,
+Decoding never raises: a byte-order mark, else the declared encoding (argument, XML
+declaration or ``<meta charset>``) is used when Python knows it (a BOM wins over a declaration,
+as in browsers and Scrapy), invalid bytes become U+FFFD,
 undeclared non-UTF-8 bytes are read as windows-1252 (the HTML default), and C0 control
 characters (NUL included) separate words like spaces.  Bytes that are not text at all (more
 than 8% control bytes in the first KiB: images, archives) give no text.  Markup nested deeper than libxml2
 builds trees (2048 levels) is read with a plain tag stripper instead.  lxml always receives UTF-8 bytes, so an
 ``<?xml ... encoding=...?>`` declaration cannot make it refuse the input.
 
-Why one module of ~450 lines: decoding, parsing and the visible-text walk
+Why one module of ~530 lines: decoding, parsing and the visible-text walk
 share their guards (binary sniffing, nesting depth, control characters) and
 must change together so that ``extract_text`` and the crawl's shared parse
-(``text_of_parsed``) keep giving the same text; tree edits live in ``dom``.
+(``text_of_parsed``, ``shared_parse_usable``) keep giving the same text; tree edits live in ``dom``.
 """
 
 from __future__ import annotations
 
 import codecs
 import copy
+import functools
 import html as html_lib
 import re
 import threading
@@ -39,7 +41,10 @@ from . import _native
 from .boilerplate import keep_main_content
 from .dom import NotUndoable, UndoableDrops, drop_element, xml_safe
 
-__all__ = ["extract_text", "extract_text_bytes", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS", "BLOCK_TAGS"]
+__all__ = [
+    "extract_text", "extract_text_bytes", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS",
+    "BLOCK_TAGS", "charset_of", "shared_parse_usable", "source_codec",
+]  # fmt: skip
 
 NOT_RENDERED_TAGS = (
     "script", "style", "noscript", "template", "head", "svg", "math",
@@ -190,13 +195,33 @@ def _sniff_encoding(data: bytes) -> str | None:
     return None
 
 
+def _bom_codec(data: bytes) -> str | None:
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name
+    return None
+
+
+def source_codec(raw: bytes, encoding: str | None = None) -> str:
+    """The codec ``to_utf8`` reads ``raw`` with: a BOM, else ``encoding``, else the page's own
+    declaration, else UTF-8 when the bytes are valid UTF-8 and windows-1252 when not."""
+    codec = _bom_codec(raw) or _known_codec(encoding) or _sniff_encoding(raw)
+    if codec is None:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return "cp1252"
+        return "utf-8"
+    return codec
+
+
 def to_utf8(html: str | bytes, encoding: str | None = None) -> bytes:
     """``html`` as valid UTF-8 bytes without NULs (see the module docstring for the rules)."""
     if isinstance(html, str):
         data = html.encode("utf-8", "replace")
     elif isinstance(html, (bytes, bytearray, memoryview)):
         raw = bytes(html)
-        codec = _known_codec(encoding) or _sniff_encoding(raw)
+        codec = _bom_codec(raw) or _known_codec(encoding) or _sniff_encoding(raw)
         if looks_binary(raw, codec):
             return b""
         if codec in (None, "utf-8"):
@@ -422,6 +447,60 @@ def text_of_parsed(
     except NotUndoable:
         # Rare (control characters next to a removed element): clean a copy instead.
         return _text_of_cleaned(copy.deepcopy(root), raw, main_content, as_bytes, strip=True)
+
+
+#: Elements this deep mean a parse may have stopped at libxml2's depth limit (2048 levels),
+#: dropping the rest of the page: such a tree is not used (the page is parsed again, see below).
+SHARED_PARSE_MAX_DEPTH = 1024
+_TOO_DEEP = etree.XPath("boolean(/" + "/".join(["*"] * SHARED_PARSE_MAX_DEPTH) + ")")
+_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';,\s]+)""", re.IGNORECASE)
+
+
+def charset_of(content_type: str | bytes | None) -> str | None:
+    """The ``charset`` label of an HTTP ``Content-Type`` value, as given (``None`` if absent)."""
+    if content_type is None:
+        return None
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    match = _CHARSET.search(content_type)
+    return match.group(1) if match else None
+
+
+def _codec_name(name: str) -> str | None:
+    try:
+        return codecs.lookup(name).name
+    except (LookupError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _ascii_compatible(codec: str | None) -> bool:
+    """Whether ``codec`` reads ASCII bytes as ASCII (then any such codec gives an ASCII page the same text)."""
+    ascii_bytes = bytes(range(128))
+    try:
+        return codec is not None and ascii_bytes.decode(codec) == ascii_bytes.decode("ascii")
+    except (LookupError, UnicodeDecodeError):
+        return False
+
+
+def shared_parse_usable(root: Any, raw: bytes, declared: str | None, decoded_with: str, text: str) -> bool:
+    """Whether a tree someone else parsed gives exactly ``extract_text(raw, declared)``'s text.
+
+    For Scrapy's ``response.selector.root`` (parsel): ``decoded_with`` is
+    ``response.encoding``, ``text`` is ``response.text`` and ``declared``
+    the HTTP charset.  Not when ``to_utf8`` would decode the bytes otherwise
+    (another codec, an ambiguous one, or binary bytes, which give no text), when the text holds
+    NUL characters (parsel deletes them; here they separate words) or when the
+    tree reaches ``SHARED_PARSE_MAX_DEPTH`` (libxml2 may have stopped
+    building it).  The caller then fingerprints ``raw`` itself.
+    """
+    codec = source_codec(raw, declared)
+    if looks_binary(raw, codec) or codec in ("utf-16", "utf-32"):
+        return False  # (UTF-16/32 without a BOM or an endianness: decoders disagree on the byte order)
+    used = _codec_name(decoded_with)  # the codec really used (no windows-1252 for "ascii" here)
+    if used != codec and not (raw.isascii() and _ascii_compatible(codec) and _ascii_compatible(used)):
+        return False
+    return "\x00" not in text and not _TOO_DEEP(root)
 
 
 def _text_of_cleaned(
