@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured

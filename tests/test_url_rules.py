@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import pytest_twisted
-import scrapy
 
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.urlrules import UrlRuleLearner, url_key, wilson_lower_bound

@@ -54,7 +54,6 @@ from .urlrewrite import (
     Rule,
     RuleIndex,
     apply_one,
-    apply_path,
     make_key,
     parse_url,
     site_of,
