@@ -60,18 +60,22 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self) -> None:
+    """A throw-away redis-server on a free loopback port; ``rdb``: start with that snapshot loaded."""
+
+    def __init__(self, rdb: str | None = None) -> None:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         if not os.path.exists(binary):
             sys.exit("redis-server is not installed: sudo apt-get install redis-server")
         self.dir = tempfile.mkdtemp(prefix="simhash-bench-redis-")
         self.port = free_port()
+        if rdb is not None:
+            shutil.copyfile(rdb, os.path.join(self.dir, "dump.rdb"))
         self.proc = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log")],
+             "--dir", self.dir, "--dbfilename", "dump.rdb", "--logfile", os.path.join(self.dir, "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + (600 if rdb else 20)
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
@@ -157,7 +161,8 @@ async def bench_speed_and_memory(url: str, stored: int, checks: int) -> dict[str
     admin = aredis.Redis.from_url(url)
     await admin.flushdb()
     used_before = int((await admin.info("memory"))["used_memory"])
-    backend = RedisBackend(config, RedisSettings({"SIMHASH_REDIS_URL": url}))
+    # The key layout sized for the pages it will hold (SIMHASH_REDIS_CAPACITY).
+    backend = RedisBackend(config, RedisSettings({"SIMHASH_REDIS_URL": url, "SIMHASH_REDIS_CAPACITY": stored + 2 * checks}))
     await backend.open("bench")
     memory = MemoryBackend(config)
     earlier: list[int] = []
@@ -168,9 +173,10 @@ async def bench_speed_and_memory(url: str, stored: int, checks: int) -> dict[str
     fill_same = v_mem == v_red
     used_after = int((await admin.info("memory"))["used_memory"])
     canonical = await backend.index_size()
-    key_usage = {}
-    for suffix in ("index:spider", "pages", "canon", "meta", "scopes", "workers"):
-        key_usage[suffix] = int(await admin.memory_usage(f"{backend.prefix}:{suffix}", samples=0) or 0)
+    scope_keys = backend.keys.scope("spider")
+    key_usage = {"log": int(await admin.memory_usage(scope_keys.log, samples=0) or 0), "identities": 0}
+    async for key in admin.scan_iter(match=scope_keys.bucket_prefix + "*", count=10_000):
+        key_usage["identities"] += int(await admin.memory_usage(key, samples=0) or 0)
     results: dict[str, Any] = {}
     # 2. Timed checks on top of the filled index: 1 page in flight, then 16 (new pages each time).
     for seed, in_flight in ((2, 1), (3, 16)):
@@ -193,7 +199,7 @@ async def bench_speed_and_memory(url: str, stored: int, checks: int) -> dict[str
         fill_seconds_redis=fill_redis,
         used_memory_delta=used_after - used_before,
         bytes_per_stored_page=(used_after - used_before) / stored,
-        bytes_per_canonical_in_index=key_usage["index:spider"] / max(1, canonical),
+        bytes_per_canonical_in_index=key_usage["log"] / max(1, canonical),
         key_memory_usage=key_usage,
     )
     await backend.close()  # not persistent: deletes the keys
@@ -263,7 +269,7 @@ def main() -> None:
               f"Redis {r['fill_seconds_redis']:.1f} s; same decisions: {'yes' if r['fill_same_decisions'] else 'NO'}")
         print(f"\nRedis memory: {r['used_memory_delta'] / 1e6:.1f} MB for {r['stored']:,} recorded pages "
               f"({r['canonical']:,} canonical) = {r['bytes_per_stored_page']:.0f} bytes per stored page; "
-              f"index {r['bytes_per_canonical_in_index']:.0f} bytes per canonical page "
+              f"canonical log {r['bytes_per_canonical_in_index']:.0f} bytes per canonical page "
               f"(MEMORY USAGE: {', '.join(f'{k} {v / 1e6:.1f} MB' for k, v in r['key_memory_usage'].items())})")
     if not args.skip_store:
         s = out["store"] = bench_store(args.store_entries, args.reps)

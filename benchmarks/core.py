@@ -2,12 +2,15 @@
 
     python benchmarks/core.py            # full run (about 3-5 minutes)
     python benchmarks/core.py --quick    # smaller index sizes
+    python benchmarks/core.py --index-only / --html-only   # one section
 
 Every figure is compared in the same run with a baseline:
 - the `simhash` package from PyPI (the most used Python simhash), for text
   throughput and for its SimhashIndex;
 - bare `lxml.html` parsing plus `text_content()`, for HTML pages;
 - a brute-force numpy popcount scan, for index queries.
+Times are CPU time of this process (``time.process_time``), so other
+processes on a shared machine disturb them less than wall time.
 Results are printed as markdown and written to benchmarks/results/core.json.
 """
 
@@ -53,13 +56,17 @@ def paths() -> list[tuple[str, contextlib.AbstractContextManager]]:
 
 
 def best_of(repeats: int, func) -> float:
-    """Best wall time of `repeats` runs (least disturbed by other processes)."""
+    """Best CPU time of `repeats` runs (least disturbed by other processes on a shared machine).
+
+    Every timed path here runs on the calling thread (numpy and the C helpers
+    start no threads), so the process's CPU time is the work's own time.
+    """
     times = []
     for _ in range(repeats):
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         func()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 
@@ -144,16 +151,14 @@ def bench_index(n: int, queries: int, k: int, blocks: int | None = None) -> dict
     query_fps = np.concatenate([near, random_fingerprints(queries - len(near), 3)])
 
     gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
     index = BlockPermutedIndex(max_distance=k, blocks=blocks)
-    start = time.perf_counter()
+    start = time.process_time()
     for chunk in range(0, n, 100_000):
         index.add_many(range(chunk, min(n, chunk + 100_000)), fps[chunk : chunk + 100_000])
     index.query_many_arrays(fps[:1])  # merge the tail before measuring memory
-    build = time.perf_counter() - start
-    grown = tracemalloc.get_traced_memory()[0] - before
-    tracemalloc.stop()
+    build = time.process_time() - start
+    # The index's arrays (its big ones live in memory maps, which tracemalloc does not see).
+    grown = index.nbytes()
 
     singles = [int(q) for q in query_fps[:20_000]]
     seconds = best_of(3, lambda: [index.query(q) for q in singles])
@@ -168,16 +173,16 @@ def bench_index(n: int, queries: int, k: int, blocks: int | None = None) -> dict
 
     # One-at-a-time adds on top (the crawl's query_and_add path).
     extra = [int(q) for q in random_fingerprints(20_000, 4)]
-    start = time.perf_counter()
+    start = time.process_time()
     for i, fp in enumerate(extra):
         index.query_and_add(n + i, fp)
-    qa_per_s = len(extra) / (time.perf_counter() - start)
+    qa_per_s = len(extra) / (time.process_time() - start)
 
     # Baseline: brute-force numpy scan, checked to give the same answers.
     brute_queries = query_fps[:200]
-    start = time.perf_counter()
+    start = time.process_time()
     brute = [np.flatnonzero(np.bitwise_count(fps ^ q) <= k) for q in brute_queries]
-    brute_qps = len(brute_queries) / (time.perf_counter() - start)
+    brute_qps = len(brute_queries) / (time.process_time() - start)
     for q, expected in zip(brute_queries, brute):
         got = sorted(m.key for m in index.query(int(q)) if m.key < n)
         assert got == expected.tolist(), "index disagrees with brute force"
@@ -197,6 +202,35 @@ def bench_index(n: int, queries: int, k: int, blocks: int | None = None) -> dict
     }
 
 
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc)."""
+    import os
+
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def add_rss_child(k: int, blocks: int | None, n: int) -> dict:
+    """In a fresh process: RSS growth over ``n`` one-at-a-time ``add`` calls (the crawl's path), int keys."""
+    fps = [int(fp) for fp in random_fingerprints(n, 5)]
+    index = BlockPermutedIndex(max_distance=k, blocks=blocks)
+    gc.collect()
+    before = rss_bytes()
+    start = time.process_time()
+    for i, fp in enumerate(fps):
+        index.add(i, fp)
+    seconds = time.process_time() - start
+    gc.collect()
+    grown = rss_bytes() - before
+    return {"stored": n, "k": k, "blocks": index.blocks, "tables": index.table_count,
+            "rss_bytes_per_fp": grown / n, "nbytes_per_fp": index.nbytes() / n, "adds_per_s": n / seconds}
+
+
+def bench_add_rss(k: int, blocks: int | None, n: int) -> dict:
+    """``add_rss_child`` in a fresh interpreter, so other benchmarks' memory does not blur the figure."""
+    return in_child(f"add_rss_child({k}, {blocks}, {n})")
+
+
 def bench_pypi_index(n: int, queries: int, k: int) -> dict:
     simhash_module, PySimhash = pypi_simhash()
     import logging
@@ -206,38 +240,58 @@ def bench_pypi_index(n: int, queries: int, k: int) -> dict:
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    start = time.perf_counter()
+    start = time.process_time()
     index = simhash_module.SimhashIndex([], k=k)
     for i, fp in enumerate(fps.tolist()):
         index.add(str(i), PySimhash(fp))
-    build = time.perf_counter() - start
+    build = time.process_time() - start
     grown = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     probes = [PySimhash(int(q)) for q in fps[:queries]]
-    start = time.perf_counter()
+    start = time.process_time()
     for probe in probes:
         index.get_near_dups(probe)
-    qps = len(probes) / (time.perf_counter() - start)
+    qps = len(probes) / (time.process_time() - start)
     return {"stored": n, "k": k, "build_s": build, "bytes_per_fp": grown / n, "single_qps": qps}
 
 
-def bench_10m(k: int) -> dict:
+def peak_rss_bytes() -> int:
+    """The process's peak resident set size so far (Linux /proc: VmHWM)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def bench_10m_child(k: int) -> dict:
+    """In a fresh process: 10M fingerprints by add_many; RSS held and peak (growth over the start)."""
     n = 10_000_000
     gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
+    before = rss_bytes()
     index = BlockPermutedIndex(max_distance=k)
     for chunk in range(0, n, 1_000_000):
         index.add_many(range(chunk, chunk + 1_000_000), random_fingerprints(1_000_000, 100 + chunk))
     index.query_many_arrays(np.zeros(1, dtype=np.uint64))
-    grown = tracemalloc.get_traced_memory()[0] - before
-    peak = tracemalloc.get_traced_memory()[1] - before
-    tracemalloc.stop()
+    gc.collect()
+    grown = rss_bytes() - before
+    peak = peak_rss_bytes() - before
     probes = [int(q) for q in random_fingerprints(5_000, 7)]
-    start = time.perf_counter()
+    start = time.process_time()
     for q in probes:
         index.query(q)
-    return {"stored": n, "MB": grown / 1e6, "peak_MB": peak / 1e6, "single_qps": len(probes) / (time.perf_counter() - start)}
+    return {"stored": n, "k": k, "blocks": index.blocks, "MB": grown / 1e6, "peak_MB": peak / 1e6,
+            "single_qps": len(probes) / (time.process_time() - start)}
+
+
+def in_child(call: str) -> dict:
+    """``call`` (an expression on this module) in a fresh interpreter: memory figures of its own."""
+    import subprocess
+
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import core; "
+            f"print(json.dumps(core.{call}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def table(rows: list[dict]) -> str:
@@ -253,6 +307,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="100k index instead of 1M, no 10M run")
     parser.add_argument("--pages", type=int, default=300, help="HTML pages to use (default 300)")
+    parser.add_argument("--index-only", action="store_true", help="only the index figures (no text, no HTML)")
+    parser.add_argument("--html-only", action="store_true", help="only the HTML page -> fingerprint figures")
     args = parser.parse_args()
     n = 100_000 if args.quick else 1_000_000
 
@@ -265,50 +321,71 @@ def main() -> None:
           f"{sum(len(t.encode()) for t in texts) / 1e6:.1f} MB of text; one core.\n")
     results: dict = {"corpus": source}
 
-    rows = bench_text(texts, repeats=3)
-    results["text"] = rows
-    print("## Text -> fingerprint\n\n" + table(rows) + "\n")
+    if not (args.index_only or args.html_only):
+        rows = bench_text(texts, repeats=3)
+        results["text"] = rows
+        print("## Text -> fingerprint\n\n" + table(rows) + "\n")
 
-    rows = bench_html(pages, repeats=5)
-    results["html"] = rows
-    print("## HTML page -> fingerprint\n\n" + table(rows) + "\n")
+    if not args.index_only:
+        rows = bench_html(pages, repeats=5)
+        results["html"] = rows
+        print("## HTML page -> fingerprint\n\n" + table(rows) + "\n")
+    if args.html_only:
+        return
 
     ours = bench_index(n, 100_000, 3)
     ours_b5 = bench_index(n, 100_000, 3, blocks=5)  # more blocks: more tables, shorter buckets
-    ours_k4 = bench_index(n, 100_000, 4)  # the plugin's default k
+    ours_k4 = bench_index(n, 100_000, 4)  # the plugin's default k, default layout (B=3)
+    ours_k4_b5 = bench_index(n, 100_000, 4, blocks=5)  # k=4 with k + 1 blocks (the default before B=3)
     pypi = bench_pypi_index(n, 2_000, 3)
     results["index"] = {"simhash_scrapy": ours, "simhash_scrapy_b5": ours_b5, "simhash_scrapy_k4": ours_k4,
-                        "pypi_simhash": pypi}
+                        "simhash_scrapy_k4_b5": ours_k4_b5, "pypi_simhash": pypi}
     compiled = " (C query loop)" if COMPILED else ""
 
     def row(label: str, r: dict, pure: bool = False) -> dict:
-        return {"index (k=3)": label, "stored": r["stored"], "bytes/fp": r["bytes_per_fp"], "build s": r["build_s"],
-                "single queries/s": r["single_qps_pure" if pure else "single_qps"],
+        return {"index": label, "k": r["k"], "stored": r["stored"], "bytes/fp": r["bytes_per_fp"],
+                "build s": r["build_s"], "single queries/s": r["single_qps_pure" if pure else "single_qps"],
                 "batch queries/s": r["batch_qps_pure" if pure else "batch_qps"]}
 
     rows = [
         row(f"simhash-scrapy BlockPermutedIndex (B={ours['blocks']}, {ours['tables']} tables){compiled}", ours),
         row(f"same, B=5 ({ours_b5['tables']} tables){compiled}", ours_b5),
-        row(f"same, k=4 (B={ours_k4['blocks']}, {ours_k4['tables']} tables; the plugin's default k){compiled}", ours_k4),
+        row(f"same, k=4 (B={ours_k4['blocks']}, {ours_k4['tables']} tables, keys within 1 bit: the plugin's "
+            f"default){compiled}", ours_k4),
+        row(f"same, k=4, B=5 ({ours_k4_b5['tables']} tables: k + 1 blocks){compiled}", ours_k4_b5),
     ]
     if COMPILED:
         rows.append(row(f"simhash-scrapy B={ours['blocks']}, pure numpy", ours, pure=True))
         rows.append(row(f"simhash-scrapy k=4, B={ours_k4['blocks']}, pure numpy", ours_k4, pure=True))
     rows += [
-        {"index (k=3)": "PyPI simhash SimhashIndex", "stored": pypi["stored"], "bytes/fp": pypi["bytes_per_fp"],
-         "build s": pypi["build_s"], "single queries/s": pypi["single_qps"], "batch queries/s": "-"},
-        {"index (k=3)": "brute-force numpy popcount scan", "stored": ours["stored"], "bytes/fp": 8.0,
+        {"index": "PyPI simhash SimhashIndex", "k": pypi["k"], "stored": pypi["stored"],
+         "bytes/fp": pypi["bytes_per_fp"], "build s": pypi["build_s"], "single queries/s": pypi["single_qps"],
+         "batch queries/s": "-"},
+        {"index": "brute-force numpy popcount scan", "k": 3, "stored": ours["stored"], "bytes/fp": 8.0,
          "build s": 0.0, "single queries/s": ours["brute_force_qps"], "batch queries/s": "-"},
     ]
     print("## Index\n\n" + table(rows))
-    print(f"\nquery_and_add (the crawl path) on top of {n:,}: {ours['query_and_add_per_s']:,.0f}/s. "
+    print(f"\nk=4 default layout against k=3 in this run: {ours_k4['single_qps'] / ours['single_qps']:.2f}x single, "
+          f"{ours_k4['batch_qps'] / ours['batch_qps']:.2f}x batch queries/s; against k=4 with B=5: "
+          f"{ours_k4['single_qps'] / ours_k4_b5['single_qps']:.2f}x single, "
+          f"{ours_k4['batch_qps'] / ours_k4_b5['batch_qps']:.2f}x batch.")
+    adds = [bench_add_rss(k, blocks, n) for k, blocks in ((3, None), (4, None), (4, 5))]
+    results["add_rss"] = adds
+    print(f"\n### One-at-a-time add: memory\n\n{n:,} `add` calls (int keys) in a fresh process; RSS growth "
+          "(/proc/self/statm) over them, and the index's own arrays (`nbytes()`, with spare room):\n")
+    print(table([{"layout": f"k={a['k']}, B={a['blocks']} ({a['tables']} tables)", "stored": a["stored"],
+                  "RSS growth bytes/fp": a["rss_bytes_per_fp"], "arrays bytes/fp": a["nbytes_per_fp"],
+                  "adds/s": a["adds_per_s"]} for a in adds]))
+    print(f"\nquery_and_add (the crawl path) on top of {n:,}: {ours['query_and_add_per_s']:,.0f}/s at k=3, "
+          f"{ours_k4['query_and_add_per_s']:,.0f}/s at k=4 (B={ours_k4['blocks']}). "
           f"Single queries: {ours['single_qps'] / pypi['single_qps']:.1f}x PyPI simhash, "
           f"{ours['single_qps'] / ours['brute_force_qps']:.0f}x brute force; "
           f"memory {pypi['bytes_per_fp'] / ours['bytes_per_fp']:.0f}x smaller than PyPI simhash.\n")
     if not args.quick:
-        big = bench_10m(3)
+        big = in_child("bench_10m_child(3)")
         results["index_10m"] = big
-        print(f"10,000,000 fingerprints: {big['MB']:,.0f} MB held ({big['peak_MB']:,.0f} MB peak while building), "
+        print(f"10,000,000 fingerprints (k=3, fresh process): {big['MB']:,.0f} MB RSS held "
+              f"({big['peak_MB']:,.0f} MB peak RSS while building), "
               f"{big['single_qps']:,.0f} single queries/s.\n")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "core.json").write_text(json.dumps(results, indent=2))

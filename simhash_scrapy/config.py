@@ -92,6 +92,8 @@ class RedisConfig:
     ttl: float = defaults.REDIS_TTL
     fail_open: bool = defaults.REDIS_FAIL_OPEN
     cluster: bool = False
+    heartbeat: float = defaults.REDIS_HEARTBEAT
+    capacity: int = defaults.REDIS_CAPACITY
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> RedisConfig:
@@ -144,7 +146,16 @@ class RedisConfig:
             ttl=ttl,
             fail_open=parse_bool("SIMHASH_REDIS_FAIL_OPEN", get("SIMHASH_REDIS_FAIL_OPEN"), defaults.REDIS_FAIL_OPEN),
             cluster=parse_bool("SIMHASH_REDIS_CLUSTER", get("SIMHASH_REDIS_CLUSTER")),
+            heartbeat=_redis_heartbeat(get("SIMHASH_REDIS_HEARTBEAT")),
+            capacity=parse_int("SIMHASH_REDIS_CAPACITY", get("SIMHASH_REDIS_CAPACITY", defaults.REDIS_CAPACITY), 1),
         )
+
+
+def _redis_heartbeat(value: Any) -> float:
+    heartbeat = parse_number("SIMHASH_REDIS_HEARTBEAT", value, defaults.REDIS_HEARTBEAT, 0.05)
+    if heartbeat > 60:
+        raise ValueError(f"SIMHASH_REDIS_HEARTBEAT must be a number of seconds from 0.05 to 60, got {value!r}")
+    return heartbeat
 
 
 @dataclass(frozen=True)
@@ -252,8 +263,9 @@ class SimhashConfig:
         except ValueError as exc:
             raise ValueError(
                 f"SIMHASH_BLOCKS={blocks!r} does not fit SIMHASH_MAX_DISTANCE={max_distance}: {exc} "
-                f"(accepted: None for SIMHASH_MAX_DISTANCE + 1, or an integer from "
-                f"{max_distance + 1} to 64 with C(blocks, max_distance) <= {MAX_TABLES} tables)"
+                f"(accepted: None for the default layout, an integer from {max_distance + 1} to 64 with "
+                f"C(blocks, max_distance) <= {MAX_TABLES} tables, or from {-(-(max_distance + 1) // 3)} to "
+                f"{max_distance} (each block matched within max_distance // blocks <= 2 bits))"
             ) from None
 
         text_mode = parse_choice("SIMHASH_TEXT_MODE", get("SIMHASH_TEXT_MODE", defaults.TEXT_MODE), TEXT_MODES)

@@ -122,7 +122,7 @@ def test_disabled_raises_not_configured() -> None:
         ({"MAX_DISTANCE": "three"}, r"SIMHASH_MAX_DISTANCE must be an integer from 0 to 63, got 'three'"),
         ({"MAX_DISTANCE": 2.5}, r"SIMHASH_MAX_DISTANCE must be an integer"),
         ({"MAX_DISTANCE": True}, r"SIMHASH_MAX_DISTANCE must be an integer"),
-        ({"BLOCKS": 3}, r"SIMHASH_BLOCKS=3 does not fit SIMHASH_MAX_DISTANCE=4.*from 5 to 64"),
+        ({"BLOCKS": 1}, r"SIMHASH_BLOCKS=1 does not fit SIMHASH_MAX_DISTANCE=4.*from 5 to 64.*from 2 to 4"),
         ({"BLOCKS": 40, "MAX_DISTANCE": 10}, r"SIMHASH_BLOCKS=40 .*tables"),
         ({"TEXT_MODE": "all"}, r"SIMHASH_TEXT_MODE must be one of 'main', 'visible', got 'all'"),
         ({"WORD_NGRAM": 0}, r"SIMHASH_WORD_NGRAM must be an integer >= 1, got 0"),

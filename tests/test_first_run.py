@@ -112,11 +112,6 @@ def test_a_page_fetched_again_with_new_text_is_listed_as_changed(serve: Any, tmp
         assert re.findall(r'<tr class="changed-page"><td class="url"><a href="([^"]+)"', page) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the persistent backend's identity-first records (issue 13 item 1, the store helper's work): "
-    "on main a re-crawled page is still a near-duplicate of its own last version",
-)
 def test_a_recrawl_with_simhash_dir_lists_the_changed_pages(serve: Any, tmp_path: Path) -> None:
     pages = {f"/p{i}": article_html(f"Story {i}", article_words(500 + i, 300)) for i in range(6)}
     site = serve(pages)

@@ -17,7 +17,9 @@ from simhash_scrapy.core.index import block_widths
 # Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
 pytestmark = pytest.mark.usefixtures("implementation")
 
-LAYOUTS = [(0, 1), (0, 3), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 5), (4, 7), (6, 8)]
+# (k, B): B > k is the classic layout (B - k blocks match exactly); B <= k matches a block within
+# floor(k / B) bits ((4, 3) is the default at k = 4, (4, 2) and (5, 2) flip two bits).
+LAYOUTS = [(0, 1), (0, 3), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 5), (4, 7), (6, 8), (1, 1), (2, 2), (3, 2), (4, 3), (4, 2), (5, 3), (5, 2), (6, 3)]
 
 
 def flip(fp: int, distance: int, rng: random.Random) -> int:
@@ -199,7 +201,8 @@ def test_save_refuses_unsupported_keys(tmp_path) -> None:
         ({"max_distance": 64}, "max_distance"),
         ({"max_distance": 2.5}, "max_distance"),
         ({"max_distance": True}, "max_distance"),
-        ({"max_distance": 3, "blocks": 3}, "blocks"),
+        ({"max_distance": 3, "blocks": 0}, "blocks"),
+        ({"max_distance": 9, "blocks": 3}, "blocks"),
         ({"max_distance": 3, "blocks": 65}, "blocks"),
         ({"max_distance": 10, "blocks": 40}, "blocks"),
     ],
@@ -224,3 +227,55 @@ def test_block_widths_cover_64_bits() -> None:
     for blocks in range(1, 65):
         widths = block_widths(blocks)
         assert sum(widths) == 64 and len(widths) == blocks and max(widths) - min(widths) <= 1
+
+
+def test_default_layout_at_k4_is_three_blocks_matched_within_one_bit() -> None:
+    from simhash_scrapy.core import defaults
+
+    index = BlockPermutedIndex(4)
+    assert (index.blocks, index.table_count, index.key_errors) == (3, 3, 1)
+    assert defaults.default_blocks(4) == 3 and defaults.default_blocks(3) == 4
+    assert BlockPermutedIndex(3).blocks == 4 and BlockPermutedIndex(4, 5).table_count == 5
+
+
+@pytest.mark.parametrize("k,blocks", [(4, 3), (5, 3), (4, 2), (5, 2), (3, 2)])
+def test_every_spread_of_errors_over_the_blocks_is_found(k: int, blocks: int) -> None:
+    # Matches whose k flipped bits fall in every possible way over the blocks, and on the
+    # bits around each table's bucket/filter boundary, with enough rows for a real directory.
+    rng = random.Random(k * 10 + blocks)
+    widths = block_widths(blocks)
+    lows = [64 - sum(widths[: b + 1]) for b in range(blocks)]
+    base = [rng.getrandbits(64) for _ in range(3000)]
+    stored = list(base)
+    for fp in base[:300]:
+        per_block = [0] * blocks
+        for _ in range(k):
+            per_block[rng.randrange(blocks)] += 1
+        flipped = fp
+        for b, count in enumerate(per_block):
+            for bit in rng.sample(range(widths[b]), min(count, widths[b])):
+                flipped ^= 1 << (lows[b] + bit)
+        stored.append(flipped)
+    index = BlockPermutedIndex(k, blocks)
+    index.add_many(range(len(stored)), stored)
+    for query in base[:300]:
+        assert [(m.distance, m.key) for m in index.query(query)] == brute(stored, query, k)
+    q, r, d = index.query_many_arrays(base[:300])
+    got = sorted(zip(q.tolist(), r.tolist()))
+    want = sorted((i, row) for i, query in enumerate(base[:300]) for _, row in brute(stored, query, k))
+    assert got == want
+
+
+def test_adds_merge_into_spare_room_in_place() -> None:
+    # Many single adds: the tables grow by merging the tail into spare room (insert_sorted),
+    # and answers stay exact throughout.
+    rng = random.Random(3)
+    index = BlockPermutedIndex(4)
+    stored: list[int] = []
+    for row in range(9000):
+        fp = rng.getrandbits(64) if row % 3 else flip(stored[rng.randrange(len(stored))], rng.randint(0, 5), rng) if stored else 1
+        index.add(row, fp)
+        stored.append(fp)
+    assert any(len(t.room) > len(t.entries) for t in index._tables) or index._indexed < len(stored)
+    for query in rng.sample(stored, 200):
+        assert [(m.distance, m.key) for m in index.query(query)] == brute(stored, query, 4)

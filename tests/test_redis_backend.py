@@ -1,20 +1,21 @@
 """The Redis backend against a real redis-server (Debian's ``redis-server``).
 
 Without redis-server these tests skip (saying how to install it); with
-``CI=true`` they fail instead.
+``CI=true`` they fail instead.  The Redis Cluster tests are in
+``test_redis_cluster.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
-import json
+import logging
 import os
 import random
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine
@@ -24,15 +25,17 @@ from typing import Any
 import pytest
 import pytest_twisted
 from conftest import RecordingSpider, run_crawl
-from redis_server import RedisCluster, RedisServer, free_port
+from redis_server import RedisServer, free_port
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
-from simhash_scrapy.backends import UNCHECKED, Outcome, BackendError, PageRecord, Verdict, create_backend
+from simhash_scrapy.backends import BackendError, PageRecord, create_backend
+from simhash_scrapy.backends.base import Outcome, Verdict
 from simhash_scrapy.backends.memory import MemoryBackend
-from simhash_scrapy.backends.redis import RedisBackend, RedisSettings, bucket_fields, layout_string, read_members
+from simhash_scrapy.backends.redis import RedisBackend, RedisSettings, layout_string, read_members
+from simhash_scrapy.backends.redis.layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, pack_record, parse_record
+from simhash_scrapy.backends.redis.replica import Replica
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.fingerprint import hamming_distance
 from simhash_scrapy.core.report import build_clusters
 
 from test_persistence import (  # noqa: E402  (tests/ is on sys.path)
@@ -60,6 +63,12 @@ def async_test(func: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., 
     return wrapper
 
 
+def in_thread(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine on a loop of its own (from a test that is not async)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 class Stats:
     def __init__(self) -> None:
         self.values: Counter[str] = Counter()
@@ -67,11 +76,48 @@ class Stats:
     def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
         self.values[key] += count
 
+    def set_value(self, key: str, value: Any) -> None:
+        self.values[key] = value
 
-def make_backend(server: RedisServer | None, config: SimhashConfig | None = None, **settings: Any) -> RedisBackend:
+
+def make_backend(server: Any, config: SimhashConfig | None = None, **settings: Any) -> RedisBackend:
     values: dict[str, Any] = {"SIMHASH_REDIS_URL": server.url} if server is not None else {}
+    values.setdefault("SIMHASH_REDIS_CAPACITY", 5000)
     values.update(settings)
     return RedisBackend(config or SimhashConfig(), RedisSettings(values), Stats())
+
+
+def recrawl_sequence(seed: int, count: int, k: int = 4, scopes: tuple[str, ...] = ("spider",)) -> list[tuple[PageRecord, bool]]:
+    """New pages (planted near-duplicates at 0..k+2, short pages with shared digests, three kinds of
+    identity) mixed with re-checks of earlier identities (small and large changes, kind switches)."""
+    rng = random.Random(seed)
+    out: list[tuple[PageRecord, bool]] = []
+    fps: list[int] = []
+    for i in range(count):
+        seen = 1_763_900_000 + i * 0.5
+        if out and rng.random() < 0.35:
+            earlier, _ = rng.choice(out)
+            if rng.random() < 0.1:
+                fp, exact = rng.randrange(8), not earlier.exact  # kind switch
+            elif earlier.exact:
+                fp, exact = (earlier.fingerprint if rng.random() < 0.6 else rng.randrange(8)), True
+            else:
+                fp, exact = flip(earlier.fingerprint, rng.choice([0, 1, k, k + 1, 9]), rng), False
+            record = PageRecord(earlier.url, fp, earlier.scope, earlier.referer, rng.choice([None, 1]), None,
+                                earlier.identity, exact, seen)
+        else:
+            exact = rng.random() < 0.1
+            if exact:
+                fp = rng.randrange(8)
+            else:
+                fp = flip(rng.choice(fps), rng.randint(0, k + 2), rng) if fps and rng.random() < 0.5 else rng.getrandbits(64)
+                fps.append(fp)
+            url = f"https://example.com/{i}"
+            identity = rng.choice(["", f"{rng.getrandbits(160):040x}", f"key-{i}"])
+            record = PageRecord(url, fp, rng.choice(scopes), rng.choice([None, "https://example.com/"]),
+                                rng.choice([None, 0, 3]), rng.choice([None, f"text of page {i}"]), identity, exact, seen)
+        out.append((record, rng.random() > 0.05))
+    return out
 
 
 # ------------------------------------------------------------- no server needed
@@ -88,33 +134,26 @@ def test_missing_redis_server_skips_locally_and_fails_in_ci(monkeypatch: pytest.
         module.require_redis_server()
 
 
-def test_near_fingerprints_share_a_bucket_field() -> None:
-    rng = random.Random(3)
-    for k, blocks in [(3, 4), (3, 6), (4, 5), (0, 1), (2, 8)]:
-        for _ in range(300):
-            fp = rng.getrandbits(64)
-            other = flip(fp, rng.randint(0, k), rng)
-            assert set(bucket_fields(fp, k, blocks)) & set(bucket_fields(other, k, blocks))
-
-
 def test_settings_follow_scrapy_redis() -> None:
     s = RedisSettings({"REDIS_HOST": "redis.internal", "REDIS_PORT": "6380"})
     assert (s.url, s.host, s.port) == (None, "redis.internal", 6380)
     assert not s.persist and not s.flush_on_start and s.fail_open and s.ttl == 0
+    assert (s.heartbeat, s.capacity) == (1.0, 10_000_000)
     assert s.key("myspider") == "myspider:simhash"
-    s = RedisSettings({"REDIS_URL": "redis://a:1/2", "REDIS_HOST": "ignored"})
-    assert s.url == "redis://a:1/2"
-    s = RedisSettings({"SIMHASH_REDIS_URL": "redis://b:2/0", "REDIS_URL": "redis://a:1/2"})
-    assert s.url == "redis://b:2/0"
+    assert RedisSettings({"REDIS_URL": "redis://a:1/2", "REDIS_HOST": "ignored"}).url == "redis://a:1/2"
+    assert RedisSettings({"SIMHASH_REDIS_URL": "redis://b:2/0", "REDIS_URL": "redis://a:1/2"}).url == "redis://b:2/0"
     s = RedisSettings({"SCHEDULER_PERSIST": True, "SCHEDULER_FLUSH_ON_START": "1"})
     assert s.persist and s.flush_on_start
-    s = RedisSettings({"SCHEDULER_PERSIST": True, "SIMHASH_REDIS_PERSIST": False})
-    assert not s.persist
+    assert not RedisSettings({"SCHEDULER_PERSIST": True, "SIMHASH_REDIS_PERSIST": False}).persist
     assert RedisSettings({"SIMHASH_REDIS_KEY": "{%(spider)s}:dedup"}).key("x") == "{x}:dedup"
     assert RedisSettings({"SIMHASH_REDIS_URL": "redis://u:secret@h:1/0"}).describe() == "redis://u:***@h:1/0"
+    s = RedisSettings({"SIMHASH_REDIS_HEARTBEAT": "0.25", "SIMHASH_REDIS_CAPACITY": "1000"})
+    assert (s.heartbeat, s.capacity) == (0.25, 1000)
     for name, value in [
         ("SIMHASH_REDIS_TTL", "-1"), ("SIMHASH_REDIS_TTL", "soon"), ("SIMHASH_REDIS_FAIL_OPEN", "maybe"),
         ("REDIS_PORT", "http"), ("REDIS_PARAMS", "[1]"), ("SIMHASH_REDIS_KEY", "%(nope)s"),
+        ("SIMHASH_REDIS_HEARTBEAT", "0"), ("SIMHASH_REDIS_HEARTBEAT", "61"), ("SIMHASH_REDIS_HEARTBEAT", "x"),
+        ("SIMHASH_REDIS_CAPACITY", "0"), ("SIMHASH_REDIS_CAPACITY", "many"),
     ]:
         with pytest.raises(ValueError, match=name):
             RedisSettings({name: value})
@@ -122,23 +161,63 @@ def test_settings_follow_scrapy_redis() -> None:
 
 def test_scrapy_redis_params_do_not_warn() -> None:
     # scrapy-redis' defaults include retry_on_timeout, which redis-py 6+ deprecates (a warning = failure here).
+    from simhash_scrapy.backends.redis.connection import get_client
+
     params = {"socket_timeout": 30, "socket_connect_timeout": 30, "retry_on_timeout": True, "encoding": "utf-8"}
-    client = RedisSettings({"REDIS_PARAMS": params, "REDIS_URL": "redis://127.0.0.1:1"}).client()
+    client = get_client(RedisSettings({"REDIS_PARAMS": params, "REDIS_URL": "redis://127.0.0.1:1"}))
     assert client.get_connection_kwargs()["socket_timeout"] == 30
-
-
-def test_cluster_needs_a_hash_tag() -> None:
-    backend = make_backend(None, SIMHASH_REDIS_CLUSTER=True)
-    with pytest.raises(BackendError, match="hash tag"):
-        backend._use_key("myspider")
-    backend = make_backend(None, SIMHASH_REDIS_CLUSTER=True, SIMHASH_REDIS_KEY="{%(spider)s}:simhash")
-    backend._use_key("myspider")
-    assert backend._keys[0] == "{myspider}:simhash:meta"
 
 
 def test_backend_selection() -> None:
     crawler = get_crawler(settings_dict={"SIMHASH_REDIS_URL": "redis://127.0.0.1:1"})
     assert type(create_backend(crawler, SimhashConfig(backend="redis"))) is RedisBackend
+
+
+def test_identities_and_payloads_round_trip() -> None:
+    rng = random.Random(5)
+    codec = Codec()
+    for n in range(200):
+        if n == 100:
+            codec.zdict = codec.proposed_dict()
+            assert codec.zdict
+        identity = rng.choice(["", f"{rng.getrandbits(160):040x}", "key-\u2603", "ABCDEF" * 7])
+        url = f"https://e.example/{n}?q=\ud800"
+        bucket, field, kept = identity_slot("s", identity or url, 12)
+        assert 0 <= bucket < 4096 and len(field) == 8
+        payload = codec.encode(url, identity, kept, "https://e.example/", n % 3 or None, rng.choice([None, "text \udcff"]))
+        decoded = codec.decode(payload, field)
+        assert decoded[:4] == (url, identity, "https://e.example/", n % 3 or None)
+    # A request fingerprint costs 12 bytes, not its 40 characters.
+    assert len(identity_slot("s", "ab" * 20, 12)[2]) == 12
+    record = pack_record(7, 2**64 - 1, True, "changed", 0, 3, None, 5, 1.5, 2.5, b"xyz")
+    parsed = parse_record(record)
+    assert (parsed.seq, parsed.fingerprint, parsed.exact, parsed.outcome, parsed.own, parsed.previous) == (
+        7, 2**64 - 1, True, "changed", 3, 5)
+    assert (parsed.first_seen, parsed.last_seen, parsed.payload) == (1.5, 2.5, b"xyz")
+
+
+def test_replica_finds_what_a_scan_finds() -> None:
+    rng = random.Random(9)
+    replica = Replica(4)
+    entries, live = [], {}
+    for pos in range(3000):
+        if live and rng.random() < 0.1:
+            gone = rng.choice(sorted(live))
+            del live[gone]
+            entries.append(b"\2" + gone.to_bytes(4, "big") + bytes(ENTRY - 5))
+            continue
+        fp = flip(rng.choice(list(live.values())), rng.randint(0, 6), rng) if live and rng.random() < 0.5 else rng.getrandbits(64)
+        live[pos] = fp
+        entries.append(b"\1" + fp.to_bytes(8, "big") + pos.to_bytes(4, "big") + bytes(11))
+    data = b"".join(entries)
+    for start in range(0, len(entries), 700):  # applied in pieces, overlapping
+        replica.apply(data[max(0, start - 5) * ENTRY : (start + 700) * ENTRY], max(0, start - 5))
+    assert replica.sync == len(entries)
+    for _ in range(300):
+        fp = flip(rng.choice(list(live.values())), rng.randint(0, 6), rng)
+        found = replica.candidates(fp, False)
+        got = sorted((int.from_bytes(found[i : i + 4], "big"), found[i + 8]) for i in range(0, len(found), 9))
+        assert got == sorted((p, (f ^ fp).bit_count()) for p, f in live.items() if (f ^ fp).bit_count() <= 4)
 
 
 @async_test
@@ -150,19 +229,54 @@ async def test_unreachable_redis_stops_at_start() -> None:
 
 
 # ------------------------------------------------------------------ real Redis
-@pytest.mark.parametrize(("k", "blocks", "seed"), [(3, None, 1), (3, None, 2), (3, 6, 3), (4, 5, 4), (0, None, 5), (6, 8, 6)])
+async def same_as_memory(backends: list[RedisBackend], config: SimhashConfig, pages: list[tuple[PageRecord, bool]],
+                         concurrent: bool = False) -> None:
+    memory = MemoryBackend(config)
+    expected = [memory.check_now(record, index) for record, index in pages]
+    if concurrent:  # queued together: one script call checks them in order
+        got = await asyncio.gather(*(backends[0].check(record, index) for record, index in pages))
+    else:
+        got = [await backends[i % len(backends)].check(record, index) for i, (record, index) in enumerate(pages)]
+    for (record, index), want, have in zip(pages, expected, got):
+        assert have == want, (record, index)
+    assert await backends[-1].members() == await memory.members()
+    assert await backends[0].index_size() == await memory.index_size()
+    for backend in backends:
+        assert backend.stats.values["simhash/backend_errors"] == 0
+
+
+@pytest.mark.parametrize(("k", "blocks", "seed"), [(4, None, 1), (3, None, 2), (3, 6, 3), (4, 5, 4), (0, None, 5), (6, 8, 6)])
 @async_test
 async def test_same_decisions_as_the_in_process_backend(redis_server: RedisServer, k: int, blocks: int | None, seed: int) -> None:
     config = SimhashConfig(max_distance=k, blocks=blocks)
-    pages = page_sequence(seed, 1200, scopes=("a.example", "b.example", "ü.example"))
-    memory = MemoryBackend(config)
     redis = make_backend(redis_server, config)
     await redis.open("spider")
-    for record, index in pages:
-        assert await redis.check(record, index) == memory.check_now(record, index), record
-    assert await redis.members() == await memory.members()
-    assert await redis.index_size() == await memory.index_size()
-    assert redis.stats.values["simhash/backend_errors"] == 0
+    await same_as_memory([redis], config, recrawl_sequence(seed, 1200, k, scopes=("a.example", "b.example", "ü.example")))
+    await redis.close()
+
+
+@async_test
+async def test_same_decisions_batched_and_across_workers(redis_server: RedisServer) -> None:
+    config = SimhashConfig()
+    workers = [make_backend(redis_server, config, SIMHASH_REDIS_PERSIST=True) for _ in range(3)]
+    for worker in workers:
+        await worker.open("spider")
+    # Three workers taking turns: each one's replica lags behind the others' additions.
+    await same_as_memory(workers, config, recrawl_sequence(7, 900, scopes=("a", "b")))
+    for worker in workers:
+        await worker.close()
+    batched = make_backend(redis_server, config)
+    await batched.open("other")
+    await same_as_memory([batched], config, recrawl_sequence(8, 600), concurrent=True)
+    await batched.close()
+
+
+@async_test
+async def test_the_plain_page_sequence_too(redis_server: RedisServer) -> None:
+    config = SimhashConfig(max_distance=3)
+    redis = make_backend(redis_server, config)
+    await redis.open("spider")
+    await same_as_memory([redis], config, page_sequence(1, 800, scopes=("a.example", "b.example")))
     await redis.close()
 
 
@@ -179,7 +293,7 @@ async def test_concurrent_near_duplicates_make_exactly_one_canonical(redis_serve
             records.append(PageRecord(f"https://e/{c}/{v}", flip(base, rng.randint(0, 1), rng), "spider"))
     rng.shuffle(records)
     verdicts = await asyncio.gather(*(workers[i % 3].check(r) for i, r in enumerate(records)))
-    canonical_urls = [r.url for r, v in zip(records, verdicts) if v.canonical_url is None]
+    canonical_urls = [r.url for r, v in zip(records, verdicts) if v.outcome is Outcome.UNIQUE]
     assert sorted(u.split("/")[3] for u in canonical_urls) == sorted(str(c) for c in range(20))
     for record, verdict in zip(records, verdicts):
         if verdict.canonical_url is not None:
@@ -197,9 +311,14 @@ async def test_usable_from_a_twisted_driven_coroutine(redis_server: RedisServer)
     # Deferred.fromCoroutine cannot await asyncio futures: the backend bridges them.
     backend = make_backend(redis_server, SCHEDULER_PERSIST=True)
     await backend.open("s")
-    assert (await backend.check(PageRecord("https://e/1", 1, "s"))).canonical_url is None
-    assert await backend.check(PageRecord("https://e/2", 3, "s")) == Verdict(Outcome.NEAR_DUPLICATE, "https://e/1", 1, 1, "https://e/1")
+    assert (await backend.check(PageRecord("https://e/1", 1, "s"))).outcome is Outcome.UNIQUE
+    verdict = await backend.check(PageRecord("https://e/2", 3, "s"))
+    assert (verdict.outcome, verdict.canonical_url, verdict.distance, verdict.canonical_fingerprint) == (
+        Outcome.NEAR_DUPLICATE, "https://e/1", 1, 1)
     assert len(await backend.members()) == 2 and await backend.index_size() == 1
+    await backend.save_extra("rules", b"\x00rules")
+    assert await backend.load_extra("rules") == b"\x00rules"
+    assert await backend.load_extra("nothing") is None
     await backend.close()
 
 
@@ -217,28 +336,32 @@ async def test_any_text_round_trips(redis_server: RedisServer) -> None:
 
 @async_test
 async def test_key_layout_is_as_documented(redis_server: RedisServer) -> None:
-    config = SimhashConfig(max_distance=3, blocks=4)
-    backend = make_backend(redis_server, config)
+    config = SimhashConfig(max_distance=3)
+    backend = make_backend(redis_server, config, SIMHASH_REDIS_CAPACITY=1000)
     await backend.open("myspider")
-    await backend.check(PageRecord("https://e/1", 0x0123456789ABCDEF, "myspider", referer="https://e/", depth=1))
-    v = await backend.check(PageRecord("https://e/2", 0x0123456789ABCDEE, "myspider"))
-    assert v == Verdict(Outcome.NEAR_DUPLICATE, "https://e/1", 1, 0x0123456789ABCDEF, "https://e/1")
+    await backend.check(PageRecord("https://e/1", 0x0123456789ABCDEF, "myspider", referer="https://e/", depth=1, seen=5.0))
+    v = await backend.check(PageRecord("https://e/2", 0x0123456789ABCDEE, "myspider", identity="ab" * 20))
+    assert (v.outcome, v.canonical_url, v.distance) == (Outcome.NEAR_DUPLICATE, "https://e/1", 1)
     client = redis_server.client()
-    keys = sorted(k.decode() for k in client.keys("*"))
-    assert keys == [
-        "myspider:simhash:canon", "myspider:simhash:index:myspider", "myspider:simhash:meta",
-        "myspider:simhash:pages", "myspider:simhash:scopes", "myspider:simhash:workers",
-    ]
-    meta = client.hgetall("myspider:simhash:meta")
-    assert meta[b"layout"].decode() == layout_string(config)
-    assert meta[b"canonicals"] == b"1"
-    pages = client.lrange("myspider:simhash:pages", 0, -1)
-    assert pages[0].decode() == '-1,-1,1,0123456789abcdef,["https://e/1", "myspider", "https://e/", 1, null]'
-    assert pages[1].decode().startswith("0,1,0,0123456789abcdee,")
-    assert client.hgetall("myspider:simhash:canon") == {b"0": b"https://e/1"}
-    index = client.hgetall("myspider:simhash:index:myspider")
-    assert sorted(index) == sorted(bucket_fields(0x0123456789ABCDEF, 3, 4))
-    assert set(index.values()) == {bytes.fromhex("0123456789abcdef") + (0).to_bytes(4, "big")}
+    keys = Keys("myspider:simhash")
+    sk = keys.scope("myspider")
+    assert sk.base == "myspider:simhash:{" + sk.base.split("{")[1]
+    bits = bucket_bits_for(1000)
+    b1, f1, _ = identity_slot("myspider", "https://e/1", bits)
+    b2, f2, kept = identity_slot("myspider", "ab" * 20, bits)
+    assert (b2, f2, kept) == (0xABABABAB >> (32 - bits), bytes.fromhex("ab" * 8), bytes.fromhex("ab" * 12))
+    expected = {keys.meta, keys.workers, keys.scopes, sk.meta, sk.log, sk.bucket(b1), sk.bucket(b2)}
+    assert {k.decode() for k in client.keys("*")} == expected
+    meta = client.hgetall(keys.meta)
+    assert meta[b"layout"].decode() == layout_string(config) and meta[b"seq"] == b"2" and int(meta[b"bucket_bits"]) == bits
+    assert client.hgetall(sk.meta)[b"canonicals"] == b"1" and client.hgetall(sk.meta)[b"records"] == b"2"
+    log = client.get(sk.log)
+    assert log == b"\1" + bytes.fromhex("0123456789abcdef") + (0).to_bytes(4, "big") + b1.to_bytes(3, "big") + f1
+    first = parse_record(client.hget(sk.bucket(b1), f1))
+    assert (first.seq, first.fingerprint, first.outcome, first.own, first.first_seen) == (0, 0x0123456789ABCDEF, "unique", 0, 5.0)
+    second = parse_record(client.hget(sk.bucket(b2), f2))
+    assert (second.seq, second.outcome, second.canonical, second.distance) == (1, "near_duplicate", 0, 1)
+    assert Codec().decode(second.payload, f2)[:2] == ("https://e/2", "ab" * 20)
     client.close()
     await backend.close()
 
@@ -250,6 +373,7 @@ async def test_persist_and_flush_like_scrapy_redis(redis_server: RedisServer) ->
     backend = make_backend(redis_server)
     await backend.open("s")
     await backend.check(PageRecord("https://e/1", 1, "s"))
+    await backend.save_extra("rules", b"x")
     await backend.close()
     assert client.keys("*") == []
     # SCHEDULER_PERSIST = True keeps it; the next crawl starts with it (simhash/initial).
@@ -259,18 +383,17 @@ async def test_persist_and_flush_like_scrapy_redis(redis_server: RedisServer) ->
         await backend.check(PageRecord(f"https://e/{backend.initial}", 1 << backend.initial * 8, "s"))
         await backend.close()
     assert backend.initial == 1
-    assert client.llen("s:simhash:pages") == 2
     # Flush on start deletes it, unless another worker is running.
     other = make_backend(redis_server, SCHEDULER_PERSIST=True)
     await other.open("s")
     flusher = make_backend(redis_server, SCHEDULER_PERSIST=True, SCHEDULER_FLUSH_ON_START=True)
     await flusher.open("s")
-    assert flusher.initial == 2 and client.llen("s:simhash:pages") == 2
+    assert flusher.initial == 2
     await flusher.close()
     await other.close()
     flusher = make_backend(redis_server, SIMHASH_REDIS_PERSIST=True, SIMHASH_REDIS_FLUSH_ON_START=True)
     await flusher.open("s")
-    assert flusher.initial == 0 and client.llen("s:simhash:pages") == 0
+    assert flusher.initial == 0 and await flusher.members() == []
     await flusher.close()
     # Several workers without persistence: the last one to close deletes the state.
     a, b = make_backend(redis_server), make_backend(redis_server)
@@ -278,9 +401,9 @@ async def test_persist_and_flush_like_scrapy_redis(redis_server: RedisServer) ->
     await b.open("t")
     await a.check(PageRecord("https://e/1", 1, "t"))
     await a.close()
-    assert client.llen("t:simhash:pages") == 1
+    assert len(await b.members()) == 1
     await b.close()
-    assert client.keys("t:*") == []
+    assert client.keys("{t:*") == [] and client.keys("t:*") == []
     client.close()
 
 
@@ -289,8 +412,11 @@ async def test_ttl(redis_server: RedisServer) -> None:
     backend = make_backend(redis_server, SIMHASH_REDIS_TTL=3600, SIMHASH_REDIS_PERSIST=True)
     await backend.open("s")
     await backend.check(PageRecord("https://e/1", 1, "s"))
+    await backend.save_extra("rules", b"x")
     client = redis_server.client()
-    for key in client.keys("s:simhash:*"):
+    keys = client.keys("*")
+    assert len(keys) == 7
+    for key in keys:
         assert 3_500_000 < client.pttl(key) <= 3_600_000, key
     await backend.close()
     client.close()
@@ -304,12 +430,16 @@ async def test_other_settings_are_refused(redis_server: RedisServer) -> None:
     await first.check(PageRecord("https://e/1", 1, "s"))
     for change, setting in [
         ({"max_distance": 4}, "SIMHASH_MAX_DISTANCE"),
-        ({"blocks": 6}, "SIMHASH_BLOCKS"),
         ({"word_ngram": 2}, "SIMHASH_WORD_NGRAM"),
         ({"text_mode": "visible"}, "SIMHASH_TEXT_MODE"),
     ]:
         with pytest.raises(BackendError, match=setting):
             await make_backend(redis_server, SimhashConfig(**{**base, **change})).open("s")
+    # The block layout is each worker's own business (the index in Redis does not depend on it).
+    other = make_backend(redis_server, SimhashConfig(**{**base, "blocks": 6}))
+    await other.open("s")
+    assert (await other.check(PageRecord("https://e/2", 3, "s"))).canonical_url == "https://e/1"
+    await other.close()
     await first.close()
 
 
@@ -317,7 +447,7 @@ async def test_other_settings_are_refused(redis_server: RedisServer) -> None:
 async def test_any_worker_can_export_the_clusters(redis_server: RedisServer) -> None:
     writer = make_backend(redis_server, SCHEDULER_PERSIST=True)
     await writer.open("s")
-    for record, index in page_sequence(4, 100):
+    for record, index in recrawl_sequence(4, 100):
         await writer.check(record, index)
     expected = await writer.members()
     await writer.close()
@@ -326,73 +456,73 @@ async def test_any_worker_can_export_the_clusters(redis_server: RedisServer) -> 
     assert await reader.members() == expected
     assert build_clusters(await reader.members())
     await reader.close()
-    assert await read_members({"REDIS_URL": redis_server.url}, "s") == expected
-    assert redis_server.client().llen("s:simhash:pages") == 100  # attach() never flushes
+    assert await read_members({"REDIS_URL": redis_server.url, "SIMHASH_REDIS_CAPACITY": 5000}, "s") == expected
+    assert len(await read_members({"REDIS_URL": redis_server.url}, "s")) == len(expected) < 100  # never flushed
+
+
+# ---------------------------------------------------------------- outages
+async def wait_until_up(backend: RedisBackend) -> None:
+    for _ in range(2000):  # a deadline, not a timing: the probe backs off to one heartbeat at most
+        if not backend.redis_down:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the backend never saw Redis again")
 
 
 @pytest.mark.parametrize("fail_open", [True, False])
 @async_test
-async def test_redis_errors_mid_crawl(tmp_path: Path, fail_open: bool) -> None:
+async def test_redis_restart_with_aof_loses_nothing(tmp_path: Path, fail_open: bool, caplog: pytest.LogCaptureFixture) -> None:
     server = RedisServer(tmp_path / "redis", appendonly=True).start()
     try:
-        backend = make_backend(server, SIMHASH_REDIS_FAIL_OPEN=fail_open, SCHEDULER_PERSIST=True)
+        backend = make_backend(server, SIMHASH_REDIS_FAIL_OPEN=fail_open, SCHEDULER_PERSIST=True,
+                               SIMHASH_REDIS_HEARTBEAT=0.2)
         await backend.open("s")
-        assert (await backend.check(PageRecord("https://e/1", 1, "s"))).canonical_url is None
+        assert (await backend.check(PageRecord("https://e/1", 1, "s"))).outcome is Outcome.UNIQUE
         server.stop()  # SIGKILL
         if fail_open:
-            assert await backend.check(PageRecord("https://e/2", 1, "s")) == UNCHECKED
+            assert await backend.check(PageRecord("https://e/2", 1, "s")) == Verdict(Outcome.UNCHECKED)
         else:
             with pytest.raises(BackendError, match="fail-closed"):
                 await backend.check(PageRecord("https://e/2", 1, "s"))
+        assert backend.redis_down
         assert backend.stats.values["simhash/backend_errors"] == 1
         server.start()
-        verdict = None
-        for attempt in range(100):  # the backend waits a little before trying a dead server again
-            try:
-                verdict = await backend.check(PageRecord("https://e/3", 1, "s"))
-            except BackendError:
-                verdict = None
-            if backend.stats.values["simhash/backend_errors"] == attempt + 1:
-                break
-            await asyncio.sleep(0.05)
+        await wait_until_up(backend)
+        # The first check after the probe saw Redis goes through: no back-off left to sit out.
+        verdict = await backend.check(PageRecord("https://e/3", 1, "s"))
         # Written before the kill, kept by the append-only file: page 1 is still the canonical page.
-        assert verdict == Verdict(Outcome.NEAR_DUPLICATE, "https://e/1", 0, 1, "https://e/1")
+        assert (verdict.outcome, verdict.canonical_url) == (Outcome.NEAR_DUPLICATE, "https://e/1")
+        assert backend.stats.values["simhash/backend_errors"] == 1
+        assert [m.url for m in await backend.members()] == ["https://e/1", "https://e/3"]
+        again = [r for r in caplog.records if "answers again" in r.getMessage()]
+        assert len(again) == 1 and "1 page(s) went unchecked" in again[0].getMessage()
         await backend.close()
     finally:
         server.stop()
 
 
 @async_test
-async def test_redis_cluster_with_a_hash_tag(redis_cluster: RedisCluster) -> None:
-    config = SimhashConfig()
-    settings = {"SIMHASH_REDIS_CLUSTER": True, "SIMHASH_REDIS_KEY": "{%(spider)s}:simhash"}
-    backend = make_backend(None, config, SIMHASH_REDIS_URL=redis_cluster.url, **settings)
-    await backend.open("myspider")
-    memory = MemoryBackend(config)
-    for record, index in page_sequence(8, 400, scopes=("a.example", "b.example")):
-        assert await backend.check(record, index) == memory.check_now(record, index)
-    assert await backend.members() == await memory.members()
-    client = redis_cluster.client()
-    assert client.llen("{myspider}:simhash:pages") == 400
-    await backend.close()  # not persistent: every key of the spider is deleted, index keys included
-    for key in ("pages", "meta", "canon", "scopes", "index:a.example", "index:b.example", "workers"):
-        assert client.exists(f"{{myspider}}:simhash:{key}") == 0
-    client.close()
+async def test_no_traceback_at_close_when_redis_is_gone(redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    backend = make_backend(redis_server)
+    await backend.open("s")
+    await backend.check(PageRecord("https://e/1", 1, "s"))
+    redis_server.stop()
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="simhash_scrapy"):
+        assert await backend.index_size() == 0
+        assert await backend.members() == []
+        await backend.close()
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(errors) == 1 and "did not answer at close" in errors[0].getMessage(), [r.getMessage() for r in errors]
+    assert all(r.exc_info is None for r in caplog.records)
+    assert backend.stats.values["simhash/redis/unread/index_size"] == 1
+    assert backend.stats.values["simhash/redis/unread/members"] == 1
 
 
 # -------------------------------------------------------------- real crawls
-def redis_pages(server: RedisServer, key: str = "pages:simhash") -> list[dict[str, Any]]:
-    client = server.client()
-    try:
-        rows = client.lrange(f"{key}:pages", 0, -1)
-    finally:
-        client.close()
-    out = []
-    for raw in rows:
-        canon, distance, indexed, fp, payload = raw.decode().split(",", 4)
-        url = json.loads(payload)[0]
-        out.append({"url": url, "canonical": int(canon), "distance": int(distance), "indexed": indexed == "1"})
-    return out
+def redis_pages(server: RedisServer, spider: str = "pages") -> list[Any]:
+    """Every page recorded in Redis under a spider's key (members, first-check order)."""
+    return in_thread(read_members({"REDIS_URL": server.url}, spider))
 
 
 class KillRedisMiddleware:
@@ -499,7 +629,7 @@ def test_two_workers_share_one_index(serve: Any, redis_server: RedisServer, tmp_
     # The shared record in Redis, and the report of the worker that closed last, have all pairs.
     pages = redis_pages(redis_server)
     assert len(pages) == 4 * count
-    pairs = {frozenset((p["url"], pages[p["canonical"]]["url"])) for p in pages if p["canonical"] >= 0}
+    pairs = {frozenset((p.url, p.canonical_url)) for p in pages if p.canonical_url is not None}
     assert pairs == {frozenset((site.url(f"/a{i}"), site.url(f"/b{i}"))) for i in range(2 * count)}
     reports = [read_report(tmp_path / f"report-{n}.jsonl") for n in range(2)]
     full = max(reports, key=len)
@@ -546,9 +676,13 @@ def test_redis_killed_and_restarted_during_a_crawl(serve: Any, persistent_redis_
     assert stats["simhash/fingerprinted"] == 2 * count
     # Nothing recorded before the kill was lost, and every page checked afterwards is there too.
     pages = redis_pages(server)
-    recorded = [p["url"] for p in pages]
+    recorded = [p.url for p in pages]
     assert set(killed_after) <= set(recorded)
-    assert len(recorded) == 2 * count - errors
+    unchecked = stats.get("simhash/unchecked", 0)
+    assert len(recorded) == 2 * count - unchecked
+    # Unchecked pages only during the outage: once the probe saw Redis again, every page was checked.
+    (again,) = re.findall(r"answers again after ([0-9.]+) s; (\d+) page\(s\) went unchecked", log)
+    assert int(again[1]) == unchecked == errors
     # Copies checked after the restart were still recognised as duplicates of pre-kill originals.
-    canonical_urls = {pages[p["canonical"]]["url"] for p in pages if p["canonical"] >= 0}
+    canonical_urls = {p.canonical_url for p in pages if p.canonical_url is not None}
     assert canonical_urls & set(killed_after)

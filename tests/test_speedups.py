@@ -53,6 +53,48 @@ def test_pure_python_can_be_forced_by_environment() -> None:
     assert out.stdout.split() == ["False", "True"]
 
 
+def test_built_against_the_running_lxml() -> None:
+    import lxml
+
+    assert FAST.BUILT_LXML_VERSION == lxml.__version__
+    assert FAST.BUILT_LIBXML_VERSION == ".".join(map(str, etree.LIBXML_COMPILED_VERSION))
+    assert _native.build_mismatch(FAST) is None
+
+
+def test_another_lxml_at_run_time_means_the_pure_path_with_one_warning(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(FAST, "BUILT_LXML_VERSION", "5.0.0")
+    with caplog.at_level("WARNING", logger="simhash_scrapy"):
+        assert _native._load() is None
+    records = [r for r in caplog.records if r.name.startswith("simhash_scrapy")]
+    assert len(records) == 1
+    assert records[0].levelname == "WARNING"
+    assert "built against lxml 5.0.0" in records[0].getMessage()
+    assert "pure-Python path" in records[0].getMessage()
+
+
+def test_lxml_mismatch_in_a_fresh_process_falls_back_and_gives_the_same_fingerprint() -> None:
+    # A real import of the package with the running lxml reporting another version than the build's.
+    page = REAL_PAGES[0] if REAL_PAGES else None
+    code = (
+        "import logging, sys; logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format='%(levelname)s %(message)s')\n"
+        "import lxml; lxml.__version__ = '4.9.0'\n"
+        "from simhash_scrapy import fingerprint_html\n"
+        "from simhash_scrapy.core import _native\n"
+        "print(_native.speedups_enabled(), _native.speedups is None)\n"
+        f"print(fingerprint_html(open({str(page)!r}, 'rb').read()) if {page is not None} else 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.split("\n")
+    assert lines[0].split() == ["False", "True"]
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 1
+    assert f"built against lxml {FAST.BUILT_LXML_VERSION}" in warnings[0] and "but lxml 4.9.0" in warnings[0]
+    if page is not None:
+        with _native.switched(False):
+            expected = simhash_scrapy.fingerprint_html(page.read_bytes())
+        assert int(lines[1]) == expected
+
+
 # ------------------------------------------------------------------ real pages
 @pytest.mark.parametrize("path", REAL_PAGES, ids=lambda p: p.name)
 @pytest.mark.parametrize("main_content", [False, True])
@@ -175,3 +217,32 @@ def test_walk_rejects_what_is_not_an_element() -> None:
         FAST.visible_text("<p>x</p>", b"\n")
     with pytest.raises(TypeError):
         FAST.hash_tokens("not bytes")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(0, 60),
+    new=st.lists(st.integers(0, 2**32 - 1), max_size=20),
+    data=st.data(),
+    wide=st.booleans(),
+)
+def test_insert_sorted_matches_numpy_insert(count: int, new: list[int], data, wide: bool) -> None:
+    # The index's two kinds of table arrays: uint32 row numbers and uint8 key filters.
+    dtype = np.dtype(np.uint32 if wide else np.uint8)
+    rng = np.random.default_rng(count + len(new))
+    old = rng.integers(0, np.iinfo(dtype).max, count, dtype=dtype, endpoint=True)
+    values = np.array([v & np.iinfo(dtype).max for v in new], dtype=dtype)
+    at = np.array(sorted(data.draw(st.lists(st.integers(0, count), min_size=len(new), max_size=len(new)))), dtype=np.int64)
+    expected = np.insert(old, at, values)
+    room = np.zeros(count + len(new) + 3, dtype=dtype)
+    room[:count] = old
+    FAST.insert_sorted(room, count, at, values)
+    assert room[: count + len(new)].tobytes() == expected.tobytes()
+
+
+def test_insert_sorted_refuses_what_does_not_fit() -> None:
+    room = np.zeros(4, dtype=np.uint32)
+    with pytest.raises(ValueError, match="sizes"):
+        FAST.insert_sorted(room, 3, np.array([0, 1], dtype=np.int64), np.ones(2, dtype=np.uint32))
+    with pytest.raises(ValueError, match="sorted"):
+        FAST.insert_sorted(np.zeros(8, dtype=np.uint32), 3, np.array([2, 1], dtype=np.int64), np.ones(2, dtype=np.uint32))

@@ -230,7 +230,7 @@ async def test_skip_mode_avoids_predicted_duplicates_and_errbacks_see_why(serve:
     assert len(variant_hits(site.hits)) + len(skipped) == 3 * ARTICLES
     assert stats["simhash/url_rules/trusted"] >= 2
     lines = report.read_text().splitlines()
-    rules = [line for line in lines if '"record": "url_rule"' in line]
+    rules = [line for line in lines if '"type": "url_rule"' in line]
     assert any("drop ?utm_source=newsletter" in line for line in rules)
 
 
@@ -313,7 +313,7 @@ async def test_rules_survive_a_simhash_dir_recrawl(serve: Any, tmp_path: Path) -
     await assert_second_crawl_skips_from_its_start(site, {**SETTINGS, "SIMHASH_DIR": str(tmp_path / "simhash")})
     from simhash_scrapy.core.store import read_store
 
-    assert read_store(tmp_path / "simhash" / "recording.store").extra["url_rules"].startswith(b"SHUR1")
+    assert read_store(tmp_path / "simhash" / "recording.store").extra.get("url_rules")  # kept in the store
     # ``scrapy simhash report`` shows them (JSON Lines records, an HTML table).
     for fmt in ("jsonl", "html"):
         out = tmp_path / f"report.{fmt}"
@@ -381,7 +381,7 @@ async def test_exploration_downloads_predicted_duplicates_to_verify(serve: Any) 
     assert len(variant_hits(site.hits)) == 3 * ARTICLES
 
 
-def test_persistent_backend_keeps_extras_and_reset_forgets_them(tmp_path: Path) -> None:
+def test_persistent_backend_keeps_extras_in_the_store_and_reset_forgets_them(tmp_path: Path) -> None:
     from simhash_scrapy.backends.persistent import PersistentBackend
 
     def drive(coro: Any) -> Any:  # the persistent backend never waits
@@ -405,6 +405,9 @@ def test_persistent_backend_keeps_extras_and_reset_forgets_them(tmp_path: Path) 
 
     assert drive(cycle(False, b"rules-1")) is None
     assert drive(cycle(False, None)) == b"rules-1"
+    from simhash_scrapy.core.store import read_store
+
+    assert read_store(tmp_path / "spider.store").extra["url_rules"] == b"rules-1"
     assert drive(cycle(True, None)) is None
 
 

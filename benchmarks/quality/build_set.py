@@ -97,12 +97,15 @@ N_HN_TITLE = 40
 # --------------------------------------------------------------------------- fetching
 
 
-def fetch_packages(cache: Path) -> dict[str, str]:
-    """Download (once) and unpack the pinned packages; returns package -> version used."""
+def fetch_packages(cache: Path, packages: dict[str, str] | None = None, unpack_dir: str = "") -> dict[str, str]:
+    """Download (once) and unpack the pinned packages into ``cache/unpack_dir/<package>``.
+
+    Returns package -> version used.  ``packages`` defaults to this set's ``PACKAGES``.
+    """
     cache.mkdir(parents=True, exist_ok=True)
     used = {}
-    for package, version in PACKAGES.items():
-        target = cache / package
+    for package, version in (PACKAGES if packages is None else packages).items():
+        target = cache / unpack_dir / package
         marker = target / ".unpacked"
         debs = sorted(cache.glob(f"{package}_*.deb"))
         if not debs:
@@ -120,7 +123,7 @@ def fetch_packages(cache: Path) -> dict[str, str]:
         if not marker.exists():
             if target.exists():
                 shutil.rmtree(target)
-            target.mkdir()
+            target.mkdir(parents=True)
             subprocess.run(["dpkg-deb", "-x", str(deb), str(target)], check=True)
             marker.write_text(deb.name)
     return used
@@ -267,6 +270,61 @@ def first_sentence(text: str, limit: int = 30) -> str:
     return " ".join(out)
 
 
+def reader_page(title: str, url: str, host: str, nwords: int) -> tuple[lxml.html.HtmlElement, etree._Element]:
+    """A Firefox-style reader view (the tree, and the element the article goes into)."""
+    minutes = max(1, nwords // 230)
+    html = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{_esc(title)}</title></head><body class='reader'>"
+        "<div class='container'><div class='header reader-header'>"
+        f"<a class='domain reader-domain' href='{url}'>{host}</a>"
+        f"<div class='meta-data'><div class='reader-estimated-time'>{minutes}-{minutes + 2} minutes</div></div>"
+        "</div><hr><div class='content'><div class='moz-reader-content'>"
+        "<div id='readability-page-1' class='page'></div></div></div></div></body></html>"
+    )
+    tree = lxml.html.document_fromstring(html)
+    return tree, tree.get_element_by_id("readability-page-1")
+
+
+def edit_words(
+    rng: random.Random, slots: list[tuple[etree._Element, str]], budget: int, donor_words: list[str],
+    donor_sentences: list[str],
+) -> None:
+    """Edit about ``budget`` words of the text slots ``(element, "text" | "tail")``, in place.
+
+    Words are replaced, deleted or inserted, sentences of other pages inserted, numbers changed.
+    """
+    sizes = [len(getattr(el, attr).split()) for el, attr in slots]
+    changed = 0
+    while changed < budget and slots:
+        el, attr = rng.choices(slots, weights=sizes)[0]
+        ws = getattr(el, attr).split()
+        if not ws:
+            continue
+        i = rng.randrange(len(ws))
+        op = rng.random()
+        if op < 0.3:  # replace a word
+            ws[i] = rng.choice(donor_words)
+            changed += 1
+        elif op < 0.5:  # delete a word
+            del ws[i]
+            changed += 1
+        elif op < 0.65:  # insert a word
+            ws.insert(i, rng.choice(donor_words))
+            changed += 1
+        elif op < 0.85:  # insert a sentence from another page
+            sentence = rng.choice(donor_sentences).split()
+            if changed + len(sentence) > budget + 3:
+                continue
+            ws[i:i] = sentence
+            changed += len(sentence)
+        else:  # change a number or a word's spelling
+            w = ws[i]
+            ws[i] = re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), w) if re.search(r"\d", w) else w[::-1]
+            changed += 1
+        setattr(el, attr, " " + " ".join(ws) + " ")
+
+
 class Builder:
     def __init__(self, sources: dict[str, Source], out: Path, seed: int) -> None:
         self.sources = sources
@@ -337,18 +395,7 @@ class Builder:
     def reader(self, src: Source, group: str) -> int:
         article = copy.deepcopy(content_node(src.tree()))
         drop_headerlinks(article)
-        minutes = max(1, src.nwords // 230)
-        html = (
-            "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-            f"<title>{_esc(src.title)}</title></head><body class='reader'>"
-            "<div class='container'><div class='header reader-header'>"
-            f"<a class='domain reader-domain' href='{src.url}'>{src.site.host}</a>"
-            f"<div class='meta-data'><div class='reader-estimated-time'>{minutes}-{minutes + 2} minutes</div></div>"
-            "</div><hr><div class='content'><div class='moz-reader-content'>"
-            "<div id='readability-page-1' class='page'></div></div></div></div></body></html>"
-        )
-        tree = lxml.html.document_fromstring(html)
-        page = tree.get_element_by_id("readability-page-1")
+        tree, page = reader_page(src.title, src.url, src.site.host, src.nwords)
         for child in list(article):
             page.append(child)
         url = f"http://reader.test/{src.site.project}/{src.rel}"
@@ -454,37 +501,8 @@ class Builder:
                 slots.append((el, "text"))
             if el is not body and el.tail and el.tail.strip():
                 slots.append((el, "tail"))
-        sizes = [len(getattr(el, attr).split()) for el, attr in slots]
-        total = sum(sizes)
         budget = max(1, round(rate * src.nwords))
-        changed = 0
-        while changed < budget and slots:
-            el, attr = self.rng.choices(slots, weights=sizes)[0]
-            ws = getattr(el, attr).split()
-            if not ws:
-                continue
-            i = self.rng.randrange(len(ws))
-            op = self.rng.random()
-            if op < 0.3:  # replace a word
-                ws[i] = self.rng.choice(self.donor_words)
-                changed += 1
-            elif op < 0.5:  # delete a word
-                del ws[i]
-                changed += 1
-            elif op < 0.65:  # insert a word
-                ws.insert(i, self.rng.choice(self.donor_words))
-                changed += 1
-            elif op < 0.85:  # insert a sentence from another page
-                sentence = self.rng.choice(self.donor_sentences).split()
-                if changed + len(sentence) > budget + 3:
-                    continue
-                ws[i:i] = sentence
-                changed += len(sentence)
-            else:  # change a number or a word's spelling
-                w = ws[i]
-                ws[i] = re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), w) if re.search(r"\d", w) else w[::-1]
-                changed += 1
-            setattr(el, attr, " " + " ".join(ws) + " ")
+        edit_words(self.rng, slots, budget, self.donor_words, self.donor_sentences)
         footer = tree.xpath("//div[@class='footer']")
         if footer:
             footer[0].append(frag(f"<p>Revised {self.stamp():%B %d, %Y}.</p>"))
@@ -722,23 +740,13 @@ def build(out: Path, cache: Path, seed: int) -> dict:
         if key in positive or a in empty_set or c in empty_set:
             continue
         if j >= common.POSITIVE_JACCARD:
-            pa, pc = pages[a], pages[c]
-            variant = next((p for p in (pa, pc) if p["role"] not in ("original",)), None)
-            if variant is not None and not variant["category"].startswith("hn_"):
-                cat = variant["category"]
-            else:
-                same_host = pa["host"] == pc["host"]
-                cat = "release" if same_host and pa["url"].split("/")[3] != pc["url"].split("/")[3] else "natural"
-            positive[key] = cat
+            positive[key] = common.similar_kind(pages[a], pages[c])
         else:
             gray.append([a, c, round(j, 3)])
     # the hard negatives must be negatives: drop any pair that the truth calls similar
     hn_title_pairs = [(a, c) for a, c in hn_title_pairs if common.pair(a, c) not in positive]
     # crawl order: sites interleaved as a breadth-first crawl of several hosts would see them
-    order = list(range(len(pages)))
-    rng.shuffle(order)
-    for rank, pid in enumerate(order):
-        pages[pid]["order"] = rank
+    common.set_crawl_order(pages, rng)
     info = dict(
         packages=versions, seed=seed, shingle=common.SHINGLE, positive_jaccard=common.POSITIVE_JACCARD,
         gray_jaccard=common.GRAY_JACCARD, empty_words=common.EMPTY_WORDS, pages=len(pages),

@@ -29,12 +29,17 @@ EMPTY_WORDS = 25
 
 _WORD = re.compile(r"\w+")
 
-CATEGORIES = ("template", "tracking", "print", "edit", "release", "natural")
+#: Kinds of duplicate, in report order (a set holds a subset: the first set has "print", the wide one
+#: "print_links", "print_plain" and "short").
+CATEGORIES = ("template", "tracking", "print", "print_links", "print_plain", "edit", "release", "natural", "short")
 HARD_NEGATIVES = ("hn_template", "hn_title")
 CATEGORY_TITLES = {
     "template": "same article, other template (mirror, reader view)",
     "tracking": "tracking/session URL variants (timestamps, tokens, ads)",
     "print": "printer-friendly versions",
+    "print_links": "print views with a link list",
+    "print_plain": "print views without links",
+    "short": "short pages, identical text (soft-404 shells, stubs)",
     "edit": "1-3% content edits",
     "release": "two releases of the same docs",
     "natural": "natural duplicates within one site",
@@ -124,6 +129,8 @@ class Page:
     words: int
     variant: str = ""
     order: int = 0
+    half: str = ""  # "tune" | "test" (wide set)
+    family: str = ""  # template family of the source page (wide set)
 
 
 @dataclass
@@ -140,21 +147,60 @@ class EvalSet:
     def html(self, page: Page) -> bytes:
         return (self.root / page.file).read_bytes()
 
+    def categories(self) -> list[str]:
+        """The kinds of duplicate this set has, in report order."""
+        present = set(self.positive.values())
+        return [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
+
+    def families(self) -> list[str]:
+        return sorted({p.family for p in self.pages if p.family})
+
     def by_id(self) -> dict[int, Page]:
         return {p.id: p for p in self.pages}
+
+
+def similar_kind(pa: dict, pc: dict) -> str:
+    """The kind of duplicate of two pages (manifest records) found by their shingle Jaccard.
+
+    A variant's own kind when one page is a variant; else "release" for pages of one host
+    under different first path segments (versions), "natural" otherwise.
+    """
+    variant = next((p for p in (pa, pc) if p["role"] != "original"), None)
+    if variant is not None and not variant["category"].startswith("hn_"):
+        return variant["category"]
+    same_host = pa["host"] == pc["host"]
+    return "release" if same_host and pa["url"].split("/")[3] != pc["url"].split("/")[3] else "natural"
+
+
+def set_crawl_order(pages: list[dict], rng) -> None:
+    """Give every page record an ``order``: a seeded shuffle, as a crawl of several hosts sees them."""
+    order = list(range(len(pages)))
+    rng.shuffle(order)
+    for rank, pid in enumerate(order):
+        pages[pid]["order"] = rank
 
 
 def pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
-def load_set(root: str | Path = DEFAULT_DATA) -> EvalSet:
+def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSet:
+    """The set at ``root``; with ``half`` ("tune"/"test") only that half's pages and the pairs among them."""
     root = Path(root)
     manifest = root / "manifest.jsonl"
     if not manifest.exists():
         raise SystemExit(f"{manifest} not found: build the set first (python benchmarks/quality/build_set.py)")
     pages = [Page(**json.loads(line)) for line in manifest.read_text().splitlines() if line.strip()]
     truth = json.loads((root / "truth.json").read_text())
+    if half:
+        pages = [p for p in pages if p.half == half]
+        if not pages:
+            raise SystemExit(f"{root}: no page in half {half!r} (only the wide set has halves)")
+        ids = {p.id for p in pages}
+        for name in ("positive", "gray", "hn_title"):
+            truth[name] = [row for row in truth[name] if row[0] in ids and row[1] in ids]
+        truth["hn_template"] = [i for i in truth["hn_template"] if i in ids]
+        truth["empty"] = [i for i in truth["empty"] if i in ids]
     return EvalSet(
         root=root,
         pages=pages,

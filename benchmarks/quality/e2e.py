@@ -133,8 +133,6 @@ def _settings(setup) -> dict:
 def run_e2e(evalset: common.EvalSet, setup):  # -> score.Result
     import score
 
-    if setup.template:
-        raise SystemExit("end-to-end mode: template learning is not wired into the plugin yet")
     pages = sorted(evalset.pages, key=lambda p: p.order)
     with tempfile.TemporaryDirectory(prefix="simhash-quality-") as tmp, _Site(evalset) as site:
         local = {site.local(p.url): p.id for p in pages}

@@ -1,6 +1,7 @@
 """Copy a small, fixed subset of the built evaluation set into ``benchmarks/quality/sample/``.
 
     python benchmarks/quality/make_sample.py
+    python benchmarks/quality/make_sample.py --wide    # from the wide set's tuning half -> sample_wide/
 
 The sample (about 20 pages: one group of each constructed category, a pair of
 releases, hard negatives and empty pages, with the truth restricted to them)
@@ -20,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 OUT = common.HERE / "sample"
+OUT_WIDE = common.HERE / "sample_wide"
 
 
 def pick(evalset: common.EvalSet) -> list[int]:
@@ -55,21 +57,52 @@ def pick(evalset: common.EvalSet) -> list[int]:
     return list(dict.fromkeys(chosen))
 
 
+def pick_wide(evalset: common.EvalSet) -> list[int]:
+    """The smallest group of each kind, a container-less DocBook group, a release pair, hard negatives."""
+    pages = evalset.pages
+    size = {p.id: len(evalset.html(p)) for p in pages}
+    groups: dict[str, list[int]] = {}
+    for p in pages:
+        if p.group and not p.group.startswith("hn_"):
+            groups.setdefault(p.group, []).append(p.id)
+    chosen: list[int] = []
+    for kind in ("template", "tracking", "print_links", "print_plain", "edit", "short"):
+        # the soft-404 shells of the Python docs' chrome (the groff chrome keeps its title and TOC)
+        prefix = "short:soft404:sphinx-python:" if kind == "short" else kind + ":"
+        candidates = [ids for g, ids in groups.items() if g.startswith(prefix)]
+        chosen.extend(min(sorted(candidates), key=lambda ids: sum(size[i] for i in ids)))
+    docbook = [ids for g, ids in groups.items() if all(evalset.by_id()[i].family == "docbook" for i in ids)
+               and g.startswith("print_links:")]  # fmt: skip
+    chosen.extend(min(sorted(docbook), key=lambda ids: sum(size[i] for i in ids)))
+    words = {p.id: p.words for p in pages}
+    release = sorted(
+        (key for key, cat in evalset.positive.items() if cat == "release" and min(words[key[0]], words[key[1]]) >= 150),
+        key=lambda k: size[k[0]] + size[k[1]],
+    )
+    chosen.extend(release[0])
+    chosen.extend(sorted(evalset.hn_template, key=lambda i: size[i])[:4])
+    chosen.extend(min(evalset.hn_title, key=lambda k: size[k[0]] + size[k[1]]))
+    chosen.extend(sorted(evalset.empty, key=lambda i: size[i])[:2])
+    return list(dict.fromkeys(chosen))
+
+
 def main() -> None:
-    evalset = common.load_set()
-    ids = pick(evalset)
+    wide = "--wide" in sys.argv[1:]
+    out = OUT_WIDE if wide else OUT
+    evalset = common.load_set(common.DEFAULT_DATA / "wide", "tune") if wide else common.load_set()
+    ids = pick_wide(evalset) if wide else pick(evalset)
     keep = set(ids)
     renumber = {old: new for new, old in enumerate(ids)}
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    (OUT / "pages").mkdir(parents=True)
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "pages").mkdir(parents=True)
     by_id = evalset.by_id()
-    with open(OUT / "manifest.jsonl", "w") as fh:
+    with open(out / "manifest.jsonl", "w") as fh:
         for old in ids:
             page = by_id[old]
             new = renumber[old]
             file = f"pages/{new:05d}.html"
-            shutil.copyfile(evalset.root / page.file, OUT / file)
+            shutil.copyfile(evalset.root / page.file, out / file)
             record = dict(page.__dict__, id=new, file=file, order=new)
             fh.write(json.dumps(record) + "\n")
     truth = json.loads((evalset.root / "truth.json").read_text())
@@ -82,9 +115,9 @@ def main() -> None:
         empty=[renumber[i] for i in truth["empty"] if i in keep],
         info=dict(truth["info"], pages=len(ids), sample_of=len(evalset.pages)),
     )
-    (OUT / "truth.json").write_text(json.dumps(sample_truth, indent=0))
-    total = sum((OUT / f"pages/{renumber[i]:05d}.html").stat().st_size for i in ids)
-    print(f"{len(ids)} pages ({total // 1024} KB), {len(sample_truth['positive'])} duplicate pairs -> {OUT}")
+    (out / "truth.json").write_text(json.dumps(sample_truth, indent=0))
+    total = sum((out / f"pages/{renumber[i]:05d}.html").stat().st_size for i in ids)
+    print(f"{len(ids)} pages ({total // 1024} KB), {len(sample_truth['positive'])} duplicate pairs -> {out}")
 
 
 if __name__ == "__main__":

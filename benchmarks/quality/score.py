@@ -3,13 +3,20 @@
     python benchmarks/quality/score.py                     # naive vs defaults, markdown table
     python benchmarks/quality/score.py --sweep             # every setting's effect
     python benchmarks/quality/score.py --mode e2e          # crawl the set with Scrapy + the plugin
+    python benchmarks/quality/score.py --data benchmarks/quality/data/wide --half test --families
+                                                           # the wide set's test half, per template family
 
 Library mode fingerprints every page (in the set's crawl order) and takes the
 pairs within distance k from ``BlockPermutedIndex.find_all``.  End-to-end mode
 serves the set on 127.0.0.1, crawls it with Scrapy and the plugin, and scores
 the cluster report (two pages are flagged when they are in one cluster).
 
-Scores: precision, recall, F1 over duplicate pairs, overall and per category;
+Short pages (at least one token, fewer than ``min_tokens``) are compared exactly, as the
+plugin does: two short pages are flagged when their exact digests
+(``simhash_scrapy.core.exact.exact_digest``) are equal, never by Hamming distance.
+
+Scores: precision, recall, F1 over duplicate pairs, overall, per kind of duplicate and (wide
+set) per template family;
 the share of hard-negative pairs flagged; how many (nearly) empty pages were
 fingerprinted instead of skipped.  Pairs whose truth Jaccard is in the gray
 zone [0.5, 0.9) are neither rewarded nor penalised.
@@ -31,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 from simhash_scrapy import MIN_TOKENS, BlockPermutedIndex  # noqa: E402
+from simhash_scrapy.core import defaults  # noqa: E402
+from simhash_scrapy.core.exact import exact_digest  # noqa: E402
 from simhash_scrapy.core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes  # noqa: E402
 from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
 from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
@@ -45,34 +54,25 @@ class Setup:
     features: FeatureConfig = DEFAULT_FEATURES
     k: int = 3
     min_tokens: int = MIN_TOKENS
-    template: bool = False  # learn cross-page template lines per host (simhash_scrapy.template)
-    template_min_pages: int = 4
-    template_share: float = 0.1
-    refit: bool = True  # re-fingerprint a host's first pages once its template is known
+    exact: bool = True  # short pages (1 <= tokens < min_tokens) compared by exact digest, as the plugin does
 
     def describe(self) -> str:
         f = self.features
         feat = f"char {f.char_ngram}-grams" if f.char_ngram else f"word {f.word_ngram}-grams"
-        extra = ", template learning" if self.template else ""
+        extra = ", short pages exact" if self.exact else ", short pages skipped"
         return f"{self.text_mode} text, {feat}, {f.weighting}, k={self.k}, min_tokens={self.min_tokens}{extra}"
 
 
 def default_setup() -> Setup:
-    """The package defaults (text mode and k as the plugin's settings default them)."""
-    text_mode, k, template = "main", 3, False
-    try:
-        from simhash_scrapy.config import DEFAULT_TEXT_MODE, SimhashConfig
-
-        text_mode = DEFAULT_TEXT_MODE
-        k = SimhashConfig().max_distance
-        template = bool(getattr(SimhashConfig(), "template", False))
-    except Exception:  # the plugin (and Scrapy) are optional for library mode
-        pass
-    return Setup("defaults", text_mode, DEFAULT_FEATURES, k, MIN_TOKENS, template)
+    """The package defaults (``simhash_scrapy.core.defaults``: the library's and the plugin's)."""
+    return Setup("defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS)
 
 
 # Whole-page simhash as commonly done: visible text, word 3-shingles, tf, k = 3, the old 10-token floor.
-NAIVE = Setup("naive", "visible", FeatureConfig(word_ngram=3, weighting="tf"), 3, 10)
+NAIVE = Setup("naive", "visible", FeatureConfig(word_ngram=3, weighting="tf"), 3, 10, exact=False)
+
+#: A fingerprint: ("simhash", 64-bit simhash) or ("exact", digest) for short pages; None: skipped.
+Fingerprint = "tuple[str, int] | None"
 
 
 # --------------------------------------------------------------------------- fingerprinting
@@ -83,96 +83,67 @@ class Texts:
 
     def __init__(self, evalset: common.EvalSet) -> None:
         self.evalset = evalset
-        self._cache: dict[str, list[bytes]] = {}
+        self._cache: dict[str, dict[int, bytes]] = {}
         self.seconds: dict[str, float] = {}
 
     def lines(self, mode: str) -> list[str]:
         key = mode + ":lines"
         if key not in self._cache:
-            html = [self.evalset.html(p) for p in self.evalset.pages]
-            self._cache[key] = [extract_text(h, main_content=(mode == "main")) for h in html]  # type: ignore[misc]
+            self._cache[key] = {  # type: ignore[assignment]
+                p.id: extract_text(self.evalset.html(p), main_content=(mode == "main")) for p in self.evalset.pages
+            }
         return self._cache[key]  # type: ignore[return-value]
 
-    def get(self, mode: str) -> list[bytes]:
+    def get(self, mode: str) -> dict[int, bytes]:
         if mode not in self._cache:
             pages = self.evalset.pages
-            html = [self.evalset.html(p) for p in pages]
+            html = {p.id: self.evalset.html(p) for p in pages}
             t0 = time.perf_counter()
-            self._cache[mode] = [extract_text_bytes(h, main_content=(mode == "main")) for h in html]
+            self._cache[mode] = {i: extract_text_bytes(h, main_content=(mode == "main")) for i, h in html.items()}
             self.seconds[mode] = time.perf_counter() - t0
         return self._cache[mode]
 
 
-def fingerprint_pages(evalset: common.EvalSet, setup: Setup, texts: Texts) -> dict[int, int | None]:
+def fingerprint_pages(evalset: common.EvalSet, setup: Setup, texts: Texts) -> dict:
     """page id -> fingerprint (None when skipped), without template learning."""
-    out: dict[int, int | None] = {}
+    out: dict = {}
     data = texts.get(setup.text_mode)
     for page in evalset.pages:
         out[page.id] = _fingerprint(data[page.id], setup)
     return out
 
 
-def _fingerprint(text: str | bytes, setup: Setup) -> int | None:
+def _fingerprint(text: str | bytes, setup: Setup):  # -> Fingerprint
     hashes, weights, tokens = feature_hashes(text, setup.features, with_token_count=True)
-    return simhash_from_features(hashes, weights) if tokens >= setup.min_tokens else None
+    if tokens >= setup.min_tokens:
+        return ("simhash", simhash_from_features(hashes, weights))
+    if tokens and setup.exact:
+        return ("exact", exact_digest(text, setup.features.cjk_ngram))
+    return None
 
 
-def crawl_with_template(
-    evalset: common.EvalSet, setup: Setup, texts: Texts
-) -> tuple[dict[int, int | None], set[tuple[int, int]], dict]:
-    """Online, in crawl order, as the plugin would: clean with what is learned so far, query, add, observe.
-
-    Returns the final fingerprints, the pairs flagged when each page arrived, and counters.
-    """
-    from simhash_scrapy.template import TemplateLearner
-
-    learner = TemplateLearner(min_pages=setup.template_min_pages, share=setup.template_share)
-    index = BlockPermutedIndex(max_distance=setup.k)
-    lines = texts.lines(setup.text_mode)
-    fps: dict[int, int | None] = {}
-    flagged: set[tuple[int, int]] = set()
-    refits = 0
-    next_refit: dict[str, int] = {}
-    for page in sorted(evalset.pages, key=lambda p: p.order):
-        host = page.host
-        text = lines[page.id]
-        fp = _fingerprint(learner.clean(host, text), setup)
-        fps[page.id] = fp
-        duplicate = False
-        if fp is not None:
-            matches = index.query(fp)
-            duplicate = bool(matches)
-            for match in matches:
-                flagged.add(common.pair(page.id, match.key))
-            index.add(page.id, fp)
-        learner.observe(host, text, duplicate=duplicate, key=page.id)
-        seen = learner.pages(host)
-        if setup.refit and seen >= next_refit.get(host, setup.template_min_pages):
-            # the host's first pages again, cleaned with what is known now (at 4, 8, 16, 32 pages)
-            next_refit[host] = 2 * seen
-            for key, cleaned in learner.refit(host):
-                new = _fingerprint(cleaned, setup)
-                if new == fps.get(key):
-                    continue
-                refits += 1
-                if fps.get(key) is not None:
-                    index.remove(key)
-                fps[key] = new
-                if new is not None:
-                    index.add(key, new)
-            if seen >= learner.early_pages:
-                learner.forget_early(host)
-    return fps, flagged, {"refits": refits}
+def exact_pairs(fps: dict) -> set[tuple[int, int]]:
+    """Pairs of short pages with equal exact digests."""
+    groups: dict[int, list[int]] = {}
+    for pid, fp in fps.items():
+        if fp is not None and fp[0] == "exact":
+            groups.setdefault(fp[1], []).append(pid)
+    out = set()
+    for ids in groups.values():
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                out.add(common.pair(a, b))
+    return out
 
 
-def flagged_pairs(fps: dict[int, int | None], k: int) -> set[tuple[int, int]]:
-    ids = [pid for pid, fp in fps.items() if fp is not None]
+def flagged_pairs(fps: dict, k: int) -> set[tuple[int, int]]:
+    ids = [pid for pid, fp in fps.items() if fp is not None and fp[0] == "simhash"]
     index = BlockPermutedIndex(max_distance=k)
-    index.add_many(ids, np.array([fps[i] for i in ids], dtype=np.uint64))
+    index.add_many(ids, np.array([fps[i][1] for i in ids], dtype=np.uint64))
     rows_a, rows_b, _ = index.find_all_arrays()
     keys = np.array(ids, dtype=np.int64)
     a, b = keys[rows_a], keys[rows_b]
-    return {common.pair(x, y) for x, y in zip(a.tolist(), b.tolist())}
+    return {common.pair(x, y) for x, y in zip(a.tolist(), b.tolist())} | exact_pairs(fps)
 
 
 # --------------------------------------------------------------------------- scoring
@@ -215,6 +186,7 @@ class Result:
     fp_other: int
     fp_by_kind: dict = field(default_factory=dict)  # negative-pair category -> false positives
     extra: dict = field(default_factory=dict)
+    families: dict[str, Counts] = field(default_factory=dict)  # template family -> counts (wide set)
 
     def hard_share(self, name: str) -> float:
         flagged, pairs = self.hard[name]
@@ -230,7 +202,10 @@ class Result:
             setup=self.setup.describe(), precision=o.precision, recall=o.recall, f1=o.f1, tp=o.tp, fp=o.fp,
             pairs=o.pairs, categories=cat, hard={k: dict(flagged=f, pairs=n) for k, (f, n) in self.hard.items()},
             empty_fingerprinted=self.empty_fingerprinted, empty_pages=self.empty_pages, skipped=self.skipped,
-            gray_flagged=self.gray_flagged, false_pairs_by_kind=self.fp_by_kind, **self.extra,
+            gray_flagged=self.gray_flagged, false_pairs_by_kind=self.fp_by_kind,
+            families={f: dict(pairs=v.pairs, tp=v.tp, fp=v.fp, precision=v.precision, recall=v.recall, f1=v.f1)
+                      for f, v in self.families.items()},
+            **self.extra,
         )  # fmt: skip
 
 
@@ -250,18 +225,25 @@ def _negative_category(evalset: common.EvalSet, pages: dict[int, common.Page], h
     return "other"
 
 
-def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict[int, int | None], flagged: set[tuple[int, int]]) -> Result:
+def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tuple[int, int]]) -> Result:
     pages = evalset.by_id()
+    flagged = {key for key in flagged if key[0] in pages and key[1] in pages}
     hn_title = set(evalset.hn_title)
-    categories = {c: Counts() for c in common.CATEGORIES}
+    categories = {c: Counts() for c in evalset.categories()}
+    families = {f: Counts() for f in evalset.families()}
     overall = Counts()
     for key, cat in evalset.positive.items():
         counts = categories.setdefault(cat, Counts())
+        fam = families.get(pages[key[0]].family)
         counts.pairs += 1
         overall.pairs += 1
+        if fam is not None:
+            fam.pairs += 1
         if key in flagged:
             counts.tp += 1
             overall.tp += 1
+            if fam is not None:
+                fam.tp += 1
     gray_flagged = fp_other = 0
     hn_template_flagged = hn_title_flagged = 0
     hn_set = set(evalset.hn_template)
@@ -273,6 +255,9 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict[int, int | None], 
             gray_flagged += 1
             continue
         overall.fp += 1
+        for family in {pages[key[0]].family, pages[key[1]].family}:
+            if family in families:
+                families[family].fp += 1
         cat = _negative_category(evalset, pages, hn_title, *key)
         fp_by_kind[cat] = fp_by_kind.get(cat, 0) + 1
         if cat == "hn_title":
@@ -288,19 +273,15 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict[int, int | None], 
     empty_fp = sum(1 for pid in evalset.empty if fps.get(pid) is not None)
     skipped = sum(1 for fp in fps.values() if fp is None)
     return Result(
-        setup, overall, categories, hard, empty_fp, len(evalset.empty), skipped, gray_flagged, fp_other, fp_by_kind
+        setup, overall, categories, hard, empty_fp, len(evalset.empty), skipped, gray_flagged, fp_other, fp_by_kind,
+        families=families,
     )
 
 
 def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
     t0 = time.perf_counter()
-    if setup.template:
-        fps, flagged, extra = crawl_with_template(evalset, setup, texts)
-    else:
-        fps = fingerprint_pages(evalset, setup, texts)
-        flagged, extra = flagged_pairs(fps, setup.k), {}
-    result = evaluate(evalset, setup, fps, flagged)
-    result.extra.update(extra)
+    fps = fingerprint_pages(evalset, setup, texts)
+    result = evaluate(evalset, setup, fps, flagged_pairs(fps, setup.k))
     result.extra["seconds"] = round(time.perf_counter() - t0, 2)
     return result
 
@@ -316,7 +297,7 @@ def markdown_table(results: list[Result]) -> str:
     head = "| category | pairs | " + " | ".join(f"{r.setup.name} P / R / F1" for r in results) + " |"
     sep = "|---|---:|" + "---|" * len(results)
     rows = [head, sep]
-    for cat in common.CATEGORIES:
+    for cat in results[0].categories:
         counts = [r.categories[cat] for r in results]
         cells = " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
         rows.append(f"| {common.CATEGORY_TITLES[cat]} | {counts[0].pairs} | {cells} |")
@@ -338,12 +319,23 @@ def markdown_table(results: list[Result]) -> str:
 
 def one_line(r: Result) -> str:
     o = r.overall
-    cats = " ".join(f"{c[:4]}={r.categories[c].recall:.2f}" for c in common.CATEGORIES)
+    cats = " ".join(f"{c}={r.categories[c].recall:.2f}" for c in r.categories)
     return (
         f"P={o.precision:.3f} R={o.recall:.3f} F1={o.f1:.3f} fp={o.fp} gray={r.gray_flagged} "
         f"hnT={100 * r.hard_share('hn_template'):.2f}% hnTi={r.hard['hn_title'][0]} empty_fp={r.empty_fingerprinted} "
         f"skip={r.skipped} | recall {cats}"
     )
+
+
+def family_table(results: list[Result]) -> str:
+    """One row per template family (wide set): pairs and P / R / F1 of each result."""
+    head = "| template family | pairs | " + " | ".join(f"{r.setup.name} P / R / F1" for r in results) + " |"
+    rows = [head, "|---|---:|" + "---|" * len(results)]
+    for fam in results[0].families:
+        counts = [r.families[fam] for r in results]
+        cells = " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
+        rows.append(f"| {fam} | {counts[0].pairs} | {cells} |")
+    return "\n".join(rows)
 
 
 def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
@@ -356,14 +348,12 @@ def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
         ("SIMHASH_WORD_NGRAM = 3", replace(base, features=replace(f, word_ngram=3))),
         ("SIMHASH_WEIGHTING = \"tf\"", replace(base, features=replace(f, weighting="tf"))),
         ("SIMHASH_WEIGHTING = \"binary\"", replace(base, features=replace(f, weighting="binary"))),
-        ("SIMHASH_WEIGHTING = \"tf\", SIMHASH_MAX_DISTANCE = 3", replace(base, k=3, features=replace(f, weighting="tf"))),
-        ("SIMHASH_MAX_DISTANCE = 3", replace(base, k=3)),
-        ("SIMHASH_MAX_DISTANCE = 5", replace(base, k=5)),
+        (f"SIMHASH_MAX_DISTANCE = {base.k - 2}", replace(base, k=base.k - 2)),
+        (f"SIMHASH_MAX_DISTANCE = {base.k - 1}", replace(base, k=base.k - 1)),
+        (f"SIMHASH_MAX_DISTANCE = {base.k + 1}", replace(base, k=base.k + 1)),
         ("SIMHASH_MIN_TOKENS = 10", replace(base, min_tokens=10)),
         ("SIMHASH_MIN_TOKENS = 50", replace(base, min_tokens=50)),
-        ("template learning", replace(base, template=True)),
-        ("template learning, no refit of early pages", replace(base, template=True, refit=False)),
-        ("SIMHASH_TEXT_MODE = \"visible\" + template learning", replace(base, text_mode="visible", template=True)),
+        ("short pages skipped (no exact rule)", replace(base, exact=False)),
     ]
     out = [
         "| setting (others at defaults) | P | R | F1 | heavy-template pairs flagged | same-title pairs flagged "
@@ -402,11 +392,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weighting", choices=("tf", "sublinear", "binary"))
     parser.add_argument("-k", type=int)
     parser.add_argument("--min-tokens", type=int)
-    parser.add_argument("--template", choices=("on", "off"))
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
+    parser.add_argument("--half", choices=("tune", "test"), help="wide set: score only this half")
+    parser.add_argument("--families", action="store_true", help="also a table per template family")
+    parser.add_argument("--no-exact", action="store_true", help="skip short pages instead of comparing them exactly")
     args = parser.parse_args(argv)
 
-    evalset = common.load_set(args.data)
+    evalset = common.load_set(args.data, args.half)
     base = default_setup()
     overrides = {}
     if args.text:
@@ -415,8 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["k"] = args.k
     if args.min_tokens is not None:
         overrides["min_tokens"] = args.min_tokens
-    if args.template:
-        overrides["template"] = args.template == "on"
+    if args.no_exact:
+        overrides["exact"] = False
     feats = {}
     if args.word_ngram:
         feats["word_ngram"] = args.word_ngram
@@ -446,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {one_line(r)}")
     print()
     print(markdown_table(results))
+    if args.families:
+        print()
+        print(family_table(results))
     if args.json:
         args.json.write_text(json.dumps([r.as_dict() for r in results], indent=1))
     return 0

@@ -42,6 +42,7 @@ import numpy as np
 
 from .._values import parse_bool
 from ..core import defaults
+from ..core.defaults import default_blocks
 from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
 from .base import BackendError, ClusterMember, Outcome
 from .memory import MemoryBackend
@@ -168,7 +169,7 @@ class PersistentBackend(MemoryBackend):
         config = self.config
         return StoreConfig(
             max_distance=config.max_distance,
-            blocks=config.blocks or config.max_distance + 1,
+            blocks=config.blocks or default_blocks(config.max_distance),
             features=config.features.signature(),
             text_mode=config.text_mode,
         )

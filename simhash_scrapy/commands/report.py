@@ -176,7 +176,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     async def read() -> tuple[list[Any], bool, bytes | None]:
         try:
             await backend.attach(spider or "")
-            exists = bool(await backend.client.exists(f"{backend.prefix}:pages"))
+            exists = await backend.has_data()
             rules = await backend.load_extra(defaults.URL_RULES_EXTRA)
             return (await backend.members() if exists else []), exists, rules
         finally:
@@ -230,5 +230,5 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
     if rules:
         trusted = sum(1 for rule in rules if rule["trusted"])
         sys.stderr.write(f"report: {len(rules)} learned URL rules ({trusted} trusted)"
-                         + (" (JSON Lines records \"record\": \"url_rule\")" if fmt == "jsonl" else "") + "\n")
+                         + (" (JSON Lines records \"type\": \"url_rule\")" if fmt == "jsonl" else "") + "\n")
     return 0

@@ -28,17 +28,32 @@
  *       holding non-ASCII bytes are listed in ``specials`` as (index, start,
  *       end) for the Python side to re-tokenise with Unicode rules.
  *
+ *   prepare_tables(tables) -> capsule
+ *       the table specs parsed once, for query_tables (until the tables change).
+ *
+ *   insert_sorted(buffer, count, at, values)
+ *       np.insert(buffer[:count], at, values) in place (the index's tables
+ *       keep spare room, so merging new rows allocates nothing).
+ *
  *   query_tables(queries, fingerprints, alive, tables, max_distance, tail_start)
  *       the index's queries (index.py): for every query, every table's
- *       bucket is read and each candidate verified with a popcount, and the
- *       rows from ``tail_start`` on (not in the tables yet) are scanned; pairs are
- *       returned once, sorted by query, distance, row, as three int64 arrays
- *       (bytes).  The loop runs without the GIL.
+ *       bucket is read (and, for tables whose key may differ in ``errors``
+ *       bits, every bucket within that many flipped bits, its rows first
+ *       screened by their 8-bit key filter) and each candidate verified with
+ *       a popcount, and the rows from ``tail_start`` on (not in the tables
+ *       yet) are scanned; pairs are returned once, sorted by query, distance,
+ *       row, as three int64 arrays (bytes).  The loop runs without the GIL.
  *
  * The rules are the Python path's, and the tests compare both on real pages.
  * Style and aria-hidden values with non-ASCII characters are handed to the
  * Python functions (Unicode whitespace and case rules), so the two paths can
  * never disagree on them.  Nothing here depends on Scrapy.
+ *
+ * lxml: only its public C API (the headers from ``lxml.get_include()``; module
+ * init calls ``import_lxml__etree()``, which checks each function's capsule
+ * signature).  The lxml and libxml2 versions compiled in are exported as
+ * BUILT_LXML_VERSION / BUILT_LIBXML_VERSION; simhash_scrapy._native uses this
+ * module only when they are the running ones.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,7 +61,14 @@
 #include <string.h>
 
 #include <libxml/tree.h>
-#include "lxml.etree.h"
+#include <libxml/xmlversion.h>
+/* lxml's public C API, from the headers lxml ships (``lxml.get_include()``):
+ * lxml.etree.h declares ``struct LxmlElement`` (``_doc``, ``_c_node``: the
+ * fields lxml's etreepublic.pxd documents); lxml.etree_api.h declares the API
+ * functions and ``import_lxml__etree()``, which takes each of them from
+ * ``lxml.etree.__pyx_capi__`` after checking the capsule's signature. */
+#include "lxml.etree_api.h"
+#include "lxml-version.h"
 
 /* ------------------------------------------------------------------ tags */
 
@@ -290,7 +312,6 @@ static int buffer_add(Buffer *b, const char *s, size_t n) {
 /* ------------------------------------------------------------- the walks */
 
 static PyTypeObject *element_type = NULL;
-static struct LxmlElement *(*element_factory)(struct LxmlDocument *, xmlNode *) = NULL;
 
 static xmlNode *node_of(PyObject *element) {
     if (element_type == NULL || !PyObject_TypeCheck(element, element_type)) {
@@ -330,7 +351,7 @@ static int walk(PyObject *root_object, xmlNode *root, const char *marker, size_t
                 if (hide) {
                     if (found) {
                         PyObject *element =
-                            (PyObject *)element_factory(((struct LxmlElement *)root_object)->_doc, child);
+                            (PyObject *)elementFactory(((struct LxmlElement *)root_object)->_doc, child);
                         if (element == NULL) return -1;
                         int failed = PyList_Append(found, element);
                         Py_DECREF(element);
@@ -383,10 +404,6 @@ static PyObject *visible_text(PyObject *module, PyObject *args) {
 static PyObject *invisible_elements(PyObject *module, PyObject *element) {
     xmlNode *root = node_of(element);
     if (root == NULL) return NULL;
-    if (element_factory == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "lxml's elementFactory is not available");
-        return NULL;
-    }
     PyObject *found = PyList_New(0);
     if (found == NULL) return NULL;
     if (walk(element, root, "", 0, NULL, found) < 0) {
@@ -464,15 +481,33 @@ typedef struct {
 } Span;
 
 typedef struct {
-    Py_buffer order, bounds; /* uint32 row numbers sorted by bucket; bucket offsets */
+    Py_buffer order, bounds; /* uint32 row numbers sorted by bucket; bucket offsets (uint32) */
+    Py_buffer filter;        /* (errors > 0) the low 8 bits of each row's key, in ``order``'s order */
+    int has_filter;
+    Py_ssize_t entry_count;
     Span spans[64];
     int span_count;
     int drop_bits; /* key >> drop_bits is the bucket */
+    int errors;    /* bits the key of a match may differ in */
+    int dir_bits;  /* bits of the bucket number */
 } TableView;
 
+#define MAX_KEY_ERRORS 2
+
 static int parse_table(PyObject *spec, TableView *t) {
-    PyObject *order, *bounds, *spans;
-    if (!PyArg_ParseTuple(spec, "OOOi:table", &order, &bounds, &spans, &t->drop_bits)) return -1;
+    PyObject *order, *bounds, *spans, *filter;
+    if (!PyArg_ParseTuple(spec, "OOOiiiO:table", &order, &bounds, &spans, &t->drop_bits, &t->errors, &t->dir_bits,
+                          &filter))
+        return -1;
+    if (t->errors > 0 && filter == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "a table whose keys may differ needs its key filter");
+        return -1;
+    }
+    if (t->errors < 0 || t->errors > MAX_KEY_ERRORS || t->dir_bits < 0 || t->dir_bits > 63 || t->drop_bits < 0 ||
+        t->drop_bits > 64) {
+        PyErr_SetString(PyExc_ValueError, "bad table layout");
+        return -1;
+    }
     PyObject *seq = PySequence_Fast(spans, "spans must be a sequence");
     if (seq == NULL) return -1;
     t->span_count = (int)PySequence_Fast_GET_SIZE(seq);
@@ -495,7 +530,47 @@ static int parse_table(PyObject *spec, TableView *t) {
         PyBuffer_Release(&t->order);
         return -1;
     }
+    t->entry_count = t->order.len / (Py_ssize_t)sizeof(uint32_t);
+    t->has_filter = t->errors > 0;
+    if (t->has_filter) {
+        if (PyObject_GetBuffer(filter, &t->filter, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&t->order);
+            PyBuffer_Release(&t->bounds);
+            return -1;
+        }
+        if (t->filter.len < t->entry_count) t->entry_count = t->filter.len;
+    }
     return 0;
+}
+
+static void release_table(TableView *t) {
+    PyBuffer_Release(&t->order);
+    PyBuffer_Release(&t->bounds);
+    if (t->has_filter) PyBuffer_Release(&t->filter);
+}
+
+#define BYTES_01 0x0101010101010101ULL
+#define BYTES_80 0x8080808080808080ULL
+
+/* For 8 filter bytes at once: bit 7 of byte i set when byte i differs from ``want`` in at most
+ * ``budget`` of the ``mask`` bits (SWAR: a popcount per byte, then a compare per byte). */
+static inline uint64_t filter_pass(uint64_t bytes, uint64_t want, uint64_t mask, uint64_t limit) {
+    uint64_t x = (bytes ^ want) & mask;
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL; /* bits set per byte, 0..8 */
+    /* Each byte of (x | 0x80..) is >= 0x80, so subtracting budget + 1 (<= 3) never borrows
+     * across bytes; bit 7 stays set exactly when the count exceeds the budget. */
+    return ~((x | BYTES_80) - limit) & BYTES_80;
+}
+
+static inline uint64_t load_u64(const unsigned char *p) {
+    uint64_t value;
+    memcpy(&value, p, sizeof value);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    value = __builtin_bswap64(value); /* byte i of the filter in bits 8i..8i+7 */
+#endif
+    return value;
 }
 
 typedef struct {
@@ -532,17 +607,6 @@ static int pair_order(const void *a, const void *b) {
     return (x->row > y->row) - (x->row < y->row);
 }
 
-static int grow_u32(uint32_t **array, size_t *cap, size_t needed) {
-    if (needed <= *cap) return 0;
-    size_t size = *cap ? *cap : 4096;
-    while (size < needed) size *= 2;
-    uint32_t *grown = PyMem_RawRealloc(*array, size * sizeof(uint32_t));
-    if (grown == NULL) return -1;
-    *array = grown;
-    *cap = size;
-    return 0;
-}
-
 /* x86-64 before 2008 has no POPCNT instruction: GCC builds both and picks one at load time. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
@@ -550,74 +614,239 @@ static int grow_u32(uint32_t **array, size_t *cap, size_t needed) {
 #define POPCNT_CLONES
 #endif
 
-#define SEARCH_CHUNK 1024
+/* Queries are searched by chunks of this many (bounds the candidate buffers). */
+#define SEARCH_CHUNK 32768
+/* Loads are requested this many items ahead of their use (software prefetch). */
+#define AHEAD 32
 
-/* The search, without the GIL.  Queries go by chunks, each in phases whose loops make
- * independent loads (bucket bounds, then row numbers, then fingerprints), so the CPU
- * overlaps the cache misses: one query at a time would wait for each in turn. */
+#if defined(__GNUC__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)0)
+#endif
+
+/* Sorts ``items`` (bucket << 32 | query) by bucket, ``bucket_bits`` wide: LSD radix, 11 bits a pass. */
+static void sort_by_bucket(uint64_t *items, uint64_t *scratch, size_t n, int bucket_bits) {
+    size_t counts[2048];
+    for (int shift = 32; shift < 32 + bucket_bits; shift += 11) {
+        memset(counts, 0, sizeof counts);
+        for (size_t i = 0; i < n; i++) counts[(items[i] >> shift) & 2047]++;
+        size_t sum = 0;
+        for (int v = 0; v < 2048; v++) {
+            size_t c = counts[v];
+            counts[v] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) scratch[counts[(items[i] >> shift) & 2047]++] = items[i];
+        memcpy(items, scratch, n * sizeof(uint64_t));
+    }
+}
+
+/* Bits set in a byte (the key filters are compared a byte at a time). */
+static uint8_t bits_in_byte[256];
+
+static void fill_bits_in_byte(void) {
+    for (int v = 0; v < 256; v++) bits_in_byte[v] = (uint8_t)((v & 1) + bits_in_byte[v >> 1]);
+}
+
+/* The candidates of one chunk: (row, query) pairs still to verify. */
+typedef struct {
+    uint32_t *row, *query;
+    size_t len, cap;
+} Candidates;
+
+static int candidates_room(Candidates *c, size_t more) {
+    if (c->len + more <= c->cap) return 0;
+    size_t cap = c->cap ? c->cap : 256;
+    while (cap < c->len + more) cap *= 2;
+    uint32_t *row = PyMem_RawRealloc(c->row, cap * sizeof(uint32_t));
+    if (row == NULL) return -1;
+    c->row = row;
+    uint32_t *query = PyMem_RawRealloc(c->query, cap * sizeof(uint32_t));
+    if (query == NULL) return -1;
+    c->query = query;
+    c->cap = cap;
+    return 0;
+}
+
+/* A position in a table's work: probe pattern, then query (in bucket order). */
+typedef struct {
+    size_t pattern;
+    Py_ssize_t query;
+} ProbeCursor;
+
+static void cursor_next(ProbeCursor *c, Py_ssize_t m) {
+    if (++c->query == m) {
+        c->query = 0;
+        c->pattern++;
+    }
+}
+
+/* The buckets of one table a query reads: XOR masks and the key bits each spends. */
+static size_t table_probes(const TableView *tv, uint32_t *masks, int *spent, size_t room) {
+    size_t n = 0;
+    masks[n] = 0;
+    spent[n++] = 0;
+    for (int a = 0; a < tv->dir_bits && tv->errors >= 1; a++) {
+        if (n < room) {
+            masks[n] = 1u << a;
+            spent[n++] = 1;
+        }
+        for (int b = a + 1; b < tv->dir_bits && tv->errors >= 2; b++) {
+            if (n < room) {
+                masks[n] = (1u << a) | (1u << b);
+                spent[n++] = 2;
+            }
+        }
+    }
+    return n;
+}
+
+/* Every row of one table within reach of the chunk's queries, appended to ``cands``.
+ * Queries go in bucket order, one probe pattern at a time, so the table's directory and
+ * entries are read from low addresses to high: neighbouring queries share cache lines and
+ * pages; and each load is requested AHEAD work items before it is used (for a single
+ * query too: its buckets are the work items then). */
+static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m, uint64_t *items, uint64_t *scratch,
+                            Candidates *cands) {
+    const uint32_t *bounds = tv->bounds.buf;
+    Py_ssize_t bucket_count = tv->bounds.len / (Py_ssize_t)sizeof(uint32_t) - 1;
+    if (bucket_count <= 0) return 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t fp = q[i], key = 0;
+        for (int s = 0; s < tv->span_count; s++) {
+            uint64_t part = (fp >> tv->spans[s].shift) & tv->spans[s].mask;
+            key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
+        }
+        uint64_t bucket = tv->drop_bits >= 64 ? 0 : key >> tv->drop_bits;
+        /* bucket, the key's low byte (the filter), the query's index in the chunk (< 2**24) */
+        items[i] = (bucket << 32) | ((key & 0xFF) << 24) | (uint64_t)i;
+    }
+    if (m > 1) sort_by_bucket(items, scratch, (size_t)m, tv->dir_bits);
+    uint32_t masks[1 + 64 + 64 * 63 / 2];
+    int spent[1 + 64 + 64 * 63 / 2];
+    size_t patterns = table_probes(tv, masks, spent, sizeof masks / sizeof masks[0]);
+    uint8_t mask = (uint8_t)(tv->drop_bits >= 8 ? 0xFF : (1u << tv->drop_bits) - 1);
+    const unsigned char *filter = tv->has_filter ? tv->filter.buf : NULL;
+    const size_t first_candidate = cands->len;
+    const Py_ssize_t filter_len = tv->has_filter ? tv->filter.len : 0;
+    const uint32_t *order = tv->order.buf;
+    /* Work items are (pattern, query) in that order; a cursor AHEAD items ahead of the one at
+     * work requests the entries (the bounds are read in address order: the caches follow). */
+    ProbeCursor far = {0, 0}, near = {0, 0};
+    if ((size_t)m * patterns <= 8 * AHEAD) {
+        /* Little work (a single query): request every bucket's bounds, then every bucket's
+         * entries, before reading any, so the loads overlap. */
+        for (; far.pattern < patterns; cursor_next(&far, m)) {
+            uint64_t bucket = (items[far.query] >> 32) ^ masks[far.pattern];
+            if ((Py_ssize_t)bucket < bucket_count) PREFETCH(bounds + bucket);
+        }
+        for (; near.pattern < patterns; cursor_next(&near, m)) {
+            uint64_t bucket = (items[near.query] >> 32) ^ masks[near.pattern];
+            if ((Py_ssize_t)bucket < bucket_count) {
+                uint32_t first = bounds[bucket];
+                PREFETCH(filter ? (const void *)(filter + first) : (const void *)(order + first));
+            }
+        }
+    }
+    for (size_t pt = 0; pt < patterns; pt++) {
+        const uint64_t flip = (uint64_t)masks[pt] << 32;
+        const int budget = tv->errors - spent[pt];
+        for (Py_ssize_t s = 0; s < m; s++) {
+            if (s + AHEAD < m) {
+                uint64_t later = (items[s + AHEAD] ^ flip) >> 32;
+                if ((Py_ssize_t)later < bucket_count) {
+                    uint32_t first = bounds[later];
+                    PREFETCH(filter ? (const void *)(filter + first) : (const void *)(order + first));
+                }
+            }
+            uint64_t item = items[s] ^ flip;
+            uint64_t bucket = item >> 32;
+            if ((Py_ssize_t)bucket >= bucket_count) continue;
+            uint32_t lo = bounds[bucket], hi = bounds[bucket + 1];
+            if ((Py_ssize_t)hi > tv->entry_count) hi = (uint32_t)tv->entry_count;
+            if (hi <= lo) continue;
+            if (candidates_room(cands, hi - lo) < 0) return -1;
+            uint32_t query = (uint32_t)(item & 0xFFFFFF);
+            uint32_t *row_out = cands->row + cands->len, *query_out = cands->query + cands->len;
+            size_t j = 0;
+            if (!tv->errors) {
+                for (uint32_t p = lo; p < hi; p++, j++) {
+                    row_out[j] = order[p];
+                    query_out[j] = query;
+                }
+            } else {
+                const uint8_t wanted = (uint8_t)(item >> 24);
+                const uint64_t want8 = wanted * BYTES_01, mask8 = mask * BYTES_01, limit = (uint64_t)(budget + 1) * BYTES_01;
+                for (uint32_t p = lo; p < hi; p += 8) {
+                    uint32_t left = hi - p;
+                    uint64_t pass;
+                    if ((Py_ssize_t)p + 8 <= filter_len) {
+                        pass = filter_pass(load_u64(filter + p), want8, mask8, limit);
+                        if (left < 8) pass &= (1ULL << (8 * left)) - 1; /* bytes of the next buckets */
+                    } else { /* the last bytes of a filter without its spare room: one at a time */
+                        pass = 0;
+                        for (uint32_t b = 0; b < left && b < 8; b++)
+                            if (bits_in_byte[(filter[p + b] ^ wanted) & mask] <= budget) pass |= 0x80ULL << (8 * b);
+                    }
+                    while (pass) { /* the few rows whose filter is within reach: their positions */
+                        int byte = __builtin_ctzll(pass) >> 3;
+                        row_out[j] = p + (uint32_t)byte;
+                        query_out[j] = query;
+                        j++;
+                        pass &= pass - 1;
+                    }
+                }
+            }
+            cands->len += j;
+        }
+    }
+    if (filter) {
+        /* The filtered tables' candidates hold positions: their row numbers, loads requested ahead. */
+        for (size_t c = first_candidate; c < cands->len; c++) {
+            if (c + AHEAD < cands->len) PREFETCH(order + cands->row[c + AHEAD]);
+            cands->row[c] = order[cands->row[c]];
+        }
+    }
+    return 0;
+}
+
+/* The search, without the GIL: per chunk of queries, every table's candidates, then each
+ * verified with a popcount (fingerprints requested AHEAD candidates before use), then the
+ * rows not in the tables yet, then the pairs sorted and deduplicated. */
 POPCNT_CLONES
 static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_t nf, const unsigned char *live,
                   const TableView *tables, Py_ssize_t table_count, int max_distance, Py_ssize_t tail_start,
                   Pairs *out) {
-    uint32_t *lo = PyMem_RawMalloc(sizeof(uint32_t) * SEARCH_CHUNK * (size_t)(table_count ? table_count : 1));
-    uint32_t *hi = PyMem_RawMalloc(sizeof(uint32_t) * SEARCH_CHUNK * (size_t)(table_count ? table_count : 1));
-    uint32_t *cand_row = NULL, *cand_query = NULL;
-    size_t cand_cap = 0, query_cap = 0;
-    int failed = lo == NULL || hi == NULL;
+    /* Exact buckets (errors == 0) give many candidates a query (~60 at k = 3): smaller chunks
+     * keep their buffers in cache.  Key-filtered tables give few (~25 at k = 4, B = 3) and
+     * gain from the denser sweep of larger chunks. */
+    Py_ssize_t chunk_size = SEARCH_CHUNK / 8;
+    for (Py_ssize_t t = 0; t < table_count; t++)
+        if (tables[t].errors) chunk_size = SEARCH_CHUNK;
+    Py_ssize_t chunk = nq < chunk_size ? nq : chunk_size;
+    uint64_t *items = PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(chunk ? chunk : 1));
+    uint64_t *scratch = PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(chunk ? chunk : 1));
+    Candidates cands = {NULL, NULL, 0, 0};
+    int failed = items == NULL || scratch == NULL;
     if (tail_start < 0) tail_start = 0;
-    for (Py_ssize_t c0 = 0; c0 < nq && !failed; c0 += SEARCH_CHUNK) {
-        Py_ssize_t m = nq - c0 < SEARCH_CHUNK ? nq - c0 : SEARCH_CHUNK;
-        size_t total = 0;
-        /* 1. bucket bounds */
-        for (Py_ssize_t i = 0; i < m; i++) {
-            uint64_t fp = q[c0 + i];
-            for (Py_ssize_t t = 0; t < table_count; t++) {
-                const TableView *tv = &tables[t];
-                uint64_t key = 0;
-                for (int s = 0; s < tv->span_count; s++) {
-                    uint64_t part = (fp >> tv->spans[s].shift) & tv->spans[s].mask;
-                    key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
-                }
-                uint64_t bucket = key >> tv->drop_bits;
-                size_t slot = (size_t)i * (size_t)table_count + (size_t)t;
-                if ((Py_ssize_t)((bucket + 2) * sizeof(uint32_t)) > tv->bounds.len) {
-                    lo[slot] = hi[slot] = 0;
-                    continue;
-                }
-                const uint32_t *bounds = tv->bounds.buf;
-                lo[slot] = bounds[bucket];
-                hi[slot] = bounds[bucket + 1];
-                total += hi[slot] > lo[slot] ? hi[slot] - lo[slot] : 0;
-            }
-        }
-        if (grow_u32(&cand_row, &cand_cap, total + 1) < 0 || grow_u32(&cand_query, &query_cap, total + 1) < 0) {
-            failed = 1;
-            break;
-        }
-        /* 2. candidate rows */
-        size_t j = 0;
-        for (Py_ssize_t i = 0; i < m; i++) {
-            for (Py_ssize_t t = 0; t < table_count; t++) {
-                size_t slot = (size_t)i * (size_t)table_count + (size_t)t;
-                const uint32_t *order = tables[t].order.buf;
-                Py_ssize_t order_len = tables[t].order.len / (Py_ssize_t)sizeof(uint32_t);
-                for (uint32_t p = lo[slot]; p < hi[slot] && (Py_ssize_t)p < order_len; p++) {
-                    cand_row[j] = order[p];
-                    cand_query[j] = (uint32_t)i;
-                    j++;
-                }
-            }
-        }
-        /* 3. verify each candidate with a popcount */
+    for (Py_ssize_t c0 = 0; c0 < nq && !failed; c0 += chunk) {
+        Py_ssize_t m = nq - c0 < chunk ? nq - c0 : chunk;
+        cands.len = 0;
+        for (Py_ssize_t t = 0; t < table_count && !failed; t++)
+            failed = table_candidates(&tables[t], q + c0, m, items, scratch, &cands) < 0;
+        if (failed) break;
+        /* verify each candidate with a popcount */
         size_t first = out->len;
-        for (size_t c = 0; c < j && !failed; c++) {
-            uint32_t row = cand_row[c];
+        for (size_t c = 0; c < cands.len && !failed; c++) {
+            if (c + AHEAD < cands.len && (Py_ssize_t)cands.row[c + AHEAD] < nf) PREFETCH(f + cands.row[c + AHEAD]);
+            uint32_t row = cands.row[c];
             if ((Py_ssize_t)row >= nf) continue;
-            int d = __builtin_popcountll(f[row] ^ q[c0 + cand_query[c]]);
-            if (d <= max_distance && (live == NULL || live[row]) && add_pair(out, c0 + cand_query[c], row, d) < 0)
+            int d = __builtin_popcountll(f[row] ^ q[c0 + cands.query[c]]);
+            if (d <= max_distance && (live == NULL || live[row]) && add_pair(out, c0 + cands.query[c], row, d) < 0)
                 failed = 1;
         }
-        /* 4. rows not in the tables yet (the unsorted tail) */
+        /* rows not in the tables yet (the unsorted tail) */
         for (Py_ssize_t i = 0; i < m && !failed; i++) {
             uint64_t fp = q[c0 + i];
             for (Py_ssize_t row = tail_start; row < nf; row++) {
@@ -629,23 +858,66 @@ static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_
             }
         }
         if (failed) break;
-        /* 5. sort this chunk's pairs by (query, distance, row) and keep each pair once
-         * (a fingerprint equal in more than B - k blocks is found in several tables). */
-        Pair *chunk = out->data + first;
+        /* sort this chunk's pairs by (query, distance, row) and keep each pair once
+         * (a fingerprint close to the query in several tables' keys is found in each). */
+        Pair *found = out->data + first;
         size_t count = out->len - first;
-        if (count > 1) qsort(chunk, count, sizeof(Pair), pair_order);
+        if (count > 1) qsort(found, count, sizeof(Pair), pair_order);
         size_t kept = 0;
         for (size_t a = 0; a < count; a++) {
-            if (kept > 0 && chunk[kept - 1].query == chunk[a].query && chunk[kept - 1].row == chunk[a].row) continue;
-            chunk[kept++] = chunk[a];
+            if (kept > 0 && found[kept - 1].query == found[a].query && found[kept - 1].row == found[a].row) continue;
+            found[kept++] = found[a];
         }
         out->len = first + kept;
     }
-    PyMem_RawFree(lo);
-    PyMem_RawFree(hi);
-    PyMem_RawFree(cand_row);
-    PyMem_RawFree(cand_query);
+    PyMem_RawFree(items);
+    PyMem_RawFree(scratch);
+    PyMem_RawFree(cands.row);
+    PyMem_RawFree(cands.query);
     return failed ? -1 : 0;
+}
+
+/* Tables parsed once (prepare_tables), kept in a capsule until the index's tables change:
+ * a single query then skips parsing the specs and taking the buffers again. */
+#define TABLES_CAPSULE "simhash_scrapy.core._speedups.tables"
+
+typedef struct {
+    Py_ssize_t count;
+    TableView tables[];
+} TableSet;
+
+static void free_table_set(PyObject *capsule) {
+    TableSet *set = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
+    if (set == NULL) return;
+    for (Py_ssize_t t = 0; t < set->count; t++) release_table(&set->tables[t]);
+    PyMem_Free(set);
+}
+
+/* prepare_tables(tables) -> capsule: the table specs as query_tables reads them. */
+static PyObject *prepare_tables(PyObject *module, PyObject *tables_obj) {
+    PyObject *seq = PySequence_Fast(tables_obj, "tables must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    TableSet *set = PyMem_Calloc(1, sizeof(TableSet) + (size_t)count * sizeof(TableView));
+    if (set == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (; set->count < count; set->count++) {
+        if (parse_table(PySequence_Fast_GET_ITEM(seq, set->count), &set->tables[set->count]) < 0) {
+            for (Py_ssize_t t = 0; t < set->count; t++) release_table(&set->tables[t]);
+            PyMem_Free(set);
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    PyObject *capsule = PyCapsule_New(set, TABLES_CAPSULE, free_table_set);
+    if (capsule == NULL) {
+        for (Py_ssize_t t = 0; t < set->count; t++) release_table(&set->tables[t]);
+        PyMem_Free(set);
+    }
+    return capsule;
 }
 
 static PyObject *query_tables(PyObject *module, PyObject *args) {
@@ -668,15 +940,24 @@ static PyObject *query_tables(PyObject *module, PyObject *args) {
         return NULL;
     }
     PyObject *result = NULL;
-    PyObject *tables_seq = PySequence_Fast(tables_obj, "tables must be a sequence");
-    Py_ssize_t table_count = tables_seq ? PySequence_Fast_GET_SIZE(tables_seq) : 0;
-    TableView *tables = tables_seq ? PyMem_Calloc((size_t)(table_count ? table_count : 1), sizeof(TableView)) : NULL;
-    Py_ssize_t parsed = 0;
+    PyObject *tables_seq = NULL;
+    TableView *tables = NULL;
+    Py_ssize_t table_count = 0, parsed = 0;
     Pairs pairs = {0};
     int failed = 0;
-    if (tables == NULL) goto done;
-    for (; parsed < table_count; parsed++) {
-        if (parse_table(PySequence_Fast_GET_ITEM(tables_seq, parsed), &tables[parsed]) < 0) goto done;
+    if (PyCapsule_IsValid(tables_obj, TABLES_CAPSULE)) { /* prepared: nothing to parse or release here */
+        TableSet *set = PyCapsule_GetPointer(tables_obj, TABLES_CAPSULE);
+        tables = set->tables;
+        table_count = set->count;
+    } else {
+        tables_seq = PySequence_Fast(tables_obj, "tables must be a sequence or prepare_tables()'s capsule");
+        if (tables_seq == NULL) goto done;
+        table_count = PySequence_Fast_GET_SIZE(tables_seq);
+        tables = PyMem_Calloc((size_t)(table_count ? table_count : 1), sizeof(TableView));
+        if (tables == NULL) goto done;
+        for (; parsed < table_count; parsed++) {
+            if (parse_table(PySequence_Fast_GET_ITEM(tables_seq, parsed), &tables[parsed]) < 0) goto done;
+        }
     }
     Py_BEGIN_ALLOW_THREADS
     failed = search(queries.buf, queries.len / (Py_ssize_t)sizeof(uint64_t), fps.buf,
@@ -705,16 +986,68 @@ static PyObject *query_tables(PyObject *module, PyObject *args) {
     }
     result = Py_BuildValue("(NNN)", columns[0], columns[1], columns[2]);
 done:
-    for (Py_ssize_t t = 0; t < parsed; t++) {
-        PyBuffer_Release(&tables[t].order);
-        PyBuffer_Release(&tables[t].bounds);
+    if (tables_seq != NULL) { /* parsed here (not a capsule) */
+        for (Py_ssize_t t = 0; t < parsed; t++) release_table(&tables[t]);
+        PyMem_Free(tables);
+        Py_DECREF(tables_seq);
     }
-    PyMem_Free(tables);
-    Py_XDECREF(tables_seq);
     PyMem_RawFree(pairs.data);
     PyBuffer_Release(&queries);
     PyBuffer_Release(&fps);
     if (have_alive) PyBuffer_Release(&alive);
+    return result;
+}
+
+/* insert_sorted(buffer, count, at, values): np.insert(buffer[:count], at, values) written into
+ * buffer[:count + len(at)] in place, ``at`` (int64) sorted; ``values`` holds len(at) items of
+ * the buffer's item size.  The index's tables grow this way without a new array per merge. */
+static PyObject *insert_sorted(PyObject *module, PyObject *args) {
+    PyObject *buffer_obj, *at_obj, *values_obj;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OnOO:insert_sorted", &buffer_obj, &count, &at_obj, &values_obj)) return NULL;
+    Py_buffer buffer, at, values;
+    if (PyObject_GetBuffer(buffer_obj, &buffer, PyBUF_WRITABLE) < 0) return NULL;
+    if (PyObject_GetBuffer(at_obj, &at, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&buffer);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(values_obj, &values, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&buffer);
+        PyBuffer_Release(&at);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t m = at.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *where = at.buf;
+    Py_ssize_t item = m ? values.len / m : 1;
+    if (m == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (item <= 0 || values.len != item * m || count < 0 || (count + m) * item > buffer.len) {
+        PyErr_SetString(PyExc_ValueError, "insert_sorted: sizes do not fit the buffer");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (where[j] < 0 || where[j] > count || (j > 0 && where[j] < where[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "insert_sorted: positions must be sorted and within the items");
+            goto done;
+        }
+    }
+    char *base = buffer.buf;
+    const char *new_items = values.buf;
+    Py_ssize_t end = count;
+    for (Py_ssize_t j = m - 1; j >= 0; j--) { /* from the back: every move goes right, into moved-out room */
+        Py_ssize_t start = where[j];
+        memmove(base + (start + j + 1) * item, base + start * item, (size_t)((end - start) * item));
+        memcpy(base + (start + j) * item, new_items + j * item, (size_t)item);
+        end = start;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&buffer);
+    PyBuffer_Release(&at);
+    PyBuffer_Release(&values);
     return result;
 }
 
@@ -751,6 +1084,8 @@ static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
+    {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
+    {"prepare_tables", prepare_tables, METH_O, "prepare_tables(tables) -> capsule for query_tables"},
     {"configure", configure, METH_VARARGS, "configure(not_rendered_tags, block_tags, hidden_style, aria_hidden)"},
     {NULL, NULL, 0, NULL},
 };
@@ -758,26 +1093,38 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy.core._speedups", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
+    fill_bits_in_byte();
+    /* lxml's C API with its signature checks (lxml.etree_api.h): an lxml whose
+     * API differs from the one this module was compiled against fails here. */
+    if (import_lxml__etree() < 0) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_Format(PyExc_ImportError, "lxml's C API does not match the one simhash_scrapy._speedups was built with: %S",
+                     value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return NULL;
+    }
     PyObject *etree = PyImport_ImportModule("lxml.etree");
     if (etree == NULL) return NULL;
     element_type = (PyTypeObject *)PyObject_GetAttrString(etree, "_Element");
-    /* elementFactory from lxml's public C-API table: a capsule named by its signature. */
-    PyObject *capi = PyObject_GetAttrString(etree, "__pyx_capi__");
     Py_DECREF(etree);
-    if (element_type == NULL || capi == NULL) {
-        Py_XDECREF(capi);
+    if (element_type == NULL) return NULL;
+    if (!PyType_Check(element_type)) {
+        Py_CLEAR(element_type);
+        PyErr_SetString(PyExc_ImportError, "lxml.etree._Element is not a type");
         return NULL;
     }
-    PyObject *capsule = PyDict_GetItemString(capi, "elementFactory");
-    if (capsule != NULL && PyCapsule_CheckExact(capsule)) {
-        element_factory = (struct LxmlElement * (*)(struct LxmlDocument *, xmlNode *))
-            PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
-    }
-    Py_DECREF(capi);
-    if (element_factory == NULL) {
-        PyErr_Clear();
-        PyErr_SetString(PyExc_ImportError, "lxml.etree has no elementFactory in its C-API");
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) return NULL;
+    /* The versions this module was compiled against: simhash_scrapy._native
+     * compares them with the running lxml at import and falls back to the
+     * pure-Python path when they differ. */
+    if (PyModule_AddStringConstant(module, "BUILT_LXML_VERSION", LXML_VERSION_STRING) < 0 ||
+        PyModule_AddStringConstant(module, "BUILT_LIBXML_VERSION", LIBXML_DOTTED_VERSION) < 0) {
+        Py_DECREF(module);
         return NULL;
     }
-    return PyModule_Create(&module_def);
+    return module;
 }

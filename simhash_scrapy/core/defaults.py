@@ -7,7 +7,7 @@ decision on every path.  The detection defaults (text mode, k, minimum
 tokens, features) were chosen on the tuning half of the evaluation set
 (``benchmarks/quality``; README, "Detection quality").
 
-This module imports nothing: plain values only.
+This module imports nothing: plain values, and one rule (``default_blocks``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,20 @@ TEXT_MODE = "main"
 MAIN_CONTENT = TEXT_MODE == "main"
 #: ``SIMHASH_MAX_DISTANCE``: the largest Hamming distance (k) between near-duplicates.
 MAX_DISTANCE = 4
-#: ``SIMHASH_BLOCKS``: blocks of the block-permuted index; ``None`` means ``MAX_DISTANCE + 1``.
+#: ``SIMHASH_BLOCKS``: blocks of the block-permuted index; ``None`` means ``default_blocks(k)``.
 BLOCKS: int | None = None
+
+
+def default_blocks(max_distance: int) -> int:
+    """The blocks of the in-process index when ``SIMHASH_BLOCKS`` is None: k + 1, except 3 at k = 4.
+
+    At k = 4, k + 1 = 5 blocks give 13-bit table keys (~120 rows a bucket at 1M
+    stored); 3 blocks, each matched within one bit, give ~21-bit keys in 3 tables
+    (``core/index.py``): about 3x the queries/s at 1M and less memory
+    (``python benchmarks/core.py``).  The Redis backend's layout needs B > k and
+    keeps k + 1 (``backends/redis.py``).
+    """
+    return 3 if max_distance == 4 else max_distance + 1
 #: ``SIMHASH_MIN_TOKENS``: pages with fewer tokens than this (but at least one)
 #: are "short": compared by an exact digest of their text, not by simhash.
 MIN_TOKENS = 30
@@ -71,6 +83,11 @@ REDIS_PORT = 6379
 REDIS_FAIL_OPEN = True
 #: ``SIMHASH_REDIS_TTL``: seconds before idle keys expire (0: never).
 REDIS_TTL = 0.0
+#: ``SIMHASH_REDIS_HEARTBEAT``: seconds between a worker's heartbeats; after an outage, checks
+#: resume within one heartbeat of Redis answering again.
+REDIS_HEARTBEAT = 1.0
+#: ``SIMHASH_REDIS_CAPACITY``: pages per scope the Redis key layout is sized for (memory per page).
+REDIS_CAPACITY = 10_000_000
 
 # ------------------------------------------------------------------ URL rules
 #: ``SIMHASH_URL_RULES``: ``"off"``, ``"learn"`` (learn and report rules) or

@@ -2,6 +2,12 @@
 
 No Scrapy import here: this module is part of the algorithm core.
 
+Why one module of ~860 lines: the layout (blocks, tables, buckets, key
+filters), the two query paths over it (the C loop and its numpy twin), the
+in-place merges and chunked rebuilds, and the file format all read and write
+the same private table state; split apart, each part would reach into the
+others' internals.
+
 The 64 bits are split into B blocks.  Two fingerprints within distance k differ
 in at most k blocks, so at least B - k blocks are equal.  For each of the
 C(B, k) choices of B - k blocks there is one table whose *key* is those blocks
@@ -10,18 +16,32 @@ query shares the query's key in at least one table.  A query reads the matching
 bucket of every table and verifies each candidate with a popcount, so the
 answer is exact: every stored fingerprint within k, nothing farther.
 
+With fewer blocks than k + 1 (B <= k) each block is a table's key and a
+match differs from the query in at most r = floor(k / B) bits of some block
+(B numbers summing to k cannot all exceed it): a query reads every bucket
+whose key is within r bits of its own (the bucket's bits flipped, one or two
+at a time), and each table keeps the low 8 bits of every row's key beside its
+row number, so the rows of a probed bucket that cannot be within r are
+dropped before their fingerprint is read.  At k = 4 that is B = 3 (three
+tables of ~21-bit keys, each read at ~19 buckets) against C(5, 4) = 5 tables
+of 13-bit keys with B = 5: about 15x fewer fingerprints to verify per query
+and fewer tables (``default_blocks``; figures in ``benchmarks/core.py``).
+
 Layout (chosen for memory and numpy speed): fingerprints live once in a uint64
 array; each table is a uint32 array of row numbers sorted by key bucket plus a
-directory of bucket offsets.  New rows go to a small unsorted tail that queries
-scan by brute force, and are merged into the tables in batches.  With the
-layout k = 3, B = 4 that is about 33 bytes per stored fingerprint with
-integer keys.
+directory of bucket offsets (plus the uint8 key filter when r > 0).  New rows
+go to a small unsorted tail that queries scan by brute force, and are merged
+into the tables in batches.  With k = 3, B = 4 that is about 33 bytes per
+stored fingerprint with integer keys; with k = 4, B = 3 about 32.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import mmap
 import struct
+import sys
 import zlib
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from itertools import combinations
@@ -32,15 +52,18 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _native, defaults
+from .defaults import default_blocks
 from .files import atomic_write
 from .fingerprint import check_fingerprint
 
-__all__ = ["BlockPermutedIndex", "Match", "block_widths", "IndexFormatError", "MAX_TABLES"]
+__all__ = ["BlockPermutedIndex", "Match", "block_widths", "default_blocks", "IndexFormatError", "MAX_TABLES"]
 
 #: The compiled query loop when available (see ``_speedups.c``); both give the same answers.
 
 #: Largest number of tables (C(blocks, max_distance)) an index accepts.
 MAX_TABLES = 5000
+#: Largest number of key bits a query may flip when B <= k (floor(k / B)); more reads too many buckets.
+MAX_KEY_ERRORS = 2
 _MAX_ROWS = (1 << 32) - 1
 _QUERY_CHUNK = 1 << 15
 _FORMAT_MAGIC = b"SIMHIDX\x00"
@@ -48,6 +71,9 @@ _FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sHBBQB")  # magic, version, k, B, rows, key kind
 _KEYS_INT, _KEYS_STR = 0, 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_BYTE_ORDER = sys.byteorder  # a query's bytes as numpy's native uint64
+#: Spare bytes after a table's key filter: the C loop reads filters 8 bytes at a time.
+_FILTER_PAD = 8
 
 
 class IndexFormatError(ValueError):
@@ -62,6 +88,11 @@ class Match(NamedTuple):
     distance: int
 
 
+def key_errors(max_distance: int, blocks: int) -> int:
+    """Bits a table key may differ in: 0 when B > k (B - k blocks match exactly), else floor(k / B)."""
+    return 0 if blocks > max_distance else max_distance // blocks
+
+
 def block_widths(blocks: int) -> list[int]:
     """Bit widths of the blocks, most significant block first (the first 64 % B blocks get one more bit)."""
     base, extra = divmod(64, blocks)
@@ -71,26 +102,76 @@ def block_widths(blocks: int) -> list[int]:
 class _Table:
     """One permutation: the key is the concatenation of some blocks."""
 
-    __slots__ = ("spans", "key_bits", "dir_bits", "order", "bounds")
+    __slots__ = ("spans", "key_bits", "errors", "dir_bits", "entries", "room", "filter", "filter_room", "bounds")
 
-    def __init__(self, spans: list[tuple[int, int, int]], key_bits: int) -> None:
+    def __init__(self, spans: list[tuple[int, int, int]], key_bits: int, errors: int) -> None:
         self.spans = spans  # (shift, mask, width) of contiguous bit runs, high to low
         self.key_bits = key_bits
+        self.errors = errors  # bits the key of a match may differ in (0: exact buckets)
         self.dir_bits = 0
-        self.order = np.zeros(0, dtype=np.uint32)
+        # Row numbers sorted by bucket; ``entries`` is a prefix of ``room``, the rest is spare
+        # for merges.  With errors > 0, ``filter`` holds the low 8 bits of each row's key, in
+        # the same order (a prefix of ``filter_room``, which keeps _FILTER_PAD spare bytes).
+        self.entries = self.room = np.zeros(0, dtype=np.uint32)
+        self.filter_room: np.ndarray | None = np.zeros(_FILTER_PAD, dtype=np.uint8) if errors else None
+        self.filter: np.ndarray | None = self.filter_room[:0] if self.filter_room is not None else None
         self.bounds = np.zeros(2, dtype=np.uint32)
 
-    def bucket(self, fp: int) -> int:
+    @property
+    def order(self) -> np.ndarray:
+        """Row numbers sorted by bucket."""
+        return self.entries
+
+    def key(self, fp: int) -> int:
         key = 0
         for shift, mask, width in self.spans:
             key = (key << width) | ((fp >> shift) & mask)
-        return key >> (self.key_bits - self.dir_bits)
+        return key
 
-    def buckets(self, fps: np.ndarray) -> np.ndarray:
+    def bucket(self, fp: int) -> int:
+        return self.key(fp) >> (self.key_bits - self.dir_bits)
+
+    def keys(self, fps: np.ndarray) -> np.ndarray:
         key = np.zeros(len(fps), dtype=np.uint64)
         for shift, mask, width in self.spans:
             key = (key << np.uint64(width)) | ((fps >> np.uint64(shift)) & np.uint64(mask))
-        return (key >> np.uint64(self.key_bits - self.dir_bits)).astype(np.int64)
+        return key
+
+    def buckets_of_keys(self, keys: np.ndarray) -> np.ndarray:
+        return (keys >> np.uint64(self.key_bits - self.dir_bits)).astype(np.int64)
+
+    def buckets(self, fps: np.ndarray) -> np.ndarray:
+        return self.buckets_of_keys(self.keys(fps))
+
+    def probes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(XOR masks of the buckets to read, key bits each spends): the bucket itself, then 1, 2 flips."""
+        return _probes(self.dir_bits, self.errors)
+
+    def filter_mask(self) -> int:
+        """The filter bits that lie below the bucket (bits inside the bucket are already counted)."""
+        return (1 << min(8, self.key_bits - self.dir_bits)) - 1
+
+
+#: Rows sorted at a time when the tables are rebuilt.
+_REBUILD_CHUNK = 1 << 16
+#: Arrays from this size on get their own memory map (see ``_empty``).
+_MAPPED_BYTES = 1 << 20
+
+
+def _empty(size: int, dtype: Any) -> np.ndarray:
+    """An uninitialised array; a large one in its own anonymous memory map.
+
+    The index's big arrays grow by a quarter at a time.  From malloc, each old
+    array would leave a hole in the heap that the next, larger one does not fit
+    (and glibc serves arrays of up to 32 MB from its heap once one that size was
+    freed), so the process would keep ~10 bytes per fingerprint of freed memory.
+    A map of its own goes back to the system when the array is dropped.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = size * dtype.itemsize
+    if nbytes < _MAPPED_BYTES:
+        return np.empty(size, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=size)
 
 
 def _grown(array: np.ndarray, size: int) -> np.ndarray:
@@ -99,9 +180,32 @@ def _grown(array: np.ndarray, size: int) -> np.ndarray:
     Not ``np.resize``: it returns a view of a buffer of whole repeats of the
     array, so growing by a quarter would keep twice the memory alive.
     """
-    out = np.empty(size, dtype=array.dtype)
+    out = _empty(size, array.dtype)
     out[: len(array)] = array
     return out
+
+
+def _insert_sorted(room: np.ndarray, count: int, at: np.ndarray, values: np.ndarray) -> None:
+    """``np.insert(room[:count], at, values)`` written into ``room[:count + len(at)]`` (``at`` sorted)."""
+    if _native.speedups is not None:
+        _native.speedups.insert_sorted(room, count, at, values)
+        return
+    end = count
+    for j in range(len(at) - 1, -1, -1):  # from the back: every move goes right, into moved-out room
+        start = int(at[j])
+        room[start + j + 1 : end + j + 1] = room[start:end]
+        room[start + j] = values[j]
+        end = start
+
+
+@functools.lru_cache(maxsize=64)
+def _probes(dir_bits: int, errors: int) -> tuple[np.ndarray, np.ndarray]:
+    masks, spent = [0], [0]
+    for flips in range(1, errors + 1):
+        for bits in combinations(range(dir_bits), flips):
+            masks.append(sum(1 << b for b in bits))
+            spent.append(flips)
+    return np.array(masks, dtype=np.int64), np.array(spent, dtype=np.int64)
 
 
 def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -180,10 +284,13 @@ class _Keys:
 class BlockPermutedIndex:
     """Every stored 64-bit fingerprint within Hamming distance ``max_distance`` of a query.
 
-    ``max_distance`` (k) is the largest distance a query reports (default 3).
-    ``blocks`` (B) is the number of blocks the 64 bits are split into; it must be
-    greater than k and defaults to k + 1.  There are C(B, k) tables: more blocks
-    mean longer keys (fewer candidates per query) but more tables (more memory).
+    ``max_distance`` (k) is the largest distance a query reports (default
+    ``defaults.MAX_DISTANCE``).  ``blocks`` (B) is the number of blocks the 64 bits
+    are split into (default ``defaults.default_blocks(k)``: k + 1, 3 at k = 4).
+    With B > k there are C(B, k) tables keyed by B - k blocks: more blocks mean
+    longer keys (fewer candidates per query) but more tables (more memory).
+    With B <= k there are B tables, each keyed by one block matched within
+    floor(k / B) <= 2 bits.
 
     Keys are any hashable values (URLs, ids); integer keys are stored compactly.
     Keys need not be unique; ``remove(key)`` removes every entry stored under it.
@@ -193,12 +300,16 @@ class BlockPermutedIndex:
         if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 63:
             raise ValueError(f"max_distance must be an integer from 0 to 63, got {max_distance!r}")
         if blocks is None:
-            blocks = max_distance + 1
-        if not isinstance(blocks, int) or isinstance(blocks, bool) or not max_distance < blocks <= 64:
+            blocks = default_blocks(max_distance)
+        if not isinstance(blocks, int) or isinstance(blocks, bool) or not 1 <= blocks <= 64:
+            raise ValueError(f"blocks must be an integer from 1 to 64, got {blocks!r}")
+        errors = key_errors(max_distance, blocks)
+        if errors > MAX_KEY_ERRORS:
             raise ValueError(
-                f"blocks must be an integer greater than max_distance ({max_distance}) and at most 64, got {blocks!r}"
+                f"blocks={blocks} with max_distance={max_distance} lets a table key differ in {errors} bits "
+                f"(more than {MAX_KEY_ERRORS}: too many buckets per query); use more blocks"
             )
-        tables = math.comb(blocks, max_distance)
+        tables = math.comb(blocks, max_distance) if errors == 0 else blocks
         if tables > MAX_TABLES:
             raise ValueError(
                 f"blocks={blocks} with max_distance={max_distance} needs {tables} tables "
@@ -206,6 +317,7 @@ class BlockPermutedIndex:
             )
         self.max_distance = max_distance
         self.blocks = blocks
+        self.key_errors = errors
         self.widths = block_widths(blocks)
         lows = []
         low = 64
@@ -213,7 +325,7 @@ class BlockPermutedIndex:
             low -= width
             lows.append(low)
         self._tables: list[_Table] = []
-        for chosen in combinations(range(blocks), blocks - max_distance):
+        for chosen in combinations(range(blocks), blocks - max_distance if errors == 0 else 1):
             spans: list[tuple[int, int, int]] = []
             for b in chosen:
                 width, shift = self.widths[b], lows[b]
@@ -223,13 +335,14 @@ class BlockPermutedIndex:
                     spans[-1] = (shift, (1 << width) - 1, width)
                 else:
                     spans.append((shift, (1 << width) - 1, width))
-            self._tables.append(_Table(spans, sum(self.widths[b] for b in chosen)))
+            self._tables.append(_Table(spans, sum(self.widths[b] for b in chosen), errors))
         self._fps = np.zeros(16, dtype=np.uint64)
         self._keys = _Keys()
         self._n = 0  # rows used (live and removed)
         self._indexed = 0  # rows [0, _indexed) are in the tables, the rest is the tail
         self._alive: np.ndarray | None = None  # None while nothing was removed
         self._removed = 0
+        self._specs: tuple[Any, Any] | None = None  # (C module, its prepared tables)
 
     # ----------------------------------------------------------------- sizes
     def __len__(self) -> int:
@@ -246,7 +359,9 @@ class BlockPermutedIndex:
         """Bytes held by the index's arrays (keys that are Python objects count 8 bytes each)."""
         total = self._fps.nbytes + self._keys.nbytes()
         for table in self._tables:
-            total += table.order.nbytes + table.bounds.nbytes
+            total += table.room.nbytes + table.bounds.nbytes
+            if table.filter_room is not None:
+                total += table.filter_room.nbytes
         if self._alive is not None:
             total += self._alive.nbytes
         return total
@@ -269,19 +384,54 @@ class BlockPermutedIndex:
                 self._alive = alive
 
     def _dir_bits_for(self, table: _Table, rows: int) -> int:
+        if table.errors:
+            # Buckets of ~8-16 rows: each flipped bit is one more bucket to read.
+            return min(table.key_bits, max(8, rows.bit_length() - 2), 22)
         return min(table.key_bits, max(8, rows.bit_length() - 2), 22)
 
     def _rebuild(self) -> None:
-        fps = self._fps[: self._n]
+        """Sort every row into the tables afresh (a counting sort by bucket, a chunk of rows at a time).
+
+        By chunks, so that no temporary array is as large as the index: the
+        allocator would keep a full-size one as the process's memory.
+        """
+        self._specs = None
+        n = self._n
+        chunks = [(start, min(n, start + _REBUILD_CHUNK)) for start in range(0, n, _REBUILD_CHUNK)]
         for table in self._tables:
-            table.dir_bits = self._dir_bits_for(table, self._n)
-            buckets = table.buckets(fps)
-            table.order = np.argsort(buckets, kind="stable").astype(np.uint32)
-            counts = np.bincount(buckets, minlength=1 << table.dir_bits)
+            table.dir_bits = self._dir_bits_for(table, n)
+            table.entries = table.room = np.zeros(0, dtype=np.uint32)  # the old tables go first
+            table.filter = table.filter_room = None
+            buckets = 1 << table.dir_bits
+            counts = np.zeros(buckets, dtype=np.int64)
+            for start, end in chunks:
+                counts += np.bincount(table.buckets(self._fps[start:end]), minlength=buckets)
             # Row numbers are uint32, so bucket offsets fit in uint32 too (half the directory memory).
-            table.bounds = np.zeros(len(counts) + 1, dtype=np.uint32)
+            table.bounds = _empty(buckets + 1, np.uint32)
+            table.bounds[0] = 0
             np.cumsum(counts, dtype=np.uint32, out=table.bounds[1:])
-        self._indexed = self._n
+            free = table.bounds[:-1].astype(np.int64)  # next free position of each bucket
+            del counts
+            rows = _empty(n, np.uint32)
+            filter_room = _empty(n + _FILTER_PAD, np.uint8) if table.errors else None
+            for start, end in chunks:
+                keys = table.keys(self._fps[start:end])
+                chunk_buckets = table.buckets_of_keys(keys)
+                by_bucket = np.argsort(chunk_buckets, kind="stable")
+                sorted_buckets = chunk_buckets[by_bucket]
+                present, run = np.unique(sorted_buckets, return_counts=True)
+                # Position: the bucket's next free slot plus the row's rank among this chunk's rows there.
+                rank = np.arange(len(by_bucket)) - np.repeat(np.cumsum(run) - run, run)
+                positions = free[sorted_buckets] + rank
+                free[present] += run
+                rows[positions] = by_bucket + start
+                if filter_room is not None:
+                    filter_room[positions] = keys[by_bucket] & np.uint64(0xFF)
+            table.entries = table.room = rows
+            if filter_room is not None:
+                filter_room[n:] = 0
+                table.filter_room, table.filter = filter_room, filter_room[:n]
+        self._indexed = n
 
     def _merge_tail(self) -> None:
         if self._indexed == self._n:
@@ -292,14 +442,30 @@ class BlockPermutedIndex:
         ):
             self._rebuild()
             return
+        self._specs = None
         rows = np.arange(self._indexed, self._n, dtype=np.uint32)
         fps = self._fps[self._indexed : self._n]
         for table in self._tables:
-            buckets = table.buckets(fps)
+            keys = table.keys(fps)
+            buckets = table.buckets_of_keys(keys)
             by_bucket = np.argsort(buckets, kind="stable")
             buckets = buckets[by_bucket]
             # Insert each new row at the end of its bucket: rows stay in insertion order per bucket.
-            table.order = np.insert(table.order, table.bounds[buckets + 1].astype(np.int64), rows[by_bucket])
+            at = table.bounds[buckets + 1].astype(np.int64)
+            size, more = len(table.entries), len(rows)
+            if size + more > len(table.room):
+                # Spare room, grown by a quarter (as the fingerprints): merges then write in place
+                # instead of allocating a new array each time (which the allocator keeps around).
+                table.room = _grown(table.entries, max(size + more, size + size // 4))
+            _insert_sorted(table.room, size, at, rows[by_bucket])
+            table.entries = table.room[: size + more]
+            if table.filter_room is not None:
+                assert table.filter is not None
+                if size + more + _FILTER_PAD > len(table.filter_room):
+                    table.filter_room = _grown(table.filter, max(size + more, size + size // 4) + _FILTER_PAD)
+                _insert_sorted(table.filter_room, size, at, (keys[by_bucket] & np.uint64(0xFF)).astype(np.uint8))
+                table.filter_room[size + more :] = 0
+                table.filter = table.filter_room[: size + more]
             table.bounds[1:] += np.cumsum(np.bincount(buckets, minlength=len(table.bounds) - 1), dtype=np.uint32)
         self._indexed = self._n
 
@@ -331,6 +497,17 @@ class BlockPermutedIndex:
         parts = []
         if self._indexed:
             for table in self._tables:
+                if table.errors:
+                    # Every row of every bucket within reach (the popcount below verifies them;
+                    # for one query, that is fewer numpy calls than screening by the key filter).
+                    masks, _ = table.probes()
+                    probed = masks ^ table.bucket(fp)
+                    lo = table.bounds[probed].astype(np.int64)
+                    counts = table.bounds[probed + 1] - lo
+                    ends = np.cumsum(counts)
+                    positions = np.repeat(lo - (ends - counts), counts) + np.arange(int(ends[-1]))
+                    parts.append(table.order[positions])
+                    continue
                 b = table.bucket(fp)
                 lo, hi = table.bounds[b : b + 2].tolist()
                 if hi > lo:
@@ -341,23 +518,54 @@ class BlockPermutedIndex:
             return np.zeros(0, dtype=np.uint32)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
-    def _compiled_query(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Tables and tail in one C loop: ``(query_index, row, distance)`` sorted by query, distance, row."""
-        tables = [(t.order, t.bounds, t.spans, t.key_bits - t.dir_bits) for t in self._tables] if self._indexed else []
-        q, r, d = _native.speedups.query_tables(
-            np.ascontiguousarray(queries, dtype=np.uint64),
+    def _probed_positions(self, table: _Table, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For a table whose keys may differ in ``errors`` bits: (query index, position in ``order``) of
+        every row in a bucket within reach whose key filter is within reach too."""
+        keys = table.keys(queries)
+        buckets = table.buckets_of_keys(keys)
+        masks, spent = table.probes()
+        probed = (buckets[:, None] ^ masks[None, :]).ravel()  # query-major: query i's probes together
+        budget = np.tile(table.errors - spent, len(queries))
+        lo = table.bounds[probed].astype(np.int64)
+        counts = table.bounds[probed + 1].astype(np.int64) - lo
+        owners, positions = _ragged(lo, counts)
+        wanted = (keys & np.uint64(0xFF)).astype(np.uint8)
+        probe_query = np.repeat(np.arange(len(queries)), len(masks))
+        off = np.bitwise_count((table.filter[positions] ^ wanted[probe_query[owners]]) & np.uint8(table.filter_mask()))
+        keep = off <= budget[owners]
+        return probe_query[owners[keep]], positions[keep]
+
+    def _table_specs(self) -> Any:
+        """The tables as the C query loop reads them, parsed once (kept until the tables change)."""
+        speedups = _native.speedups
+        if self._specs is None or self._specs[0] is not speedups:
+            specs = [
+                (t.entries, t.bounds, t.spans, t.key_bits - t.dir_bits, t.errors, t.dir_bits, t.filter_room)
+                for t in self._tables
+            ]
+            self._specs = (speedups, speedups.prepare_tables(specs))
+        return self._specs[1]
+
+    def _compiled_columns(self, queries: Any) -> tuple[bytes, bytes, bytes]:
+        """Tables and tail in one C loop: ``(query_index, row, distance)`` as int64 bytes, sorted by
+        query, distance, row.  ``queries``: uint64 values in any buffer (little-endian bytes for one)."""
+        return _native.speedups.query_tables(  # type: ignore[no-any-return]
+            queries,
             self._fps[: self._n],
             self._alive,
-            tables,
+            self._table_specs() if self._indexed else [],
             self.max_distance,
             self._indexed,
         )
+
+    def _compiled_query(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        q, r, d = self._compiled_columns(np.ascontiguousarray(queries, dtype=np.uint64))
         return np.frombuffer(q, dtype=np.int64), np.frombuffer(r, dtype=np.int64), np.frombuffer(d, dtype=np.int64)
 
     def _query_rows(self, fp: int) -> tuple[list[int], list[int]]:
         if _native.speedups is not None:
-            _, rows, distances = self._compiled_query(np.array([fp], dtype=np.uint64))
-            return rows.tolist(), distances.tolist()
+            _, rows, distances = self._compiled_columns(fp.to_bytes(8, _BYTE_ORDER))
+            return memoryview(rows).cast("q").tolist(), memoryview(distances).cast("q").tolist()
         rows = self._candidate_rows(fp)
         if len(rows) == 0:
             return [], []
@@ -413,6 +621,15 @@ class BlockPermutedIndex:
         found_q, found_r, found_d = [], [], []
         if self._indexed:
             for table in self._tables:
+                if table.errors:
+                    owners, positions = self._probed_positions(table, queries)
+                    rows = table.order[positions]
+                    distances = np.bitwise_count(self._fps[rows] ^ queries[owners])
+                    hits = np.flatnonzero(distances <= self.max_distance)
+                    found_q.append(owners[hits])
+                    found_r.append(rows[hits].astype(np.int64))
+                    found_d.append(distances[hits].astype(np.int64))
+                    continue
                 buckets = table.buckets(queries)
                 lo = table.bounds[buckets]
                 counts = table.bounds[buckets + 1] - lo
@@ -466,6 +683,8 @@ class BlockPermutedIndex:
     def find_all_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All pairs of stored rows within ``max_distance``: ``(row_a, row_b, distance)``, row_a < row_b."""
         self._merge_tail()
+        if self.key_errors:
+            return self._find_all_by_queries()
         found_a, found_b, found_d = [], [], []
         fps = self._fps
         for table in self._tables:
@@ -490,6 +709,25 @@ class BlockPermutedIndex:
             alive = self._alive[a]
             a, b, d = a[alive], b[alive], d[alive]
         return a, b, d
+
+    def _find_all_by_queries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``find_all_arrays`` when pairs can sit in different buckets: every stored row queried."""
+        found_a, found_b, found_d = [], [], []
+        for start in range(0, self._n, _QUERY_CHUNK):
+            q, r, d = self._batch_chunk(self._fps[start : min(self._n, start + _QUERY_CHUNK)])
+            q = q + start
+            later = r > q  # each pair is found from both sides: keep it once
+            found_a.append(q[later])
+            found_b.append(r[later])
+            found_d.append(d[later])
+        if not found_a:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty.copy(), empty.copy()
+        a, b, d = np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_d)
+        if self._alive is not None:
+            alive = self._alive[a]
+            a, b, d = a[alive], b[alive], d[alive]
+        return a, b, d  # sorted by row_a, distance, row_b, as the queries' answers are
 
     def find_all(self) -> list[tuple[Any, Any, int]]:
         """All pairs of stored entries within ``max_distance``: ``(key_a, key_b, distance)``, a stored before b."""

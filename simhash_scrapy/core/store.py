@@ -160,8 +160,8 @@ class StoreConfig:
     text_mode: str  # e.g. "visible" or "main_content"
 
     def __post_init__(self) -> None:
-        if not 0 <= self.max_distance < self.blocks <= 64:
-            raise ValueError(f"need 0 <= max_distance < blocks <= 64, got {self.max_distance}, {self.blocks}")
+        if not (0 <= self.max_distance <= 63 and 1 <= self.blocks <= 64):
+            raise ValueError(f"need 0 <= max_distance <= 63 and 1 <= blocks <= 64, got {self.max_distance}, {self.blocks}")
 
     def meta(self) -> dict[str, str]:
         return {

@@ -600,8 +600,8 @@ class UrlRuleLearner:
 
 # ---------------------------------------------------------------------- report
 def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
-    """JSON Lines records (``"record": "url_rule"``) for the rules of a report summary."""
-    return "".join(json.dumps({"record": "url_rule", **rule}, ensure_ascii=False) + "\n" for rule in rules or ())
+    """JSON Lines records (``"type": "url_rule"``) for the rules of a report summary."""
+    return "".join(json.dumps({"type": "url_rule", **rule}, ensure_ascii=False) + "\n" for rule in rules or ())
 
 
 def rules_html(rules: Iterable[dict[str, Any]] | None) -> str:

@@ -1,0 +1,226 @@
+-- simhash-scrapy: check a batch of pages of one scope, atomically (see layout.py for the key layout).
+--
+-- KEYS[1]  the sequence counter (HASH, field "seq": first-check order of identities)
+-- KEYS[2]  the scope's meta (HASH: layout, scope, canonicals)
+-- KEYS[3]  the scope's canonical log (STRING of 24-byte entries)
+-- KEYS[3+i] the identity bucket (HASH) of record i
+-- ARGV[1] layout  ARGV[2] k  ARGV[3] sync position (log entries the caller's replica holds)
+-- ARGV[4] bucket key prefix  ARGV[5] ttl ms (0: none)  ARGV[6] scope name
+-- then one value per record, ">c8c8Bc8I4": field (8 bytes), fingerprint (8 bytes), mode (1: index, 2: exact),
+--   seen (8-byte big-endian double), length of the local candidates; then the local candidates
+--   (">I4I4B" each: log position, seq, distance) and the payload.
+-- Returns {tail of the log since the sync position, verdicts}: verdicts is, per record, ">BBI4B" (outcome,
+--   parts: 1 canonical, 2 canonical payload, 4 previous; seq; distance), then [canonical fingerprint,
+--   field (16 bytes)], [">I4" length and canonical payload], [previous fingerprint, previous seen (16 bytes)].
+local ENTRY = 24
+local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
+local UNIQUE, NEAR, UNCHANGED, CHANGED = 0, 1, 2, 3
+local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
+local function pop(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  x = x + rshift(x, 16)
+  return band(x, 0x3F)
+end
+
+local layout = redis.call('HGET', KEYS[2], 'layout')
+if not layout then
+  redis.call('HSET', KEYS[2], 'layout', ARGV[1], 'scope', ARGV[6], 'canonicals', 0)
+elseif layout ~= ARGV[1] then
+  return redis.error_reply('SIMHASH_LAYOUT ' .. layout)
+end
+local k = tonumber(ARGV[2])
+local sync = tonumber(ARGV[3])
+local prefix = ARGV[4]
+local loglen = redis.call('STRLEN', KEYS[3]) / ENTRY
+if sync > loglen then sync = loglen end  -- the log was flushed: the caller resynchronises from the tail
+-- The entries appended since the caller's sync, as parallel arrays (simhash and exact apart).
+local removed = {}
+local fpos, fhi, flo, fseq, nf = {}, {}, {}, {}, 0
+local xpos, xfp, xseq, nx = {}, {}, {}, 0
+if loglen > sync then
+  local tail = redis.call('GETRANGE', KEYS[3], sync * ENTRY, loglen * ENTRY - 1)
+  for j = 0, loglen - sync - 1 do
+    local p = j * ENTRY + 1
+    local op = string.byte(tail, p)
+    if op == 2 then
+      removed[struct.unpack('>I4', tail, p + 1)] = true
+    else
+      local hi, lo, eseq = struct.unpack('>I4I4I4', tail, p + 1)
+      if op == 3 then
+        nx = nx + 1; xpos[nx] = sync + j; xfp[nx] = string.sub(tail, p + 1, p + 8); xseq[nx] = eseq
+      else
+        nf = nf + 1; fpos[nf] = sync + j; fhi[nf] = hi; flo[nf] = lo; fseq[nf] = eseq
+      end
+    end
+  end
+end
+local delta = 0
+
+local function append_add(fp, exact, seq, bucket, field)
+  local pos = loglen
+  redis.call('APPEND', KEYS[3], (exact and '\3' or '\1') .. fp .. struct.pack('>I4I3', seq, bucket) .. field)
+  loglen = loglen + 1
+  if exact then
+    nx = nx + 1; xpos[nx] = pos; xfp[nx] = fp; xseq[nx] = seq
+  else
+    local hi, lo = struct.unpack('>I4I4', fp)
+    nf = nf + 1; fpos[nf] = pos; fhi[nf] = hi; flo[nf] = lo; fseq[nf] = seq
+  end
+  delta = delta + 1
+  return pos
+end
+
+local function append_remove(pos)
+  redis.call('APPEND', KEYS[3], '\2' .. struct.pack('>I4', pos) .. string.rep('\0', ENTRY - 5))
+  loglen = loglen + 1
+  removed[pos] = true
+  delta = delta - 1
+end
+
+-- The nearest canonical page within k (ties: the identity checked first), excluding the log entry ``own``.
+local function best_match(fp, hi, lo, exact, locals, own)
+  local bd, bp, bs = 65, -1, -1
+  for i = 1, #locals, 9 do
+    local pos, seq, d = struct.unpack('>I4I4B', locals, i)
+    if pos ~= own and not removed[pos] and (d < bd or (d == bd and seq < bs)) then
+      bd, bp, bs = d, pos, seq
+    end
+  end
+  if exact then
+    for i = 1, nx do
+      local pos, seq = xpos[i], xseq[i]
+      if xfp[i] == fp and pos ~= own and not removed[pos] and (0 < bd or seq < bs) then bd, bp, bs = 0, pos, seq end
+    end
+  else
+    for i = 1, nf do
+      local d = pop(bxor(fhi[i], hi))
+      if d <= k then
+        d = d + pop(bxor(flo[i], lo))
+        if d <= k then
+          local pos, seq = fpos[i], fseq[i]
+          if pos ~= own and not removed[pos] and (d < bd or (d == bd and seq < bs)) then bd, bp, bs = d, pos, seq end
+        end
+      end
+    end
+  end
+  return bp, bd
+end
+
+-- The canonical page at log position pos: {its fingerprint (the indexed one while it is indexed, else its
+-- latest), its field}, and its identity record's payload.
+-- A page checked against the index (new, or changed): near-duplicate of the best match, else
+-- ``otherwise`` (UNIQUE or CHANGED) and indexed unless ``index=False``.  Returns outcome, own, canon, dist.
+local function decide(otherwise, fp, hi, lo, exact, locals, own, want_index, seq, bucket, field)
+  local bp, bd = best_match(fp, hi, lo, exact, locals, own)
+  if bp >= 0 then return NEAR, nil, bp, bd end
+  if want_index then return otherwise, append_add(fp, exact, seq, bucket, field), nil, 0 end
+  return otherwise, nil, nil, 0
+end
+
+local function canonical_of(pos)
+  local e = redis.call('GETRANGE', KEYS[3], pos * ENTRY, pos * ENTRY + ENTRY - 1)
+  local bucket = struct.unpack('>I3', e, 14)
+  local field = string.sub(e, 17, 24)
+  local v = redis.call('HGET', prefix .. string.format('%x', bucket), field)
+  if not v then return string.sub(e, 2, 9) .. field, false end
+  local flags = string.byte(v, 13)
+  local fp = string.sub(e, 2, 9)
+  local p = 15
+  if band(flags, F_INDEXED) ~= 0 then
+    if struct.unpack('>I4', v, p) ~= pos then fp = string.sub(v, 5, 12) end
+    p = p + 4
+  else
+    fp = string.sub(v, 5, 12)
+  end
+  if band(flags, F_MEMBER) ~= 0 then p = p + 4 end
+  if band(flags, F_PREV) ~= 0 then p = p + 8 end
+  p = p + 8
+  if band(flags, F_LAST) ~= 0 then p = p + 8 end
+  return fp .. field, string.sub(v, p)
+end
+
+local out = {}
+for i = 1, #ARGV - 6 do
+  local key, blob = KEYS[3 + i], ARGV[6 + i]
+  local field, fp, mode, seen, nloc, at = struct.unpack('>c8c8Bc8I4', blob)
+  local locals = string.sub(blob, at, at + nloc - 1)
+  local payload = string.sub(blob, at + nloc)
+  local exact = band(mode, 2) ~= 0
+  local want_index = band(mode, 1) ~= 0
+  local bucket = tonumber(string.sub(key, #prefix + 1), 16)
+  local hi, lo = struct.unpack('>I4I4', fp)
+  local old = redis.call('HGET', key, field)
+  local outcome, seq, first, own, canon, dist, prev, prevseen
+  dist = 0
+  if old then
+    local oseq, ofp, oflags, odist, p = struct.unpack('>I4c8BB', old)
+    local oown, ocanon, oprev, ofirst, olast
+    if band(oflags, F_INDEXED) ~= 0 then oown, p = struct.unpack('>I4', old, p) end
+    if band(oflags, F_MEMBER) ~= 0 then ocanon, p = struct.unpack('>I4', old, p) end
+    if band(oflags, F_PREV) ~= 0 then p = p + 8 end
+    olast = string.sub(old, p, p + 7)
+    ofirst = olast
+    p = p + 8
+    if band(oflags, F_LAST) ~= 0 then olast = string.sub(old, p, p + 7) end
+    seq, first, prev, prevseen = oseq, ofirst, ofp, olast
+    local d = 65
+    if (band(oflags, F_EXACT) ~= 0) == exact then
+      if exact then
+        if ofp == fp then d = 0 end
+      else
+        local ohi, olo = struct.unpack('>I4I4', ofp)
+        d = pop(bxor(ohi, hi)) + pop(bxor(olo, lo))
+      end
+    end
+    if d <= k then
+      outcome, own, canon, dist = UNCHANGED, oown, ocanon, odist
+    else
+      if oown then append_remove(oown) end
+      outcome, own, canon, dist = decide(CHANGED, fp, hi, lo, exact, locals, oown or -1, want_index, seq, bucket, field)
+    end
+  else
+    seq = redis.call('HINCRBY', KEYS[1], 'seq', 1) - 1
+    redis.call('HINCRBY', KEYS[2], 'records', 1)
+    first = seen
+    outcome, own, canon, dist = decide(UNIQUE, fp, hi, lo, exact, locals, -1, want_index, seq, bucket, field)
+  end
+  local flags = outcome * 32
+  if exact then flags = bor(flags, F_EXACT) end
+  local parts = {struct.pack('>I4', seq), fp, '', ''}
+  if own then flags = bor(flags, F_INDEXED); parts[#parts + 1] = struct.pack('>I4', own) end
+  if canon then flags = bor(flags, F_MEMBER); parts[#parts + 1] = struct.pack('>I4', canon) end
+  if prev then flags = bor(flags, F_PREV); parts[#parts + 1] = prev end
+  parts[#parts + 1] = first
+  if seen ~= first then flags = bor(flags, F_LAST); parts[#parts + 1] = seen end
+  parts[3] = string.char(flags)
+  parts[4] = string.char(dist)
+  parts[#parts + 1] = payload
+  redis.call('HSET', key, field, table.concat(parts))
+  local parts_out, has = {'', ''}, 0
+  if canon then
+    local cfp, cpayload = canonical_of(canon)
+    has = 1
+    parts_out[#parts_out + 1] = cfp
+    if cpayload then
+      has = has + 2
+      parts_out[#parts_out + 1] = struct.pack('>I4', #cpayload) .. cpayload
+    end
+  end
+  if prev then
+    has = has + 4
+    parts_out[#parts_out + 1] = prev .. prevseen
+  end
+  parts_out[1] = struct.pack('>BBI4B', outcome, has, seq, dist)
+  out[#out + 1] = table.concat(parts_out)
+end
+if delta ~= 0 then redis.call('HINCRBY', KEYS[2], 'canonicals', delta) end
+local tail = ''
+if loglen > sync then tail = redis.call('GETRANGE', KEYS[3], sync * ENTRY, loglen * ENTRY - 1) end
+local ttl = tonumber(ARGV[5])
+if ttl > 0 then
+  for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return {tail, table.concat(out)}

@@ -1,0 +1,104 @@
+"""Reading and deleting a spider's whole Redis state (members for the report, counts, flush)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import ClusterMember, Outcome
+from .layout import OP_REMOVE, Codec, Keys, Record, parse_log, parse_record
+
+__all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members"]
+
+_PIPELINE = 1000
+
+
+async def scopes(client: Any, keys: Keys) -> list[str]:
+    return sorted(s.decode("utf-8", "surrogatepass") for s in await client.smembers(keys.scopes))
+
+
+async def _scan(client: Any, pattern: str) -> list[bytes]:
+    return [key async for key in client.scan_iter(match=pattern, count=10_000)]
+
+
+async def delete_all(client: Any, keys: Keys) -> None:
+    """Delete every key of the prefix (all scopes, the global keys; workers stay registered)."""
+    for scope in await scopes(client, keys):
+        sk = keys.scope(scope)
+        buckets = await _scan(client, _glob_escape(sk.bucket_prefix) + "*")
+        for start in range(0, len(buckets), _PIPELINE):
+            await client.unlink(*buckets[start : start + _PIPELINE])
+        await client.unlink(sk.meta, sk.log)
+    extras = await _scan(client, _glob_escape(keys.extra("")) + "*")
+    await client.unlink(keys.meta, keys.scopes, *extras)
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+async def _sum_field(client: Any, keys: Keys, field: str) -> int:
+    total = 0
+    for scope in await scopes(client, keys):
+        total += int(await client.hget(keys.scope(scope).meta, field) or 0)
+    return total
+
+
+async def identities(client: Any, keys: Keys) -> int:
+    """Identities recorded in all scopes."""
+    return await _sum_field(client, keys, "records")
+
+
+async def canonicals(client: Any, keys: Keys) -> int:
+    """Canonical pages in all scopes."""
+    return await _sum_field(client, keys, "canonicals")
+
+
+async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
+    """Every recorded identity, latest version, in first-check order."""
+    rows: list[tuple[tuple[Any, ...], ClusterMember]] = []
+    for scope in await scopes(client, keys):
+        sk = keys.scope(scope)
+        log = parse_log(await client.get(sk.log) or b"", 0)
+        slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op != OP_REMOVE}
+        codec = Codec(await client.hget(sk.meta, "zdict"))
+        records: dict[tuple[int, bytes], Record] = {}
+        buckets = await _scan(client, _glob_escape(sk.bucket_prefix) + "*")
+        prefix_length = len(sk.bucket_prefix.encode("utf-8", "surrogatepass"))
+        for start in range(0, len(buckets), _PIPELINE):
+            chunk = buckets[start : start + _PIPELINE]
+            async with client.pipeline(transaction=False) as pipe:
+                for key in chunk:
+                    pipe.hgetall(key)
+                values = await pipe.execute()
+            for key, fields in zip(chunk, values):
+                number = int(key[prefix_length:], 16)
+                for field, value in fields.items():
+                    records[(number, field)] = parse_record(value)
+        for (_, field), record in records.items():
+            url, identity, referer, depth, text = codec.decode(record.payload, field)
+            canonical_url = None
+            if record.canonical is not None:
+                slot = slot_of.get(record.canonical, (-1, b""))
+                canon = records.get(slot)
+                canonical_url = codec.decode(canon.payload, slot[1])[0] if canon is not None else ""
+            member = ClusterMember(
+                url=url,
+                fingerprint=record.fingerprint,
+                scope=scope,
+                identity=identity,
+                exact=record.exact,
+                canonical_url=canonical_url,
+                distance=record.distance if record.canonical is not None else None,
+                referer=referer,
+                depth=depth,
+                text=text,
+                indexed=record.own is not None,
+                outcome=Outcome(record.outcome),
+                previous_fingerprint=record.previous,
+                first_seen=record.first_seen,
+                last_seen=record.last_seen,
+            )
+            order = (record.seq,) if keys.global_seq else (record.first_seen, scope, record.seq)
+            rows.append((order, member))
+    rows.sort(key=lambda row: row[0])
+    return [member for _, member in rows]

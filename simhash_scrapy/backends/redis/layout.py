@@ -1,0 +1,315 @@
+"""The Redis key layout of the simhash backend, and the binary formats in it.
+
+``P`` is the key prefix (``SIMHASH_REDIS_KEY`` with ``%(spider)s`` expanded,
+``myspider:simhash`` by default).  ``G`` is ``{P}`` (one hash slot for the
+global keys) and ``S`` is ``P:{<scope id>}`` (one hash slot per scope, so a
+Redis Cluster spreads the scopes of one spider over its nodes; the scope id
+is 12 hex digits of a BLAKE2b hash of the scope).  When ``P`` already holds a
+hash tag, every key shares it (one slot)::
+
+    G:meta          HASH   layout, created, seq (identities numbered in first-check
+                           order), bucket_bits
+    G:workers       ZSET   worker id -> last heartbeat (server time, seconds)
+    G:scopes        SET    the scopes that have keys
+    G:extra:<name>  STRING load_extra / save_extra
+    S:meta          HASH   layout, scope, canonicals (count), seq (Redis Cluster only)
+    S:log           STRING the canonical log: 24-byte entries, appended only.
+                           add:    op 1 (simhash) or 3 (exact digest), fingerprint (8),
+                                   seq (4: ties go to the lowest), identity bucket (3),
+                                   identity field (8)
+                           remove: op 2, position of the removed add entry (4), zeros
+    S:i:<bucket>    HASH   one record per identity: field = 8 bytes of the identity's
+                           hash, value = record (below); <bucket> is hex of the hash's
+                           first bucket_bits bits
+
+Identity record: seq (>I4), fingerprint (8), flags (1: exact 1, indexed 2,
+member 4, previous 8, last-seen 16, outcome << 5), distance (1), [own log
+position >I4 if indexed], [canonical log position >I4 if member], [previous
+fingerprint (8)], first seen (>d), [last seen (>d)], payload: raw DEFLATE of
+see ``Codec`` below.
+
+Each worker keeps a replica of ``S:log`` (``replica.py``); the check script
+only scans the entries appended since the worker's last sync, so its work does
+not grow with the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...config import SimhashConfig
+
+#: Version of the key layout (part of the layout string every worker must agree on).
+LAYOUT_VERSION = 2
+ENTRY = 24
+OP_ADD, OP_REMOVE, OP_EXACT = 1, 2, 3
+F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
+OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed")
+_HEAD = struct.Struct(">I8sBB")
+_I4 = struct.Struct(">I")
+_D = struct.Struct(">d")
+#: Preset dictionary of the payload compression (part of the layout: never change it within a version).
+ZDICT = (
+    b'"https://www.http://www..html.htm.php.aspx/index?id=&page=/category/article/news/product/blog/tag/'
+    b'search?q=-20.com/.org/.net/.de/.co.uk/.fr/", null, '
+)
+_SETTING_OF = {
+    "k": "SIMHASH_MAX_DISTANCE",
+    "features": "SIMHASH_WORD_NGRAM / SIMHASH_CHAR_NGRAM / SIMHASH_WEIGHTING / SIMHASH_CJK_NGRAM",
+    "text": "SIMHASH_TEXT_MODE",
+    "v": "the simhash-scrapy version (key layout)",
+}
+
+
+def layout_string(config: SimhashConfig) -> str:
+    """What every worker sharing a key must agree on (the block layout is each worker's own business)."""
+    return f"v={LAYOUT_VERSION} k={config.max_distance} features={config.features.signature()} text={config.text_mode}"
+
+
+def layout_mismatch(found: str, wanted: str, key: str) -> str:
+    def parts(text: str) -> dict[str, str]:
+        return dict(item.split("=", 1) for item in text.split() if "=" in item)
+
+    have, want = parts(found), parts(wanted)
+    for name in ("v", "k", "features", "text"):
+        if have.get(name) != want.get(name):
+            setting = _SETTING_OF[name]
+            return (
+                f"Redis key {key!r} holds fingerprints made with {name}={have.get(name)} ({setting}), but this "
+                f"crawl uses {name}={want.get(name)}. Fingerprints made with different settings cannot be "
+                f"compared, so they are never mixed: use the same settings on every worker, or another "
+                f"SIMHASH_REDIS_KEY, or start afresh with SIMHASH_REDIS_FLUSH_ON_START = True."
+            )
+    return f"Redis key {key!r} layout {found!r} differs from this crawl's {wanted!r}"
+
+
+def bucket_bits_for(capacity: int) -> int:
+    """Identity buckets for ``capacity`` identities per scope: about 64 identities per bucket, 2**4..2**24."""
+    bits = 4
+    while bits < 24 and (capacity >> bits) > 64:
+        bits += 1
+    return bits
+
+
+class Keys:
+    """Key names of one prefix."""
+
+    def __init__(self, prefix: str, cluster: bool = False) -> None:
+        self.prefix = prefix
+        tagged = "{" in prefix and "}" in prefix[prefix.index("{") + 1 :]
+        self.tagged = tagged
+        #: One sequence counter for all scopes (first-check order across scopes), unless the
+        #: scopes are spread over a Redis Cluster: then one counter per scope.
+        self.global_seq = tagged or not cluster
+        g = prefix if tagged else "{" + prefix + "}"
+        self.meta, self.workers, self.scopes = f"{g}:meta", f"{g}:workers", f"{g}:scopes"
+        self._extra = f"{g}:extra:"
+        self._scopes: dict[str, ScopeKeys] = {}
+
+    def extra(self, name: str) -> str:
+        return self._extra + name
+
+    def scope(self, scope: str) -> ScopeKeys:
+        keys = self._scopes.get(scope)
+        if keys is None:
+            if len(self._scopes) > 100_000:
+                self._scopes.clear()
+            sid = hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+            base = f"{self.prefix}:{sid}" if self.tagged else f"{self.prefix}:{{{sid}}}"
+            keys = self._scopes[scope] = ScopeKeys(scope, base)
+        return keys
+
+
+@dataclass(frozen=True)
+class ScopeKeys:
+    scope: str
+    base: str
+
+    @property
+    def meta(self) -> str:
+        return f"{self.base}:meta"
+
+    @property
+    def log(self) -> str:
+        return f"{self.base}:log"
+
+    @property
+    def bucket_prefix(self) -> str:
+        return f"{self.base}:i:"
+
+    def bucket(self, number: int) -> str:
+        return f"{self.base}:i:{number:x}"
+
+
+def identity_slot(scope: str, identity: str, bucket_bits: int) -> tuple[int, bytes, bytes]:
+    """``(bucket number, 8-byte field, identity bytes to keep)`` of an identity in its scope.
+
+    A 40-digit lowercase hex identity (Scrapy's request fingerprint, already a
+    SHA-1) is used as its own hash and kept as the 12 bytes the bucket and field
+    do not hold; any other identity is hashed and kept in the payload.
+    """
+    if len(identity) == 40:
+        try:
+            raw = bytes.fromhex(identity)
+        except ValueError:
+            raw = b""
+        if raw and raw.hex() == identity:
+            return int.from_bytes(raw[:4], "big") >> (32 - bucket_bits), raw[4:12], raw[:4] + raw[12:]
+    digest = hashlib.blake2b(
+        scope.encode("utf-8", "surrogatepass") + b"\0" + identity.encode("utf-8", "surrogatepass"), digest_size=12
+    ).digest()
+    return int.from_bytes(digest[:4], "big") >> (32 - bucket_bits), digest[4:], b""
+
+
+# ---------------------------------------------------------------- payloads
+_K_SCOPE_DICT, _K_HEX_IDENTITY = 1, 2
+_WBITS = -12
+#: Payloads sampled before a scope's compression dictionary is made.
+DICT_SAMPLES = 32
+
+
+class Codec:
+    """Payloads of one scope: a kind byte, [12 identity bytes], then raw DEFLATE of the JSON list
+    ``[url, identity or null, referer, depth, text]`` with the scope's dictionary (``S:meta`` ``zdict``,
+    made from the first pages of the scope by whichever worker gets there first) or ``ZDICT``."""
+
+    def __init__(self, zdict: bytes | None = None) -> None:
+        self.zdict = zdict or None
+        self.samples: list[bytes] = []
+
+    def encode(self, url: str, identity: str, identity_bytes: bytes, referer: str | None, depth: int | None,
+               text: str | None) -> bytes:
+        values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth]
+        if text is not None:
+            values.append(text)
+        while len(values) > 1 and values[-1] is None:
+            values.pop()
+        raw = json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        kind = _K_HEX_IDENTITY if identity_bytes else 0
+        if self.zdict is not None:
+            kind |= _K_SCOPE_DICT
+        elif len(self.samples) < DICT_SAMPLES:
+            self.samples.append(raw[:512])
+        packer = zlib.compressobj(6, zlib.DEFLATED, _WBITS, 1, zlib.Z_DEFAULT_STRATEGY, self.zdict or ZDICT)
+        return bytes([kind]) + identity_bytes + packer.compress(raw) + packer.flush()
+
+    def proposed_dict(self) -> bytes | None:
+        """A dictionary from the sampled payloads, once there are enough of them."""
+        return b"".join(self.samples)[-(1 << 12) :] if len(self.samples) >= DICT_SAMPLES else None
+
+    @staticmethod
+    def needs_dict(payload: bytes) -> bool:
+        return bool(payload and payload[0] & _K_SCOPE_DICT)
+
+    def decode(self, payload: bytes, field: bytes) -> tuple[str, str, str | None, int | None, str | None]:
+        """``(url, identity ("" when it is the URL), referer, depth, text)``; ``field`` rebuilds a hex identity."""
+        kind, p = payload[0], 1
+        hex_identity = None
+        if kind & _K_HEX_IDENTITY:
+            extra = payload[1:13]
+            hex_identity = (extra[:4] + field + extra[4:]).hex()
+            p = 13
+        if kind & _K_SCOPE_DICT and self.zdict is None:
+            raise ValueError("payload compressed with the scope dictionary, which is not loaded")
+        unpacker = zlib.decompressobj(_WBITS, self.zdict if kind & _K_SCOPE_DICT else ZDICT)  # type: ignore[arg-type]
+        values = json.loads((unpacker.decompress(payload[p:]) + unpacker.flush()).decode("utf-8", "surrogatepass"))
+        values += [None] * (5 - len(values))
+        url, identity, referer, depth, text = values[:5]
+        if hex_identity is not None:
+            identity = hex_identity
+        return url, identity or "", referer, depth, text
+
+
+@dataclass
+class Record:
+    """An identity record as stored in ``S:i:<bucket>``."""
+
+    seq: int
+    fingerprint: int
+    exact: bool
+    outcome: str
+    distance: int
+    own: int | None
+    canonical: int | None
+    previous: int | None
+    first_seen: float
+    last_seen: float
+    payload: bytes
+
+
+def parse_record(value: bytes) -> Record:
+    seq, fp, flags, distance = _HEAD.unpack_from(value)
+    p = _HEAD.size
+    own = canonical = previous = None
+    if flags & F_INDEXED:
+        own = _I4.unpack_from(value, p)[0]
+        p += 4
+    if flags & F_MEMBER:
+        canonical = _I4.unpack_from(value, p)[0]
+        p += 4
+    if flags & F_PREV:
+        previous = int.from_bytes(value[p : p + 8], "big")
+        p += 8
+    first = last = _D.unpack_from(value, p)[0]
+    p += 8
+    if flags & F_LAST:
+        last = _D.unpack_from(value, p)[0]
+        p += 8
+    return Record(
+        seq, int.from_bytes(fp, "big"), bool(flags & F_EXACT), OUTCOMES[flags >> 5], distance, own, canonical,
+        previous, first, last, value[p:],
+    )
+
+
+def pack_seen(seen: float) -> bytes:
+    return _D.pack(float(seen))
+
+
+def unpack_seen(data: bytes) -> float:
+    return float(_D.unpack(data)[0])
+
+
+def parse_log(data: bytes, start: int) -> list[tuple[int, int, int, int, bytes]]:
+    """``(position, op, fingerprint or removed position, bucket, field)`` of each log entry."""
+    out = []
+    for i in range(0, len(data) - ENTRY + 1, ENTRY):
+        op = data[i]
+        if op == OP_REMOVE:
+            out.append((start + i // ENTRY, op, _I4.unpack_from(data, i + 1)[0], 0, b""))
+        else:
+            out.append((
+                start + i // ENTRY, op, int.from_bytes(data[i + 1 : i + 9], "big"),
+                int.from_bytes(data[i + 13 : i + 16], "big"), data[i + 16 : i + 24],
+            ))
+    return out
+
+
+def pack_record(
+    seq: int, fingerprint: int, exact: bool, outcome: str, distance: int, own: int | None, canonical: int | None,
+    previous: int | None, first_seen: float, last_seen: float, payload: bytes,
+) -> bytes:
+    """An identity record, byte for byte as ``check.lua`` writes it (bulk loads, tests)."""
+    flags = OUTCOMES.index(outcome) << 5 | (F_EXACT if exact else 0)
+    parts = [b""]
+    if own is not None:
+        flags |= F_INDEXED
+        parts.append(_I4.pack(own))
+    if canonical is not None:
+        flags |= F_MEMBER
+        parts.append(_I4.pack(canonical))
+    if previous is not None:
+        flags |= F_PREV
+        parts.append(previous.to_bytes(8, "big"))
+    parts.append(_D.pack(first_seen))
+    if _D.pack(last_seen) != _D.pack(first_seen):
+        flags |= F_LAST
+        parts.append(_D.pack(last_seen))
+    parts[0] = _HEAD.pack(seq, fingerprint.to_bytes(8, "big"), flags, distance)
+    parts.append(payload)
+    return b"".join(parts)

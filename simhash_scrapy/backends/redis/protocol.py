@@ -1,0 +1,73 @@
+"""The check script's wire format: one packed argument per page, one packed reply per batch.
+
+An argument (``check.lua`` reads it with ``struct.unpack('>c8c8Bc8I4')``): the
+identity's field (8 bytes), the fingerprint (8), mode (1: index, 2: exact),
+the time seen (big-endian double), the length of the local candidates, the
+local candidates (``>IIB`` each: log position, seq, distance) and the
+payload (``layout.Codec``).  The reply: see ``parse_verdicts``.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..base import Outcome, Verdict
+from .layout import Codec, pack_seen, unpack_seen
+
+__all__ = ["pack_page", "parse_verdicts", "verdict"]
+
+_OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED)
+_PAGE = struct.Struct(">8s8sB8sI")
+_VERDICT = struct.Struct(">BBIB")
+_LENGTH = struct.Struct(">I")
+
+
+def parse_verdicts(data: bytes, count: int) -> list[tuple[int, int, bytes | None, bytes, bytes | None, bytes | None]]:
+    """``(outcome, distance, canonical fingerprint, canonical field, canonical payload, previous)`` per record."""
+    rows = []
+    p = 0
+    for _ in range(count):
+        outcome, has, _seq, distance = _VERDICT.unpack_from(data, p)
+        p += _VERDICT.size
+        canon_fp = payload = prev = None
+        field = b""
+        if has & 1:
+            canon_fp, field = data[p : p + 8], data[p + 8 : p + 16]
+            p += 16
+        if has & 2:
+            (length,) = _LENGTH.unpack_from(data, p)
+            payload = data[p + 4 : p + 4 + length]
+            p += 4 + length
+        if has & 4:
+            prev = data[p : p + 16]
+            p += 16
+        rows.append((outcome, distance, canon_fp, field, payload, prev))
+    return rows
+
+
+
+
+def pack_page(field: bytes, fingerprint: int, index: bool, exact: bool, seen: float, local: bytes, payload: bytes) -> bytes:
+    """One page's argument of the check script."""
+    mode = (1 if index else 0) | (2 if exact else 0)
+    return b"".join((_PAGE.pack(field, fingerprint.to_bytes(8, "big"), mode, pack_seen(seen), len(local)), local, payload))
+
+
+def verdict(codec: Codec, outcome: int, distance: int, canon_fp: bytes | None, field: bytes,
+            payload: bytes | None, prev: bytes | None) -> Verdict:
+    """The ``Verdict`` of one row of ``parse_verdicts`` (``codec`` decodes the canonical page's payload)."""
+    previous = dict(
+        previous_fingerprint=int.from_bytes(prev[:8], "big") if prev else None,
+        previous_seen=(unpack_seen(prev[8:]) or None) if prev else None,
+    )
+    if canon_fp is None:
+        return Verdict(_OUTCOMES[outcome], **previous)
+    url, identity = codec.decode(payload, field)[:2] if payload else ("", "")
+    return Verdict(
+        _OUTCOMES[outcome],
+        canonical_url=url,
+        canonical_identity=identity or url,
+        canonical_fingerprint=int.from_bytes(canon_fp, "big"),
+        distance=distance,
+        **previous,
+    )

@@ -1,0 +1,121 @@
+"""A worker's local replica of one scope's canonical log (see ``layout.py``).
+
+The replica holds every canonical page of the scope up to ``sync`` log
+entries: simhash fingerprints in a ``BlockPermutedIndex`` keyed by log
+position, exact digests in a dict.  A check queries the replica here and
+sends the candidates with the page; the script on the server adds what was
+appended after ``sync`` and drops what was removed, so together they see the
+whole index while Redis only scans the new entries.
+
+The replica's block layout is the worker's own choice (it never reaches
+Redis): ``k + 2`` blocks, so a query reads few candidates even at tens of
+millions of pages (C(k + 2, k) tables, ~ 8 + 4 * C(k + 2, k) bytes per page).
+Entries arriving after the bulk load go to a small ``recent`` index that is
+merged into the big one every ``RECENT`` entries: adding to the big index one
+batch at a time would copy its tables for every few thousand entries.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+from ...core.index import MAX_TABLES, BlockPermutedIndex
+from .layout import ENTRY, OP_ADD, OP_EXACT, OP_REMOVE
+
+_CANDIDATE = struct.Struct(">IIB")
+#: Entries kept in the small index before they are merged into the big one.
+RECENT = 1 << 18
+_LOG_DTYPE = np.dtype([("op", "u1"), ("fp", ">u8"), ("seq", ">u4"), ("rest", "V11")])
+
+
+def replica_blocks(k: int) -> int:
+    blocks = min(64, k + 2)
+    while blocks > k + 1 and math.comb(blocks, k) > MAX_TABLES:
+        blocks -= 1
+    return blocks
+
+
+class Replica:
+    """Canonical pages of one scope, as of log entry ``sync``."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.index = BlockPermutedIndex(k, replica_blocks(k))
+        self.recent = BlockPermutedIndex(k, replica_blocks(k))
+        self.exact: dict[int, int] = {}
+        self.exact_of: dict[int, int] = {}
+        #: seq of the identity of each log entry (ties go to the lowest seq)
+        self.seq = np.zeros(0, dtype=np.uint32)
+        self.sync = 0
+
+    def apply(self, data: bytes, start: int) -> None:
+        """Apply log entries ``data`` that begin at position ``start`` (entries already applied are skipped)."""
+        if start > self.sync:
+            raise ValueError(f"log gap: replica at {self.sync}, entries from {start}")
+        skip = (self.sync - start) * ENTRY
+        if skip >= len(data):
+            return
+        entries = np.frombuffer(data, dtype=_LOG_DTYPE, offset=skip, count=(len(data) - skip) // ENTRY)
+        first = self.sync
+        if len(self.seq) < first + len(entries):
+            grown = np.zeros(max(first + len(entries), len(self.seq) + len(self.seq) // 4), dtype=np.uint32)
+            grown[: len(self.seq)] = self.seq
+            self.seq = grown
+        self.seq[first : first + len(entries)] = entries["seq"]
+        positions = np.arange(first, first + len(entries), dtype=np.int64)
+        ops = entries["op"]
+        removes = np.flatnonzero(ops == OP_REMOVE)
+        removed: set[int] = set()
+        if len(removes):
+            raw = entries["fp"][removes].astype(np.uint64)
+            removed = set((raw >> np.uint64(32)).astype(np.int64).tolist())
+        adds = np.flatnonzero(ops == OP_ADD)
+        if removed and len(adds):
+            adds = adds[~np.isin(positions[adds], np.fromiter(removed, dtype=np.int64))]
+        if len(adds):
+            target = self.index if len(adds) >= RECENT or not len(self.index) else self.recent
+            target.add_many(positions[adds].tolist(), entries["fp"][adds].astype(np.uint64))
+            if len(self.recent) >= RECENT:
+                keys, fps = zip(*self.recent)
+                self.index.add_many(keys, fps)
+                self.recent = BlockPermutedIndex(self.k, replica_blocks(self.k))
+        for i in np.flatnonzero(ops == OP_EXACT).tolist():
+            pos = first + i
+            if pos not in removed:
+                digest = int(entries["fp"][i])
+                self.exact.setdefault(digest, pos)
+                self.exact_of[pos] = digest
+        for pos in removed:
+            if pos < first:  # entries added and removed within this chunk were never applied
+                self._remove(pos)
+        self.sync = first + len(entries)
+
+    def _remove(self, pos: int) -> None:
+        digest = self.exact_of.pop(pos, None)
+        if digest is not None:
+            if self.exact.get(digest) == pos:
+                del self.exact[digest]
+            return
+        if not self.recent.remove(pos):
+            self.index.remove(pos)
+
+    def candidates(self, fp: int, exact: bool) -> bytes:
+        """Packed ``(log position, seq, distance)`` of the canonical pages within k."""
+        seq = self.seq
+        if exact:
+            pos = self.exact.get(fp)
+            return b"" if pos is None else _CANDIDATE.pack(pos, int(seq[pos]), 0)
+        return b"".join(
+            _CANDIDATE.pack(m.key, int(seq[m.key]), m.distance) for m in (*self.index.query(fp), *self.recent.query(fp))
+        )
+
+    def candidates_many(self, fps: list[int]) -> list[bytes]:
+        """``candidates`` of many simhash fingerprints.
+
+        One ``query`` each: ``query_many_arrays`` would first merge the index's
+        unsorted tail into its tables, an O(index) step per batch.
+        """
+        return [self.candidates(fp, False) for fp in fps]
