@@ -353,11 +353,9 @@ def test_middleware_and_pipeline_share_one_state() -> None:
 def test_addon_inserts_components() -> None:
     crawler = get_crawler(MySpider, {"ADDONS": {"simhash_scrapy.Addon": 0}})
     from simhash_scrapy.spidermw import SimhashSpiderMiddleware
-    from simhash_scrapy.urlrules import UrlRulesMiddleware
-
     mws = crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
     pipes = crawler.settings.getdict("ITEM_PIPELINES")
-    assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY, UrlRulesMiddleware: 50}
+    assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY}  # UrlRulesMiddleware only with SIMHASH_URL_RULES
     assert MIDDLEWARE_PRIORITY < 550
     assert crawler.settings.getdict("SPIDER_MIDDLEWARES") == {SimhashSpiderMiddleware: 950}
     assert list(pipes.values()) == [200]
