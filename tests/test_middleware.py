@@ -352,10 +352,12 @@ def test_middleware_and_pipeline_share_one_state() -> None:
 
 def test_addon_inserts_components() -> None:
     crawler = get_crawler(MySpider, {"ADDONS": {"simhash_scrapy.Addon": 0}})
+    from simhash_scrapy.spidermw import SimhashSpiderMiddleware
     mws = crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
     pipes = crawler.settings.getdict("ITEM_PIPELINES")
-    assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY}
+    assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY}  # UrlRulesMiddleware only with SIMHASH_URL_RULES
     assert MIDDLEWARE_PRIORITY < 550
+    assert crawler.settings.getdict("SPIDER_MIDDLEWARES") == {SimhashSpiderMiddleware: 950}
     assert list(pipes.values()) == [200]
 
 
@@ -368,7 +370,8 @@ def test_addon_keeps_user_priorities() -> None:
             "ITEM_PIPELINES": {"simhash_scrapy.pipeline.SimhashPipeline": 900},
         },
     )
-    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {"simhash_scrapy.SimhashMiddleware": 520}
+    mws = crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert mws["simhash_scrapy.SimhashMiddleware"] == 520 and SimhashMiddleware not in mws
     assert crawler.settings.getdict("ITEM_PIPELINES") == {"simhash_scrapy.pipeline.SimhashPipeline": 900}
 
 

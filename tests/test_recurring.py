@@ -10,6 +10,7 @@ start URL fetched again (``dont_filter``) is ``unchanged``.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -109,7 +110,7 @@ def test_simhash_dir_recurring_crawls(serve: Any, tmp_path: Path) -> None:
     assert stats["simhash/unchanged"] == len(everything)
     for absent in ("simhash/unique", "simhash/changed", "simhash/near_duplicates", "simhash/dropped"):
         assert absent not in stats, (absent, stats)
-    assert read_report(report) == []  # the start URL fetched again is no cluster with itself
+    assert read_report(report) == []  # no clusters: the start URL fetched again is not its own cluster
     assert sorted(store_urls(store)) == sorted(everything)
 
     # Third crawl: 5 pages changed, 3 near-duplicate URLs added.
@@ -121,10 +122,15 @@ def test_simhash_dir_recurring_crawls(serve: Any, tmp_path: Path) -> None:
     assert stats["simhash/unchanged"] == len(everything) - len(CHANGED)
     assert "simhash/unique" not in stats
     assert sorted(reached(log)) == sorted(everything)  # the copies are dropped, nothing else
+    lines = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines() if line.strip()]
     clusters = read_report(report)
     assert sorted((c["canonical"], [m["url"] for m in c["members"]]) for c in clusters) == sorted(
         (site.url(original), [site.url(original), site.url(copy)]) for copy, original in COPIES.items()
     )
+    # The report lists the changed pages too, with their old and new fingerprints.
+    changes = [line for line in lines if line["type"] == "changed"]
+    assert sorted(c["url"] for c in changes) == sorted(site.url(p) for p in CHANGED)
+    assert all(c["previous_fingerprint"] != c["fingerprint"] and c["distance"] > 3 for c in changes)
     contents = read_store(store)
     assert sorted(contents.urls()) == sorted(everything | {site.url(c) for c in COPIES})
     outcomes = dict(zip(contents.urls(), contents.outcomes))
