@@ -124,6 +124,15 @@ def test_a_recrawl_with_simhash_dir_lists_the_changed_pages(serve: Any, tmp_path
     assert "6 pages: 6 unique, 0 near-duplicates in 0 clusters; since the last crawl: 2 changed, 4 unchanged" in proc.stderr
     records = [json.loads(line) for line in (tmp_path / "week2.jsonl").read_text().splitlines()]
     assert [(r["type"], r["url"]) for r in records] == [("changed", site.url("/p1")), ("changed", site.url("/p4"))]
+    # `scrapy simhash report` on the store says and writes the same, without crawling.
+    report = subprocess.run(
+        [sys.executable, "-m", "scrapy.cmdline", "simhash", "report", "--spider", "pages", "-s", "SIMHASH_DIR=simhash"],
+        cwd=project, capture_output=True, text=True, timeout=300,
+        env={**_env(), "PYTHONPATH": ":".join([str(project), str(Path(__file__).resolve().parent.parent), _env().get("PYTHONPATH", "")])},
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "has 6 pages: 6 unique, 0 near-duplicates in 0 clusters; since the last crawl: 2 changed, 4 unchanged" in report.stderr
+    assert [json.loads(line) for line in report.stdout.splitlines()] == records
 
 
 # ------------------------------------------------------------ a wrong setting

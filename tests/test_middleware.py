@@ -21,6 +21,7 @@ from simhash_scrapy.middleware import FLAG, MIDDLEWARE_PRIORITY, NearDuplicate, 
 from simhash_scrapy.pipeline import SimhashPipeline
 from simhash_scrapy.state import DedupState
 
+
 WORDS = article_words(1)
 PAGE = article_html("Harbour budget", WORDS, "Published 10:00", links=["/a", "/b"])
 PAGE_VARIANT = article_html("Harbour budget", WORDS, "Published 10:05 session 99812", links=["/a", "/b"])

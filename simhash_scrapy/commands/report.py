@@ -106,17 +106,9 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
+    # Every record: run_report counts them (report_summary), as the crawl does.
     members = store_members(contents)
-    near = int((contents.canonical >= 0).sum())
-    summary: dict[str, Any] = {
-        "pages": len(contents),
-        "near_duplicates": near,
-        "unique": len(contents) - near,
-        "source": str(path),
-    }
-    for outcome in ("unchanged", "changed"):
-        summary[outcome] = sum(1 for o in contents.outcomes if o == outcome)
-    summary["rules_blob"] = _store_rules(contents)
+    summary: dict[str, Any] = {"source": str(path), "rules_blob": _store_rules(contents)}
     if contents.config is not None:
         summary["max_distance"] = contents.config.max_distance
         summary["features"] = contents.config.features
@@ -222,8 +214,8 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
         source=found["source"],
         generated=datetime.now(tz=timezone.utc),
     )
-    # A source that does not list every page (a store lists clustered and changed
-    # pages only) gives its own page counts; the rest comes from report_summary.
+    # Both sources list every recorded page, so the counts are report_summary's;
+    # a source adds what it knows beyond them (its configuration).
     summary.update(found)
     where = write_clusters(clusters, fmt, opts.output, summary, stdout, changes=changes)
     sys.stderr.write(f"report: {summary['source']} has {describe_report(summary)}; {fmt} written to {where}\n")
