@@ -363,7 +363,14 @@ def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int,
             bytes_per_page = json.loads(cached.with_suffix(".json").read_text())["redis_bytes_per_page"]
         elif cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            client.save()
+            client.bgsave()  # SAVE of a big dataset outlasts a client timeout: poll instead
+            while True:
+                time.sleep(0.5)
+                persistence = client.info("persistence")
+                if not persistence["rdb_bgsave_in_progress"]:
+                    break
+            if persistence["rdb_last_bgsave_status"] != "ok":
+                raise RuntimeError("BGSAVE failed")
             shutil.copyfile(Path(server.dir) / "dump.rdb", cached)
             cached.with_suffix(".json").write_text(json.dumps({"redis_bytes_per_page": bytes_per_page}))
         client.close()

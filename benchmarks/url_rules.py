@@ -367,8 +367,12 @@ settings["SIMHASH_REPORT_URI"] = out + ".report.jsonl"
 from simhash_scrapy import urlrules as _glue
 RULES_CPU = [0.0]
 
-def _add_time(start):
-    RULES_CPU[0] += time.thread_time() - start
+RULES_BY = {}
+
+def _add_time(start, name=""):
+    spent = time.thread_time() - start
+    RULES_CPU[0] += spent
+    RULES_BY[name] = RULES_BY.get(name, 0.0) + spent
 
 _Mw = _glue.UrlRulesMiddleware
 _orig = {name: getattr(_Mw, name) for name in
@@ -380,28 +384,28 @@ async def process_request(self, request, spider=None):
     try:
         return await _orig["process_request"](self, request, spider)
     finally:
-        _add_time(start)
+        _add_time(start, "process_request")
 
 def page_checked(self, request, response, verdict):
     start = time.thread_time()
     try:
         return _orig["page_checked"](self, request, response, verdict)
     finally:
-        _add_time(start)
+        _add_time(start, "page_checked")
 
 def request_scheduled(self, request, spider=None):
     start = time.thread_time()
     try:
         return _orig["request_scheduled"](self, request, spider)
     finally:
-        _add_time(start)
+        _add_time(start, "request_scheduled")
 
 def request_dropped(self, request, spider=None):
     start = time.thread_time()
     try:
         return _orig["request_dropped"](self, request, spider)
     finally:
-        _add_time(start)
+        _add_time(start, "request_dropped")
 
 def _timed_coro(name):
     async def wrapper(self):
@@ -427,6 +431,7 @@ usage = resource.getrusage(resource.RUSAGE_SELF)
 stats = {k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
 stats["cpu_seconds"] = usage.ru_utime + usage.ru_stime
 stats["rules_cpu_seconds"] = RULES_CPU[0]
+stats.update({f"rules_cpu/{k}": v for k, v in RULES_BY.items()})
 json.dump(stats, open(out, "w"))
 """
 
@@ -594,6 +599,9 @@ def main() -> None:
         for key, r in results.items():
             top = sorted(r["duplicate_patterns"].items(), key=lambda kv: -kv[1])[:8]
             print(f"duplicate downloads of {key}: " + ", ".join(f"{k} {v}" for k, v in top))
+            split = {k.split("/", 1)[1]: v for k, v in r["stats"].items() if k.startswith("rules_cpu/")}
+            if split:
+                print("    URL-rule CPU by handler: " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(split.items())))
             for rule in r["stats"].get("rules", []):
                 if rule["trusted"] or rule["skipped"]:
                     print(f"    {rule['rule']:40} +{rule['support']}/-{rule['counter']} skipped {rule['skipped']}"

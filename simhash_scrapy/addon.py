@@ -1,7 +1,7 @@
 """``Addon``: ``ADDONS = {"simhash_scrapy.Addon": 0}`` is the whole activation.
 
 It adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540),
-``UrlRulesMiddleware`` (50; active only with ``SIMHASH_URL_RULES``),
+``UrlRulesMiddleware`` (50; only when ``SIMHASH_URL_RULES`` is not ``"off"``),
 ``SimhashSpiderMiddleware`` to ``SPIDER_MIDDLEWARES`` (950) and
 ``SimhashPipeline`` to ``ITEM_PIPELINES`` (priority 200), unless the
 project already lists them (then its priorities are kept).
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .core import defaults
 from .middleware import MIDDLEWARE_PRIORITY, SimhashMiddleware
 from .pipeline import PIPELINE_PRIORITY, SimhashPipeline
 from .spidermw import SPIDER_MIDDLEWARE_PRIORITY, SimhashSpiderMiddleware
@@ -35,10 +36,10 @@ class Addon:
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
         )
-        # Disabled (NotConfigured) unless SIMHASH_URL_RULES is "learn" or "skip".
-        settings.setdefault_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", UrlRulesMiddleware, URL_RULES_MIDDLEWARE_PRIORITY
-        )
+        if str(settings.get("SIMHASH_URL_RULES") or defaults.URL_RULES).strip().lower() != "off":
+            settings.setdefault_in_component_priority_dict(
+                "DOWNLOADER_MIDDLEWARES", UrlRulesMiddleware, URL_RULES_MIDDLEWARE_PRIORITY
+            )
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
         )

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -70,9 +70,11 @@ def declared_canonical(response: Response) -> str | None:
     if not isinstance(response, HtmlResponse):
         return None
     try:
-        root = response.selector.root
-        for link in root.iterfind(".//head/link[@rel]"):
-            if link.get("rel", "").strip().lower() == "canonical":
+        head = response.selector.root.find("head")  # a direct child: no walk over the document
+        if head is None:
+            return None
+        for link in head.iterchildren("link"):
+            if (link.get("rel") or "").strip().lower() == "canonical":
                 href = (link.get("href") or "").strip()
                 return response.urljoin(href) if href else None
     except Exception:  # noqa: BLE001 - a broken page teaches nothing

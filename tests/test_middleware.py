@@ -20,7 +20,7 @@ from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.middleware import FLAG, MIDDLEWARE_PRIORITY, NearDuplicate, SimhashMiddleware
 from simhash_scrapy.pipeline import SimhashPipeline
 from simhash_scrapy.state import DedupState
-from simhash_scrapy.urlrules import URL_RULES_MIDDLEWARE_PRIORITY, UrlRulesMiddleware
+
 
 WORDS = article_words(1)
 PAGE = article_html("Harbour budget", WORDS, "Published 10:00", links=["/a", "/b"])
@@ -353,11 +353,12 @@ def test_middleware_and_pipeline_share_one_state() -> None:
 
 def test_addon_inserts_components() -> None:
     crawler = get_crawler(MySpider, {"ADDONS": {"simhash_scrapy.Addon": 0}})
+    from simhash_scrapy.spidermw import SimhashSpiderMiddleware
     mws = crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
     pipes = crawler.settings.getdict("ITEM_PIPELINES")
-    # The URL-rules middleware is always listed; it disables itself unless SIMHASH_URL_RULES is on.
-    assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY, UrlRulesMiddleware: URL_RULES_MIDDLEWARE_PRIORITY}
+    assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY}  # UrlRulesMiddleware only with SIMHASH_URL_RULES
     assert MIDDLEWARE_PRIORITY < 550
+    assert crawler.settings.getdict("SPIDER_MIDDLEWARES") == {SimhashSpiderMiddleware: 950}
     assert list(pipes.values()) == [200]
 
 
@@ -370,9 +371,8 @@ def test_addon_keeps_user_priorities() -> None:
             "ITEM_PIPELINES": {"simhash_scrapy.pipeline.SimhashPipeline": 900},
         },
     )
-    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {
-        "simhash_scrapy.SimhashMiddleware": 520, UrlRulesMiddleware: URL_RULES_MIDDLEWARE_PRIORITY
-    }
+    mws = crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert mws["simhash_scrapy.SimhashMiddleware"] == 520 and SimhashMiddleware not in mws
     assert crawler.settings.getdict("ITEM_PIPELINES") == {"simhash_scrapy.pipeline.SimhashPipeline": 900}
 
 

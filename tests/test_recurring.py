@@ -1,6 +1,6 @@
 """Recurring crawls end to end (issue 13): real ``scrapy crawl`` processes over a local site, twice and more.
 
-With ``SIMHASH_DIR`` (drop mode, defaults), a page fetched again under the
+With ``SIMHASH_DIR`` or a shared Redis (drop mode, defaults), a page fetched again under the
 same URL is ``unchanged`` or ``changed``, never its own near-duplicate: the
 second crawl of an unchanged site fetches every page again, drops nothing,
 and the store keeps one record per URL.  With ``JOBDIR``, a job paused and
@@ -10,16 +10,21 @@ start URL fetched again (``dont_filter``) is ``unchanged``.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import Page, article_html
 from test_persistence import PROJECT, crawl_env, distinct_words, interrupt_after, parse_stats, read_report, reached
 
 from simhash_scrapy.core.store import read_store
+
+pytest_plugins = ["conftest_redis"]
 
 SECTIONS = 4
 ARTICLES = 6
@@ -86,12 +91,38 @@ def store_urls(path: Path) -> list[str]:
     return urls
 
 
-def test_simhash_dir_recurring_crawls(serve: Any, tmp_path: Path) -> None:
+def recorded_urls(backend: str, tmp_path: Path, redis_url: str | None) -> list[str]:
+    """Every URL the backend keeps a record of (one record per identity)."""
+    if backend == "simhash_dir":
+        return store_urls(tmp_path / "state" / "links.store")
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from simhash_scrapy.backends.redis import read_members
+    from simhash_scrapy.config import RedisConfig
+
+    def read() -> list[Any]:  # its own event loop: the test's thread runs the reactor's
+        return asyncio.run(read_members(RedisConfig.from_settings({"SIMHASH_REDIS_URL": redis_url}), "links"))
+
+    with ThreadPoolExecutor(1) as pool:
+        members = pool.submit(read).result()
+    return [m.url for m in members]
+
+
+@pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
+def test_recurring_crawls(backend: str, serve: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The same three crawls with SIMHASH_DIR and with a shared Redis (keys kept between crawls)."""
     site_pages = make_site(1)
     site = serve(site_pages)
     project = copy_project(tmp_path)
     store = tmp_path / "state" / "links.store"
-    args = ["-a", f"base={site.base}", "-s", f"SIMHASH_DIR={tmp_path / 'state'}"]
+    args = ["-a", f"base={site.base}"]
+    redis_url = None
+    if backend == "redis":
+        redis_url = request.getfixturevalue("redis_server").url
+        args += ["-s", "SIMHASH_BACKEND=redis", "-s", f"SIMHASH_REDIS_URL={redis_url}", "-s", "SIMHASH_REDIS_PERSIST=1"]
+    else:
+        args += ["-s", f"SIMHASH_DIR={tmp_path / 'state'}"]
     everything = {site.url(p) for p in site_pages if not p.startswith("/s0/copy")}
     assert len(everything) == 1 + SECTIONS + SECTIONS * ARTICLES
 
@@ -109,8 +140,8 @@ def test_simhash_dir_recurring_crawls(serve: Any, tmp_path: Path) -> None:
     assert stats["simhash/unchanged"] == len(everything)
     for absent in ("simhash/unique", "simhash/changed", "simhash/near_duplicates", "simhash/dropped"):
         assert absent not in stats, (absent, stats)
-    assert read_report(report) == []  # the start URL fetched again is no cluster with itself
-    assert sorted(store_urls(store)) == sorted(everything)
+    assert read_report(report) == []  # no clusters: the start URL fetched again is not its own cluster
+    assert sorted(recorded_urls(backend, tmp_path, redis_url)) == sorted(everything)
 
     # Third crawl: 5 pages changed, 3 near-duplicate URLs added.
     site.handler.pages.update({p: v if isinstance(v, Page) else Page(v) for p, v in make_site(2).items()})
@@ -121,10 +152,18 @@ def test_simhash_dir_recurring_crawls(serve: Any, tmp_path: Path) -> None:
     assert stats["simhash/unchanged"] == len(everything) - len(CHANGED)
     assert "simhash/unique" not in stats
     assert sorted(reached(log)) == sorted(everything)  # the copies are dropped, nothing else
+    lines = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines() if line.strip()]
     clusters = read_report(report)
     assert sorted((c["canonical"], [m["url"] for m in c["members"]]) for c in clusters) == sorted(
         (site.url(original), [site.url(original), site.url(copy)]) for copy, original in COPIES.items()
     )
+    # The report lists the changed pages too, with their old and new fingerprints.
+    changes = [line for line in lines if line["type"] == "changed"]
+    assert sorted(c["url"] for c in changes) == sorted(site.url(p) for p in CHANGED)
+    assert all(c["previous_fingerprint"] != c["fingerprint"] and c["distance"] > 3 for c in changes)
+    assert sorted(recorded_urls(backend, tmp_path, redis_url)) == sorted(everything | {site.url(c) for c in COPIES})
+    if backend == "redis":
+        return
     contents = read_store(store)
     assert sorted(contents.urls()) == sorted(everything | {site.url(c) for c in COPIES})
     outcomes = dict(zip(contents.urls(), contents.outcomes))

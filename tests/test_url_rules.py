@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import pytest_twisted
-import scrapy
 
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.urlrules import UrlRuleLearner, url_key, wilson_lower_bound
@@ -422,3 +421,16 @@ def test_the_canonical_form_is_never_skipped_even_after_its_variant() -> None:
     # Once the canonical URL is known, the predictions name it rather than the variant seen first.
     prediction = learner.predict(f"{B}/news/60.html?utm_source=a&utm_medium=rss")
     assert prediction is not None and prediction.target == f"{B}/news/60.html"
+
+
+def test_the_addon_adds_the_component_only_when_rules_are_on() -> None:
+    from scrapy.utils.test import get_crawler
+
+    from simhash_scrapy.urlrules import URL_RULES_MIDDLEWARE_PRIORITY, UrlRulesMiddleware
+
+    for mode, present in (("off", False), (None, False), ("learn", True), ("skip", True)):
+        settings = {"ADDONS": {"simhash_scrapy.Addon": 0}}
+        if mode is not None:
+            settings["SIMHASH_URL_RULES"] = mode
+        mws = get_crawler(RecordingSpider, settings).settings.getdict("DOWNLOADER_MIDDLEWARES")
+        assert (mws.get(UrlRulesMiddleware) == URL_RULES_MIDDLEWARE_PRIORITY) is present

@@ -11,6 +11,7 @@ types, the value ranges and the entry numbers (``load_rows``).
 from __future__ import annotations
 
 import gc
+import math
 import sqlite3
 import zlib
 from collections.abc import Iterable, Sequence
@@ -106,7 +107,8 @@ def row_checksums(
     for column in (entry, fingerprint, exact, canonical, distance, indexed, previous, depth):
         h = _mix(h, np.asarray(column).astype(np.int64, copy=False).view(np.uint64))
     for column in (first_seen, last_seen):
-        h = _mix(h, np.asarray(column, dtype=np.float64).view(np.uint64))
+        # + 0.0 turns -0.0 into 0.0: SQLite stores an integral REAL as an integer and reads back 0.0.
+        h = _mix(h, (np.asarray(column, dtype=np.float64) + 0.0).view(np.uint64))
     h = _mix(h, np.asarray(nulls, dtype=np.int64).view(np.uint64))
     h = _mix(h, strings)
     return h.view(np.int64)
@@ -179,8 +181,11 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
             [r.text or "" for r in records],
         )
     )
-    first = np.array([float(r.first_seen) for r in records], dtype=np.float64)
-    last = np.array([float(r.last_seen) for r in records], dtype=np.float64)
+    for r in records:  # SQLite stores NaN as NULL and -0.0 as 0.0: the checksum must see what is read back
+        r.first_seen = float(r.first_seen) + 0.0 if math.isfinite(r.first_seen) else 0.0
+        r.last_seen = float(r.last_seen) + 0.0 if math.isfinite(r.last_seen) else 0.0
+    first = np.array([r.first_seen for r in records], dtype=np.float64)
+    last = np.array([r.last_seen for r in records], dtype=np.float64)
     sums = row_checksums(
         col("entry"), col("fingerprint"), col("exact"), col("canonical", -1), col("distance", -1),
         col("indexed"), col("previous"), col("depth", -1), first, last, nulls, strings,
@@ -190,7 +195,7 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
             r.entry, r.scope, r.identity, r.url, signed(r.fingerprint), int(bool(r.exact)), r.outcome,
             r.canonical, r.distance, None if r.indexed is None else signed(r.indexed),
             None if r.previous is None else signed(r.previous), r.referer, r.depth, r.text,
-            float(r.first_seen), float(r.last_seen), int(s),
+            r.first_seen, r.last_seen, int(s),
         )  # fmt: skip
         for r, s in zip(records, sums.tolist())
     ]

@@ -54,7 +54,6 @@ from .urlrewrite import (
     Rule,
     RuleIndex,
     apply_one,
-    apply_path,
     make_key,
     parse_url,
     site_of,
@@ -143,6 +142,10 @@ class UrlRuleLearner:
     def _is_trusted(self, rule: Rule) -> bool:
         """Enough support and a high enough lower bound; a trusted rule keeps its trust until the
         bound falls ``TRUST_SLACK`` below the threshold (so a rule near it does not flip on every page)."""
+        if rule.contradicted or rule.support < self.min_support:
+            return False
+        if rule.trusted and not rule.counter:
+            return True  # more support without counter-evidence only raises the bound
         threshold = self.min_precision - (TRUST_SLACK if rule.trusted else 0.0)
         return (
             not rule.contradicted

@@ -284,7 +284,8 @@ class RedisBackend(Outages, DedupBackend):
             while True:
                 start = replica.sync
                 data = await self.client.getrange(sk.log, start * ENTRY, (start + _SYNC_CHUNK) * ENTRY - 1)
-                replica.apply(data, start)
+                # Building the index of a big log takes seconds: not on the event loop (heartbeats, other scopes).
+                await asyncio.get_running_loop().run_in_executor(None, replica.apply, data, start)
                 if len(data) < _SYNC_CHUNK * ENTRY:
                     break
             self._replicas[scope] = replica
