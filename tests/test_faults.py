@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import faults  # noqa: E402
 
+from simhash_scrapy import _compat  # noqa: E402
 from simhash_scrapy.core.store import StoreError, check_wal, read_store  # noqa: E402
 
 ALLOWED = {"detected", "harmless", "torn last write dropped", "reported empty"}
@@ -118,7 +120,10 @@ def test_empty_and_header_only_stores_are_reported(tmp_path: Path, caplog: pytes
         else:
             (folder / "faults.store").write_bytes(content)
         crawler = get_crawler()
-        crawler.stats.open_spider()
+        if _compat.SCRAPY_VERSION < Version("2.14"):
+            crawler.stats.open_spider(None)  # a required argument before 2.14, deprecated since
+        else:
+            crawler.stats.open_spider()
         backend = PersistentBackend(SimhashConfig(store_dir=str(folder)), crawler)
         with caplog.at_level(logging.WARNING):
             faults.drive(backend.open("faults"))
