@@ -7,13 +7,12 @@ on the event loop.
 
 Subclassing (the persistent backend): ``_recorded(entry, member, new)`` is
 called after every check with the identity's entry number and record (``new``: first time seen);
-``_load(members)`` restores records saved earlier (before the first
-``check``) and sets ``initial``.
+records saved earlier go back into ``_clusters`` with ``Clusterer.restore_many``
+before the first ``check``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -41,33 +40,6 @@ class MemoryBackend(DedupBackend):
     # --------------------------------------------------------------- hooks
     def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
         """Called after every check with the identity's entry number and record (override to persist it)."""
-
-    def _load(self, members: Iterable[ClusterMember]) -> int:
-        """Restore records saved earlier, in first-check order (call before the first ``check``)."""
-        clusters = self._clusters
-        position_of: dict[tuple[str, str], int] = {}
-        pending: list[tuple[int, ClusterMember]] = []
-        for member in members:
-            entry = clusters.restore(
-                member.scope,
-                member.key,
-                member.fingerprint,
-                member.exact,
-                -1,
-                -1 if member.distance is None else member.distance,
-                member.fingerprint if member.indexed else None,
-            )
-            self._members.append(member)
-            position_of[(member.scope, member.url)] = entry
-            if member.canonical_url is not None:
-                pending.append((entry, member))
-        # Canonical pages are stored by URL: point each member at its canonical entry.
-        for entry, member in pending:
-            canonical = position_of.get((member.scope, member.canonical_url or ""))
-            clusters.canonical[entry] = -1 if canonical is None else canonical
-        clusters.restore_indexes()
-        self.initial += len(self._members)
-        return len(self._members)
 
     # ----------------------------------------------------------- interface
     async def open(self, spider_name: str) -> None:

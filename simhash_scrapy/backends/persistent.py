@@ -52,14 +52,9 @@ if TYPE_CHECKING:
 
     from ..config import SimhashConfig
 
-__all__ = ["PersistentBackend", "load_members", "members_of", "store_path", "uses_persistence"]
+__all__ = ["PersistentBackend", "load_members", "members_of", "store_path"]
 
 logger = logging.getLogger(__name__)
-
-
-def uses_persistence(config: SimhashConfig) -> bool:
-    """Whether ``JOBDIR`` or ``SIMHASH_DIR`` asks for a persistent in-process backend."""
-    return config.persistent
 
 
 def store_path(config: SimhashConfig, spider_name: str, createdir: bool = True) -> Path:

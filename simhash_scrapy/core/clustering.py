@@ -195,29 +195,6 @@ class Clusterer:
         return Decision(Outcome.CHANGED, entry, previous_fingerprint=previous)
 
     # ------------------------------------------------------------ restore
-    def restore(
-        self,
-        scope: str,
-        identity: str,
-        fingerprint: int,
-        exact: bool,
-        canonical: int,
-        distance: int,
-        indexed: int | None,
-    ) -> int:
-        """Put back an entry recorded earlier (entries in their original order); returns its number.
-
-        ``indexed`` is the fingerprint the entry has in the index (canonical
-        entries), else ``None``.  The caller restores canonical entries' index
-        content in bulk with ``restore_indexes`` afterwards.
-        """
-        entry = self._new_entry(fingerprint, exact, canonical, distance)
-        self._identities[(scope, identity)] = entry
-        self.indexed[entry] = indexed
-        if indexed is not None:
-            self._pending.append((scope, entry))
-        return entry
-
     def restore_many(
         self,
         scopes: Sequence[str],
@@ -228,7 +205,11 @@ class Clusterer:
         distance: list[int],
         indexed: list[int | None],
     ) -> None:
-        """``restore`` for many entries at once (sequences in entry order); ``ValueError`` if two share an identity."""
+        """Put back entries recorded earlier (sequences in entry order); ``ValueError`` if two share an identity.
+
+        ``indexed`` is the fingerprint each entry has in the index (canonical
+        entries), else ``None``; ``restore_indexes`` then indexes them in bulk.
+        """
         start = len(self.fingerprint)
         self.fingerprint.extend(fingerprints)
         self.exact.extend(exact)
@@ -241,7 +222,7 @@ class Clusterer:
         self._pending.extend((scopes[i], start + i) for i, fp in enumerate(indexed) if fp is not None)
 
     def restore_indexes(self) -> None:
-        """Index the canonical entries given to ``restore`` (one bulk add per scope)."""
+        """Index the canonical entries given to ``restore_many`` (one bulk add per scope)."""
         by_scope: dict[str, tuple[list[int], list[int]]] = {}
         for scope, entry in self._pending:
             indexed = self.indexed[entry]
