@@ -213,6 +213,16 @@ def _has_heading(node: etree._Element) -> bool:
     return any(child.tag in _HEADINGS for child in node)
 
 
+def _titled_beside(node: etree._Element, best: etree._Element) -> bool:
+    """Whether a child of ``node`` other than ``best`` (and not named boilerplate) holds a heading."""
+    for child in node:
+        if child is best or not isinstance(child.tag, str) or names_boilerplate(child):
+            continue
+        if child.tag in _HEADINGS or next(child.iter(*_HEADINGS), None) is not None:
+            return True
+    return False
+
+
 def _walk_down(root: etree._Element) -> etree._Element:
     """From <body> down through wrappers to the element holding most of the non-link text."""
     node = root.find("body")
@@ -233,6 +243,10 @@ def _walk_down(root: etree._Element) -> etree._Element:
                 best, best_len = child, length
         # An element with a heading or paragraphs of its own is the article (or a section of it).
         if best is None or best_len < _DOMINANT * total or paragraphs >= 2 or _has_heading(node):
+            break
+        if _titled_beside(node, best):
+            break
+        if _text_len(best) < _DOMINANT * _text_len(node):
             break
         node, total = best, best_len
     return node
@@ -266,10 +280,43 @@ def _drop_named_boilerplate(container: etree._Element) -> None:
         # the page's heading is the content.
         if total and _text_len(element) > 0.5 * total and next(element.iter("h1", "h2"), None) is not None:
             continue
+        if _is_inline_aside(element):
+            continue
         named.append(element)
         dead.update(element.iter(*_BLOCK_TAGS))
     for element in named:
         drop_element(element)
+
+
+# Class words of in-text asides (DocBook's <sidebar>, docutils' sidebar directive, AsciiDoc's
+# sidebar block): boxed prose inside the article, named like a page's sidebar column.
+_ASIDE_WORDS = frozenset({"sidebar", "sidebarblock"})
+# An in-text aside is prose: at least this much text, at most this share of it link text.
+_ASIDE_MIN_CHARS = 100
+_ASIDE_MAX_LINK_SHARE = 0.3
+_FLOW = frozenset({"p", "pre", "blockquote", "dl", "ul", "ol", "table", "div", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _is_inline_aside(element: etree._Element) -> bool:
+    """An in-text aside: a ``sidebar`` box of prose between the blocks of the article.
+
+    Named only by a sidebar word (no id: a page's sidebar column has one, an aside
+    inside the text does not name itself), a ``div`` or ``aside``, with content blocks before and after it in its
+    parent, at least ``_ASIDE_MIN_CHARS`` of text and little link text.  A page's sidebar column
+    stands beside the article, holds links and widgets, or carries another boilerplate name.
+    """
+    if element.tag not in ("div", "aside"):
+        return False
+    words = _NAME_WORDS.findall((element.get("class") or "").lower())
+    if _ASIDE_WORDS.isdisjoint(words) or _names_boilerplate(" ".join(w for w in words if w not in _ASIDE_WORDS)):
+        return False
+    ident = element.get("id")
+    if ident and _names_boilerplate(ident):
+        return False
+    if not any(sibling.tag in _FLOW for sibling in element.itersiblings(preceding=True)):
+        return False  # the first block of its parent: a column, not a box in the text
+    length = _text_len(element)
+    return length >= _ASIDE_MIN_CHARS and _LINK_LEN(element) <= _ASIDE_MAX_LINK_SHARE * length
 
 
 def _link_list_candidates(container: etree._Element, depth: int) -> list[etree._Element]:
@@ -284,6 +331,12 @@ def _link_list_candidates(container: etree._Element, depth: int) -> list[etree._
     return out
 
 
+def _names_toc(element: etree._Element) -> bool:
+    """Whether the element's class or id names it a table of contents (DocBook's ``div.toc``)."""
+    names = f"{element.get('class') or ''} {element.get('id') or ''}".lower()
+    return "toc" in _NAME_WORDS.findall(names)
+
+
 def _drop_link_lists(container: etree._Element) -> None:
     """Remove menus, tag clouds and "popular pages" lists standing next to the content."""
     lists: list[tuple[etree._Element, int]] = []
@@ -291,6 +344,8 @@ def _drop_link_lists(container: etree._Element) -> None:
     for element in _link_list_candidates(container, _LINK_LIST_DEPTH):
         if done is not None and _is_inside(element, done):
             continue
+        if _names_toc(element):
+            continue  # the page's own table of contents
         links = element.iter("a")
         if next(links, None) is None or next(links, None) is None:
             continue  # fewer than two links
