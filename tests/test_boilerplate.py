@@ -200,3 +200,36 @@ def test_broken_and_odd_markup_never_raises() -> None:
     for page in ("", "<main></main>", "<article><article>x</article></article>", "<div role=main>" * 3000,
                  b"\xff\xfe<p>x</p>", "<table><tr><td><a>a</a><a>b</a></td></tr></table>"):  # fmt: skip
         assert isinstance(extract_text(page, main_content=True), str)
+
+
+ABOUT = (
+    "<p>I am a software developer who writes about Python, packaging and the odd bit of C.  These notes "
+    "started as a diary of things I kept looking up, and they grew into the articles you find here.</p>"
+)
+
+
+def test_sidebar_box_of_prose_inside_the_text_is_kept() -> None:
+    # DocBook's <sidebar>, docutils' sidebar directive: a titled box of prose between paragraphs.
+    box = f'<div class="sidebar"><p class="title"><b>Background</b></p>{ABOUT}</div>'
+    page = f"<html><body>{PLAIN_NAV}<div class='c'>{ARTICLE}{box}<p>After the box the text goes on.</p></div></body></html>"
+    main = extract_text(page, main_content=True)
+    assert "grew into the articles you find here" in main and "round-trip mode." in main
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        # the first block of its parent: a column beside the article, not a box in its text
+        lambda article: f'<div class="wrap"><div class="sidebar">{ABOUT}</div><div class="c">{article}</div></div>',
+        # an id that names it ("sidebar", "secondary"), or another boilerplate class word
+        lambda article: f'<div class="wrap"><div class="c">{article}</div><div id="sidebar" class="sidebar">{ABOUT}</div></div>',
+        lambda article: f'<div class="wrap"><div class="c">{article}</div><div class="sidebar widget-area">{ABOUT}</div></div>',
+        # mostly links
+        lambda article: f'<div class="wrap"><div class="c">{article}</div><div class="sidebar">{POPULAR}</div></div>',
+    ],
+)
+def test_sidebar_column_is_still_dropped(column) -> None:
+    page = f"<html><body>{PLAIN_NAV}{column(ARTICLE)}</body></html>"
+    main = extract_text(page, main_content=True)
+    assert "round-trip mode." in main
+    assert "grew into the articles" not in main and "Packaging in depth" not in main

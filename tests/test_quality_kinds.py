@@ -7,6 +7,8 @@ half, made by ``make_sample.py --wide``) and ``tests/fixtures/quality``:
   compared exactly, one cluster;
 * a print view with a numbered link list of full URLs and a "Source URL:" / "Printed on" footer
   (debian-faq's "Getting Debian" chapter): found at the default k;
+* a publican DocBook chapter (debian-handbook): its title, table of contents and in-text
+  sidebars are the article's, on the page and in another template's container alike;
 * container-less pages: a DocBook chapter (debian-faq, content directly in ``body`` between
   ``div.navheader`` and ``div.navfooter``) and a groff man page with a session bar and a request
   footer around its content (tracking variant): navigation and chrome removed.
@@ -20,6 +22,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import lxml.html
 import pytest
 
 from simhash_scrapy import hamming_distance, tokenize
@@ -114,6 +117,35 @@ def test_docbook_page_without_container_loses_its_navigation(implementation) -> 
     assert lines[-1] == 'And look under "Conffiles:".'
     for neighbour in ("Chapter 6. The Debian archives", "Chapter 8. The Debian package management tools"):
         assert neighbour not in text  # the navigation footer's links to the neighbouring chapters
+
+
+def _in_sphinx_chrome(html: bytes) -> bytes:
+    """The page's DocBook chapter inside a Sphinx page (a marked ``div.body``, sidebar, menus): a mirror."""
+    tree = lxml.html.document_fromstring(html)
+    chapter = tree.find(".//div[@class='chapter']")
+    article = lxml.html.tostring(chapter, encoding="unicode")
+    return f"""<html><head><title>Workstation | mirror.test</title></head><body>
+<div class="related" role="navigation"><ul><li><a href="/">index</a></li><li><a href="/next">next</a></li></ul></div>
+<div class="document"><div class="documentwrapper"><div class="bodywrapper"><div class="body" role="main">{article}</div></div></div>
+<div class="sphinxsidebar" role="navigation"><h3>Navigation</h3><ul><li><a href="/a">Installation</a></li></ul></div></div>
+<div class="footer">&#169; Copyright mirror.test.</div></body></html>""".encode()
+
+
+def test_publican_chapter_keeps_title_table_of_contents_and_sidebars(implementation) -> None:
+    # debian-handbook's "Workstation" chapter as Debian ships it (publican): no container, the
+    # chapter title in div.titlepage beside the first div.section, a div.toc of its sections and
+    # two DocBook sidebars ("PERSPECTIVE", "EXTRA": boxed prose inside the text).
+    html = (FIXTURES / "publican_chapter.html").read_bytes()
+    text = extract_text(html, main_content=True)
+    assert text.splitlines()[0] == "Chapter 13. Workstation"
+    assert text.count("13.1. Configuring the X11 Server") == 2  # its table of contents and the heading
+    assert "13.3.1. GNOME" in text  # a section on another page: only in the contents
+    assert "X11 is the graphical system most widely used on Unix-like systems" in text
+    assert "Some video card makers (most notably NVIDIA) refuse to publish" in text
+    for chrome in ("Download the ebook", "Prev", "Next"):  # banner and the docnav lists
+        assert chrome not in text.split()
+    # The same chapter in another template's marked container (a mirror) gives the same text.
+    assert extract_text(_in_sphinx_chrome(html), main_content=True) == text
 
 
 def test_groff_page_without_container_loses_session_bar_and_request_footer(evalset, implementation) -> None:
