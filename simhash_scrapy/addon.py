@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .core import defaults
+from .config import url_rules_mode
 from .middleware import MIDDLEWARE_PRIORITY, SimhashMiddleware
 from .pipeline import PIPELINE_PRIORITY, SimhashPipeline
 from .spidermw import SPIDER_MIDDLEWARE_PRIORITY, SimhashSpiderMiddleware
@@ -36,7 +36,7 @@ class Addon:
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
         )
-        if str(settings.get("SIMHASH_URL_RULES") or defaults.URL_RULES).strip().lower() != "off":
+        if url_rules_mode(settings) != "off":
             settings.setdefault_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", UrlRulesMiddleware, URL_RULES_MIDDLEWARE_PRIORITY
             )

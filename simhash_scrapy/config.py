@@ -71,6 +71,13 @@ DEFAULT_CONTENT_TYPES = defaults.CONTENT_TYPES
 DEFAULT_HTTP_STATUSES = defaults.HTTP_STATUSES
 # Report file extension -> format, used when SIMHASH_REPORT_FORMAT is not set.
 _EXTENSION_FORMATS = {".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl", ".csv": "csv", ".html": "html", ".htm": "html"}
+def url_rules_mode(settings: Any) -> str:
+    """``SIMHASH_URL_RULES`` parsed: ``"off"``, ``"learn"`` or ``"skip"`` (the add-on reads it too, to add
+    ``UrlRulesMiddleware`` only when rules are on; a bad value is the same error there)."""
+    value = settings.get("SIMHASH_URL_RULES")
+    return parse_choice("SIMHASH_URL_RULES", defaults.URL_RULES if value is None else value, URL_RULES_MODES)
+
+
 def report_format_for(uri: str) -> str:
     """The report format implied by ``uri``'s extension (``jsonl`` when there is none we know)."""
     path = urlparse(uri).path if "://" in uri else uri
@@ -344,7 +351,7 @@ class SimhashConfig:
         reset = parse_bool("SIMHASH_RESET", settings.get("SIMHASH_RESET"))
         flush_interval = parse_number("SIMHASH_FLUSH_INTERVAL", settings.get("SIMHASH_FLUSH_INTERVAL"), defaults.FLUSH_INTERVAL)
         redis = RedisConfig.from_settings(settings)
-        url_rules = parse_choice("SIMHASH_URL_RULES", get("SIMHASH_URL_RULES", defaults.URL_RULES), URL_RULES_MODES)
+        url_rules = url_rules_mode(settings)
         url_rules_min_support = parse_int(
             "SIMHASH_URL_RULES_MIN_SUPPORT", get("SIMHASH_URL_RULES_MIN_SUPPORT", defaults.URL_RULES_MIN_SUPPORT), 1
         )

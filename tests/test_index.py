@@ -112,6 +112,24 @@ def test_matches_sorted_by_distance_then_age() -> None:
     assert [m.key for m in index.query(base)] == ["same", "near", "near2", "far"]
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_batch_query_with_many_matches_is_sorted_by_distance_then_age(compiled: bool) -> None:
+    # More matches per query than the C loop sorts by insertion (32): the long runs take
+    # another sort, and must come out in the same order.
+    base = 0x0123_4567_89AB_CDEF
+    rng = random.Random(5)
+    stored = [base ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)) for _ in range(200)] + [base] * 50
+    index = BlockPermutedIndex(4)
+    with switched(compiled):
+        index.add_many(range(len(stored)), stored)
+        q, r, d = index.query_many_arrays([base, base ^ 1])
+    for query_number, query in enumerate([base, base ^ 1]):
+        rows = r[q == query_number].tolist()
+        want = sorted(range(len(stored)), key=lambda row: (bin(stored[row] ^ query).count("1"), row))
+        assert rows == [row for row in want if bin(stored[row] ^ query).count("1") <= 4]
+        assert d[q == query_number].tolist() == [bin(stored[row] ^ query).count("1") for row in rows]
+
+
 def test_remove_and_iteration() -> None:
     index = BlockPermutedIndex()
     fps = planted(3, 3000, 3)

@@ -435,9 +435,13 @@ def test_the_addon_adds_the_component_only_when_rules_are_on() -> None:
 
     from simhash_scrapy.urlrules import URL_RULES_MIDDLEWARE_PRIORITY, UrlRulesMiddleware
 
-    for mode, present in (("off", False), (None, False), ("learn", True), ("skip", True)):
+    for mode, present in (("off", False), (None, False), (" OFF ", False), ("learn", True), ("Skip", True)):
         settings = {"ADDONS": {"simhash_scrapy.Addon": 0}}
         if mode is not None:
             settings["SIMHASH_URL_RULES"] = mode
         mws = get_crawler(RecordingSpider, settings).settings.getdict("DOWNLOADER_MIDDLEWARES")
         assert (mws.get(UrlRulesMiddleware) == URL_RULES_MIDDLEWARE_PRIORITY) is present
+    # The add-on reads the setting through the settings layer: a bad value is the same error, naming it.
+    with pytest.raises(ValueError) as caught:
+        get_crawler(RecordingSpider, {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_URL_RULES": "sometimes"})
+    assert str(caught.value).splitlines()[0].startswith("SIMHASH_URL_RULES")

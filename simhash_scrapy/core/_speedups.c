@@ -39,7 +39,7 @@
  *       the index's queries (index.py): for every query, every table's
  *       bucket is read (and, for tables whose key may differ in ``errors``
  *       bits, every bucket within that many flipped bits, its rows first
- *       screened by their 8-bit key filter) and each candidate verified with
+ *       screened by their 16-bit filter) and each candidate verified with
  *       a popcount, and the rows from ``tail_start`` on (not in the tables
  *       yet) are scanned; pairs are returned once, sorted by query, distance,
  *       row, as three int64 arrays (bytes).  The loop runs without the GIL.
@@ -482,7 +482,7 @@ typedef struct {
 
 typedef struct {
     Py_buffer order, bounds; /* uint32 row numbers sorted by bucket; bucket offsets (uint32) */
-    Py_buffer filter;        /* (errors > 0) the low 8 bits of each row's key, in ``order``'s order */
+    Py_buffer filter;        /* (errors > 0) each row's 16-bit filter (index.py: filter_values), in ``order``'s order */
     int has_filter;
     Py_ssize_t entry_count;
     Span spans[64];
@@ -490,21 +490,24 @@ typedef struct {
     int drop_bits; /* key >> drop_bits is the bucket */
     int errors;    /* bits the key of a match may differ in */
     int dir_bits;  /* bits of the bucket number */
+    int low_bits;  /* the filter: key bits below the bucket (low), then sample_width fingerprint bits */
+    int sample_shift, sample_width;
 } TableView;
 
 #define MAX_KEY_ERRORS 2
 
 static int parse_table(PyObject *spec, TableView *t) {
     PyObject *order, *bounds, *spans, *filter;
-    if (!PyArg_ParseTuple(spec, "OOOiiiO:table", &order, &bounds, &spans, &t->drop_bits, &t->errors, &t->dir_bits,
-                          &filter))
+    if (!PyArg_ParseTuple(spec, "OOOiiiOiii:table", &order, &bounds, &spans, &t->drop_bits, &t->errors, &t->dir_bits,
+                          &filter, &t->low_bits, &t->sample_shift, &t->sample_width))
         return -1;
     if (t->errors > 0 && filter == Py_None) {
         PyErr_SetString(PyExc_ValueError, "a table whose keys may differ needs its key filter");
         return -1;
     }
-    if (t->errors < 0 || t->errors > MAX_KEY_ERRORS || t->dir_bits < 0 || t->dir_bits > 63 || t->drop_bits < 0 ||
-        t->drop_bits > 64) {
+    if (t->errors < 0 || t->errors > MAX_KEY_ERRORS || t->dir_bits < 0 || t->dir_bits > 24 /* 64 - ITEM_BUCKET */ || t->drop_bits < 0 ||
+        t->drop_bits > 64 || t->low_bits < 0 || t->low_bits > 8 || t->sample_width < 0 ||
+        t->low_bits + t->sample_width > 16 || t->sample_shift < 0 || t->sample_shift + t->sample_width > 64) {
         PyErr_SetString(PyExc_ValueError, "bad table layout");
         return -1;
     }
@@ -538,7 +541,7 @@ static int parse_table(PyObject *spec, TableView *t) {
             PyBuffer_Release(&t->bounds);
             return -1;
         }
-        if (t->filter.len < t->entry_count) t->entry_count = t->filter.len;
+        if (t->filter.len / 2 < t->entry_count) t->entry_count = t->filter.len / 2;
     }
     return 0;
 }
@@ -549,28 +552,17 @@ static void release_table(TableView *t) {
     if (t->has_filter) PyBuffer_Release(&t->filter);
 }
 
-#define BYTES_01 0x0101010101010101ULL
-#define BYTES_80 0x8080808080808080ULL
+#define LANES_0001 0x0001000100010001ULL
+#define LANES_8000 0x8000800080008000ULL
 
-/* For 8 filter bytes at once: bit 7 of byte i set when byte i differs from ``want`` in at most
- * ``budget`` of the ``mask`` bits (SWAR: a popcount per byte, then a compare per byte). */
-static inline uint64_t filter_pass(uint64_t bytes, uint64_t want, uint64_t mask, uint64_t limit) {
-    uint64_t x = (bytes ^ want) & mask;
+/* For 4 filters of 16 bits at once (SWAR, as a popcount per lane): bit 15 of lane i set when lane i of ``x`` has at most
+ * ``limit`` - 1 bits set (``limit`` repeated in each lane, at most 17). */
+static inline uint64_t lanes_within(uint64_t x, uint64_t limit) {
     x = x - ((x >> 1) & 0x5555555555555555ULL);
     x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL; /* bits set per byte, 0..8 */
-    /* Each byte of (x | 0x80..) is >= 0x80, so subtracting budget + 1 (<= 3) never borrows
-     * across bytes; bit 7 stays set exactly when the count exceeds the budget. */
-    return ~((x | BYTES_80) - limit) & BYTES_80;
-}
-
-static inline uint64_t load_u64(const unsigned char *p) {
-    uint64_t value;
-    memcpy(&value, p, sizeof value);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    value = __builtin_bswap64(value); /* byte i of the filter in bits 8i..8i+7 */
-#endif
-    return value;
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    x = (x + (x >> 8)) & 0x001F001F001F001FULL; /* bits set per lane, 0..16 */
+    return ~((x | LANES_8000) - limit) & LANES_8000;
 }
 
 typedef struct {
@@ -607,6 +599,38 @@ static int pair_order(const void *a, const void *b) {
     return (x->row > y->row) - (x->row < y->row);
 }
 
+/* Sorts one chunk's pairs (queries first .. first + m - 1) by (query, distance, row): a counting
+ * sort by query, then each query's few pairs in place by insertion (qsort's comparator calls
+ * cost more than the search around them; qsort for a query with many).  ``starts`` has room for m + 1 offsets. */
+static int sort_pairs(Pair *pairs, size_t count, int64_t first, Py_ssize_t m, size_t *starts) {
+    Pair *sorted = PyMem_RawMalloc(count * sizeof(Pair));
+    if (sorted == NULL) return -1;
+    memset(starts, 0, sizeof(size_t) * (size_t)(m + 1));
+    for (size_t a = 0; a < count; a++) starts[pairs[a].query - first + 1]++;
+    for (Py_ssize_t i = 0; i < m; i++) starts[i + 1] += starts[i];
+    for (size_t a = 0; a < count; a++) sorted[starts[pairs[a].query - first]++] = pairs[a];
+    /* starts[i] is now the end of query i's run (the start of query i + 1's) */
+    size_t begin = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        size_t end = starts[i];
+        if (end - begin > 32) { /* a query with many matches (many equal pages stored): no quadratic sort */
+            qsort(sorted + begin, end - begin, sizeof(Pair), pair_order);
+            begin = end;
+            continue;
+        }
+        for (size_t a = begin + 1; a < end; a++) {
+            Pair item = sorted[a];
+            size_t b = a;
+            for (; b > begin && pair_order(&sorted[b - 1], &item) > 0; b--) sorted[b] = sorted[b - 1];
+            sorted[b] = item;
+        }
+        begin = end;
+    }
+    memcpy(pairs, sorted, count * sizeof(Pair));
+    PyMem_RawFree(sorted);
+    return 0;
+}
+
 /* x86-64 before 2008 has no POPCNT instruction: GCC builds both and picks one at load time. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
@@ -616,6 +640,11 @@ static int pair_order(const void *a, const void *b) {
 
 /* Queries are searched by chunks of this many (bounds the candidate buffers). */
 #define SEARCH_CHUNK 32768
+/* A work item is one uint64: the bucket (at most 22 bits) from bit ITEM_BUCKET, the query's
+ * 16-bit filter from bit ITEM_FILTER, the query's index in its chunk in the low 24 bits. */
+#define ITEM_BUCKET 40
+#define ITEM_FILTER 24
+#define ITEM_QUERY 0xFFFFFFULL
 /* Loads are requested this many items ahead of their use (software prefetch). */
 #define AHEAD 32
 
@@ -625,10 +654,10 @@ static int pair_order(const void *a, const void *b) {
 #define PREFETCH(address) ((void)0)
 #endif
 
-/* Sorts ``items`` (bucket << 32 | query) by bucket, ``bucket_bits`` wide: LSD radix, 11 bits a pass. */
+/* Sorts ``items`` (bucket << ITEM_BUCKET | filter << ITEM_FILTER | query) by bucket, ``bucket_bits`` wide: LSD radix, 11 bits a pass. */
 static void sort_by_bucket(uint64_t *items, uint64_t *scratch, size_t n, int bucket_bits) {
     size_t counts[2048];
-    for (int shift = 32; shift < 32 + bucket_bits; shift += 11) {
+    for (int shift = ITEM_BUCKET; shift < ITEM_BUCKET + bucket_bits; shift += 11) {
         memset(counts, 0, sizeof counts);
         for (size_t i = 0; i < n; i++) counts[(items[i] >> shift) & 2047]++;
         size_t sum = 0;
@@ -640,13 +669,6 @@ static void sort_by_bucket(uint64_t *items, uint64_t *scratch, size_t n, int buc
         for (size_t i = 0; i < n; i++) scratch[counts[(items[i] >> shift) & 2047]++] = items[i];
         memcpy(items, scratch, n * sizeof(uint64_t));
     }
-}
-
-/* Bits set in a byte (the key filters are compared a byte at a time). */
-static uint8_t bits_in_byte[256];
-
-static void fill_bits_in_byte(void) {
-    for (int v = 0; v < 256; v++) bits_in_byte[v] = (uint8_t)((v & 1) + bits_in_byte[v >> 1]);
 }
 
 /* The candidates of one chunk: (row, query) pairs still to verify. */
@@ -707,11 +729,12 @@ static size_t table_probes(const TableView *tv, uint32_t *masks, int *spent, siz
  * entries are read from low addresses to high: neighbouring queries share cache lines and
  * pages; and each load is requested AHEAD work items before it is used (for a single
  * query too: its buckets are the work items then). */
-static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m, uint64_t *items, uint64_t *scratch,
-                            Candidates *cands) {
+static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m, int max_distance, uint64_t *items,
+                            uint64_t *scratch, Candidates *cands) {
     const uint32_t *bounds = tv->bounds.buf;
     Py_ssize_t bucket_count = tv->bounds.len / (Py_ssize_t)sizeof(uint32_t) - 1;
     if (bucket_count <= 0) return 0;
+    const uint64_t low_mask = (1ULL << tv->low_bits) - 1, sample_mask = (1ULL << tv->sample_width) - 1;
     for (Py_ssize_t i = 0; i < m; i++) {
         uint64_t fp = q[i], key = 0;
         for (int s = 0; s < tv->span_count; s++) {
@@ -719,17 +742,17 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
             key = tv->spans[s].width >= 64 ? part : (key << tv->spans[s].width) | part; /* no shift by 64 */
         }
         uint64_t bucket = tv->drop_bits >= 64 ? 0 : key >> tv->drop_bits;
-        /* bucket, the key's low byte (the filter), the query's index in the chunk (< 2**24) */
-        items[i] = (bucket << 32) | ((key & 0xFF) << 24) | (uint64_t)i;
+        uint64_t want = (((fp >> tv->sample_shift) & sample_mask) << tv->low_bits) | (key & low_mask);
+        /* bucket, the query's filter (index.py: filter_values), the query's index in the chunk */
+        items[i] = (bucket << ITEM_BUCKET) | (want << ITEM_FILTER) | (uint64_t)i;
     }
     if (m > 1) sort_by_bucket(items, scratch, (size_t)m, tv->dir_bits);
     uint32_t masks[1 + 64 + 64 * 63 / 2];
     int spent[1 + 64 + 64 * 63 / 2];
     size_t patterns = table_probes(tv, masks, spent, sizeof masks / sizeof masks[0]);
-    uint8_t mask = (uint8_t)(tv->drop_bits >= 8 ? 0xFF : (1u << tv->drop_bits) - 1);
-    const unsigned char *filter = tv->has_filter ? tv->filter.buf : NULL;
+    const uint16_t *filter = tv->has_filter ? tv->filter.buf : NULL;
     const size_t first_candidate = cands->len;
-    const Py_ssize_t filter_len = tv->has_filter ? tv->filter.len : 0;
+    const Py_ssize_t filter_len = tv->has_filter ? tv->filter.len / 2 : 0;
     const uint32_t *order = tv->order.buf;
     /* Work items are (pattern, query) in that order; a cursor AHEAD items ahead of the one at
      * work requests the entries (the bounds are read in address order: the caches follow). */
@@ -738,11 +761,11 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
         /* Little work (a single query): request every bucket's bounds, then every bucket's
          * entries, before reading any, so the loads overlap. */
         for (; far.pattern < patterns; cursor_next(&far, m)) {
-            uint64_t bucket = (items[far.query] >> 32) ^ masks[far.pattern];
+            uint64_t bucket = (items[far.query] >> ITEM_BUCKET) ^ masks[far.pattern];
             if ((Py_ssize_t)bucket < bucket_count) PREFETCH(bounds + bucket);
         }
         for (; near.pattern < patterns; cursor_next(&near, m)) {
-            uint64_t bucket = (items[near.query] >> 32) ^ masks[near.pattern];
+            uint64_t bucket = (items[near.query] >> ITEM_BUCKET) ^ masks[near.pattern];
             if ((Py_ssize_t)bucket < bucket_count) {
                 uint32_t first = bounds[bucket];
                 PREFETCH(filter ? (const void *)(filter + first) : (const void *)(order + first));
@@ -750,24 +773,34 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
         }
     }
     for (size_t pt = 0; pt < patterns; pt++) {
-        const uint64_t flip = (uint64_t)masks[pt] << 32;
+        const uint64_t flip = (uint64_t)masks[pt] << ITEM_BUCKET;
         const int budget = tv->errors - spent[pt];
+        /* a lane passes with at most ``budget`` key bits and at most k - spent bits in all differing */
+        const uint64_t key_limit = (uint64_t)(budget + 1) * LANES_0001, key_lanes = low_mask * LANES_0001;
+        const int all_budget = max_distance - spent[pt] > 16 ? 16 : max_distance - spent[pt];
+        const uint64_t all_limit = (uint64_t)(all_budget + 1) * LANES_0001;
         for (Py_ssize_t s = 0; s < m; s++) {
+            /* Two steps ahead: the bucket's bounds 2 * AHEAD items before use, its entries (which
+             * need the bounds) AHEAD items before: the bounds are in cache by then. */
+            if (s + 2 * AHEAD < m) {
+                uint64_t farther = (items[s + 2 * AHEAD] ^ flip) >> ITEM_BUCKET;
+                if ((Py_ssize_t)farther < bucket_count) PREFETCH(bounds + farther);
+            }
             if (s + AHEAD < m) {
-                uint64_t later = (items[s + AHEAD] ^ flip) >> 32;
+                uint64_t later = (items[s + AHEAD] ^ flip) >> ITEM_BUCKET;
                 if ((Py_ssize_t)later < bucket_count) {
                     uint32_t first = bounds[later];
                     PREFETCH(filter ? (const void *)(filter + first) : (const void *)(order + first));
                 }
             }
             uint64_t item = items[s] ^ flip;
-            uint64_t bucket = item >> 32;
+            uint64_t bucket = item >> ITEM_BUCKET;
             if ((Py_ssize_t)bucket >= bucket_count) continue;
             uint32_t lo = bounds[bucket], hi = bounds[bucket + 1];
             if ((Py_ssize_t)hi > tv->entry_count) hi = (uint32_t)tv->entry_count;
             if (hi <= lo) continue;
             if (candidates_room(cands, hi - lo) < 0) return -1;
-            uint32_t query = (uint32_t)(item & 0xFFFFFF);
+            uint32_t query = (uint32_t)(item & ITEM_QUERY);
             uint32_t *row_out = cands->row + cands->len, *query_out = cands->query + cands->len;
             size_t j = 0;
             if (!tv->errors) {
@@ -776,22 +809,29 @@ static int table_candidates(const TableView *tv, const uint64_t *q, Py_ssize_t m
                     query_out[j] = query;
                 }
             } else {
-                const uint8_t wanted = (uint8_t)(item >> 24);
-                const uint64_t want8 = wanted * BYTES_01, mask8 = mask * BYTES_01, limit = (uint64_t)(budget + 1) * BYTES_01;
-                for (uint32_t p = lo; p < hi; p += 8) {
+                const uint64_t wanted = (item >> ITEM_FILTER) & 0xFFFF, want4 = wanted * LANES_0001;
+                for (uint32_t p = lo; p < hi; p += 4) {
                     uint32_t left = hi - p;
                     uint64_t pass;
-                    if ((Py_ssize_t)p + 8 <= filter_len) {
-                        pass = filter_pass(load_u64(filter + p), want8, mask8, limit);
-                        if (left < 8) pass &= (1ULL << (8 * left)) - 1; /* bytes of the next buckets */
-                    } else { /* the last bytes of a filter without its spare room: one at a time */
+                    if ((Py_ssize_t)p + 4 <= filter_len) {
+                        /* four filters, lane i in bits 16i..16i+15 (one load where the compiler can) */
+                        uint64_t lanes = (uint64_t)filter[p] | (uint64_t)filter[p + 1] << 16 |
+                                         (uint64_t)filter[p + 2] << 32 | (uint64_t)filter[p + 3] << 48;
+                        uint64_t differ = lanes ^ want4;
+                        pass = lanes_within(differ & key_lanes, key_limit) & lanes_within(differ, all_limit);
+                        if (left < 4) pass &= (1ULL << (16 * left)) - 1; /* filters of the next buckets */
+                    } else { /* the last filters of a table without its spare room: one at a time */
                         pass = 0;
-                        for (uint32_t b = 0; b < left && b < 8; b++)
-                            if (bits_in_byte[(filter[p + b] ^ wanted) & mask] <= budget) pass |= 0x80ULL << (8 * b);
+                        for (uint32_t b = 0; b < left && b < 4; b++) {
+                            unsigned differ = filter[p + b] ^ (unsigned)wanted;
+                            if (__builtin_popcount(differ & (unsigned)low_mask) <= budget &&
+                                __builtin_popcount(differ) <= all_budget)
+                                pass |= 0x8000ULL << (16 * b);
+                        }
                     }
                     while (pass) { /* the few rows whose filter is within reach: their positions */
-                        int byte = __builtin_ctzll(pass) >> 3;
-                        row_out[j] = p + (uint32_t)byte;
+                        int lane = __builtin_ctzll(pass) >> 4;
+                        row_out[j] = p + (uint32_t)lane;
                         query_out[j] = query;
                         j++;
                         pass &= pass - 1;
@@ -827,14 +867,15 @@ static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_
     Py_ssize_t chunk = nq < chunk_size ? nq : chunk_size;
     uint64_t *items = PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(chunk ? chunk : 1));
     uint64_t *scratch = PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(chunk ? chunk : 1));
+    size_t *query_starts = PyMem_RawMalloc(sizeof(size_t) * (size_t)(chunk + 1));
     Candidates cands = {NULL, NULL, 0, 0};
-    int failed = items == NULL || scratch == NULL;
+    int failed = items == NULL || scratch == NULL || query_starts == NULL;
     if (tail_start < 0) tail_start = 0;
     for (Py_ssize_t c0 = 0; c0 < nq && !failed; c0 += chunk) {
         Py_ssize_t m = nq - c0 < chunk ? nq - c0 : chunk;
         cands.len = 0;
         for (Py_ssize_t t = 0; t < table_count && !failed; t++)
-            failed = table_candidates(&tables[t], q + c0, m, items, scratch, &cands) < 0;
+            failed = table_candidates(&tables[t], q + c0, m, max_distance, items, scratch, &cands) < 0;
         if (failed) break;
         /* verify each candidate with a popcount */
         size_t first = out->len;
@@ -862,7 +903,10 @@ static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_
          * (a fingerprint close to the query in several tables' keys is found in each). */
         Pair *found = out->data + first;
         size_t count = out->len - first;
-        if (count > 1) qsort(found, count, sizeof(Pair), pair_order);
+        if (count > 1 && sort_pairs(found, count, c0, m, query_starts) < 0) {
+            failed = 1;
+            break;
+        }
         size_t kept = 0;
         for (size_t a = 0; a < count; a++) {
             if (kept > 0 && found[kept - 1].query == found[a].query && found[kept - 1].row == found[a].row) continue;
@@ -872,6 +916,7 @@ static int search(const uint64_t *q, Py_ssize_t nq, const uint64_t *f, Py_ssize_
     }
     PyMem_RawFree(items);
     PyMem_RawFree(scratch);
+    PyMem_RawFree(query_starts);
     PyMem_RawFree(cands.row);
     PyMem_RawFree(cands.query);
     return failed ? -1 : 0;
@@ -1093,7 +1138,6 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy.core._speedups", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
-    fill_bits_in_byte();
     /* lxml's C API with its signature checks (lxml.etree_api.h): an lxml whose
      * API differs from the one this module was compiled against fails here. */
     if (import_lxml__etree() < 0) {

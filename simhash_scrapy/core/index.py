@@ -20,19 +20,20 @@ With fewer blocks than k + 1 (B <= k) each block is a table's key and a
 match differs from the query in at most r = floor(k / B) bits of some block
 (B numbers summing to k cannot all exceed it): a query reads every bucket
 whose key is within r bits of its own (the bucket's bits flipped, one or two
-at a time), and each table keeps the low 8 bits of every row's key beside its
-row number, so the rows of a probed bucket that cannot be within r are
-dropped before their fingerprint is read.  At k = 4 that is B = 3 (three
+at a time), and each table keeps a 16-bit filter beside every row number (the
+key's bits below the bucket, then a sample of fingerprint bits outside the
+key: ``_Table.filter_values``), so the rows of a probed bucket that cannot be
+within k are dropped before their row number and fingerprint are read.  At k = 4 that is B = 3 (three
 tables of ~21-bit keys, each read at ~19 buckets) against C(5, 4) = 5 tables
 of 13-bit keys with B = 5: about 15x fewer fingerprints to verify per query
 and fewer tables (``default_blocks``; figures in ``benchmarks/core.py``).
 
 Layout (chosen for memory and numpy speed): fingerprints live once in a uint64
 array; each table is a uint32 array of row numbers sorted by key bucket plus a
-directory of bucket offsets (plus the uint8 key filter when r > 0).  New rows
+directory of bucket offsets (plus the uint16 filter when r > 0).  New rows
 go to a small unsorted tail that queries scan by brute force, and are merged
 into the tables in batches.  With k = 3, B = 4 that is about 33 bytes per
-stored fingerprint with integer keys; with k = 4, B = 3 about 32.
+stored fingerprint with integer keys; with k = 4, B = 3 about 38.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ _HEADER = struct.Struct("<8sHBBQB")  # magic, version, k, B, rows, key kind
 _KEYS_INT, _KEYS_STR = 0, 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _BYTE_ORDER = sys.byteorder  # a query's bytes as numpy's native uint64
-#: Spare bytes after a table's key filter: the C loop reads filters 8 bytes at a time.
-_FILTER_PAD = 8
+#: Spare items after a table's filter: the C loop reads filters 4 items (8 bytes) at a time.
+_FILTER_PAD = 4
 
 
 class IndexFormatError(ValueError):
@@ -102,18 +103,23 @@ def block_widths(blocks: int) -> list[int]:
 class _Table:
     """One permutation: the key is the concatenation of some blocks."""
 
-    __slots__ = ("spans", "key_bits", "errors", "dir_bits", "entries", "room", "filter", "filter_room", "bounds")
+    __slots__ = (
+        "spans", "key_bits", "errors", "sample", "dir_bits", "entries", "room", "filter", "filter_room", "bounds"
+    )
 
-    def __init__(self, spans: list[tuple[int, int, int]], key_bits: int, errors: int) -> None:
+    def __init__(
+        self, spans: list[tuple[int, int, int]], key_bits: int, errors: int, sample: tuple[int, int] = (0, 0)
+    ) -> None:
         self.spans = spans  # (shift, mask, width) of contiguous bit runs, high to low
         self.key_bits = key_bits
         self.errors = errors  # bits the key of a match may differ in (0: exact buckets)
+        self.sample = sample  # (shift, width): fingerprint bits outside the key that the filter samples
         self.dir_bits = 0
         # Row numbers sorted by bucket; ``entries`` is a prefix of ``room``, the rest is spare
-        # for merges.  With errors > 0, ``filter`` holds the low 8 bits of each row's key, in
-        # the same order (a prefix of ``filter_room``, which keeps _FILTER_PAD spare bytes).
+        # for merges.  With errors > 0, ``filter`` holds 16 bits of each row in the same order
+        # (a prefix of ``filter_room``, which keeps _FILTER_PAD spare items): see filter_values.
         self.entries = self.room = np.zeros(0, dtype=np.uint32)
-        self.filter_room: np.ndarray | None = np.zeros(_FILTER_PAD, dtype=np.uint8) if errors else None
+        self.filter_room: np.ndarray | None = np.zeros(_FILTER_PAD, dtype=np.uint16) if errors else None
         self.filter: np.ndarray | None = self.filter_room[:0] if self.filter_room is not None else None
         self.bounds = np.zeros(2, dtype=np.uint32)
 
@@ -147,9 +153,26 @@ class _Table:
         """(XOR masks of the buckets to read, key bits each spends): the bucket itself, then 1, 2 flips."""
         return _probes(self.dir_bits, self.errors)
 
+    def filter_low_bits(self) -> int:
+        """Key bits below the bucket that the filter holds (bits inside the bucket are already counted)."""
+        return min(8, self.key_bits - self.dir_bits)
+
     def filter_mask(self) -> int:
-        """The filter bits that lie below the bucket (bits inside the bucket are already counted)."""
-        return (1 << min(8, self.key_bits - self.dir_bits)) - 1
+        """The filter's key bits (its low bits)."""
+        return (1 << self.filter_low_bits()) - 1
+
+    def filter_sample_bits(self) -> int:
+        return min(self.sample[1], 16 - self.filter_low_bits())
+
+    def filter_values(self, keys: np.ndarray, fps: np.ndarray) -> np.ndarray:
+        """Each row's 16-bit filter: the key's low bits below the bucket, and above them a sample of
+        fingerprint bits outside the key.  A match within k that spent ``s`` bits in the bucket
+        differs in at most ``errors - s`` of the key bits and at most ``k - s`` of all 16, so
+        most rows of a probed bucket are dropped before their row number and fingerprint are
+        read (two random loads each)."""
+        low, width = self.filter_low_bits(), self.filter_sample_bits()
+        sample = (fps >> np.uint64(self.sample[0])) & np.uint64((1 << width) - 1)
+        return ((sample << np.uint64(low)) | (keys & np.uint64((1 << low) - 1))).astype(np.uint16)
 
 
 #: Rows sorted at a time when the tables are rebuilt.
@@ -335,7 +358,11 @@ class BlockPermutedIndex:
                     spans[-1] = (shift, (1 << width) - 1, width)
                 else:
                     spans.append((shift, (1 << width) - 1, width))
-            self._tables.append(_Table(spans, sum(self.widths[b] for b in chosen), errors))
+            sample = (0, 0)
+            if errors and blocks > 1:  # the filter samples the low bits of the next block
+                following = (chosen[0] + 1) % blocks
+                sample = (lows[following], self.widths[following])
+            self._tables.append(_Table(spans, sum(self.widths[b] for b in chosen), errors, sample))
         self._fps = np.zeros(16, dtype=np.uint64)
         self._keys = _Keys()
         self._n = 0  # rows used (live and removed)
@@ -413,9 +440,10 @@ class BlockPermutedIndex:
             free = table.bounds[:-1].astype(np.int64)  # next free position of each bucket
             del counts
             rows = _empty(n, np.uint32)
-            filter_room = _empty(n + _FILTER_PAD, np.uint8) if table.errors else None
+            filter_room = _empty(n + _FILTER_PAD, np.uint16) if table.errors else None
             for start, end in chunks:
-                keys = table.keys(self._fps[start:end])
+                chunk_fps = self._fps[start:end]
+                keys = table.keys(chunk_fps)
                 chunk_buckets = table.buckets_of_keys(keys)
                 by_bucket = np.argsort(chunk_buckets, kind="stable")
                 sorted_buckets = chunk_buckets[by_bucket]
@@ -426,7 +454,7 @@ class BlockPermutedIndex:
                 free[present] += run
                 rows[positions] = by_bucket + start
                 if filter_room is not None:
-                    filter_room[positions] = keys[by_bucket] & np.uint64(0xFF)
+                    filter_room[positions] = table.filter_values(keys[by_bucket], chunk_fps[by_bucket])
             table.entries = table.room = rows
             if filter_room is not None:
                 filter_room[n:] = 0
@@ -463,7 +491,7 @@ class BlockPermutedIndex:
                 assert table.filter is not None
                 if size + more + _FILTER_PAD > len(table.filter_room):
                     table.filter_room = _grown(table.filter, max(size + more, size + size // 4) + _FILTER_PAD)
-                _insert_sorted(table.filter_room, size, at, (keys[by_bucket] & np.uint64(0xFF)).astype(np.uint8))
+                _insert_sorted(table.filter_room, size, at, table.filter_values(keys[by_bucket], fps[by_bucket]))
                 table.filter_room[size + more :] = 0
                 table.filter = table.filter_room[: size + more]
             table.bounds[1:] += np.cumsum(np.bincount(buckets, minlength=len(table.bounds) - 1), dtype=np.uint32)
@@ -529,10 +557,13 @@ class BlockPermutedIndex:
         lo = table.bounds[probed].astype(np.int64)
         counts = table.bounds[probed + 1].astype(np.int64) - lo
         owners, positions = _ragged(lo, counts)
-        wanted = (keys & np.uint64(0xFF)).astype(np.uint8)
+        wanted = table.filter_values(keys, queries)
         probe_query = np.repeat(np.arange(len(queries)), len(masks))
-        off = np.bitwise_count((table.filter[positions] ^ wanted[probe_query[owners]]) & np.uint8(table.filter_mask()))
-        keep = off <= budget[owners]
+        differ = table.filter[positions] ^ wanted[probe_query[owners]]
+        spent_bits = np.tile(spent, len(queries))[owners]
+        keep = (np.bitwise_count(differ & np.uint16(table.filter_mask())) <= budget[owners]) & (
+            np.bitwise_count(differ) <= self.max_distance - spent_bits
+        )
         return probe_query[owners[keep]], positions[keep]
 
     def _table_specs(self) -> Any:
@@ -540,7 +571,8 @@ class BlockPermutedIndex:
         speedups = _native.speedups
         if self._specs is None or self._specs[0] is not speedups:
             specs = [
-                (t.entries, t.bounds, t.spans, t.key_bits - t.dir_bits, t.errors, t.dir_bits, t.filter_room)
+                (t.entries, t.bounds, t.spans, t.key_bits - t.dir_bits, t.errors, t.dir_bits, t.filter_room,
+                 t.filter_low_bits(), t.sample[0], t.filter_sample_bits())
                 for t in self._tables
             ]
             self._specs = (speedups, speedups.prepare_tables(specs))
