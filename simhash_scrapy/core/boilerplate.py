@@ -14,16 +14,18 @@ Python side only touches the few elements that are removed:
    innermost one that still holds most of the marked text.  A page that marks
    nothing is walked down from ``<body>`` through wrappers to the element that
    holds most of its non-link text (siblings such as menus and sidebars stay
-   behind).
+   behind); it stops where a heading stands beside that child (DocBook's
+   chapter title) or the child holds under 70% of all text (a contents page).
 2. **Named boilerplate**: elements whose tag (``nav``, ``aside``, ``header``,
    ``footer``, ``form``...), ARIA role or ``class``/``id`` words name
    boilerplate (``sidebar``, ``cookie``, ``related``, ``share``...) are
    removed, unless they hold most of the container's text (a wrapper with a
-   bad name).  ``id``s of ``section`` elements are heading slugs, not names.
+   bad name) or are a box of prose in the text named only ``sidebar`` (DocBook).
+   ``id``s of ``section`` elements are heading slugs, not names.
 3. **Link lists**: blocks whose text is mostly link text (menus, tag clouds,
    "popular pages") are removed, unless together they are most of the
    container's text: then the page *is* a list of links (a table of contents,
-   an index) and the links are its content.
+   an index) and the links are its content; a list named ``toc`` always is.
 4. **Edges of a page without a container**: when the content sits directly in
    ``<body>`` (DocBook, texi2html and groff output, hand-written sites), the
    blocks before its first heading (a navigation header, a session bar) and
@@ -298,12 +300,9 @@ _FLOW = frozenset({"p", "pre", "blockquote", "dl", "ul", "ol", "table", "div", "
 
 
 def _is_inline_aside(element: etree._Element) -> bool:
-    """An in-text aside: a ``sidebar`` box of prose between the blocks of the article.
-
-    Named only by a sidebar word (no id: a page's sidebar column has one, an aside
-    inside the text does not name itself), a ``div`` or ``aside``, with content blocks before and after it in its
-    parent, at least ``_ASIDE_MIN_CHARS`` of text and little link text.  A page's sidebar column
-    stands beside the article, holds links and widgets, or carries another boilerplate name.
+    """An in-text aside: a ``div``/``aside`` named only by a sidebar word (its id names nothing),
+    after another block of its parent, of prose (``_ASIDE_MIN_CHARS``, little link text).  A
+    page's sidebar column comes first, holds links and widgets, or has another boilerplate name.
     """
     if element.tag not in ("div", "aside"):
         return False
