@@ -68,10 +68,11 @@ def sync_client(url: str) -> Any:
     return redis.Redis.from_url(url)
 
 
-def settings(url: str, capacity: int) -> Any:
+def settings(url: str, capacity: int, extra: dict[str, Any] | None = None) -> Any:
     from simhash_scrapy.backends.redis import RedisSettings
 
-    return RedisSettings({"SIMHASH_REDIS_URL": url, "SIMHASH_REDIS_PERSIST": True, "SIMHASH_REDIS_CAPACITY": capacity})
+    return RedisSettings({"SIMHASH_REDIS_URL": url, "SIMHASH_REDIS_PERSIST": True, "SIMHASH_REDIS_CAPACITY": capacity,
+                          **(extra or {})})
 
 
 # ---------------------------------------------------------------------------- pages
@@ -113,11 +114,11 @@ def fill_plan(stored: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
     return fps, dup
 
 
-async def fill_through_backend(url: str, stored: int, capacity: int) -> None:
+async def fill_through_backend(url: str, stored: int, capacity: int, extra: dict[str, Any] | None = None) -> None:
     from simhash_scrapy.backends.redis import RedisBackend
 
     fps, _ = fill_plan(stored)
-    backend = RedisBackend(SimhashConfig(), settings(url, capacity))
+    backend = RedisBackend(SimhashConfig(), settings(url, capacity, extra))
     await backend.open("bench")
     pages = iter(range(stored))
 
@@ -246,13 +247,13 @@ def worker_pages(stored: int, worker: int, workers: int, checks: int) -> list[tu
 
 
 def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, checks: int, in_flight: int,
-               barrier: Any, results: Any) -> None:
+               barrier: Any, results: Any, extra: dict[str, Any] | None = None) -> None:
     from simhash_scrapy.backends.redis import RedisBackend
 
     pages = worker_pages(stored, worker, workers, checks)
 
     async def main() -> None:
-        backend = RedisBackend(SimhashConfig(), settings(url, capacity))
+        backend = RedisBackend(SimhashConfig(), settings(url, capacity, extra))
         await backend.open("bench")
         await backend.preload(SCOPE)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -267,10 +268,11 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
         start, cpu = time.time(), time.process_time()
         await asyncio.gather(*(one() for _ in range(in_flight)))
         end, cpu = time.time(), time.process_time() - cpu
+        errors = backend.stats.values.get("simhash/backend_errors", 0) if backend.stats is not None else 0
         await backend.close()
         results.put((worker, start, end, cpu, rss, [
             (page, v.outcome.value, v.canonical_url, v.distance) for (page, _), v in zip(pages, verdicts)
-        ]))
+        ], errors))
 
     asyncio.run(main())
 

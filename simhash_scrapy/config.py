@@ -101,6 +101,7 @@ class RedisConfig:
     cluster: bool = False
     heartbeat: float = defaults.REDIS_HEARTBEAT
     capacity: int = defaults.REDIS_CAPACITY
+    shards: int = defaults.REDIS_SHARDS
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> RedisConfig:
@@ -155,6 +156,7 @@ class RedisConfig:
             cluster=parse_bool("SIMHASH_REDIS_CLUSTER", get("SIMHASH_REDIS_CLUSTER")),
             heartbeat=_redis_heartbeat(get("SIMHASH_REDIS_HEARTBEAT")),
             capacity=parse_int("SIMHASH_REDIS_CAPACITY", get("SIMHASH_REDIS_CAPACITY", defaults.REDIS_CAPACITY), 1),
+            shards=parse_int("SIMHASH_REDIS_SHARDS", get("SIMHASH_REDIS_SHARDS", defaults.REDIS_SHARDS), 1, 1024),
         )
 
 

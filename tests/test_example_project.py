@@ -236,3 +236,15 @@ def test_start_url_crawls_that_site_within_the_page_limit(tmp_path: Path) -> Non
     assert len(run.items) + stats.get("simhash/dropped", 0) + skipped == 8 + 1
     assert run.items[0]["url"] == f"{base_url}articles/" and run.items[0]["depth"] == 0
     assert all(item["url"].startswith(base_url) for item in run.items)
+
+
+def test_a_rerun_with_simhash_dir_sees_the_same_pages_unchanged(tmp_path: Path) -> None:
+    # The sample site is served on a fixed port, so a second crawl fetches the same URLs and the
+    # store of the first (SIMHASH_DIR) recognises every page as unchanged, not as new duplicates.
+    store = f"SIMHASH_DIR={tmp_path / 'store'}"
+    first = CrawlRun(tmp_path / "first", "-s", store)
+    second = CrawlRun(tmp_path / "second", "-s", store)
+    assert "Serving the bundled sample site at http://127.0.0.1:8741/" in first.log
+    assert second.stats["simhash/initial"] == first.stats["simhash/fingerprinted"] == len(HTML_PAGES)
+    assert second.stats["simhash/unchanged"] == second.stats["simhash/fingerprinted"] == len(HTML_PAGES)
+    assert second.stats.get("simhash/near_duplicates", 0) == 0 and second.stats.get("simhash/unique", 0) == 0

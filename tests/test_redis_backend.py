@@ -272,6 +272,61 @@ async def test_same_decisions_batched_and_across_workers(redis_server: RedisServ
 
 
 @async_test
+async def test_identity_records_in_shards_same_decisions(redis_server: RedisServer) -> None:
+    # SIMHASH_REDIS_SHARDS: each identity's record is read (and claimed) on its shard, the decision is
+    # taken on the scope's log, the record written back: the same decisions as in process, with
+    # re-checks, kind switches and three workers whose replicas lag behind one another.
+    config = SimhashConfig()
+    workers = [make_backend(redis_server, config, SIMHASH_REDIS_SHARDS=4, SIMHASH_REDIS_PERSIST=True) for _ in range(3)]
+    for worker in workers:
+        await worker.open("spider")
+    await same_as_memory(workers, config, recrawl_sequence(9, 900, scopes=("a", "b")))
+    import redis as redis_py
+
+    client = redis_py.Redis.from_url(redis_server.url)
+    try:
+        names = [key.decode() for key in client.keys("spider:simhash:*")]
+        shards = {name.split("}")[0].rsplit(".", 1)[1] for name in names if ":i:" in name}
+        assert shards == {"0", "1", "2", "3"}, names  # the records are spread over the four shards
+        assert not [name for name in names if name.endswith(":claims")], names  # every claim released
+    finally:
+        client.close()
+    # An export (``scrapy simhash report``) finds the shards from the stored layout, whatever its settings say.
+    reader = make_backend(redis_server, config)
+    await reader.attach("spider")
+    assert await reader.members() == await workers[0].members()
+    await reader.close()
+    for worker in workers:
+        await worker.close()
+    batched = make_backend(redis_server, config, SIMHASH_REDIS_SHARDS=3)
+    await batched.open("other")
+    await same_as_memory([batched], config, recrawl_sequence(10, 600), concurrent=True)
+    await batched.close()
+
+
+@async_test
+async def test_a_claim_left_by_a_dead_worker_expires(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from simhash_scrapy.backends.redis import backend as redis_backend
+    from simhash_scrapy.backends.redis.layout import identity_slot
+
+    monkeypatch.setattr(redis_backend, "_CLAIM_MS", 300)
+    dead, alive = (make_backend(redis_server, SIMHASH_REDIS_SHARDS=2, SIMHASH_REDIS_PERSIST=True) for _ in range(2))
+    await dead.open("spider")
+    await alive.open("spider")
+    page = PageRecord("https://e/claimed", 12345, "spider")
+    # The dead worker claimed the identity and never wrote its record back (killed mid-check).
+    await dead._claim(dead.keys.scope("spider"), [identity_slot("spider", page.url, dead.bucket_bits)])
+    monkeypatch.setattr(redis_backend, "_SHARD_TRIES", 2)
+    assert (await alive.check(page)).outcome is Outcome.UNCHECKED  # still claimed: not checked, counted
+    assert alive.stats.values["simhash/redis/claimed_elsewhere"] == 1
+    monkeypatch.setattr(redis_backend, "_SHARD_TRIES", 40)
+    assert (await alive.check(page)).outcome is Outcome.UNIQUE  # the claim expired: taken over
+    assert (await alive.check(page)).outcome is Outcome.UNCHANGED
+    await dead.close()
+    await alive.close()
+
+
+@async_test
 async def test_the_plain_page_sequence_too(redis_server: RedisServer) -> None:
     config = SimhashConfig(max_distance=3)
     redis = make_backend(redis_server, config)
@@ -435,6 +490,9 @@ async def test_other_settings_are_refused(redis_server: RedisServer) -> None:
     ]:
         with pytest.raises(BackendError, match=setting):
             await make_backend(redis_server, SimhashConfig(**{**base, **change})).open("s")
+    # Where the identity records live: every worker must agree.
+    with pytest.raises(BackendError, match="SIMHASH_REDIS_SHARDS"):
+        await make_backend(redis_server, SimhashConfig(**base), SIMHASH_REDIS_SHARDS=3).open("s")
     # The block layout is each worker's own business (the index in Redis does not depend on it).
     other = make_backend(redis_server, SimhashConfig(**{**base, "blocks": 6}))
     await other.open("s")

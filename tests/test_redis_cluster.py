@@ -100,3 +100,58 @@ async def test_a_hash_tag_keeps_everything_in_one_slot(redis_cluster: RedisClust
     assert await backend.members() == await memory.members()  # one counter: global first-check order
     assert sorted(keys_per_node(redis_cluster)).count(0) == 2
     await backend.close()
+
+
+@async_test
+async def test_one_scope_sharded_over_the_nodes(redis_cluster: RedisCluster) -> None:
+    # SIMHASH_REDIS_SHARDS: one scope's identity records spread over the nodes (the log, where the
+    # decision is taken atomically, stays in the scope's slot): the same decisions as in process.
+    backend = cluster_backend(redis_cluster, SIMHASH_REDIS_SHARDS=6)
+    await backend.open("myspider")
+    memory = MemoryBackend(SimhashConfig())
+    for record, index in recrawl_sequence(14, 600):
+        assert await backend.check(record, index) == memory.check_now(record, index), record
+    assert await backend.members() == await memory.members()
+    assert await backend.index_size() == await memory.index_size()
+    spread = keys_per_node(redis_cluster)
+    assert sum(1 for n in spread if n) >= 2, spread
+    await backend.close()
+    assert keys_per_node(redis_cluster) == [0, 0, 0]
+
+
+@async_test
+async def test_concurrent_workers_on_one_sharded_scope_make_exactly_one_canonical(redis_cluster: RedisCluster) -> None:
+    rng = random.Random(22)
+    workers = [cluster_backend(redis_cluster, SIMHASH_REDIS_PERSIST=True, SIMHASH_REDIS_SHARDS=6) for _ in range(3)]
+    for worker in workers:
+        await worker.open("myspider")
+    records = []
+    for c in range(30):
+        base = rng.getrandbits(64)
+        for v in range(8):  # within 1 of the base: all near-duplicates of each other
+            records.append(PageRecord(f"https://one.example/{c}/{v}", flip(base, rng.randint(0, 1), rng), "spider"))
+    # The same identities checked by two workers at once: the claim makes the second wait for the first.
+    again = [PageRecord(r.url, r.fingerprint, r.scope) for r in records[:40]]
+    rng.shuffle(records)
+    checks = [workers[i % 3].check(r) for i, r in enumerate(records)]
+    checks += [workers[(i + 1) % 3].check(r) for i, r in enumerate(again)]
+    verdicts = await asyncio.gather(*checks)
+    first = verdicts[: len(records)]
+    canonical = [r for r, v in zip(records, first) if v.outcome is Outcome.UNIQUE]
+    assert sorted(r.url.split("/")[3] for r in canonical) == sorted(str(c) for c in range(30))
+    for record, verdict in zip(records, first):
+        if verdict.outcome is Outcome.NEAR_DUPLICATE:
+            assert verdict.canonical_url.split("/")[3] == record.url.split("/")[3]
+    # Each identity checked twice: once as a new page, once as an unchanged one, in either order.
+    by_url: dict[str, list[Outcome]] = {}
+    for record, verdict in zip([*records, *again], verdicts):
+        by_url.setdefault(record.url, []).append(verdict.outcome)
+    for record in again:
+        outcomes = by_url[record.url]
+        assert Outcome.UNCHANGED in outcomes and len(outcomes) == 2, (record.url, outcomes)
+    assert await workers[0].index_size() == 30
+    assert len(await workers[2].members()) == len(records)
+    assert sum(1 for n in keys_per_node(redis_cluster) if n) >= 2
+    assert all(worker.stats.values.get("simhash/backend_errors", 0) == 0 for worker in workers)
+    for worker in workers:
+        await worker.close()

@@ -88,6 +88,9 @@ REDIS_TTL = 0.0
 REDIS_HEARTBEAT = 1.0
 #: ``SIMHASH_REDIS_CAPACITY``: pages per scope the Redis key layout is sized for (memory per page).
 REDIS_CAPACITY = 10_000_000
+#: ``SIMHASH_REDIS_SHARDS``: hash slots the identity records of one scope are spread over (1: the
+#: scope's own slot, next to its log; more: a Redis Cluster spreads one scope over its nodes).
+REDIS_SHARDS = 1
 
 # ------------------------------------------------------------------ URL rules
 #: ``SIMHASH_URL_RULES``: ``"off"``, ``"learn"`` (learn and report rules) or

@@ -1,7 +1,8 @@
 """Crawl one site and follow its links; near-duplicates are handled by simhash-scrapy.
 
-Without arguments the spider serves the bundled sample site on 127.0.0.1 (a
-free port) and crawls it::
+Without arguments the spider serves the bundled sample site on 127.0.0.1
+(port 8741, so that a re-run with ``SIMHASH_DIR`` sees the same URLs; a free
+port when 8741 is taken, or ``-a port=N``) and crawls it::
 
     scrapy crawl site
 
@@ -29,14 +30,24 @@ from scrapy.linkextractors import LinkExtractor
 from ..sample_site import SampleSite
 
 DEFAULT_MAX_PAGES = 200
+#: The sample site's port: fixed, so that the URLs (and the request fingerprints a re-crawl
+#: with SIMHASH_DIR compares) are the same from one run to the next.
+SAMPLE_SITE_PORT = 8741
 
 
 class SiteSpider(scrapy.Spider):
     name = "site"
 
-    def __init__(self, start_url: str | None = None, max_pages: str | int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, start_url: str | None = None, max_pages: str | int | None = None, port: str | int | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.sample_site: SampleSite | None = None
+        try:
+            self.port = int(port) if port not in (None, "") else None
+        except ValueError:
+            raise ValueError(f"port must be a port number (0: any free port), got {port!r}") from None
         if start_url:
             parsed = urlparse(start_url)
             if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -70,8 +81,18 @@ class SiteSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[Any]:
         url = self.start_url
         if url is None:
-            self.sample_site = SampleSite()
-            url = self.sample_site.start()
+            self.sample_site = SampleSite(port=SAMPLE_SITE_PORT if self.port is None else self.port)
+            try:
+                url = self.sample_site.start()
+            except OSError as exc:
+                if self.port is not None:
+                    raise
+                self.sample_site = SampleSite()
+                url = self.sample_site.start()
+                self.logger.warning(
+                    "Port %d is taken (%s): serving the sample site on %s instead; a re-run with SIMHASH_DIR "
+                    "then sees its URLs as other pages", SAMPLE_SITE_PORT, exc, url,
+                )
             self.logger.info("Serving the bundled sample site at %s", url)
         self.scheduled.add(url)
         yield scrapy.Request(url, callback=self.parse)

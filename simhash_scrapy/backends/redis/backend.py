@@ -32,7 +32,18 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection, export
-from .layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, layout_mismatch, layout_string
+from .layout import (
+    ENTRY,
+    Codec,
+    Keys,
+    ScopeKeys,
+    bucket_bits_for,
+    identity_slot,
+    layout_mismatch,
+    layout_shards,
+    layout_string,
+    parse_record,
+)
 from .outages import Outages, ignore
 from .protocol import pack_page, parse_verdicts, verdict
 from .replica import Replica
@@ -45,14 +56,22 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisBackend"]
 
+
+def _claim_field(slot: tuple[int, bytes, bytes]) -> bytes:
+    """An identity's field in its shard's claims: its bucket (3 bytes) and its 8-byte field."""
+    return slot[0].to_bytes(3, "big") + slot[1]
+
 logger = logging.getLogger("simhash_scrapy.backends.redis")
 
 _STALE = 60  # a worker silent for this long is considered gone
 _MAX_BATCH = 256
 _SYNC_CHUNK = 1 << 20  # log entries per GETRANGE when a replica is loaded
 _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
-
-
+#: Shards: how long a claim on an identity holds (a worker that died mid-check frees it then).
+_CLAIM_MS = 30_000
+#: Shards: tries (and the pause between) for an identity another worker is checking, and for the
+#: record of a canonical page whose worker has not written it back yet.
+_SHARD_TRIES, _SHARD_PAUSE = 40, 0.025
 
 
 
@@ -70,7 +89,7 @@ class RedisBackend(Outages, DedupBackend):
         self.settings = settings
         self.stats = stats
         self.crawler = crawler
-        self.layout = layout_string(config)
+        self.layout = layout_string(config, settings.shards)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.client: Any = None
         self.keys = Keys("")
@@ -94,7 +113,7 @@ class RedisBackend(Outages, DedupBackend):
     # ----------------------------------------------------------- connect
     def _use_key(self, spider_name: str) -> None:
         self.prefix = self.settings.key(spider_name)
-        self.keys = Keys(self.prefix, self.settings.cluster)
+        self.keys = Keys(self.prefix, self.settings.cluster, self.settings.shards)
 
     async def _connect(self, spider_name: str) -> None:
         self._use_key(spider_name)
@@ -108,7 +127,7 @@ class RedisBackend(Outages, DedupBackend):
                 f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
                 f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
             ) from exc
-        for name in ("check", "open", "close", "heartbeat"):
+        for name in ("check", "open", "close", "heartbeat", "claim", "write"):
             self._scripts[name] = self.client.register_script(lua(name))
 
     async def _disconnect(self) -> None:
@@ -164,7 +183,15 @@ class RedisBackend(Outages, DedupBackend):
 
     async def attach(self, spider_name: str) -> None:
         """Connect for reading only (exports): no worker registration, no flush."""
-        return await connection.on_asyncio(self._connect(spider_name))
+        return await connection.on_asyncio(self._attach(spider_name))
+
+    async def _attach(self, spider_name: str) -> None:
+        await self._connect(spider_name)
+        # Read where the crawl put the identity records (its SIMHASH_REDIS_SHARDS), whatever this one says.
+        stored = await self.client.hget(self.keys.meta, "layout")
+        shards = layout_shards(stored.decode("utf-8", "replace")) if stored else self.settings.shards
+        if shards != self.keys.shards:
+            self.keys = Keys(self.prefix, self.settings.cluster, shards)
 
     @property
     def _ttl(self) -> int:
@@ -291,7 +318,19 @@ class RedisBackend(Outages, DedupBackend):
             self._replicas[scope] = replica
         return replica
 
-    async def _send(self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]]) -> list[Verdict]:
+    async def _send(
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int = 0
+    ) -> list[Verdict]:
+        if self.keys.shards > 1:
+            # With shards an identity's record is read before the script runs: the batch is cut before
+            # an identity's second page, which goes in the next call (in order) after the first
+            # one's record is written back.
+            seen: set[str] = set()
+            for n, (record, _, _) in enumerate(batch):
+                identity = record.identity or record.url
+                if identity in seen:
+                    return [*await self._send(scope, batch[:n], attempt), *await self._send(scope, batch[n:], attempt)]
+                seen.add(identity)
         try:
             replica = await self._replica(scope)
             sk = self.keys.scope(scope)
@@ -301,17 +340,32 @@ class RedisBackend(Outages, DedupBackend):
                 codec.zdict = await self.client.hget(sk.meta, "zdict")
             simhash = [r.fingerprint for r, _, _ in batch if not r.exact]
             found = iter(replica.candidates_many(simhash))
+            slots = [identity_slot(scope, r.identity or r.url, self.bucket_bits) for r, _, _ in batch]
+            olds = await self._claim(sk, slots) if sk.shard_bases else None
             seq_key = self.keys.meta if self.keys.global_seq else sk.meta
             keys = [seq_key, sk.meta, sk.log]
-            args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope]
-            for record, index, _ in batch:
-                bucket, field, kept = identity_slot(scope, record.identity or record.url, self.bucket_bits)
-                keys.append(sk.bucket(bucket))
+            args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
+                               "0" if olds is None else "1"]
+            sent = []  # the batch's positions in the script call (identities busy elsewhere are not sent)
+            for n, ((record, index, _), (bucket, field, kept)) in enumerate(zip(batch, slots)):
                 local = replica.candidates(record.fingerprint, True) if record.exact else next(found)
+                if olds is not None and olds[n] is None:
+                    continue
                 payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text)
-                args.append(pack_page(field, record.fingerprint, index, record.exact, record.seen, local, payload))
+                if olds is None:
+                    keys.append(sk.bucket(bucket))
+                shard_record = None if olds is None else (bucket, olds[n] or b"")
+                args.append(pack_page(field, record.fingerprint, index, record.exact, record.seen, local, payload,
+                                      shard_record))
+                sent.append(n)
             sync = replica.sync
-            reply = await self._scripts["check"](keys=keys, args=args)
+            rows = []
+            if sent:
+                reply = await self._scripts["check"](keys=keys, args=args)
+                replica.apply(reply[0], sync)
+                rows = parse_verdicts(reply[1], len(sent))
+            if olds is not None and sent:
+                rows = await self._write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows)
         except _DOWN_ERRORS as exc:
             self._mark_down(exc)
             raise
@@ -320,11 +374,102 @@ class RedisBackend(Outages, DedupBackend):
             if message.startswith("SIMHASH_LAYOUT "):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
             raise
-        replica.apply(reply[0], sync)
-        rows = parse_verdicts(reply[1], len(batch))
         if codec.zdict is None and any(Codec.needs_dict(row[4]) for row in rows if row[4]):
             codec.zdict = await self.client.hget(sk.meta, "zdict")
-        return [verdict(codec, *row) for row in rows]
+        verdicts = [Verdict(Outcome.UNCHECKED)] * len(batch)
+        for n, row in zip(sent, rows):
+            verdicts[n] = verdict(codec, *row[:6])
+        busy = sorted(set(range(len(batch))) - set(sent))
+        if busy and attempt < _SHARD_TRIES:
+            # Identities another worker is checking right now: again once its check is written back
+            # (this batch's claims are released by then, so two workers never wait on each other).
+            await asyncio.sleep(_SHARD_PAUSE * (attempt + 1))
+            for n, again in zip(busy, await self._send(scope, [batch[n] for n in busy], attempt + 1)):
+                verdicts[n] = again
+        elif busy and self.stats is not None:
+            self.stats.inc_value("simhash/redis/claimed_elsewhere", len(busy))
+        return verdicts
+
+    # ------------------------------------------------------------ shards
+    async def _claim(self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]]) -> list[bytes | None]:
+        """Claim each identity on its shard and read its record: b"" (none), the record, or None when
+        another worker is checking that identity (its claim has not expired)."""
+        olds: list[bytes | None] = [None] * len(slots)
+        by_shard: dict[int, list[int]] = {}
+        for n, slot in enumerate(slots):
+            by_shard.setdefault(sk.shard_of(slot[0]), []).append(n)
+
+        async def claim(shard: int, members: list[int]) -> list[bytes]:
+            keys = [sk.claims(shard), *(sk.bucket(slots[n][0]) for n in members)]
+            args: list[Any] = [self.worker_id, _CLAIM_MS]
+            for n in members:
+                args += [_claim_field(slots[n]), slots[n][1]]
+            return list(await self._scripts["claim"](keys=keys, args=args))
+
+        groups = list(by_shard.items())
+        for (_, members), replies in zip(groups, await asyncio.gather(*(claim(s, m) for s, m in groups))):
+            for n, reply in zip(members, replies):
+                if reply != b"B":
+                    olds[n] = reply[1:] if reply[:1] == b"R" else b""
+        return olds
+
+    async def _write_back(
+        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]], olds: list[bytes | None], rows: list[Any]
+    ) -> list[Any]:
+        """Write the checked identities' records to their shards (releasing the claims) and read, in
+        the same calls, the record of each canonical page the verdicts name (for its payload)."""
+        # A canonical page checked in this batch too: its record as it was at each row (the one read
+        # before the batch, then each row's), as the script reads it between rows without shards.
+        state: dict[tuple[int, bytes], bytes | None] = {(slot[0], slot[1]): old or None for slot, old in zip(slots, olds)}
+        known: list[Any] = []
+        for slot, row in zip(slots, rows):
+            wanted = row[2] is not None and row[4] is None and row[7] is not None
+            known.append(state.get((row[7][0], row[3]), b"") if wanted else None)
+            state[(slot[0], slot[1])] = row[6]
+        writes: dict[int, list[Any]] = {}
+        reads: dict[int, list[tuple[int, int, bytes]]] = {}
+        for slot, row in zip(slots, rows):
+            writes.setdefault(sk.shard_of(slot[0]), []).append((slot, row[6]))
+        for n, (row, value) in enumerate(zip(rows, known)):
+            if value == b"":
+                reads.setdefault(sk.shard_of(row[7][0]), []).append((n, row[7][0], row[3]))
+
+        async def write(shard: int) -> list[bytes]:
+            items, wanted = writes.get(shard, []), reads.get(shard, [])
+            args: list[Any] = [self.worker_id, self._ttl, len(items)]
+            for slot, record in items:
+                args += [_claim_field(slot), slot[1], record]
+            args += [field for _, _, field in wanted]
+            keys = [sk.claims(shard), *(sk.bucket(slot[0]) for slot, _ in items),
+                    *(sk.bucket(bucket) for _, bucket, _ in wanted)]
+            return list(await self._scripts["write"](keys=keys, args=args))
+
+        shards = sorted(set(writes) | set(reads))
+        for shard, values in zip(shards, await asyncio.gather(*(write(shard) for shard in shards))):
+            for (n, bucket, field), value in zip(reads.get(shard, []), values):
+                # Empty: the canonical page's worker has decided but not written its record back yet.
+                known[n] = bytes(value) if value else await self._canonical_record(sk, bucket, field)
+        out = []
+        for row, value in zip(rows, known):
+            if value is None:
+                out.append(row)
+                continue
+            record = parse_record(value)
+            # As check.lua's canonical_of: the log entry's fingerprint while that entry is the page's
+            # own, else the page's latest.
+            fingerprint = row[2] if record.own == row[7][1] else record.fingerprint.to_bytes(8, "big")
+            out.append((row[0], row[1], fingerprint, row[3], record.payload, *row[5:]))
+        return out
+
+    async def _canonical_record(self, sk: ScopeKeys, bucket: int, field: bytes) -> bytes | None:
+        """A canonical page's record, read from its shard (None if its worker never writes it back)."""
+        for _ in range(_SHARD_TRIES):
+            value = await self.client.hget(sk.bucket(bucket), field)
+            if value is not None:
+                return bytes(value)
+            # The canonical page's worker has decided but not written its record back yet.
+            await asyncio.sleep(_SHARD_PAUSE)
+        return None
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:

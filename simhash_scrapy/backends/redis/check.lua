@@ -3,15 +3,21 @@
 -- KEYS[1]  the sequence counter (HASH, field "seq": first-check order of identities)
 -- KEYS[2]  the scope's meta (HASH: layout, scope, canonicals)
 -- KEYS[3]  the scope's canonical log (STRING of 24-byte entries)
--- KEYS[3+i] the identity bucket (HASH) of record i
+-- KEYS[3+i] the identity bucket (HASH) of record i (not with shards)
 -- ARGV[1] layout  ARGV[2] k  ARGV[3] sync position (log entries the caller's replica holds)
 -- ARGV[4] bucket key prefix  ARGV[5] ttl ms (0: none)  ARGV[6] scope name
--- then one value per record, ">c8c8Bc8I4": field (8 bytes), fingerprint (8 bytes), mode (1: index, 2: exact),
+-- ARGV[7] "1" when the identity records live in shards (SIMHASH_REDIS_SHARDS > 1): the caller read
+--   each record from its shard (and claimed the identity there), passes it in, and writes back the
+--   record this script returns; the script touches only this slot's keys.
+-- then one value per record: with shards, ">I3I4" (bucket, length of the old record) and the old
+--   record first; then ">c8c8Bc8I4": field (8 bytes), fingerprint (8 bytes), mode (1: index, 2: exact),
 --   seen (8-byte big-endian double), length of the local candidates; then the local candidates
 --   (">I4I4B" each: log position, seq, distance) and the payload.
 -- Returns {tail of the log since the sync position, verdicts}: verdicts is, per record, ">BBI4B" (outcome,
---   parts: 1 canonical, 2 canonical payload, 4 previous; seq; distance), then [canonical fingerprint,
---   field (16 bytes)], [">I4" length and canonical payload], [previous fingerprint, previous seen (16 bytes)].
+--   parts: 1 canonical, 2 canonical payload, 4 previous, 8 new record, 16 canonical's bucket; seq;
+--   distance), then [canonical fingerprint, field (16 bytes)], [">I4" length and canonical payload],
+--   [previous fingerprint, previous seen (16 bytes)], [">I4" length and the new record],
+--   [canonical's bucket and log position (">I3I4")].
 local ENTRY = 24
 local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
 local UNIQUE, NEAR, UNCHANGED, CHANGED = 0, 1, 2, 3
@@ -34,6 +40,7 @@ end
 local k = tonumber(ARGV[2])
 local sync = tonumber(ARGV[3])
 local prefix = ARGV[4]
+local sharded = ARGV[7] == '1'
 local loglen = redis.call('STRLEN', KEYS[3]) / ENTRY
 if sync > loglen then sync = loglen end  -- the log was flushed: the caller resynchronises from the tail
 -- The entries appended since the caller's sync, as parallel arrays (simhash and exact apart).
@@ -124,6 +131,8 @@ local function canonical_of(pos)
   local e = redis.call('GETRANGE', KEYS[3], pos * ENTRY, pos * ENTRY + ENTRY - 1)
   local bucket = struct.unpack('>I3', e, 14)
   local field = string.sub(e, 17, 24)
+  -- With shards the record is in another slot: the caller reads it (its payload) by the bucket.
+  if sharded then return string.sub(e, 2, 9) .. field, false, struct.pack('>I3I4', bucket, pos) end
   local v = redis.call('HGET', prefix .. string.format('%x', bucket), field)
   if not v then return string.sub(e, 2, 9) .. field, false end
   local flags = string.byte(v, 13)
@@ -143,16 +152,25 @@ local function canonical_of(pos)
 end
 
 local out = {}
-for i = 1, #ARGV - 6 do
-  local key, blob = KEYS[3 + i], ARGV[6 + i]
+for i = 1, #ARGV - 7 do
+  local key, blob = KEYS[3 + i], ARGV[7 + i]
+  local bucket, old
+  if sharded then
+    local oldlen, at0
+    bucket, oldlen, at0 = struct.unpack('>I3I4', blob)
+    if oldlen > 0 then old = string.sub(blob, at0, at0 + oldlen - 1) end
+    blob = string.sub(blob, at0 + oldlen)
+  end
   local field, fp, mode, seen, nloc, at = struct.unpack('>c8c8Bc8I4', blob)
   local locals = string.sub(blob, at, at + nloc - 1)
   local payload = string.sub(blob, at + nloc)
   local exact = band(mode, 2) ~= 0
   local want_index = band(mode, 1) ~= 0
-  local bucket = tonumber(string.sub(key, #prefix + 1), 16)
+  if not sharded then
+    bucket = tonumber(string.sub(key, #prefix + 1), 16)
+    old = redis.call('HGET', key, field)
+  end
   local hi, lo = struct.unpack('>I4I4', fp)
-  local old = redis.call('HGET', key, field)
   local outcome, seq, first, own, canon, dist, prev, prevseen
   dist = 0
   if old then
@@ -198,10 +216,13 @@ for i = 1, #ARGV - 6 do
   parts[3] = string.char(flags)
   parts[4] = string.char(dist)
   parts[#parts + 1] = payload
-  redis.call('HSET', key, field, table.concat(parts))
+  local record = table.concat(parts)
+  if not sharded then redis.call('HSET', key, field, record) end
   local parts_out, has = {'', ''}, 0
+  local cbucket
   if canon then
-    local cfp, cpayload = canonical_of(canon)
+    local cfp, cpayload
+    cfp, cpayload, cbucket = canonical_of(canon)
     has = 1
     parts_out[#parts_out + 1] = cfp
     if cpayload then
@@ -212,6 +233,14 @@ for i = 1, #ARGV - 6 do
   if prev then
     has = has + 4
     parts_out[#parts_out + 1] = prev .. prevseen
+  end
+  if sharded then
+    has = has + 8
+    parts_out[#parts_out + 1] = struct.pack('>I4', #record) .. record
+    if cbucket then
+      has = has + 16
+      parts_out[#parts_out + 1] = cbucket
+    end
   end
   parts_out[1] = struct.pack('>BBI4B', outcome, has, seq, dist)
   out[#out + 1] = table.concat(parts_out)

@@ -24,12 +24,22 @@ async def delete_all(client: Any, keys: Keys) -> None:
     """Delete every key of the prefix (all scopes, the global keys; workers stay registered)."""
     for scope in await scopes(client, keys):
         sk = keys.scope(scope)
-        buckets = await _scan(client, _glob_escape(sk.bucket_prefix) + "*")
-        for start in range(0, len(buckets), _PIPELINE):
-            await client.unlink(*buckets[start : start + _PIPELINE])
+        for prefix in sk.bucket_prefixes():
+            buckets = await _scan(client, _glob_escape(prefix) + "*")
+            for start in range(0, len(buckets), _PIPELINE):
+                await client.unlink(*buckets[start : start + _PIPELINE])
+        for shard in range(len(sk.shard_bases)):
+            await client.unlink(sk.claims(shard))
         await client.unlink(sk.meta, sk.log)
     extras = await _scan(client, _glob_escape(keys.extra("")) + "*")
     await client.unlink(keys.meta, keys.scopes, *extras)
+
+
+async def _hgetall(client: Any, keys: list[bytes]) -> list[Any]:
+    async with client.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.hgetall(key)
+        return list(await pipe.execute())
 
 
 def _glob_escape(text: str) -> str:
@@ -62,18 +72,16 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
         slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op != OP_REMOVE}
         codec = Codec(await client.hget(sk.meta, "zdict"))
         records: dict[tuple[int, bytes], Record] = {}
-        buckets = await _scan(client, _glob_escape(sk.bucket_prefix) + "*")
-        prefix_length = len(sk.bucket_prefix.encode("utf-8", "surrogatepass"))
-        for start in range(0, len(buckets), _PIPELINE):
-            chunk = buckets[start : start + _PIPELINE]
-            async with client.pipeline(transaction=False) as pipe:
-                for key in chunk:
-                    pipe.hgetall(key)
-                values = await pipe.execute()
-            for key, fields in zip(chunk, values):
-                number = int(key[prefix_length:], 16)
-                for field, value in fields.items():
-                    records[(number, field)] = parse_record(value)
+        for prefix in sk.bucket_prefixes():
+            buckets = await _scan(client, _glob_escape(prefix) + "*")
+            prefix_length = len(prefix.encode("utf-8", "surrogatepass"))
+            for start in range(0, len(buckets), _PIPELINE):
+                chunk = buckets[start : start + _PIPELINE]
+                values = await _hgetall(client, chunk)  # one shard's keys: one slot
+                for key, fields in zip(chunk, values):
+                    number = int(key[prefix_length:], 16)
+                    for field, value in fields.items():
+                        records[(number, field)] = parse_record(value)
         for (_, field), record in records.items():
             url, identity, referer, depth, text = codec.decode(record.payload, field)
             canonical_url = None

@@ -22,6 +22,21 @@ hash tag, every key shares it (one slot)::
                            hash, value = record (below); <bucket> is hex of the hash's
                            first bucket_bits bits
 
+With ``SIMHASH_REDIS_SHARDS = N`` > 1 (layout string ``shards=N``) the buckets
+move to N shards, one hash slot each, ``R = P:{<scope id>.<n>}`` with
+n = bucket % N, so a Redis Cluster spreads one scope over its nodes::
+
+    R:i:<bucket>    HASH   as S:i:<bucket>
+    R:claims        HASH   identities being checked: 3-byte bucket + field -> expiry
+                           (>d, ms of server time) + worker id (claim.lua, write.lua)
+
+A check then takes three steps: claim.lua on each shard claims the batch's
+identities and reads their records; check.lua on the scope's slot decides
+(the log: the one serialisation point of near-duplicate decisions) from the
+records passed in and returns the new ones; write.lua on each shard writes
+them back, releases the claims and reads the canonical pages' records the
+verdicts name (their payload: URL, ...).
+
 Identity record: seq (>I4), fingerprint (8), flags (1: exact 1, indexed 2,
 member 4, previous 8, last-seen 16, outcome << 5), distance (1), [own log
 position >I4 if indexed], [canonical log position >I4 if member], [previous
@@ -64,12 +79,23 @@ _SETTING_OF = {
     "features": "SIMHASH_WORD_NGRAM / SIMHASH_CHAR_NGRAM / SIMHASH_WEIGHTING / SIMHASH_CJK_NGRAM",
     "text": "SIMHASH_TEXT_MODE",
     "v": "the simhash-scrapy version (key layout)",
+    "shards": "SIMHASH_REDIS_SHARDS",
 }
 
 
-def layout_string(config: SimhashConfig) -> str:
+def layout_string(config: SimhashConfig, shards: int = 1) -> str:
     """What every worker sharing a key must agree on (the block layout is each worker's own business)."""
-    return f"v={LAYOUT_VERSION} k={config.max_distance} features={config.features.signature()} text={config.text_mode}"
+    text = f"v={LAYOUT_VERSION} k={config.max_distance} features={config.features.signature()} text={config.text_mode}"
+    # Where the identity records live; absent (one shard) in layouts written before shards existed.
+    return text + (f" shards={shards}" if shards > 1 else "")
+
+
+def layout_shards(layout: str) -> int:
+    """The ``shards=`` of a layout string (1 when absent)."""
+    for item in layout.split():
+        if item.startswith("shards="):
+            return int(item[len("shards=") :])
+    return 1
 
 
 def layout_mismatch(found: str, wanted: str, key: str) -> str:
@@ -77,8 +103,8 @@ def layout_mismatch(found: str, wanted: str, key: str) -> str:
         return dict(item.split("=", 1) for item in text.split() if "=" in item)
 
     have, want = parts(found), parts(wanted)
-    for name in ("v", "k", "features", "text"):
-        if have.get(name) != want.get(name):
+    for name in ("v", "k", "features", "text", "shards"):
+        if have.get(name, "1" if name == "shards" else None) != want.get(name, "1" if name == "shards" else None):
             setting = _SETTING_OF[name]
             return (
                 f"Redis key {key!r} holds fingerprints made with {name}={have.get(name)} ({setting}), but this "
@@ -100,8 +126,9 @@ def bucket_bits_for(capacity: int) -> int:
 class Keys:
     """Key names of one prefix."""
 
-    def __init__(self, prefix: str, cluster: bool = False) -> None:
+    def __init__(self, prefix: str, cluster: bool = False, shards: int = 1) -> None:
         self.prefix = prefix
+        self.shards = shards
         tagged = "{" in prefix and "}" in prefix[prefix.index("{") + 1 :]
         self.tagged = tagged
         #: One sequence counter for all scopes (first-check order across scopes), unless the
@@ -122,7 +149,13 @@ class Keys:
                 self._scopes.clear()
             sid = hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
             base = f"{self.prefix}:{sid}" if self.tagged else f"{self.prefix}:{{{sid}}}"
-            keys = self._scopes[scope] = ScopeKeys(scope, base)
+            shard_bases: tuple[str, ...] = ()
+            if self.shards > 1:  # one hash slot per shard: "P:{<scope id>.<shard>}"
+                shard_bases = tuple(
+                    f"{self.prefix}:{sid}.{n}" if self.tagged else f"{self.prefix}:{{{sid}.{n}}}"
+                    for n in range(self.shards)
+                )
+            keys = self._scopes[scope] = ScopeKeys(scope, base, shard_bases)
         return keys
 
 
@@ -130,6 +163,9 @@ class Keys:
 class ScopeKeys:
     scope: str
     base: str
+    #: With SIMHASH_REDIS_SHARDS > 1, the bases of the shards holding the identity records
+    #: (bucket b in shard b % shards); empty: the records live beside the log.
+    shard_bases: tuple[str, ...] = ()
 
     @property
     def meta(self) -> str:
@@ -144,7 +180,20 @@ class ScopeKeys:
         return f"{self.base}:i:"
 
     def bucket(self, number: int) -> str:
+        if self.shard_bases:
+            return f"{self.shard_bases[number % len(self.shard_bases)]}:i:{number:x}"
         return f"{self.base}:i:{number:x}"
+
+    def shard_of(self, number: int) -> int:
+        return number % len(self.shard_bases) if self.shard_bases else 0
+
+    def claims(self, shard: int) -> str:
+        """(Shards only) identities being checked: field -> claim (worker, expiry), in the shard's slot."""
+        return f"{self.shard_bases[shard]}:claims"
+
+    def bucket_prefixes(self) -> list[str]:
+        """Prefixes of every identity bucket key of the scope (one per shard)."""
+        return [f"{base}:i:" for base in self.shard_bases] if self.shard_bases else [self.bucket_prefix]
 
 
 def identity_slot(scope: str, identity: str, bucket_bits: int) -> tuple[int, bytes, bytes]:

@@ -4,7 +4,9 @@ An argument (``check.lua`` reads it with ``struct.unpack('>c8c8Bc8I4')``): the
 identity's field (8 bytes), the fingerprint (8), mode (1: index, 2: exact),
 the time seen (big-endian double), the length of the local candidates, the
 local candidates (``>IIB`` each: log position, seq, distance) and the
-payload (``layout.Codec``).  The reply: see ``parse_verdicts``.
+payload (``layout.Codec``); with shards (``SIMHASH_REDIS_SHARDS`` > 1) after
+the identity's bucket and its old record, read from its shard by ``claim.lua``.
+The reply: see ``parse_verdicts``.
 """
 
 from __future__ import annotations
@@ -20,16 +22,23 @@ _OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.
 _PAGE = struct.Struct(">8s8sB8sI")
 _VERDICT = struct.Struct(">BBIB")
 _LENGTH = struct.Struct(">I")
+_SHARD_HEAD = struct.Struct(">HBI")  # bucket (3 bytes: >I3 in Lua), length of the old record
 
 
-def parse_verdicts(data: bytes, count: int) -> list[tuple[int, int, bytes | None, bytes, bytes | None, bytes | None]]:
-    """``(outcome, distance, canonical fingerprint, canonical field, canonical payload, previous)`` per record."""
+Row = tuple[int, int, "bytes | None", bytes, "bytes | None", "bytes | None", "bytes | None", "tuple[int, int] | None"]
+
+
+def parse_verdicts(data: bytes, count: int) -> list[Row]:
+    """``(outcome, distance, canonical fingerprint, canonical field, canonical payload, previous, new record,
+    (canonical's bucket, its log position))`` per record (the last two with shards only: the caller writes the record to its
+    shard and reads the canonical page's payload from the canonical's)."""
     rows = []
     p = 0
     for _ in range(count):
         outcome, has, _seq, distance = _VERDICT.unpack_from(data, p)
         p += _VERDICT.size
-        canon_fp = payload = prev = None
+        canon_fp = payload = prev = record = None
+        canon_bucket: tuple[int, int] | None = None
         field = b""
         if has & 1:
             canon_fp, field = data[p : p + 8], data[p + 8 : p + 16]
@@ -41,16 +50,26 @@ def parse_verdicts(data: bytes, count: int) -> list[tuple[int, int, bytes | None
         if has & 4:
             prev = data[p : p + 16]
             p += 16
-        rows.append((outcome, distance, canon_fp, field, payload, prev))
+        if has & 8:
+            (length,) = _LENGTH.unpack_from(data, p)
+            record = data[p + 4 : p + 4 + length]
+            p += 4 + length
+        if has & 16:
+            canon_bucket = (int.from_bytes(data[p : p + 3], "big"), int.from_bytes(data[p + 3 : p + 7], "big"))
+            p += 7
+        rows.append((outcome, distance, canon_fp, field, payload, prev, record, canon_bucket))
     return rows
 
 
 
 
-def pack_page(field: bytes, fingerprint: int, index: bool, exact: bool, seen: float, local: bytes, payload: bytes) -> bytes:
-    """One page's argument of the check script."""
+def pack_page(field: bytes, fingerprint: int, index: bool, exact: bool, seen: float, local: bytes, payload: bytes,
+              shard_record: tuple[int, bytes] | None = None) -> bytes:
+    """One page's argument of the check script; with shards, ``shard_record`` is (bucket, old record or b"")."""
     mode = (1 if index else 0) | (2 if exact else 0)
-    return b"".join((_PAGE.pack(field, fingerprint.to_bytes(8, "big"), mode, pack_seen(seen), len(local)), local, payload))
+    page = _PAGE.pack(field, fingerprint.to_bytes(8, "big"), mode, pack_seen(seen), len(local))
+    head = b"" if shard_record is None else _SHARD_HEAD.pack(shard_record[0] >> 8, shard_record[0] & 0xFF, len(shard_record[1])) + shard_record[1]
+    return b"".join((head, page, local, payload))
 
 
 def verdict(codec: Codec, outcome: int, distance: int, canon_fp: bytes | None, field: bytes,

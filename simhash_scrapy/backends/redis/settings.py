@@ -33,6 +33,7 @@ class RedisSettings:
         self.cluster = config.cluster
         self.heartbeat = config.heartbeat
         self.capacity = config.capacity
+        self.shards = config.shards
 
     def key(self, spider_name: str) -> str:
         return self.key_template % {"spider": spider_name, "name": spider_name}
