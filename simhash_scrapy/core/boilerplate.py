@@ -15,7 +15,7 @@ Python side only touches the few elements that are removed:
    nothing is walked down from ``<body>`` through wrappers to the element that
    holds most of its non-link text (siblings such as menus and sidebars stay
    behind); it stops where a heading stands beside that child (DocBook's
-   chapter title) or the child holds under 70% of all text (a contents page).
+   chapter title).
 2. **Named boilerplate**: elements whose tag (``nav``, ``aside``, ``header``,
    ``footer``, ``form``...), ARIA role or ``class``/``id`` words name
    boilerplate (``sidebar``, ``cookie``, ``related``, ``share``...) are
@@ -247,8 +247,6 @@ def _walk_down(root: etree._Element) -> etree._Element:
         if best is None or best_len < _DOMINANT * total or paragraphs >= 2 or _has_heading(node):
             break
         if _titled_beside(node, best):
-            break
-        if _text_len(best) < _DOMINANT * _text_len(node):
             break
         node, total = best, best_len
     return node
