@@ -327,12 +327,21 @@ def same_decisions(url: str, stored: int, capacity: int, workers: int, checks: i
     client.close()
     fps, dup = fill_plan(stored)
     memory = MemoryBackend(SimhashConfig())
-    # The fill's canonical pages, restored the way a resumed crawl restores them (the stored near-duplicates
-    # never matter for pages of new identities).
-    memory._load(
+    # The fill's canonical pages, restored the way a resumed crawl restores them (PersistentBackend._restore:
+    # Clusterer.restore_many, then one bulk index add); the stored near-duplicates never matter for pages of
+    # new identities.
+    members = [
         ClusterMember(url=url_of(i), fingerprint=int(fps[i]), scope=SCOPE, indexed=True, identity=record_of(i, 0).identity)
         for i in np.flatnonzero(~dup).tolist()
+    ]
+    count = len(members)
+    fingerprints = [m.fingerprint for m in members]
+    memory._clusters.restore_many(
+        [SCOPE] * count, [m.key for m in members], fingerprints, [False] * count, [-1] * count, [-1] * count,
+        list(fingerprints),
     )
+    memory._clusters.restore_indexes()
+    memory._members.extend(members)
     got = {page: (outcome, canonical, distance) for page, outcome, canonical, distance in verdicts}
     differ = 0
     for page in sorted(pages, key=seqs.__getitem__):
