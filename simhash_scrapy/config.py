@@ -71,6 +71,8 @@ DEFAULT_CONTENT_TYPES = defaults.CONTENT_TYPES
 DEFAULT_HTTP_STATUSES = defaults.HTTP_STATUSES
 # Report file extension -> format, used when SIMHASH_REPORT_FORMAT is not set.
 _EXTENSION_FORMATS = {".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl", ".csv": "csv", ".html": "html", ".htm": "html"}
+
+
 def url_rules_mode(settings: Any) -> str:
     """``SIMHASH_URL_RULES`` parsed: ``"off"``, ``"learn"`` or ``"skip"`` (the add-on reads it too, to add
     ``UrlRulesMiddleware`` only when rules are on; a bad value is the same error there)."""

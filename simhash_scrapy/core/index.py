@@ -560,9 +560,9 @@ class BlockPermutedIndex:
         wanted = table.filter_values(keys, queries)
         probe_query = np.repeat(np.arange(len(queries)), len(masks))
         differ = table.filter[positions] ^ wanted[probe_query[owners]]
-        spent_bits = np.tile(spent, len(queries))[owners]
-        keep = (np.bitwise_count(differ & np.uint16(table.filter_mask())) <= budget[owners]) & (
-            np.bitwise_count(differ) <= self.max_distance - spent_bits
+        key_budget = budget[owners]  # errors - spent, so k - spent is k - errors + key_budget
+        keep = (np.bitwise_count(differ & np.uint16(table.filter_mask())) <= key_budget) & (
+            np.bitwise_count(differ) <= self.max_distance - table.errors + key_budget
         )
         return probe_query[owners[keep]], positions[keep]
 

@@ -56,11 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisBackend"]
 
-
-def _claim_field(slot: tuple[int, bytes, bytes]) -> bytes:
-    """An identity's field in its shard's claims: its bucket (3 bytes) and its 8-byte field."""
-    return slot[0].to_bytes(3, "big") + slot[1]
-
 logger = logging.getLogger("simhash_scrapy.backends.redis")
 
 _STALE = 60  # a worker silent for this long is considered gone
@@ -72,6 +67,11 @@ _CLAIM_MS = 30_000
 #: Shards: tries (and the pause between) for an identity another worker is checking, and for the
 #: record of a canonical page whose worker has not written it back yet.
 _SHARD_TRIES, _SHARD_PAUSE = 40, 0.025
+
+
+def _claim_field(slot: tuple[int, bytes, bytes]) -> bytes:
+    """An identity's field in its shard's claims: its bucket (3 bytes) and its 8-byte field."""
+    return slot[0].to_bytes(3, "big") + slot[1]
 
 
 
@@ -421,7 +421,7 @@ class RedisBackend(Outages, DedupBackend):
         # A canonical page checked in this batch too: its record as it was at each row (the one read
         # before the batch, then each row's), as the script reads it between rows without shards.
         state: dict[tuple[int, bytes], bytes | None] = {(slot[0], slot[1]): old or None for slot, old in zip(slots, olds)}
-        known: list[Any] = []
+        known: list[Any] = []  # per row: the canonical's record, None (none wanted or none there), b"" (read it)
         for slot, row in zip(slots, rows):
             wanted = row[2] is not None and row[4] is None and row[7] is not None
             known.append(state.get((row[7][0], row[3]), b"") if wanted else None)

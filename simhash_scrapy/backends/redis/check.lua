@@ -219,10 +219,10 @@ for i = 1, #ARGV - 7 do
   local record = table.concat(parts)
   if not sharded then redis.call('HSET', key, field, record) end
   local parts_out, has = {'', ''}, 0
-  local cbucket
+  local cwhere  -- with shards: the canonical's bucket and log position (packed)
   if canon then
     local cfp, cpayload
-    cfp, cpayload, cbucket = canonical_of(canon)
+    cfp, cpayload, cwhere = canonical_of(canon)
     has = 1
     parts_out[#parts_out + 1] = cfp
     if cpayload then
@@ -237,9 +237,9 @@ for i = 1, #ARGV - 7 do
   if sharded then
     has = has + 8
     parts_out[#parts_out + 1] = struct.pack('>I4', #record) .. record
-    if cbucket then
+    if cwhere then
       has = has + 16
-      parts_out[#parts_out + 1] = cbucket
+      parts_out[#parts_out + 1] = cwhere
     end
   end
   parts_out[1] = struct.pack('>BBI4B', outcome, has, seq, dist)

@@ -90,21 +90,20 @@ def layout_string(config: SimhashConfig, shards: int = 1) -> str:
     return text + (f" shards={shards}" if shards > 1 else "")
 
 
+def _layout_parts(layout: str) -> dict[str, str]:
+    """A layout string's ``name=value`` items (``shards`` is 1 when absent: layouts before shards)."""
+    return {"shards": "1", **dict(item.split("=", 1) for item in layout.split() if "=" in item)}
+
+
 def layout_shards(layout: str) -> int:
     """The ``shards=`` of a layout string (1 when absent)."""
-    for item in layout.split():
-        if item.startswith("shards="):
-            return int(item[len("shards=") :])
-    return 1
+    return int(_layout_parts(layout)["shards"])
 
 
 def layout_mismatch(found: str, wanted: str, key: str) -> str:
-    def parts(text: str) -> dict[str, str]:
-        return dict(item.split("=", 1) for item in text.split() if "=" in item)
-
-    have, want = parts(found), parts(wanted)
+    have, want = _layout_parts(found), _layout_parts(wanted)
     for name in ("v", "k", "features", "text", "shards"):
-        if have.get(name, "1" if name == "shards" else None) != want.get(name, "1" if name == "shards" else None):
+        if have.get(name) != want.get(name):
             setting = _SETTING_OF[name]
             return (
                 f"Redis key {key!r} holds fingerprints made with {name}={have.get(name)} ({setting}), but this "
@@ -180,9 +179,8 @@ class ScopeKeys:
         return f"{self.base}:i:"
 
     def bucket(self, number: int) -> str:
-        if self.shard_bases:
-            return f"{self.shard_bases[number % len(self.shard_bases)]}:i:{number:x}"
-        return f"{self.base}:i:{number:x}"
+        base = self.shard_bases[self.shard_of(number)] if self.shard_bases else self.base
+        return f"{base}:i:{number:x}"
 
     def shard_of(self, number: int) -> int:
         return number % len(self.shard_bases) if self.shard_bases else 0
