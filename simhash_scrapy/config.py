@@ -38,7 +38,7 @@ from ._values import (
 from .backends import BACKENDS
 from .core import defaults
 from .core.analysis import AnalysisOptions
-from .core.features import FeatureConfig
+from .core.features import WEIGHTINGS, FeatureConfig
 from .core.index import MAX_TABLES, BlockPermutedIndex
 
 __all__ = [
@@ -63,7 +63,6 @@ ACTIONS = ("drop", "flag")
 SCOPES = ("spider", "domain")
 REPORT_FORMATS = ("jsonl", "csv", "html")
 ITEM_FORMATS = ("auto", "html", "text")
-WEIGHTINGS = ("tf", "sublinear", "binary")
 UNCHANGED_ACTIONS = ("pass", "drop_items", "drop")
 URL_RULES_MODES = ("off", "learn", "skip")
 DEFAULT_MAX_BYTES = defaults.MAX_BYTES

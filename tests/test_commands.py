@@ -85,7 +85,8 @@ def make_folder(root: Path) -> Path:
         (site / f"a{i}.html").write_text(article_html(f"Story {i}", article_words(i)), encoding="utf-8")
     (site / "a0-copy.html").write_text(article_html("Story 0", article_words(0)), encoding="utf-8")
     edited = article_words(1)
-    edited[17] = "banana"
+    for position, word in zip((17, 40, 63, 86), ("banana", "mango", "kiwi", "papaya")):
+        edited[position] = word  # four words edited: distance 2 (one word used once barely votes)
     (site / "a1-edit.html").write_text(article_html("Story 1", edited), encoding="utf-8")
     (site / "sub" / "a3.html").write_text(article_html("Story 3", article_words(3)), encoding="utf-8")
     (site / "thin.html").write_text("<html><body><p>Nothing here</p></body></html>", encoding="utf-8")
@@ -167,7 +168,7 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
         assert all(len(m["fingerprint"]) == 16 for m in cluster["members"])
     by_first = {c["members"][0]["url"].replace(prefix, ""): c for c in clusters}
     assert by_first["a0-copy.html"]["members"][1]["distance"] == 0  # an exact copy
-    assert 0 < by_first["a1-edit.html"]["members"][1]["distance"] <= K  # one word edited
+    assert 0 < by_first["a1-edit.html"]["members"][1]["distance"] <= K  # four words edited
     assert "10 pages read, 10 fingerprinted, 0 skipped" in proc.stderr  # the short page is compared exactly
     assert "[scrapy" not in proc.stderr  # no crawl log (Scrapy < 2.14 starts a crawler process for every command)
     assert f"dedup: 10 pages: 7 unique, 3 near-duplicates in 3 clusters (SIMHASH_MAX_DISTANCE={K}, text mode {DEFAULTS.text_mode})" in proc.stderr

@@ -23,7 +23,7 @@ def test_defaults() -> None:
     assert c.blocks is None
     assert c.text_mode == DEFAULT_TEXT_MODE == "main"
     assert c.main_content is True
-    assert (c.word_ngram, c.char_ngram, c.weighting, c.cjk_ngram) == (1, 0, "sublinear", 2)
+    assert (c.word_ngram, c.char_ngram, c.weighting, c.cjk_ngram) == (1, 0, "log", 2)
     assert c.features == simhash_scrapy.FeatureConfig()
     assert c.min_tokens == simhash_scrapy.MIN_TOKENS
     assert c.max_bytes == 10 * 1024 * 1024
@@ -127,7 +127,7 @@ def test_disabled_raises_not_configured() -> None:
         ({"TEXT_MODE": "all"}, r"SIMHASH_TEXT_MODE must be one of 'main', 'visible', got 'all'"),
         ({"WORD_NGRAM": 0}, r"SIMHASH_WORD_NGRAM must be an integer >= 1, got 0"),
         ({"CHAR_NGRAM": -2}, r"SIMHASH_CHAR_NGRAM must be an integer >= 0"),
-        ({"WEIGHTING": "idf"}, r"SIMHASH_WEIGHTING must be one of 'tf', 'sublinear', 'binary', got 'idf'"),
+        ({"WEIGHTING": "idf"}, r"SIMHASH_WEIGHTING must be one of 'log', 'sublinear', 'tf', 'binary', got 'idf'"),
         ({"MIN_TOKENS": 0}, r"SIMHASH_MIN_TOKENS must be an integer >= 1"),
         ({"MAX_BYTES": "lots"}, r"SIMHASH_MAX_BYTES must be an integer >= 1, got 'lots'"),
         ({"HTTP_STATUSES": [200, 700]}, r"SIMHASH_HTTP_STATUSES .*from 100 to 599, got 700"),

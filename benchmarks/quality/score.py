@@ -40,7 +40,7 @@ import common  # noqa: E402
 from simhash_scrapy import MIN_TOKENS, BlockPermutedIndex  # noqa: E402
 from simhash_scrapy.core import defaults  # noqa: E402
 from simhash_scrapy.core.exact import exact_digest  # noqa: E402
-from simhash_scrapy.core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes  # noqa: E402
+from simhash_scrapy.core.features import DEFAULT_FEATURES, WEIGHTINGS, FeatureConfig, feature_hashes  # noqa: E402
 from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
 from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
 
@@ -374,7 +374,7 @@ def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
 def grid(evalset: common.EvalSet, texts: Texts, base: Setup) -> None:
     for mode in ("visible", "main"):
         for n in (1, 2, 3):
-            for weighting in ("tf", "sublinear", "binary"):
+            for weighting in WEIGHTINGS:
                 for k in (3, 4):
                     features = replace(base.features, word_ngram=n, char_ngram=0, weighting=weighting)
                     r = run_library(evalset, replace(base, text_mode=mode, features=features, k=k), texts)
@@ -389,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", action="store_true", help="every combination of text mode, n-gram, weighting, k")
     parser.add_argument("--text", choices=("main", "visible"), help="override the defaults' text mode")
     parser.add_argument("--word-ngram", type=int)
-    parser.add_argument("--weighting", choices=("tf", "sublinear", "binary"))
+    parser.add_argument("--weighting", choices=WEIGHTINGS)
     parser.add_argument("-k", type=int)
     parser.add_argument("--min-tokens", type=int)
     parser.add_argument("--json", type=Path, help="write the results as JSON here")

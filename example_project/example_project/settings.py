@@ -23,7 +23,6 @@ SIMHASH_ACTION = "drop"
 # "visible" (-s SIMHASH_TEXT_MODE=visible) distinct reference and hub pages
 # land in false clusters, and printer-friendly and reposted copies are missed.
 SIMHASH_TEXT_MODE = "main"
-SIMHASH_MAX_DISTANCE = 3
 # Cluster report written when the spider closes; %(name)s and %(time)s expand
 # as in FEEDS.  Relative paths are relative to the folder you run scrapy from.
 SIMHASH_REPORT_URI = "reports/%(name)s-%(time)s.jsonl"

@@ -50,9 +50,11 @@ __all__ = [
     "feature_hashes",
     "stable_hash64",
     "strip_not_content",
+    "WEIGHTINGS",
 ]
 
-_WEIGHTINGS = ("tf", "sublinear", "binary")
+#: The accepted ``weighting`` values (``SIMHASH_WEIGHTING``).
+WEIGHTINGS = ("log", "sublinear", "tf", "binary")
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,12 @@ class FeatureConfig:
     ``word_ngram``: length of word shingles (1 = single words).
     ``char_ngram``: if > 0, character n-grams of the normalised text are used
     *instead of* word shingles.
-    ``weighting``: ``"tf"`` (term frequency), ``"sublinear"`` (1 + ln tf) or
-    ``"binary"`` (every distinct feature weighs 1).
+    ``weighting``: ``"log"`` (1 + 6 ln tf, ``defaults.LOG_WEIGHT_SLOPE``),
+    ``"sublinear"`` (1 + ln tf), ``"tf"`` (term frequency) or ``"binary"``
+    (every distinct feature weighs 1).  ``"log"`` lets a word the page repeats
+    outvote words it uses once: an edit mostly inserts or removes words used
+    once, so edited copies stay closer, while ``"tf"`` lets the most common
+    words ("the", "of") make unrelated pages look alike.
     ``cjk_ngram``: n for character n-grams of scripts written without spaces.
     """
 
@@ -79,8 +85,8 @@ class FeatureConfig:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if not isinstance(self.char_ngram, int) or isinstance(self.char_ngram, bool) or self.char_ngram < 0:
             raise ValueError(f"char_ngram must be an integer >= 0, got {self.char_ngram!r}")
-        if self.weighting not in _WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {', '.join(_WEIGHTINGS)}, got {self.weighting!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
 
     def signature(self) -> str:
         """A short stable string that identifies this configuration (stored in index files)."""
@@ -392,6 +398,8 @@ def feature_hashes(
         features, counts = np.unique(seq, return_counts=True)
         if config.weighting == "tf":
             weights = counts.astype(np.float64)
+        elif config.weighting == "log":
+            weights = 1.0 + defaults.LOG_WEIGHT_SLOPE * np.log(counts)
         elif config.weighting == "sublinear":
             weights = 1.0 + np.log(counts)
         else:
