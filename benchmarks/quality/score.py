@@ -346,8 +346,11 @@ def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
         ("SIMHASH_TEXT_MODE = \"visible\"", replace(base, text_mode="visible")),
         ("SIMHASH_WORD_NGRAM = 2", replace(base, features=replace(f, word_ngram=2))),
         ("SIMHASH_WORD_NGRAM = 3", replace(base, features=replace(f, word_ngram=3))),
-        ("SIMHASH_WEIGHTING = \"tf\"", replace(base, features=replace(f, weighting="tf"))),
-        ("SIMHASH_WEIGHTING = \"binary\"", replace(base, features=replace(f, weighting="binary"))),
+        *(
+            (f"SIMHASH_WEIGHTING = \"{weighting}\"", replace(base, features=replace(f, weighting=weighting)))
+            for weighting in WEIGHTINGS
+            if weighting != f.weighting
+        ),
         (f"SIMHASH_MAX_DISTANCE = {base.k - 2}", replace(base, k=base.k - 2)),
         (f"SIMHASH_MAX_DISTANCE = {base.k - 1}", replace(base, k=base.k - 1)),
         (f"SIMHASH_MAX_DISTANCE = {base.k + 1}", replace(base, k=base.k + 1)),
