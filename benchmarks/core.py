@@ -92,7 +92,7 @@ def bench_text(texts: list[str], repeats: int) -> list[dict]:
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     rows = []
     configs = {
-        "simhash-scrapy, default features (words, sublinear tf)": FeatureConfig(),
+        "simhash-scrapy, default features (words, log tf)": FeatureConfig(),
         "simhash-scrapy, word 3-shingles": FeatureConfig(word_ngram=3),
         "simhash-scrapy, char 4-grams (PyPI simhash's features)": FeatureConfig(char_ngram=4),
     }
