@@ -205,6 +205,66 @@ def test_same_token_hashes(value: str, cjk: int) -> None:
     assert np.array_equal(fast, slow)
 
 
+_SEPARATORS = [chr(cp) for cp in features.SEPARATOR_CODE_POINTS]
+# Pieces around the separators the C tokeniser splits at itself: ASCII words, other non-ASCII
+# characters (letters, a combining mark, NFKC-expanding ones, CJK, a soft hyphen), invalid UTF-8.
+_PIECES = st.one_of(
+    st.sampled_from(["a", "word", "x1", "42", " ", "\n"]),
+    st.sampled_from(_SEPARATORS),
+    st.sampled_from(["\u00e9", "\u00df", "\u03c0", "\u00b2", "\ufb01", "\u2122", "\u4e2d\u6587", "\u0301", "\u00ad", "\u200b"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=20), invalid=st.sampled_from([b"", b"\xc2", b"\xe2\x80", b"\xed\xa0\x80", b"\xff"]))
+def test_same_token_hashes_around_separators(pieces: list[str], invalid: bytes) -> None:
+    value = "".join(pieces).encode("utf-8")
+    value = value[: len(value) // 2] + invalid + value[len(value) // 2 :]
+    fast, slow = both(features.token_hashes, value)
+    assert np.array_equal(fast, slow)
+
+
+def test_separators_split_words_as_the_unicode_rules_do() -> None:
+    assert len(_SEPARATORS) > 100
+    for char in ("\u00b6", "\u2019", "\u201c", "\u2014", "\u2026", "\u00a0", "\u2500", "\u3002"):
+        assert char in _SEPARATORS
+    for char in ("\u00b2", "\u2122", "\u00aa", "\u00bd"):  # NFKC makes them word characters
+        assert char not in _SEPARATORS
+    value = "Heading\u00b6 it\u2019s \u201cquoted\u201d\u2014done\u2026".encode("utf-8")
+    fast, slow = both(features.token_hashes, value)
+    assert np.array_equal(fast, slow)
+    assert features.tokenize(value) == ["heading", "it", "s", "quoted", "done"]
+    assert len(fast) == 5
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# Bytes near the edges of UTF-8: lead bytes of every length (and the invalid C0, C1, F5),
+# continuation bytes, surrogates (ED A0..), above U+10FFFF (F4 90..), ASCII runs to cross the
+# eight-byte fast path.
+_UTF8_EDGES = st.lists(
+    st.one_of(
+        st.sampled_from([0x00, 0x41, 0x7F, 0x80, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]),
+        st.integers(0, 255),
+    ),
+    max_size=24,
+).map(bytes)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(data=st.one_of(_UTF8_EDGES, st.text(max_size=30).map(lambda t: t.encode("utf-8", "surrogatepass"))), ascii_run=st.integers(0, 19))
+def test_is_utf8_accepts_exactly_what_decode_accepts(data: bytes, ascii_run: int) -> None:
+    data = b"x" * ascii_run + data
+    assert FAST.is_utf8(data) is _decodes(data)
+    assert FAST.is_utf8(bytearray(data)) is _decodes(data)
+
+
 def test_same_token_hashes_on_real_text() -> None:
     for path in REAL_PAGES:
         words = text.extract_text(path.read_bytes())

@@ -26,7 +26,14 @@
  *       through features._ASCII_TABLE, tokens are the runs of bytes other
  *       than a space, each hashed as mix64(polynomial hash + length); tokens
  *       holding non-ASCII bytes are listed in ``specials`` as (index, start,
- *       end) for the Python side to re-tokenise with Unicode rules.
+ *       end) for the Python side to re-tokenise with Unicode rules, except
+ *       tokens whose only non-ASCII characters are separators (``set_separators``:
+ *       punctuation such as a pilcrow or a curly quote), which are split at them
+ *       here, as the Unicode rules would split them.
+ *
+ *   is_utf8(data) -> bool
+ *       whether ``data.decode("utf-8")`` would succeed, without building the str
+ *       (text.to_utf8 checks every page's bytes).
  *
  *   prepare_tables(tables) -> capsule
  *       the table specs parsed once, for query_tables (until the tables change).
@@ -424,12 +431,85 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+/* Non-ASCII code points that only separate words (features.py: SEPARATOR_CODE_POINTS, checked
+ * there against the Unicode path's rules), sorted; set by set_separators(). */
+#define MAX_SEPARATORS 512
+static uint32_t separators[MAX_SEPARATORS];
+static Py_ssize_t separator_count = 0;
+
+static int is_separator(uint32_t cp) {
+    Py_ssize_t lo = 0, hi = separator_count;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (separators[mid] < cp) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < separator_count && separators[lo] == cp;
+}
+
+/* Length of the well-formed UTF-8 sequence at s[0..n) (its code point in *cp), or 0 if there is none. */
+static int utf8_sequence(const unsigned char *s, Py_ssize_t n, uint32_t *cp) {
+    unsigned char b0 = s[0];
+    int len;
+    uint32_t value, min;
+    if (b0 >= 0xC2 && b0 <= 0xDF) len = 2, value = b0 & 0x1F, min = 0x80;
+    else if (b0 >= 0xE0 && b0 <= 0xEF) len = 3, value = b0 & 0x0F, min = 0x800;
+    else if (b0 >= 0xF0 && b0 <= 0xF4) len = 4, value = b0 & 0x07, min = 0x10000;
+    else return 0;
+    if (n < len) return 0;
+    for (int k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        value = (value << 6) | (s[k] & 0x3F);
+    }
+    if (value < min || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 0;
+    *cp = value;
+    return len;
+}
+
+static uint64_t hash_run(const unsigned char *s, Py_ssize_t start, Py_ssize_t end) {
+    uint64_t acc = 0, power = 1;
+    for (Py_ssize_t i = start; i < end; i++) {
+        acc += (uint64_t)s[i] * power; /* wraps modulo 2**64, as in numpy */
+        power *= POLY_BASE;
+    }
+    return mix64(acc + (uint64_t)(end - start));
+}
+
+/* A piece whose non-ASCII characters are all separators: the hashes of its ASCII runs, written to
+ * out[*count...].  Returns 0 (and writes nothing) when some character is not a separator. */
+static int split_at_separators(const unsigned char *s, Py_ssize_t start, Py_ssize_t end, uint64_t *out,
+                               Py_ssize_t *count) {
+    for (Py_ssize_t i = start; i < end;) {
+        uint32_t cp;
+        int len;
+        if (s[i] < 0x80) {
+            i++;
+        } else if ((len = utf8_sequence(s + i, end - i, &cp)) > 0 && is_separator(cp)) {
+            i += len;
+        } else {
+            return 0;
+        }
+    }
+    Py_ssize_t run = -1;
+    for (Py_ssize_t i = start; i <= end; i++) {
+        if (i < end && s[i] < 0x80) {
+            if (run < 0) run = i;
+            continue;
+        }
+        if (run >= 0) out[(*count)++] = hash_run(s, run, i);
+        run = -1;
+        /* skip the rest of the separator's sequence (continuation bytes are >= 0x80 too) */
+    }
+    return 1;
+}
+
 static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *s = view.buf;
     Py_ssize_t n = view.len;
-    /* At most one token per two bytes: the hashes never need more room than that. */
+    /* At most one token per two bytes (a separator inside a piece takes at least two): the hashes
+     * never need more room than that. */
     PyObject *hashes = PyBytes_FromStringAndSize(NULL, ((n + 1) / 2) * (Py_ssize_t)sizeof(uint64_t));
     PyObject *specials = PyList_New(0);
     if (hashes == NULL || specials == NULL) goto fail;
@@ -448,16 +528,20 @@ static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
             power *= POLY_BASE;
             high |= s[i];
         }
-        out[count] = mix64(acc + (uint64_t)(i - start));
-        if (high & 0x80) {
-            PyObject *item = Py_BuildValue("(nnn)", count, start, i);
-            if (item == NULL || PyList_Append(specials, item) < 0) {
-                Py_XDECREF(item);
-                goto fail;
-            }
-            Py_DECREF(item);
+        if (!(high & 0x80)) {
+            out[count++] = mix64(acc + (uint64_t)(i - start));
+            continue;
         }
-        count++;
+        /* Non-ASCII: punctuation such as a pilcrow or curly quote only separates words, as the
+         * Unicode path would find; anything else is listed for the Python side. */
+        if (split_at_separators(s, start, i, out, &count)) continue;
+        PyObject *item = Py_BuildValue("(nnn)", count, start, i);
+        if (item == NULL || PyList_Append(specials, item) < 0) {
+            Py_XDECREF(item);
+            goto fail;
+        }
+        Py_DECREF(item);
+        out[count++] = 0; /* replaced by the Python side */
     }
     PyBuffer_Release(&view);
     if (_PyBytes_Resize(&hashes, count * (Py_ssize_t)sizeof(uint64_t)) < 0) {
@@ -470,6 +554,67 @@ fail:
     Py_XDECREF(hashes);
     Py_XDECREF(specials);
     return NULL;
+}
+
+/* is_utf8(data) -> bool: whether ``data`` is well-formed UTF-8, exactly as ``data.decode("utf-8")``
+ * accepts it (no overlong forms, surrogates or code points above U+10FFFF), without building the str. */
+static PyObject *is_utf8(PyObject *module, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *s = view.buf;
+    Py_ssize_t n = view.len, i = 0;
+    int valid = 1;
+    while (i < n) {
+        /* ASCII runs eight bytes at a time (most of a page's markup). */
+        while (i + 8 <= n) {
+            uint64_t word;
+            memcpy(&word, s + i, 8);
+            if (word & 0x8080808080808080ULL) break;
+            i += 8;
+        }
+        if (i >= n) break;
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        int len = utf8_sequence(s + i, n - i, &cp);
+        if (len == 0) {
+            valid = 0;
+            break;
+        }
+        i += len;
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(valid);
+}
+
+/* set_separators(code_points): the sorted non-ASCII code points hash_tokens splits pieces at. */
+static PyObject *set_separators(PyObject *module, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "code points must be a sequence of int");
+    if (seq == NULL) return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    if (m > MAX_SEPARATORS) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "at most %d separators, got %zd", MAX_SEPARATORS, m);
+    }
+    uint32_t values[MAX_SEPARATORS];
+    for (Py_ssize_t k = 0; k < m; k++) {
+        unsigned long v = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(seq, k));
+        if (PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (v < 0x80 || v > 0x10FFFF || (k > 0 && v <= values[k - 1])) {
+            Py_DECREF(seq);
+            return PyErr_Format(PyExc_ValueError, "separators must be sorted non-ASCII code points, got %lu", v);
+        }
+        values[k] = (uint32_t)v;
+    }
+    Py_DECREF(seq);
+    memcpy(separators, values, (size_t)m * sizeof(uint32_t));
+    separator_count = m;
+    Py_RETURN_NONE;
 }
 
 /* -------------------------------------------------------------- index */
@@ -1127,6 +1272,8 @@ static PyMethodDef methods[] = {
     {"visible_text", visible_text, METH_VARARGS, "visible_text(element, marker) -> bytes"},
     {"invisible_elements", invisible_elements, METH_O, "invisible_elements(element) -> list"},
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
+    {"set_separators", set_separators, METH_O, "set_separators(code_points) -> None"},
+    {"is_utf8", is_utf8, METH_O, "is_utf8(data) -> bool"},
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},

@@ -183,6 +183,35 @@ def _split_unicode_piece(piece: str, cjk_ngram: int) -> list[str]:
     return tokens
 
 
+def _only_separates(char: str, cjk_ngram: int) -> bool:
+    """Whether ``char`` can never be or join part of a token: the Unicode rules split at it, alone or between letters."""
+    return (
+        unicodedata.category(char)[0] in "PSZ"
+        and not unicodedata.combining(char)
+        and re.search(r"\w", unicodedata.normalize("NFKC", char).casefold()) is None
+        and _split_unicode_piece(f"a{char}b", cjk_ngram) == ["a", "b"]
+        and _split_unicode_piece(char, cjk_ngram) == []
+    )
+
+
+# Punctuation and symbols that sit inside pieces of ordinary text (a heading's pilcrow, curly
+# quotes, dashes, ellipses, no-break spaces, arrows, box drawing in code listings...).  The C
+# tokeniser splits pieces at them itself instead of handing the piece to the Unicode path: the
+# same tokens (each one checked against that path here, at import), at C speed.
+_SEPARATOR_CANDIDATES = (
+    [*range(0xA0, 0xC0), 0xD7, 0xF7]  # Latin-1 punctuation and symbols; those that NFKC makes word characters drop out
+    + [*range(0x2000, 0x200B), *range(0x2010, 0x2028), *range(0x2030, 0x205F)]  # general punctuation
+    + [*range(0x2190, 0x219A), 0x21D2, 0x21D4, 0x2212, 0x221E, 0x2260, 0x2264, 0x2265]  # arrows, math
+    + [0x2500, 0x2502, 0x250C, 0x2510, 0x2514, 0x2518, 0x251C, 0x2524, 0x252C, 0x2534, 0x253C]  # box drawing
+    + [0x25A0, 0x25CF, 0x25B6, 0x25BC, 0x2605, 0x2713, 0x2714, 0x2717, 0x2718]  # bullets, stars, check marks
+    + [0x3000, 0x3001, 0x3002, *range(0x3008, 0x3012), 0xFF01, 0xFF08, 0xFF09, 0xFF0C, 0xFF1A, 0xFF1B, 0xFF1F]
+)
+#: The non-ASCII code points the C tokeniser splits at (``_speedups.set_separators``).
+SEPARATOR_CODE_POINTS = tuple(
+    sorted(cp for cp in _SEPARATOR_CANDIDATES if _only_separates(chr(cp), defaults.CJK_NGRAM))
+)
+
+
 class _PieceHashCache(dict):
     """non-ASCII piece (bytes) -> uint64 array of its tokens' hashes; computed on first use."""
 
@@ -407,3 +436,7 @@ def feature_hashes(
     if with_token_count:
         return features, weights, len(tokens)
     return features, weights
+
+
+if _native.speedups is not None:
+    _native.speedups.set_separators(SEPARATOR_CODE_POINTS)
