@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -173,3 +174,18 @@ def test_fingerprints_are_stable_across_processes_and_hash_seeds() -> None:
     # Golden values, the same on every machine.  If this fails, every stored
     # fingerprint changed: bump the index/store format versions.
     assert outputs.pop().split() == ["1170480777782700512", "9912484110882880885", "2326233081977541248"]
+
+
+def test_default_log_weights_golden_value_and_signature() -> None:
+    # Repeated words, so the weighting matters: the default "log" weights (1 + 6 ln tf) and
+    # "sublinear" (1 + ln tf) give different fingerprints, and the default's is pinned.
+    text = "the cat and the dog and the bird saw the cat again and again"
+    assert fingerprint(text) == 3939471543819031462
+    assert fingerprint(text, FeatureConfig(weighting="sublinear")) == 480709229021746086
+    hashes, weights = feature_hashes(text)
+    assert sorted(set(round(w, 6) for w in weights.tolist())) == sorted(
+        {round(1 + 6 * math.log(n), 6) for n in (1, 2, 3, 4)}
+    )
+    # The slope is part of the signature stores and Redis keys are checked against.
+    assert FeatureConfig().signature() == "w1-c0-log6-j2"
+    assert FeatureConfig(weighting="sublinear").signature() == "w1-c0-sublinear-j2"

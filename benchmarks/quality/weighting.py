@@ -9,7 +9,8 @@ read off one run of simhash: whether a pair near the threshold lands at distance
 coin toss, and on ~900 pairs those tosses move F1 by more than the slopes differ.  So the slope
 is chosen on what the tosses average to.  Simhash's bits are hyperplane bits (Charikar 2002):
 two pages whose weighted feature vectors are at angle ``theta`` differ in each bit with
-probability ``theta / pi``, so they are found at ``k`` with probability
+probability ``theta / pi`` (exactly for Gaussian hyperplanes; simhash's hash-bit signs come
+close when many features share the weight), so they are found at ``k`` with probability about
 ``P[Binomial(64, theta / pi) <= k]``.  The table sums that probability over the duplicate
 pairs (expected true pairs, per kind) and over every other pair (expected false pairs, gray
 pairs left out as ``score.py`` does) and gives the expected F1 at ``k``.  Short pages are
@@ -146,7 +147,9 @@ def expected_row(pages: Pages, slope: float, k: int) -> dict:
         a, b = (pages.row_of.get(x) for x in key)
         if a is not None and b is not None:
             scored[min(a, b), max(a, b)] = False
-    false_pairs = float(prob[scored].sum())
+    # Short pages with equal digests that are not duplicates count as found false pairs, as in score.py.
+    exact_false = len(exact_found - set(pages.evalset.positive) - pages.evalset.gray)
+    false_pairs = float(prob[scored].sum()) + exact_false
     n = len(pages.evalset.positive)
     return dict(
         slope=slope, f1=2 * tp / (2 * tp + false_pairs + n - tp), false_pairs=false_pairs,

@@ -89,8 +89,13 @@ class FeatureConfig:
             raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
 
     def signature(self) -> str:
-        """A short stable string that identifies this configuration (stored in index files)."""
-        return f"w{self.word_ngram}-c{self.char_ngram}-{self.weighting}-j{self.cjk_ngram}"
+        """A short stable string that identifies this configuration (stored in index files).
+
+        The ``"log"`` weighting carries its slope (``log6``): fingerprints made with another
+        slope cannot be compared, so a store written with one is never read with another.
+        """
+        weighting = f"log{defaults.LOG_WEIGHT_SLOPE:g}" if self.weighting == "log" else self.weighting
+        return f"w{self.word_ngram}-c{self.char_ngram}-{weighting}-j{self.cjk_ngram}"
 
 
 DEFAULT_FEATURES = FeatureConfig()

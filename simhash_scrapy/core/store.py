@@ -132,8 +132,8 @@ DEFAULT_SETTING_NAMES: dict[str, str] = {
 }
 #: Parts of ``FeatureConfig.signature()`` ("w1-c0-tf-j2") and the setting of each.
 _FEATURE_PARTS = ("SIMHASH_WORD_NGRAM", "SIMHASH_CHAR_NGRAM", "SIMHASH_WEIGHTING", "SIMHASH_CJK_NGRAM")
-def _feature_setting(was: str, now: str, default: str) -> str:
-    """The setting behind the first differing part of two feature signatures."""
+def feature_setting(was: str, now: str, default: str = DEFAULT_SETTING_NAMES["features"]) -> str:
+    """The setting behind the first differing part of two feature signatures (``default`` when unknown)."""
     a, b = was.split("-"), now.split("-")
     if len(a) == len(b) == len(_FEATURE_PARTS):
         for name, x, y in zip(_FEATURE_PARTS, a, b):
@@ -187,7 +187,7 @@ def check_config(
         if was != now:
             setting = names[attr]
             if attr == "features" and "features" not in (setting_names or {}):
-                setting = _feature_setting(was, now, setting)
+                setting = feature_setting(was, now, setting)
             raise StoreConfigError(
                 f"{path} was written with {attr} {was!r}, but this crawl uses {now!r} (setting {setting}). "
                 f"Fingerprints made with different settings cannot be compared, so the file is not used. "

@@ -57,6 +57,8 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...core.store import DEFAULT_SETTING_NAMES, feature_setting
+
 if TYPE_CHECKING:
     from ...config import SimhashConfig
 
@@ -76,7 +78,7 @@ ZDICT = (
 )
 _SETTING_OF = {
     "k": "SIMHASH_MAX_DISTANCE",
-    "features": "SIMHASH_WORD_NGRAM / SIMHASH_CHAR_NGRAM / SIMHASH_WEIGHTING / SIMHASH_CJK_NGRAM",
+    "features": DEFAULT_SETTING_NAMES["features"],
     "text": "SIMHASH_TEXT_MODE",
     "v": "the simhash-scrapy version (key layout)",
     "shards": "SIMHASH_REDIS_SHARDS",
@@ -105,6 +107,8 @@ def layout_mismatch(found: str, wanted: str, key: str) -> str:
     for name in ("v", "k", "features", "text", "shards"):
         if have.get(name) != want.get(name):
             setting = _SETTING_OF[name]
+            if name == "features" and name in have:
+                setting = feature_setting(have[name], want[name])
             return (
                 f"Redis key {key!r} holds fingerprints made with {name}={have.get(name)} ({setting}), but this "
                 f"crawl uses {name}={want.get(name)}. Fingerprints made with different settings cannot be "
