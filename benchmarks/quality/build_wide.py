@@ -108,6 +108,12 @@ assert not any(RESERVED.match(p) for p in PACKAGES)
 DEFAULT_OUT = common.DEFAULT_DATA / "wide"
 # Original pages kept per package (a seeded sample; both releases keep the same paths).
 MAX_PER_PACKAGE = 160
+# Beyond the sample, every page of a package that has a natural twin in its site is kept too
+# (``natural_census``): pages of one site whose main texts have word-3-shingle Jaccard >= the
+# positive line, and the near misses just below the gray zone, [NEAR_MISS_JACCARD, gray line),
+# where a word-based fingerprint can call different pages the same.  A 160-page sample kept only
+# 5 natural pairs per half, too few to measure the kind.
+NEAR_MISS_JACCARD = 0.4
 # Source pages per family and kind of variant (fewer for small families).
 PER_KIND = 7
 SOFT404_URLS = 6
@@ -266,6 +272,8 @@ class Source:
     title: str
     text: str
     nwords: int
+    # kept by the natural census, not the sample: an original only, never made into variants
+    census: bool = False
 
     @property
     def family(self) -> Family:
@@ -304,6 +312,7 @@ def content_text(nodes: list[etree._Element]) -> str:
 def load_sources(cache: Path, seed: int) -> dict[str, Source]:
     rng = random.Random(seed)
     chosen_rels: dict[str, set[str]] = {}
+    census_rels: dict[str, set[str]] = {}
     sources = {}
     for site in SITES:
         root = cache / "x" / site.package / site.root
@@ -315,11 +324,17 @@ def load_sources(cache: Path, seed: int) -> dict[str, Source]:
             and keep.search(p.relative_to(root).as_posix()) and not skip.search(p.relative_to(root).as_posix())
         )  # fmt: skip
         rels = [p.relative_to(root).as_posix() for p in paths]
+        census: set[str] = set()
         if site.project in chosen_rels:  # the other release: the same paths where they exist
             picked = [r for r in rels if r in chosen_rels[site.project]]
+            census = census_rels[site.project] & set(picked)
         else:
             picked = rels if len(rels) <= MAX_PER_PACKAGE else sorted(rng.sample(rels, MAX_PER_PACKAGE))
+            if len(picked) < len(rels):
+                census = natural_census(root, rels, FAMILIES[site.family]) - set(picked)
+                picked = sorted(set(picked) | census)
             chosen_rels[site.project] = set(picked)
+            census_rels[site.project] = census
         family = FAMILIES[site.family]
         for rel in picked:
             raw = (root / rel).read_bytes()
@@ -333,8 +348,33 @@ def load_sources(cache: Path, seed: int) -> dict[str, Source]:
             title = " ".join((tree.findtext(".//title") or "").split())
             text = content_text(nodes)
             key = f"{site.name}:{rel}"
-            sources[key] = Source(key, site, rel, raw, title, text, len(common.words(text)))
+            sources[key] = Source(key, site, rel, raw, title, text, len(common.words(text)), rel in census)
     return sources
+
+
+def natural_census(root: Path, rels: list[str], family: Family) -> set[str]:
+    """The pages of one site (all of them read) with a natural twin or a near miss in it.
+
+    A pair counts when both pages have at least ``EMPTY_WORDS`` words of main text and their
+    word-3-shingle Jaccard is >= the positive line (a natural duplicate) or in
+    [``NEAR_MISS_JACCARD``, gray line) (different pages with much the same words).  No random
+    draw: the seeded sample of the rest of the set is the same with or without the census.
+    """
+    texts, kept = [], []
+    for rel in rels:
+        try:
+            nodes = family.content(lxml.html.document_fromstring((root / rel).read_bytes()))
+        except (etree.ParserError, ValueError):
+            continue
+        text = content_text(nodes)
+        if nodes and len(common.words(text)) >= common.EMPTY_WORDS:
+            texts.append(text)
+            kept.append(rel)
+    found = set()
+    for a, c, j in common.similar_pairs([common.shingles(t) for t in texts], NEAR_MISS_JACCARD):
+        if j >= common.POSITIVE_JACCARD or j < common.GRAY_JACCARD:
+            found.update((kept[a], kept[c]))
+    return found
 
 
 # --------------------------------------------------------------------------- the builder
@@ -574,8 +614,10 @@ def build(out: Path, cache: Path, seed: int) -> dict:
     b = Builder(sources, out, seed)
     rng = b.rng
     keys = sorted(sources)
-    by_family: dict[str, list[str]] = {}
+    by_family: dict[str, list[str]] = {}  # the sampled pages, of which variants are made
     for k in keys:
+        if sources[k].census:
+            continue
         by_family.setdefault(sources[k].site.family, []).append(k)
 
     def articles(ks: list[str]) -> list[str]:
@@ -602,7 +644,7 @@ def build(out: Path, cache: Path, seed: int) -> dict:
         for other in keys:
             if other.endswith(":" + rel) and sources[other].site.project == sources[k].site.project:
                 reserved.add(other)
-    b.donor_keys = [k for k in keys if k not in reserved and sources[k].nwords >= 150]
+    b.donor_keys = [k for k in keys if k not in reserved and not sources[k].census and sources[k].nwords >= 150]
     for k in b.donor_keys:
         ws = sources[k].text.split()
         b.donor_words.extend(w for w in ws[50:250] if w.isalpha())
@@ -665,7 +707,8 @@ def build(out: Path, cache: Path, seed: int) -> dict:
     hn_title_pairs = []
     for half in ("tune", "test"):
         bodies = [k for k in title_bodies if sources[k].half == half]
-        titled = [k for k in original_ids if sources[k].half == half and k not in used and sources[k].nwords >= 150]
+        titled = [k for k in original_ids
+                  if sources[k].half == half and k not in used and not sources[k].census and sources[k].nwords >= 150]
         rng.shuffle(titled)
         for a_key, b_key in zip(titled, bodies):
             a_src, b_src = sources[a_key], sources[b_key]
