@@ -28,8 +28,9 @@ asciidoc                git-doc                                         ``div#co
 The truth never runs simhash_scrapy: a page's main content is what the template puts there
 (the right-hand column), its words are ``\\w+`` runs of the lower-cased text (``common.words``).
 
-Pages: every kept page of every package (capped per package, same paths for both releases),
-and, made from disjoint source pages of each family, the variants the web re-serves pages as:
+Pages: a seeded sample of every package (capped per package, same paths for both releases),
+every page outside it that has a natural twin or a near miss in its site (``natural_census``),
+and, made from disjoint sampled pages of each family, the variants the web re-serves pages as:
 
 * ``template``: the article in another family's chrome (a mirror) and in a reader view;
 * ``tracking``: tracking/session query strings, a session bar, ads, request stamps;
@@ -39,7 +40,8 @@ and, made from disjoint source pages of each family, the variants the web re-ser
 * ``edit``: 1-3% of the words edited;
 * ``short``: soft-404 shells (one per family, identical text under many URLs) and pages whose
   short text is word-for-word identical (stubs, releases);
-* ``release``/``natural``: pairs of original pages whose main contents have shingle Jaccard >= 0.9.
+* ``release``/``natural``: pairs of original pages whose main contents have shingle Jaccard >= 0.9
+  (``truth.json``'s ``identical`` lists the positive pairs whose main texts are word-for-word the same).
 
 Hard negatives: different pages in one heavy template (``hn_template``), the same title over
 a different body (``hn_title``).
@@ -792,8 +794,10 @@ def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int,
             gray.append([a, c, round(j, 3)])
     hn_title_pairs = [(a, c) for a, c in hn_title_pairs if common.pair(a, c) not in positive]
     common.set_crawl_order(pages, rng)
+    identical = [list(key) for key in sorted(positive) if common.words(b.texts[key[0]]) == common.words(b.texts[key[1]])]
     return dict(
         positive=[[a, c, kind] for (a, c), kind in sorted(positive.items())],
+        identical=identical,
         gray=sorted(gray),
         hn_template=hn_ids,
         hn_title=[list(x) for x in hn_title_pairs],

@@ -143,6 +143,8 @@ class EvalSet:
     hn_title: list[tuple[int, int]]
     empty: list[int]
     info: dict = field(default_factory=dict)
+    # positive pairs whose main texts are word-for-word the same (the rest differ somewhere)
+    identical: set[tuple[int, int]] = field(default_factory=set)
 
     def html(self, page: Page) -> bytes:
         return (self.root / page.file).read_bytes()
@@ -197,7 +199,7 @@ def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSe
         if not pages:
             raise SystemExit(f"{root}: no page in half {half!r} (only the wide set has halves)")
         ids = {p.id for p in pages}
-        for name in ("positive", "gray", "hn_title"):
+        for name in ("positive", "gray", "hn_title", "identical"):
             truth[name] = [row for row in truth[name] if row[0] in ids and row[1] in ids]
         truth["hn_template"] = [i for i in truth["hn_template"] if i in ids]
         truth["empty"] = [i for i in truth["empty"] if i in ids]
@@ -210,4 +212,5 @@ def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSe
         hn_title=[pair(a, b) for a, b in truth["hn_title"]],
         empty=truth["empty"],
         info=truth.get("info", {}),
+        identical={pair(a, b) for a, b in truth.get("identical", [])},
     )

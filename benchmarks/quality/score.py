@@ -187,6 +187,8 @@ class Result:
     fp_by_kind: dict = field(default_factory=dict)  # negative-pair category -> false positives
     extra: dict = field(default_factory=dict)
     families: dict[str, Counts] = field(default_factory=dict)  # template family -> counts (wide set)
+    # the natural duplicates split by whether their main texts are word-for-word the same
+    natural_split: dict[str, Counts] = field(default_factory=dict)
 
     def hard_share(self, name: str) -> float:
         flagged, pairs = self.hard[name]
@@ -205,6 +207,8 @@ class Result:
             gray_flagged=self.gray_flagged, false_pairs_by_kind=self.fp_by_kind,
             families={f: dict(pairs=v.pairs, tp=v.tp, fp=v.fp, precision=v.precision, recall=v.recall, f1=v.f1)
                       for f, v in self.families.items()},
+            natural_split={k: dict(pairs=v.pairs, tp=v.tp, fp=v.fp, precision=v.precision, recall=v.recall, f1=v.f1)
+                           for k, v in self.natural_split.items()},
             **self.extra,
         )  # fmt: skip
 
@@ -232,6 +236,7 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
     categories = {c: Counts() for c in evalset.categories()}
     families = {f: Counts() for f in evalset.families()}
     overall = Counts()
+    natural_split = {"identical": Counts(), "near": Counts()}
     for key, cat in evalset.positive.items():
         counts = categories.setdefault(cat, Counts())
         fam = families.get(pages[key[0]].family)
@@ -239,11 +244,17 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
         overall.pairs += 1
         if fam is not None:
             fam.pairs += 1
+        split = None
+        if cat == "natural":
+            split = natural_split["identical" if key in evalset.identical else "near"]
+            split.pairs += 1
         if key in flagged:
             counts.tp += 1
             overall.tp += 1
             if fam is not None:
                 fam.tp += 1
+            if split is not None:
+                split.tp += 1
     gray_flagged = fp_other = 0
     hn_template_flagged = hn_title_flagged = 0
     hn_set = set(evalset.hn_template)
@@ -266,6 +277,8 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
             hn_template_flagged += 1
         if cat in categories:
             categories[cat].fp += 1
+            if cat == "natural":  # a false pair is never word-for-word the same
+                natural_split["near"].fp += 1
         else:
             fp_other += 1
     n = len(evalset.hn_template)
@@ -274,7 +287,7 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
     skipped = sum(1 for fp in fps.values() if fp is None)
     return Result(
         setup, overall, categories, hard, empty_fp, len(evalset.empty), skipped, gray_flagged, fp_other, fp_by_kind,
-        families=families,
+        families=families, natural_split=natural_split,
     )
 
 
@@ -301,6 +314,11 @@ def markdown_table(results: list[Result]) -> str:
         counts = [r.categories[cat] for r in results]
         cells = " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
         rows.append(f"| {common.CATEGORY_TITLES[cat]} | {counts[0].pairs} | {cells} |")
+        if cat == "natural" and results[0].natural_split.get("identical", Counts()).pairs:
+            for part, title in (("identical", "word-for-word the same main text"), ("near", "near-identical (not the same)")):
+                counts = [r.natural_split[part] for r in results]
+                cells = " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
+                rows.append(f"| ... of which {title} | {counts[0].pairs} | {cells} |")
     cells = " | ".join(
         f"**{fmt(r.overall.precision)} / {fmt(r.overall.recall)} / {fmt(r.overall.f1)}**" for r in results
     )
