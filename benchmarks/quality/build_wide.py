@@ -793,11 +793,14 @@ def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int,
         else:
             gray.append([a, c, round(j, 3)])
     hn_title_pairs = [(a, c) for a, c in hn_title_pairs if common.pair(a, c) not in positive]
+    # every positive pair's word-3-shingle Jaccard (score.py --by-jaccard: are misses at truth's line?)
+    positive_jaccard = [[a, c, round(common.jaccard(sets[a], sets[c]), 3)] for a, c in sorted(positive)]
     common.set_crawl_order(pages, rng)
     identical = [list(key) for key in sorted(positive) if common.words(b.texts[key[0]]) == common.words(b.texts[key[1]])]
     return dict(
         positive=[[a, c, kind] for (a, c), kind in sorted(positive.items())],
         identical=identical,
+        positive_jaccard=positive_jaccard,
         gray=sorted(gray),
         hn_template=hn_ids,
         hn_title=[list(x) for x in hn_title_pairs],

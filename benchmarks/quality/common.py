@@ -145,6 +145,8 @@ class EvalSet:
     info: dict = field(default_factory=dict)
     # positive pairs whose main texts are word-for-word the same (the rest differ somewhere)
     identical: set[tuple[int, int]] = field(default_factory=set)
+    # positive pair -> word-3-shingle Jaccard of the two main texts (wide set)
+    positive_jaccard: dict[tuple[int, int], float] = field(default_factory=dict)
 
     def html(self, page: Page) -> bytes:
         return (self.root / page.file).read_bytes()
@@ -199,8 +201,8 @@ def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSe
         if not pages:
             raise SystemExit(f"{root}: no page in half {half!r} (only the wide set has halves)")
         ids = {p.id for p in pages}
-        for name in ("positive", "gray", "hn_title", "identical"):
-            truth[name] = [row for row in truth[name] if row[0] in ids and row[1] in ids]
+        for name in ("positive", "gray", "hn_title", "identical", "positive_jaccard"):
+            truth[name] = [row for row in truth.get(name, []) if row[0] in ids and row[1] in ids]
         truth["hn_template"] = [i for i in truth["hn_template"] if i in ids]
         truth["empty"] = [i for i in truth["empty"] if i in ids]
     return EvalSet(
@@ -213,4 +215,5 @@ def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSe
         empty=truth["empty"],
         info=truth.get("info", {}),
         identical={pair(a, b) for a, b in truth.get("identical", [])},
+        positive_jaccard={pair(a, b): j for a, b, j in truth.get("positive_jaccard", [])},
     )

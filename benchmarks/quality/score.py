@@ -189,6 +189,7 @@ class Result:
     families: dict[str, Counts] = field(default_factory=dict)  # template family -> counts (wide set)
     # the natural duplicates split by whether their main texts are word-for-word the same
     natural_split: dict[str, Counts] = field(default_factory=dict)
+    found: set[tuple[int, int]] = field(default_factory=set, repr=False)  # the duplicate pairs flagged
 
     def hard_share(self, name: str) -> float:
         flagged, pairs = self.hard[name]
@@ -287,7 +288,7 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
     skipped = sum(1 for fp in fps.values() if fp is None)
     return Result(
         setup, overall, categories, hard, empty_fp, len(evalset.empty), skipped, gray_flagged, fp_other, fp_by_kind,
-        families=families, natural_split=natural_split,
+        families=families, natural_split=natural_split, found=flagged & set(evalset.positive),
     )
 
 
@@ -356,6 +357,27 @@ def family_table(results: list[Result]) -> str:
     return "\n".join(rows)
 
 
+#: Jaccard bands of duplicate pairs (truth's positive line is 0.9; 1.0 alone: word-for-word the same).
+JACCARD_BANDS = ((0.9, 0.93), (0.93, 0.96), (0.96, 1.0), (1.0, 1.01))
+
+
+def jaccard_table(evalset: common.EvalSet, result: Result) -> str:
+    """Pairs found / pairs per kind and Jaccard band (one setup): are the misses at truth's line?"""
+    found = result.found
+    kinds = [c for c in evalset.categories() if c != "short"]
+    bands = [f"[{lo:.2f}, {hi:.2f})" if hi <= 1.0 else "1 (the same)" for lo, hi in JACCARD_BANDS]
+    rows = [f"| kind ({result.setup.name}) | " + " | ".join(f"Jaccard {b}" for b in bands) + " |",
+            "|---|" + "---:|" * len(bands)]  # fmt: skip
+    for kind in kinds:
+        cells = []
+        for lo, hi in JACCARD_BANDS:
+            keys = [key for key, c in evalset.positive.items()
+                    if c == kind and lo <= evalset.positive_jaccard.get(key, -1.0) < hi]  # fmt: skip
+            cells.append(f"{sum(key in found for key in keys)}/{len(keys)}" if keys else "-")
+        rows.append(f"| {common.CATEGORY_TITLES[kind]} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
     """One row per setting changed from the defaults (markdown)."""
     f = base.features
@@ -416,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     parser.add_argument("--half", choices=("tune", "test"), help="wide set: score only this half")
     parser.add_argument("--families", action="store_true", help="also a table per template family")
+    parser.add_argument("--by-jaccard", action="store_true",
+                        help="also recall per kind and Jaccard band of the pairs (wide set)")
     parser.add_argument("--no-exact", action="store_true", help="skip short pages instead of comparing them exactly")
     args = parser.parse_args(argv)
 
@@ -462,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.families:
         print()
         print(family_table(results))
+    if args.by_jaccard:
+        print()
+        print(jaccard_table(evalset, results[-1]))
     if args.json:
         args.json.write_text(json.dumps([r.as_dict() for r in results], indent=1))
     return 0

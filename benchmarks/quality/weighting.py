@@ -40,7 +40,8 @@ from simhash_scrapy.core.features import token_hashes  # noqa: E402
 from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
 
 SLOPES = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
-KINDS = ("edit", "template", "tracking", "print_links", "print_plain", "release", "natural")
+KINDS = ("edit", "template", "tracking", "print_links", "print_plain", "release", "natural", "natural_near")
+# natural_near: the natural pairs whose main texts are not word-for-word the same
 # Columns of the dense blocks the Gram matrix is summed from (bounded memory).
 _CHUNK = 4096
 
@@ -54,8 +55,9 @@ def found_probability(theta_over_pi: np.ndarray, k: int) -> np.ndarray:
 class Pages:
     """The half's pages as term counts (simhash pages) or exact digests (short pages)."""
 
-    def __init__(self, evalset: common.EvalSet) -> None:
+    def __init__(self, evalset: common.EvalSet, short_scale: float = 0.0) -> None:
         texts = score.Texts(evalset).get("main")
+        self.short_scale = short_scale
         self.evalset = evalset
         self.exact: dict[int, int] = {}
         rows, cols, counts = [], [], []
@@ -85,8 +87,14 @@ class Pages:
         return np.split(hashes[self.cols], bounds)
 
     def weights(self, slope: float) -> np.ndarray:
-        # The "log" weighting of core/features.py, with the slope as a parameter.
-        return 1.0 + slope * np.log(self.counts)
+        # The "log" weighting of core/features.py, with the slope as a parameter; with
+        # ``short_scale`` N (an experiment, not the package's rule) a page of n < N tokens
+        # gets the slope * n / N.
+        if not self.short_scale:
+            return 1.0 + slope * np.log(self.counts)
+        tokens = np.bincount(self.rows, weights=self.counts)
+        scale = np.minimum(1.0, tokens / self.short_scale)
+        return 1.0 + slope * scale[self.rows] * np.log(self.counts)
 
     def angles(self, slope: float) -> np.ndarray:
         """theta / pi between every two simhash pages' weighted vectors."""
@@ -142,6 +150,8 @@ def expected_row(pages: Pages, slope: float, k: int) -> dict:
         else:
             p = 1.0 if key in exact_found else 0.0
         kinds.setdefault(kind, []).append(p)
+        if kind == "natural" and key not in pages.evalset.identical:
+            kinds.setdefault("natural_near", []).append(p)
         tp += p
     for key in pages.evalset.gray:
         a, b = (pages.row_of.get(x) for x in key)
@@ -163,12 +173,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--half", choices=("tune", "test"), default="tune")
     parser.add_argument("-k", type=int, default=defaults.MAX_DISTANCE)
     parser.add_argument("--slopes", type=float, nargs="+", default=SLOPES)
+    parser.add_argument("--short-scale", type=float, default=0.0, metavar="N",
+                        help="experiment: scale the slope by min(1, tokens / N) (default: off)")
     args = parser.parse_args(argv)
     evalset = common.load_set(args.data, args.half)
-    pages = Pages(evalset)
+    pages = Pages(evalset, args.short_scale)
     print(f"{args.half} half: {len(evalset.pages)} pages, {len(evalset.positive)} duplicate pairs, k = {args.k}")
+    if args.short_scale:
+        print(f"experiment: a page of n tokens gets the slope * min(1, n / {args.short_scale:g})")
     print()
-    kinds = [k for k in KINDS if any(kind == k for kind in evalset.positive.values())]
+    present = set(evalset.positive.values()) | ({"natural_near"} if evalset.identical else set())
+    kinds = [k for k in KINDS if k in present]
     print("| slope s (1 + s ln tf) | expected F1 | expected false pairs | " + " | ".join(f"expected {k}" for k in kinds)
           + " | F1 of one real run |")  # fmt: skip
     print("|---:|---:|---:|" + "---:|" * len(kinds) + "---:|")
