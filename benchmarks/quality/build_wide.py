@@ -44,7 +44,8 @@ and, made from disjoint sampled pages of each family, the variants the web re-se
   (``truth.json``'s ``identical`` lists the positive pairs whose main texts are word-for-word the same).
 
 Hard negatives: different pages in one heavy template (``hn_template``), the same title over
-a different body (``hn_title``).
+a different body (``hn_title``), different pages (from outside the sample) whose articles end
+with one long site-wide section (``hn_shared``).
 
 Truth: pages of one group are duplicates; pages with at least ``EMPTY_WORDS`` words whose
 word-3-shingle Jaccard is >= 0.9 are duplicates ([0.5, 0.9): gray, not scored); pages with
@@ -121,6 +122,10 @@ PER_KIND = 7
 SOFT404_URLS = 6
 N_HN_TEMPLATE = 160
 N_HN_TITLE = 60
+# Different pages sharing a long section: per package with pages outside the sample, this many
+# of those pages (150-1,500 words) carry one site-wide block of SHARED_WORDS real words.
+N_HN_SHARED = 12
+SHARED_WORDS = (200, 600)
 
 _BODY_CLASS = etree.XPath("//div[contains(concat(' ', normalize-space(@class), ' '), ' body ')]")
 _NAV_TABLE = re.compile(r"^\s*\[")
@@ -316,6 +321,7 @@ def load_sources(cache: Path, seed: int) -> dict[str, Source]:
     chosen_rels: dict[str, set[str]] = {}
     census_rels: dict[str, set[str]] = {}
     sources = {}
+    UNSAMPLED.clear()
     for site in SITES:
         root = cache / "x" / site.package / site.root
         keep, skip = re.compile(site.pattern), re.compile(site.skip)
@@ -337,6 +343,7 @@ def load_sources(cache: Path, seed: int) -> dict[str, Source]:
                 picked = sorted(set(picked) | census)
             chosen_rels[site.project] = set(picked)
             census_rels[site.project] = census
+            UNSAMPLED[site.name] = [r for r in rels if r not in chosen_rels[site.project]]
         family = FAMILIES[site.family]
         for rel in picked:
             raw = (root / rel).read_bytes()
@@ -352,6 +359,35 @@ def load_sources(cache: Path, seed: int) -> dict[str, Source]:
             key = f"{site.name}:{rel}"
             sources[key] = Source(key, site, rel, raw, title, text, len(common.words(text)), rel in census)
     return sources
+
+
+#: site name -> the paths of its pages outside the sample and the census (first releases only)
+UNSAMPLED: dict[str, list[str]] = {}
+
+
+def unsampled_articles(cache: Path, rng: random.Random, count: int) -> list[Source]:
+    """Up to ``count`` pages of 150-1,500 words per site, drawn from outside the set's pages."""
+    found = []
+    for site in SITES:
+        rels = list(UNSAMPLED.get(site.name, ()))
+        rng.shuffle(rels)
+        root = cache / "x" / site.package / site.root
+        kept = 0
+        for rel in rels:
+            if kept == count:
+                break
+            raw = (root / rel).read_bytes()
+            try:
+                tree = lxml.html.document_fromstring(raw)
+            except (etree.ParserError, ValueError):
+                continue
+            nodes = FAMILIES[site.family].content(tree)
+            text = content_text(nodes)
+            if nodes and 150 <= len(common.words(text)) <= 1500:
+                title = " ".join((tree.findtext(".//title") or "").split())
+                found.append(Source(f"{site.name}:{rel}", site, rel, raw, title, text, len(common.words(text))))
+                kept += 1
+    return found
 
 
 def natural_census(root: Path, rels: list[str], family: Family) -> set[str]:
@@ -560,6 +596,14 @@ class Builder:
 
     # -- hard negatives
 
+    def shared(self, src: Source, block: str) -> int:
+        """The page with a site-wide block (``block``: HTML) at the end of its article."""
+        tree = src.tree()
+        nodes = src.family.content(tree)
+        nodes[-1].append(lxml.html.fragment_fromstring(block))
+        text = content_text(src.family.content(tree))
+        return self.add(serialize(tree), src.url, text, "hn_shared", "hn_shared", None, src, src.half, src.site.family)
+
     def heavy_parts(self, pool: list[Source]) -> dict:
         menu = "".join(f'<a href="/{s.rel}">{_esc(self.teaser(s)[0])}</a>' for s in pool[:40])
         trending = "".join(f'<div class="_9xk2"><a href="/t/{i}">{_esc(t)}</a><p>{_esc(s)}</p></div>'
@@ -727,6 +771,24 @@ def build(out: Path, cache: Path, seed: int) -> dict:
             pid = b.add(serialize(tree), b_src.url, text, "hn_title", "hn_title", f"hn_title:{a_key}", b_src, half,
                         b_src.site.family)  # fmt: skip
             hn_title_pairs.append((original_ids[a_key], pid))
+    # different pages sharing a long section: pages from outside the set, each site's with one block
+    # of real text from another site's page (also outside the set).  Its own random stream: the
+    # rest of the set is the same with or without these pages.
+    shared_rng = random.Random(seed + 1)
+    outside = unsampled_articles(cache, shared_rng, N_HN_SHARED + 1)
+    by_site: dict[str, list[Source]] = {}
+    for src in outside:
+        by_site.setdefault(src.site.name, []).append(src)
+    names = sorted(by_site)
+    shared_groups: list[list[int]] = []
+    for i, name in enumerate(names):
+        donor = by_site[names[(i + 1) % len(names)]][-1]  # the last page of the next site: never a page here
+        words = donor.text.split()
+        n = shared_rng.randint(*SHARED_WORDS)
+        paragraphs = [" ".join(words[j : j + 60]) for j in range(0, min(n, len(words)), 60)]
+        block = ('<div class="section" id="about-these-documents"><h2>About these documents</h2>'
+                 + "".join(f"<p>{_esc(para)}</p>" for para in paragraphs) + "</div>")  # fmt: skip
+        shared_groups.append([b.shared(src, block) for src in by_site[name][:-1][:N_HN_SHARED]])
     # empty pages: JavaScript shells
     for i, name in enumerate(("dashboard", "search", "settings", "playground")):
         html = (
@@ -738,7 +800,7 @@ def build(out: Path, cache: Path, seed: int) -> dict:
               ("tune", "test")[i % 2], "app")  # fmt: skip
 
     print(f"  {len(b.pages)} pages written ({time.perf_counter() - t0:.1f}s); computing truth", flush=True)
-    truth = compute_truth(b, hn_ids, hn_title_pairs, rng)
+    truth = compute_truth(b, hn_ids, hn_title_pairs, rng, shared_groups)
     truth["info"] = dict(
         packages=versions, seed=seed, shingle=common.SHINGLE, positive_jaccard=common.POSITIVE_JACCARD,
         gray_jaccard=common.GRAY_JACCARD, empty_words=common.EMPTY_WORDS, pages=len(b.pages),
@@ -751,7 +813,8 @@ def build(out: Path, cache: Path, seed: int) -> dict:
     return truth
 
 
-def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int, int]], rng: random.Random) -> dict:
+def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int, int]], rng: random.Random,
+                  shared_groups: list[list[int]]) -> dict:  # fmt: skip
     pages = b.pages
     empty = [p["id"] for p in pages if p["words"] == 0]
     for pid in empty:
@@ -793,6 +856,9 @@ def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int,
         else:
             gray.append([a, c, round(j, 3)])
     hn_title_pairs = [(a, c) for a, c in hn_title_pairs if common.pair(a, c) not in positive]
+    gray_keys = {common.pair(a, c) for a, c, _ in gray}
+    hn_shared_pairs = [common.pair(a, c) for ids in shared_groups for i, a in enumerate(ids) for c in ids[i + 1 :]
+                       if common.pair(a, c) not in positive and common.pair(a, c) not in gray_keys]  # fmt: skip
     # every positive pair's word-3-shingle Jaccard (score.py --by-jaccard: are misses at truth's line?)
     positive_jaccard = [[a, c, round(common.jaccard(sets[a], sets[c]), 3)] for a, c in sorted(positive)]
     common.set_crawl_order(pages, rng)
@@ -804,6 +870,7 @@ def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int,
         gray=sorted(gray),
         hn_template=hn_ids,
         hn_title=[list(x) for x in hn_title_pairs],
+        hn_shared=[list(x) for x in hn_shared_pairs],
         empty=empty,
     )
 
@@ -828,7 +895,8 @@ def main(argv: list[str] | None = None) -> None:
               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))  # fmt: skip
     print(f"pages: {truth['info']['pages']}  build: {truth['info']['build_seconds']}s")
     print(f"gray pairs: {len(truth['gray'])}  hn_template pages: {len(truth['hn_template'])}  "
-          f"hn_title pairs: {len(truth['hn_title'])}  empty pages: {len(truth['empty'])}")  # fmt: skip
+          f"hn_title pairs: {len(truth['hn_title'])}  hn_shared pairs: {len(truth['hn_shared'])}  "
+          f"empty pages: {len(truth['empty'])}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ _WORD = re.compile(r"\w+")
 #: Kinds of duplicate, in report order (a set holds a subset: the first set has "print", the wide one
 #: "print_links", "print_plain" and "short").
 CATEGORIES = ("template", "tracking", "print", "print_links", "print_plain", "edit", "release", "natural", "short")
-HARD_NEGATIVES = ("hn_template", "hn_title")
+HARD_NEGATIVES = ("hn_template", "hn_title", "hn_shared")
 CATEGORY_TITLES = {
     "template": "same article, other template (mirror, reader view)",
     "tracking": "tracking/session URL variants (timestamps, tokens, ads)",
@@ -45,6 +45,7 @@ CATEGORY_TITLES = {
     "natural": "natural duplicates within one site",
     "hn_template": "different pages, one heavy template",
     "hn_title": "same title, different body",
+    "hn_shared": "different pages sharing a long section",
     "empty": "(nearly) empty main content",
 }
 
@@ -147,6 +148,8 @@ class EvalSet:
     identical: set[tuple[int, int]] = field(default_factory=set)
     # positive pair -> word-3-shingle Jaccard of the two main texts (wide set)
     positive_jaccard: dict[tuple[int, int], float] = field(default_factory=dict)
+    # pairs of different pages whose articles end with one shared long section (wide set)
+    hn_shared: list[tuple[int, int]] = field(default_factory=list)
 
     def html(self, page: Page) -> bytes:
         return (self.root / page.file).read_bytes()
@@ -201,7 +204,7 @@ def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSe
         if not pages:
             raise SystemExit(f"{root}: no page in half {half!r} (only the wide set has halves)")
         ids = {p.id for p in pages}
-        for name in ("positive", "gray", "hn_title", "identical", "positive_jaccard"):
+        for name in ("positive", "gray", "hn_title", "identical", "positive_jaccard", "hn_shared"):
             truth[name] = [row for row in truth.get(name, []) if row[0] in ids and row[1] in ids]
         truth["hn_template"] = [i for i in truth["hn_template"] if i in ids]
         truth["empty"] = [i for i in truth["empty"] if i in ids]
@@ -216,4 +219,5 @@ def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSe
         info=truth.get("info", {}),
         identical={pair(a, b) for a, b in truth.get("identical", [])},
         positive_jaccard={pair(a, b): j for a, b, j in truth.get("positive_jaccard", [])},
+        hn_shared=[pair(a, b) for a, b in truth.get("hn_shared", [])],
     )

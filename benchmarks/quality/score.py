@@ -222,6 +222,8 @@ def _negative_category(evalset: common.EvalSet, pages: dict[int, common.Page], h
         return "empty"
     if pa.category == "hn_template" and pb.category == "hn_template":
         return "hn_template"
+    if pa.category == "hn_shared" and pb.category == "hn_shared":
+        return "hn_shared"
     for p in (pa, pb):
         if p.role == "variant":
             return p.category
@@ -258,6 +260,7 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
                 split.tp += 1
     gray_flagged = fp_other = 0
     hn_template_flagged = hn_title_flagged = 0
+    hn_shared = set(evalset.hn_shared)
     hn_set = set(evalset.hn_template)
     fp_by_kind: dict[str, int] = {}
     for key in flagged:
@@ -283,7 +286,11 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
         else:
             fp_other += 1
     n = len(evalset.hn_template)
-    hard = {"hn_template": (hn_template_flagged, n * (n - 1) // 2), "hn_title": (hn_title_flagged, len(hn_title))}
+    hard = {
+        "hn_template": (hn_template_flagged, n * (n - 1) // 2),
+        "hn_title": (hn_title_flagged, len(hn_title)),
+        "hn_shared": (len(flagged & hn_shared), len(hn_shared)),
+    }
     empty_fp = sum(1 for pid in evalset.empty if fps.get(pid) is not None)
     skipped = sum(1 for fp in fps.values() if fp is None)
     return Result(
@@ -325,6 +332,8 @@ def markdown_table(results: list[Result]) -> str:
     )
     rows.append(f"| **all duplicate pairs** | {results[0].overall.pairs} | {cells} |")
     for name in common.HARD_NEGATIVES:
+        if not results[0].hard[name][1]:
+            continue  # a set without this kind
         cells = " | ".join(
             f"{r.hard[name][0]} flagged ({100 * r.hard_share(name):.2f}%)" for r in results
         )
@@ -341,7 +350,8 @@ def one_line(r: Result) -> str:
     cats = " ".join(f"{c}={r.categories[c].recall:.2f}" for c in r.categories)
     return (
         f"P={o.precision:.3f} R={o.recall:.3f} F1={o.f1:.3f} fp={o.fp} gray={r.gray_flagged} "
-        f"hnT={100 * r.hard_share('hn_template'):.2f}% hnTi={r.hard['hn_title'][0]} empty_fp={r.empty_fingerprinted} "
+        f"hnT={100 * r.hard_share('hn_template'):.2f}% hnTi={r.hard['hn_title'][0]} "
+        f"hnS={100 * r.hard_share('hn_shared'):.2f}% empty_fp={r.empty_fingerprinted} "
         f"skip={r.skipped} | recall {cats}"
     )
 
@@ -400,15 +410,16 @@ def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
     ]
     out = [
         "| setting (others at defaults) | P | R | F1 | heavy-template pairs flagged | same-title pairs flagged "
-        "| empty pages fingerprinted | false pairs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| shared-section pairs flagged | empty pages fingerprinted | false pairs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, setup in rows:
         r = run_library(evalset, setup, texts)
         o = r.overall
         out.append(
             f"| {label} | {o.precision:.3f} | {o.recall:.3f} | {o.f1:.3f} | {r.hard['hn_template'][0]} "
-            f"({100 * r.hard_share('hn_template'):.2f}%) | {r.hard['hn_title'][0]} | {r.empty_fingerprinted} | {o.fp} |"
+            f"({100 * r.hard_share('hn_template'):.2f}%) | {r.hard['hn_title'][0]} | {r.hard['hn_shared'][0]} "
+            f"({100 * r.hard_share('hn_shared'):.2f}%) | {r.empty_fingerprinted} | {o.fp} |"
         )
         print(f"{label:<52} {one_line(r)}", file=sys.stderr, flush=True)
     return "\n".join(out)
