@@ -145,9 +145,11 @@ def bare_parse_cpu(feed: Path, count: int) -> float:
 
 
 def unplanted_jaccard(clusters: Path, feed: Path, sample: int = 400, seed: int = 1) -> dict[str, int]:
-    """What else was clustered: a seeded sample of the member pairs (member, canonical) that no
-    variant planted, by the word-3-shingle Jaccard of their main texts (as the quality set's
-    truth measures it: >= 0.9 duplicates, [0.5, 0.9) gray, < 0.5 different pages)."""
+    """What else was clustered: a seeded sample of the (canonical, member) pairs of the cluster
+    report that no variant planted, by the word-3-shingle Jaccard of the main texts simhash-scrapy
+    extracts (the quality set's bands: >= 0.9 duplicates, [0.5, 0.9) gray, < 0.5 different pages;
+    its truth takes the text from the template's own container instead).  Only pairs with the
+    canonical page are seen: two members of one cluster may be farther apart."""
     sys.path.insert(0, str(Path(__file__).resolve().parent / "quality"))
     import common  # noqa: PLC0415  (numpy; only this check needs it)
 

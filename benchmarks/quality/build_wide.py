@@ -851,6 +851,12 @@ def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int,
         if a in short or c in short:
             gray.append([a, c, round(j, 3)])  # similar but not identical short pages: not scored
             continue
+        if pages[a]["role"].startswith("hn_") or pages[c]["role"].startswith("hn_"):
+            # A hard-negative page is made from a page kept out of the set; that page's natural twin
+            # (an original here) is a near-duplicate of it by text, which is neither what the kind
+            # tests nor a duplicate "within one site": not scored.
+            gray.append([a, c, round(j, 3)])
+            continue
         if j >= common.POSITIVE_JACCARD:
             positive[key] = common.similar_kind(pages[a], pages[c])
         else:
