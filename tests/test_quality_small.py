@@ -122,3 +122,35 @@ def test_flagged_pairs_uses_every_pair_within_k() -> None:
 def test_short_pages_match_only_by_equal_digest() -> None:
     fps = {1: ("exact", 7), 2: ("exact", 7), 3: ("exact", 8), 4: ("simhash", 7), 5: ("simhash", 6)}
     assert score.flagged_pairs(fps, 3) == {(1, 2), (4, 5)}
+
+
+def _page(pid: int, url: str, category: str = "original", role: str = "original") -> "common.Page":
+    return common.Page(id=pid, url=url, file="", host=url.split("/")[2], category=category, role=role, group=None,
+                       source="", words=100, family="f")  # fmt: skip
+
+
+def test_natural_split_shared_section_and_jaccard_bands_are_counted_from_the_flags() -> None:
+    # Four originals of one site (natural pairs: 0-1 word-for-word the same, 2-3 near-identical)
+    # and three shared-section pages (4, 5, 6: pairs 4-5, 4-6, 5-6 are hard negatives).
+    pages = [_page(i, f"http://s.test/v/{i}.html") for i in range(4)]
+    pages += [_page(i, f"http://s.test/v/{i}.html", "hn_shared", "hn_shared") for i in (4, 5, 6)]
+    evalset = common.EvalSet(
+        root=Path("."), pages=pages, positive={(0, 1): "natural", (2, 3): "natural"}, gray=set(), hn_template=[],
+        hn_title=[], empty=[], identical={(0, 1)}, positive_jaccard={(0, 1): 1.0, (2, 3): 0.97},
+        hn_shared=[(4, 5), (4, 6), (5, 6)],
+    )  # fmt: skip
+    fps = {p.id: ("simhash", p.id) for p in pages}
+    # found: the identical pair; missed: the near pair; false: 0-2 (natural kind) and 4-5 (shared section)
+    result = score.evaluate(evalset, score.default_setup(), fps, {(0, 1), (0, 2), (4, 5)})
+    assert (result.natural_split["identical"].tp, result.natural_split["identical"].pairs) == (1, 1)
+    near = result.natural_split["near"]
+    assert (near.tp, near.pairs, near.fp) == (0, 1, 1)
+    assert result.categories["natural"].fp == 1
+    assert result.hard["hn_shared"] == (1, 3)
+    assert result.found == {(0, 1)}
+    table = score.jaccard_table(evalset, result)
+    natural_row = next(line for line in table.splitlines() if line.startswith("| natural"))
+    assert natural_row.split(" | ")[1:] == ["-", "-", "-", "0/1", "1/1 |"]
+    markdown = score.markdown_table([result])
+    assert "| ... of which near-identical (not the same) | 1 | 0.00 / 0.00 / 0.00 |" in markdown
+    assert "| hard negative: different pages sharing a long section | 3 | 1 flagged (33.33%) |" in markdown
