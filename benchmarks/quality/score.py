@@ -55,6 +55,9 @@ class Setup:
     k: int = 3
     min_tokens: int = MIN_TOKENS
     exact: bool = True  # short pages (1 <= tokens < min_tokens) compared by exact digest, as the plugin does
+    # An experiment, not the plugin's rule: pages under this many tokens are also flagged when their
+    # token sequences are at most one token apart (a shared key of their deletion neighbourhoods).
+    one_edit_below: int = 0
 
     def describe(self) -> str:
         f = self.features
@@ -299,10 +302,35 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
     )
 
 
+def one_edit_pairs(evalset: common.EvalSet, texts: Texts, setup: Setup) -> set[tuple[int, int]]:
+    """Pairs of fingerprinted pages (``min_tokens`` up to ``setup.one_edit_below`` tokens) whose token
+    sequences are at most one token apart (substituted, inserted or deleted): two sequences are when
+    their deletion neighbourhoods (the sequence and each sequence with one token left out) share a key."""
+    from simhash_scrapy.core.features import token_hashes  # noqa: PLC0415
+
+    owners: dict[bytes, set[int]] = {}
+    data = texts.get(setup.text_mode)
+    for page in evalset.pages:
+        tokens = token_hashes(data[page.id], setup.features.cjk_ngram).astype("<u8")
+        if not setup.min_tokens <= len(tokens) < setup.one_edit_below:
+            continue  # shorter pages: a word is too much of them (4 dwords / 8 dwords), exact rule only
+        keys = {tokens.tobytes()} | {np.delete(tokens, i).tobytes() for i in range(len(tokens))}
+        for key in keys:
+            owners.setdefault(key, set()).add(page.id)
+    out = set()
+    for ids in owners.values():
+        ordered = sorted(ids)
+        out.update((a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :])
+    return out
+
+
 def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
     t0 = time.perf_counter()
     fps = fingerprint_pages(evalset, setup, texts)
-    result = evaluate(evalset, setup, fps, flagged_pairs(fps, setup.k))
+    flagged = flagged_pairs(fps, setup.k)
+    if setup.one_edit_below:
+        flagged |= one_edit_pairs(evalset, texts, setup)
+    result = evaluate(evalset, setup, fps, flagged)
     result.extra["seconds"] = round(time.perf_counter() - t0, 2)
     return result
 
@@ -452,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--families", action="store_true", help="also a table per template family")
     parser.add_argument("--by-jaccard", action="store_true",
                         help="also recall per kind and Jaccard band of the pairs (wide set)")
+    parser.add_argument("--one-edit-below", type=int, metavar="N",
+                        help="experiment: also flag pages under N tokens that are at most one token apart")
     parser.add_argument("--no-exact", action="store_true", help="skip short pages instead of comparing them exactly")
     args = parser.parse_args(argv)
 
@@ -466,6 +496,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["min_tokens"] = args.min_tokens
     if args.no_exact:
         overrides["exact"] = False
+    if args.one_edit_below:
+        overrides["one_edit_below"] = args.one_edit_below
     feats = {}
     if args.word_ngram:
         feats["word_ngram"] = args.word_ngram
