@@ -1,4 +1,4 @@
-"""Build the wide evaluation set: real documentation HTML in 12 site templates, tuning and test halves.
+"""Build the wide evaluation set: real documentation HTML in 13 site templates, tuning and test halves.
 
     python benchmarks/quality/build_wide.py [--out benchmarks/quality/data/wide] [--cache DIR] [--seed 7]
 
