@@ -178,6 +178,11 @@ def unplanted_jaccard(clusters: Path, feed: Path, sample: int = 400, seed: int =
     return bands
 
 
+def near_duplicates(log: str) -> int:
+    """The near-duplicate count of the command's summary line."""
+    return int(re.search(r"([\d,]+) near-duplicates", log).group(1).replace(",", ""))  # type: ignore[union-attr]
+
+
 def run(feed: Path, out: Path, extra: list[str]) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds (the command and its worker processes) and the command's summary."""
     command = [sys.executable, "-m", "scrapy.cmdline", "simhash", "dedup", str(feed), "--field", "html", "-o", str(out), *extra]
@@ -217,7 +222,7 @@ def main() -> None:
         jobs = ["-j", str(args.jobs)] if args.jobs else []
         seconds, cpu, log = run(feed, workdir / "clusters.jsonl", jobs)
         print(log.strip())
-        near = int(re.search(r"([\d,]+) near-duplicates", log).group(1).replace(",", ""))  # type: ignore[union-attr]
+        near = near_duplicates(log)
         found = planted_found(workdir / "clusters.jsonl")
         search = float(re.search(r"all-pairs search ([\d.]+) s", log).group(1))  # type: ignore[union-attr]
         variants = sum(v for k, v in planted.items() if k != "distinct pages")
@@ -264,8 +269,8 @@ def main() -> None:
         if args.compare_weighting:
             other = workdir / f"clusters-{args.compare_weighting}.jsonl"
             _, _, other_log = run(feed, other, [*jobs, "-s", f"SIMHASH_WEIGHTING={args.compare_weighting}"])
-            other_near = int(re.search(r"([\d,]+) near-duplicates", other_log).group(1).replace(",", ""))  # type: ignore[union-attr]
-            runs.append((f"SIMHASH_WEIGHTING={args.compare_weighting}", other, other_near, planted_found(other)))
+            runs.append((f"SIMHASH_WEIGHTING={args.compare_weighting}", other, near_duplicates(other_log),
+                         planted_found(other)))
         print("\nWhat else was clustered: member pairs no variant planted, a sample of 400 by the Jaccard of their"
               " main texts (>= 0.9 duplicates, 0.5-0.9 gray, < 0.5 different pages):\n")
         print("| run | near-duplicates found | planted variants found | unplanted member pairs | sample: >= 0.9 | 0.5-0.9 | < 0.5 |")

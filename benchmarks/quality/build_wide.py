@@ -339,26 +339,31 @@ def load_sources(cache: Path, seed: int) -> dict[str, Source]:
         else:
             picked = rels if len(rels) <= MAX_PER_PACKAGE else sorted(rng.sample(rels, MAX_PER_PACKAGE))
             if len(picked) < len(rels):
-                census = natural_census(root, rels, FAMILIES[site.family]) - set(picked)
+                census = natural_census(site, root, rels) - set(picked)
                 picked = sorted(set(picked) | census)
             chosen_rels[site.project] = set(picked)
             census_rels[site.project] = census
             UNSAMPLED[site.name] = [r for r in rels if r not in chosen_rels[site.project]]
-        family = FAMILIES[site.family]
         for rel in picked:
-            raw = (root / rel).read_bytes()
-            try:
-                tree = lxml.html.document_fromstring(raw)
-            except (etree.ParserError, ValueError):
-                continue
-            nodes = family.content(tree)
-            if not nodes:
-                continue
-            title = " ".join((tree.findtext(".//title") or "").split())
-            text = content_text(nodes)
-            key = f"{site.name}:{rel}"
-            sources[key] = Source(key, site, rel, raw, title, text, len(common.words(text)), rel in census)
+            src = read_source(site, root, rel, census=rel in census)
+            if src is not None:
+                sources[src.key] = src
     return sources
+
+
+def read_source(site: Site, root: Path, rel: str, census: bool = False) -> Source | None:
+    """The page at ``root / rel`` with its main text, or ``None`` (unparsable, or no main content)."""
+    raw = (root / rel).read_bytes()
+    try:
+        tree = lxml.html.document_fromstring(raw)
+    except (etree.ParserError, ValueError):
+        return None
+    nodes = FAMILIES[site.family].content(tree)
+    if not nodes:
+        return None
+    title = " ".join((tree.findtext(".//title") or "").split())
+    text = content_text(nodes)
+    return Source(f"{site.name}:{rel}", site, rel, raw, title, text, len(common.words(text)), census)
 
 
 #: site name -> the paths of its pages outside the sample and the census (first releases only)
@@ -376,21 +381,14 @@ def unsampled_articles(cache: Path, rng: random.Random, count: int) -> list[Sour
         for rel in rels:
             if kept == count:
                 break
-            raw = (root / rel).read_bytes()
-            try:
-                tree = lxml.html.document_fromstring(raw)
-            except (etree.ParserError, ValueError):
-                continue
-            nodes = FAMILIES[site.family].content(tree)
-            text = content_text(nodes)
-            if nodes and 150 <= len(common.words(text)) <= 1500:
-                title = " ".join((tree.findtext(".//title") or "").split())
-                found.append(Source(f"{site.name}:{rel}", site, rel, raw, title, text, len(common.words(text))))
+            src = read_source(site, root, rel)
+            if src is not None and 150 <= src.nwords <= 1500:
+                found.append(src)
                 kept += 1
     return found
 
 
-def natural_census(root: Path, rels: list[str], family: Family) -> set[str]:
+def natural_census(site: Site, root: Path, rels: list[str]) -> set[str]:
     """The pages of one site (all of them read) with a natural twin or a near miss in it.
 
     A pair counts when both pages have at least ``EMPTY_WORDS`` words of main text and their
@@ -400,13 +398,9 @@ def natural_census(root: Path, rels: list[str], family: Family) -> set[str]:
     """
     texts, kept = [], []
     for rel in rels:
-        try:
-            nodes = family.content(lxml.html.document_fromstring((root / rel).read_bytes()))
-        except (etree.ParserError, ValueError):
-            continue
-        text = content_text(nodes)
-        if nodes and len(common.words(text)) >= common.EMPTY_WORDS:
-            texts.append(text)
+        src = read_source(site, root, rel)
+        if src is not None and src.nwords >= common.EMPTY_WORDS:
+            texts.append(src.text)
             kept.append(rel)
     found = set()
     for a, c, j in common.similar_pairs([common.shingles(t) for t in texts], NEAR_MISS_JACCARD):
@@ -863,8 +857,8 @@ def compute_truth(b: Builder, hn_ids: list[int], hn_title_pairs: list[tuple[int,
             gray.append([a, c, round(j, 3)])
     hn_title_pairs = [(a, c) for a, c in hn_title_pairs if common.pair(a, c) not in positive]
     gray_keys = {common.pair(a, c) for a, c, _ in gray}
-    hn_shared_pairs = [common.pair(a, c) for ids in shared_groups for i, a in enumerate(ids) for c in ids[i + 1 :]
-                       if common.pair(a, c) not in positive and common.pair(a, c) not in gray_keys]  # fmt: skip
+    shared_keys = (common.pair(a, c) for ids in shared_groups for i, a in enumerate(ids) for c in ids[i + 1 :])
+    hn_shared_pairs = [key for key in shared_keys if key not in positive and key not in gray_keys]
     # every positive pair's word-3-shingle Jaccard (score.py --by-jaccard: are misses at truth's line?)
     positive_jaccard = [[a, c, round(common.jaccard(sets[a], sets[c]), 3)] for a, c in sorted(positive)]
     common.set_crawl_order(pages, rng)

@@ -158,6 +158,9 @@ class Counts:
     tp: int = 0
     fp: int = 0
 
+    def as_dict(self) -> dict:
+        return dict(pairs=self.pairs, tp=self.tp, fp=self.fp, precision=self.precision, recall=self.recall, f1=self.f1)
+
     @property
     def fn(self) -> int:
         return self.pairs - self.tp
@@ -199,20 +202,14 @@ class Result:
         return flagged / pairs if pairs else 0.0
 
     def as_dict(self) -> dict:
-        cat = {
-            c: dict(pairs=v.pairs, tp=v.tp, fp=v.fp, precision=v.precision, recall=v.recall, f1=v.f1)
-            for c, v in self.categories.items()
-        }
         o = self.overall
         return dict(
             setup=self.setup.describe(), precision=o.precision, recall=o.recall, f1=o.f1, tp=o.tp, fp=o.fp,
-            pairs=o.pairs, categories=cat, hard={k: dict(flagged=f, pairs=n) for k, (f, n) in self.hard.items()},
+            pairs=o.pairs, categories={c: v.as_dict() for c, v in self.categories.items()}, hard={k: dict(flagged=f, pairs=n) for k, (f, n) in self.hard.items()},
             empty_fingerprinted=self.empty_fingerprinted, empty_pages=self.empty_pages, skipped=self.skipped,
             gray_flagged=self.gray_flagged, false_pairs_by_kind=self.fp_by_kind,
-            families={f: dict(pairs=v.pairs, tp=v.tp, fp=v.fp, precision=v.precision, recall=v.recall, f1=v.f1)
-                      for f, v in self.families.items()},
-            natural_split={k: dict(pairs=v.pairs, tp=v.tp, fp=v.fp, precision=v.precision, recall=v.recall, f1=v.f1)
-                           for k, v in self.natural_split.items()},
+            families={f: v.as_dict() for f, v in self.families.items()},
+            natural_split={k: v.as_dict() for k, v in self.natural_split.items()},
             **self.extra,
         )  # fmt: skip
 
@@ -342,19 +339,22 @@ def fmt(x: float) -> str:
     return f"{x:.2f}"
 
 
+def _cells(counts: list[Counts]) -> str:
+    """P / R / F1 cells of one table row, one per setup."""
+    return " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
+
+
 def markdown_table(results: list[Result]) -> str:
     head = "| category | pairs | " + " | ".join(f"{r.setup.name} P / R / F1" for r in results) + " |"
     sep = "|---|---:|" + "---|" * len(results)
     rows = [head, sep]
     for cat in results[0].categories:
         counts = [r.categories[cat] for r in results]
-        cells = " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
-        rows.append(f"| {common.CATEGORY_TITLES[cat]} | {counts[0].pairs} | {cells} |")
+        rows.append(f"| {common.CATEGORY_TITLES[cat]} | {counts[0].pairs} | {_cells(counts)} |")
         if cat == "natural" and results[0].natural_split.get("identical", Counts()).pairs:
             for part, title in (("identical", "word-for-word the same main text"), ("near", "near-identical (not the same)")):
                 counts = [r.natural_split[part] for r in results]
-                cells = " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
-                rows.append(f"| ... of which {title} | {counts[0].pairs} | {cells} |")
+                rows.append(f"| ... of which {title} | {counts[0].pairs} | {_cells(counts)} |")
     cells = " | ".join(
         f"**{fmt(r.overall.precision)} / {fmt(r.overall.recall)} / {fmt(r.overall.f1)}**" for r in results
     )

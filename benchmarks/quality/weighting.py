@@ -57,7 +57,6 @@ class Pages:
 
     def __init__(self, evalset: common.EvalSet, short_scale: float = 0.0) -> None:
         texts = score.Texts(evalset).get("main")
-        self.short_scale = short_scale
         self.evalset = evalset
         self.exact: dict[int, int] = {}
         rows, cols, counts = [], [], []
@@ -79,6 +78,10 @@ class Pages:
         self.features = [np.array(f) for f in self._features_by_row(vocab)]
         self.vocab_size = len(vocab)
         self.row_of = {pid: i for i, pid in enumerate(self.ids)}
+        # ``short_scale`` N (an experiment, not the package's rule): a page of n < N tokens gets the
+        # slope * n / N; per feature row, computed once.
+        tokens = np.bincount(self.rows, weights=self.counts)
+        self.slope_scale = np.minimum(1.0, tokens / short_scale)[self.rows] if short_scale else 1.0
 
     def _features_by_row(self, vocab: dict[int, int]) -> list[np.ndarray]:
         hashes = np.empty(len(vocab), dtype=np.uint64)
@@ -87,14 +90,8 @@ class Pages:
         return np.split(hashes[self.cols], bounds)
 
     def weights(self, slope: float) -> np.ndarray:
-        # The "log" weighting of core/features.py, with the slope as a parameter; with
-        # ``short_scale`` N (an experiment, not the package's rule) a page of n < N tokens
-        # gets the slope * n / N.
-        if not self.short_scale:
-            return 1.0 + slope * np.log(self.counts)
-        tokens = np.bincount(self.rows, weights=self.counts)
-        scale = np.minimum(1.0, tokens / self.short_scale)
-        return 1.0 + slope * scale[self.rows] * np.log(self.counts)
+        # The "log" weighting of core/features.py, with the slope as a parameter.
+        return 1.0 + slope * self.slope_scale * np.log(self.counts)
 
     def angles(self, slope: float) -> np.ndarray:
         """theta / pi between every two simhash pages' weighted vectors."""
