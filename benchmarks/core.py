@@ -34,6 +34,7 @@ import corpus  # noqa: E402
 
 import simhash_scrapy  # noqa: E402
 from simhash_scrapy import BlockPermutedIndex, FeatureConfig, extract_text, fingerprint, fingerprint_html  # noqa: E402
+from simhash_scrapy.core.analysis import analyse_html  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bs4_reference import extract_text_bs4  # noqa: E402
 
@@ -122,6 +123,10 @@ def bench_html(pages: list[bytes], repeats: int) -> list[dict]:
         for name, main in (("fingerprint_html, visible text", False), ("fingerprint_html, main content", True)):
             runs[name + suffix] = (make_context, lambda main=main: [fingerprint_html(p, main_content=main) for p in pages])
         runs["extract_text (lxml path), visible text" + suffix] = (make_context, lambda: [extract_text(p) for p in pages])
+    # The crawl's answer (``analyse_html`` at the defaults): also the one-edit keys of pages of 30..63 tokens.
+    runs["analyse_html, main content (the crawl's path, with one-edit keys)"] = (
+        contextlib.nullcontext, lambda: [analyse_html(p) for p in pages],
+    )  # fmt: skip
     # Interleaved rounds, best of each: a slow spell of the machine hits every row alike.
     for _ in range(repeats):
         for name, (make_context, run) in runs.items():

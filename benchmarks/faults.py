@@ -82,6 +82,7 @@ def page_records(count: int, seed: int) -> list[PageRecord]:
     from backends import pages  # noqa: PLC0415 - benchmarks/backends.py
 
     rng = random.Random(seed)
+    key_rng = random.Random(seed + 1)  # its own stream: the other fields are as before
     return [
         replace(
             record,
@@ -92,9 +93,17 @@ def page_records(count: int, seed: int) -> list[PageRecord]:
             text=f"The text of article {i}, ünïcode ✓." if rng.random() < 0.1 else None,
             exact=rng.random() < 0.05,
             seen=1.76e9 + i,
+            edit_keys=_some_edit_keys(key_rng),
         )
         for i, record in enumerate(pages(seed, count))
     ]
+
+
+def _some_edit_keys(rng: random.Random) -> tuple[int, ...]:
+    """One-edit keys for a fifth of the pages (as pages of 30-63 tokens have; kept for canonical ones)."""
+    if rng.random() >= 0.2:
+        return ()
+    return tuple(sorted({rng.getrandbits(64) for _ in range(rng.randrange(31, 65))}))
 
 
 def config_for(folder: Path) -> SimhashConfig:
@@ -131,21 +140,23 @@ def make_store(folder: Path, count: int = 2000, seed: int = 1, batch: int = 50, 
 
 
 def load_members(folder: Path) -> tuple[list[Any], PersistentBackend]:
+    """Every record as loaded, with the one-edit keys its page has in the index: ``(member, keys)``."""
     backend = PersistentBackend(config_for(folder))
     drive(backend.open(SPIDER))
-    return drive(backend.members()), backend
+    members = drive(backend.members())
+    return list(zip(members, backend._clusters.indexed_keys)), backend
 
 
 # ------------------------------------------------------------------ regions
 _COLUMNS = (
     "entry", "scope", "identity", "url", "fingerprint", "exact", "outcome", "canonical", "distance",
-    "indexed", "previous", "referer", "depth", "text", "first_seen", "last_seen", "checksum",
+    "indexed", "previous", "referer", "depth", "text", "first_seen", "last_seen", "edit_keys", "checksum",
 )  # fmt: skip
 #: Region labels grouped for the table.
 GROUPS = {
     "fingerprint": "fingerprints", "indexed": "fingerprints", "previous": "fingerprints",
     "url": "URLs", "referer": "URLs", "identity": "identities, scopes", "scope": "identities, scopes",
-    "checksum": "checksums",
+    "checksum": "checksums", "edit_keys": "one-edit keys",
 }  # fmt: skip
 
 
@@ -258,7 +269,7 @@ def classify(folder: Path, expected: list[Any], torn: list[Any] | None = None) -
     warned = any(str(path) in m for m in warnings.messages)
     empty = backend.store is not None and backend.store.empty_file
     try:
-        clusters = build_clusters(members, include_text=True)
+        clusters = build_clusters([member for member, _ in members], include_text=True)
         for fmt in ("jsonl", "html"):
             render_report(clusters, fmt, {"pages": len(members)})
         drive(backend.close())
@@ -270,10 +281,10 @@ def classify(folder: Path, expected: list[Any], torn: list[Any] | None = None) -
         return "harmless", ""
     if torn is not None and members == torn and warned:
         return "torn last write dropped", ""
-    by_key = {m.key: m for m in expected}
-    if all(by_key.get(m.key) == m for m in members):
+    by_key = {m.key: (m, keys) for m, keys in expected}
+    if all(by_key.get(m.key) == (m, keys) for m, keys in members):
         return "silent drop", f"{len(expected) - len(members)} records missing"
-    return "silent change", next(f"{m.url}" for m in members if by_key.get(m.key) != m)
+    return "silent change", next(f"{m.url}" for m, keys in members if by_key.get(m.key) != (m, keys))
 
 
 def trial(clean: Path, work: Path, mutate: Any, expected: list[Any], torn: list[Any] | None = None) -> tuple[str, str]:
@@ -513,7 +524,7 @@ def main() -> None:
         print(table(cuts))
         rng = random.Random(args.seed)
         kills = []
-        print(f"\n## kill -9 of a real crawl (300-page local site, SIMHASH_DIR, default SIMHASH_FLUSH_INTERVAL = 1 s)\n")
+        print("\n## kill -9 of a real crawl (300-page local site, SIMHASH_DIR, default SIMHASH_FLUSH_INTERVAL = 1 s)\n")
         print("| trial | killed after | store loads | pages reached | stored | lost | reached in the last interval |")
         print("|---:|---:|---|---:|---:|---:|---:|")
         for n in range(args.kills):

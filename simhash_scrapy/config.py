@@ -16,7 +16,7 @@ import json
 import logging
 import posixpath
 from pathlib import Path
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -38,6 +38,7 @@ from ._values import (
 from .backends import BACKENDS
 from .core import defaults
 from .core.analysis import AnalysisOptions
+from .core.edits import MAX_KEYS as MAX_EDIT_KEYS
 from .core.features import WEIGHTINGS, FeatureConfig
 from .core.index import MAX_TABLES, BlockPermutedIndex
 
@@ -181,6 +182,7 @@ class SimhashConfig:
     weighting: str = defaults.WEIGHTING
     cjk_ngram: int = defaults.CJK_NGRAM
     min_tokens: int = defaults.MIN_TOKENS
+    one_edit_below: int = defaults.ONE_EDIT_BELOW
     max_bytes: int = defaults.MAX_BYTES
     http_statuses: frozenset[int] = frozenset(defaults.HTTP_STATUSES)
     content_types: frozenset[str] = frozenset(defaults.CONTENT_TYPES)
@@ -240,7 +242,13 @@ class SimhashConfig:
     @property
     def analysis(self) -> AnalysisOptions:
         """What ``core.analysis`` needs to fingerprint a page as this crawl does."""
-        return AnalysisOptions(self.main_content, self.features, self.min_tokens, self.keep_text)
+        return AnalysisOptions(
+            main_content=self.main_content,
+            features=self.features,
+            min_tokens=self.min_tokens,
+            one_edit_below=self.one_edit_below,
+            keep_text=self.keep_text,
+        )
 
     @property
     def persistent(self) -> bool:
@@ -284,6 +292,10 @@ class SimhashConfig:
         weighting = parse_choice("SIMHASH_WEIGHTING", get("SIMHASH_WEIGHTING", defaults.WEIGHTING), WEIGHTINGS)
         cjk_ngram = parse_int("SIMHASH_CJK_NGRAM", get("SIMHASH_CJK_NGRAM", defaults.CJK_NGRAM), 1)
         min_tokens = parse_int("SIMHASH_MIN_TOKENS", get("SIMHASH_MIN_TOKENS", defaults.MIN_TOKENS), 1)
+        # n + 1 keys a page: the cap keeps a page's keys (and a Redis record's) small.
+        one_edit_below = parse_int(
+            "SIMHASH_ONE_EDIT_BELOW", get("SIMHASH_ONE_EDIT_BELOW", defaults.ONE_EDIT_BELOW), 0, MAX_EDIT_KEYS - 1
+        )
         max_bytes = parse_int("SIMHASH_MAX_BYTES", get("SIMHASH_MAX_BYTES", defaults.MAX_BYTES), 1)
         statuses = parse_list("SIMHASH_HTTP_STATUSES", get("SIMHASH_HTTP_STATUSES", DEFAULT_HTTP_STATUSES))
         http_statuses = frozenset(parse_int("SIMHASH_HTTP_STATUSES (each status)", s, 100, 599) for s in statuses)
@@ -379,6 +391,7 @@ class SimhashConfig:
                 weighting=weighting,
                 cjk_ngram=cjk_ngram,
                 min_tokens=min_tokens,
+                one_edit_below=one_edit_below,
                 max_bytes=max_bytes,
                 http_statuses=http_statuses,
                 content_types=frozenset(content_types),

@@ -198,6 +198,7 @@ class SimhashMiddleware:
             identity=self.state.identity_of(request),
             exact=answer.exact,
             seen=time.time(),
+            edit_keys=answer.edit_keys,
         )
 
     def _decide(self, request: Request, response: Response, answer: Analysis, verdict: Verdict) -> Response:
@@ -209,6 +210,7 @@ class SimhashMiddleware:
         meta["simhash_outcome"] = verdict.outcome.value
         meta["simhash_duplicate_of"] = verdict.canonical_url
         meta["simhash_distance"] = verdict.distance
+        meta["simhash_one_edit"] = verdict.one_edit
         if verdict.previous_fingerprint is not None:
             meta["simhash_previous"] = verdict.previous_fingerprint
             meta["simhash_previous_seen"] = verdict.previous_seen

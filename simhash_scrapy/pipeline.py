@@ -97,6 +97,7 @@ class SimhashPipeline:
                 text=answer.text,
                 exact=answer.exact,
                 seen=time.time(),
+                edit_keys=answer.edit_keys,
             )
             return await state.check(record, items=True)
         except BackendError as exc:

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-    from .backends import ClusterMember
 
 __all__ = ["DedupState", "SKIP_REASONS"]
 
@@ -195,8 +194,9 @@ class DedupState:
 
         Stats: ``simhash/fingerprinted`` and ``simhash/<outcome>`` (unique,
         near_duplicates, unchanged, changed, unchecked: each page counts in
-        exactly one), short pages again under ``simhash/short/``; items
-        under ``simhash/items/``.
+        exactly one), short pages again under ``simhash/short/``, pages
+        found by the one-edit rule again as ``simhash/one_edit/near_duplicates``;
+        items under ``simhash/items/``.
         """
         verdict = await self.backend.check(record)
         prefix = "simhash/items/" if items else "simhash/"
@@ -215,6 +215,8 @@ class DedupState:
             else:
                 self.near_duplicates += 1
             self.inc(f"{prefix}distance_count/{verdict.distance}")
+            if verdict.one_edit:
+                self.inc(prefix + "one_edit/near_duplicates")
         return verdict
 
     def log_duplicate(self, what: str, url: str, verdict: Verdict, outcome: str) -> None:

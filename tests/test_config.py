@@ -129,6 +129,8 @@ def test_disabled_raises_not_configured() -> None:
         ({"CHAR_NGRAM": -2}, r"SIMHASH_CHAR_NGRAM must be an integer >= 0"),
         ({"WEIGHTING": "idf"}, r"SIMHASH_WEIGHTING must be one of 'log', 'sublinear', 'tf', 'binary', got 'idf'"),
         ({"MIN_TOKENS": 0}, r"SIMHASH_MIN_TOKENS must be an integer >= 1"),
+        ({"ONE_EDIT_BELOW": 300}, r"SIMHASH_ONE_EDIT_BELOW must be an integer from 0 to 255, got 300"),
+        ({"ONE_EDIT_BELOW": "many"}, r"SIMHASH_ONE_EDIT_BELOW must be an integer from 0 to 255"),
         ({"MAX_BYTES": "lots"}, r"SIMHASH_MAX_BYTES must be an integer >= 1, got 'lots'"),
         ({"HTTP_STATUSES": [200, 700]}, r"SIMHASH_HTTP_STATUSES .*from 100 to 599, got 700"),
         ({"HTTP_STATUSES": []}, r"SIMHASH_HTTP_STATUSES must list at least one"),

@@ -88,9 +88,19 @@ def make_backend(server: Any, config: SimhashConfig | None = None, **settings: A
 
 
 def recrawl_sequence(seed: int, count: int, k: int = 4, scopes: tuple[str, ...] = ("spider",)) -> list[tuple[PageRecord, bool]]:
-    """New pages (planted near-duplicates at 0..k+2, short pages with shared digests, three kinds of
-    identity) mixed with re-checks of earlier identities (small and large changes, kind switches)."""
+    """New pages (planted near-duplicates at 0..k+2, short pages with shared digests, pages with one-edit
+    keys shared with others at any distance, three kinds of identity) mixed with re-checks of earlier
+    identities (small and large changes, kind switches, new keys)."""
     rng = random.Random(seed)
+    key_rng = random.Random(seed + 1000)  # its own stream: the other fields are as without keys
+
+    def some_keys() -> tuple[int, ...]:
+        # A fifth of the simhash pages: 2..40 keys, one or two from a small shared pool (one token apart).
+        if key_rng.random() >= 0.2:
+            return ()
+        shared = {key_rng.randrange(40) for _ in range(key_rng.choice([1, 2]))}
+        return tuple(sorted(shared | {key_rng.getrandbits(64) for _ in range(key_rng.randint(1, 39))}))
+
     out: list[tuple[PageRecord, bool]] = []
     fps: list[int] = []
     for i in range(count):
@@ -104,7 +114,7 @@ def recrawl_sequence(seed: int, count: int, k: int = 4, scopes: tuple[str, ...] 
             else:
                 fp, exact = flip(earlier.fingerprint, rng.choice([0, 1, k, k + 1, 9]), rng), False
             record = PageRecord(earlier.url, fp, earlier.scope, earlier.referer, rng.choice([None, 1]), None,
-                                earlier.identity, exact, seen)
+                                earlier.identity, exact, seen, () if exact else some_keys())
         else:
             exact = rng.random() < 0.1
             if exact:
@@ -115,7 +125,8 @@ def recrawl_sequence(seed: int, count: int, k: int = 4, scopes: tuple[str, ...] 
             url = f"https://example.com/{i}"
             identity = rng.choice(["", f"{rng.getrandbits(160):040x}", f"key-{i}"])
             record = PageRecord(url, fp, rng.choice(scopes), rng.choice([None, "https://example.com/"]),
-                                rng.choice([None, 0, 3]), rng.choice([None, f"text of page {i}"]), identity, exact, seen)
+                                rng.choice([None, 0, 3]), rng.choice([None, f"text of page {i}"]), identity, exact, seen,
+                                () if exact else some_keys())
         out.append((record, rng.random() > 0.05))
     return out
 
@@ -239,6 +250,8 @@ async def same_as_memory(backends: list[RedisBackend], config: SimhashConfig, pa
         got = [await backends[i % len(backends)].check(record, index) for i, (record, index) in enumerate(pages)]
     for (record, index), want, have in zip(pages, expected, got):
         assert have == want, (record, index)
+    if any(record.edit_keys for record, _ in pages):  # the rule was exercised: pages found by keys alone
+        assert sum(verdict.one_edit for verdict in expected) >= 5
     assert await backends[-1].members() == await memory.members()
     assert await backends[0].index_size() == await memory.index_size()
     for backend in backends:

@@ -13,7 +13,9 @@ the cluster report (two pages are flagged when they are in one cluster).
 
 Short pages (at least one token, fewer than ``min_tokens``) are compared exactly, as the
 plugin does: two short pages are flagged when their exact digests
-(``simhash_scrapy.core.exact.exact_digest``) are equal, never by Hamming distance.
+(``simhash_scrapy.core.exact.exact_digest``) are equal, never by Hamming distance.  Pages of
+``min_tokens`` up to ``one_edit_below`` tokens are also flagged when they share a one-edit key
+(``simhash_scrapy.core.edits``: at most one token apart), as the plugin does.
 
 Scores: precision, recall, F1 over duplicate pairs, overall, per kind of duplicate and (wide
 set) per template family;
@@ -30,7 +32,6 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 
@@ -55,20 +56,25 @@ class Setup:
     k: int = 3
     min_tokens: int = MIN_TOKENS
     exact: bool = True  # short pages (1 <= tokens < min_tokens) compared by exact digest, as the plugin does
-    # An experiment, not the plugin's rule: pages under this many tokens are also flagged when their
-    # token sequences are at most one token apart (a shared key of their deletion neighbourhoods).
+    # Pages of min_tokens up to this many tokens are also flagged when their token sequences are one
+    # token apart (a shared one-edit key, core.edits), as the plugin does; 0: off.
     one_edit_below: int = 0
 
     def describe(self) -> str:
         f = self.features
         feat = f"char {f.char_ngram}-grams" if f.char_ngram else f"word {f.word_ngram}-grams"
         extra = ", short pages exact" if self.exact else ", short pages skipped"
+        if self.one_edit_below:
+            extra += f", one-edit rule below {self.one_edit_below} tokens"
         return f"{self.text_mode} text, {feat}, {f.weighting}, k={self.k}, min_tokens={self.min_tokens}{extra}"
 
 
 def default_setup() -> Setup:
     """The package defaults (``simhash_scrapy.core.defaults``: the library's and the plugin's)."""
-    return Setup("defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS)
+    return Setup(
+        "defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS,
+        one_edit_below=defaults.ONE_EDIT_BELOW,
+    )  # fmt: skip
 
 
 # Whole-page simhash as commonly done: visible text, word 3-shingles, tf, k = 3, the old 10-token floor.
@@ -300,19 +306,19 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
 
 
 def one_edit_pairs(evalset: common.EvalSet, texts: Texts, setup: Setup) -> set[tuple[int, int]]:
-    """Pairs of fingerprinted pages (``min_tokens`` up to ``setup.one_edit_below`` tokens) whose token
-    sequences are at most one token apart (substituted, inserted or deleted): two sequences are when
-    their deletion neighbourhoods (the sequence and each sequence with one token left out) share a key."""
+    """Pairs of fingerprinted pages (``min_tokens`` up to ``setup.one_edit_below`` tokens) that share a
+    one-edit key (``simhash_scrapy.core.edits``, the plugin's keys): their token sequences are the same
+    after leaving out at most one token of each."""
+    from simhash_scrapy.core.edits import edit_keys_of_tokens  # noqa: PLC0415
     from simhash_scrapy.core.features import token_hashes  # noqa: PLC0415
 
-    owners: dict[bytes, set[int]] = {}
+    owners: dict[int, set[int]] = {}
     data = texts.get(setup.text_mode)
     for page in evalset.pages:
-        tokens = token_hashes(data[page.id], setup.features.cjk_ngram).astype("<u8")
+        tokens = token_hashes(data[page.id], setup.features.cjk_ngram)
         if not setup.min_tokens <= len(tokens) < setup.one_edit_below:
             continue  # shorter pages: a word is too much of them (4 dwords / 8 dwords), exact rule only
-        keys = {tokens.tobytes()} | {np.delete(tokens, i).tobytes() for i in range(len(tokens))}
-        for key in keys:
+        for key in edit_keys_of_tokens(tokens):
             owners.setdefault(key, set()).add(page.id)
     out = set()
     for ids in owners.values():
@@ -436,6 +442,11 @@ def settings_table(evalset: common.EvalSet, texts: Texts, base: Setup) -> str:
         ("SIMHASH_MIN_TOKENS = 10", replace(base, min_tokens=10)),
         ("SIMHASH_MIN_TOKENS = 50", replace(base, min_tokens=50)),
         ("short pages skipped (no exact rule)", replace(base, exact=False)),
+        *(
+            (f"SIMHASH_ONE_EDIT_BELOW = {n}", replace(base, one_edit_below=n))
+            for n in (0, 48, 64, 80, 96, 128)
+            if n != base.one_edit_below
+        ),
     ]
     out = [
         "| setting (others at defaults) | P | R | F1 | heavy-template pairs flagged | same-title pairs flagged "
@@ -481,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--by-jaccard", action="store_true",
                         help="also recall per kind and Jaccard band of the pairs (wide set)")
     parser.add_argument("--one-edit-below", type=int, metavar="N",
-                        help="experiment: also flag pages under N tokens that are at most one token apart")
+                        help="the one-edit rule for pages under N tokens (0: off; default: the plugin's)")
     parser.add_argument("--no-exact", action="store_true", help="skip short pages instead of comparing them exactly")
     args = parser.parse_args(argv)
 
@@ -496,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides["min_tokens"] = args.min_tokens
     if args.no_exact:
         overrides["exact"] = False
-    if args.one_edit_below:
+    if args.one_edit_below is not None:
         overrides["one_edit_below"] = args.one_edit_below
     feats = {}
     if args.word_ngram:

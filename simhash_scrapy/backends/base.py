@@ -2,7 +2,8 @@
 
 Every backend applies the clustering rule of ``core.clustering`` (read its
 docstring: identity first, then the nearest canonical page of another
-identity, short pages by exact digest) and keeps **one record per identity**.
+identity, short pages by exact digest, pages of a few dozen tokens also by
+their one-edit keys) and keeps **one record per identity**.
 The memory backend is the reference; the Redis backend's Lua script mirrors
 the rule and a test compares their decisions page by page.
 
@@ -58,6 +59,8 @@ class PageRecord:
     exact: bool = False
     #: When it was checked (``time.time()``; 0 when unknown).
     seen: float = 0.0
+    #: The one-edit keys of a simhash page of a few dozen tokens (``core.edits``), else empty.
+    edit_keys: tuple[int, ...] = ()
 
     @property
     def key(self) -> str:
@@ -82,6 +85,8 @@ class Verdict:
     previous_fingerprint: int | None = None
     #: When that version was checked (``time.time()``), when known.
     previous_seen: float | None = None
+    #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
+    one_edit: bool = False
 
     @property
     def is_duplicate(self) -> bool:

@@ -60,11 +60,14 @@ class MemoryBackend(DedupBackend):
             canonical_identity=canonical.key,
             previous_fingerprint=decision.previous_fingerprint,
             previous_seen=previous_seen,
+            one_edit=decision.distance is not None and decision.distance > self._clusters.max_distance,
         )
 
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
         """``check`` without the coroutine (the memory backend never waits)."""
-        decision = self._clusters.check(record.scope, record.key, record.fingerprint, record.exact, index)
+        decision = self._clusters.check(
+            record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys
+        )
         verdict = self._verdict(decision)
         entry = decision.entry
         new = entry == len(self._members)

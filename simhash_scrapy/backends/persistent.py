@@ -224,6 +224,7 @@ class PersistentBackend(MemoryBackend):
                 c.canonical.tolist(),
                 c.distance.tolist(),
                 indexed,
+                c.edit_keys,
             )
         except ValueError:
             seen: dict[tuple[str, str], int] = {}
@@ -263,6 +264,7 @@ class PersistentBackend(MemoryBackend):
                 text=member.text,
                 first_seen=member.first_seen,
                 last_seen=member.last_seen,
+                edit_keys=clusters.indexed_keys[entry],
             )
         )
         wait = self.config.flush_interval - (time.monotonic() - self._last_flush)

@@ -58,6 +58,7 @@ class Page:
     content_type: str | None = None
     fingerprint: int | None = None
     exact: bool = False  # a short page: fingerprint is its exact digest
+    edit_keys: tuple[int, ...] = ()  # one-edit keys (a page of a few dozen tokens)
     skipped: str | None = None  # the crawl's skip reason
     text: str = ""
     tokens: int = 0
@@ -173,6 +174,7 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
     # Fingerprint also the pages the crawl would skip for status or type: the comparison is still useful.
     page.fingerprint = fingerprint
     page.exact = answer.exact
+    page.edit_keys = answer.edit_keys
     hashes, weights = feature_hashes(page.text, config.features)
     page.weights = dict(zip(hashes.tolist(), weights.tolist()))
 
@@ -262,7 +264,8 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
         names: dict[str, int] = {}
         scopes = np.array([names.setdefault(h, len(names)) for h in hosts], dtype=np.int64)
     exact = [pages[i].exact for i in usable]
-    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact)
+    keys = [pages[i].edit_keys for i in usable]
+    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact, keys)
     decisions: list[dict[str, Any]] = [{"page": i + 1, "decision": "skipped", "reason": p.skipped} for i, p in enumerate(pages)]
     for j, i in enumerate(usable):
         c = int(canonical[j])
@@ -274,6 +277,8 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
                 "decision": "near-duplicate",
                 "canonical": usable[c] + 1,
                 "distance": int(distance[j]),
+                # Farther than k: found by the one-edit rule (core.edits).
+                "one_edit": int(distance[j]) > config.max_distance,
                 "action": config.action,
             }
     return decisions
@@ -317,7 +322,8 @@ def _print_text(
     w = out.write
     w(
         f"simhash compare: SIMHASH_TEXT_MODE={config.text_mode}, features {config.features.signature()}, "
-        f"SIMHASH_MAX_DISTANCE={config.max_distance}, SIMHASH_MIN_TOKENS={config.min_tokens}\n\n"
+        f"SIMHASH_MAX_DISTANCE={config.max_distance}, SIMHASH_MIN_TOKENS={config.min_tokens}, "
+        f"SIMHASH_ONE_EDIT_BELOW={config.one_edit_below}\n\n"
     )
     width = min(60, max(len(p.source) for p in pages))
     w(f"  #  {'page':<{width}}  fingerprint       tokens\n")
@@ -348,7 +354,8 @@ def _print_text(
             text = "unique: becomes a canonical page"
         elif decision["decision"] == "near-duplicate":
             verb = "dropped" if config.action == "drop" else "flagged"
-            text = f"near-duplicate of {decision['canonical']} (distance {decision['distance']}): {verb}"
+            rule = ", one token apart" if decision["one_edit"] else ""
+            text = f"near-duplicate of {decision['canonical']} (distance {decision['distance']}{rule}): {verb}"
         else:
             text = f"skipped ({_SKIP_TEXT.get(decision['reason'], decision['reason'])}): never compared"
         w(f"{i:>3}  {text}\n")
@@ -429,6 +436,7 @@ def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process:
                 "features": config.features.signature(),
                 "SIMHASH_MAX_DISTANCE": config.max_distance,
                 "SIMHASH_MIN_TOKENS": config.min_tokens,
+                "SIMHASH_ONE_EDIT_BELOW": config.one_edit_below,
                 "SIMHASH_SCOPE": config.scope,
             },
             "pages": [

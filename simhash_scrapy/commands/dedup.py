@@ -25,7 +25,6 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from datetime import datetime, timezone
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -208,11 +207,11 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             else:
                 out.append((value,))
             continue
-        fingerprint, exact = None, False
+        fingerprint, exact, keys = None, False, ()
         if reason is None:
             answer = analyse_html(value, None, config.analysis) if is_html else analyse_text(value, config.analysis)
-            fingerprint, exact, reason = answer.fingerprint, answer.exact, answer.skip_reason
-        out.append((fingerprint, reason, url, referer, depth, exact))
+            fingerprint, exact, reason, keys = answer.fingerprint, answer.exact, answer.skip_reason, answer.edit_keys
+        out.append((fingerprint, reason, url, referer, depth, exact, keys))
     return out
 
 
@@ -377,7 +376,8 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     skipped: Counter[str] = Counter()
     read = 0
     exact_flags: list[bool] = []
-    for position, (fingerprint, reason, url, referer, depth, exact) in _run_tasks(
+    edit_keys: list[tuple[int, ...]] = []
+    for position, (fingerprint, reason, url, referer, depth, exact, keys) in _run_tasks(
         source, "fingerprint", None, params, 1 if inline else jobs, progress
     ):
         read += 1
@@ -387,6 +387,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         kept.append(position)
         fingerprints.append(fingerprint)
         exact_flags.append(exact)
+        edit_keys.append(keys)
         if source.kind == "files":
             url = source.url(position)  # type: ignore[attr-defined]
         elif not isinstance(url, str) or not url:
@@ -413,7 +414,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         scope_names = [(urlsplit(u).hostname or "").lower() for u in urls]
         numbers: dict[str, int] = {}
         scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
-    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact_flags)
+    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact_flags, edit_keys)
     in_cluster = np.zeros(len(urls), dtype=bool)
     in_cluster[canonical[canonical >= 0]] = True
     in_cluster[canonical >= 0] = True

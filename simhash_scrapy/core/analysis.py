@@ -9,7 +9,8 @@ on every path.
 * No token at all: skipped as ``"empty"`` (binary bodies, script-only pages).
 * Fewer than ``min_tokens`` tokens: a *short* page, compared exactly by
   ``exact_digest`` (see ``exact``): the simhash of a few words is unstable.
-* Otherwise: the 64-bit simhash of the page's features.
+* Otherwise: the 64-bit simhash of the page's features; below
+  ``one_edit_below`` tokens also the page's one-edit keys (see ``edits``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import defaults
+from .edits import edit_keys
 from .exact import exact_digest
 from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes
 from .fingerprint import simhash_from_features
@@ -33,6 +35,8 @@ class AnalysisOptions:
     main_content: bool = defaults.MAIN_CONTENT
     features: FeatureConfig = field(default=DEFAULT_FEATURES)
     min_tokens: int = defaults.MIN_TOKENS
+    #: Pages of ``min_tokens`` up to this many tokens also get one-edit keys (0: none).
+    one_edit_below: int = defaults.ONE_EDIT_BELOW
     #: Keep the extracted text in the answer (the HTML report shows diffs).
     keep_text: bool = False
 
@@ -51,6 +55,9 @@ class Analysis(NamedTuple):
     skip_reason: str | None
     #: The extracted text, with ``keep_text`` and a fingerprint only.
     text: str | None
+    #: The one-edit keys (``edits.edit_keys``) of a simhash page of ``min_tokens`` up to
+    #: ``one_edit_below`` tokens, else empty.
+    edit_keys: tuple[int, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -66,7 +73,8 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions) -> An
         return Analysis(None, False, "empty", None)
     if tokens < options.min_tokens:
         return Analysis(exact_digest(data, options.features.cjk_ngram), True, None, text)
-    return Analysis(simhash_from_features(hashes, weights), False, None, text)
+    keys = edit_keys(data, options.features.cjk_ngram) if tokens < options.one_edit_below else ()
+    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys)
 
 
 def analyse_html(
@@ -108,5 +116,6 @@ def fingerprint_html(
     Returns ``None`` for a page with fewer than ``min_tokens`` tokens: such a
     page has no stable simhash.  ``analyse_html`` gives its exact digest.
     """
-    answer = analyse_html(html, encoding, AnalysisOptions(main_content, features, min_tokens))
+    options = AnalysisOptions(main_content, features, min_tokens, one_edit_below=0)  # keys: not returned
+    answer = analyse_html(html, encoding, options)
     return None if answer.exact else answer.fingerprint

@@ -23,6 +23,12 @@ follows the user's URL canonicalisation):
    drifts.
 3. **Short pages** (``exact``) are matched by equal digest in a table of
    their own, never by Hamming distance; distance 0.
+4. **The one-edit rule** (``core.edits``): a page given ``edit_keys`` (a few
+   dozen tokens) that has no canonical page within k joins the cluster of the
+   first-recorded canonical page sharing one of its keys (one token apart);
+   its distance is their real Hamming distance, which is then more than k.
+   Canonical pages keep their keys in a table per scope.  Whether a page
+   re-checked under its identity is unchanged stays a matter of distance.
 
 One entry per identity: re-checking a page updates its entry, so re-crawling
 a site N times keeps one entry per URL.
@@ -84,6 +90,7 @@ class Clusterer:
         self.blocks = blocks
         self._indexes: dict[str, BlockPermutedIndex] = {}
         self._exact: dict[str, dict[int, int]] = {}
+        self._edits: dict[str, dict[int, int]] = {}  # one-edit key -> canonical entry, per scope
         self._identities: dict[tuple[str, str], int] = {}
         # Per entry (parallel lists, indexed by entry number):
         self.fingerprint: list[int] = []  # the latest version's fingerprint (or digest)
@@ -91,6 +98,7 @@ class Clusterer:
         self.canonical: list[int] = []  # canonical entry, -1 for canonical/unique entries
         self.distance: list[int] = []  # distance to it, -1 for canonical/unique entries
         self.indexed: list[int | None] = []  # the fingerprint in the index (canonical entries), else None
+        self.indexed_keys: list[tuple[int, ...]] = []  # one-edit keys in the index (canonical entries), else ()
         self._pending: list[tuple[str, int]] = []  # restored canonical entries, indexed by restore_indexes
 
     def __len__(self) -> int:
@@ -107,28 +115,43 @@ class Clusterer:
             index = self._indexes[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
         return index
 
-    def _nearest(self, scope: str, fingerprint: int, exact: bool) -> tuple[int, int] | None:
+    def _nearest(self, scope: str, fingerprint: int, exact: bool, keys: Sequence[int] = ()) -> tuple[int, int] | None:
         """``(canonical entry, distance)`` of the nearest canonical page, or ``None``."""
         if exact:
             owner = self._exact.get(scope, {}).get(fingerprint)
             return None if owner is None else (owner, 0)
         index = self._indexes.get(scope)
-        if index is None:
+        matches = index.query(fingerprint) if index is not None else []  # nearest first
+        if matches:
+            nearest = matches[0].distance
+            # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
+            return min(m.key for m in matches if m.distance == nearest), nearest
+        table = self._edits.get(scope)
+        if not keys or not table:
             return None
-        matches = index.query(fingerprint)  # nearest first
-        if not matches:
+        owners = [owner for key in keys if (owner := table.get(key)) is not None]
+        if not owners:
             return None
-        nearest = matches[0].distance
-        # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
-        return min(m.key for m in matches if m.distance == nearest), nearest
+        owner = min(owners)  # the entry recorded first, as for ties above
+        indexed = self.indexed[owner]
+        assert indexed is not None
+        return owner, (fingerprint ^ indexed).bit_count()
 
-    def _make_canonical(self, scope: str, entry: int, fingerprint: int, exact: bool) -> None:
+    def _make_canonical(self, scope: str, entry: int, fingerprint: int, exact: bool, keys: Sequence[int]) -> None:
         if exact:
             self._exact.setdefault(scope, {}).setdefault(fingerprint, entry)
         else:
             self._index(scope).add(entry, fingerprint)
+            self._add_keys(scope, entry, keys)
         self.indexed[entry] = fingerprint
         self.canonical[entry] = self.distance[entry] = -1
+
+    def _add_keys(self, scope: str, entry: int, keys: Sequence[int]) -> None:
+        if keys:
+            table = self._edits.setdefault(scope, {})
+            for key in keys:
+                table.setdefault(key, entry)
+            self.indexed_keys[entry] = tuple(keys)
 
     def _unindex(self, scope: str, entry: int) -> None:
         indexed = self.indexed[entry]
@@ -140,6 +163,11 @@ class Clusterer:
                 del table[indexed]
         else:
             self._index(scope).remove(entry)
+            edits = self._edits.get(scope, {})
+            for key in self.indexed_keys[entry]:
+                if edits.get(key) == entry:
+                    del edits[key]
+            self.indexed_keys[entry] = ()
         self.indexed[entry] = None
 
     def _new_entry(self, fingerprint: int, exact: bool, canonical: int, distance: int) -> int:
@@ -149,16 +177,30 @@ class Clusterer:
         self.canonical.append(canonical)
         self.distance.append(distance)
         self.indexed.append(None)
+        self.indexed_keys.append(())
         return entry
 
     # ---------------------------------------------------------------- rule
-    def check(self, scope: str, identity: str, fingerprint: int, exact: bool = False, index: bool = True) -> Decision:
-        """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical)."""
+    def check(
+        self,
+        scope: str,
+        identity: str,
+        fingerprint: int,
+        exact: bool = False,
+        index: bool = True,
+        edit_keys: Sequence[int] = (),
+    ) -> Decision:
+        """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical).
+
+        ``edit_keys``: the page's one-edit keys (``core.edits``), for a simhash page of a few dozen tokens.
+        """
+        if exact:
+            edit_keys = ()
         key = (scope, identity)
         entry = self._identities.get(key)
         if entry is not None:
-            return self._recheck(scope, entry, fingerprint, exact, index)
-        found = self._nearest(scope, fingerprint, exact)
+            return self._recheck(scope, entry, fingerprint, exact, index, edit_keys)
+        found = self._nearest(scope, fingerprint, exact, edit_keys)
         if found is not None:
             entry = self._new_entry(fingerprint, exact, found[0], found[1])
             self._identities[key] = entry
@@ -166,10 +208,12 @@ class Clusterer:
         entry = self._new_entry(fingerprint, exact, -1, -1)
         self._identities[key] = entry
         if index:
-            self._make_canonical(scope, entry, fingerprint, exact)
+            self._make_canonical(scope, entry, fingerprint, exact, edit_keys)
         return Decision(Outcome.UNIQUE, entry)
 
-    def _recheck(self, scope: str, entry: int, fingerprint: int, exact: bool, index: bool) -> Decision:
+    def _recheck(
+        self, scope: str, entry: int, fingerprint: int, exact: bool, index: bool, edit_keys: Sequence[int]
+    ) -> Decision:
         previous = self.fingerprint[entry]
         if exact != self.exact[entry]:
             moved = _FAR
@@ -185,13 +229,13 @@ class Clusterer:
             return Decision(Outcome.UNCHANGED, entry, canonical, self.distance[entry], previous)
         self._unindex(scope, entry)
         self.exact[entry] = exact
-        found = self._nearest(scope, fingerprint, exact)
+        found = self._nearest(scope, fingerprint, exact, edit_keys)
         if found is not None:
             self.canonical[entry], self.distance[entry] = found
             return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], previous)
         self.canonical[entry] = self.distance[entry] = -1
         if index:
-            self._make_canonical(scope, entry, fingerprint, exact)
+            self._make_canonical(scope, entry, fingerprint, exact, edit_keys)
         return Decision(Outcome.CHANGED, entry, previous_fingerprint=previous)
 
     # ------------------------------------------------------------ restore
@@ -204,11 +248,13 @@ class Clusterer:
         canonical: list[int],
         distance: list[int],
         indexed: list[int | None],
+        indexed_keys: Sequence[tuple[int, ...]] | None = None,
     ) -> None:
         """Put back entries recorded earlier (sequences in entry order); ``ValueError`` if two share an identity.
 
         ``indexed`` is the fingerprint each entry has in the index (canonical
-        entries), else ``None``; ``restore_indexes`` then indexes them in bulk.
+        entries), else ``None``, and ``indexed_keys`` its one-edit keys there;
+        ``restore_indexes`` then indexes them in bulk.
         """
         start = len(self.fingerprint)
         self.fingerprint.extend(fingerprints)
@@ -216,6 +262,7 @@ class Clusterer:
         self.canonical.extend(canonical)
         self.distance.extend(distance)
         self.indexed.extend(indexed)
+        self.indexed_keys.extend(indexed_keys if indexed_keys is not None else [()] * len(fingerprints))
         self._identities.update(zip(zip(scopes, identities), range(start, start + len(fingerprints))))
         if len(self._identities) != len(self.fingerprint):
             raise ValueError("two entries have the same (scope, identity)")
@@ -230,6 +277,7 @@ class Clusterer:
             if self.exact[entry]:
                 self._exact.setdefault(scope, {}).setdefault(indexed, entry)
             else:
+                self._add_keys(scope, entry, self.indexed_keys[entry])
                 keys, fps = by_scope.setdefault(scope, ([], []))
                 keys.append(entry)
                 fps.append(indexed)
@@ -244,6 +292,7 @@ def assign_canonicals(
     max_distance: int = defaults.MAX_DISTANCE,
     blocks: int | None = defaults.BLOCKS,
     exact: Iterable[bool] | np.ndarray | None = None,
+    edit_keys: Sequence[Sequence[int]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The crawl's rule over a batch of distinct pages, in order (the ``dedup`` command).
 
@@ -260,7 +309,8 @@ def assign_canonicals(
     canonical = np.full(n, -1, dtype=np.int64)
     distance = np.full(n, -1, dtype=np.int64)
     for page in range(n):
-        decision = clusterer.check(str(scope_list[page]), str(page), fps[page], exact_list[page])
+        keys = edit_keys[page] if edit_keys is not None else ()
+        decision = clusterer.check(str(scope_list[page]), str(page), fps[page], exact_list[page], edit_keys=keys)
         if decision.canonical is not None:
             canonical[page] = decision.canonical  # entries are numbered in page order
             distance[page] = decision.distance

@@ -37,6 +37,10 @@ def default_blocks(max_distance: int) -> int:
 #: ``SIMHASH_MIN_TOKENS``: pages with fewer tokens than this (but at least one)
 #: are "short": compared by an exact digest of their text, not by simhash.
 MIN_TOKENS = 30
+#: ``SIMHASH_ONE_EDIT_BELOW``: pages of ``MIN_TOKENS`` up to this many tokens (exclusive) are
+#: also near-duplicates when their token sequences are one token apart (``core.edits``); 0: off.
+#: Chosen on the tuning half (README, "Detection quality").
+ONE_EDIT_BELOW = 64
 
 #: Feature settings (``SIMHASH_WORD_NGRAM``, ``SIMHASH_CHAR_NGRAM``,
 #: ``SIMHASH_WEIGHTING``, ``SIMHASH_CJK_NGRAM``); ``features.DEFAULT_FEATURES`` is built from them.

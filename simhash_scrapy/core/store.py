@@ -6,7 +6,7 @@ its crash safety is SQLite's and any SQL tool can read a crawl's record::
     sqlite3 .scrapy/simhash/myspider.store \\
       "SELECT url, outcome, printf('%016x', fingerprint) FROM pages WHERE outcome = 'changed'"
 
-Tables (format version 2, ``PRAGMA user_version``; ``PRAGMA application_id``
+Tables (format version 3, ``PRAGMA user_version``; ``PRAGMA application_id``
 is ``0x53484D53``, "SHMS"):
 
 ``simhash_meta (key, value)``
@@ -24,7 +24,9 @@ is ``0x53484D53``, "SHMS"):
     ``indexed`` (the fingerprint in the index, canonical pages only),
     ``previous`` (fingerprint before the latest check), ``referer``,
     ``depth``, ``text`` (HTML reports only), ``first_seen``, ``last_seen``
-    (Unix time) and ``checksum``.
+    (Unix time), ``edit_keys`` (the one-edit keys of a canonical page of a few
+    dozen tokens, ``core.edits``: big-endian 64-bit keys, else NULL) and
+    ``checksum``.
 ``extra (name, data, checksum)``
     named blobs of the backend (``load_extra`` / ``save_extra``).
 
@@ -96,7 +98,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 APPLICATION_ID = 0x53484D53  # "SHMS"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _OLD_MAGIC = b"SIMHSTOR"  # format 1 (a custom append-only file)
@@ -119,6 +121,7 @@ CREATE TABLE pages (
     text TEXT,
     first_seen REAL NOT NULL,
     last_seen REAL NOT NULL,
+    edit_keys BLOB,
     checksum INTEGER NOT NULL
 );
 CREATE TABLE extra (name TEXT PRIMARY KEY, data BLOB NOT NULL, checksum INTEGER NOT NULL);
@@ -243,10 +246,6 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise StoreError(f"{path}: not a readable simhash-scrapy store ({exc}). {RESET_HINT}") from None
     return db
-
-
-def fail(path: object, what: str) -> StoreError:
-    return StoreError(f"{path}: {what}. {RESET_HINT}")
 
 
 def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] | None:

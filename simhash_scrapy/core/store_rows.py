@@ -31,9 +31,9 @@ OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed")
 
 _COLUMNS = (
     "entry, scope, identity, url, fingerprint, exact, outcome, canonical, distance, indexed, previous, "
-    "referer, depth, text, first_seen, last_seen, checksum"
+    "referer, depth, text, first_seen, last_seen, edit_keys, checksum"
 )
-INSERT = f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES ({', '.join('?' * 17)})"
+INSERT = f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES ({', '.join('?' * 18)})"
 # The load: every field, NULLs as -1/0/'' plus a mask of which were NULL.  Column types are
 # checked by numpy's type inference (a flipped bit in a record header can change a type).
 LOAD = """
@@ -41,10 +41,13 @@ SELECT entry, scope, identity, url, fingerprint, exact, outcome,
        ifnull(canonical, -1), ifnull(distance, -1), ifnull(indexed, 0), ifnull(previous, 0),
        ifnull(referer, ''), ifnull(depth, -1), ifnull(text, ''), first_seen, last_seen, checksum,
        (canonical IS NULL) + 2 * (distance IS NULL) + 4 * (indexed IS NULL) + 8 * (previous IS NULL)
-         + 16 * (referer IS NULL) + 32 * (text IS NULL) + 64 * (depth IS NULL)
+         + 16 * (referer IS NULL) + 32 * (text IS NULL) + 64 * (depth IS NULL) + 128 * (edit_keys IS NULL),
+       ifnull(edit_keys, X'')
 FROM pages ORDER BY entry
 """
-_NULL_BITS = ("canonical", "distance", "indexed", "previous", "referer", "text", "depth")
+_NULL_BITS = ("canonical", "distance", "indexed", "previous", "referer", "text", "depth", "edit_keys")
+#: Bytes of one one-edit key in the ``edit_keys`` blob (big-endian unsigned 64-bit).
+_KEY = np.dtype(">u8")
 
 RESET_HINT = (
     "The file was not changed. Move it away to keep it, or start afresh with SIMHASH_RESET = True "
@@ -95,13 +98,15 @@ def row_checksums(
     last_seen: np.ndarray,
     nulls: np.ndarray,
     strings: np.ndarray,
+    key_crcs: np.ndarray,
 ) -> np.ndarray:
     """The checksum of each row (signed 64-bit, as stored), vectorised over rows.
 
     Integer arguments are int64/uint64 arrays (NULLs as the values the load
     query gives them: -1 or 0), times float64, ``strings`` the ``_string_crcs``
-    of (scope, identity, url, outcome, referer, text).  Every step is
-    bijective, so one changed field always changes the checksum.
+    of (scope, identity, url, outcome, referer, text), ``key_crcs`` the CRC-32
+    of each row's ``edit_keys`` blob.  Every step is bijective, so one changed
+    field always changes the checksum.
     """
     h = np.full(len(entry), 0x5348_4D53, dtype=np.uint64)
     for column in (entry, fingerprint, exact, canonical, distance, indexed, previous, depth):
@@ -111,7 +116,17 @@ def row_checksums(
         h = _mix(h, (np.asarray(column, dtype=np.float64) + 0.0).view(np.uint64))
     h = _mix(h, np.asarray(nulls, dtype=np.int64).view(np.uint64))
     h = _mix(h, strings)
+    h = _mix(h, np.asarray(key_crcs, dtype=np.uint64))
     return h.view(np.int64)
+
+
+def keys_blob(keys: Sequence[int]) -> bytes:
+    """The ``edit_keys`` column of a row (big-endian unsigned 64-bit keys)."""
+    return np.asarray(keys, dtype=np.uint64).astype(_KEY).tobytes()
+
+
+def _blob_crcs(blobs: Iterable[bytes]) -> np.ndarray:
+    return np.fromiter(map(zlib.crc32, blobs), dtype=np.uint64)
 
 
 def blob_checksum(name: str, data: bytes) -> int:
@@ -143,6 +158,8 @@ class StoreRecord:
     text: str | None = None
     first_seen: float = 0.0
     last_seen: float = 0.0
+    #: The one-edit keys in the index (canonical pages of a few dozen tokens), else empty.
+    edit_keys: tuple[int, ...] = ()
 
 
 def clean_text(text: str | None) -> str | None:
@@ -170,7 +187,10 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
 
     nulls = np.zeros(n, dtype=np.int64)
     for bit, name in enumerate(_NULL_BITS):
-        nulls |= np.array([getattr(r, name) is None for r in records], dtype=np.int64) << bit
+        # edit_keys: () is stored as NULL
+        missing = [not r.edit_keys if name == "edit_keys" else getattr(r, name) is None for r in records]
+        nulls |= np.array(missing, dtype=np.int64) << bit
+    blobs = [keys_blob(r.edit_keys) if r.edit_keys else None for r in records]
     strings = _string_crcs(
         (
             [r.scope for r in records],
@@ -189,15 +209,16 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
     sums = row_checksums(
         col("entry"), col("fingerprint"), col("exact"), col("canonical", -1), col("distance", -1),
         col("indexed"), col("previous"), col("depth", -1), first, last, nulls, strings,
+        _blob_crcs(b or b"" for b in blobs),
     )  # fmt: skip
     return [
         (
             r.entry, r.scope, r.identity, r.url, signed(r.fingerprint), int(bool(r.exact)), r.outcome,
             r.canonical, r.distance, None if r.indexed is None else signed(r.indexed),
             None if r.previous is None else signed(r.previous), r.referer, r.depth, r.text,
-            r.first_seen, r.last_seen, int(s),
+            r.first_seen, r.last_seen, b, int(s),
         )  # fmt: skip
-        for r, s in zip(records, sums.tolist())
+        for r, b, s in zip(records, blobs, sums.tolist())
     ]
 
 
@@ -224,6 +245,8 @@ class StoreContents:
     depth: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: unknown
     first_seen: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     last_seen: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    #: The one-edit keys each row has in the index (canonical pages of a few dozen tokens), else ().
+    edit_keys: Sequence[tuple[int, ...]] = ()
     extra: dict[str, bytes] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -287,7 +310,7 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
         except sqlite3.DatabaseError as exc:
             raise fail(path, f"corrupt SQLite file ({exc})") from None
         n = len(rows)
-        cols = list(zip(*rows)) if n else [()] * 18
+        cols = list(zip(*rows)) if n else [()] * 19
         del rows
     finally:
         if enabled:
@@ -318,9 +341,14 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
                 if type(value) is not str:
                     raise fail(path, f"corrupt record #{row} (a text field is {type(value).__name__})") from None
         raise
+    blobs = cols[18]
+    if not all(type(b) is bytes for b in blobs):
+        row = next(i for i, b in enumerate(blobs) if type(b) is not bytes)
+        raise fail(path, f"corrupt record #{row} (edit_keys is {type(blobs[row]).__name__}, not a blob)")
     sums = row_checksums(
-        entry, fps, exact, canonical, distance, indexed, previous, depth, first_seen, last_seen, nulls, strings
-    )
+        entry, fps, exact, canonical, distance, indexed, previous, depth, first_seen, last_seen, nulls, strings,
+        _blob_crcs(blobs),
+    )  # fmt: skip
     bad = sums != stored
     if bad.any():
         raise fail(path, f"corrupt record #{int(np.flatnonzero(bad)[0])} (checksum mismatch)")
@@ -335,6 +363,13 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
         (~np.isfinite(first_seen) | ~np.isfinite(last_seen), "time is not a number"),
         (((nulls & 64) == 0) & (depth < 0), "negative depth"),
     ]
+    has_keys = (nulls & 128) == 0
+    if has_keys.any():
+        sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=n)
+        problems += [
+            (has_keys & ((sizes == 0) | (sizes % _KEY.itemsize != 0)), "edit_keys is not a list of 64-bit keys"),
+            (has_keys & (((nulls & 4) != 0) | (exact != 0)), "edit_keys on a page that is not a canonical simhash page"),
+        ]
     for mask, why in problems:
         if mask.any():
             raise fail(path, f"corrupt record #{int(np.flatnonzero(mask)[0])} ({why})")
@@ -356,6 +391,10 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
     contents.previous = previous.view(np.uint64)
     contents.depth = np.where((nulls & 64) == 0, depth, -1)
     contents.first_seen, contents.last_seen = first_seen, last_seen
+    if has_keys.any():
+        contents.edit_keys = [tuple(np.frombuffer(b, dtype=_KEY).tolist()) if b else () for b in blobs]
+    else:
+        contents.edit_keys = ((),) * n
     return contents
 
 

@@ -349,6 +349,9 @@ class RedisBackend(Outages, DedupBackend):
             sent = []  # the batch's positions in the script call (identities busy elsewhere are not sent)
             for n, ((record, index, _), (bucket, field, kept)) in enumerate(zip(batch, slots)):
                 local = replica.candidates(record.fingerprint, True) if record.exact else next(found)
+                edit_keys = () if record.exact else record.edit_keys
+                if edit_keys:
+                    local += replica.edit_candidates(edit_keys)
                 if olds is not None and olds[n] is None:
                     continue
                 payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text)
@@ -356,7 +359,7 @@ class RedisBackend(Outages, DedupBackend):
                     keys.append(sk.bucket(bucket))
                 shard_record = None if olds is None else (bucket, olds[n] or b"")
                 args.append(pack_page(field, record.fingerprint, index, record.exact, record.seen, local, payload,
-                                      shard_record))
+                                      shard_record, edit_keys))
                 sent.append(n)
             sync = replica.sync
             rows = []
@@ -378,7 +381,7 @@ class RedisBackend(Outages, DedupBackend):
             codec.zdict = await self.client.hget(sk.meta, "zdict")
         verdicts = [Verdict(Outcome.UNCHECKED)] * len(batch)
         for n, row in zip(sent, rows):
-            verdicts[n] = verdict(codec, *row[:6])
+            verdicts[n] = verdict(codec, self.config.max_distance, *row[:6])
         busy = sorted(set(range(len(batch))) - set(sent))
         if busy and attempt < _SHARD_TRIES:
             # Identities another worker is checking right now: again once its check is written back

@@ -10,15 +10,17 @@
 --   each record from its shard (and claimed the identity there), passes it in, and writes back the
 --   record this script returns; the script touches only this slot's keys.
 -- then one value per record: with shards, ">I3I4" (bucket, length of the old record) and the old
---   record first; then ">c8c8Bc8I4": field (8 bytes), fingerprint (8 bytes), mode (1: index, 2: exact),
---   seen (8-byte big-endian double), length of the local candidates; then the local candidates
---   (">I4I4B" each: log position, seq, distance) and the payload.
+--   record first; then ">c8c8Bc8I4I2": field (8 bytes), fingerprint (8 bytes), mode (1: index, 2: exact),
+--   seen (8-byte big-endian double), length of the local candidates, number of one-edit keys; then the
+--   local candidates (">I4I4B" each: log position, seq, distance; EDIT_MATCH: found by a one-edit
+--   key), the one-edit keys (8 bytes each) and the payload.
 -- Returns {tail of the log since the sync position, verdicts}: verdicts is, per record, ">BBI4B" (outcome,
 --   parts: 1 canonical, 2 canonical payload, 4 previous, 8 new record, 16 canonical's bucket; seq;
 --   distance), then [canonical fingerprint, field (16 bytes)], [">I4" length and canonical payload],
 --   [previous fingerprint, previous seen (16 bytes)], [">I4" length and the new record],
 --   [canonical's bucket and log position (">I3I4")].
 local ENTRY = 24
+local EDIT_MATCH = 255  -- the distance of a match by one-edit key until the real one is computed
 local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
 local UNIQUE, NEAR, UNCHANGED, CHANGED = 0, 1, 2, 3
 local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
@@ -47,6 +49,7 @@ if sync > loglen then sync = loglen end  -- the log was flushed: the caller resy
 local removed = {}
 local fpos, fhi, flo, fseq, nf = {}, {}, {}, {}, 0
 local xpos, xfp, xseq, nx = {}, {}, {}, 0
+local kkey, kown, kseq, nk = {}, {}, {}, 0  -- one-edit key entries: key, position of the add entry, seq
 if loglen > sync then
   local tail = redis.call('GETRANGE', KEYS[3], sync * ENTRY, loglen * ENTRY - 1)
   for j = 0, loglen - sync - 1 do
@@ -58,6 +61,9 @@ if loglen > sync then
       local hi, lo, eseq = struct.unpack('>I4I4I4', tail, p + 1)
       if op == 3 then
         nx = nx + 1; xpos[nx] = sync + j; xfp[nx] = string.sub(tail, p + 1, p + 8); xseq[nx] = eseq
+      elseif op == 4 then
+        nk = nk + 1; kkey[nk] = string.sub(tail, p + 1, p + 8); kseq[nk] = eseq
+        kown[nk] = struct.unpack('>I4', tail, p + 13)
       else
         nf = nf + 1; fpos[nf] = sync + j; fhi[nf] = hi; flo[nf] = lo; fseq[nf] = eseq
       end
@@ -66,16 +72,25 @@ if loglen > sync then
 end
 local delta = 0
 
-local function append_add(fp, exact, seq, bucket, field)
+local function append_add(fp, exact, seq, bucket, field, keys)
   local pos = loglen
-  redis.call('APPEND', KEYS[3], (exact and '\3' or '\1') .. fp .. struct.pack('>I4I3', seq, bucket) .. field)
+  local entries = {(exact and '\3' or '\1') .. fp .. struct.pack('>I4I3', seq, bucket) .. field}
   loglen = loglen + 1
   if exact then
     nx = nx + 1; xpos[nx] = pos; xfp[nx] = fp; xseq[nx] = seq
   else
     local hi, lo = struct.unpack('>I4I4', fp)
     nf = nf + 1; fpos[nf] = pos; fhi[nf] = hi; flo[nf] = lo; fseq[nf] = seq
+    -- The one-edit keys follow their add entry; each names it, so it goes with it.
+    local owner = struct.pack('>I4I4', seq, pos) .. string.rep('\0', 7)
+    for i = 1, #keys, 8 do
+      local key = string.sub(keys, i, i + 7)
+      entries[#entries + 1] = '\4' .. key .. owner
+      loglen = loglen + 1
+      nk = nk + 1; kkey[nk] = key; kown[nk] = pos; kseq[nk] = seq
+    end
   end
+  redis.call('APPEND', KEYS[3], table.concat(entries))
   delta = delta + 1
   return pos
 end
@@ -87,9 +102,10 @@ local function append_remove(pos)
   delta = delta - 1
 end
 
--- The nearest canonical page within k (ties: the identity checked first), excluding the log entry ``own``.
-local function best_match(fp, hi, lo, exact, locals, own)
-  local bd, bp, bs = 65, -1, -1
+-- The nearest canonical page within k (ties: the identity checked first), excluding the log entry ``own``;
+-- else the first-checked canonical page sharing one of ``keys`` (one-edit keys), at its real distance.
+local function best_match(fp, hi, lo, exact, locals, own, keys)
+  local bd, bp, bs = EDIT_MATCH + 1, -1, -1
   for i = 1, #locals, 9 do
     local pos, seq, d = struct.unpack('>I4I4B', locals, i)
     if pos ~= own and not removed[pos] and (d < bd or (d == bd and seq < bs)) then
@@ -112,6 +128,20 @@ local function best_match(fp, hi, lo, exact, locals, own)
         end
       end
     end
+    if bd >= EDIT_MATCH and nk > 0 and #keys > 0 then
+      local mine = {}
+      for i = 1, #keys, 8 do mine[string.sub(keys, i, i + 7)] = true end
+      for i = 1, nk do
+        local pos, seq = kown[i], kseq[i]
+        if mine[kkey[i]] and pos ~= own and not removed[pos] and (bd > EDIT_MATCH or seq < bs) then
+          bd, bp, bs = EDIT_MATCH, pos, seq
+        end
+      end
+    end
+    if bd == EDIT_MATCH then
+      local chi, clo = struct.unpack('>I4I4', redis.call('GETRANGE', KEYS[3], bp * ENTRY + 1, bp * ENTRY + 8))
+      bd = pop(bxor(chi, hi)) + pop(bxor(clo, lo))
+    end
   end
   return bp, bd
 end
@@ -120,10 +150,10 @@ end
 -- latest), its field}, and its identity record's payload.
 -- A page checked against the index (new, or changed): near-duplicate of the best match, else
 -- ``otherwise`` (UNIQUE or CHANGED) and indexed unless ``index=False``.  Returns outcome, own, canon, dist.
-local function decide(otherwise, fp, hi, lo, exact, locals, own, want_index, seq, bucket, field)
-  local bp, bd = best_match(fp, hi, lo, exact, locals, own)
+local function decide(otherwise, fp, hi, lo, exact, locals, own, want_index, seq, bucket, field, keys)
+  local bp, bd = best_match(fp, hi, lo, exact, locals, own, keys)
   if bp >= 0 then return NEAR, nil, bp, bd end
-  if want_index then return otherwise, append_add(fp, exact, seq, bucket, field), nil, 0 end
+  if want_index then return otherwise, append_add(fp, exact, seq, bucket, field, keys), nil, 0 end
   return otherwise, nil, nil, 0
 end
 
@@ -161,9 +191,10 @@ for i = 1, #ARGV - 7 do
     if oldlen > 0 then old = string.sub(blob, at0, at0 + oldlen - 1) end
     blob = string.sub(blob, at0 + oldlen)
   end
-  local field, fp, mode, seen, nloc, at = struct.unpack('>c8c8Bc8I4', blob)
+  local field, fp, mode, seen, nloc, nkeys, at = struct.unpack('>c8c8Bc8I4I2', blob)
   local locals = string.sub(blob, at, at + nloc - 1)
-  local payload = string.sub(blob, at + nloc)
+  local keys = string.sub(blob, at + nloc, at + nloc + 8 * nkeys - 1)
+  local payload = string.sub(blob, at + nloc + 8 * nkeys)
   local exact = band(mode, 2) ~= 0
   local want_index = band(mode, 1) ~= 0
   if not sharded then
@@ -197,13 +228,14 @@ for i = 1, #ARGV - 7 do
       outcome, own, canon, dist = UNCHANGED, oown, ocanon, odist
     else
       if oown then append_remove(oown) end
-      outcome, own, canon, dist = decide(CHANGED, fp, hi, lo, exact, locals, oown or -1, want_index, seq, bucket, field)
+      outcome, own, canon, dist =
+        decide(CHANGED, fp, hi, lo, exact, locals, oown or -1, want_index, seq, bucket, field, keys)
     end
   else
     seq = redis.call('HINCRBY', KEYS[1], 'seq', 1) - 1
     redis.call('HINCRBY', KEYS[2], 'records', 1)
     first = seen
-    outcome, own, canon, dist = decide(UNIQUE, fp, hi, lo, exact, locals, -1, want_index, seq, bucket, field)
+    outcome, own, canon, dist = decide(UNIQUE, fp, hi, lo, exact, locals, -1, want_index, seq, bucket, field, keys)
   end
   local flags = outcome * 32
   if exact then flags = bor(flags, F_EXACT) end

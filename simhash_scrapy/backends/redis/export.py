@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import ClusterMember, Outcome
-from .layout import OP_REMOVE, Codec, Keys, Record, parse_log, parse_record
+from .layout import OP_ADD, OP_EXACT, Codec, Keys, Record, parse_log, parse_record
 
 __all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members"]
 
@@ -69,7 +69,7 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
     for scope in await scopes(client, keys):
         sk = keys.scope(scope)
         log = parse_log(await client.get(sk.log) or b"", 0)
-        slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op != OP_REMOVE}
+        slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op in (OP_ADD, OP_EXACT)}
         codec = Codec(await client.hget(sk.meta, "zdict"))
         records: dict[tuple[int, bytes], Record] = {}
         for prefix in sk.bucket_prefixes():

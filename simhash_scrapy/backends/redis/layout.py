@@ -17,6 +17,9 @@ hash tag, every key shares it (one slot)::
                            add:    op 1 (simhash) or 3 (exact digest), fingerprint (8),
                                    seq (4: ties go to the lowest), identity bucket (3),
                                    identity field (8)
+                           key:    op 4, one one-edit key of the add entry before it
+                                   (``core.edits``): key (8), seq (4), position of that
+                                   add entry (4), zeros; removed with it
                            remove: op 2, position of the removed add entry (4), zeros
     S:i:<bucket>    HASH   one record per identity: field = 8 bytes of the identity's
                            hash, value = record (below); <bucket> is hex of the hash's
@@ -63,9 +66,12 @@ if TYPE_CHECKING:
     from ...config import SimhashConfig
 
 #: Version of the key layout (part of the layout string every worker must agree on).
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 ENTRY = 24
-OP_ADD, OP_REMOVE, OP_EXACT = 1, 2, 3
+OP_ADD, OP_REMOVE, OP_EXACT, OP_EDIT_KEY = 1, 2, 3, 4
+#: The distance a worker's replica gives a canonical page found by a one-edit key (more than any k:
+#: a page within k always wins); the check script replaces it with the real distance.
+EDIT_MATCH = 255
 F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
 OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed")
 _HEAD = struct.Struct(">I8sBB")
@@ -327,12 +333,16 @@ def unpack_seen(data: bytes) -> float:
 
 
 def parse_log(data: bytes, start: int) -> list[tuple[int, int, int, int, bytes]]:
-    """``(position, op, fingerprint or removed position, bucket, field)`` of each log entry."""
+    """``(position, op, fingerprint or removed position, bucket, field)`` of each log entry
+    (a one-edit key entry: ``(position, op, key, position of its add entry, b"")``)."""
     out = []
     for i in range(0, len(data) - ENTRY + 1, ENTRY):
         op = data[i]
         if op == OP_REMOVE:
             out.append((start + i // ENTRY, op, _I4.unpack_from(data, i + 1)[0], 0, b""))
+        elif op == OP_EDIT_KEY:
+            key, owner = int.from_bytes(data[i + 1 : i + 9], "big"), _I4.unpack_from(data, i + 13)[0]
+            out.append((start + i // ENTRY, op, key, owner, b""))
         else:
             out.append((
                 start + i // ENTRY, op, int.from_bytes(data[i + 1 : i + 9], "big"),

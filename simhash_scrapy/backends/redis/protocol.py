@@ -1,10 +1,11 @@
 """The check script's wire format: one packed argument per page, one packed reply per batch.
 
-An argument (``check.lua`` reads it with ``struct.unpack('>c8c8Bc8I4')``): the
+An argument (``check.lua`` reads it with ``struct.unpack('>c8c8Bc8I4I2')``): the
 identity's field (8 bytes), the fingerprint (8), mode (1: index, 2: exact),
 the time seen (big-endian double), the length of the local candidates, the
-local candidates (``>IIB`` each: log position, seq, distance) and the
-payload (``layout.Codec``); with shards (``SIMHASH_REDIS_SHARDS`` > 1) after
+number of one-edit keys, the local candidates (``>IIB`` each: log position,
+seq, distance; ``EDIT_MATCH`` for a page found by a one-edit key), the
+one-edit keys (8 bytes each) and the payload (``layout.Codec``); with shards (``SIMHASH_REDIS_SHARDS`` > 1) after
 the identity's bucket and its old record, read from its shard by ``claim.lua``.
 The reply: see ``parse_verdicts``.
 """
@@ -19,7 +20,7 @@ from .layout import Codec, pack_seen, unpack_seen
 __all__ = ["pack_page", "parse_verdicts", "verdict"]
 
 _OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED)
-_PAGE = struct.Struct(">8s8sB8sI")
+_PAGE = struct.Struct(">8s8sB8sIH")
 _VERDICT = struct.Struct(">BBIB")
 _LENGTH = struct.Struct(">I")
 _SHARD_HEAD = struct.Struct(">HBI")  # bucket (3 bytes: >I3 in Lua), length of the old record
@@ -64,15 +65,16 @@ def parse_verdicts(data: bytes, count: int) -> list[Row]:
 
 
 def pack_page(field: bytes, fingerprint: int, index: bool, exact: bool, seen: float, local: bytes, payload: bytes,
-              shard_record: tuple[int, bytes] | None = None) -> bytes:
+              shard_record: tuple[int, bytes] | None = None, edit_keys: tuple[int, ...] = ()) -> bytes:
     """One page's argument of the check script; with shards, ``shard_record`` is (bucket, old record or b"")."""
     mode = (1 if index else 0) | (2 if exact else 0)
-    page = _PAGE.pack(field, fingerprint.to_bytes(8, "big"), mode, pack_seen(seen), len(local))
+    page = _PAGE.pack(field, fingerprint.to_bytes(8, "big"), mode, pack_seen(seen), len(local), len(edit_keys))
     head = b"" if shard_record is None else _SHARD_HEAD.pack(shard_record[0] >> 8, shard_record[0] & 0xFF, len(shard_record[1])) + shard_record[1]
-    return b"".join((head, page, local, payload))
+    keys = b"".join(key.to_bytes(8, "big") for key in edit_keys)
+    return b"".join((head, page, local, keys, payload))
 
 
-def verdict(codec: Codec, outcome: int, distance: int, canon_fp: bytes | None, field: bytes,
+def verdict(codec: Codec, k: int, outcome: int, distance: int, canon_fp: bytes | None, field: bytes,
             payload: bytes | None, prev: bytes | None) -> Verdict:
     """The ``Verdict`` of one row of ``parse_verdicts`` (``codec`` decodes the canonical page's payload)."""
     previous = dict(
@@ -88,5 +90,6 @@ def verdict(codec: Codec, outcome: int, distance: int, canon_fp: bytes | None, f
         canonical_identity=identity or url,
         canonical_fingerprint=int.from_bytes(canon_fp, "big"),
         distance=distance,
+        one_edit=distance > k,
         **previous,
     )

@@ -2,7 +2,8 @@
 
 The replica holds every canonical page of the scope up to ``sync`` log
 entries: simhash fingerprints in a ``BlockPermutedIndex`` keyed by log
-position, exact digests in a dict.  A check queries the replica here and
+position, exact digests and one-edit keys (each to its add entry's position)
+in dicts.  A check queries the replica here and
 sends the candidates with the page; the script on the server adds what was
 appended after ``sync`` and drops what was removed, so together they see the
 whole index while Redis only scans the new entries.
@@ -23,12 +24,13 @@ import struct
 import numpy as np
 
 from ...core.index import MAX_TABLES, BlockPermutedIndex
-from .layout import ENTRY, OP_ADD, OP_EXACT, OP_REMOVE
+from .layout import EDIT_MATCH, ENTRY, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 
 _CANDIDATE = struct.Struct(">IIB")
 #: Entries kept in the small index before they are merged into the big one.
 RECENT = 1 << 18
-_LOG_DTYPE = np.dtype([("op", "u1"), ("fp", ">u8"), ("seq", ">u4"), ("rest", "V11")])
+# "owner": the add entry of a one-edit key entry (other entries: bucket and field bytes there).
+_LOG_DTYPE = np.dtype([("op", "u1"), ("fp", ">u8"), ("seq", ">u4"), ("owner", ">u4"), ("rest", "V7")])
 
 
 def replica_blocks(k: int) -> int:
@@ -47,6 +49,8 @@ class Replica:
         self.recent = BlockPermutedIndex(k, replica_blocks(k))
         self.exact: dict[int, int] = {}
         self.exact_of: dict[int, int] = {}
+        self.edits: dict[int, int] = {}  # one-edit key -> position of its add entry
+        self.edits_of: dict[int, list[int]] = {}  # position of an add entry -> its one-edit keys
         #: seq of the identity of each log entry (ties go to the lowest seq)
         self.seq = np.zeros(0, dtype=np.uint32)
         self.sync = 0
@@ -88,12 +92,21 @@ class Replica:
                 digest = int(entries["fp"][i])
                 self.exact.setdefault(digest, pos)
                 self.exact_of[pos] = digest
+        keyed = np.flatnonzero(ops == OP_EDIT_KEY)
+        if len(keyed):
+            for key, owner in zip(entries["fp"][keyed].tolist(), entries["owner"][keyed].tolist()):
+                if owner not in removed:
+                    self.edits.setdefault(key, owner)
+                    self.edits_of.setdefault(owner, []).append(key)
         for pos in removed:
             if pos < first:  # entries added and removed within this chunk were never applied
                 self._remove(pos)
         self.sync = first + len(entries)
 
     def _remove(self, pos: int) -> None:
+        for key in self.edits_of.pop(pos, ()):
+            if self.edits.get(key) == pos:
+                del self.edits[key]
         digest = self.exact_of.pop(pos, None)
         if digest is not None:
             if self.exact.get(digest) == pos:
@@ -111,6 +124,11 @@ class Replica:
         return b"".join(
             _CANDIDATE.pack(m.key, int(seq[m.key]), m.distance) for m in (*self.index.query(fp), *self.recent.query(fp))
         )
+
+    def edit_candidates(self, keys: tuple[int, ...]) -> bytes:
+        """Packed ``(log position, seq, EDIT_MATCH)`` of the canonical pages sharing a one-edit key."""
+        owners = {owner for key in keys if (owner := self.edits.get(key)) is not None}
+        return b"".join(_CANDIDATE.pack(pos, int(self.seq[pos]), EDIT_MATCH) for pos in sorted(owners))
 
     def candidates_many(self, fps: list[int]) -> list[bytes]:
         """``candidates`` of many simhash fingerprints.
