@@ -144,7 +144,8 @@ def load_members(folder: Path) -> tuple[list[Any], PersistentBackend]:
     backend = PersistentBackend(config_for(folder))
     drive(backend.open(SPIDER))
     members = drive(backend.members())
-    return list(zip(members, backend._clusters.indexed_keys)), backend
+    clusters = backend._clusters
+    return [(member, clusters.keys_of(entry)) for entry, member in enumerate(members)], backend
 
 
 # ------------------------------------------------------------------ regions

@@ -89,6 +89,10 @@ def test_analysis_gives_keys_only_between_min_tokens_and_one_edit_below() -> Non
         assert bool(answer.edit_keys) == has_keys, count
         assert answer.exact == (count < defaults.MIN_TOKENS)
     assert not analyse_text(" ".join(words[:40]), AnalysisOptions(one_edit_below=0)).edit_keys
+    # Never under 30 tokens, whatever min_tokens: one-word pages would all share the empty sequence's key.
+    low = AnalysisOptions(min_tokens=1)
+    assert not analyse_text("Sorry", low).edit_keys and not analyse_text(" ".join(words[:29]), low).edit_keys
+    assert analyse_text(" ".join(words[:30]), low).edit_keys
 
 
 # ------------------------------------------------------------ real markup
@@ -198,3 +202,30 @@ def test_the_commands_decide_as_the_crawl(tmp_path: Path) -> None:
     assert compare.returncode == 0, compare.stderr
     assert "2  near-duplicate of 1 (distance 11, one token apart): dropped" in compare.stdout
     assert "3  unique: becomes a canonical page" in compare.stdout
+
+
+def test_the_key_table_answers_as_a_dict(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simhash_scrapy.core import keytable
+
+    monkeypatch.setattr(keytable, "_RECENT", 16)  # merge into the sorted arrays often
+    rng = random.Random(3)
+    table, reference = keytable.KeyTable(), {}
+    owned: dict[int, tuple[int, ...]] = {}
+    for owner in range(600):
+        if owned and rng.random() < 0.25:  # a canonical page leaves the index with its keys
+            gone = rng.choice(sorted(owned))
+            table.remove(gone, owned.pop(gone))
+            reference = {k: o for k, o in reference.items() if o != gone}
+        keys = tuple({rng.randrange(400) for _ in range(rng.randint(1, 6))})
+        for key in keys:
+            reference.setdefault(key, owner)  # the first owner keeps a key
+        table.add(owner, keys)
+        owned[owner] = keys
+        probe = [rng.randrange(450) for _ in range(5)]
+        assert table.owners(probe) == {reference[k] for k in probe if k in reference}
+        assert len(table) == len(reference)
+    # In bulk, as a store is loaded: the same owners.
+    bulk = keytable.KeyTable()
+    bulk.add_many(list(owned), list(owned.values()))
+    for key in range(450):
+        assert bulk.owner([key]) == min((o for o, ks in owned.items() if key in ks), default=None)

@@ -231,6 +231,27 @@ def test_replica_finds_what_a_scan_finds() -> None:
         assert got == sorted((p, (f ^ fp).bit_count()) for p, f in live.items() if (f ^ fp).bit_count() <= 4)
 
 
+def test_replica_keeps_what_a_chunk_removes_and_adds_again() -> None:
+    # One chunk of the log removes a page's add entry and adds an entry holding the same one-edit key
+    # (a short page re-crawled with a word changed) or the same exact digest: the new owner keeps it.
+    def add(op: int, fp: int, seq: int) -> bytes:
+        return bytes([op]) + fp.to_bytes(8, "big") + seq.to_bytes(4, "big") + bytes(11)
+
+    def key(k: int, seq: int, owner: int) -> bytes:
+        return b"\4" + k.to_bytes(8, "big") + seq.to_bytes(4, "big") + owner.to_bytes(4, "big") + bytes(7)
+
+    def remove(pos: int) -> bytes:
+        return b"\2" + pos.to_bytes(4, "big") + bytes(ENTRY - 5)
+
+    replica = Replica(4)
+    replica.apply(add(1, 0xAAAA, 0) + key(77, 0, 0) + add(3, 5, 1), 0)
+    replica.apply(remove(0) + add(1, 0xFFFF_0000, 0) + key(77, 0, 4) + remove(2) + add(3, 5, 1), 3)
+    assert replica.edits.owners([77]) == {4}
+    assert replica.exact.get(5) == 7
+    found = replica.edit_candidates((77,))
+    assert int.from_bytes(found[:4], "big") == 4
+
+
 @async_test
 async def test_unreachable_redis_stops_at_start() -> None:
     backend = make_backend(None, SIMHASH_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
@@ -282,6 +303,19 @@ async def test_same_decisions_batched_and_across_workers(redis_server: RedisServ
     await batched.open("other")
     await same_as_memory([batched], config, recrawl_sequence(8, 600), concurrent=True)
     await batched.close()
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+@async_test
+async def test_canonical_changed_then_unchanged(redis_server: RedisServer, shards: int) -> None:
+    # Seed 11 re-checks a canonical page that changed (re-indexed at a later log entry) and then
+    # drifted within k (unchanged): its members' verdicts name the fingerprint it is indexed with
+    # now, as in process (page 594 of this sequence), with and without shards.
+    config = SimhashConfig()
+    redis = make_backend(redis_server, config, SIMHASH_REDIS_SHARDS=shards)
+    await redis.open("spider")
+    await same_as_memory([redis], config, recrawl_sequence(11, 700, scopes=("a",)))
+    await redis.close()
 
 
 @async_test

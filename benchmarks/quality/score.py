@@ -14,7 +14,7 @@ the cluster report (two pages are flagged when they are in one cluster).
 Short pages (at least one token, fewer than ``min_tokens``) are compared exactly, as the
 plugin does: two short pages are flagged when their exact digests
 (``simhash_scrapy.core.exact.exact_digest``) are equal, never by Hamming distance.  Pages of
-``min_tokens`` up to ``one_edit_below`` tokens are also flagged when they share a one-edit key
+``min_tokens`` (at least 30) up to ``one_edit_below`` tokens are also flagged when they share a one-edit key
 (``simhash_scrapy.core.edits``: at most one token apart), as the plugin does.
 
 Scores: precision, recall, F1 over duplicate pairs, overall, per kind of duplicate and (wide
@@ -56,7 +56,7 @@ class Setup:
     k: int = 3
     min_tokens: int = MIN_TOKENS
     exact: bool = True  # short pages (1 <= tokens < min_tokens) compared by exact digest, as the plugin does
-    # Pages of min_tokens up to this many tokens are also flagged when their token sequences are one
+    # Pages of min_tokens (at least 30) up to this many tokens are also flagged when their token sequences are one
     # token apart (a shared one-edit key, core.edits), as the plugin does; 0: off.
     one_edit_below: int = 0
 
@@ -306,7 +306,7 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
 
 
 def one_edit_pairs(evalset: common.EvalSet, texts: Texts, setup: Setup) -> set[tuple[int, int]]:
-    """Pairs of fingerprinted pages (``min_tokens`` up to ``setup.one_edit_below`` tokens) that share a
+    """Pairs of fingerprinted pages (``min_tokens``, at least 30, up to ``setup.one_edit_below`` tokens) that share a
     one-edit key (``simhash_scrapy.core.edits``, the plugin's keys): their token sequences are the same
     after leaving out at most one token of each."""
     from simhash_scrapy.core.edits import edit_keys_of_tokens  # noqa: PLC0415
@@ -316,8 +316,8 @@ def one_edit_pairs(evalset: common.EvalSet, texts: Texts, setup: Setup) -> set[t
     data = texts.get(setup.text_mode)
     for page in evalset.pages:
         tokens = token_hashes(data[page.id], setup.features.cjk_ngram)
-        if not setup.min_tokens <= len(tokens) < setup.one_edit_below:
-            continue  # shorter pages: a word is too much of them (4 dwords / 8 dwords), exact rule only
+        if not max(setup.min_tokens, defaults.ONE_EDIT_MIN_TOKENS) <= len(tokens) < setup.one_edit_below:
+            continue  # as the plugin (core.analysis): no keys under 30 tokens, a word is too much of them
         for key in edit_keys_of_tokens(tokens):
             owners.setdefault(key, set()).add(page.id)
     out = set()

@@ -264,7 +264,7 @@ class PersistentBackend(MemoryBackend):
                 text=member.text,
                 first_seen=member.first_seen,
                 last_seen=member.last_seen,
-                edit_keys=clusters.indexed_keys[entry],
+                edit_keys=clusters.keys_of(entry),
             )
         )
         wait = self.config.flush_interval - (time.monotonic() - self._last_flush)

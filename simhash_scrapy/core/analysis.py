@@ -9,8 +9,9 @@ on every path.
 * No token at all: skipped as ``"empty"`` (binary bodies, script-only pages).
 * Fewer than ``min_tokens`` tokens: a *short* page, compared exactly by
   ``exact_digest`` (see ``exact``): the simhash of a few words is unstable.
-* Otherwise: the 64-bit simhash of the page's features; below
-  ``one_edit_below`` tokens also the page's one-edit keys (see ``edits``).
+* Otherwise: the 64-bit simhash of the page's features; from
+  ``ONE_EDIT_MIN_TOKENS`` (30) up to ``one_edit_below`` tokens also the
+  page's one-edit keys (see ``edits``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class AnalysisOptions:
     main_content: bool = defaults.MAIN_CONTENT
     features: FeatureConfig = field(default=DEFAULT_FEATURES)
     min_tokens: int = defaults.MIN_TOKENS
-    #: Pages of ``min_tokens`` up to this many tokens also get one-edit keys (0: none).
+    #: Pages of ``min_tokens`` (at least ``ONE_EDIT_MIN_TOKENS``) up to this many tokens also get
+    #: one-edit keys (0: none).
     one_edit_below: int = defaults.ONE_EDIT_BELOW
     #: Keep the extracted text in the answer (the HTML report shows diffs).
     keep_text: bool = False
@@ -55,8 +57,8 @@ class Analysis(NamedTuple):
     skip_reason: str | None
     #: The extracted text, with ``keep_text`` and a fingerprint only.
     text: str | None
-    #: The one-edit keys (``edits.edit_keys``) of a simhash page of ``min_tokens`` up to
-    #: ``one_edit_below`` tokens, else empty.
+    #: The one-edit keys (``edits.edit_keys``) of a simhash page of ``min_tokens`` (at least
+    #: ``ONE_EDIT_MIN_TOKENS``) up to ``one_edit_below`` tokens, else empty.
     edit_keys: tuple[int, ...] = ()
 
     @property
@@ -73,7 +75,8 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions) -> An
         return Analysis(None, False, "empty", None)
     if tokens < options.min_tokens:
         return Analysis(exact_digest(data, options.features.cjk_ngram), True, None, text)
-    keys = edit_keys(data, options.features.cjk_ngram) if tokens < options.one_edit_below else ()
+    with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
+    keys = edit_keys(data, options.features.cjk_ngram) if with_keys else ()
     return Analysis(simhash_from_features(hashes, weights), False, None, text, keys)
 
 

@@ -44,6 +44,7 @@ import numpy as np
 
 from . import defaults
 from .index import BlockPermutedIndex
+from .keytable import KeyTable, pack_keys, unpack_keys
 
 __all__ = ["Outcome", "Decision", "Clusterer", "assign_canonicals"]
 
@@ -90,7 +91,7 @@ class Clusterer:
         self.blocks = blocks
         self._indexes: dict[str, BlockPermutedIndex] = {}
         self._exact: dict[str, dict[int, int]] = {}
-        self._edits: dict[str, dict[int, int]] = {}  # one-edit key -> canonical entry, per scope
+        self._edits: dict[str, KeyTable] = {}  # one-edit key -> canonical entry, per scope
         self._identities: dict[tuple[str, str], int] = {}
         # Per entry (parallel lists, indexed by entry number):
         self.fingerprint: list[int] = []  # the latest version's fingerprint (or digest)
@@ -98,7 +99,7 @@ class Clusterer:
         self.canonical: list[int] = []  # canonical entry, -1 for canonical/unique entries
         self.distance: list[int] = []  # distance to it, -1 for canonical/unique entries
         self.indexed: list[int | None] = []  # the fingerprint in the index (canonical entries), else None
-        self.indexed_keys: list[tuple[int, ...]] = []  # one-edit keys in the index (canonical entries), else ()
+        self.indexed_keys: list[bytes] = []  # one-edit keys in the index (canonical entries, pack_keys), else b""
         self._pending: list[tuple[str, int]] = []  # restored canonical entries, indexed by restore_indexes
 
     def __len__(self) -> int:
@@ -127,12 +128,9 @@ class Clusterer:
             # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
             return min(m.key for m in matches if m.distance == nearest), nearest
         table = self._edits.get(scope)
-        if not keys or not table:
+        owner = table.owner(keys) if keys and table is not None else None  # ties: the entry recorded first
+        if owner is None:
             return None
-        owners = [owner for key in keys if (owner := table.get(key)) is not None]
-        if not owners:
-            return None
-        owner = min(owners)  # the entry recorded first, as for ties above
         indexed = self.indexed[owner]
         assert indexed is not None
         return owner, (fingerprint ^ indexed).bit_count()
@@ -146,12 +144,20 @@ class Clusterer:
         self.indexed[entry] = fingerprint
         self.canonical[entry] = self.distance[entry] = -1
 
+    def keys_of(self, entry: int) -> tuple[int, ...]:
+        """The one-edit keys ``entry`` has in the index (a canonical page of a few dozen tokens), else ()."""
+        return unpack_keys(self.indexed_keys[entry])
+
     def _add_keys(self, scope: str, entry: int, keys: Sequence[int]) -> None:
         if keys:
-            table = self._edits.setdefault(scope, {})
-            for key in keys:
-                table.setdefault(key, entry)
-            self.indexed_keys[entry] = tuple(keys)
+            self._key_table(scope).add(entry, keys)
+            self.indexed_keys[entry] = pack_keys(keys)
+
+    def _key_table(self, scope: str) -> KeyTable:
+        table = self._edits.get(scope)
+        if table is None:
+            table = self._edits[scope] = KeyTable()
+        return table
 
     def _unindex(self, scope: str, entry: int) -> None:
         indexed = self.indexed[entry]
@@ -163,11 +169,10 @@ class Clusterer:
                 del table[indexed]
         else:
             self._index(scope).remove(entry)
-            edits = self._edits.get(scope, {})
-            for key in self.indexed_keys[entry]:
-                if edits.get(key) == entry:
-                    del edits[key]
-            self.indexed_keys[entry] = ()
+            table = self._edits.get(scope)
+            if table is not None and self.indexed_keys[entry]:
+                table.remove(entry, self.keys_of(entry))
+            self.indexed_keys[entry] = b""
         self.indexed[entry] = None
 
     def _new_entry(self, fingerprint: int, exact: bool, canonical: int, distance: int) -> int:
@@ -177,7 +182,7 @@ class Clusterer:
         self.canonical.append(canonical)
         self.distance.append(distance)
         self.indexed.append(None)
-        self.indexed_keys.append(())
+        self.indexed_keys.append(b"")
         return entry
 
     # ---------------------------------------------------------------- rule
@@ -262,7 +267,10 @@ class Clusterer:
         self.canonical.extend(canonical)
         self.distance.extend(distance)
         self.indexed.extend(indexed)
-        self.indexed_keys.extend(indexed_keys if indexed_keys is not None else [()] * len(fingerprints))
+        if indexed_keys is None:
+            self.indexed_keys.extend([b""] * len(fingerprints))
+        else:
+            self.indexed_keys.extend(pack_keys(keys) if keys else b"" for keys in indexed_keys)
         self._identities.update(zip(zip(scopes, identities), range(start, start + len(fingerprints))))
         if len(self._identities) != len(self.fingerprint):
             raise ValueError("two entries have the same (scope, identity)")
@@ -271,18 +279,24 @@ class Clusterer:
     def restore_indexes(self) -> None:
         """Index the canonical entries given to ``restore_many`` (one bulk add per scope)."""
         by_scope: dict[str, tuple[list[int], list[int]]] = {}
+        keyed: dict[str, tuple[list[int], list[tuple[int, ...]]]] = {}
         for scope, entry in self._pending:
             indexed = self.indexed[entry]
             assert indexed is not None
             if self.exact[entry]:
                 self._exact.setdefault(scope, {}).setdefault(indexed, entry)
             else:
-                self._add_keys(scope, entry, self.indexed_keys[entry])
+                if self.indexed_keys[entry]:
+                    owners, key_lists = keyed.setdefault(scope, ([], []))
+                    owners.append(entry)
+                    key_lists.append(self.keys_of(entry))
                 keys, fps = by_scope.setdefault(scope, ([], []))
                 keys.append(entry)
                 fps.append(indexed)
         for scope, (keys, fps) in by_scope.items():
             self._index(scope).add_many(keys, fps)
+        for scope, (owners, key_lists) in keyed.items():
+            self._key_table(scope).add_many(owners, key_lists)
         self._pending = []
 
 

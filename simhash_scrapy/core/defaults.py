@@ -37,10 +37,14 @@ def default_blocks(max_distance: int) -> int:
 #: ``SIMHASH_MIN_TOKENS``: pages with fewer tokens than this (but at least one)
 #: are "short": compared by an exact digest of their text, not by simhash.
 MIN_TOKENS = 30
-#: ``SIMHASH_ONE_EDIT_BELOW``: pages of ``MIN_TOKENS`` up to this many tokens (exclusive) are
+#: ``SIMHASH_ONE_EDIT_BELOW``: pages of ``MIN_TOKENS`` (at least 30) up to this many tokens (exclusive) are
 #: also near-duplicates when their token sequences are one token apart (``core.edits``); 0: off.
 #: Chosen on the tuning half (README, "Detection quality").
 ONE_EDIT_BELOW = 64
+#: The one-edit rule never applies below this many tokens, whatever ``SIMHASH_MIN_TOKENS``: in a
+#: shorter page one word is what the page says (soft-404 shells of two sites that differ in the
+#: site's name, "Size: 3 dwords" / "Size: 4 dwords"; README, "Detection quality").
+ONE_EDIT_MIN_TOKENS = 30
 
 #: Feature settings (``SIMHASH_WORD_NGRAM``, ``SIMHASH_CHAR_NGRAM``,
 #: ``SIMHASH_WEIGHTING``, ``SIMHASH_CJK_NGRAM``); ``features.DEFAULT_FEATURES`` is built from them.

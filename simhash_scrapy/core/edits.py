@@ -4,15 +4,17 @@ A page of a few dozen tokens has an unstable simhash: one word more or less
 moves it by more than k (with the "log" weighting, a word seen once more
 moves 8-11 bits of a 31-word page).  Reference stubs that differ in one word
 ("Operands: v" vs "Operands: v, a") are near-duplicates all the same.  So a
-page of ``MIN_TOKENS`` up to ``ONE_EDIT_BELOW`` tokens gets, beside its
+page of ``MIN_TOKENS`` (at least 30) up to ``ONE_EDIT_BELOW`` tokens gets, beside its
 simhash, the keys of its **deletion neighbourhood**: the digest of its token
 sequence and of each sequence with one token left out.  Two such pages whose
 keys meet are the same sequence after leaving out at most one token of each:
 one token substituted, inserted or deleted (or one moved by a place).
 
-Below ``MIN_TOKENS`` the rule would join different pages ("Size: 4 dwords" vs
-"Size: 8 dwords"): a word is too large a part of them, so short pages keep the
-exact rule (``core.exact``).  Above ``ONE_EDIT_BELOW`` the simhash is stable
+Below ``ONE_EDIT_MIN_TOKENS`` (30, the default ``MIN_TOKENS``) the rule would
+join different pages (soft-404 shells of two sites that differ in the site's
+name, "Size: 3 dwords" vs "Size: 4 dwords"): a word is too large a part of
+them, so they get no keys, whatever ``MIN_TOKENS``; short pages keep the exact
+rule (``core.exact``).  Above ``ONE_EDIT_BELOW`` the simhash is stable
 enough alone, and a page would need too many keys.
 
 The digests are BLAKE2b (8 bytes) of the little-endian token hashes, as

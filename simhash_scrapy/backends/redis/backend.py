@@ -458,9 +458,14 @@ class RedisBackend(Outages, DedupBackend):
                 out.append(row)
                 continue
             record = parse_record(value)
-            # As check.lua's canonical_of: the log entry's fingerprint while that entry is the page's
-            # own, else the page's latest.
-            fingerprint = row[2] if record.own == row[7][1] else record.fingerprint.to_bytes(8, "big")
+            # As check.lua's canonical_of: the fingerprint the page is indexed with now (its own log
+            # entry's: the verdict's entry, or a later one if it changed since), else its latest.
+            if record.own is None:
+                fingerprint = record.fingerprint.to_bytes(8, "big")
+            elif record.own == row[7][1]:
+                fingerprint = row[2]
+            else:
+                fingerprint = await self.client.getrange(sk.log, record.own * ENTRY + 1, record.own * ENTRY + 8)
             out.append((row[0], row[1], fingerprint, row[3], record.payload, *row[5:]))
         return out
 

@@ -146,8 +146,9 @@ local function best_match(fp, hi, lo, exact, locals, own, keys)
   return bp, bd
 end
 
--- The canonical page at log position pos: {its fingerprint (the indexed one while it is indexed, else its
--- latest), its field}, and its identity record's payload.
+-- The canonical page at log position pos: {its fingerprint (the one it is indexed with now, at its own log
+-- position, which is pos unless it changed since; else its latest), its field}, and its identity record's
+-- payload.
 -- A page checked against the index (new, or changed): near-duplicate of the best match, else
 -- ``otherwise`` (UNIQUE or CHANGED) and indexed unless ``index=False``.  Returns outcome, own, canon, dist.
 local function decide(otherwise, fp, hi, lo, exact, locals, own, want_index, seq, bucket, field, keys)
@@ -169,7 +170,8 @@ local function canonical_of(pos)
   local fp = string.sub(e, 2, 9)
   local p = 15
   if band(flags, F_INDEXED) ~= 0 then
-    if struct.unpack('>I4', v, p) ~= pos then fp = string.sub(v, 5, 12) end
+    local own = struct.unpack('>I4', v, p)
+    if own ~= pos then fp = redis.call('GETRANGE', KEYS[3], own * ENTRY + 1, own * ENTRY + 8) end
     p = p + 4
   else
     fp = string.sub(v, 5, 12)

@@ -24,6 +24,7 @@ import struct
 import numpy as np
 
 from ...core.index import MAX_TABLES, BlockPermutedIndex
+from ...core.keytable import KeyTable, pack_keys, unpack_keys
 from .layout import EDIT_MATCH, ENTRY, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 
 _CANDIDATE = struct.Struct(">IIB")
@@ -49,8 +50,8 @@ class Replica:
         self.recent = BlockPermutedIndex(k, replica_blocks(k))
         self.exact: dict[int, int] = {}
         self.exact_of: dict[int, int] = {}
-        self.edits: dict[int, int] = {}  # one-edit key -> position of its add entry
-        self.edits_of: dict[int, list[int]] = {}  # position of an add entry -> its one-edit keys
+        self.edits = KeyTable()  # one-edit key -> position of its add entry
+        self.edits_of: dict[int, bytes] = {}  # position of an add entry -> its one-edit keys (pack_keys)
         #: seq of the identity of each log entry (ties go to the lowest seq)
         self.seq = np.zeros(0, dtype=np.uint32)
         self.sync = 0
@@ -76,6 +77,11 @@ class Replica:
         if len(removes):
             raw = entries["fp"][removes].astype(np.uint64)
             removed = set((raw >> np.uint64(32)).astype(np.int64).tolist())
+        # Removals first: a page removed here may have held a digest or key that a page added here
+        # holds now (log order: the removal came first), and the new owner must keep it.
+        for pos in removed:
+            if pos < first:  # entries added and removed within this chunk were never applied
+                self._remove(pos)
         adds = np.flatnonzero(ops == OP_ADD)
         if removed and len(adds):
             adds = adds[~np.isin(positions[adds], np.fromiter(removed, dtype=np.int64))]
@@ -94,19 +100,20 @@ class Replica:
                 self.exact_of[pos] = digest
         keyed = np.flatnonzero(ops == OP_EDIT_KEY)
         if len(keyed):
+            by_owner: dict[int, list[int]] = {}
             for key, owner in zip(entries["fp"][keyed].tolist(), entries["owner"][keyed].tolist()):
                 if owner not in removed:
-                    self.edits.setdefault(key, owner)
-                    self.edits_of.setdefault(owner, []).append(key)
-        for pos in removed:
-            if pos < first:  # entries added and removed within this chunk were never applied
-                self._remove(pos)
+                    by_owner.setdefault(owner, []).append(key)
+            for owner, keys in by_owner.items():
+                self.edits.add(owner, keys)
+                # A chunk of the log can end between an add entry's keys: they are kept together.
+                self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(keys)
         self.sync = first + len(entries)
 
     def _remove(self, pos: int) -> None:
-        for key in self.edits_of.pop(pos, ()):
-            if self.edits.get(key) == pos:
-                del self.edits[key]
+        keys = self.edits_of.pop(pos, b"")
+        if keys:
+            self.edits.remove(pos, unpack_keys(keys))
         digest = self.exact_of.pop(pos, None)
         if digest is not None:
             if self.exact.get(digest) == pos:
@@ -127,8 +134,7 @@ class Replica:
 
     def edit_candidates(self, keys: tuple[int, ...]) -> bytes:
         """Packed ``(log position, seq, EDIT_MATCH)`` of the canonical pages sharing a one-edit key."""
-        owners = {owner for key in keys if (owner := self.edits.get(key)) is not None}
-        return b"".join(_CANDIDATE.pack(pos, int(self.seq[pos]), EDIT_MATCH) for pos in sorted(owners))
+        return b"".join(_CANDIDATE.pack(pos, int(self.seq[pos]), EDIT_MATCH) for pos in sorted(self.edits.owners(keys)))
 
     def candidates_many(self, fps: list[int]) -> list[bytes]:
         """``candidates`` of many simhash fingerprints.
