@@ -11,7 +11,10 @@ half, made by ``make_sample.py --wide``) and ``tests/fixtures/quality``:
   sidebars are the article's, on the page and in another template's container alike;
 * container-less pages: a DocBook chapter (debian-faq, content directly in ``body`` between
   ``div.navheader`` and ``div.navfooter``) and a groff man page with a session bar and a request
-  footer around its content (tracking variant): navigation and chrome removed.
+  footer around its content (tracking variant): navigation and chrome removed;
+* GLFW's doxygen pages (``tests/fixtures/quality/glfw``, from ``libglfw3-doc``, a package of the
+  hold-out set): the ``<address class="footer">`` version line is boilerplate, so empty file pages
+  are skipped, not one short-page cluster.
 
 Every check runs on the C path and the pure-Python path (``implementation`` fixture).
 """
@@ -200,3 +203,17 @@ def test_wide_sample_scores_every_kind(evalset) -> None:
         assert counts.pairs and counts.tp == counts.pairs, kind
     assert result.hard["hn_template"][0] == 0 and result.hard["hn_title"][0] == 0
     assert result.empty_fingerprinted == 0
+
+
+def test_doxygen_footer_address_is_boilerplate(implementation) -> None:
+    # GLFW's doxygen pages (libglfw3-doc, a template outside the wide set) end with
+    # <address class="footer"><p>GLFW 3.3.8</p></address>. Kept, it made every empty
+    # "*.dox File Reference" page the same short page: seven different pages in one cluster.
+    from simhash_scrapy.core.analysis import analyse_html
+
+    glfw = FIXTURES / "glfw"
+    for name in ("compat_8dox.html", "input_8dox.html"):
+        answer = analyse_html((glfw / name).read_bytes())
+        assert answer.skip_reason == "empty", name  # no content: skipped, never a duplicate
+    guide = extract_text((glfw / "compat_guide.html").read_bytes(), main_content=True)
+    assert "This guide describes the various API extensions" in guide and "GLFW 3.3.8" not in guide

@@ -78,6 +78,7 @@ _BOILERPLATE_ROLES = frozenset(
 _BLOCK_TAGS = (
     "div", "section", "ul", "ol", "dl", "table", "figure", "article", "main",
     "nav", "aside", "header", "footer", "form", "menu", "dialog", "button", "select",
+    "address",  # doxygen's <address class="footer">: a version line under every page
 )  # fmt: skip
 # Blocks that can be link lists (menus, tag clouds, "popular pages").
 _LIST_TAGS = frozenset({"div", "ul", "ol", "dl", "table", "nav", "menu"})
