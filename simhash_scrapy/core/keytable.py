@@ -1,10 +1,11 @@
 """A compact table of one-edit keys: key -> the entry that owns it (no Scrapy import).
 
 Canonical pages of a few dozen tokens carry up to 64 one-edit keys each
-(``core.edits``).  A dict of Python ints costs ~70 bytes a key (~4.5 KB a
+(``core.edits``).  A dict of Python ints costs ~97 bytes a key (6.2 KB a
 page); this table keeps most keys in two sorted numpy arrays (16 bytes a key)
 and only the recent ones in a dict, merged into the arrays in bulk, as the
-Redis replica does with its recent index.  Removed keys are marked (owner -1)
+Redis replica does with its recent index: ~27 bytes a key with the entry's
+packed copy (``python benchmarks/edit_keys.py``).  Removed keys are marked (owner -1)
 and dropped at the next merge.
 
 The first owner of a key keeps it (``add`` never replaces a live owner), and
@@ -18,19 +19,25 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["KeyTable", "pack_keys", "unpack_keys"]
+__all__ = ["KEY", "KeyTable", "pack_keys", "unpack_keys"]
 
 #: Recent keys kept in the dict before a merge (at least; a quarter of the table when larger).
 _RECENT = 1 << 16
 
 
+#: One key packed: big-endian unsigned 64-bit, in memory as in the store's ``edit_keys`` column.
+KEY = np.dtype(">u8")
+
+
 def pack_keys(keys: Sequence[int]) -> bytes:
-    """Keys as 8 bytes each (little-endian unsigned): what an entry keeps of its keys."""
-    return np.asarray(keys, dtype=np.uint64).tobytes()
+    """Keys as 8 bytes each (``KEY``): what an entry keeps of its keys, and what the store writes."""
+    return np.asarray(keys, dtype=np.uint64).astype(KEY).tobytes()
 
 
 def unpack_keys(data: bytes) -> tuple[int, ...]:
-    return tuple(np.frombuffer(data, dtype=np.uint64).tolist())
+    if not data:  # most pages have no keys: no array for them (the persistent backend asks for every page)
+        return ()
+    return tuple(np.frombuffer(data, dtype=KEY).tolist())
 
 
 class KeyTable:

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .keytable import KEY, pack_keys, unpack_keys
+
 if TYPE_CHECKING:
     from .store import StoreConfig
 
@@ -46,8 +48,6 @@ SELECT entry, scope, identity, url, fingerprint, exact, outcome,
 FROM pages ORDER BY entry
 """
 _NULL_BITS = ("canonical", "distance", "indexed", "previous", "referer", "text", "depth", "edit_keys")
-#: Bytes of one one-edit key in the ``edit_keys`` blob (big-endian unsigned 64-bit).
-_KEY = np.dtype(">u8")
 
 RESET_HINT = (
     "The file was not changed. Move it away to keep it, or start afresh with SIMHASH_RESET = True "
@@ -120,11 +120,6 @@ def row_checksums(
     return h.view(np.int64)
 
 
-def keys_blob(keys: Sequence[int]) -> bytes:
-    """The ``edit_keys`` column of a row (big-endian unsigned 64-bit keys)."""
-    return np.asarray(keys, dtype=np.uint64).astype(_KEY).tobytes()
-
-
 def _blob_crcs(blobs: Iterable[bytes]) -> np.ndarray:
     return np.fromiter(map(zlib.crc32, blobs), dtype=np.uint64)
 
@@ -190,7 +185,7 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
         # edit_keys: () is stored as NULL
         missing = [not r.edit_keys if name == "edit_keys" else getattr(r, name) is None for r in records]
         nulls |= np.array(missing, dtype=np.int64) << bit
-    blobs = [keys_blob(r.edit_keys) if r.edit_keys else None for r in records]
+    blobs = [pack_keys(r.edit_keys) if r.edit_keys else None for r in records]
     strings = _string_crcs(
         (
             [r.scope for r in records],
@@ -367,7 +362,7 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
     if has_keys.any():
         sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=n)
         problems += [
-            (has_keys & ((sizes == 0) | (sizes % _KEY.itemsize != 0)), "edit_keys is not a list of 64-bit keys"),
+            (has_keys & ((sizes == 0) | (sizes % KEY.itemsize != 0)), "edit_keys is not a list of 64-bit keys"),
             (has_keys & (((nulls & 4) != 0) | (exact != 0)), "edit_keys on a page that is not a canonical simhash page"),
         ]
     for mask, why in problems:
@@ -392,7 +387,7 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
     contents.depth = np.where((nulls & 64) == 0, depth, -1)
     contents.first_seen, contents.last_seen = first_seen, last_seen
     if has_keys.any():
-        contents.edit_keys = [tuple(np.frombuffer(b, dtype=_KEY).tolist()) if b else () for b in blobs]
+        contents.edit_keys = [unpack_keys(b) for b in blobs]
     else:
         contents.edit_keys = ((),) * n
     return contents
