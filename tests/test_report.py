@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simhash_scrapy.backends import ClusterMember
-from simhash_scrapy.core.clustering import Outcome
+from simhash_scrapy.core.clustering import Outcome, Rule, rule_of
 from simhash_scrapy.core.files import atomic_write, write_atomic
 from simhash_scrapy.core.report import (
     CHANGED_COLUMNS,
@@ -47,17 +47,18 @@ MEMBERS = [
 
 
 def test_build_clusters() -> None:
-    clusters = build_clusters(MEMBERS)
+    clusters = build_clusters(MEMBERS, max_distance=4)
     assert clusters == [
         {
             "cluster_id": 1,
             "canonical": "http://x/a",
             "size": 3,
             "scope": "s",
+            "max_distance": 4,
             "members": [
-                {"url": "http://x/a", "fingerprint": "0f0f0000000000ff", "distance": 0, "referer": None, "depth": 0},
-                {"url": "http://x/a?s=1", "fingerprint": "0f0f0000000000fe", "distance": 1, "referer": "http://x/a", "depth": 1},
-                {"url": "http://x/a?s=2", "fingerprint": "0f0f0000000000fc", "distance": 2, "referer": "http://x/", "depth": 2},
+                {"url": "http://x/a", "fingerprint": "0f0f0000000000ff", "distance": 0, "referer": None, "depth": 0, "rule": None},
+                {"url": "http://x/a?s=1", "fingerprint": "0f0f0000000000fe", "distance": 1, "referer": "http://x/a", "depth": 1, "rule": "simhash"},
+                {"url": "http://x/a?s=2", "fingerprint": "0f0f0000000000fc", "distance": 2, "referer": "http://x/", "depth": 2, "rule": "simhash"},
             ],
         },
         {
@@ -65,12 +66,44 @@ def test_build_clusters() -> None:
             "canonical": "http://x/c",
             "size": 2,
             "scope": "s",
+            "max_distance": 4,
             "members": [
-                {"url": "http://x/c", "fingerprint": "00000000ffff0000", "distance": 0, "referer": None, "depth": None},
-                {"url": "http://x/c/print", "fingerprint": "00000000ffff0007", "distance": 3, "referer": "http://x/c", "depth": 1},
+                {"url": "http://x/c", "fingerprint": "00000000ffff0000", "distance": 0, "referer": None, "depth": None, "rule": None},
+                {"url": "http://x/c/print", "fingerprint": "00000000ffff0007", "distance": 3, "referer": "http://x/c", "depth": 1, "rule": "simhash"},
             ],
         },
+    ]  # fmt: skip
+    # Without k a simhash member's rule is unknown (None), never guessed.
+    assert {m["rule"] for c in build_clusters(MEMBERS) for m in c["members"]} == {None}
+
+
+def test_each_member_names_its_rule_and_k() -> None:
+    """simhash within k, exact short page, one edit (farther than k): the vocabulary of core.clustering.Rule."""
+    members = [
+        member("http://x/p", 0xFF),
+        member("http://x/p?a", 0xFF ^ 0b111, "http://x/p", 3),  # within k = 3
+        member("http://x/p?b", 0xFF ^ 0xF0F0, "http://x/p", 8),  # 8 > k: only the one-edit rule finds it
+        member("http://x/s", 77, exact=True),
+        member("http://x/s?c", 77, "http://x/s", 0, exact=True),
     ]
+    clusters = build_clusters(members, max_distance=3)
+    rules = {m["url"]: m["rule"] for c in clusters for m in c["members"]}
+    assert rules == {"http://x/p": None, "http://x/p?a": "simhash", "http://x/p?b": "one_edit",
+                     "http://x/s": None, "http://x/s?c": "exact"}  # fmt: skip
+    # k = 8: the same distance is within k.
+    assert build_clusters(members, max_distance=8)[0]["members"][2]["rule"] == "simhash"
+    records = [json.loads(line) for line in render_report(clusters, "jsonl").splitlines()]
+    assert [r["max_distance"] for r in records] == [3, 3]
+    assert [m["rule"] for m in records[0]["members"]] == [None, "simhash", "one_edit"]
+    rows = list(csv.DictReader(render_report(clusters, "csv").splitlines()))
+    assert [(r["url"], r["rule"], r["max_distance"]) for r in rows] == [
+        ("http://x/p", "", "3"), ("http://x/p?a", "simhash", "3"), ("http://x/p?b", "one_edit", "3"),
+        ("http://x/s", "", "3"), ("http://x/s?c", "exact", "3"),
+    ]  # fmt: skip
+    assert Rule.ONE_EDIT.describe(8, 3) == "one edit, distance 8 > k=3"
+    assert Rule.SIMHASH.describe(3, 3) == "simhash within k=3, distance 3"
+    assert Rule.EXACT.describe(0, 3) == "exact short page, distance 0, k=3"
+    assert rule_of(False, 4, 3) is Rule.ONE_EDIT and rule_of(False, 3, 3) is Rule.SIMHASH and rule_of(True, 0, 3) is Rule.EXACT
 
 
 def test_scopes_are_separate_clusters_and_mappings_work() -> None:
@@ -94,11 +127,11 @@ def test_text_is_kept_only_when_asked() -> None:
 
 
 def test_jsonl_and_csv_files(tmp_path: Path) -> None:
-    clusters = build_clusters(MEMBERS)
+    clusters = build_clusters(MEMBERS, max_distance=4)
     path = write_report(tmp_path / "deep" / "r.jsonl", clusters, "jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == [{"type": "cluster", **c} for c in clusters]
-    assert list(json.loads(lines[0])) == ["type", "cluster_id", "canonical", "size", "scope", "members"]
+    assert list(json.loads(lines[0])) == ["type", "cluster_id", "canonical", "size", "scope", "max_distance", "members"]
 
     path = write_report(tmp_path / "r.csv", clusters, "csv")
     with path.open(newline="", encoding="utf-8") as fh:
@@ -107,8 +140,9 @@ def test_jsonl_and_csv_files(tmp_path: Path) -> None:
     assert len(rows) == 5
     assert rows[0] == {
         "cluster_id": "1", "cluster_size": "3", "scope": "s", "canonical": "http://x/a", "url": "http://x/a",
-        "fingerprint": "0f0f0000000000ff", "distance": "0", "referer": "", "depth": "0",
+        "fingerprint": "0f0f0000000000ff", "distance": "0", "referer": "", "depth": "0", "rule": "", "max_distance": "4",
     }
+    assert rows[1]["rule"] == "simhash"
     assert rows[4]["url"] == "http://x/c/print" and rows[4]["distance"] == "3"
     # No page changed (a first crawl): no changed-pages file.
     assert not (tmp_path / "r.changed.csv").exists()

@@ -445,12 +445,13 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
                 "scope": scope_names[i],
                 "canonical_url": None if c < 0 else urls[c],
                 "distance": None if c < 0 else int(distance[i]),
+                "exact": exact_flags[i],
                 "referer": referers[i],
                 "depth": depths[i],
                 "text": texts.get(kept[i]),
             }
         )
-    clusters = build_clusters(members, include_text=with_text)
+    clusters = build_clusters(members, include_text=with_text, max_distance=config.max_distance)
     summary = report_summary(
         [{"url": urls[i], "canonical_url": None if c < 0 else urls[c]} for i, c in enumerate(canonical_list)],
         clusters,

@@ -204,7 +204,12 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
     if rules:
         found["rules"] = rules
     with_text = fmt == "html" and not opts.no_texts
-    clusters = build_clusters(members, include_text=with_text)
+    if found.get("max_distance") is None:
+        # A Redis key was written with these settings' k (its layout check refuses another one).
+        from ._common import load_config
+
+        found["max_distance"] = load_config(settings).max_distance
+    clusters = build_clusters(members, include_text=with_text, max_distance=found["max_distance"])
     changes = build_changes(members)
     summary = report_summary(
         members,
