@@ -313,8 +313,8 @@ def test_compare_files_text_and_json(tmp_path: Path) -> None:
     assert any("zeppelin" in line for line in pair["added"])
     if d[0][1] <= K:
         assert result["decisions"][1] == {
-            "page": 2, "decision": "near-duplicate", "canonical": 1, "distance": d[0][1], "one_edit": False,
-            "action": "drop",
+            "page": 2, "decision": "near-duplicate", "canonical": 1, "distance": d[0][1], "rule": "simhash",
+            "max_distance": K, "one_edit": False, "action": "drop",
         }  # fmt: skip
     if pair["distance"]:
         labels = [f["label"] for f in pair["features"]]
