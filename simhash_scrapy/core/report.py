@@ -94,6 +94,9 @@ CHANGED_COLUMNS = ("scope", "url", "previous_fingerprint", "fingerprint", "dista
 _FORMULA_START = frozenset("=+-@\t\r\n")
 #: Characters a spreadsheet may skip before it looks for a formula start (OWASP: quotes and spaces).
 _SKIPPED_LEAD = "'\" \t\r\n\x0b\x0c\xa0\u3000"
+#: RFC 4180's line end.  With it the ``csv`` module quotes a cell holding a lone "\\r" too (with "\\n"
+#: it does not, and a reader splits the row there).
+_CSV_LINE_END = "\r\n"
 #: What ``str.splitlines`` breaks a line on that ``json.dumps(ensure_ascii=False)`` leaves raw.
 _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -317,7 +320,7 @@ def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]]) -> str
 
 def _changes_csv(changes: list[dict[str, Any]]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator=_CSV_LINE_END)
     writer.writerow(CHANGED_COLUMNS)
     for change in changes:
         writer.writerow([csv_cell("" if change[column] is None else change[column]) for column in CHANGED_COLUMNS])
@@ -334,7 +337,7 @@ def changes_path(path: str | os.PathLike[str]) -> Path:
 
 def _csv(clusters: list[dict[str, Any]]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator=_CSV_LINE_END)
     writer.writerow(CSV_COLUMNS)
     for cluster in clusters:
         for member in cluster["members"]:
