@@ -489,6 +489,11 @@ def test_report_from_redis(serve: Any, tmp_path: Path, redis_server: Any) -> Non
     assert read_jsonl(by_spider.stdout) == expected
     # Reading is read-only: the key is still there.
     assert simhash("report", "--redis", redis_server.url, "--key", "pages:simhash", cwd=tmp_path).stdout == proc.stdout
+    # The rows name the rule with the k the key was written with, whatever k these settings give.
+    assert expected and {c["max_distance"] for c in expected} == {K} != {K - 1}
+    other_k = simhash("report", "--redis", redis_server.url, "--key", "pages:simhash", "-s", f"SIMHASH_MAX_DISTANCE={K - 1}",
+                      cwd=tmp_path)  # fmt: skip
+    assert read_jsonl(other_k.stdout) == expected
     assert_user_error(
         simhash("report", "--redis", redis_server.url, "--key", "nothing:here", cwd=tmp_path), 1, "report", "no simhash data"
     )
