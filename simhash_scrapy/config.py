@@ -18,7 +18,7 @@ import posixpath
 from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlparse
 
@@ -171,6 +171,7 @@ def _redis_heartbeat(value: Any) -> float:
     return heartbeat
 
 
+@lru_cache(maxsize=16)  # compiled once per list (the config stays picklable: nothing compiled is kept on it)
 def _distinct_selectors(selectors: tuple[str, ...]) -> DistinctSelectors:
     """``SIMHASH_DISTINCT_SELECTORS`` translated as ``response.css`` does (parsel: ``::text``, ``::attr(x)``)."""
     from cssselect import SelectorError
@@ -254,7 +255,7 @@ class SimhashConfig:
         )
 
     # ------------------------------------------------------------ derived
-    @cached_property
+    @property
     def distinct(self) -> DistinctSelectors | None:
         """``SIMHASH_DISTINCT_SELECTORS`` compiled (``core.distinct``), or ``None`` when it lists none."""
         if not self.distinct_selectors:

@@ -270,3 +270,21 @@ def test_compare_prints_the_rule_and_protected_text(tmp_path: Path) -> None:
     assert f"  3  near-duplicate of 1 (simhash within k={K}, distance 0): dropped" in kept.stdout
     bad = simhash("compare", *files[:2], "-s", "SIMHASH_DISTINCT_SELECTORS=.price[", cwd=tmp_path)
     assert bad.returncode == 2 and "SIMHASH_DISTINCT_SELECTORS: '.price[' is not a valid CSS selector" in bad.stderr
+
+
+def test_dedup_keeps_protected_pages_apart_as_the_crawl_does(tmp_path: Path) -> None:
+    from test_commands import read_jsonl, simhash  # a real ``scrapy`` process
+
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    for name, path in (("1.html", "/kettle"), ("2.html", "/kettle-sale"), ("3.html", "/kettle?ref=mail"), ("4.html", "/about")):
+        (folder / name).write_text(SHOP[path], encoding="utf-8")
+    plain = simhash("dedup", str(folder), cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert [[m["url"].rsplit("/", 1)[1] for m in c["members"]] for c in read_jsonl(plain.stdout)] == [["1.html", "2.html", "3.html"]]
+    for jobs in ("1", "2"):  # worker processes get the setting too
+        kept = simhash("dedup", str(folder), "--jobs", jobs, "-s", "SIMHASH_DISTINCT_SELECTORS=.price", cwd=tmp_path)
+        assert kept.returncode == 0, kept.stderr
+        (cluster,) = read_jsonl(kept.stdout)
+        assert [m["url"].rsplit("/", 1)[1] for m in cluster["members"]] == ["1.html", "3.html"]
+        assert cluster["scope"].startswith("#") and len(cluster["scope"]) == 17
