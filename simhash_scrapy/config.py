@@ -18,6 +18,7 @@ import posixpath
 from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlparse
 
@@ -38,6 +39,7 @@ from ._values import (
 from .backends import BACKENDS
 from .core import defaults
 from .core.analysis import AnalysisOptions
+from .core.distinct import DistinctSelectors
 from .core.edits import MAX_KEYS as MAX_EDIT_KEYS
 from .core.features import WEIGHTINGS, FeatureConfig
 from .core.index import MAX_TABLES, BlockPermutedIndex
@@ -169,6 +171,28 @@ def _redis_heartbeat(value: Any) -> float:
     return heartbeat
 
 
+@lru_cache(maxsize=16)  # compiled once per list (the config stays picklable: nothing compiled is kept on it)
+def _distinct_selectors(selectors: tuple[str, ...]) -> DistinctSelectors:
+    """``SIMHASH_DISTINCT_SELECTORS`` translated as ``response.css`` does (parsel: ``::text``, ``::attr(x)``)."""
+    from cssselect import SelectorError
+    from parsel.csstranslator import HTMLTranslator
+
+    translator = HTMLTranslator()
+    xpaths = []
+    for css in selectors:
+        try:
+            xpaths.append(translator.css_to_xpath(css))
+        except (SelectorError, ValueError, TypeError) as exc:
+            raise ValueError(
+                f"SIMHASH_DISTINCT_SELECTORS: {css!r} is not a valid CSS selector ({exc}); "
+                f"give CSS selectors such as ['.price', '.sku', '[itemprop=sku]::attr(content)']"
+            ) from None
+    try:
+        return DistinctSelectors(selectors, xpaths)
+    except ValueError as exc:
+        raise ValueError(f"SIMHASH_DISTINCT_SELECTORS: {exc}") from None
+
+
 @dataclass(frozen=True)
 class SimhashConfig:
     """The validated ``SIMHASH_*`` settings of one crawler (README, "Settings")."""
@@ -214,6 +238,8 @@ class SimhashConfig:
     url_rules_min_precision: float = defaults.URL_RULES_MIN_PRECISION
     url_rules_explore: float = defaults.URL_RULES_EXPLORE
     url_rules_canonical: bool = defaults.URL_RULES_CANONICAL
+    #: ``SIMHASH_DISTINCT_SELECTORS``: CSS selectors whose text must also be equal (``core.distinct``).
+    distinct_selectors: tuple[str, ...] = defaults.DISTINCT_SELECTORS
     features: FeatureConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -229,6 +255,13 @@ class SimhashConfig:
         )
 
     # ------------------------------------------------------------ derived
+    @property
+    def distinct(self) -> DistinctSelectors | None:
+        """``SIMHASH_DISTINCT_SELECTORS`` compiled (``core.distinct``), or ``None`` when it lists none."""
+        if not self.distinct_selectors:
+            return None
+        return _distinct_selectors(self.distinct_selectors)
+
     @property
     def main_content(self) -> bool:
         """``True`` when only the main content is fingerprinted (``SIMHASH_TEXT_MODE = "main"``)."""
@@ -379,6 +412,14 @@ class SimhashConfig:
         url_rules_canonical = parse_bool(
             "SIMHASH_URL_RULES_CANONICAL", settings.get("SIMHASH_URL_RULES_CANONICAL"), defaults.URL_RULES_CANONICAL
         )
+        distinct_selectors = []
+        for css in parse_list("SIMHASH_DISTINCT_SELECTORS", get("SIMHASH_DISTINCT_SELECTORS", defaults.DISTINCT_SELECTORS)):
+            if not isinstance(css, str) or not css.strip():
+                raise ValueError(
+                    f"SIMHASH_DISTINCT_SELECTORS must list CSS selectors such as ['.price', '.sku'], got {css!r}"
+                )
+            distinct_selectors.append(css.strip())
+        _distinct_selectors(tuple(distinct_selectors))  # an invalid selector is an error now, not at the first page
 
         try:
             return cls(
@@ -417,6 +458,7 @@ class SimhashConfig:
                 url_rules_min_precision=url_rules_min_precision,
                 url_rules_explore=url_rules_explore,
                 url_rules_canonical=url_rules_canonical,
+                distinct_selectors=tuple(distinct_selectors),
             )
         except ValueError as exc:  # FeatureConfig: already checked above, kept as a safety net
             raise ValueError(f"SIMHASH feature settings (WORD_NGRAM, CHAR_NGRAM, WEIGHTING, CJK_NGRAM): {exc}") from None

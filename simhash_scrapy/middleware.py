@@ -46,11 +46,13 @@ FLAG = "near-duplicate"
 class NearDuplicate(IgnoreRequest):
     """Raised (drop mode) for a near-duplicate page: the response never reaches the spider.
 
-    Request errbacks receive it; ``url``, ``canonical_url`` and ``distance`` say which page it duplicates.
+    Request errbacks receive it; ``url``, ``canonical_url`` and ``distance`` say which page it duplicates,
+    ``rule`` which rule matched it, with k (``DedupState.describe_rule``).
     """
 
-    def __init__(self, url: str, canonical_url: str, distance: int) -> None:
-        super().__init__(f"Near-duplicate of {canonical_url} (distance {distance}): {url}")
+    def __init__(self, url: str, canonical_url: str, distance: int, rule: str | None = None) -> None:
+        super().__init__(f"Near-duplicate of {canonical_url} ({rule or f'distance {distance}'}): {url}")
+        self.rule = rule
         self.url = url
         self.canonical_url = canonical_url
         self.distance = distance
@@ -191,7 +193,7 @@ class SimhashMiddleware:
         return PageRecord(
             url=response.url,
             fingerprint=answer.fingerprint,
-            scope=self.state.scope_for(response.url),
+            scope=self.state.scope_for(response.url, response=response),
             referer=referer.decode("utf-8", "replace") if referer else None,
             depth=request.meta.get("depth", self.start_depth),
             text=answer.text,
@@ -223,13 +225,14 @@ class SimhashMiddleware:
             assert verdict.canonical_url is not None and verdict.distance is not None
             if self.config.action == "drop" and not request.dont_filter:
                 state.inc("simhash/dropped")
-                state.log_duplicate("page", response.url, verdict, "Dropped")
-                raise NearDuplicate(response.url, verdict.canonical_url, verdict.distance)
+                state.log_duplicate("page", response.url, verdict, "Dropped", exact=answer.exact)
+                rule = state.describe_rule(verdict, answer.exact)
+                raise NearDuplicate(response.url, verdict.canonical_url, verdict.distance, rule)
             # flag mode, or drop mode for a dont_filter request: the page goes on, flagged.
             if FLAG not in response.flags:
                 response.flags.append(FLAG)
             state.inc("simhash/flagged")
-            state.log_duplicate("page", response.url, verdict, "Flagged")
+            state.log_duplicate("page", response.url, verdict, "Flagged", exact=answer.exact)
         elif unchanged and self.config.unchanged == "drop" and not request.dont_filter:
             state.inc("simhash/unchanged_dropped")
             raise UnchangedPage(response.url)

@@ -47,9 +47,12 @@ PIPELINE_PRIORITY = 200
 class NearDuplicateItem(DropItem):
     """Raised for a near-duplicate item (stat ``item_dropped_reasons_count/NearDuplicateItem``)."""
 
-    def __init__(self, url: str | None, canonical_url: str, distance: int, log_level: Any = None) -> None:
+    def __init__(
+        self, url: str | None, canonical_url: str, distance: int, log_level: Any = None, rule: str | None = None
+    ) -> None:
         what = f": {url}" if url else ""
-        super().__init__(f"Near-duplicate of {canonical_url} (distance {distance}){what}", log_level=log_level)
+        super().__init__(f"Near-duplicate of {canonical_url} ({rule or f'distance {distance}'}){what}", log_level=log_level)
+        self.rule = rule
         self.url = url
         self.canonical_url = canonical_url
         self.distance = distance
@@ -74,7 +77,8 @@ class SimhashPipeline:
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
         return analyse_text(text, options)
 
-    async def _check_field(self, value: Any, url: str | None) -> Verdict | None:
+    async def _check_field(self, value: Any, url: str | None) -> tuple[Verdict, bool] | None:
+        """The item's verdict and whether it was short (matched by exact text), or ``None`` (skipped)."""
         state = self.state
         if not isinstance(value, (str, bytes)) or not value:
             state.skip("no_field", items=True)
@@ -99,7 +103,7 @@ class SimhashPipeline:
                 seen=time.time(),
                 edit_keys=answer.edit_keys,
             )
-            return await state.check(record, items=True)
+            return await state.check(record, items=True), record.exact
         except BackendError as exc:
             # Fail-closed: an item nobody could check must not pass.
             state.skip("backend_error", items=True)
@@ -126,15 +130,18 @@ class SimhashPipeline:
         if adapter.get(field) is None:
             state.skip("no_field", items=True)
             return item
-        verdict = await self._check_field(adapter.get(field), url)
-        if verdict is None or verdict.canonical_url is None:
+        checked = await self._check_field(adapter.get(field), url)
+        if checked is None or checked[0].canonical_url is None:
             return item
+        verdict, exact = checked
         assert verdict.distance is not None
         if self.config.item_action == "drop":
             state.inc("simhash/items/dropped")
-            raise NearDuplicateItem(url, verdict.canonical_url, verdict.distance, log_level=self.config.log_level)
+            raise NearDuplicateItem(
+                url, verdict.canonical_url, verdict.distance, self.config.log_level, state.describe_rule(verdict, exact)
+            )
         state.inc("simhash/items/flagged")
-        state.log_duplicate("item", url or "(no URL)", verdict, "Flagged")
+        state.log_duplicate("item", url or "(no URL)", verdict, "Flagged", exact=exact)
         for key, value in (("simhash_duplicate_of", verdict.canonical_url), ("simhash_distance", verdict.distance)):
             try:
                 adapter[key] = value

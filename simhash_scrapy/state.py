@@ -20,11 +20,13 @@ from weakref import WeakKeyDictionary
 
 from scrapy import signals
 from scrapy.exceptions import CloseSpider
+from scrapy.http import TextResponse
 
 from . import _compat
 from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig
-from .core.clustering import Outcome
+from .core.clustering import Outcome, rule_of
+from .core.distinct import scope_key
 from .core.report import (
     build_changes,
     build_clusters,
@@ -35,6 +37,7 @@ from .core.report import (
     write_report,
 )
 from .core.report_path import expand_report_path, report_params
+from .core.text import parse_html
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -63,6 +66,13 @@ SKIP_REASONS = {
     "unavailable": "simhash-scrapy could not start (logged); the crawl is closing",
     "no_field": "the item has no SIMHASH_ITEM_FIELD value (pipeline)",
 }
+
+
+def _root_of(response: Any) -> Any:
+    """The parsed page: Scrapy's own parse (cached on the response, the spider reuses it), else lxml's."""
+    if isinstance(response, TextResponse):
+        return response.selector.root
+    return parse_html(response.body)
 
 
 # ------------------------------------------------------------------------ state
@@ -135,13 +145,26 @@ class DedupState:
         return state
 
     # ------------------------------------------------------------- helpers
-    def scope_for(self, url: str, items: bool = False) -> str:
-        """The index a page (or an item) of ``url`` belongs to."""
+    def scope_for(self, url: str, items: bool = False, response: Any = None) -> str:
+        """The index a page (or an item) of ``url`` belongs to.
+
+        With ``SIMHASH_DISTINCT_SELECTORS``, a page's ``response`` adds the
+        digest of its protected text (``core.distinct.scope_key``), counted as
+        ``simhash/distinct/pages`` (or ``simhash/distinct/unmatched`` when no
+        selector matched: the plain scope).
+        """
         if self.config.scope == "domain":
             scope = (urlsplit(url).hostname or "").lower()
         else:
             scope = self.spider.name if self.spider is not None else ""
-        return f"item:{scope}" if items else scope
+        if items:
+            return f"item:{scope}"
+        distinct = self.config.distinct
+        if distinct is None or response is None:
+            return scope
+        digest = distinct.digest(_root_of(response))
+        self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
+        return scope_key(scope, digest)
 
     def identity_of(self, request: Any) -> str:
         """What makes two fetches "the same page": Scrapy's request fingerprint (hex).
@@ -219,11 +242,19 @@ class DedupState:
                 self.inc(prefix + "one_edit/near_duplicates")
         return verdict
 
-    def log_duplicate(self, what: str, url: str, verdict: Verdict, outcome: str) -> None:
-        """Log a near-duplicate at SIMHASH_LOG_LEVEL: all of them with SIMHASH_DEBUG, else the first one."""
+    def describe_rule(self, verdict: Verdict, exact: bool = False) -> str:
+        """The rule that matched a near-duplicate, and k: ``"simhash within k=4, distance 3"`` (``core.clustering.Rule``)."""
+        k = self.config.max_distance
+        return rule_of(exact, verdict.distance, k).describe(verdict.distance, k)
+
+    def log_duplicate(self, what: str, url: str, verdict: Verdict, outcome: str, exact: bool = False) -> None:
+        """Log a near-duplicate at SIMHASH_LOG_LEVEL: all of them with SIMHASH_DEBUG, else the first one.
+
+        The line names the rule that matched and k (``exact``: a short page, matched by its digest).
+        """
         if self._shown and not self.config.debug:
             return
-        msg = "%(outcome)s near-duplicate %(what)s %(url)s: duplicates %(canonical)s (distance %(distance)d)"
+        msg = "%(outcome)s near-duplicate %(what)s %(url)s: duplicates %(canonical)s (%(rule)s)"
         if not self.config.debug:
             msg += " - no more near-duplicates will be shown (set SIMHASH_DEBUG = True to show all)"
         self._shown = True
@@ -235,7 +266,7 @@ class DedupState:
                 "what": what,
                 "url": url,
                 "canonical": verdict.canonical_url,
-                "distance": verdict.distance,
+                "rule": self.describe_rule(verdict, exact),
             },
             extra={"spider": self.spider},
         )
@@ -316,7 +347,7 @@ class DedupState:
         if self.report_path is None or self.config.report_format is None:
             self.stats.set_value("simhash/clusters", count_clusters(members))
             return
-        clusters = build_clusters(members, include_text=self.config.keep_text)
+        clusters = build_clusters(members, include_text=self.config.keep_text, max_distance=self.config.max_distance)
         self.stats.set_value("simhash/clusters", len(clusters))
         # Counted from the record, not this run's counters: after a resumed job
         # (JOBDIR, SIMHASH_DIR) or with several Redis workers the report covers more.

@@ -313,8 +313,8 @@ def test_compare_files_text_and_json(tmp_path: Path) -> None:
     assert any("zeppelin" in line for line in pair["added"])
     if d[0][1] <= K:
         assert result["decisions"][1] == {
-            "page": 2, "decision": "near-duplicate", "canonical": 1, "distance": d[0][1], "one_edit": False,
-            "action": "drop",
+            "page": 2, "decision": "near-duplicate", "canonical": 1, "distance": d[0][1], "rule": "simhash",
+            "max_distance": K, "one_edit": False, "action": "drop",
         }  # fmt: skip
     if pair["distance"]:
         labels = [f["label"] for f in pair["features"]]
@@ -489,6 +489,11 @@ def test_report_from_redis(serve: Any, tmp_path: Path, redis_server: Any) -> Non
     assert read_jsonl(by_spider.stdout) == expected
     # Reading is read-only: the key is still there.
     assert simhash("report", "--redis", redis_server.url, "--key", "pages:simhash", cwd=tmp_path).stdout == proc.stdout
+    # The rows name the rule with the k the key was written with, whatever k these settings give.
+    assert expected and {c["max_distance"] for c in expected} == {K} != {K - 1}
+    other_k = simhash("report", "--redis", redis_server.url, "--key", "pages:simhash", "-s", f"SIMHASH_MAX_DISTANCE={K - 1}",
+                      cwd=tmp_path)  # fmt: skip
+    assert read_jsonl(other_k.stdout) == expected
     assert_user_error(
         simhash("report", "--redis", redis_server.url, "--key", "nothing:here", cwd=tmp_path), 1, "report", "no simhash data"
     )

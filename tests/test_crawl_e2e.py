@@ -165,9 +165,10 @@ async def test_drop_mode_end_to_end(serve: Any, tmp_path: Path, caplog: pytest.L
     for member in first["members"]:
         assert len(member["fingerprint"]) == 16
         assert member["distance"] == hamming_distance(int(member["fingerprint"], 16), canonical_fp)
-        assert set(member) == {"url", "fingerprint", "distance", "referer", "depth"}
+        assert set(member) == {"url", "fingerprint", "distance", "referer", "depth", "rule"}
         assert member["depth"] == 0  # start requests (DepthMiddleware sets depth on later ones)
     assert first["members"][1]["distance"] == dropped[u("/article/1?utm_source=feed&sid=7f3a9c")][1]
+    assert [m["rule"] for m in first["members"]] == [None, "simhash", "simhash"] and first["max_distance"] == 6
 
 
 @pytest_twisted.ensureDeferred

@@ -146,7 +146,11 @@ def test_drop_mode_lets_exactly_one_page_per_group_reach_the_spider(drop_run: Cr
         assert item["duplicate_of"] is None and item["distance"] is None
         assert "near-duplicate" not in item["flags"]
     # Every drop is logged, naming the page it duplicates.
-    drops = re.findall(r"Dropped near-duplicate page (\S+): duplicates (\S+) \(distance (\d+)\)", drop_run.log)
+    drops = re.findall(
+        r"Dropped near-duplicate page (\S+): duplicates (\S+) \((simhash within k=\d+, distance \d+|"
+        r"exact short page, distance 0, k=\d+|one edit, distance \d+ > k=\d+)\)",
+        drop_run.log,
+    )
     assert {site_path(url) for url, _, _ in drops} == dropped
     for url, canonical, _ in drops:
         assert IN_GROUP[site_path(url)] == IN_GROUP[site_path(canonical)]

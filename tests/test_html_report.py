@@ -26,6 +26,7 @@ import pytest
 from chromium_cdp import INSTALL_HINT, Chromium, find_chromium  # noqa: E402  (tests/ is on sys.path)
 from conftest import article_html, article_words  # noqa: E402
 from simhash_scrapy.config import SimhashConfig
+from simhash_scrapy.core.clustering import Rule
 from simhash_scrapy.core.html_report import render_html, report_numbers
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -257,6 +258,10 @@ def test_browser_shows_the_numbers_of_the_json_report(browser: Chromium, tmp_pat
     )
     first = report[0]
     assert rows == [[m["url"], str(m["distance"]), m["fingerprint"]] for m in first["members"]]
+    rules = browser.evaluate("[...document.querySelectorAll('details.cluster[open] td.rule')].map(t => t.innerText)")
+    k = first["max_distance"]
+    assert rules == ["" if m["rule"] is None else Rule(m["rule"]).describe(None, k) for m in first["members"]]
+    assert rules[1:] == [f"simhash within k={k}"] * (len(rules) - 1)
     diff = browser.evaluate(
         "(() => { const t = document.querySelector('details.cluster[open] table.sbs');"
         " return {ins: [...t.querySelectorAll('ins')].map(e => e.innerText),"
@@ -265,7 +270,9 @@ def test_browser_shows_the_numbers_of_the_json_report(browser: Chromium, tmp_pat
     )
     assert "banana1" in diff["ins"]  # member 1 has "banana1" where the canonical page has the original word
     assert len(diff["del"]) == 1
-    assert diff["title"] == f"Canonical (left) against member (right), distance {first['members'][1]['distance']}"
+    assert diff["title"] == (
+        f"Canonical (left) against member (right), distance {first['members'][1]['distance']} (simhash within k={k})"
+    )
     # Choosing another member shows its diff.
     browser.click("details.cluster[open] tr.member:nth-child(3) button.show-diff")
     browser.wait_for(
@@ -373,4 +380,73 @@ def test_browser_shows_the_changed_pages(browser: Chromium, tmp_path: Path) -> N
     assert browser.evaluate("[...document.querySelectorAll('#changed-section a')].map(a => a.href)") == [c["url"] for c in changes[:3]]
     stats = browser.evaluate("Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]))")
     assert (stats["unchanged"], stats["changed"]) == ("8", "4")
+    assert requested_urls(browser, mark) == [page.as_uri()]
+
+
+#: Markup and URLs that would run a script if the report let them through (each bumps window.__pwned).
+PWN = "window.__pwned=(window.__pwned||0)+1"
+HOSTILE = [
+    f"<script>{PWN}</script>",
+    f'<img src=x onerror="{PWN}">',
+    f'"><svg onload="{PWN}"></svg>',
+    f"'><body onload='{PWN}'>",
+    f"</script><script>{PWN}</script><!--",
+    f"</textarea></title><iframe srcdoc=\"<script>parent.__pwned=1</script>\"></iframe>",
+    "<style>body{display:none}</style>${title}]]>\u2028\u2029",
+    f"<a href=\"javascript:{PWN}\">click</a>",
+]  # fmt: skip
+
+
+def test_browser_runs_no_script_from_hostile_titles_urls_and_texts(browser: Chromium, tmp_path: Path) -> None:
+    """Every text of the report comes from crawled pages: titles, URLs, referers, texts, scopes, run values."""
+    title = "Crawl " + HOSTILE[0] + HOSTILE[5]
+    clusters = []
+    for c, payload in enumerate(HOSTILE):
+        urls = [f"https://shop.example/{c}?q={payload}", f"javascript:{PWN}//{c}", payload, f"file:///{payload}"]
+        texts = [f"Kettle {c}\n{payload}\nprice 24.99", f"Kettle {c}\n{payload}\nprice 19.99 {payload}",
+                 payload, f"{payload}\n{payload}"]  # fmt: skip
+        members = cluster(c + 1, urls, [0, 1, 9, 0], texts)
+        for member, referer, rule in zip(members["members"], [None, payload, payload, PWN], [None, "simhash", "one_edit", payload]):
+            member["referer"], member["rule"] = referer, rule
+        members["scope"] = payload
+        clusters.append(members)
+    changes = [{"url": payload, "scope": payload, "fingerprint": payload, "previous_fingerprint": payload, "distance": payload}
+               for payload in HOSTILE]  # fmt: skip
+    summary = {"title": title, "source": HOSTILE[2], "max_distance": 4, HOSTILE[1]: HOSTILE[3], "generated": HOSTILE[6]}
+    page = tmp_path / "hostile.html"
+    page.write_text(render_html(clusters, summary, changes=changes), encoding="utf-8")
+    ours = page.read_text(encoding="utf-8").count("<script")  # the data, the text chunks, the code
+
+    mark = len(browser.events)
+    browser.goto(page.as_uri())
+    browser.wait_for("document.body.dataset.ready === '1'")
+    # Open every cluster and show every member's diff: all the stored texts are put into the page.
+    browser.evaluate("document.querySelectorAll('details.cluster summary').forEach(s => s.click())")
+    browser.wait_for(f"document.querySelectorAll('details.cluster[open] table.sbs').length === {len(HOSTILE)}")
+    buttons = browser.evaluate("document.querySelectorAll('button.show-diff').length")
+    assert buttons == 3 * len(HOSTILE)
+    for i in range(buttons):
+        browser.evaluate(f"document.querySelectorAll('button.show-diff')[{i}].click()")
+        browser.wait_for(f"!!document.querySelectorAll('button.show-diff')[{i}].closest('details').querySelector('table.sbs')")
+    browser.evaluate(
+        "(() => { const f = document.getElementById('filter'); f.value = %s; f.dispatchEvent(new Event('input')); })()"
+        % json.dumps(HOSTILE[0])
+    )
+    browser.wait_for("document.getElementById('range').innerText.length > 0")
+
+    # No script ran: nothing bumped the counter, no element came from the data, no dialog opened.
+    assert browser.evaluate("typeof window.__pwned") == "undefined"
+    assert browser.evaluate("document.querySelectorAll('script').length") == ours
+    assert browser.evaluate("document.querySelectorAll('img, svg, iframe, object, embed, textarea').length") == 0
+    assert browser.evaluate("document.querySelectorAll('style').length") == 1
+    assert not [e for e in browser.events[mark:] if e.get("method") == "Page.javascriptDialogOpening"]
+    # The hostile strings are shown as text; links only for http(s) and file URLs.
+    assert browser.evaluate("document.querySelector('h1').innerText") == title
+    assert browser.evaluate("document.title") == title
+    hrefs = browser.evaluate("[...document.querySelectorAll('a')].map(a => a.getAttribute('href'))")
+    assert hrefs and all(h.lower().startswith(("https:", "file:")) for h in hrefs)
+    shown = browser.evaluate("document.body.innerText")
+    assert HOSTILE[1] in shown and f"javascript:{PWN}//0" in shown
+    rules = browser.evaluate("[...document.querySelectorAll('details.cluster[open] td.rule')].map(t => t.innerText)")
+    assert rules[:4] == ["", "simhash within k=4", "one edit, beyond k=4", ""]  # an unknown rule is not shown
     assert requested_urls(browser, mark) == [page.as_uri()]

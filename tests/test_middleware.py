@@ -72,7 +72,8 @@ async def test_unique_then_dropped_near_duplicate(caplog: pytest.LogCaptureFixtu
     assert isinstance(exc, IgnoreRequest)
     assert exc.canonical_url == "http://site/a" and exc.url == "http://site/a?session=1"
     assert 1 <= exc.distance <= 3
-    assert str(exc) == f"Near-duplicate of http://site/a (distance {exc.distance}): http://site/a?session=1"
+    assert str(exc) == f"Near-duplicate of http://site/a (simhash within k=4, distance {exc.distance}): http://site/a?session=1"
+    assert exc.rule == f"simhash within k=4, distance {exc.distance}"
     assert request2.meta["simhash_duplicate_of"] == "http://site/a"
     assert request2.meta["simhash_distance"] == exc.distance
     assert simhash_scrapy.hamming_distance(request.meta["simhash"], request2.meta["simhash"]) == exc.distance

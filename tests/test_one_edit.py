@@ -200,7 +200,7 @@ def test_the_commands_decide_as_the_crawl(tmp_path: Path) -> None:
     assert read_jsonl(off.stdout) == []
     compare = simhash("compare", *(str(p) for p in sorted(folder.iterdir())), cwd=tmp_path)
     assert compare.returncode == 0, compare.stderr
-    assert "2  near-duplicate of 1 (distance 11, one token apart): dropped" in compare.stdout
+    assert "2  near-duplicate of 1 (one edit, distance 11 > k=4): dropped" in compare.stdout
     assert "3  unique: becomes a canonical page" in compare.stdout
 
 

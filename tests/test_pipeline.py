@@ -48,7 +48,7 @@ async def test_text_field_drop() -> None:
     exc = info.value
     assert isinstance(exc, DropItem)
     assert exc.canonical_url == "http://x/1" and exc.url == "http://x/2"
-    assert str(exc) == f"Near-duplicate of http://x/1 (distance {exc.distance}): http://x/2"
+    assert str(exc) == f"Near-duplicate of http://x/1 (simhash within k=4, distance {exc.distance}): http://x/2"
     assert exc.log_level == logging.INFO
     third = {"url": "http://x/3", "body": OTHER_TEXT}
     assert await pipeline.process_item(third) is third
@@ -67,7 +67,7 @@ async def test_text_field_drop() -> None:
 async def test_html_field_is_detected_and_items_without_url_are_numbered() -> None:
     pipeline, crawler = await make({"SIMHASH_ITEM_FIELD": "html"})
     await pipeline.process_item({"html": article_html("T", WORDS, "v1")})
-    with pytest.raises(NearDuplicateItem, match=r"^Near-duplicate of item-1 \(distance \d\)$"):
+    with pytest.raises(NearDuplicateItem, match=r"^Near-duplicate of item-1 \(simhash within k=4, distance \d\)$"):
         await pipeline.process_item({"html": article_html("T", WORDS, "v2").encode()})
 
 

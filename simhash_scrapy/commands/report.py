@@ -16,6 +16,7 @@ report formats of the crawl (JSON Lines, CSV, HTML).
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -161,21 +162,23 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
         redis_settings = RedisSettings(overrides)
     except ValueError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
-    backend = RedisBackend(load_config(settings), redis_settings)
+    config = load_config(settings)
+    backend = RedisBackend(config, redis_settings)
 
     from ..core import defaults
 
-    async def read() -> tuple[list[Any], bool, bytes | None]:
+    async def read() -> tuple[list[Any], bool, bytes | None, bytes | None]:
         try:
             await backend.attach(spider or "")
             exists = await backend.has_data()
             rules = await backend.load_extra(defaults.URL_RULES_EXTRA)
-            return (await backend.members() if exists else []), exists, rules
+            layout = await backend.client.hget(backend.keys.meta, "layout")  # "v=.. k=4 features=.. text=.."
+            return (await backend.members() if exists else []), exists, rules, layout
         finally:
             await backend.close()
 
     try:
-        members, exists, rules = asyncio.run(read())
+        members, exists, rules, layout = asyncio.run(read())
     except BackendError as exc:
         raise CommandError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - any client error is a one-line message, not a traceback
@@ -185,8 +188,11 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
             f"Redis at {redis_settings.describe()} has no simhash data under {backend.prefix!r} "
             f"(a crawl keeps it only with SIMHASH_REDIS_PERSIST = True)"
         )
-    # Every recorded page: run_report counts them (report_summary).
-    return members, {"source": f"{redis_settings.describe()} key {backend.prefix}", "rules_blob": rules}
+    # Every recorded page: run_report counts them (report_summary).  The report's k is the one the
+    # key's layout records (the crawls that wrote it used it), else these settings' k.
+    recorded = re.search(r"(?:^| )k=(\d+)(?: |$)", layout.decode("utf-8", "replace")) if layout else None
+    k = int(recorded.group(1)) if recorded else config.max_distance
+    return members, {"source": f"{redis_settings.describe()} key {backend.prefix}", "rules_blob": rules, "max_distance": k}
 
 
 def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
@@ -204,7 +210,7 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
     if rules:
         found["rules"] = rules
     with_text = fmt == "html" and not opts.no_texts
-    clusters = build_clusters(members, include_text=with_text)
+    clusters = build_clusters(members, include_text=with_text, max_distance=found.get("max_distance"))
     changes = build_changes(members)
     summary = report_summary(
         members,

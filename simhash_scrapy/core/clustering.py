@@ -30,6 +30,10 @@ follows the user's URL canonicalisation):
    Canonical pages keep their keys in a table per scope.  Whether a page
    re-checked under its identity is unchanged stays a matter of distance.
 
+Which step matched a near-duplicate (``Rule``: ``simhash`` within k,
+``exact`` short page, ``one_edit``) follows from its kind and distance
+(``rule_of``); logs, reports and ``compare`` name it with this vocabulary.
+
 One entry per identity: re-checking a page updates its entry, so re-crawling
 a site N times keeps one entry per URL.
 """
@@ -46,7 +50,7 @@ from . import defaults
 from .index import BlockPermutedIndex
 from .keytable import KeyTable, pack_keys, unpack_keys
 
-__all__ = ["Outcome", "Decision", "Clusterer", "assign_canonicals"]
+__all__ = ["Outcome", "Rule", "rule_of", "Decision", "Clusterer", "assign_canonicals"]
 
 #: Distance given to a page whose kind changed (short <-> long): "more than any k".
 _FAR = 64
@@ -64,6 +68,60 @@ class Outcome(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class Rule(str, enum.Enum):
+    """Which step of the rule made a page a near-duplicate: the one vocabulary of logs, reports and ``compare``.
+
+    The value is what the JSON Lines and CSV reports write (``"rule"``);
+    ``label`` is what people read (logs, the HTML report, ``compare``).
+    """
+
+    #: Step 2: the nearest canonical page is within k bits.
+    SIMHASH = "simhash"
+    #: Step 3: a short page with the same exact digest (distance 0).
+    EXACT = "exact"
+    #: Step 4: one token apart (``core.edits``); the distance is then more than k.
+    ONE_EDIT = "one_edit"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def label(self) -> str:
+        return _RULE_LABELS[self]
+
+    def describe(self, distance: int | None, max_distance: int | None) -> str:
+        """The rule and k as logs, reports and ``compare`` print them (the distance when given).
+
+        ``"simhash within k=4, distance 3"``, ``"exact short page, distance 0, k=4"``,
+        ``"one edit, distance 9 > k=4"``; without a distance ``"simhash within k=4"``,
+        ``"exact short page, k=4"``, ``"one edit, beyond k=4"``.
+        """
+        k = "?" if max_distance is None else str(max_distance)
+        d = "" if distance is None else f", distance {distance}"
+        if self is Rule.SIMHASH:
+            return f"simhash within k={k}{d}"
+        if self is Rule.EXACT:
+            return f"{self.label}{d}, k={k}"
+        return f"{self.label}{d} > k={k}" if d else f"{self.label}, beyond k={k}"
+
+
+_RULE_LABELS = {Rule.SIMHASH: "simhash within k", Rule.EXACT: "exact short page", Rule.ONE_EDIT: "one edit"}
+
+
+def rule_of(exact: bool, distance: int | None, max_distance: int) -> Rule:
+    """The rule that matched a near-duplicate, from what every backend records (kind, distance) and k.
+
+    A short page is matched by its exact digest; a simhash page within k by
+    distance; a simhash page farther than k can only have been found by the
+    one-edit rule (its distance is the real Hamming distance, see step 4).
+    """
+    if exact:
+        return Rule.EXACT
+    if distance is not None and distance > max_distance:
+        return Rule.ONE_EDIT
+    return Rule.SIMHASH
 
 
 @dataclass(frozen=True)

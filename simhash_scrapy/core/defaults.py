@@ -68,6 +68,9 @@ HTTP_STATUSES = tuple(range(200, 300))
 # -------------------------------------------------------------------- plugin
 ACTION = "drop"
 SCOPE = "spider"
+#: ``SIMHASH_DISTINCT_SELECTORS``: CSS selectors whose text must also be equal for two pages to be
+#: near-duplicates (``core.distinct``); none by default.
+DISTINCT_SELECTORS: tuple[str, ...] = ()
 #: ``SIMHASH_UNCHANGED``: what a re-crawl does with a page whose content is
 #: unchanged since its last recorded version: ``"pass"`` (goes on, flagged in
 #: meta), ``"drop_items"`` (its items are dropped), ``"drop"`` (the page is dropped).

@@ -11,7 +11,8 @@ to a ticket.  What it shows:
 * the pages that changed since the last crawl (URL, old and new fingerprint,
   distance), as a static table, when ``changes`` lists any;
 * the clusters, largest first, 100 per page with a URL filter; each cluster is
-  a ``<details>`` element whose member table is built when it is opened;
+  a ``<details>`` element whose member table is built when it is opened
+  (each member's distance and the rule that matched it, ``Rule.describe``);
 * a side-by-side text diff (line diff, changed words highlighted) of the
   canonical page and a chosen member, computed in the browser only when asked
   for.  Member texts are stored once per distinct text, compressed with zlib
@@ -46,6 +47,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from .clustering import Rule
 from .urlrules import rules_html
 
 __all__ = ["render_html", "report_numbers"]
@@ -168,10 +170,22 @@ def _script_json(value: Any) -> str:
     )
 
 
-def _compact_clusters(clusters: list[Mapping[str, Any]], texts: _TextStore) -> tuple[list[list[Any]], int]:
+def _rule_text(rule: Any, max_distance: int | None) -> str | None:
+    """The member's rule as people read it (``Rule.describe``), ``None`` for the canonical page or unknown."""
+    try:
+        return Rule(rule).describe(None, max_distance)
+    except ValueError:
+        return None
+
+
+def _compact_clusters(
+    clusters: list[Mapping[str, Any]], texts: _TextStore, max_distance: int | None = None
+) -> tuple[list[list[Any]], int]:
     rows = []
     with_text = 0
     for cluster in clusters:
+        k = _int_or_none(cluster.get("max_distance"))
+        k = max_distance if k is None else k
         members = []
         for member in cluster.get("members") or ():
             text = member.get("text")
@@ -187,6 +201,7 @@ def _compact_clusters(clusters: list[Mapping[str, Any]], texts: _TextStore) -> t
                     member.get("referer") if isinstance(member.get("referer"), str) else None,
                     _int_or_none(member.get("depth")),
                     ref,
+                    _rule_text(member.get("rule"), k),
                 ]
             )
         canonical = cluster.get("canonical")
@@ -246,7 +261,7 @@ def render_html(
     ordered = sorted(clusters, key=_cluster_size, reverse=True)  # stable: ties keep report order
     numbers = report_numbers(ordered, summary)
     texts = _TextStore(max_text_chars)
-    rows, with_text = _compact_clusters(ordered, texts)
+    rows, with_text = _compact_clusters(ordered, texts, _int_or_none(summary.get("max_distance")))
     chunks = texts.finish()
     title = str(summary.get("title") or "Near-duplicate clusters")
     data = {"clusters": rows, "page_size": max(1, int(page_size)), "text_chunks": len(chunks)}

@@ -7,9 +7,15 @@ first in ``members``.  Only clusters of two or more pages are reported.
 
 ``build_clusters(members)`` turns backend members into cluster dicts::
 
-    {"cluster_id": 1, "canonical": "https://…/a", "size": 3, "scope": "myspider",
+    {"cluster_id": 1, "canonical": "https://…/a", "size": 3, "scope": "myspider", "max_distance": 4,
      "members": [{"url": "https://…/a", "fingerprint": "0f3a…", "distance": 0,
-                  "referer": None, "depth": 0}, …]}
+                  "referer": None, "depth": 0, "rule": None}, …]}
+
+``rule`` names what made a member a near-duplicate of the canonical page
+(``core.clustering.Rule``: ``"simhash"`` within k, ``"exact"`` short page,
+``"one_edit"``, whose distance is more than k); ``None`` for the canonical
+page.  ``max_distance`` is the k the rule used (``None`` when the caller did
+not say).
 
 ``build_changes(members)`` lists the pages of a re-crawl whose latest check
 was ``changed`` (crawled before, and their content moved more than k)::
@@ -24,8 +30,13 @@ Formats (``render_report`` / ``write_report``):
 
 * ``jsonl``: one JSON object per line; ``"type": "cluster"`` lines (the
   dicts above) first, then one ``"type": "changed"`` line per changed page.
-  Readers of older reports: a line without ``type`` is a cluster.
-* ``csv``: one row per cluster member (``CSV_COLUMNS``); the changed pages go
+  Readers of older reports: a line without ``type`` is a cluster.  Every
+  character a line splitter may break on (``str.splitlines``: U+2028,
+  U+2029, U+0085 and the C0 separators) is written as a ``\\u`` escape, so
+  any splitter reads one record a line (``json.loads`` restores them).
+* ``csv``: one row per cluster member (``CSV_COLUMNS``); every text cell a
+  spreadsheet would read as a formula is neutralised (``csv_cell``, OWASP's
+  rule: a leading ``'``); the changed pages go
   to a second CSV file beside it, ``<name>.changed.csv`` (``CHANGED_COLUMNS``),
   written only when a page changed (a first crawl has none); a report written
   without changed pages removes that file if an earlier run left one, so it
@@ -50,6 +61,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .clustering import rule_of
 from .files import write_atomic
 from .fingerprint import hamming_distance
 
@@ -66,12 +78,58 @@ __all__ = [
     "check_format_available",
     "CSV_COLUMNS",
     "CHANGED_COLUMNS",
+    "csv_cell",
+    "line_safe",
 ]
 
 #: CSV columns, one row per cluster member.
-CSV_COLUMNS = ("cluster_id", "cluster_size", "scope", "canonical", "url", "fingerprint", "distance", "referer", "depth")
+CSV_COLUMNS = (
+    "cluster_id", "cluster_size", "scope", "canonical", "url", "fingerprint", "distance", "referer", "depth",
+    "rule", "max_distance",
+)  # fmt: skip
 #: Columns of the changed-pages CSV (``<name>.changed.csv``), one row per changed page.
 CHANGED_COLUMNS = ("scope", "url", "previous_fingerprint", "fingerprint", "distance")
+
+#: A cell starting with one of these is a formula (or DDE call) in a spreadsheet (OWASP, "CSV Injection").
+_FORMULA_START = frozenset("=+-@\t\r\n")
+#: Characters a spreadsheet may skip before it looks for a formula start (OWASP: quotes and spaces).
+_SKIPPED_LEAD = "'\" \t\r\n\x0b\x0c\xa0\u3000"
+#: RFC 4180's line end.  With it the ``csv`` module quotes a cell holding a lone "\\r" too (with "\\n"
+#: it does not, and a reader splits the row there).
+_CSV_LINE_END = "\r\n"
+#: What ``str.splitlines`` breaks a line on that ``json.dumps(ensure_ascii=False)`` leaves raw.
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def csv_cell(value: Any) -> Any:
+    """One CSV cell, safe to open in a spreadsheet (OWASP's rule against formula injection).
+
+    A text that starts with ``=``, ``+``, ``-``, ``@``, a tab or a line break,
+    also after leading spaces or quotes (``" =1+1"``, ``"'=1+1"``,
+    ``'"=1+1'``), gets a single quote in front, so the spreadsheet shows it as
+    text.  Other values (numbers, ``None``) are returned as they are; the
+    ``csv`` module quotes separators, quotes and line breaks, so a cell never
+    spills into the next one.  A reader who wants the original text removes
+    the first ``'`` of a cell when the rest would be neutralised again.
+    """
+    if not isinstance(value, str) or not value:
+        return value
+    if value[0] in _FORMULA_START or value.lstrip(_SKIPPED_LEAD)[:1] in _FORMULA_START:
+        return "'" + value
+    return value
+
+
+def line_safe(document: str) -> str:
+    """A JSON Lines document whose records ``str.splitlines`` and every other line splitter keep whole.
+
+    ``json.dumps(..., ensure_ascii=False)`` escapes the C0 characters (``\\n``,
+    ``\\x0b``, ``\\x1c``...) but leaves U+0085, U+2028 and U+2029 raw; they
+    can only occur inside JSON strings, where ``\\uXXXX`` means the same.
+    """
+    for raw, escaped in _LINE_BREAKS.items():
+        if raw in document:
+            document = document.replace(raw, escaped)
+    return document
 
 
 
@@ -82,7 +140,9 @@ def _get(member: Any, name: str) -> Any:
     return getattr(member, name, None)
 
 
-def build_clusters(members: Iterable[Any], include_text: bool = True) -> list[dict[str, Any]]:
+def build_clusters(
+    members: Iterable[Any], include_text: bool = True, max_distance: int | None = None
+) -> list[dict[str, Any]]:
     """Group recorded pages into clusters (canonical member first), largest cluster first.
 
     ``members`` are ``ClusterMember`` objects (or mappings with the same keys)
@@ -91,7 +151,9 @@ def build_clusters(members: Iterable[Any], include_text: bool = True) -> list[di
     canonical page with that URL in the same scope.  Clusters of one page are
     left out.  Ties in size keep crawl order; ``cluster_id`` counts from 1.
     ``include_text`` keeps the members' ``text`` (for the HTML diff) when
-    they have one.
+    they have one.  ``max_distance`` is the crawl's k: each member's ``rule``
+    follows from it (``core.clustering.rule_of``); without it a simhash
+    member's rule is ``None`` (unknown), an exact one's ``"exact"``.
     """
     groups: dict[tuple[str, str], list[Any]] = {}
     for member in members:
@@ -116,12 +178,18 @@ def build_clusters(members: Iterable[Any], include_text: bool = True) -> list[di
             if distance is None:
                 distance = hamming_distance(fp, head_fp) if head_fp is not None else 0
             depth = _get(member, "depth")
+            rule = None
+            if _get(member, "canonical_url") is not None:
+                exact = bool(_get(member, "exact"))
+                if exact or max_distance is not None:
+                    rule = rule_of(exact, int(distance), max_distance if max_distance is not None else 64).value
             row: dict[str, Any] = {
                 "url": _get(member, "url"),
                 "fingerprint": f"{fp:016x}",
                 "distance": int(distance),
                 "referer": _get(member, "referer"),
                 "depth": None if depth is None else int(depth),
+                "rule": rule,
             }
             text = _get(member, "text")
             if include_text and text is not None:
@@ -133,6 +201,7 @@ def build_clusters(members: Iterable[Any], include_text: bool = True) -> list[di
                 "canonical": canonical_url,
                 "size": len(rows),
                 "scope": scope,
+                "max_distance": max_distance,
                 "members": rows,
             }
         )
@@ -251,10 +320,10 @@ def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]]) -> str
 
 def _changes_csv(changes: list[dict[str, Any]]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator=_CSV_LINE_END)
     writer.writerow(CHANGED_COLUMNS)
     for change in changes:
-        writer.writerow(["" if change[column] is None else change[column] for column in CHANGED_COLUMNS])
+        writer.writerow([csv_cell("" if change[column] is None else change[column]) for column in CHANGED_COLUMNS])
     return out.getvalue()
 
 
@@ -268,23 +337,25 @@ def changes_path(path: str | os.PathLike[str]) -> Path:
 
 def _csv(clusters: list[dict[str, Any]]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator=_CSV_LINE_END)
     writer.writerow(CSV_COLUMNS)
     for cluster in clusters:
         for member in cluster["members"]:
-            writer.writerow(
-                [
-                    cluster["cluster_id"],
-                    cluster["size"],
-                    cluster.get("scope", ""),
-                    cluster["canonical"],
-                    member["url"],
-                    member["fingerprint"],
-                    member["distance"],
-                    "" if member["referer"] is None else member["referer"],
-                    "" if member["depth"] is None else member["depth"],
-                ]
-            )
+            k = cluster.get("max_distance")
+            cells = [
+                cluster["cluster_id"],
+                cluster["size"],
+                cluster.get("scope", ""),
+                cluster["canonical"],
+                member["url"],
+                member["fingerprint"],
+                member["distance"],
+                member["referer"],
+                member["depth"],
+                member.get("rule"),
+                k,
+            ]
+            writer.writerow(["" if cell is None else csv_cell(cell) for cell in cells])
     return out.getvalue()
 
 
@@ -304,7 +375,7 @@ def render_report(
     if report_format == "jsonl":
         from .urlrules import rules_jsonl
 
-        return _jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules"))
+        return line_safe(_jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules")))
     if report_format == "csv":
         return _csv(clusters)
     if report_format == "html":

@@ -58,7 +58,7 @@ function fill(d, c) {
   var body = el("div", {"class": "body"});
   var table = el("table", {"class": "members"});
   var head = el("tr");
-  ["#", "URL", "distance", "fingerprint", "referer", "depth", ""].forEach(function (h) { head.appendChild(el("th", null, h)); });
+  ["#", "URL", "distance", "rule", "fingerprint", "referer", "depth", ""].forEach(function (h) { head.appendChild(el("th", null, h)); });
   table.appendChild(el("thead")).appendChild(head);
   var tbody = table.appendChild(el("tbody"));
   var diffBox = el("div", {"class": "diff"});
@@ -68,6 +68,7 @@ function fill(d, c) {
     tr.appendChild(el("td", null, i === 0 ? "canonical" : String(i)));
     tr.appendChild(el("td", {"class": "url"})).appendChild(link(m[0]));
     tr.appendChild(el("td", {"class": "distance"}, m[2] === null ? "" : String(m[2])));
+    tr.appendChild(el("td", {"class": "rule"}, m[6] || ""));
     tr.appendChild(el("td", {"class": "mono"}, m[1]));
     var ref = el("td", {"class": "url"});
     if (m[3]) ref.appendChild(link(m[3]));
@@ -89,7 +90,7 @@ function fill(d, c) {
   c[3].slice(0, MEMBERS).forEach(addRow);
   if (c[3].length > MEMBERS) {
     var more = el("tr", {"class": "more"});
-    var button = more.appendChild(el("td", {colspan: "7"})).appendChild(
+    var button = more.appendChild(el("td", {colspan: "8"})).appendChild(
       el("button", {type: "button"}, "Show all " + fmt.format(c[3].length) + " members"));
     button.addEventListener("click", function () {
       tbody.removeChild(more);
@@ -130,7 +131,8 @@ function showDiff(box, canon, member) {
   box.appendChild(el("p", {"class": "muted"}, "Computing the diff..."));
   Promise.all([text(canon[5]), text(member[5])]).then(function (t) {
     box.textContent = "";
-    box.appendChild(el("h3", null, "Canonical (left) against member (right), distance " + member[2]));
+    box.appendChild(el("h3", null, "Canonical (left) against member (right), distance " + member[2] +
+      (member[6] ? " (" + member[6] + ")" : "")));
     box.appendChild(diffTable(t[0], t[1]));
   }, function (err) {
     box.textContent = "";
