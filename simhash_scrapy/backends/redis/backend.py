@@ -22,6 +22,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,10 @@ _CLAIM_MS = 30_000
 #: Shards: tries (and the pause between) for an identity another worker is checking, and for the
 #: record of a canonical page whose worker has not written it back yet.
 _SHARD_TRIES, _SHARD_PAUSE = 40, 0.025
+#: Times a batch is checked again after Redis answered that its scope was lost (then: a backend error).
+_MAX_RESETS = 3
+#: One ERROR line per loss of data: further scopes lost within this many seconds are counted, not logged.
+_LOSS_LOG_INTERVAL = 60.0
 
 
 def _claim_field(slot: tuple[int, bytes, bytes]) -> bytes:
@@ -104,6 +109,8 @@ class RedisBackend(Outages, DedupBackend):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._registered = False
+        self._lost_pages = 0
+        self._last_loss_log = -_LOSS_LOG_INTERVAL
         self._init_outages()
 
     @classmethod
@@ -147,16 +154,11 @@ class RedisBackend(Outages, DedupBackend):
         flushed = False
         try:
             while True:
-                others, flush, bits = await self._scripts["open"](
-                    keys=[self.keys.meta, self.keys.workers],
-                    args=[self.worker_id, "0" if flushed else "1" if self.settings.flush_on_start else "0", _STALE,
-                          self.layout, self._ttl, self.bucket_bits],
-                )
+                others, flush = await self._register(not flushed and self.settings.flush_on_start)
                 if not flush:
                     break
                 await export.delete_all(self.client, self.keys)
                 flushed = True
-            self.bucket_bits = int(bits)
             self.initial = await export.identities(self.client, self.keys)
         except ResponseError as exc:
             await self._disconnect()
@@ -181,6 +183,17 @@ class RedisBackend(Outages, DedupBackend):
         )
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
+    async def _register(self, flush: bool = False) -> tuple[int, bool]:
+        """Register this worker (open.lua: makes the global meta when it is missing); ``(other workers,
+        whether the caller must flush first)``."""
+        others, must_flush, bits = await self._scripts["open"](
+            keys=[self.keys.meta, self.keys.workers],
+            args=[self.worker_id, "1" if flush else "0", _STALE, self.layout, self._ttl, self.bucket_bits],
+        )
+        if not must_flush:
+            self.bucket_bits = int(bits)
+        return int(others), bool(must_flush)
+
     async def attach(self, spider_name: str) -> None:
         """Connect for reading only (exports): no worker registration, no flush."""
         return await connection.on_asyncio(self._attach(spider_name))
@@ -203,9 +216,11 @@ class RedisBackend(Outages, DedupBackend):
             if self._down_since is not None:
                 continue
             try:
-                await self._scripts["heartbeat"](
+                alive = await self._scripts["heartbeat"](
                     keys=[self.keys.workers, self.keys.meta, self.keys.scopes], args=[self.worker_id, self._ttl]
                 )
+                if not alive:
+                    await self._global_keys_lost()
             except asyncio.CancelledError:
                 raise
             except _DOWN_ERRORS as exc:
@@ -306,20 +321,76 @@ class RedisBackend(Outages, DedupBackend):
             await self.client.sadd(self.keys.scopes, scope)
             if self._ttl:
                 await self.client.pexpire(self.keys.scopes, self._ttl)
-            replica = Replica(self.config.max_distance)
-            self._codecs[scope] = Codec(await self.client.hget(sk.meta, "zdict"))
+            fields = ["layout", "epoch", "zdict", "records"]
             while True:
-                start = replica.sync
-                data = await self.client.getrange(sk.log, start * ENTRY, (start + _SYNC_CHUNK) * ENTRY - 1)
-                # Building the index of a big log takes seconds: not on the event loop (heartbeats, other scopes).
-                await asyncio.get_running_loop().run_in_executor(None, replica.apply, data, start)
-                if len(data) < _SYNC_CHUNK * ENTRY:
+                # The scope's meta before and after its log: the replica is built from one incarnation of
+                # the scope (a scope lost and made anew meanwhile has another epoch: load again).
+                before = await self.client.hmget(sk.meta, fields)
+                replica = Replica(self.config.max_distance)
+                while True:
+                    start = replica.sync
+                    data = await self.client.getrange(sk.log, start * ENTRY, (start + _SYNC_CHUNK) * ENTRY - 1)
+                    # Building the index of a big log takes seconds: not on the event loop (heartbeats, other scopes).
+                    await asyncio.get_running_loop().run_in_executor(None, replica.apply, data, start)
+                    if len(data) < _SYNC_CHUNK * ENTRY:
+                        break
+                after = await self.client.hmget(sk.meta, fields)
+                if after[:2] == before[:2]:
                     break
+            if after[0] is not None:
+                replica.epoch = "=" + (after[1] or b"").decode("ascii", "replace")
+                replica.records = int(after[3] or 0)
+            self._codecs[scope] = Codec(after[2])
             self._replicas[scope] = replica
         return replica
 
+    async def _scope_lost(self, scope: str, reply: str) -> None:
+        """Redis no longer holds the scope this worker's replica was built from (restarted empty, flushed,
+        keys expired, or a log that lost its tail): drop the replica, count the pages lost, log it (one
+        ERROR line per loss), and register again; the next check loads the scope as it is now."""
+        same, records = reply.split()[1:3]
+        replica = self._replicas.pop(scope, None)
+        self._codecs.pop(scope, None)
+        known = replica.records if replica is not None else 0
+        lost = max(0, known - int(records)) if same == "1" else known
+        self._lost_pages += lost
+        if self.stats is not None:
+            self.stats.inc_value("simhash/redis/lost_pages", lost)
+            self.stats.inc_value("simhash/redis/lost_scopes")
+        now = time.monotonic()
+        if now - self._last_loss_log >= _LOSS_LOG_INTERVAL:
+            self._last_loss_log = now
+            logger.error(
+                "simhash: Redis at %s no longer holds the simhash data of scope %r (key %r): %s. %d page(s) "
+                "recorded in it before are lost (counted in simhash/redis/lost_pages); the scope is made anew "
+                "and checking goes on, against the pages recorded from now on (appendonly yes keeps the data "
+                "over a restart).",
+                self.settings.describe(), scope, self.prefix,
+                "its log lost its last entries" if same == "1"
+                else "Redis restarted empty, or the keys were flushed or expired (SIMHASH_REDIS_TTL)",
+                lost,
+            )
+        else:
+            logger.debug("simhash: Redis lost the scope %r too: %d page(s) lost", scope, lost)
+        await self._register()
+        await self._relist_scopes()
+
+    async def _global_keys_lost(self) -> None:
+        """The global meta is gone (the heartbeat saw it): register again and list this worker's scopes."""
+        await self._register()
+        await self._relist_scopes()
+        logger.info("simhash: Redis at %s had lost the global keys of %r: registered again",
+                    self.settings.describe(), self.prefix)
+
+    async def _relist_scopes(self) -> None:
+        if self._replicas:
+            await self.client.sadd(self.keys.scopes, *self._replicas)
+            if self._ttl:
+                await self.client.pexpire(self.keys.scopes, self._ttl)
+
     async def _send(
-        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int = 0
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int = 0,
+        resets: int = 0,
     ) -> list[Verdict]:
         if self.keys.shards > 1:
             # With shards an identity's record is read before the script runs: the batch is cut before
@@ -345,7 +416,7 @@ class RedisBackend(Outages, DedupBackend):
             seq_key = self.keys.meta if self.keys.global_seq else sk.meta
             keys = [seq_key, sk.meta, sk.log]
             args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
-                               "0" if olds is None else "1"]
+                               "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex]
             sent = []  # the batch's positions in the script call (identities busy elsewhere are not sent)
             for n, ((record, index, _), (bucket, field, kept)) in enumerate(zip(batch, slots)):
                 local = replica.candidates(record.fingerprint, True) if record.exact else next(found)
@@ -366,6 +437,7 @@ class RedisBackend(Outages, DedupBackend):
             if sent:
                 reply = await self._scripts["check"](keys=keys, args=args)
                 replica.apply(reply[0], sync)
+                replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
                 rows = parse_verdicts(reply[1], len(sent))
             if olds is not None and sent:
                 rows = await self._write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows)
@@ -376,6 +448,10 @@ class RedisBackend(Outages, DedupBackend):
             message = str(exc)
             if message.startswith("SIMHASH_LAYOUT "):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
+            if message.startswith("SIMHASH_RESET ") and resets < _MAX_RESETS:
+                # The script changed nothing: the batch is checked again against the scope as it is now.
+                await self._scope_lost(scope, message)
+                return await self._send(scope, batch, attempt, resets + 1)
             raise
         if codec.zdict is None and any(Codec.needs_dict(row[4]) for row in rows if row[4]):
             codec.zdict = await self.client.hget(sk.meta, "zdict")
