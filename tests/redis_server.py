@@ -149,16 +149,35 @@ class RedisCluster:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.ports[0]}"
 
+    def _node(self, port: int) -> subprocess.Popen[bytes]:
+        node_dir = self.dir / str(port)
+        node_dir.mkdir(parents=True, exist_ok=True)
+        return subprocess.Popen(
+            [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+             "--cluster-config-file", str(node_dir / "nodes.conf"), "--dir", str(node_dir),
+             "--save", "", "--appendonly", "no", "--logfile", str(node_dir / "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+    def restart_node(self, n: int, timeout: float = 30.0) -> None:
+        """Kill node ``n`` (SIGKILL) and start it again, empty (no persistence), with its cluster
+        config (nodes.conf): it takes back its slots; waits for cluster_state:ok."""
+        process = self.processes[n]
+        process.kill()
+        process.wait(timeout=20)
+        self.processes[n] = self._node(self.ports[n])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = subprocess.run([self.cli, "-p", str(self.ports[n]), "cluster", "info"],
+                                  capture_output=True, text=True, timeout=10).stdout
+            if "cluster_state:ok" in info:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"cluster node {self.ports[n]} did not come back")
+
     def start(self, timeout: float = 30.0) -> RedisCluster:
         for port in self.ports:
-            node_dir = self.dir / str(port)
-            node_dir.mkdir(parents=True, exist_ok=True)
-            self.processes.append(subprocess.Popen(
-                [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-                 "--cluster-config-file", str(node_dir / "nodes.conf"), "--dir", str(node_dir),
-                 "--save", "", "--appendonly", "no", "--logfile", str(node_dir / "redis.log")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            ))
+            self.processes.append(self._node(port))
         deadline = time.monotonic() + timeout
         for port in self.ports:
             while not RedisServer.ping(_PortOnly(port)):  # type: ignore[arg-type]

@@ -236,3 +236,70 @@ def test_crawl_goes_on_after_redis_restarted_empty(serve: Any, tmp_path: Path, s
         assert all(p.canonical_url in {q.url for q in after} for p in after if p.canonical_url is not None)
     finally:
         server.stop()
+
+
+# ------------------------------------------------------------ Redis Cluster
+HOSTS = tuple(f"h{n}.example" for n in range(8))
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+@async_test
+async def test_a_cluster_node_restarted_empty(redis_cluster: Any, shards: int, caplog: pytest.LogCaptureFixture) -> None:
+    # One node of a three-node Redis Cluster restarts empty: the scopes whose keys it held are lost (and
+    # made anew), the others go on as before; the global keys come back if they were there.
+    backend = make_backend(None, SimhashConfig(), SIMHASH_REDIS_URL=redis_cluster.url, SIMHASH_REDIS_CLUSTER=True,
+                           SIMHASH_REDIS_SHARDS=shards, SIMHASH_REDIS_PERSIST=True, SIMHASH_REDIS_HEARTBEAT=0.2)
+    await backend.open("myspider")
+    memories = {host: MemoryBackend(SimhashConfig()) for host in HOSTS}
+    for record, index in recrawl_sequence(31, 500, scopes=HOSTS):
+        assert await backend.check(record, index) == memories[record.scope].check_now(record, index)
+    client = redis_cluster.client()
+    try:
+        node_of = {host: client.get_node_from_key(backend.keys.scope(host).meta).port for host in HOSTS}
+    finally:
+        client.close()
+    port = max(redis_cluster.ports, key=lambda p: sum(1 for n in node_of.values() if n == p))
+    lost_hosts = {host for host, p in node_of.items() if p == port}
+    if shards > 1:  # and every scope with a shard there (each scope's shards spread over the nodes)
+        client = redis_cluster.client()
+        try:
+            for host in HOSTS:
+                sk = backend.keys.scope(host)
+                if any(client.get_node_from_key(sk.claims(s)).port == port for s in range(shards)):
+                    lost_hosts.add(host)
+        finally:
+            client.close()
+    recorded = 0
+    for host in lost_hosts:
+        recorded += len(await memories[host].members())
+    redis_cluster.restart_node(redis_cluster.ports.index(port))
+    # A scope whose shard (not its log) was lost is found when one of its checks reads that shard's marker,
+    # or reads them all (once a heartbeat): the first checks after this pause do.
+    await asyncio.sleep(0.3)
+    for host in lost_hosts:
+        memories[host] = MemoryBackend(SimhashConfig())  # what a fresh in-process backend decides
+    caplog.clear()
+    unchecked = []
+    with caplog.at_level(logging.DEBUG, logger="simhash_scrapy"):
+        pages = recrawl_sequence(31, 300, scopes=HOSTS) + recrawl_sequence(32, 300, scopes=HOSTS)
+        for n, (record, index) in enumerate(pages):
+            have = await backend.check(record, index)
+            if have.outcome is Outcome.UNCHECKED:  # on the connection the restart closed: never recorded
+                unchecked.append(n)
+                await wait_until_up(backend)
+                continue
+            want = memories[record.scope].check_now(record, index)
+            # A scope's keys are lost together or kept together (with shards: a scope one of whose shards
+            # lost its records is made anew as a whole).
+            assert have == want, (n, record)
+    assert len(unchecked) <= 2 and all(n < 5 for n in unchecked), unchecked
+    assert backend.stats.values["simhash/backend_errors"] == len(unchecked)
+    assert backend.stats.values["simhash/redis/lost_scopes"] == len(lost_hosts)
+    assert backend.stats.values["simhash/redis/lost_pages"] == recorded
+    assert len(loss_lines(caplog)) == 1
+    want_members = []
+    for host in HOSTS:
+        want_members += await memories[host].members()
+    want_members.sort(key=lambda m: (m.scope, m.key))
+    assert sorted(await backend.members(), key=lambda m: (m.scope, m.key)) == want_members
+    await backend.close()

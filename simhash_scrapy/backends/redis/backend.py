@@ -134,7 +134,7 @@ class RedisBackend(Outages, DedupBackend):
                 f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
                 f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
             ) from exc
-        for name in ("check", "open", "close", "heartbeat", "claim", "write"):
+        for name in ("check", "open", "close", "heartbeat", "claim", "write", "drop"):
             self._scripts[name] = self.client.register_script(lua(name))
 
     async def _disconnect(self) -> None:
@@ -344,7 +344,7 @@ class RedisBackend(Outages, DedupBackend):
             self._replicas[scope] = replica
         return replica
 
-    async def _scope_lost(self, scope: str, reply: str) -> None:
+    async def _scope_lost(self, scope: str, reply: str, reason: str = "") -> None:
         """Redis no longer holds the scope this worker's replica was built from (restarted empty, flushed,
         keys expired, or a log that lost its tail): drop the replica, count the pages lost, log it (one
         ERROR line per loss), and register again; the next check loads the scope as it is now."""
@@ -366,12 +366,17 @@ class RedisBackend(Outages, DedupBackend):
                 "and checking goes on, against the pages recorded from now on (appendonly yes keeps the data "
                 "over a restart).",
                 self.settings.describe(), scope, self.prefix,
-                "its log lost its last entries" if same == "1"
-                else "Redis restarted empty, or the keys were flushed or expired (SIMHASH_REDIS_TTL)",
+                reason or ("its log lost its last entries" if same == "1"
+                           else "Redis restarted empty, or the keys were flushed or expired (SIMHASH_REDIS_TTL)"),
                 lost,
             )
         else:
             logger.debug("simhash: Redis lost the scope %r too: %d page(s) lost", scope, lost)
+        sk = self.keys.scope(scope)
+        if sk.shard_bases and same != "1" and not await self.client.hexists(sk.meta, "layout"):
+            # Records left in shards that kept them name positions of the lost log: delete them before
+            # the scope is made anew (check.lua also takes such a record for stale).
+            await export.delete_records(self.client, sk)
         await self._register()
         await self._relist_scopes()
 
@@ -412,7 +417,26 @@ class RedisBackend(Outages, DedupBackend):
             simhash = [r.fingerprint for r, _, _ in batch if not r.exact]
             found = iter(replica.candidates_many(simhash))
             slots = [identity_slot(scope, r.identity or r.url, self.bucket_bits) for r, _, _ in batch]
-            olds = await self._claim(sk, slots) if sk.shard_bases else None
+            olds = None
+            if sk.shard_bases:
+                olds, markers = await self._claim(sk, slots)
+                epoch = replica.epoch[1:]
+                if time.monotonic() - replica.swept >= self.settings.heartbeat:
+                    # Once a heartbeat, the markers of every shard known to hold the scope's records
+                    # (not only the shards of this batch): a lost shard is found within a heartbeat.
+                    replica.swept = time.monotonic()
+                    others = sorted(replica.shards - set(markers))
+                    values = await asyncio.gather(*(self.client.hget(sk.claims(n), "#epoch") for n in others))
+                    markers.update((n, (v or b"").decode("ascii", "replace")) for n, v in zip(others, values))
+                for shard, marker in markers.items():
+                    if epoch and marker == epoch:
+                        replica.shards.add(shard)
+                    elif shard in replica.shards and resets < _MAX_RESETS:
+                        # A shard that held this scope's records lost them: the whole scope is made anew.
+                        await self._drop_scope(sk, epoch)
+                        await self._scope_lost(scope, "SIMHASH_RESET 0 0", "a Redis node holding a shard of its "
+                                               "identity records (SIMHASH_REDIS_SHARDS) restarted empty")
+                        return await self._send(scope, batch, attempt, resets + 1)
             seq_key = self.keys.meta if self.keys.global_seq else sk.meta
             keys = [seq_key, sk.meta, sk.log]
             args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
@@ -440,7 +464,7 @@ class RedisBackend(Outages, DedupBackend):
                 replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
                 rows = parse_verdicts(reply[1], len(sent))
             if olds is not None and sent:
-                rows = await self._write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows)
+                rows = await self._write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows, replica)
         except _DOWN_ERRORS as exc:
             self._mark_down(exc)
             raise
@@ -470,10 +494,13 @@ class RedisBackend(Outages, DedupBackend):
         return verdicts
 
     # ------------------------------------------------------------ shards
-    async def _claim(self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]]) -> list[bytes | None]:
+    async def _claim(
+        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]]
+    ) -> tuple[list[bytes | None], dict[int, str]]:
         """Claim each identity on its shard and read its record: b"" (none), the record, or None when
-        another worker is checking that identity (its claim has not expired)."""
+        another worker is checking that identity (its claim has not expired); and each shard's marker."""
         olds: list[bytes | None] = [None] * len(slots)
+        markers: dict[int, str] = {}
         by_shard: dict[int, list[int]] = {}
         for n, slot in enumerate(slots):
             by_shard.setdefault(sk.shard_of(slot[0]), []).append(n)
@@ -486,14 +513,21 @@ class RedisBackend(Outages, DedupBackend):
             return list(await self._scripts["claim"](keys=keys, args=args))
 
         groups = list(by_shard.items())
-        for (_, members), replies in zip(groups, await asyncio.gather(*(claim(s, m) for s, m in groups))):
-            for n, reply in zip(members, replies):
+        for (shard, members), replies in zip(groups, await asyncio.gather(*(claim(s, m) for s, m in groups))):
+            markers[shard] = bytes(replies[0]).decode("ascii", "replace")
+            for n, reply in zip(members, replies[1:]):
                 if reply != b"B":
                     olds[n] = reply[1:] if reply[:1] == b"R" else b""
-        return olds
+        return olds, markers
+
+    async def _drop_scope(self, sk: ScopeKeys, epoch: str) -> None:
+        """Delete the meta and log of a scope whose shard lost its records, if it is still that incarnation
+        (drop.lua); ``_scope_lost`` then deletes the records left in its other shards."""
+        await self._scripts["drop"](keys=[sk.meta, sk.log], args=[epoch])
 
     async def _write_back(
-        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]], olds: list[bytes | None], rows: list[Any]
+        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]], olds: list[bytes | None], rows: list[Any],
+        replica: Replica,
     ) -> list[Any]:
         """Write the checked identities' records to their shards (releasing the claims) and read, in
         the same calls, the record of each canonical page the verdicts name (for its payload)."""
@@ -515,7 +549,7 @@ class RedisBackend(Outages, DedupBackend):
 
         async def write(shard: int) -> list[bytes]:
             items, wanted = writes.get(shard, []), reads.get(shard, [])
-            args: list[Any] = [self.worker_id, self._ttl, len(items)]
+            args: list[Any] = [self.worker_id, self._ttl, len(items), replica.epoch[1:]]
             for slot, record in items:
                 args += [_claim_field(slot), slot[1], record]
             args += [field for _, _, field in wanted]
@@ -524,6 +558,8 @@ class RedisBackend(Outages, DedupBackend):
             return list(await self._scripts["write"](keys=keys, args=args))
 
         shards = sorted(set(writes) | set(reads))
+        if replica.epoch[1:]:
+            replica.shards.update(writes)  # they hold the marker now
         for shard, values in zip(shards, await asyncio.gather(*(write(shard) for shard in shards))):
             for (n, bucket, field), value in zip(reads.get(shard, []), values):
                 # Empty: the canonical page's worker has decided but not written its record back yet.

@@ -61,6 +61,11 @@ class Replica:
         self.epoch = "-"
         #: Identities the scope recorded as of this worker's last check (the pages lost if the scope is lost).
         self.records = 0
+        #: With shards: the shards seen holding records of this incarnation (their marker is its epoch);
+        #: one of them found without the marker lost its records.
+        self.shards: set[int] = set()
+        #: When (time.monotonic) the markers of all those shards were last read.
+        self.swept = 0.0
 
     def apply(self, data: bytes, start: int) -> None:
         """Apply log entries ``data`` that begin at position ``start`` (entries already applied are skipped)."""
