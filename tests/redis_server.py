@@ -61,12 +61,16 @@ def free_cluster_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, directory: str | os.PathLike[str], appendonly: bool = False, port: int | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike[str], appendonly: bool = False, port: int | None = None,
+                 password: str | None = None, extra_args: tuple[str, ...] = ()) -> None:
         self.binary = require_redis_server()
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.appendonly = appendonly
         self.port = port or free_port()
+        #: ``--requirepass`` (the default user's password); ``command``/``client`` log in with it.
+        self.password = password
+        self.extra_args = extra_args
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -87,6 +91,9 @@ class RedisServer:
             args += ["--appendonly", "yes", "--appendfsync", "always"]
         else:
             args += ["--appendonly", "no"]
+        if self.password is not None:
+            args += ["--requirepass", self.password]
+        args += list(self.extra_args)
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -103,7 +110,7 @@ class RedisServer:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
                 sock.sendall(b"PING\r\n")
-                return sock.recv(64).startswith(b"+PONG")
+                return sock.recv(64).startswith((b"+PONG", b"-NOAUTH"))
         except OSError:
             return False
 
@@ -123,7 +130,7 @@ class RedisServer:
         """Run one command with a synchronous client (for assertions)."""
         import redis
 
-        client = redis.Redis(host="127.0.0.1", port=self.port)
+        client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
         try:
             return client.execute_command(*args)
         finally:
@@ -132,7 +139,7 @@ class RedisServer:
     def client(self):  # type: ignore[no-untyped-def]
         import redis
 
-        return redis.Redis(host="127.0.0.1", port=self.port)
+        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
 
 
 class RedisCluster:

@@ -31,6 +31,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ...core.redact import redact
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection, export
 from .layout import (
@@ -129,11 +130,12 @@ class RedisBackend(Outages, DedupBackend):
             await self.client.ping()
         except Exception as exc:
             await self._disconnect()
+            error = redact(str(exc), self.settings.secrets)
             raise BackendError(
-                f"Cannot reach Redis at {self.settings.describe()} ({type(exc).__name__}: {exc}). "
+                f"Cannot reach Redis at {self.settings.describe()} ({type(exc).__name__}: {error}). "
                 f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
                 f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
-            ) from exc
+            ) from None  # the client's error may hold the password: only its masked text goes on
         for name in ("check", "open", "close", "heartbeat", "claim", "write", "drop"):
             self._scripts[name] = self.client.register_script(lua(name))
 
@@ -165,10 +167,12 @@ class RedisBackend(Outages, DedupBackend):
             message = str(exc)
             if message.startswith("SIMHASH_LAYOUT "):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
-            raise BackendError(f"Redis at {self.settings.describe()} refused the simhash scripts: {exc}") from exc
+            error = redact(message, self.settings.secrets)
+            raise BackendError(f"Redis at {self.settings.describe()} refused the simhash scripts: {error}") from None
         except Exception as exc:
             await self._disconnect()
-            raise BackendError(f"Redis at {self.settings.describe()} failed at start: {type(exc).__name__}: {exc}") from exc
+            error = redact(str(exc), self.settings.secrets)
+            raise BackendError(f"Redis at {self.settings.describe()} failed at start: {type(exc).__name__}: {error}") from None
         self._registered = True
         if flushed:
             logger.info("simhash: flushed the Redis key %r on start (SIMHASH_REDIS_FLUSH_ON_START)", self.prefix)
@@ -226,7 +230,7 @@ class RedisBackend(Outages, DedupBackend):
             except _DOWN_ERRORS as exc:
                 self._mark_down(exc)
             except Exception as exc:  # noqa: BLE001 - counted by the checks that fail
-                logger.debug("simhash: Redis heartbeat failed: %s", exc)
+                logger.debug("simhash: Redis heartbeat failed: %s", redact(str(exc), self.settings.secrets))
 
     async def close(self) -> None:
         return await connection.on_asyncio(self._close())
