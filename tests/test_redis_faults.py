@@ -157,6 +157,34 @@ async def test_a_log_that_lost_its_tail_is_reloaded(redis_server: RedisServer, c
 
 
 @async_test
+async def test_a_scope_made_before_epochs(redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    # A scope written by an earlier version has no epoch: every worker reads it as the epoch "" and goes on
+    # without an alarm; its loss is still found (no meta, or another epoch).
+    config = SimhashConfig()
+    writer = make_backend(redis_server, config, SIMHASH_REDIS_PERSIST=True)
+    await writer.open("spider")
+    memory = MemoryBackend(config)
+    pages = recrawl_sequence(41, 300, scopes=("a",))
+    await check_all([writer], memory, pages[:100])
+    await writer.close()
+    client = redis_server.client()
+    client.hdel(writer.keys.scope("a").meta, "epoch")  # as an earlier version wrote it
+    workers = [make_backend(redis_server, config, SIMHASH_REDIS_PERSIST=True) for _ in range(2)]
+    for worker in workers:
+        await worker.open("spider")
+    with caplog.at_level(logging.DEBUG, logger="simhash_scrapy"):
+        await check_all(workers, memory, pages[100:200])
+        assert loss_lines(caplog) == [] and client.hget(writer.keys.scope("a").meta, "epoch") is None
+        client.flushall()  # lost
+        fresh = MemoryBackend(config)
+        await check_all(workers, fresh, pages[200:])
+    client.close()
+    assert [len(loss_lines(caplog)), workers[0].stats.values["simhash/redis/lost_scopes"]] == [2, 1]
+    for worker in workers:
+        await worker.close()
+
+
+@async_test
 async def test_global_keys_lost_alone(redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     # A Redis Cluster node holding only the global keys restarted empty: the heartbeat registers the
     # worker again and lists its scopes again; no page is lost, no alarm.
