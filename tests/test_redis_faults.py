@@ -320,7 +320,8 @@ async def test_a_cluster_node_restarted_empty(redis_cluster: Any, shards: int, c
             # A scope's keys are lost together or kept together (with shards: a scope one of whose shards
             # lost its records is made anew as a whole).
             assert have == want, (n, record)
-    assert len(unchecked) <= 2 and all(n < 5 for n in unchecked), unchecked
+    # Only checks on connections the restart closed fail (the client then finds the node again).
+    assert len(unchecked) <= 3, unchecked
     assert backend.stats.values["simhash/backend_errors"] == len(unchecked)
     assert backend.stats.values["simhash/redis/lost_scopes"] == len(lost_hosts)
     assert backend.stats.values["simhash/redis/lost_pages"] == recorded

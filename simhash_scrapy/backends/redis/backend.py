@@ -110,7 +110,6 @@ class RedisBackend(Outages, DedupBackend):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._registered = False
-        self._lost_pages = 0
         self._last_loss_log = -_LOSS_LOG_INTERVAL
         self._init_outages()
 
@@ -357,7 +356,6 @@ class RedisBackend(Outages, DedupBackend):
         self._codecs.pop(scope, None)
         known = replica.records if replica is not None else 0
         lost = max(0, known - int(records)) if same == "1" else known
-        self._lost_pages += lost
         if self.stats is not None:
             self.stats.inc_value("simhash/redis/lost_pages", lost)
             self.stats.inc_value("simhash/redis/lost_scopes")
@@ -436,10 +434,12 @@ class RedisBackend(Outages, DedupBackend):
                     if epoch and marker == epoch:
                         replica.shards.add(shard)
                     elif shard in replica.shards and resets < _MAX_RESETS:
-                        # A shard that held this scope's records lost them: the whole scope is made anew.
-                        await self._drop_scope(sk, epoch)
+                        # A shard that held this scope's records lost them: the whole scope is made anew
+                        # (unless it was already: another worker found the loss first, or the scope's own
+                        # node restarted empty too).
+                        dropped = await self._scripts["drop"](keys=[sk.meta, sk.log], args=[epoch])
                         await self._scope_lost(scope, "SIMHASH_RESET 0 0", "a Redis node holding a shard of its "
-                                               "identity records (SIMHASH_REDIS_SHARDS) restarted empty")
+                                               "identity records (SIMHASH_REDIS_SHARDS) restarted empty" if dropped else "")
                         return await self._send(scope, batch, attempt, resets + 1)
             seq_key = self.keys.meta if self.keys.global_seq else sk.meta
             keys = [seq_key, sk.meta, sk.log]
@@ -523,11 +523,6 @@ class RedisBackend(Outages, DedupBackend):
                 if reply != b"B":
                     olds[n] = reply[1:] if reply[:1] == b"R" else b""
         return olds, markers
-
-    async def _drop_scope(self, sk: ScopeKeys, epoch: str) -> None:
-        """Delete the meta and log of a scope whose shard lost its records, if it is still that incarnation
-        (drop.lua); ``_scope_lost`` then deletes the records left in its other shards."""
-        await self._scripts["drop"](keys=[sk.meta, sk.log], args=[epoch])
 
     async def _write_back(
         self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]], olds: list[bytes | None], rows: list[Any],
