@@ -43,6 +43,7 @@ from .core.distinct import DistinctSelectors
 from .core.edits import MAX_KEYS as MAX_EDIT_KEYS
 from .core.features import WEIGHTINGS, FeatureConfig
 from .core.index import MAX_TABLES, BlockPermutedIndex
+from .core.redact import redact, secrets_in
 
 __all__ = [
     "SimhashConfig",
@@ -107,12 +108,17 @@ class RedisConfig:
     capacity: int = defaults.REDIS_CAPACITY
     shards: int = defaults.REDIS_SHARDS
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The passwords in the URL and ``REDIS_PARAMS`` (for ``core.redact.redact``)."""
+        return secrets_in(self.url, self.params)
+
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> RedisConfig:
         get = settings.get
         url = get("SIMHASH_REDIS_URL") or get("REDIS_URL") or None
         if url is not None and not isinstance(url, str):
-            raise ValueError(f"SIMHASH_REDIS_URL / REDIS_URL must be a redis:// URL, got {url!r}")
+            raise ValueError(f"SIMHASH_REDIS_URL / REDIS_URL must be a redis:// URL, got {redact(repr(url))}")
         port_value = get("REDIS_PORT") or defaults.REDIS_PORT
         try:
             port = int(port_value)
@@ -123,9 +129,9 @@ class RedisConfig:
             try:
                 params = json.loads(params)
             except ValueError:
-                raise ValueError(f"REDIS_PARAMS must be a dict (or JSON object), got {params!r}") from None
+                raise ValueError(f"REDIS_PARAMS must be a dict (or JSON object), got {redact(repr(params))}") from None
         if not isinstance(params, Mapping):
-            raise ValueError(f"REDIS_PARAMS must be a dict of redis client arguments, got {params!r}")
+            raise ValueError(f"REDIS_PARAMS must be a dict of redis client arguments, got {redact(repr(params))}")
         key_template = get("SIMHASH_REDIS_KEY") or defaults.REDIS_KEY
         try:
             key_template % {"spider": "x"}

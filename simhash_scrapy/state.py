@@ -36,6 +36,7 @@ from .core.report import (
     report_summary,
     write_report,
 )
+from .core.redact import redact
 from .core.report_path import expand_report_path, report_params
 from .core.text import parse_html
 
@@ -108,7 +109,7 @@ class DedupState:
             # A wrong SIMHASH_* value.  Raised from a component's from_crawler it would reach the
             # user as a 40-line traceback with the message at its end; instead the spider opens,
             # logs this one line naming the setting, and closes (finish_reason "simhash_error").
-            self.error = str(exc)
+            self.error = redact(str(exc))
             self.config = SimhashConfig.from_settings({})
             self.backend = create_backend(crawler, self.config)
         self.stats = crawler.stats
@@ -285,7 +286,9 @@ class DedupState:
                 )
             await self.backend.open(spider.name)
         except Exception as exc:
-            self.error = str(exc) if isinstance(exc, _SettingError) else f"{type(exc).__name__}: {exc}"
+            self.error = redact(
+                str(exc) if isinstance(exc, _SettingError) else f"{type(exc).__name__}: {exc}", self.config.redis.secrets
+            )
             logger.error(
                 "simhash-scrapy cannot start, closing the spider: %(error)s",
                 {"error": self.error},

@@ -61,12 +61,16 @@ def free_cluster_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, directory: str | os.PathLike[str], appendonly: bool = False, port: int | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike[str], appendonly: bool = False, port: int | None = None,
+                 password: str | None = None, extra_args: tuple[str, ...] = ()) -> None:
         self.binary = require_redis_server()
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.appendonly = appendonly
         self.port = port or free_port()
+        #: ``--requirepass`` (the default user's password); ``command``/``client`` log in with it.
+        self.password = password
+        self.extra_args = extra_args
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -87,6 +91,9 @@ class RedisServer:
             args += ["--appendonly", "yes", "--appendfsync", "always"]
         else:
             args += ["--appendonly", "no"]
+        if self.password is not None:
+            args += ["--requirepass", self.password]
+        args += list(self.extra_args)
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -103,7 +110,7 @@ class RedisServer:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
                 sock.sendall(b"PING\r\n")
-                return sock.recv(64).startswith(b"+PONG")
+                return sock.recv(64).startswith((b"+PONG", b"-NOAUTH"))
         except OSError:
             return False
 
@@ -123,7 +130,7 @@ class RedisServer:
         """Run one command with a synchronous client (for assertions)."""
         import redis
 
-        client = redis.Redis(host="127.0.0.1", port=self.port)
+        client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
         try:
             return client.execute_command(*args)
         finally:
@@ -132,7 +139,7 @@ class RedisServer:
     def client(self):  # type: ignore[no-untyped-def]
         import redis
 
-        return redis.Redis(host="127.0.0.1", port=self.port)
+        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
 
 
 class RedisCluster:
@@ -149,16 +156,35 @@ class RedisCluster:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.ports[0]}"
 
+    def _node(self, port: int) -> subprocess.Popen[bytes]:
+        node_dir = self.dir / str(port)
+        node_dir.mkdir(parents=True, exist_ok=True)
+        return subprocess.Popen(
+            [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+             "--cluster-config-file", str(node_dir / "nodes.conf"), "--dir", str(node_dir),
+             "--save", "", "--appendonly", "no", "--logfile", str(node_dir / "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+    def restart_node(self, n: int, timeout: float = 30.0) -> None:
+        """Kill node ``n`` (SIGKILL) and start it again, empty (no persistence), with its cluster
+        config (nodes.conf): it takes back its slots; waits for cluster_state:ok."""
+        process = self.processes[n]
+        process.kill()
+        process.wait(timeout=20)
+        self.processes[n] = self._node(self.ports[n])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = subprocess.run([self.cli, "-p", str(self.ports[n]), "cluster", "info"],
+                                  capture_output=True, text=True, timeout=10).stdout
+            if "cluster_state:ok" in info:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"cluster node {self.ports[n]} did not come back")
+
     def start(self, timeout: float = 30.0) -> RedisCluster:
         for port in self.ports:
-            node_dir = self.dir / str(port)
-            node_dir.mkdir(parents=True, exist_ok=True)
-            self.processes.append(subprocess.Popen(
-                [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-                 "--cluster-config-file", str(node_dir / "nodes.conf"), "--dir", str(node_dir),
-                 "--save", "", "--appendonly", "no", "--logfile", str(node_dir / "redis.log")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            ))
+            self.processes.append(self._node(port))
         deadline = time.monotonic() + timeout
         for port in self.ports:
             while not RedisServer.ping(_PortOnly(port)):  # type: ignore[arg-type]

@@ -145,6 +145,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     import asyncio
 
     from ..backends import BackendError
+    from ..core.redact import redact
     from ._common import load_config
 
     if not key and not spider:
@@ -180,9 +181,10 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     try:
         members, exists, rules, layout = asyncio.run(read())
     except BackendError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(redact(str(exc), redis_settings.secrets)) from None
     except Exception as exc:  # noqa: BLE001 - any client error is a one-line message, not a traceback
-        raise CommandError(f"cannot read Redis at {redis_settings.describe()}: {type(exc).__name__}: {exc}") from None
+        error = redact(str(exc), redis_settings.secrets)
+        raise CommandError(f"cannot read Redis at {redis_settings.describe()}: {type(exc).__name__}: {error}") from None
     if not exists:
         raise CommandError(
             f"Redis at {redis_settings.describe()} has no simhash data under {backend.prefix!r} "

@@ -22,6 +22,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ...core.redact import redact
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection, export
 from .layout import (
@@ -67,6 +69,10 @@ _CLAIM_MS = 30_000
 #: Shards: tries (and the pause between) for an identity another worker is checking, and for the
 #: record of a canonical page whose worker has not written it back yet.
 _SHARD_TRIES, _SHARD_PAUSE = 40, 0.025
+#: Times a batch is checked again after Redis answered that its scope was lost (then: a backend error).
+_MAX_RESETS = 3
+#: One ERROR line per loss of data: further scopes lost within this many seconds are counted, not logged.
+_LOSS_LOG_INTERVAL = 60.0
 
 
 def _claim_field(slot: tuple[int, bytes, bytes]) -> bytes:
@@ -104,6 +110,7 @@ class RedisBackend(Outages, DedupBackend):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._registered = False
+        self._last_loss_log = -_LOSS_LOG_INTERVAL
         self._init_outages()
 
     @classmethod
@@ -122,12 +129,13 @@ class RedisBackend(Outages, DedupBackend):
             await self.client.ping()
         except Exception as exc:
             await self._disconnect()
+            error = redact(str(exc), self.settings.secrets)
             raise BackendError(
-                f"Cannot reach Redis at {self.settings.describe()} ({type(exc).__name__}: {exc}). "
+                f"Cannot reach Redis at {self.settings.describe()} ({type(exc).__name__}: {error}). "
                 f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
                 f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
-            ) from exc
-        for name in ("check", "open", "close", "heartbeat", "claim", "write"):
+            ) from None  # the client's error may hold the password: only its masked text goes on
+        for name in ("check", "open", "close", "heartbeat", "claim", "write", "drop"):
             self._scripts[name] = self.client.register_script(lua(name))
 
     async def _disconnect(self) -> None:
@@ -147,26 +155,23 @@ class RedisBackend(Outages, DedupBackend):
         flushed = False
         try:
             while True:
-                others, flush, bits = await self._scripts["open"](
-                    keys=[self.keys.meta, self.keys.workers],
-                    args=[self.worker_id, "0" if flushed else "1" if self.settings.flush_on_start else "0", _STALE,
-                          self.layout, self._ttl, self.bucket_bits],
-                )
+                others, flush = await self._register(not flushed and self.settings.flush_on_start)
                 if not flush:
                     break
                 await export.delete_all(self.client, self.keys)
                 flushed = True
-            self.bucket_bits = int(bits)
             self.initial = await export.identities(self.client, self.keys)
         except ResponseError as exc:
             await self._disconnect()
             message = str(exc)
             if message.startswith("SIMHASH_LAYOUT "):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
-            raise BackendError(f"Redis at {self.settings.describe()} refused the simhash scripts: {exc}") from exc
+            error = redact(message, self.settings.secrets)
+            raise BackendError(f"Redis at {self.settings.describe()} refused the simhash scripts: {error}") from None
         except Exception as exc:
             await self._disconnect()
-            raise BackendError(f"Redis at {self.settings.describe()} failed at start: {type(exc).__name__}: {exc}") from exc
+            error = redact(str(exc), self.settings.secrets)
+            raise BackendError(f"Redis at {self.settings.describe()} failed at start: {type(exc).__name__}: {error}") from None
         self._registered = True
         if flushed:
             logger.info("simhash: flushed the Redis key %r on start (SIMHASH_REDIS_FLUSH_ON_START)", self.prefix)
@@ -180,6 +185,17 @@ class RedisBackend(Outages, DedupBackend):
             self.settings.describe(), self.prefix, self.initial, others,
         )
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    async def _register(self, flush: bool = False) -> tuple[int, bool]:
+        """Register this worker (open.lua: makes the global meta when it is missing); ``(other workers,
+        whether the caller must flush first)``."""
+        others, must_flush, bits = await self._scripts["open"](
+            keys=[self.keys.meta, self.keys.workers],
+            args=[self.worker_id, "1" if flush else "0", _STALE, self.layout, self._ttl, self.bucket_bits],
+        )
+        if not must_flush:
+            self.bucket_bits = int(bits)
+        return int(others), bool(must_flush)
 
     async def attach(self, spider_name: str) -> None:
         """Connect for reading only (exports): no worker registration, no flush."""
@@ -203,15 +219,17 @@ class RedisBackend(Outages, DedupBackend):
             if self._down_since is not None:
                 continue
             try:
-                await self._scripts["heartbeat"](
+                alive = await self._scripts["heartbeat"](
                     keys=[self.keys.workers, self.keys.meta, self.keys.scopes], args=[self.worker_id, self._ttl]
                 )
+                if not alive:
+                    await self._global_keys_lost()
             except asyncio.CancelledError:
                 raise
             except _DOWN_ERRORS as exc:
                 self._mark_down(exc)
             except Exception as exc:  # noqa: BLE001 - counted by the checks that fail
-                logger.debug("simhash: Redis heartbeat failed: %s", exc)
+                logger.debug("simhash: Redis heartbeat failed: %s", redact(str(exc), self.settings.secrets))
 
     async def close(self) -> None:
         return await connection.on_asyncio(self._close())
@@ -306,20 +324,80 @@ class RedisBackend(Outages, DedupBackend):
             await self.client.sadd(self.keys.scopes, scope)
             if self._ttl:
                 await self.client.pexpire(self.keys.scopes, self._ttl)
-            replica = Replica(self.config.max_distance)
-            self._codecs[scope] = Codec(await self.client.hget(sk.meta, "zdict"))
+            fields = ["layout", "epoch", "zdict", "records"]
             while True:
-                start = replica.sync
-                data = await self.client.getrange(sk.log, start * ENTRY, (start + _SYNC_CHUNK) * ENTRY - 1)
-                # Building the index of a big log takes seconds: not on the event loop (heartbeats, other scopes).
-                await asyncio.get_running_loop().run_in_executor(None, replica.apply, data, start)
-                if len(data) < _SYNC_CHUNK * ENTRY:
+                # The scope's meta before and after its log: the replica is built from one incarnation of
+                # the scope (a scope lost and made anew meanwhile has another epoch: load again).
+                before = await self.client.hmget(sk.meta, fields)
+                replica = Replica(self.config.max_distance)
+                while True:
+                    start = replica.sync
+                    data = await self.client.getrange(sk.log, start * ENTRY, (start + _SYNC_CHUNK) * ENTRY - 1)
+                    # Building the index of a big log takes seconds: not on the event loop (heartbeats, other scopes).
+                    await asyncio.get_running_loop().run_in_executor(None, replica.apply, data, start)
+                    if len(data) < _SYNC_CHUNK * ENTRY:
+                        break
+                after = await self.client.hmget(sk.meta, fields)
+                if after[:2] == before[:2]:
                     break
+            if after[0] is not None:
+                replica.epoch = "=" + (after[1] or b"").decode("ascii", "replace")
+                replica.records = int(after[3] or 0)
+            self._codecs[scope] = Codec(after[2])
             self._replicas[scope] = replica
         return replica
 
+    async def _scope_lost(self, scope: str, reply: str, reason: str = "") -> None:
+        """Redis no longer holds the scope this worker's replica was built from (restarted empty, flushed,
+        keys expired, or a log that lost its tail): drop the replica, count the pages lost, log it (one
+        ERROR line per loss), and register again; the next check loads the scope as it is now."""
+        same, records = reply.split()[1:3]
+        replica = self._replicas.pop(scope, None)
+        self._codecs.pop(scope, None)
+        known = replica.records if replica is not None else 0
+        lost = max(0, known - int(records)) if same == "1" else known
+        if self.stats is not None:
+            self.stats.inc_value("simhash/redis/lost_pages", lost)
+            self.stats.inc_value("simhash/redis/lost_scopes")
+        now = time.monotonic()
+        if now - self._last_loss_log >= _LOSS_LOG_INTERVAL:
+            self._last_loss_log = now
+            logger.error(
+                "simhash: Redis at %s no longer holds the simhash data of scope %r (key %r): %s. %d page(s) "
+                "recorded in it before are lost (counted in simhash/redis/lost_pages); the scope is made anew "
+                "and checking goes on, against the pages recorded from now on (appendonly yes keeps the data "
+                "over a restart).",
+                self.settings.describe(), scope, self.prefix,
+                reason or ("its log lost its last entries" if same == "1"
+                           else "Redis restarted empty, or the keys were flushed or expired (SIMHASH_REDIS_TTL)"),
+                lost,
+            )
+        else:
+            logger.debug("simhash: Redis lost the scope %r too: %d page(s) lost", scope, lost)
+        sk = self.keys.scope(scope)
+        if sk.shard_bases and same != "1" and not await self.client.hexists(sk.meta, "layout"):
+            # Records left in shards that kept them name positions of the lost log: delete them before
+            # the scope is made anew (check.lua also takes such a record for stale).
+            await export.delete_records(self.client, sk)
+        await self._register()
+        await self._relist_scopes()
+
+    async def _global_keys_lost(self) -> None:
+        """The global meta is gone (the heartbeat saw it): register again and list this worker's scopes."""
+        await self._register()
+        await self._relist_scopes()
+        logger.info("simhash: Redis at %s had lost the global keys of %r: registered again",
+                    self.settings.describe(), self.prefix)
+
+    async def _relist_scopes(self) -> None:
+        if self._replicas:
+            await self.client.sadd(self.keys.scopes, *self._replicas)
+            if self._ttl:
+                await self.client.pexpire(self.keys.scopes, self._ttl)
+
     async def _send(
-        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int = 0
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int = 0,
+        resets: int = 0,
     ) -> list[Verdict]:
         if self.keys.shards > 1:
             # With shards an identity's record is read before the script runs: the batch is cut before
@@ -341,11 +419,32 @@ class RedisBackend(Outages, DedupBackend):
             simhash = [r.fingerprint for r, _, _ in batch if not r.exact]
             found = iter(replica.candidates_many(simhash))
             slots = [identity_slot(scope, r.identity or r.url, self.bucket_bits) for r, _, _ in batch]
-            olds = await self._claim(sk, slots) if sk.shard_bases else None
+            olds = None
+            if sk.shard_bases:
+                olds, markers = await self._claim(sk, slots)
+                epoch = replica.epoch[1:]
+                if time.monotonic() - replica.swept >= self.settings.heartbeat:
+                    # Once a heartbeat, the markers of every shard known to hold the scope's records
+                    # (not only the shards of this batch): a lost shard is found within a heartbeat.
+                    replica.swept = time.monotonic()
+                    others = sorted(replica.shards - set(markers))
+                    values = await asyncio.gather(*(self.client.hget(sk.claims(n), "#epoch") for n in others))
+                    markers.update((n, (v or b"").decode("ascii", "replace")) for n, v in zip(others, values))
+                for shard, marker in markers.items():
+                    if epoch and marker == epoch:
+                        replica.shards.add(shard)
+                    elif shard in replica.shards and resets < _MAX_RESETS:
+                        # A shard that held this scope's records lost them: the whole scope is made anew
+                        # (unless it was already: another worker found the loss first, or the scope's own
+                        # node restarted empty too).
+                        dropped = await self._scripts["drop"](keys=[sk.meta, sk.log], args=[epoch])
+                        await self._scope_lost(scope, "SIMHASH_RESET 0 0", "a Redis node holding a shard of its "
+                                               "identity records (SIMHASH_REDIS_SHARDS) restarted empty" if dropped else "")
+                        return await self._send(scope, batch, attempt, resets + 1)
             seq_key = self.keys.meta if self.keys.global_seq else sk.meta
             keys = [seq_key, sk.meta, sk.log]
             args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
-                               "0" if olds is None else "1"]
+                               "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex]
             sent = []  # the batch's positions in the script call (identities busy elsewhere are not sent)
             for n, ((record, index, _), (bucket, field, kept)) in enumerate(zip(batch, slots)):
                 local = replica.candidates(record.fingerprint, True) if record.exact else next(found)
@@ -366,9 +465,10 @@ class RedisBackend(Outages, DedupBackend):
             if sent:
                 reply = await self._scripts["check"](keys=keys, args=args)
                 replica.apply(reply[0], sync)
+                replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
                 rows = parse_verdicts(reply[1], len(sent))
             if olds is not None and sent:
-                rows = await self._write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows)
+                rows = await self._write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows, replica)
         except _DOWN_ERRORS as exc:
             self._mark_down(exc)
             raise
@@ -376,6 +476,10 @@ class RedisBackend(Outages, DedupBackend):
             message = str(exc)
             if message.startswith("SIMHASH_LAYOUT "):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
+            if message.startswith("SIMHASH_RESET ") and resets < _MAX_RESETS:
+                # The script changed nothing: the batch is checked again against the scope as it is now.
+                await self._scope_lost(scope, message)
+                return await self._send(scope, batch, attempt, resets + 1)
             raise
         if codec.zdict is None and any(Codec.needs_dict(row[4]) for row in rows if row[4]):
             codec.zdict = await self.client.hget(sk.meta, "zdict")
@@ -394,10 +498,13 @@ class RedisBackend(Outages, DedupBackend):
         return verdicts
 
     # ------------------------------------------------------------ shards
-    async def _claim(self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]]) -> list[bytes | None]:
+    async def _claim(
+        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]]
+    ) -> tuple[list[bytes | None], dict[int, str]]:
         """Claim each identity on its shard and read its record: b"" (none), the record, or None when
-        another worker is checking that identity (its claim has not expired)."""
+        another worker is checking that identity (its claim has not expired); and each shard's marker."""
         olds: list[bytes | None] = [None] * len(slots)
+        markers: dict[int, str] = {}
         by_shard: dict[int, list[int]] = {}
         for n, slot in enumerate(slots):
             by_shard.setdefault(sk.shard_of(slot[0]), []).append(n)
@@ -410,14 +517,16 @@ class RedisBackend(Outages, DedupBackend):
             return list(await self._scripts["claim"](keys=keys, args=args))
 
         groups = list(by_shard.items())
-        for (_, members), replies in zip(groups, await asyncio.gather(*(claim(s, m) for s, m in groups))):
-            for n, reply in zip(members, replies):
+        for (shard, members), replies in zip(groups, await asyncio.gather(*(claim(s, m) for s, m in groups))):
+            markers[shard] = bytes(replies[0]).decode("ascii", "replace")
+            for n, reply in zip(members, replies[1:]):
                 if reply != b"B":
                     olds[n] = reply[1:] if reply[:1] == b"R" else b""
-        return olds
+        return olds, markers
 
     async def _write_back(
-        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]], olds: list[bytes | None], rows: list[Any]
+        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]], olds: list[bytes | None], rows: list[Any],
+        replica: Replica,
     ) -> list[Any]:
         """Write the checked identities' records to their shards (releasing the claims) and read, in
         the same calls, the record of each canonical page the verdicts name (for its payload)."""
@@ -439,7 +548,7 @@ class RedisBackend(Outages, DedupBackend):
 
         async def write(shard: int) -> list[bytes]:
             items, wanted = writes.get(shard, []), reads.get(shard, [])
-            args: list[Any] = [self.worker_id, self._ttl, len(items)]
+            args: list[Any] = [self.worker_id, self._ttl, len(items), replica.epoch[1:]]
             for slot, record in items:
                 args += [_claim_field(slot), slot[1], record]
             args += [field for _, _, field in wanted]
@@ -448,6 +557,8 @@ class RedisBackend(Outages, DedupBackend):
             return list(await self._scripts["write"](keys=keys, args=args))
 
         shards = sorted(set(writes) | set(reads))
+        if replica.epoch[1:]:
+            replica.shards.update(writes)  # they hold the marker now
         for shard, values in zip(shards, await asyncio.gather(*(write(shard) for shard in shards))):
             for (n, bucket, field), value in zip(reads.get(shard, []), values):
                 # Empty: the canonical page's worker has decided but not written its record back yet.

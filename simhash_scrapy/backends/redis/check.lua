@@ -9,12 +9,20 @@
 -- ARGV[7] "1" when the identity records live in shards (SIMHASH_REDIS_SHARDS > 1): the caller read
 --   each record from its shard (and claimed the identity there), passes it in, and writes back the
 --   record this script returns; the script touches only this slot's keys.
+-- ARGV[8] the scope's incarnation the caller's replica was built from: "-" (none: the replica holds
+--   nothing), else "=" .. the meta's epoch ("=" alone: a scope made before epochs existed)
+-- ARGV[9] the epoch to give the scope's meta if this call creates it (a fresh random token)
 -- then one value per record: with shards, ">I3I4" (bucket, length of the old record) and the old
 --   record first; then ">c8c8Bc8I4I2": field (8 bytes), fingerprint (8 bytes), mode (1: index, 2: exact),
 --   seen (8-byte big-endian double), length of the local candidates, number of one-edit keys; then the
 --   local candidates (">I4I4B" each: log position, seq, distance; EDIT_MATCH: found by a one-edit
 --   key), the one-edit keys (8 bytes each) and the payload.
--- Returns {tail of the log since the sync position, verdicts}: verdicts is, per record, ">BBI4B" (outcome,
+-- When the scope is not the one the caller's replica was built from (Redis restarted empty, the keys were
+-- flushed or expired and made again), or its log is shorter than the caller's sync position (a log that
+-- lost its tail), the script changes nothing and returns the error "SIMHASH_RESET <same> <records>"
+-- (same: 1 if the meta is the same incarnation; records: identities the scope records now): the caller
+-- drops its replica, counts the pages lost and checks the batch again.
+-- Returns {tail of the log since the sync position, verdicts, "=" .. epoch, records}: verdicts is, per record, ">BBI4B" (outcome,
 --   parts: 1 canonical, 2 canonical payload, 4 previous, 8 new record, 16 canonical's bucket; seq;
 --   distance), then [canonical fingerprint, field (16 bytes)], [">I4" length and canonical payload],
 --   [previous fingerprint, previous seen (16 bytes)], [">I4" length and the new record],
@@ -34,17 +42,23 @@ local function pop(x)
 end
 
 local layout = redis.call('HGET', KEYS[2], 'layout')
+local sync = tonumber(ARGV[3])
+local loglen = redis.call('STRLEN', KEYS[3]) / ENTRY
+local epoch = layout and ('=' .. (redis.call('HGET', KEYS[2], 'epoch') or '')) or '-'
+if ARGV[8] ~= '-' and (epoch ~= ARGV[8] or sync > loglen) then
+  return redis.error_reply('SIMHASH_RESET ' .. (epoch == ARGV[8] and '1 ' or '0 ') ..
+    (redis.call('HGET', KEYS[2], 'records') or '0'))
+end
 if not layout then
-  redis.call('HSET', KEYS[2], 'layout', ARGV[1], 'scope', ARGV[6], 'canonicals', 0)
+  redis.call('HSET', KEYS[2], 'layout', ARGV[1], 'scope', ARGV[6], 'canonicals', 0, 'epoch', ARGV[9])
+  epoch = '=' .. ARGV[9]
 elseif layout ~= ARGV[1] then
   return redis.error_reply('SIMHASH_LAYOUT ' .. layout)
 end
+if sync > loglen then sync = loglen end  -- a replica that holds nothing ("-") and a log made anew
 local k = tonumber(ARGV[2])
-local sync = tonumber(ARGV[3])
 local prefix = ARGV[4]
 local sharded = ARGV[7] == '1'
-local loglen = redis.call('STRLEN', KEYS[3]) / ENTRY
-if sync > loglen then sync = loglen end  -- the log was flushed: the caller resynchronises from the tail
 -- The entries appended since the caller's sync, as parallel arrays (simhash and exact apart).
 local removed = {}
 local fpos, fhi, flo, fseq, nf = {}, {}, {}, {}, 0
@@ -183,9 +197,20 @@ local function canonical_of(pos)
   return fp .. field, string.sub(v, p)
 end
 
+-- With shards a record lives in another slot than the log: a shard that kept its records while the log
+-- was lost (a Redis Cluster node restarted empty) holds records naming positions of a log that is gone.
+-- Such a record is stale: the identity is checked as new.  (Without shards both go together.)
+local function live(pos, field, bucket)
+  if pos >= loglen then return false end
+  local e = redis.call('GETRANGE', KEYS[3], pos * ENTRY, pos * ENTRY + ENTRY - 1)
+  local op = string.byte(e, 1)
+  if op ~= 1 and op ~= 3 then return false end
+  return field == nil or (string.sub(e, 17, 24) == field and struct.unpack('>I3', e, 14) == bucket)
+end
+
 local out = {}
-for i = 1, #ARGV - 7 do
-  local key, blob = KEYS[3 + i], ARGV[7 + i]
+for i = 1, #ARGV - 9 do
+  local key, blob = KEYS[3 + i], ARGV[9 + i]
   local bucket, old
   if sharded then
     local oldlen, at0
@@ -206,6 +231,14 @@ for i = 1, #ARGV - 7 do
   local hi, lo = struct.unpack('>I4I4', fp)
   local outcome, seq, first, own, canon, dist, prev, prevseen
   dist = 0
+  if old and sharded then
+    local oflags, p = string.byte(old, 13), 15
+    if band(oflags, F_INDEXED) ~= 0 then
+      if not live(struct.unpack('>I4', old, p), field, bucket) then old = nil end
+      p = p + 4
+    end
+    if old and band(oflags, F_MEMBER) ~= 0 and not live((struct.unpack('>I4', old, p))) then old = nil end
+  end
   if old then
     local oseq, ofp, oflags, odist, p = struct.unpack('>I4c8BB', old)
     local oown, ocanon, oprev, ofirst, olast
@@ -286,4 +319,4 @@ local ttl = tonumber(ARGV[5])
 if ttl > 0 then
   for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
-return {tail, table.concat(out)}
+return {tail, table.concat(out), epoch, tonumber(redis.call('HGET', KEYS[2], 'records') or '0')}

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..base import BackendError
 
-__all__ = ["get_client", "get_sync_client", "read_retry", "probe_retry", "on_asyncio", "redact", "client_params"]
+__all__ = ["get_client", "get_sync_client", "read_retry", "probe_retry", "on_asyncio", "client_params"]
 
 
 def _require() -> None:
@@ -112,13 +112,3 @@ def on_asyncio(coro: Any) -> Any:
     from twisted.internet.defer import Deferred
 
     return Deferred.fromFuture(asyncio.ensure_future(coro))
-
-
-def redact(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import ClusterMember, Outcome
-from .layout import OP_ADD, OP_EXACT, Codec, Keys, Record, parse_log, parse_record
+from .layout import OP_ADD, OP_EXACT, Codec, Keys, Record, ScopeKeys, parse_log, parse_record
 
-__all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members"]
+__all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members", "delete_records"]
 
 _PIPELINE = 1000
 
@@ -24,15 +24,20 @@ async def delete_all(client: Any, keys: Keys) -> None:
     """Delete every key of the prefix (all scopes, the global keys; workers stay registered)."""
     for scope in await scopes(client, keys):
         sk = keys.scope(scope)
-        for prefix in sk.bucket_prefixes():
-            buckets = await _scan(client, _glob_escape(prefix) + "*")
-            for start in range(0, len(buckets), _PIPELINE):
-                await client.unlink(*buckets[start : start + _PIPELINE])
-        for shard in range(len(sk.shard_bases)):
-            await client.unlink(sk.claims(shard))
+        await delete_records(client, sk)
         await client.unlink(sk.meta, sk.log)
     extras = await _scan(client, _glob_escape(keys.extra("")) + "*")
     await client.unlink(keys.meta, keys.scopes, *extras)
+
+
+async def delete_records(client: Any, sk: ScopeKeys) -> None:
+    """Delete a scope's identity records (every shard) and claims."""
+    for prefix in sk.bucket_prefixes():
+        buckets = await _scan(client, _glob_escape(prefix) + "*")
+        for start in range(0, len(buckets), _PIPELINE):
+            await client.unlink(*buckets[start : start + _PIPELINE])
+    for shard in range(len(sk.shard_bases)):
+        await client.unlink(sk.claims(shard))
 
 
 async def _hgetall(client: Any, keys: list[bytes]) -> list[Any]:

@@ -12,7 +12,9 @@ hash tag, every key shares it (one slot)::
     G:workers       ZSET   worker id -> last heartbeat (server time, seconds)
     G:scopes        SET    the scopes that have keys
     G:extra:<name>  STRING load_extra / save_extra
-    S:meta          HASH   layout, scope, canonicals (count), seq (Redis Cluster only)
+    S:meta          HASH   layout, scope, canonicals (count), records (count), zdict,
+                           epoch (a random token made with the meta: the scope's
+                           incarnation), seq (Redis Cluster only)
     S:log           STRING the canonical log: 24-byte entries, appended only.
                            add:    op 1 (simhash) or 3 (exact digest), fingerprint (8),
                                    seq (4: ties go to the lowest), identity bucket (3),
@@ -31,7 +33,8 @@ n = bucket % N, so a Redis Cluster spreads one scope over its nodes::
 
     R:i:<bucket>    HASH   as S:i:<bucket>
     R:claims        HASH   identities being checked: 3-byte bucket + field -> expiry
-                           (>d, ms of server time) + worker id (claim.lua, write.lua)
+                           (>d, ms of server time) + worker id (claim.lua, write.lua);
+                           "#epoch": the epoch of the scope whose records the shard holds
 
 A check then takes three steps: claim.lua on each shard claims the batch's
 identities and reads their records; check.lua on the scope's slot decides
@@ -49,6 +52,17 @@ see ``Codec`` below.
 Each worker keeps a replica of ``S:log`` (``replica.py``); the check script
 only scans the entries appended since the worker's last sync, so its work does
 not grow with the index.
+
+Lost data.  A replica belongs to one incarnation of its scope (``S:meta``'s
+``epoch``).  When Redis restarted empty (or the keys were flushed or expired)
+the script finds another epoch, or none, or a log shorter than the replica:
+it changes nothing and answers ``SIMHASH_RESET``; the worker drops the replica,
+counts the scope's pages as lost (``simhash/redis/lost_pages``), logs one
+ERROR line and checks the batch again against the scope made anew.  With
+shards, a shard that lost its records lacks its ``#epoch`` marker: the scope is
+deleted (``drop.lua``) and made anew as a whole.  ``epoch`` and ``#epoch`` are
+additions, not a change of layout (``LAYOUT_VERSION`` stays): a scope made
+before them has no epoch and is read as the epoch "" by every worker.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import logging
 import time
 from typing import Any
 
+from ...core.redact import redact
 from ..base import BackendError, Outcome, Verdict
 from . import connection
 
@@ -51,7 +52,7 @@ class Outages:
             logger.error(
                 "simhash: Redis at %s did not answer at close (%s: %s): %s not read; the report and "
                 "simhash/index_size lack what Redis holds (see simhash/redis/unread/*)",
-                self.settings.describe(), type(exc).__name__, exc, what,
+                self.settings.describe(), type(exc).__name__, redact(str(exc), self.settings.secrets), what,
             )
 
     # ----------------------------------------------------------- outages
@@ -99,7 +100,7 @@ class Outages:
             self._last_error_log = now
             logger.error(
                 "simhash: Redis error (%s: %s); %d error(s) so far. %s",
-                type(exc).__name__, exc, self._errors,
+                type(exc).__name__, redact(str(exc), self.settings.secrets), self._errors,
                 "Pages go through unchecked (fail-open; SIMHASH_REDIS_FAIL_OPEN = False stops the crawl instead)."
                 if self.settings.fail_open
                 else "Closing the spider (fail-closed: SIMHASH_REDIS_FAIL_OPEN = False).",
@@ -112,7 +113,8 @@ class Outages:
         if self.settings.fail_open:
             return Verdict(Outcome.UNCHECKED)
         self._stop_crawl()
-        raise BackendError(f"simhash: Redis error, page not checked (fail-closed): {exc}")
+        error = redact(str(exc), self.settings.secrets)
+        raise BackendError(f"simhash: Redis error, page not checked (fail-closed): {error}")
 
     def _stop_crawl(self) -> None:
         """Fail-closed: close the spider rather than go on with pages nobody checked."""

@@ -55,6 +55,17 @@ class Replica:
         #: seq of the identity of each log entry (ties go to the lowest seq)
         self.seq = np.zeros(0, dtype=np.uint32)
         self.sync = 0
+        #: The incarnation of the scope this replica was built from (``check.lua``'s ARGV[8]): "-" none
+        #: (the replica holds nothing), "=" + the epoch of the scope's meta.  A replica never outlives its
+        #: scope: when Redis answers that the scope is another one, the backend drops the replica.
+        self.epoch = "-"
+        #: Identities the scope recorded as of this worker's last check (the pages lost if the scope is lost).
+        self.records = 0
+        #: With shards: the shards seen holding records of this incarnation (their marker is its epoch);
+        #: one of them found without the marker lost its records.
+        self.shards: set[int] = set()
+        #: When (time.monotonic) the markers of all those shards were last read.
+        self.swept = 0.0
 
     def apply(self, data: bytes, start: int) -> None:
         """Apply log entries ``data`` that begin at position ``start`` (entries already applied are skipped)."""

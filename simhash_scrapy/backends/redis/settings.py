@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ...core.redact import redact
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -34,13 +36,14 @@ class RedisSettings:
         self.heartbeat = config.heartbeat
         self.capacity = config.capacity
         self.shards = config.shards
+        #: The passwords of the URL and REDIS_PARAMS: masked in every message (``core.redact``).
+        self.secrets = config.secrets
 
     def key(self, spider_name: str) -> str:
         return self.key_template % {"spider": spider_name, "name": spider_name}
 
     def describe(self) -> str:
-        from .connection import redact
-
+        """Where Redis is, for messages (the password masked)."""
         if self.url:
-            return redact(self.url)
+            return redact(self.url, self.secrets)
         return f"redis://{self.host}:{self.port}"

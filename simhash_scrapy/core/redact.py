@@ -1,0 +1,118 @@
+"""The one redaction of secrets: a password never reaches a log line, a stat, an error or a report.
+
+``redact(value, secrets)`` masks a password in every form redis-py accepts,
+wherever it appears in a text (a whole URL, or a URL or a dict echoed inside
+an exception message):
+
+* the URL's user information: ``redis://:pw@host``, ``redis://user:pw@host``,
+  ``rediss://...``, ``unix://:pw@/path/redis.sock`` (any scheme; a password
+  holding ``@`` unencoded too: the last ``@`` ends it, as ``urlsplit`` reads it);
+* a ``password=`` query item (``redis://host/0?password=pw``,
+  ``unix:///path?db=0&password=pw``) and any ``password=pw`` /
+  ``password: pw`` / ``'password': 'pw'`` / ``"password": "pw"`` item, also
+  ``ssl_password`` and other ``*password`` names (client parameters such as
+  ``REDIS_PARAMS``, echoed as a dict or as JSON);
+* and, given ``secrets`` (``secrets_in``: the passwords of the configured URL and
+  parameters, as written and percent-decoded), every occurrence of those strings
+  in any form of text, e.g. a decoded password a client echoes.
+
+A mapping (``REDIS_PARAMS``) gives a copy with every ``*password`` value masked
+and every text value redacted.  No Scrapy, no redis: usable from the core, the
+backends and the glue.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+__all__ = ["MASK", "redact", "secrets_in"]
+
+MASK = "***"
+#: Literal secrets shorter than this are not replaced everywhere in a text (a one-letter password would
+#: mask every such letter); their structural forms above are masked whatever their length.
+MIN_SECRET = 4
+
+# scheme://netloc: the netloc ends at the path, query, fragment, whitespace or a quote (text around a URL).
+_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<netloc>[^/?#\s'\"<>]*)")
+# A *password item: name, then = or :, then a quoted or bare value.
+_ITEM = re.compile(
+    r"""(?P<name>['"]?\b\w*password['"]?\s*(?:=|:(?!//))\s*)"""
+    r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s&;,)}\]'"<>]*)""",
+    re.IGNORECASE,
+)
+
+
+def _mask_netloc(match: re.Match[str]) -> str:
+    netloc = match.group("netloc")
+    userinfo, at, host = netloc.rpartition("@")
+    if not at or ":" not in userinfo:
+        return match.group(0)
+    user = userinfo.split(":", 1)[0]
+    return f"{match.group('scheme')}{user}:{MASK}@{host}"
+
+
+def _mask_item(match: re.Match[str]) -> str:
+    value = match.group(0)[len(match.group("name")) :]
+    if value[:1] in ("'", '"'):
+        return f"{match.group('name')}{value[0]}{MASK}{value[0]}"
+    return match.group("name") + (MASK if value else "")
+
+
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """``value`` (a text, or a mapping of client parameters) with every password masked as ``***``."""
+    if isinstance(value, Mapping):
+        return {
+            key: MASK if isinstance(key, str) and key.lower().endswith("password") and item is not None
+            else redact(item, secrets)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(item, secrets) for item in value)
+    if not isinstance(value, str):
+        return value
+    text = _URL.sub(_mask_netloc, value)
+    text = _ITEM.sub(_mask_item, text)
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET}, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def secrets_in(*values: Any) -> tuple[str, ...]:
+    """The passwords in URLs and client parameter mappings, as written and percent-decoded (for ``redact``)."""
+    found: list[str] = []
+
+    def add(secret: Any) -> None:
+        if isinstance(secret, (bytes, bytearray)):
+            secret = bytes(secret).decode("utf-8", "replace")
+        if isinstance(secret, str) and secret:
+            found.extend((secret, unquote(secret), unquote(secret.replace("+", " "))))
+
+    for value in values:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(key, str) and key.lower().endswith("password"):
+                    add(item)
+                elif isinstance(item, (str, Mapping)):
+                    found.extend(secrets_in(item))
+        elif isinstance(value, str):
+            try:
+                add(urlsplit(value).password)  # the whole text is a URL (its password may hold a space)
+            except ValueError:
+                pass
+            for match in _URL.finditer(value):
+                userinfo, at, _ = match.group("netloc").rpartition("@")
+                if at and ":" in userinfo:
+                    add(userinfo.split(":", 1)[1])
+            try:
+                query = urlsplit(value).query
+            except ValueError:
+                query = ""
+            for name, item in parse_qsl(query, keep_blank_values=True):
+                if name.lower().endswith("password"):
+                    add(item)
+            for match in re.finditer(r"[?&;]\w*password=([^&#\s]*)", value, re.IGNORECASE):
+                add(match.group(1))
+    return tuple(dict.fromkeys(found))
