@@ -308,7 +308,8 @@ class PersistentBackend(MemoryBackend):
             if self._write_error != str(exc):
                 logger.error(
                     "simhash: %s. The crawl goes on and checks pages as before; the %d page records not yet "
-                    "committed stay in memory and are retried (every %.0f s at most) until a commit works.",
+                    "committed stay in memory and are retried (next in %.0f s, then less and less often, "
+                    "at least once a minute) until a commit works.",
                     exc, store.pending, self._retry_after,
                 )  # fmt: skip
             self._write_error = str(exc)
@@ -346,8 +347,8 @@ class PersistentBackend(MemoryBackend):
         except StoreError as exc:
             self._stat("store_unsaved", unsaved, inc=False)
             logger.error(
-                "simhash: %s. %d page records checked in this crawl are not in the store (the next crawl "
-                "checks those pages as new ones).",
+                "simhash: %s. %d page records of this crawl (new pages, or new versions of known ones) are not "
+                "in the store: the next crawl does not know what this one saw of those pages.",
                 exc, unsaved,
             )  # fmt: skip
             return

@@ -451,6 +451,7 @@ class PageStore:
                 self._move_away()
             existed = self.path.exists() or any(p.exists() for p in _side_files(self.path))
             size = sum(p.stat().st_size for p in [self.path, *_side_files(self.path)] if p.exists())
+            self._probe_write()
             check_wal(self.path)
             db = _connect(self.path)
             try:
@@ -469,7 +470,6 @@ class PageStore:
                     if not len(contents):
                         self.empty_file = True
                         logger.warning("%s holds no pages yet (a store with its header only)", self.path)
-                    self._probe_write(db)
             except BaseException:
                 db.close()
                 raise
@@ -498,17 +498,18 @@ class PageStore:
                 side.unlink(missing_ok=True)
             self.path.unlink(missing_ok=True)
 
-    def _probe_write(self, db: sqlite3.Connection) -> None:
-        """Refuse, at open, a store this crawl could not write (a read-only file or folder)."""
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("ROLLBACK")
-        except sqlite3.Error as exc:
-            _rollback(db)
-            raise StoreError(
-                f"{self.path}: the simhash store cannot be written ({cause(exc)}); a crawl records every page "
-                f"it checks there. Make the file (and its folder) writable, or point JOBDIR / SIMHASH_DIR elsewhere."
-            ) from None
+    def _probe_write(self) -> None:
+        """Refuse, at open, a store this crawl could not write (a read-only or immutable file)."""
+        for file in (self.path, *_side_files(self.path)[:2]):
+            try:
+                os.close(os.open(file, os.O_RDWR))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StoreError(
+                    f"{file}: the simhash store cannot be written ({cause(exc)}); a crawl records every page it "
+                    f"checks there. Make it writable, or point JOBDIR / SIMHASH_DIR elsewhere."
+                ) from None
 
     def _transaction(self, db: sqlite3.Connection, write: Any) -> None:
         """Run ``write(db)`` in one transaction; on failure roll back and raise ``StoreError`` naming the cause."""

@@ -165,14 +165,15 @@ def scan_wal(data: bytes, wal: object) -> WalScan:
         for i, number in enumerate(heads[:kept, 0].tolist()):
             scan.pages[number] = _WAL_HEADER.size + i * frame_size + _WAL_FRAME.size
     if scan.uncommitted or (partial and bad == frames):
+        written = [f"{scan.uncommitted} complete WAL frames"] if scan.uncommitted else []
+        if partial and bad == frames:
+            written.append("a partly written one")
         logger.warning(
-            "%s: the store's last transaction was never committed (%d complete WAL frames after the last commit%s): "
-            "a crash, a forced shutdown or a full disk cut it short. SQLite ignores it, so the pages of that "
-            "last flush are not in the store",
-            wal,
-            scan.uncommitted,
-            ", and a partly written one" if partial and bad == frames else "",
-        )
+            "%s: the store's last transaction was never committed (%s after the last commit): a crash, a forced "
+            "shutdown or a full disk cut it short. SQLite ignores it, so the pages of that last flush are not "
+            "in the store",
+            wal, " and ".join(written),
+        )  # fmt: skip
     elif scan.stale:
         logger.debug("%s: %d WAL frames after the last commit are leftovers SQLite ignores", wal, scan.stale)
     return scan
