@@ -22,6 +22,17 @@ What it does, in one run (everything on real files; the kills on a real
 4. ``kill -9`` of a real crawl at random moments; the store must load cleanly
    and hold every page the spider reached except those of the last flush
    interval.
+5. Double crash: a writer killed inside a large last transaction (its frames
+   left in the WAL), then a real crawl on the same store ``kill -9``-ed: the
+   store must load, with exactly what the ``sqlite3`` library reads from it
+   (``read as SQLite reads it``), every committed page.
+6. Full disk: three real crawls on one ``SIMHASH_DIR`` store on a 96 KB
+   tmpfs (mounted when root; else ``RLIMIT_FSIZE`` in the crawl process),
+   the third after the disk got room; read-only store file (the immutable
+   attribute as root, else mode 0444).  ``handled``: no traceback, no page
+   dropped, one ERROR line naming the file and the cause (and one at close),
+   the store loads every time, the counts agree; the read-only store stops
+   the crawl at start without changing a byte.
 
 Each trial is one of: ``detected`` (a ``StoreError`` whose message names the
 file), ``detected, file not named``, ``harmless`` (loaded, every record
@@ -817,10 +828,34 @@ def main() -> None:
             kills.append(k)
             print(f"| {n + 1} | {k['kill_after']} | {'yes' if k['loaded'] else 'NO: ' + k.get('error', '')} | "
                   f"{k['reached']} | {k.get('stored', '-')} | {k.get('lost', '-')} | {k['reached_in_last_interval']} |")
-        out = {"flips": flips, "truncations": cuts, "kills": kills}
+        print(f"\n## Double crash: a writer killed inside its last transaction, then a real crawl kill -9-ed on the "
+              f"same store ({args.kills} trials)\n")
+        print("| trial | second crawl killed after | WAL after the first crash | sqlite3 quick_check | stored | lost | outcome |")
+        print("|---:|---:|---:|---|---:|---:|---|")
+        doubles = []
+        for n in range(args.kills):
+            d = double_crash_trial(tmp, args.seed + n, rng.randint(1, 50))
+            doubles.append(d)
+            print(f"| {n + 1} | {d['kill_after']} | {d['wal_after_first']:,} B | {d['sqlite_quick_check']} | "
+                  f"{d.get('stored', '-')} | {d.get('lost', '-')} | {d['category']} {d['detail']} |")
+        print("\n## Full disk and read-only store (real crawls)\n")
+        full = disk_full_trial(tmp)
+        print(f"Full disk ({full['disk']}, 300-page site, SIMHASH_FLUSH_INTERVAL = 0.1 s; crawl 3 after the disk got room):\n")
+        print("| crawl | stored after it | simhash/store_unsaved | simhash/store_write_errors | first ERROR line | problems |")
+        print("|---:|---:|---:|---:|---|---|")
+        for n, r in enumerate(full["runs"], 1):
+            print(f"| {n} | {r['stored']} | {r['unsaved']} | {r['write_errors']} | {r['first_error'][:110]}... | "
+                  f"{'; '.join(r['problems']) or 'none'} |")
+        ro = read_only_trial(tmp)
+        print(f"\nRead-only store file ({ro['how']}): {ro['category']}{': ' + ro['detail'] if ro['detail'] else ''}; "
+              f"first ERROR line: {ro['first_error'][:160]}...")
+        out = {"flips": flips, "truncations": cuts, "kills": kills, "double_crash": doubles, "disk_full": full, "read_only": ro}
         bad = [r for r in flips + cuts if r["category"] in BAD_CATEGORIES]
         bad_kills = [k for k in kills if not k["loaded"] or k["lost"] > k["reached_in_last_interval"]]
-        print(f"\nbad outcomes: {len(bad)} of {len(flips) + len(cuts)} file faults; {len(bad_kills)} of {len(kills)} kills")
+        bad_doubles = [d for d in doubles if d["category"] != "read as SQLite reads it"]
+        bad_store = [r for r in (full, ro) if r["category"] != "handled"]
+        print(f"\nbad outcomes: {len(bad)} of {len(flips) + len(cuts)} file faults; {len(bad_kills)} of {len(kills)} kills; "
+              f"{len(bad_doubles)} of {len(doubles)} double crashes; {len(bad_store)} of 2 full-disk / read-only trials")
         for r in bad[:20]:
             print("  ", r)
     finally:
