@@ -208,7 +208,10 @@ def _meta_checksum(meta: Mapping[str, str]) -> str:
 
 # ---------------------------------------------------------------------- files
 def is_store_file(path: str | PathLike[str]) -> bool:
-    """Whether ``path`` is a simhash-scrapy store (SQLite with our application id, or the old format)."""
+    """Whether ``path`` is a simhash-scrapy store (SQLite with our application id, or the old format).
+
+    A store a crash left before its first checkpoint has its header only in the WAL: that is read too.
+    """
     try:
         with open(path, "rb") as handle:
             head = handle.read(72)
@@ -216,7 +219,21 @@ def is_store_file(path: str | PathLike[str]) -> bool:
         return False
     if head.startswith(_OLD_MAGIC):
         return True
-    return head.startswith(SQLITE_MAGIC) and len(head) >= 72 and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+    if head.startswith(SQLITE_MAGIC) and len(head) >= 72 and int.from_bytes(head[68:72], "big") == APPLICATION_ID:
+        return True
+    if head and not SQLITE_MAGIC.startswith(head[:16]):
+        return False
+    path = Path(path)
+    try:
+        wal = _wal_bytes(path)
+        scan = scan_wal(wal, path.with_name(path.name + "-wal"))
+    except StoreError:
+        return bool(head)  # an SQLite file whose WAL is damaged: reading it says so
+    offset = scan.pages.get(1)
+    if offset is None:
+        return False
+    first = wal[offset : offset + 72]
+    return first.startswith(SQLITE_MAGIC) and int.from_bytes(first[68:72], "big") == APPLICATION_ID
 
 
 def _side_files(path: Path) -> list[Path]:
