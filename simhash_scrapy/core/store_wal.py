@@ -167,7 +167,7 @@ def scan_wal(data: bytes, wal: object) -> WalScan:
     if scan.uncommitted or (partial and bad == frames):
         written = [f"{scan.uncommitted} complete WAL frames"] if scan.uncommitted else []
         if partial and bad == frames:
-            written.append("a partly written one")
+            written.append("a partly written frame")
         logger.warning(
             "%s: the store's last transaction was never committed (%s after the last commit): a crash, a forced "
             "shutdown or a full disk cut it short. SQLite ignores it, so the pages of that last flush are not "
