@@ -371,7 +371,8 @@ def _faults() -> Any:
     return faults
 
 
-def test_a_full_disk_never_drops_a_page_and_says_why_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mount", [True, False], ids=["tmpfs", "rlimit_fsize"])
+def test_a_full_disk_never_drops_a_page_and_says_why_once(tmp_path: Path, mount: bool) -> None:
     """Three real crawls on one SIMHASH_DIR store on a full file system (a 96 KB tmpfs when root can mount
     one, else RLIMIT_FSIZE in the crawl process), the third after the disk got room.
 
@@ -379,11 +380,15 @@ def test_a_full_disk_never_drops_a_page_and_says_why_once(tmp_path: Path) -> Non
     dropped as a near-duplicate), the first ERROR line names the file and the full disk, at most one more
     at close (with ``simhash/store_unsaved``), the store loads every time with exactly the committed pages,
     and once there is room every page is stored."""
-    result = _faults().disk_full_trial(tmp_path, pages=150)
+    result = _faults().disk_full_trial(tmp_path, pages=150, mount=mount)
     assert result["category"] == "handled", result
     first, second, third = result["runs"]
     assert first["write_errors"] >= 1 and first["unsaved"] > 0 and 0 <= first["stored"] < 150
-    assert "disk.pages.store" not in first["first_error"] and "pages.store: cannot write" in first["first_error"]
+    assert f"{tmp_path / 'full-disk' / 'pages.store'}: cannot write the simhash store: " in first["first_error"]
+    if result["disk"].startswith("tmpfs"):
+        assert "database or disk is full (SQLITE_FULL; 0 KB free on its file system)" in first["first_error"]
+    else:
+        assert "a file-size limit (RLIMIT_FSIZE) of 98304 bytes" in first["first_error"]
     assert second["stored"] >= first["stored"]  # the next crawl loaded what was committed, never refused it
     assert third == {"stored": 150, "unsaved": 0, "write_errors": 0, "first_error": "", "problems": []}
 

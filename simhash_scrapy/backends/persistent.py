@@ -305,14 +305,15 @@ class PersistentBackend(MemoryBackend):
         except StoreError as exc:
             self._stat("store_write_errors", 1)
             self._retry_after = min(60.0, max(1.0, 2 * self._retry_after))
-            if self._write_error != str(exc):
+            why = repr(exc.__cause__ or exc)  # the same cause again is not logged again (free space varies)
+            if self._write_error != why:
                 logger.error(
                     "simhash: %s. The crawl goes on and checks pages as before; the %d page records not yet "
                     "committed stay in memory and are retried (next in %.0f s, then less and less often, "
                     "at least once a minute) until a commit works.",
                     exc, store.pending, self._retry_after,
                 )  # fmt: skip
-            self._write_error = str(exc)
+            self._write_error = why
             return False
         if self._write_error is not None:
             logger.warning("simhash: the store %s is written again (%d page records committed)", self.path, pending)

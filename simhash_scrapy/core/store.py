@@ -262,6 +262,28 @@ def cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _room(path: Path, exc: BaseException) -> str:
+    """For a failed write: the room left for the file (SQLite does not say why a write failed)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if not (name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or isinstance(exc, OSError)):
+        return ""
+    found = []
+    try:
+        st = os.statvfs(path.parent)
+        found.append(f"{st.f_bavail * st.f_frsize // 1024} KB free on its file system")
+    except (OSError, AttributeError):  # pragma: no cover - no statvfs (Windows)
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if soft != resource.RLIM_INFINITY:
+            found.append(f"a file-size limit (RLIMIT_FSIZE) of {soft} bytes")
+    except (ImportError, OSError, ValueError):  # pragma: no cover - no resource module (Windows)
+        pass
+    return ", ".join(found)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     try:
         with open(path, "rb") as handle:
@@ -537,7 +559,9 @@ class PageStore:
         except BaseException as exc:
             _rollback(db)  # SQLite may have rolled back already (a full disk): never hide the cause
             if isinstance(exc, (sqlite3.Error, OSError)):
-                raise StoreError(f"{self.path}: cannot write the simhash store: {cause(exc)}") from exc
+                said, room = cause(exc), _room(self.path, exc)
+                said = f"{said[:-1]}; {room})" if room and said.endswith(")") else f"{said} ({room})" if room else said
+                raise StoreError(f"{self.path}: cannot write the simhash store: {said}") from exc
             raise
 
     def _create(self, db: sqlite3.Connection) -> None:
