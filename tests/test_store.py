@@ -486,3 +486,45 @@ def test_a_failed_commit_names_the_cause_and_keeps_the_records(tmp_path: Path) -
         assert contents.extra == {"url_rules": b"x"}
     finally:
         subprocess.run(["umount", str(folder)], check=False)
+
+
+def test_a_leftover_commit_frame_behind_a_shorter_transaction_is_read_as_sqlite_does(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A long transaction whose commit frame reached the WAL although the write failed after it (SQLite
+    then overwrites it with the next, shorter transaction): its tail, commit frame included, is left
+    behind.  SQLite reads up to the shorter transaction; so does the store, with a warning."""
+    rng = random.Random(8)
+    records = [record(i, rng) for i in range(60)]
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for r in records[:10]:
+        store.put(r)
+    store.flush()
+    base = crash_copy(path, tmp_path / "base")
+    store.abandon()
+    long_run = crash_copy(base, tmp_path / "long")
+    writer = PageStore(long_run, CONFIG)
+    writer.open()
+    for r in records[10:]:
+        writer.put(StoreRecord(**{**r.__dict__, "text": "l" * 3000}))
+    writer.flush()  # the long transaction, committed in this copy
+    long_wal = (long_run.parent / "s.store-wal").read_bytes()
+    writer.abandon()
+    short_run = crash_copy(base, tmp_path / "short")
+    writer = PageStore(short_run, CONFIG)
+    writer.open()
+    writer.put(records[10])
+    writer.flush()  # the shorter one that took its place
+    short_wal = (short_run.parent / "s.store-wal").read_bytes()
+    writer.abandon()
+    assert len(long_wal) > len(short_wal) and long_wal[:32] == short_wal[:32]  # one WAL generation
+    (short_run.parent / "s.store-wal").write_bytes(short_wal + long_wal[len(short_wal) :])
+    db = sqlite3.connect(crash_copy(short_run, tmp_path / "sqlite"))
+    sqlite_urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")]
+    db.close()
+    assert sqlite_urls == [r.url for r in records[:11]]
+    with caplog.at_level(logging.WARNING):
+        assert rows_of(read_store(short_run)) == records[:11]
+    assert "do not follow the last commit SQLite reads" in caplog.text

@@ -21,9 +21,16 @@ latest version of every checked page; the rows of one flush interval
 so a ``kill -9`` loses at most the pages checked in the last interval.  A
 store written with other settings is refused with an error naming the
 setting; a corrupt one is refused with an error naming the file and the
-record, and left untouched.  Loaded pages count as the stat
-``simhash/initial``; a store file that existed but held no pages sets
-``simhash/store_empty``.
+record, and left untouched; a store file that cannot be written is refused
+at open.  Loaded pages count as the stat ``simhash/initial``; a store file
+that existed but held no pages sets ``simhash/store_empty``.
+
+A commit that fails during the crawl (a full disk) never stops a page: pages
+are checked in memory as before, one ERROR line names the file and the cause,
+the records stay pending and are retried with a back-off
+(``simhash/store_write_errors`` counts the failures); at close, the records
+still not written are logged and counted (``simhash/store_unsaved``), never
+a traceback.
 """
 
 from __future__ import annotations

@@ -41,12 +41,24 @@ power loss) is rolled back by SQLite itself: the store loads as of the last
 commit.  Pages reach the OS in one transaction per flush interval (see
 ``PageStore.flush``), so a ``kill -9`` loses at most the pages checked since
 the last commit.  SQLite would also silently stop replaying a WAL at a damaged
-frame, dropping committed pages after it; ``store_wal.check_wal`` reads the WAL
-first and refuses such a store (a torn *last* transaction is dropped with a
-warning naming the file).
+frame, dropping committed pages after it; ``store_wal.scan_wal`` reads the WAL
+first by SQLite's own rule (salts, cumulative checksums, commit frames) and
+refuses a store whose committed frames would be lost, while frames no commit
+covers (a transaction a crash or a full disk cut short, or its leftovers behind
+a later, shorter one) are ignored as SQLite ignores them (a warning when a last
+transaction was cut short).
 
-Modules: this one (the file: schema, header, opening, locking, writing),
-``store_rows`` (checksums, row encoding, the checked load) and ``store_wal``.
+**Reading never writes.**  ``read_store`` (reports, commands) reads the main
+file and the WAL as bytes, lays the WAL's committed pages over the main file
+and opens that image in memory: no checkpoint, no ``-shm``, not one byte of
+the folder changes.  **Writing fails loudly, once.**  A commit that fails (a
+full disk, a read-only file) raises ``StoreError`` naming the file, SQLite's
+cause and the room left, with the records still pending for the next
+``flush``; a store file that cannot be written is refused at ``open``.
+
+Modules: this one (the file: schema, header, opening, locking, writing,
+read-only reading), ``store_rows`` (checksums, row encoding, the checked load)
+and ``store_wal`` (the WAL as SQLite reads it).
 It is ~500 lines because opening a store is one sequence of checks (lock,
 WAL, SQLite, quick_check, header, settings, rows) that reads best in one place.
 """
@@ -226,7 +238,7 @@ def is_store_file(path: str | PathLike[str]) -> bool:
     path = Path(path)
     try:
         wal = _wal_bytes(path)
-        scan = scan_wal(wal, path.with_name(path.name + "-wal"))
+        scan = scan_wal(wal, path.with_name(path.name + "-wal"), quiet=True)
     except StoreError:
         return bool(head)  # an SQLite file whose WAL is damaged: reading it says so
     offset = scan.pages.get(1)
@@ -436,7 +448,7 @@ def read_store(path: str | PathLike[str]) -> StoreContents:
         raise FileNotFoundError(str(path))
     main, wal = _snapshot(path)
     _check_head(path, main[:16])
-    scan = scan_wal(wal, path.with_name(path.name + "-wal"))
+    scan = scan_wal(wal, path.with_name(path.name + "-wal"), reader=True)
     db, temporary = _open_image(database_image(main, wal, scan))
     try:
         contents = _read(db, path)

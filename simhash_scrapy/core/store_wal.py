@@ -92,8 +92,12 @@ def _one_bit_away(words: np.ndarray, before: np.ndarray, stored: np.ndarray, tab
     return bool(hits.any()), bool(hits[0, 1].any())
 
 
-def scan_wal(data: bytes, wal: object) -> WalScan:
-    """Read a WAL's bytes as SQLite would; raise ``StoreError`` (naming ``wal``) if committed data would be lost."""
+def scan_wal(data: bytes, wal: object, reader: bool = False, quiet: bool = False) -> WalScan:
+    """Read a WAL's bytes as SQLite would; raise ``StoreError`` (naming ``wal``) if committed data would be lost.
+
+    ``reader``: the store is only read (a crawl may be writing it now), which the warning about
+    frames after the last commit then allows for; ``quiet``: no warning (a mere look at the file).
+    """
     scan = WalScan()
     if len(data) < _WAL_HEADER.size:
         return scan  # nothing was committed through it
@@ -147,10 +151,10 @@ def scan_wal(data: bytes, wal: object) -> WalScan:
         if len(proof) > 1 or (damaged and (was_commit or bool((commit & (same_salt | salt_flip))[bad:].any()))):
             raise StoreError(
                 f"{wal}: frame {bad} of the store's WAL is corrupt, and the "
-                + (f"transactions committed after it (up to frame {int(proof[-1])})" if len(proof) else "transaction it commits")
+                + (f"transactions committed after it (up to frame {int(proof[-1])})" if len(proof) else "committed transaction it belongs to")
                 + f" would be silently dropped with it. {RESET_HINT}"
             )
-        if len(proof):
+        if len(proof) and not quiet:
             logger.warning(
                 "%s: WAL frames %d..%d (a commit at frame %d) do not follow the last commit SQLite reads: "
                 "left by a write that failed (a full disk), or damage. The store is read as SQLite reads it, "
@@ -164,16 +168,25 @@ def scan_wal(data: bytes, wal: object) -> WalScan:
         scan.db_pages = int(heads[kept - 1, 1])
         for i, number in enumerate(heads[:kept, 0].tolist()):
             scan.pages[number] = _WAL_HEADER.size + i * frame_size + _WAL_FRAME.size
-    if scan.uncommitted or (partial and bad == frames):
+    if quiet:
+        pass
+    elif scan.uncommitted or (partial and bad == frames):
         written = [f"{scan.uncommitted} complete WAL frames"] if scan.uncommitted else []
         if partial and bad == frames:
             written.append("a partly written frame")
-        logger.warning(
-            "%s: the store's last transaction was never committed (%s after the last commit): a crash, a forced "
-            "shutdown or a full disk cut it short. SQLite ignores it, so the pages of that last flush are not "
-            "in the store",
-            wal, " and ".join(written),
-        )  # fmt: skip
+        if reader:
+            logger.warning(
+                "%s: %s after the last commit are not committed (a crawl writing the store now, or a transaction "
+                "a crash, a forced shutdown or a full disk cut short); the store is read as of its last commit",
+                wal, " and ".join(written),
+            )  # fmt: skip
+        else:
+            logger.warning(
+                "%s: the store's last transaction was never committed (%s after the last commit): a crash, a "
+                "forced shutdown or a full disk cut it short. SQLite ignores it, so the pages of that last flush "
+                "are not in the store",
+                wal, " and ".join(written),
+            )  # fmt: skip
     elif scan.stale:
         logger.debug("%s: %d WAL frames after the last commit are leftovers SQLite ignores", wal, scan.stale)
     return scan
