@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -446,3 +447,42 @@ def test_the_report_command_never_changes_a_crashed_store(serve: Any, tmp_path: 
     assert {url for _, url in reached_pages} <= set(stored.urls())  # SIMHASH_FLUSH_INTERVAL = 0: all committed
     assert f"has {len(stored)} pages" in proc.stderr, proc.stderr
     assert hashes() == before
+
+
+def test_a_store_that_fills_up_then_gets_room_loses_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """On a real tmpfs that fills up (mounted when root can): checks go on and decide as the memory
+    backend does, one ERROR line while the disk is full (however often the commit fails), and once
+    there is room the pending records are committed: every page is in the store."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (the crawl tests use RLIMIT_FSIZE instead)")
+    try:
+        settings = {"SIMHASH_DIR": str(folder), "SIMHASH_FLUSH_INTERVAL": 0}
+        pages = [(replace(r, text="w" * 1500), i) for r, i in page_sequence(12, 120)]
+        backend = backend_for(settings)
+        run(backend.open("s"))
+        reference = MemoryBackend(SimhashConfig())
+        with caplog.at_level(logging.DEBUG, logger="simhash_scrapy"):
+            verdicts = [run(backend.check(r, i)) for r, i in pages[:100]]
+            for _ in range(3):
+                backend._retry_after = 0.0  # as if the back-off had passed
+                backend._flush()
+        assert verdicts == [reference.check_now(r, i) for r, i in pages[:100]]
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1 and "database or disk is full" in errors[0].getMessage()
+        assert str(folder / "s.store") in errors[0].getMessage()
+        assert backend.store.pending > 0
+        subprocess.run(["mount", "-o", "remount,size=16m", str(folder)], check=True)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="simhash_scrapy"):
+            backend._retry_after = 0.0
+            run(backend.check(*pages[100]))
+            assert backend.store.pending == 0
+        assert "is written again" in caplog.text
+        for r, i in pages[101:]:
+            run(backend.check(r, i))
+        run(backend.close())
+        assert len(read_store(folder / "s.store")) == 120
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)

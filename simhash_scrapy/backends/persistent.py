@@ -162,7 +162,7 @@ class PersistentBackend(MemoryBackend):
         self.store: PageStore | None = None
         self._last_flush = 0.0
         self._timer: Any = None
-        #: Why the store cannot be written now (None: it can); logged once, then retried with back-off.
+        #: Why the store could not be written (None: the last commit worked); logged once per outage.
         self._write_error: str | None = None
         self._retry_after = 0.0
 
@@ -312,15 +312,16 @@ class PersistentBackend(MemoryBackend):
         except StoreError as exc:
             self._stat("store_write_errors", 1)
             self._retry_after = min(60.0, max(1.0, 2 * self._retry_after))
-            why = repr(exc.__cause__ or exc)  # the same cause again is not logged again (free space varies)
-            if self._write_error != why:
+            if self._write_error is not None:  # logged once until a commit works again
+                logger.debug("simhash: %s (still failing)", exc)
+            else:
                 logger.error(
                     "simhash: %s. The crawl goes on and checks pages as before; the %d page records not yet "
                     "committed stay in memory and are retried (next in %.0f s, then less and less often, "
                     "at least once a minute) until a commit works.",
                     exc, store.pending, self._retry_after,
                 )  # fmt: skip
-            self._write_error = why
+            self._write_error = str(exc)
             return False
         if self._write_error is not None:
             logger.warning("simhash: the store %s is written again (%d page records committed)", self.path, pending)
