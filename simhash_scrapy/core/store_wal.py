@@ -176,8 +176,9 @@ def scan_wal(data: bytes, wal: object, reader: bool = False, quiet: bool = False
             written.append("a partly written frame")
         if reader:
             logger.warning(
-                "%s: %s after the last commit are not committed (a crawl writing the store now, or a transaction "
-                "a crash, a forced shutdown or a full disk cut short); the store is read as of its last commit",
+                "%s: the WAL holds %s after the last commit, not committed (a crawl writing the store now, or a "
+                "transaction a crash, a forced shutdown or a full disk cut short); the store is read as of its "
+                "last commit",
                 wal, " and ".join(written),
             )  # fmt: skip
         else:
