@@ -528,3 +528,42 @@ def test_a_leftover_commit_frame_behind_a_shorter_transaction_is_read_as_sqlite_
     with caplog.at_level(logging.WARNING):
         assert rows_of(read_store(short_run)) == records[:11]
     assert "do not follow the last commit SQLite reads" in caplog.text
+
+
+def test_reading_without_deserialize_uses_an_immutable_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before Python 3.11 (no ``Connection.deserialize``) the image is opened from a temporary file with
+    ``immutable=1``, removed after; the store is still not touched."""
+    import tempfile
+
+    import simhash_scrapy.core.store as store_module
+
+    class NoDeserialize(sqlite3.Connection):
+        def __getattribute__(self, name: str):
+            if name == "deserialize":
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
+    connect = sqlite3.connect
+
+    def without_deserialize(*args, **kwargs):
+        if args and args[0] == ":memory:":
+            kwargs["factory"] = NoDeserialize
+        return connect(*args, **kwargs)
+
+    rng = random.Random(12)
+    records = [record(i, rng) for i in range(30)]
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for r in records:
+        store.put(r)
+    store.flush()
+    copy = crash_copy(path, tmp_path / "crash")
+    store.close()
+    before = hashes(copy.parent)
+    temporary = Path(tempfile.gettempdir())
+    leftovers = set(temporary.glob("simhash-store-*"))
+    monkeypatch.setattr(store_module.sqlite3, "connect", without_deserialize)
+    assert rows_of(read_store(copy)) == records
+    assert hashes(copy.parent) == before
+    assert set(temporary.glob("simhash-store-*")) == leftovers

@@ -373,12 +373,12 @@ def _open_image(image: bytearray) -> tuple[sqlite3.Connection, str | None]:
     if hasattr(db, "deserialize"):
         db.deserialize(image)
         return db, None
-    db.close()  # pragma: no cover - Python 3.10
-    handle, name = tempfile.mkstemp(prefix="simhash-store-", suffix=".sqlite")  # pragma: no cover
-    with os.fdopen(handle, "wb") as out:  # pragma: no cover
+    db.close()  # Python 3.10
+    handle, name = tempfile.mkstemp(prefix="simhash-store-", suffix=".sqlite")
+    with os.fdopen(handle, "wb") as out:
         out.write(image)
-    uri = Path(name).as_uri() + "?immutable=1"  # pragma: no cover
-    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False), name  # pragma: no cover
+    uri = Path(name).as_uri() + "?immutable=1"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False), name
 
 
 def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] | None:
@@ -454,7 +454,7 @@ def read_store(path: str | PathLike[str]) -> StoreContents:
         contents = _read(db, path)
     finally:
         db.close()
-        if temporary is not None:  # pragma: no cover - Python 3.10
+        if temporary is not None:  # Python 3.10
             os.unlink(temporary)
     if contents.config is None:
         raise StoreError(f"{path}: an empty simhash store ({path.stat().st_size} bytes, no header)")
