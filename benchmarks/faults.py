@@ -22,6 +22,17 @@ What it does, in one run (everything on real files; the kills on a real
 4. ``kill -9`` of a real crawl at random moments; the store must load cleanly
    and hold every page the spider reached except those of the last flush
    interval.
+5. Double crash: a writer killed inside a large last transaction (its frames
+   left in the WAL), then a real crawl on the same store ``kill -9``-ed: the
+   store must load, with exactly what the ``sqlite3`` library reads from it
+   (``read as SQLite reads it``), every committed page.
+6. Full disk: three real crawls on one ``SIMHASH_DIR`` store on a 96 KB
+   tmpfs (mounted when root; else ``RLIMIT_FSIZE`` in the crawl process),
+   the third after the disk got room; read-only store file (the immutable
+   attribute as root, else mode 0444).  ``handled``: no traceback, no page
+   dropped, one ERROR line naming the file and the cause (and one at close),
+   the store loads every time, the counts agree; the read-only store stops
+   the crawl at start without changing a byte.
 
 Each trial is one of: ``detected`` (a ``StoreError`` whose message names the
 file), ``detected, file not named``, ``harmless`` (loaded, every record
@@ -38,6 +49,7 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -428,26 +440,32 @@ def truncation_sweep(tmp: Path, seed: int, stride: int = 1, main_cuts: int = 20)
 
 
 # -------------------------------------------------------------------- kill -9
-def kill_trial(tmp: Path, pages: int, kill_after: int, flush_interval: float | None = None, delay: float = 0.0) -> dict[str, Any]:
-    """Crawl a local site with SIMHASH_DIR, ``kill -9`` after ``kill_after`` pages reached the spider, reload."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import Site, article_html  # noqa: PLC0415 - the tests' real local site
-
-    site_pages = {f"/p{i}": article_html(f"Page {i}", _words(i)) for i in range(pages)}
-    site = Site(site_pages)
-    state = tmp / "kill-state"
-    if state.exists():
-        shutil.rmtree(state)
+def _crawl_process(state: Path, site: Any, paths: list[str], *settings: str, **popen: Any) -> subprocess.Popen[str]:
+    """A real ``scrapy crawl pages`` of ``paths`` on ``site`` with ``SIMHASH_DIR=state`` (tests/crawl_project)."""
     args = [
         sys.executable, "-m", "scrapy.cmdline", "crawl", "pages", "-a", f"base={site.base}",
-        "-a", "paths=" + ",".join(site_pages), "-s", f"SIMHASH_DIR={state}", "-s", f"DOWNLOAD_DELAY={delay}",
+        "-a", "paths=" + ",".join(paths), "-s", f"SIMHASH_DIR={state}",
     ]  # fmt: skip
-    if flush_interval is not None:
-        args += ["-s", f"SIMHASH_FLUSH_INTERVAL={flush_interval}"]
+    for setting in settings:
+        args += ["-s", setting]
     env = dict(os.environ)
     env.pop("SCRAPY_SETTINGS_MODULE", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "tests" / "crawl_project"), str(ROOT), env.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen(args, cwd=ROOT / "tests" / "crawl_project", env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    project = ROOT / "tests" / "crawl_project"
+    return subprocess.Popen(args, cwd=project, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, **popen)
+
+
+def _site(pages: int, first: int = 0) -> tuple[Any, list[str]]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import Site, article_html  # noqa: PLC0415 - the tests' real local site
+
+    site_pages = {f"/p{i}": article_html(f"Page {i}", _words(i)) for i in range(first, first + pages)}
+    return Site(site_pages), list(site_pages)
+
+
+def kill_crawl(state: Path, site: Any, paths: list[str], kill_after: int, *settings: str) -> tuple[list[tuple[float, str]], int, float]:
+    """Run a crawl, ``kill -9`` it once ``kill_after`` pages reached the spider: (reached, returncode, killed at)."""
+    proc = _crawl_process(state, site, paths, *settings)
     reached: list[tuple[float, str]] = []
     assert proc.stderr is not None
     try:
@@ -464,14 +482,28 @@ def kill_trial(tmp: Path, pages: int, kill_after: int, flush_interval: float | N
             proc.kill()
             proc.wait(timeout=60)
         proc.stderr.close()
+    return reached, proc.returncode, killed_at
+
+
+def kill_trial(tmp: Path, pages: int, kill_after: int, flush_interval: float | None = None, delay: float = 0.0) -> dict[str, Any]:
+    """Crawl a local site with SIMHASH_DIR, ``kill -9`` after ``kill_after`` pages reached the spider, reload."""
+    site, paths = _site(pages)
+    state = tmp / "kill-state"
+    if state.exists():
+        shutil.rmtree(state)
+    settings = [f"DOWNLOAD_DELAY={delay}"]
+    if flush_interval is not None:
+        settings.append(f"SIMHASH_FLUSH_INTERVAL={flush_interval}")
+    try:
+        reached, returncode, killed_at = kill_crawl(state, site, paths, kill_after, *settings)
+    finally:
         site.close()
-    result: dict[str, Any] = {"kill_after": kill_after, "reached": len(reached), "returncode": proc.returncode}
+    result: dict[str, Any] = {"kill_after": kill_after, "reached": len(reached), "returncode": returncode}
     interval = 1.0 if flush_interval is None else flush_interval
     result["reached_in_last_interval"] = sum(1 for t, _ in reached if killed_at - t <= interval + 0.25)
     try:
         contents = read_store(state / "pages.store")
-        members, backend = PersistentBackend(SimhashConfig(store_dir=str(state))), None
-        backend = members
+        backend = PersistentBackend(SimhashConfig(store_dir=str(state)))
         drive(backend.open("pages"))
         drive(backend.members())
         drive(backend.close())
@@ -482,6 +514,273 @@ def kill_trial(tmp: Path, pages: int, kill_after: int, flush_interval: float | N
     lost = [url for _, url in reached if url not in stored]
     result.update(loaded=True, stored=len(stored), lost=len(lost), lost_urls=lost[:5])
     return result
+
+
+# ------------------------------------------------ double crash, full disk, read-only
+def torn_writer(state: str, committed: int, torn: int, seed: int) -> None:
+    """(In a subprocess.) Commit ``committed`` records to ``<state>/pages.store``, then start one more flush
+    of ``torn`` records and ``kill -9`` this process in the middle of it, after SQLite wrote some of its
+    frames to the WAL (a small page cache spills them before the commit)."""
+    backend = PersistentBackend(SimhashConfig(store_dir=state, flush_interval=3600.0))
+    drive(backend.open("pages"))
+    records = [replace(r, scope="pages", url=f"https://crash-one.example/{i}") for i, r in enumerate(page_records(committed + torn, seed))]
+    for record in records[:committed]:
+        backend.check_now(record)
+    backend._flush()
+    for record in records[committed:]:
+        backend.check_now(replace(record, text="x" * 3000))  # room for many WAL frames
+    assert backend.store is not None and backend.store._db is not None
+    db = backend.store._db
+    db.execute("PRAGMA cache_size = 4")
+    wal = Path(state) / "pages.store-wal"
+    size = wal.stat().st_size
+
+    def kill_once_spilled() -> int:
+        if wal.stat().st_size > size + 100 * 4096:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return 0
+
+    db.set_progress_handler(kill_once_spilled, 2000)
+    backend._flush()
+    raise SystemExit("the flush ended before the kill")
+
+
+def _sqlite_urls(folder: Path) -> tuple[str, set[str]]:
+    """What the sqlite3 library reads from a copy of the store: (quick_check, URLs)."""
+    import sqlite3  # noqa: PLC0415
+
+    copy = folder.parent / (folder.name + "-sqlite-copy")
+    _copy(folder, copy)
+    db = sqlite3.connect(copy / "pages.store")
+    try:
+        check = db.execute("PRAGMA quick_check").fetchone()[0]
+        urls = {row[0] for row in db.execute("SELECT url FROM pages")}
+    finally:
+        db.close()
+        shutil.rmtree(copy)
+    return check, urls
+
+
+def double_crash_trial(tmp: Path, seed: int, kill_after: int) -> dict[str, Any]:
+    """A crash inside the last transaction (a writer killed mid-flush), then a real crawl ``kill -9``-ed on
+    the same store: the third open must read what SQLite reads, every committed page."""
+    state = tmp / "double-crash"
+    if state.exists():
+        shutil.rmtree(state)
+    state.mkdir(parents=True)
+    code = f"import sys; sys.path.insert(0, {str(HERE.parent)!r}); import faults; faults.torn_writer({str(state)!r}, 200, 600, {seed})"
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    result: dict[str, Any] = {"kill_after": kill_after, "first_returncode": first.returncode}
+    wal = state / "pages.store-wal"
+    result["wal_after_first"] = wal.stat().st_size if wal.exists() else 0
+    site, paths = _site(60, first=1000)
+    try:
+        reached, returncode, _ = kill_crawl(state, site, paths, kill_after, "SIMHASH_FLUSH_INTERVAL=0")
+    finally:
+        site.close()
+    result.update(second_returncode=returncode, reached=len(reached))
+    check, sqlite_urls = _sqlite_urls(state)
+    result["sqlite_quick_check"] = check
+    try:
+        warnings = _Warnings()
+        log = logging.getLogger("simhash_scrapy")
+        log.addHandler(warnings)
+        try:
+            urls = set(read_store(state / "pages.store").urls())
+            backend = PersistentBackend(SimhashConfig(store_dir=str(state)))
+            drive(backend.open("pages"))
+            loaded = {m.url for m in drive(backend.members())}
+            drive(backend.close())
+        finally:
+            log.removeHandler(warnings)
+    except Exception as exc:  # noqa: BLE001
+        result.update(category="refused" if check == "ok" else "detected", detail=f"{type(exc).__name__}: {exc}"[:300])
+        return result
+    first_committed = {f"https://crash-one.example/{i}" for i in range(200)}
+    lost = [url for _, url in reached if url not in urls]
+    result.update(stored=len(urls), lost=len(lost), warnings=warnings.messages[:3])
+    if urls != sqlite_urls or loaded != urls:
+        result.update(category="differs from SQLite", detail=f"{len(urls ^ sqlite_urls)} URLs differ")
+    elif not first_committed <= urls or lost:
+        result.update(category="lost committed pages", detail=f"{len(lost)} reached pages missing")
+    else:
+        result.update(category="read as SQLite reads it", detail="")
+    return result
+_STAT_LINE = re.compile(r"^\s*'(simhash/[^']+|finish_reason|item_scraped_count)': (\d+|'[^']*'),?$", re.MULTILINE)
+
+
+def _stats(log: str) -> dict[str, Any]:
+    start = log.rfind("Dumping Scrapy stats")
+    return {k: int(v) if v.isdigit() else v.strip("'") for k, v in _STAT_LINE.findall(log[start:])} if start >= 0 else {}
+
+
+def run_crawl(state: Path, site: Any, paths: list[str], *settings: str, **popen: Any) -> tuple[int, str]:
+    proc = _crawl_process(state, site, paths, *settings, **popen)
+    _, log = proc.communicate(timeout=300)
+    return proc.returncode, log
+
+
+class SmallDisk:
+    """A folder on a full file system: a ``size`` tmpfs mounted there (root), else a file-size limit
+    (``RLIMIT_FSIZE``, SIGXFSZ ignored: writes past it fail with EFBIG) set in each crawl subprocess."""
+
+    def __init__(self, folder: Path, size: int, mount: bool = True) -> None:
+        self.folder = folder
+        self.size = size
+        folder.mkdir(parents=True, exist_ok=True)
+        mounted = mount and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True
+        ).returncode == 0  # fmt: skip
+        self.mounted = bool(mounted)
+        self.limit: int | None = None if self.mounted else size
+
+    @property
+    def kind(self) -> str:
+        return f"tmpfs of {self.size // 1024} KB" if self.mounted else f"RLIMIT_FSIZE of {self.size // 1024} KB"
+
+    def popen(self) -> dict[str, Any]:
+        limit = self.limit
+        if limit is None:
+            return {}
+
+        def limited() -> None:
+            import resource  # noqa: PLC0415
+
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        return {"preexec_fn": limited}
+
+    def grow(self) -> None:
+        if self.mounted:
+            subprocess.run(["mount", "-o", "remount,size=64m", str(self.folder)], check=True)
+        self.limit = None
+
+    def close(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", str(self.folder)], check=False)
+            self.mounted = False
+
+
+def _store_log_problems(log: str, path: Path, stats: dict[str, Any], requested: int) -> list[str]:
+    """What a crawl whose store failed must never do: crash, drop a page, hide the cause, repeat noise."""
+    problems = []
+    if "Traceback" in log:
+        problems.append("traceback")
+    if "cannot rollback" in log:
+        problems.append("rollback noise")
+    if stats.get("simhash/skipped/backend_error"):
+        problems.append(f"{stats['simhash/skipped/backend_error']} pages dropped (skipped/backend_error)")
+    errors = [line for line in log.splitlines() if "ERROR" in line and "simhash" in line]
+    if len(errors) > 2:
+        problems.append(f"{len(errors)} ERROR lines")
+    if errors and str(path) not in errors[0]:
+        problems.append("the first error does not name the file")
+    reached = log.count("Reached the spider: ")
+    if reached + stats.get("simhash/dropped", 0) != requested and stats.get("finish_reason") == "finished":
+        problems.append(f"{requested - reached - stats.get('simhash/dropped', 0)} pages neither reached the spider nor were dropped as duplicates")
+    return problems
+
+
+def disk_full_trial(tmp: Path, pages: int = 300, size: int = 96 * 1024, mount: bool = True) -> dict[str, Any]:
+    """Three real crawls on one ``SIMHASH_DIR`` store: two on a full file system, one after it was given room
+    (``mount=False``: a file-size limit even where a tmpfs could be mounted)."""
+    disk = SmallDisk(tmp / "full-disk", size, mount)
+    store = disk.folder / "pages.store"
+    site, paths = _site(pages, first=2000)
+    result: dict[str, Any] = {"disk": disk.kind, "runs": []}
+    problems: list[str] = []
+    try:
+        for run in range(3):
+            if run == 2:
+                disk.grow()
+            code, log = run_crawl(disk.folder, site, paths, "SIMHASH_FLUSH_INTERVAL=0.1", **disk.popen())
+            stats = _stats(log)
+            errors = [line.split("ERROR: ", 1)[-1] for line in log.splitlines() if "ERROR" in line and "simhash" in line]
+            run_problems = [] if code == 0 else [f"exit code {code}"]
+            run_problems += _store_log_problems(log, store, stats, pages)
+            said = errors[0].split(str(store), 1)[-1] if errors else ""
+            if run < 2 and not ("disk is full" in said or "RLIMIT_FSIZE" in said):
+                run_problems.append("the cause (a full disk) is not named")
+            try:
+                stored = len(read_store(store))
+            except Exception as exc:  # noqa: BLE001
+                run_problems.append(f"store refused: {exc}"[:200])
+                stored = -1
+            unsaved = stats.get("simhash/store_unsaved", 0)
+            if stored >= 0 and stored != pages - unsaved and run == 0:
+                run_problems.append(f"{stored} stored, but {pages} checked and {unsaved} said unsaved")
+            if run == 2 and stored != pages:
+                run_problems.append(f"{stored} of {pages} pages stored once the disk had room")
+            result["runs"].append({"stored": stored, "unsaved": unsaved, "write_errors": stats.get("simhash/store_write_errors", 0),
+                                   "first_error": errors[0][:400] if errors else "", "problems": run_problems})  # fmt: skip
+            problems += [f"crawl {run + 1}: {p}" for p in run_problems]
+    finally:
+        site.close()
+        disk.close()
+    result.update(category="handled" if not problems else "mishandled", detail="; ".join(problems)[:300])
+    return result
+
+
+def _set_read_only(path: Path, on: bool) -> str:
+    """Make a file read-only for this process: the immutable attribute as root (permissions do not stop
+    root), else mode 0444.  Returns how."""
+    if os.geteuid() != 0:
+        path.chmod(0o444 if on else 0o644)
+        return "mode 0444"
+    import fcntl  # noqa: PLC0415
+    import struct  # noqa: PLC0415
+
+    get_flags, set_flags, immutable = 0x80086601, 0x40086602, 0x10  # FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IMMUTABLE_FL
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        flags = struct.unpack("l", fcntl.ioctl(fd, get_flags, struct.pack("l", 0)))[0]
+        fcntl.ioctl(fd, set_flags, struct.pack("l", flags | immutable if on else flags & ~immutable))
+    finally:
+        os.close(fd)
+    return "immutable attribute (root)"
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    import hashlib  # noqa: PLC0415
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def read_only_trial(tmp: Path, pages: int = 40) -> dict[str, Any]:
+    """A store file that cannot be written, in a writable folder: the crawl stops cleanly at start, naming
+    the file and the cause; no page dropped, no traceback, not one byte changed."""
+    state = tmp / "read-only"
+    if state.exists():
+        shutil.rmtree(state)
+    site, paths = _site(pages, first=3000)
+    store = state / "pages.store"
+    problems: list[str] = []
+    try:
+        code, log = run_crawl(state, site, paths)
+        if code != 0 or len(read_store(store)) != pages:
+            problems.append("the first crawl did not store its pages")
+        how = _set_read_only(store, True)
+        before = _hashes(state)
+        try:
+            code, log = run_crawl(state, site, paths)
+        finally:
+            _set_read_only(store, False)
+        after = _hashes(state)
+    finally:
+        site.close()
+    stats = _stats(log)
+    problems += [] if code == 0 else [f"exit code {code}"]
+    problems += _store_log_problems(log, store, stats, pages)
+    errors = [line.split("ERROR: ", 1)[-1] for line in log.splitlines() if "ERROR" in line and "simhash" in line]
+    if not errors or "cannot be written" not in errors[0]:
+        problems.append("no error saying the store cannot be written")
+    if stats.get("finish_reason") != "simhash_error":
+        problems.append(f"finish_reason {stats.get('finish_reason')!r}: the crawl went on without its store")
+    if before != after:
+        problems.append(f"files changed: {sorted(set(before.items()) ^ set(after.items()))}"[:200])
+    return {"how": how, "first_error": errors[0][:200] if errors else "", "category": "handled" if not problems else "mishandled",
+            "detail": "; ".join(problems)[:300]}  # fmt: skip
 
 
 def _words(seed: int) -> list[str]:
@@ -533,10 +832,34 @@ def main() -> None:
             kills.append(k)
             print(f"| {n + 1} | {k['kill_after']} | {'yes' if k['loaded'] else 'NO: ' + k.get('error', '')} | "
                   f"{k['reached']} | {k.get('stored', '-')} | {k.get('lost', '-')} | {k['reached_in_last_interval']} |")
-        out = {"flips": flips, "truncations": cuts, "kills": kills}
+        print(f"\n## Double crash: a writer killed inside its last transaction, then a real crawl kill -9-ed on the "
+              f"same store ({args.kills} trials)\n")
+        print("| trial | second crawl killed after | WAL after the first crash | sqlite3 quick_check | stored | lost | outcome |")
+        print("|---:|---:|---:|---|---:|---:|---|")
+        doubles = []
+        for n in range(args.kills):
+            d = double_crash_trial(tmp, args.seed + n, rng.randint(1, 50))
+            doubles.append(d)
+            print(f"| {n + 1} | {d['kill_after']} | {d['wal_after_first']:,} B | {d['sqlite_quick_check']} | "
+                  f"{d.get('stored', '-')} | {d.get('lost', '-')} | {d['category']} {d['detail']} |")
+        print("\n## Full disk and read-only store (real crawls)\n")
+        full = disk_full_trial(tmp)
+        print(f"Full disk ({full['disk']}, 300-page site, SIMHASH_FLUSH_INTERVAL = 0.1 s; crawl 3 after the disk got room):\n")
+        print("| crawl | stored after it | simhash/store_unsaved | simhash/store_write_errors | first ERROR line | problems |")
+        print("|---:|---:|---:|---:|---|---|")
+        for n, r in enumerate(full["runs"], 1):
+            print(f"| {n} | {r['stored']} | {r['unsaved']} | {r['write_errors']} | {r['first_error'][:110]}... | "
+                  f"{'; '.join(r['problems']) or 'none'} |")
+        ro = read_only_trial(tmp)
+        print(f"\nRead-only store file ({ro['how']}): {ro['category']}{': ' + ro['detail'] if ro['detail'] else ''}; "
+              f"first ERROR line: {ro['first_error'][:160]}...")
+        out = {"flips": flips, "truncations": cuts, "kills": kills, "double_crash": doubles, "disk_full": full, "read_only": ro}
         bad = [r for r in flips + cuts if r["category"] in BAD_CATEGORIES]
         bad_kills = [k for k in kills if not k["loaded"] or k["lost"] > k["reached_in_last_interval"]]
-        print(f"\nbad outcomes: {len(bad)} of {len(flips) + len(cuts)} file faults; {len(bad_kills)} of {len(kills)} kills")
+        bad_doubles = [d for d in doubles if d["category"] != "read as SQLite reads it"]
+        bad_store = [r for r in (full, ro) if r["category"] != "handled"]
+        print(f"\nbad outcomes: {len(bad)} of {len(flips) + len(cuts)} file faults; {len(bad_kills)} of {len(kills)} kills; "
+              f"{len(bad_doubles)} of {len(doubles)} double crashes; {len(bad_store)} of 2 full-disk / read-only trials")
         for r in bad[:20]:
             print("  ", r)
     finally:

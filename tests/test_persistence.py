@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -361,3 +362,127 @@ def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) ->
         members = [m["url"] for m in by_canonical[site.url(f"/a{i}")]["members"]]
         assert members == [site.url(f"/a{i}"), site.url(f"/b{i}")]
     assert first_half_urls <= set(by_canonical)
+
+
+# ---------------------------- the store under a full disk, a read-only file, repeated crashes
+def _faults() -> Any:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import faults  # noqa: PLC0415 - benchmarks/faults.py: the same trials, with a table
+
+    return faults
+
+
+@pytest.mark.parametrize("mount", [True, False], ids=["tmpfs", "rlimit_fsize"])
+def test_a_full_disk_never_drops_a_page_and_says_why_once(tmp_path: Path, mount: bool) -> None:
+    """Three real crawls on one SIMHASH_DIR store on a full file system (a 96 KB tmpfs when root can mount
+    one, else RLIMIT_FSIZE in the crawl process), the third after the disk got room.
+
+    Each: no traceback, no "cannot rollback" noise, no page dropped (every page reached the spider or was
+    dropped as a near-duplicate), the first ERROR line names the file and the full disk, at most one more
+    at close (with ``simhash/store_unsaved``), the store loads every time with exactly the committed pages,
+    and once there is room every page is stored."""
+    result = _faults().disk_full_trial(tmp_path, pages=150, mount=mount)
+    assert result["category"] == "handled", result
+    first, second, third = result["runs"]
+    assert first["write_errors"] >= 1 and first["unsaved"] > 0 and 0 <= first["stored"] < 150
+    assert f"{tmp_path / 'full-disk' / 'pages.store'}: cannot write the simhash store: " in first["first_error"]
+    if result["disk"].startswith("tmpfs"):
+        assert "database or disk is full (SQLITE_FULL; 0 KB free on its file system)" in first["first_error"]
+    else:
+        assert "a file-size limit (RLIMIT_FSIZE) of 98304 bytes" in first["first_error"]
+    assert second["stored"] >= first["stored"]  # the next crawl loaded what was committed, never refused it
+    assert third == {"stored": 150, "unsaved": 0, "write_errors": 0, "first_error": "", "problems": []}
+
+
+def test_a_read_only_store_stops_the_crawl_cleanly_and_is_not_touched(tmp_path: Path) -> None:
+    """The store file cannot be written (the immutable attribute as root, else mode 0444), its folder can:
+    the crawl stops at start with one error naming the file and the cause; no traceback, no page dropped,
+    not one byte of the folder changed."""
+    result = _faults().read_only_trial(tmp_path)
+    assert result["category"] == "handled", result
+    assert "pages.store: the simhash store cannot be written (" in result["first_error"]
+
+
+@pytest.mark.parametrize("kill_after", [2, 25])
+def test_a_double_crash_loads_what_sqlite_reads(tmp_path: Path, kill_after: int) -> None:
+    """A writer killed inside a large last transaction, then a real ``scrapy crawl`` on the same store
+    killed with kill -9: the store loads with exactly the rows the sqlite3 library reads (quick_check ok),
+    every page committed by either; the first crash's leftover WAL frames are not taken for damage."""
+    result = _faults().double_crash_trial(tmp_path, seed=kill_after, kill_after=kill_after)
+    assert result["first_returncode"] == -9 and result["second_returncode"] == -9, result
+    assert result["wal_after_first"] > 100 * 4096  # the first crash left a large uncommitted transaction
+    assert result["sqlite_quick_check"] == "ok"
+    assert result["category"] == "read as SQLite reads it", result
+    assert result["stored"] >= 200 + kill_after and result["lost"] == 0  # SIMHASH_FLUSH_INTERVAL = 0
+
+
+def test_the_report_command_never_changes_a_crashed_store(serve: Any, tmp_path: Path) -> None:
+    """``scrapy simhash report`` on the store a ``kill -9`` left (main file and WAL): not one byte of the
+    folder changes (no checkpoint, no -shm), and the report has every committed page."""
+    import hashlib
+
+    faults = _faults()
+    site, paths = faults._site(40, first=5000)
+    state = tmp_path / "state"
+    try:
+        reached_pages, code, _ = faults.kill_crawl(state, site, paths, 20, "SIMHASH_FLUSH_INTERVAL=0")
+    finally:
+        site.close()
+    assert code == -9 and len(reached_pages) == 20
+    assert (state / "pages.store-wal").stat().st_size > 0
+
+    def hashes() -> dict[str, str]:
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(state.iterdir())}
+
+    before = hashes()
+    out = tmp_path / "report.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy.cmdline", "simhash", "report", str(state / "pages.store"), "-o", str(out)],
+        cwd=tmp_path, env=crawl_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert hashes() == before
+    assert "pages.store-shm" not in before or before["pages.store-shm"] == hashes()["pages.store-shm"]
+    stored = read_store(state / "pages.store")
+    assert {url for _, url in reached_pages} <= set(stored.urls())  # SIMHASH_FLUSH_INTERVAL = 0: all committed
+    assert f"has {len(stored)} pages" in proc.stderr, proc.stderr
+    assert hashes() == before
+
+
+def test_a_store_that_fills_up_then_gets_room_loses_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """On a real tmpfs that fills up (mounted when root can): checks go on and decide as the memory
+    backend does, one ERROR line while the disk is full (however often the commit fails), and once
+    there is room the pending records are committed: every page is in the store."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (the crawl tests use RLIMIT_FSIZE instead)")
+    try:
+        settings = {"SIMHASH_DIR": str(folder), "SIMHASH_FLUSH_INTERVAL": 0}
+        pages = [(replace(r, text="w" * 1500), i) for r, i in page_sequence(12, 120)]
+        backend = backend_for(settings)
+        run(backend.open("s"))
+        reference = MemoryBackend(SimhashConfig())
+        with caplog.at_level(logging.DEBUG, logger="simhash_scrapy"):
+            verdicts = [run(backend.check(r, i)) for r, i in pages[:100]]
+            for _ in range(3):
+                backend._retry_after = 0.0  # as if the back-off had passed
+                backend._flush()
+        assert verdicts == [reference.check_now(r, i) for r, i in pages[:100]]
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1 and "database or disk is full" in errors[0].getMessage()
+        assert str(folder / "s.store") in errors[0].getMessage()
+        assert backend.store.pending > 0
+        subprocess.run(["mount", "-o", "remount,size=16m", str(folder)], check=True)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="simhash_scrapy"):
+            backend._retry_after = 0.0
+            run(backend.check(*pages[100]))
+            assert backend.store.pending == 0
+        assert "is written again" in caplog.text
+        for r, i in pages[101:]:
+            run(backend.check(r, i))
+        run(backend.close())
+        assert len(read_store(folder / "s.store")) == 120
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)

@@ -331,3 +331,239 @@ def test_any_values_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: l
         r.url, r.identity, r.scope = clean(r.url), clean(r.identity), clean(r.scope)
         r.referer, r.text = clean(r.referer), clean(r.text)
     assert back == records
+
+
+# ------------------------------------------- reading never writes; the WAL as SQLite reads it
+def hashes(folder: Path) -> dict[str, str]:
+    """Every file of a folder and the SHA-256 of its bytes (a new or changed file shows)."""
+    import hashlib
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_reading_a_store_never_changes_a_byte(tmp_path: Path) -> None:
+    """``read_store`` of a store with a WAL (a crash, or a crawl still writing) reads it without SQLite
+    touching the files: the main file, the WAL and the folder are as they were (no -shm created)."""
+    rng = random.Random(9)
+    records = [record(i, rng) for i in range(60)]
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for n, r in enumerate(records, start=1):
+        store.put(r)
+        if n % 20 == 0:
+            store.flush()
+    copy = crash_copy(path, tmp_path / "crash")
+    assert rows_of(read_store(path)) == records  # a running crawl's store, read while it is open
+    store.close()
+    before = hashes(copy.parent)
+    assert set(before) == {"s.store", "s.store-wal"}
+    assert rows_of(read_store(copy)) == records
+    assert hashes(copy.parent) == before
+    # The same store read through SQLite itself (a copy) agrees.
+    probe = crash_copy(copy, tmp_path / "sqlite")
+    db = sqlite3.connect(probe)
+    assert [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")] == [r.url for r in records]
+    db.close()
+
+
+def wal_frames(path: Path) -> tuple[bytes, int, list[int]]:
+    """The WAL's bytes, its frame size, and the index of each commit frame."""
+    data = (path.parent / (path.name + "-wal")).read_bytes()
+    frame = 24 + int.from_bytes(data[8:12], "big")
+    frames = (len(data) - 32) // frame
+    return data, frame, [i for i in range(frames) if int.from_bytes(data[32 + i * frame + 4 : 32 + i * frame + 8], "big")]
+
+
+@pytest.mark.parametrize("where", ["page data", "database size field", "stored checksum"])
+def test_a_flip_in_the_final_commit_frame_is_damage_not_a_crash(
+    tmp_path: Path, where: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = random.Random(3)
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for n, r in enumerate((record(i, rng) for i in range(40)), start=1):
+        store.put(r)
+        if n % 10 == 0:
+            store.flush()
+    copy = crash_copy(path, tmp_path / "crash")
+    store.close()
+    data, frame, commits = wal_frames(copy)
+    last = 32 + commits[-1] * frame
+    offset = {"page data": last + 24 + 1000, "database size field": last + 7, "stored checksum": last + 19}[where]
+    damaged = bytearray(data)
+    damaged[offset] ^= 0x04
+    wal = copy.parent / "s.store-wal"
+    wal.write_bytes(bytes(damaged))
+    before = hashes(copy.parent)
+    with caplog.at_level(logging.WARNING), pytest.raises(StoreError, match=rf"s\.store-wal: frame {commits[-1]} .*corrupt"):
+        read_store(copy)
+    with pytest.raises(StoreError, match="would be silently dropped"):
+        PageStore(copy, CONFIG).open()
+    assert "crash" not in caplog.text  # not blamed on a crash
+    after = hashes(copy.parent)
+    assert after.pop("s.store.lock") and after == before  # named, never cut or changed (a crawl adds its lock file)
+
+
+def test_leftover_frames_after_the_last_commit_are_not_damage(tmp_path: Path) -> None:
+    """Frames left behind a shorter later transaction (a crash inside a large transaction, then more
+    commits) are not part of the database, as for SQLite: the store loads with every commit."""
+    rng = random.Random(4)
+    records = [record(i, rng) for i in range(80)]
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for r in records[:20]:
+        store.put(r)
+    store.flush()
+    copy = crash_copy(path, tmp_path / "crash")  # what the first crash leaves: WAL up to the first commit
+    store.abandon()
+    big = PageStore(copy, CONFIG)
+    big.open()
+    for r in records[20:]:
+        big.put(StoreRecord(**{**r.__dict__, "text": "t" * 2000}))
+    assert big._db is not None
+    big._db.execute("PRAGMA cache_size = 2")  # spill the large transaction's pages into the WAL
+    big._db.execute("BEGIN IMMEDIATE")
+    from simhash_scrapy.core.store_rows import INSERT, encode_rows
+
+    big._db.executemany(INSERT, encode_rows(list(big._pending.values())))
+    crashed = crash_copy(copy, tmp_path / "crash2")  # killed inside that transaction
+    big.abandon()
+    data, frame, commits = wal_frames(crashed)
+    assert (len(data) - 32) // frame > commits[-1] + 10  # many uncommitted frames behind the last commit
+    # The second crawl: a short transaction commits over the start of those frames, then it is killed.
+    second = PageStore(crashed, CONFIG)
+    assert len(second.open()) == 20
+    second.put(records[20])
+    second.flush()
+    final = crash_copy(crashed, tmp_path / "crash3")
+    second.abandon()
+    data, frame, commits = wal_frames(final)
+    assert (len(data) - 32) // frame > commits[-1] + 10  # stale frames of this WAL after the last commit
+    db = sqlite3.connect(crash_copy(final, tmp_path / "sqlite"))
+    assert db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    sqlite_urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")]
+    db.close()
+    assert rows_of(read_store(final)) == records[:21]
+    assert [r.url for r in records[:21]] == sqlite_urls
+    third = PageStore(final, CONFIG)
+    assert len(third.open()) == 21
+    third.close()
+
+
+def test_a_failed_commit_names_the_cause_and_keeps_the_records(tmp_path: Path) -> None:
+    """A full disk (a real tmpfs, mounted when root can): the error names the file and SQLite's cause,
+    never a rollback error hiding it; the records stay pending and are committed once there is room."""
+    import subprocess
+
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (the crawl tests use RLIMIT_FSIZE instead)")
+    try:
+        rng = random.Random(6)
+        records = [StoreRecord(**{**record(i, rng).__dict__, "text": "w" * 2000}) for i in range(60)]
+        store = PageStore(folder / "s.store", CONFIG)
+        store.open()
+        for r in records:
+            store.put(r)
+        with pytest.raises(StoreError) as info:
+            store.flush()
+        message = str(info.value)
+        assert str(folder / "s.store") in message and "database or disk is full" in message
+        assert "rollback" not in message
+        assert store.pending == 60
+        with pytest.raises(StoreError, match="disk is full"):
+            store.save_extra("url_rules", b"x")
+        subprocess.run(["mount", "-o", "remount,size=8m", str(folder)], check=True)
+        store.flush()
+        assert store.pending == 0
+        store.close()
+        contents = read_store(folder / "s.store")
+        assert rows_of(contents) == [StoreRecord(**{**r.__dict__}) for r in records]
+        assert contents.extra == {"url_rules": b"x"}
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+def test_a_leftover_commit_frame_behind_a_shorter_transaction_is_read_as_sqlite_does(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A long transaction whose commit frame reached the WAL although the write failed after it (SQLite
+    then overwrites it with the next, shorter transaction): its tail, commit frame included, is left
+    behind.  SQLite reads up to the shorter transaction; so does the store, with a warning."""
+    rng = random.Random(8)
+    records = [record(i, rng) for i in range(60)]
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for r in records[:10]:
+        store.put(r)
+    store.flush()
+    base = crash_copy(path, tmp_path / "base")
+    store.abandon()
+    long_run = crash_copy(base, tmp_path / "long")
+    writer = PageStore(long_run, CONFIG)
+    writer.open()
+    for r in records[10:]:
+        writer.put(StoreRecord(**{**r.__dict__, "text": "l" * 3000}))
+    writer.flush()  # the long transaction, committed in this copy
+    long_wal = (long_run.parent / "s.store-wal").read_bytes()
+    writer.abandon()
+    short_run = crash_copy(base, tmp_path / "short")
+    writer = PageStore(short_run, CONFIG)
+    writer.open()
+    writer.put(records[10])
+    writer.flush()  # the shorter one that took its place
+    short_wal = (short_run.parent / "s.store-wal").read_bytes()
+    writer.abandon()
+    assert len(long_wal) > len(short_wal) and long_wal[:32] == short_wal[:32]  # one WAL generation
+    (short_run.parent / "s.store-wal").write_bytes(short_wal + long_wal[len(short_wal) :])
+    db = sqlite3.connect(crash_copy(short_run, tmp_path / "sqlite"))
+    sqlite_urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")]
+    db.close()
+    assert sqlite_urls == [r.url for r in records[:11]]
+    with caplog.at_level(logging.WARNING):
+        assert rows_of(read_store(short_run)) == records[:11]
+    assert "do not follow the last commit SQLite reads" in caplog.text
+
+
+def test_reading_without_deserialize_uses_an_immutable_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before Python 3.11 (no ``Connection.deserialize``) the image is opened from a temporary file with
+    ``immutable=1``, removed after; the store is still not touched."""
+    import tempfile
+
+    import simhash_scrapy.core.store as store_module
+
+    class NoDeserialize(sqlite3.Connection):
+        def __getattribute__(self, name: str):
+            if name == "deserialize":
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
+    connect = sqlite3.connect
+
+    def without_deserialize(*args, **kwargs):
+        if args and args[0] == ":memory:":
+            kwargs["factory"] = NoDeserialize
+        return connect(*args, **kwargs)
+
+    rng = random.Random(12)
+    records = [record(i, rng) for i in range(30)]
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for r in records:
+        store.put(r)
+    store.flush()
+    copy = crash_copy(path, tmp_path / "crash")
+    store.close()
+    before = hashes(copy.parent)
+    temporary = Path(tempfile.gettempdir())
+    leftovers = set(temporary.glob("simhash-store-*"))
+    monkeypatch.setattr(store_module.sqlite3, "connect", without_deserialize)
+    assert rows_of(read_store(copy)) == records
+    assert hashes(copy.parent) == before
+    assert set(temporary.glob("simhash-store-*")) == leftovers

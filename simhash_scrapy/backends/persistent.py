@@ -21,9 +21,16 @@ latest version of every checked page; the rows of one flush interval
 so a ``kill -9`` loses at most the pages checked in the last interval.  A
 store written with other settings is refused with an error naming the
 setting; a corrupt one is refused with an error naming the file and the
-record, and left untouched.  Loaded pages count as the stat
-``simhash/initial``; a store file that existed but held no pages sets
-``simhash/store_empty``.
+record, and left untouched; a store file that cannot be written is refused
+at open.  Loaded pages count as the stat ``simhash/initial``; a store file
+that existed but held no pages sets ``simhash/store_empty``.
+
+A commit that fails during the crawl (a full disk) never stops a page: pages
+are checked in memory as before, one ERROR line names the file and the cause,
+the records stay pending and are retried with a back-off
+(``simhash/store_write_errors`` counts the failures); at close, the records
+still not written are logged and counted (``simhash/store_unsaved``), never
+a traceback.
 """
 
 from __future__ import annotations
@@ -155,6 +162,9 @@ class PersistentBackend(MemoryBackend):
         self.store: PageStore | None = None
         self._last_flush = 0.0
         self._timer: Any = None
+        #: Why the store could not be written (None: the last commit worked); logged once per outage.
+        self._write_error: str | None = None
+        self._retry_after = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> PersistentBackend:
@@ -267,7 +277,7 @@ class PersistentBackend(MemoryBackend):
                 edit_keys=clusters.keys_of(entry),
             )
         )
-        wait = self.config.flush_interval - (time.monotonic() - self._last_flush)
+        wait = max(self.config.flush_interval, self._retry_after) - (time.monotonic() - self._last_flush)
         if wait <= 0:
             self._flush()
         elif self._timer is None:
@@ -279,43 +289,76 @@ class PersistentBackend(MemoryBackend):
 
     def _flush_soon(self) -> None:
         self._timer = None
-        try:
-            self._flush()
-        except BackendError as exc:
-            logger.error("simhash: %s", exc)
+        self._flush()
 
-    def _flush(self) -> None:
+    def _stat(self, name: str, value: int, inc: bool = True) -> None:
+        stats = self.crawler.stats if self.crawler is not None else None
+        if stats is not None:
+            (stats.inc_value if inc else stats.set_value)(f"simhash/{name}", value)
+
+    def _flush(self) -> bool:
+        """Commit what is pending; never raises: a store that cannot be written is logged once, not fatal.
+
+        The pages stay checked (the index is in memory); their records stay pending and are
+        retried, with a back-off (up to a minute), until a commit works or the crawl ends.
+        """
         self._last_flush = time.monotonic()
-        if self.store is None or self.store.closed:
-            return
+        store = self.store
+        if store is None or store.closed:
+            return True
+        pending = store.pending
         try:
-            self.store.flush()
-        except (OSError, sqlite3.Error) as exc:
-            raise BackendError(f"cannot write the simhash store {self.path}: {exc}") from exc
+            store.flush()
+        except StoreError as exc:
+            self._stat("store_write_errors", 1)
+            self._retry_after = min(60.0, max(1.0, 2 * self._retry_after))
+            if self._write_error is not None:  # logged once until a commit works again
+                logger.debug("simhash: %s (still failing)", exc)
+            else:
+                logger.error(
+                    "simhash: %s. The crawl goes on and checks pages as before; the %d page records not yet "
+                    "committed stay in memory and are retried (next in %.0f s, then less and less often, "
+                    "at least once a minute) until a commit works.",
+                    exc, store.pending, self._retry_after,
+                )  # fmt: skip
+            self._write_error = str(exc)
+            return False
+        if self._write_error is not None:
+            logger.warning("simhash: the store %s is written again (%d page records committed)", self.path, pending)
+            self._write_error = None
+        self._retry_after = 0.0
+        return True
 
     async def save_extra(self, name: str, data: bytes) -> None:
         await super().save_extra(name, data)
         if self.store is not None and not self.store.closed:
-            try:
-                self.store.save_extra(name, data)
-            except (OSError, sqlite3.Error) as exc:
-                raise BackendError(f"cannot write the simhash store {self.path}: {exc}") from exc
+            self.store.keep_extra(name, data)
+            self._flush()
 
     def _flush_at_exit(self) -> None:
         if self.store is not None and not self.store.closed:
             try:
                 self.store.flush()
-            except (OSError, ValueError, sqlite3.Error):  # pragma: no cover - best effort at interpreter exit
+            except (OSError, ValueError, sqlite3.Error, StoreError):  # pragma: no cover - best effort at exit
                 pass
 
     async def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self.store is not None:
-            atexit.unregister(self._flush_at_exit)
-            try:
-                self.store.close()
-            except (OSError, sqlite3.Error) as exc:
-                raise BackendError(f"cannot write the simhash store {self.path}: {exc}") from exc
-            logger.info("simhash: %d pages in %s", self.store.count, self.path)
+        store = self.store
+        if store is None:
+            return
+        atexit.unregister(self._flush_at_exit)
+        unsaved = store.pending
+        try:
+            store.close()
+        except StoreError as exc:
+            self._stat("store_unsaved", unsaved, inc=False)
+            logger.error(
+                "simhash: %s. %d page records of this crawl (new pages, or new versions of known ones) are not "
+                "in the store: the next crawl does not know what this one saw of those pages.",
+                exc, unsaved,
+            )  # fmt: skip
+            return
+        logger.info("simhash: %d pages in %s", store.count, self.path)

@@ -41,12 +41,24 @@ power loss) is rolled back by SQLite itself: the store loads as of the last
 commit.  Pages reach the OS in one transaction per flush interval (see
 ``PageStore.flush``), so a ``kill -9`` loses at most the pages checked since
 the last commit.  SQLite would also silently stop replaying a WAL at a damaged
-frame, dropping committed pages after it; ``store_wal.check_wal`` reads the WAL
-first and refuses such a store (a torn *last* transaction is dropped with a
-warning naming the file).
+frame, dropping committed pages after it; ``store_wal.scan_wal`` reads the WAL
+first by SQLite's own rule (salts, cumulative checksums, commit frames) and
+refuses a store whose committed frames would be lost, while frames no commit
+covers (a transaction a crash or a full disk cut short, or its leftovers behind
+a later, shorter one) are ignored as SQLite ignores them (a warning when a last
+transaction was cut short).
 
-Modules: this one (the file: schema, header, opening, locking, writing),
-``store_rows`` (checksums, row encoding, the checked load) and ``store_wal``.
+**Reading never writes.**  ``read_store`` (reports, commands) reads the main
+file and the WAL as bytes, lays the WAL's committed pages over the main file
+and opens that image in memory: no checkpoint, no ``-shm``, not one byte of
+the folder changes.  **Writing fails loudly, once.**  A commit that fails (a
+full disk, a read-only file) raises ``StoreError`` naming the file, SQLite's
+cause and the room left, with the records still pending for the next
+``flush``; a store file that cannot be written is refused at ``open``.
+
+Modules: this one (the file: schema, header, opening, locking, writing,
+read-only reading), ``store_rows`` (checksums, row encoding, the checked load)
+and ``store_wal`` (the WAL as SQLite reads it).
 It is ~500 lines because opening a store is one sequence of checks (lock,
 WAL, SQLite, quick_check, header, settings, rows) that reads best in one place.
 """
@@ -57,6 +69,7 @@ import logging
 import os
 import sqlite3
 import sys
+import tempfile
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -79,7 +92,7 @@ from .store_rows import (
     load_extra,
     load_rows,
 )
-from .store_wal import check_wal
+from .store_wal import WalScan, check_wal, scan_wal
 
 __all__ = [
     "APPLICATION_ID",
@@ -207,7 +220,10 @@ def _meta_checksum(meta: Mapping[str, str]) -> str:
 
 # ---------------------------------------------------------------------- files
 def is_store_file(path: str | PathLike[str]) -> bool:
-    """Whether ``path`` is a simhash-scrapy store (SQLite with our application id, or the old format)."""
+    """Whether ``path`` is a simhash-scrapy store (SQLite with our application id, or the old format).
+
+    A store a crash left before its first checkpoint has its header only in the WAL: that is read too.
+    """
     try:
         with open(path, "rb") as handle:
             head = handle.read(72)
@@ -215,11 +231,69 @@ def is_store_file(path: str | PathLike[str]) -> bool:
         return False
     if head.startswith(_OLD_MAGIC):
         return True
-    return head.startswith(SQLITE_MAGIC) and len(head) >= 72 and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+    if head.startswith(SQLITE_MAGIC) and len(head) >= 72 and int.from_bytes(head[68:72], "big") == APPLICATION_ID:
+        return True
+    if head and not SQLITE_MAGIC.startswith(head[:16]):
+        return False
+    path = Path(path)
+    try:
+        wal = _wal_bytes(path)
+        scan = scan_wal(wal, path.with_name(path.name + "-wal"), quiet=True)
+    except StoreError:
+        return bool(head)  # an SQLite file whose WAL is damaged: reading it says so
+    offset = scan.pages.get(1)
+    if offset is None:
+        return False
+    first = wal[offset : offset + 72]
+    return first.startswith(SQLITE_MAGIC) and int.from_bytes(first[68:72], "big") == APPLICATION_ID
 
 
 def _side_files(path: Path) -> list[Path]:
     return [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+
+
+def _check_head(path: Path, head: bytes) -> None:
+    """Refuse a file that is not an SQLite store by its first 16 bytes (``head``)."""
+    if head.startswith(_OLD_MAGIC):
+        raise StoreError(
+            f"{path}: store format version 1 (an older simhash-scrapy); this version reads format "
+            f"{FORMAT_VERSION} (SQLite). Start afresh with SIMHASH_RESET = True (or -a simhash_reset=1); "
+            f"the old file is kept as <name>.previous."
+        )
+    if head and not SQLITE_MAGIC.startswith(head[:16]):
+        raise StoreError(f"{path}: not a simhash-scrapy store (not an SQLite file). {RESET_HINT}")
+
+
+def cause(exc: BaseException) -> str:
+    """One line saying why a file operation failed: SQLite's message and code, or the OS error."""
+    if isinstance(exc, sqlite3.Error):
+        name = getattr(exc, "sqlite_errorname", None)
+        return f"{exc} ({name})" if name else str(exc)
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _room(path: Path, exc: BaseException) -> str:
+    """For a failed write: the room left for the file (SQLite does not say why a write failed)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if not (name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or isinstance(exc, OSError)):
+        return ""
+    found = []
+    try:
+        st = os.statvfs(path.parent)
+        found.append(f"{st.f_bavail * st.f_frsize // 1024} KB free on its file system")
+    except (OSError, AttributeError):  # pragma: no cover - no statvfs (Windows)
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if soft != resource.RLIM_INFINITY:
+            found.append(f"a file-size limit (RLIMIT_FSIZE) of {soft} bytes")
+    except (ImportError, OSError, ValueError):  # pragma: no cover - no resource module (Windows)
+        pass
+    return ", ".join(found)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -230,22 +304,81 @@ def _connect(path: Path) -> sqlite3.Connection:
         head = b""
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the simhash store: {exc.strerror or exc}") from None
-    if head.startswith(_OLD_MAGIC):
-        raise StoreError(
-            f"{path}: store format version 1 (an older simhash-scrapy); this version reads format "
-            f"{FORMAT_VERSION} (SQLite). Start afresh with SIMHASH_RESET = True (or -a simhash_reset=1); "
-            f"the old file is kept as <name>.previous."
-        )
-    if head and not SQLITE_MAGIC.startswith(head[:16]):
-        raise StoreError(f"{path}: not a simhash-scrapy store (not an SQLite file). {RESET_HINT}")
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    _check_head(path, head)
+    try:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open the simhash store: {cause(exc)}") from None
     try:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.OperationalError as exc:  # cannot write: a read-only file or folder, a full disk
+        db.close()
+        raise StoreError(f"{path}: cannot open the simhash store for writing: {cause(exc)}") from None
     except (sqlite3.DatabaseError, UnicodeError) as exc:
         db.close()
         raise StoreError(f"{path}: not a readable simhash-scrapy store ({exc}). {RESET_HINT}") from None
     return db
+
+
+def _wal_bytes(path: Path) -> bytes:
+    wal = path.with_name(path.name + "-wal")
+    try:
+        return wal.read_bytes()
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise StoreError(f"{wal}: cannot read the store's WAL: {exc.strerror or exc}") from None
+
+
+def _snapshot(path: Path) -> tuple[bytes, bytes]:
+    """The main file and its WAL, read without SQLite and without changing either.
+
+    A crawl may be writing the store meanwhile: the WAL is read before and after the main file,
+    and the read is taken when its header (salts) did not change between (no checkpoint restarted
+    or emptied it); the WAL read after it then covers every page a checkpoint copied meanwhile.
+    """
+    for _attempt in range(20):
+        before = _wal_bytes(path)
+        try:
+            main = path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot read the simhash store: {exc.strerror or exc}") from None
+        after = _wal_bytes(path)
+        if before[:32] == after[:32] and len(after) >= len(before):
+            return main, after
+    raise StoreError(f"{path}: the store kept changing while it was read (a crawl is writing it); try again")
+
+
+def database_image(main: bytes, wal: bytes, scan: WalScan) -> bytearray:
+    """The database as SQLite reads it: the main file with the WAL's committed pages laid over it."""
+    if scan.db_pages:
+        size = scan.db_pages * scan.page_size
+        image = bytearray(main[:size])
+        image.extend(bytes(size - len(image)))
+        for number, offset in scan.pages.items():
+            image[(number - 1) * scan.page_size : number * scan.page_size] = wal[offset : offset + scan.page_size]
+    else:
+        image = bytearray(main)
+    if len(image) >= 20 and image[18:20] == b"\x02\x02":
+        image[18:20] = b"\x01\x01"  # a WAL database, read as a plain file (no -shm, no -wal)
+    return image
+
+
+def _open_image(image: bytearray) -> tuple[sqlite3.Connection, str | None]:
+    """An SQLite connection on an in-memory database image (a temporary file before Python 3.11)."""
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    if not image:
+        return db, None  # an empty file: an empty database
+    if hasattr(db, "deserialize"):
+        db.deserialize(image)
+        return db, None
+    db.close()  # Python 3.10
+    handle, name = tempfile.mkstemp(prefix="simhash-store-", suffix=".sqlite")
+    with os.fdopen(handle, "wb") as out:
+        out.write(image)
+    uri = Path(name).as_uri() + "?immutable=1"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False), name
 
 
 def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] | None:
@@ -304,18 +437,25 @@ def _read(db: sqlite3.Connection, path: Path) -> StoreContents:
 def read_store(path: str | PathLike[str]) -> StoreContents:
     """Read and check a store (any configuration); raises ``StoreError`` naming the file if it is unusable.
 
-    A store being written by a running crawl can be read (it shows the last
-    commit).  Raises ``FileNotFoundError`` if the file does not exist.
+    Read-only: not one byte of the store, its WAL or its folder changes (no SQLite connection
+    touches the files: the main file and the WAL are read as bytes, the WAL's committed frames
+    laid over the main file as SQLite would, and the result opened in memory).  A store being
+    written by a running crawl can be read (it shows the last commit).  Raises
+    ``FileNotFoundError`` if the file does not exist.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(str(path))
-    check_wal(path)
-    db = _connect(path)
+    main, wal = _snapshot(path)
+    _check_head(path, main[:16])
+    scan = scan_wal(wal, path.with_name(path.name + "-wal"), reader=True)
+    db, temporary = _open_image(database_image(main, wal, scan))
     try:
         contents = _read(db, path)
     finally:
         db.close()
+        if temporary is not None:  # Python 3.10
+            os.unlink(temporary)
     if contents.config is None:
         raise StoreError(f"{path}: an empty simhash store ({path.stat().st_size} bytes, no header)")
     return contents
@@ -352,6 +492,7 @@ class PageStore:
         self._db: sqlite3.Connection | None = None
         self._lock_handle: Any = None
         self._pending: dict[int, StoreRecord] = {}
+        self._pending_extra: dict[str, bytes] = {}
 
     def open(self, reset: bool = False) -> StoreContents:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -361,6 +502,7 @@ class PageStore:
                 self._move_away()
             existed = self.path.exists() or any(p.exists() for p in _side_files(self.path))
             size = sum(p.stat().st_size for p in [self.path, *_side_files(self.path)] if p.exists())
+            self._probe_write()
             check_wal(self.path)
             db = _connect(self.path)
             try:
@@ -389,6 +531,7 @@ class PageStore:
         self._db = db
         self.count = len(contents)
         self._pending = {}
+        self._pending_extra = {}
         return contents
 
     def _move_away(self) -> None:
@@ -406,20 +549,45 @@ class PageStore:
                 side.unlink(missing_ok=True)
             self.path.unlink(missing_ok=True)
 
+    def _probe_write(self) -> None:
+        """Refuse, at open, a store this crawl could not write (a read-only or immutable file)."""
+        for file in (self.path, *_side_files(self.path)[:2]):
+            try:
+                os.close(os.open(file, os.O_RDWR))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StoreError(
+                    f"{file}: the simhash store cannot be written ({cause(exc)}); a crawl records every page it "
+                    f"checks there. Make it writable, or point JOBDIR / SIMHASH_DIR elsewhere."
+                ) from None
+
+    def _transaction(self, db: sqlite3.Connection, write: Any) -> None:
+        """Run ``write(db)`` in one transaction; on failure roll back and raise ``StoreError`` naming the cause."""
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            write(db)
+            db.execute("COMMIT")
+        except BaseException as exc:
+            _rollback(db)  # SQLite may have rolled back already (a full disk): never hide the cause
+            if isinstance(exc, (sqlite3.Error, OSError)):
+                said, room = cause(exc), _room(self.path, exc)
+                said = f"{said[:-1]}; {room})" if room and said.endswith(")") else f"{said} ({room})" if room else said
+                raise StoreError(f"{self.path}: cannot write the simhash store: {said}") from exc
+            raise
+
     def _create(self, db: sqlite3.Connection) -> None:
         meta = {**self.config.meta(), "pages": "0"}
         meta["checksum"] = _meta_checksum(meta)
-        db.execute("BEGIN IMMEDIATE")
-        try:
+
+        def write(db: sqlite3.Connection) -> None:
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 db.execute(statement)
             db.executemany("INSERT INTO simhash_meta (key, value) VALUES (?, ?)", sorted(meta.items()))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+
+        self._transaction(db, write)
 
     def _require(self) -> sqlite3.Connection:
         if self._db is None:
@@ -441,39 +609,53 @@ class PageStore:
         return len(self._pending)
 
     def flush(self) -> None:
-        """Commit every record put since the last commit in one transaction."""
+        """Commit every record put (and extra saved) since the last commit in one transaction.
+
+        On failure (a full disk, a read-only file) raises ``StoreError`` naming the file and the
+        cause; nothing is lost from memory: the records stay pending for the next ``flush``.
+        """
         db = self._require()
-        if not self._pending:
+        if not self._pending and not self._pending_extra:
             return
         records = list(self._pending.values())
         rows = encode_rows(records)
-        meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+        extras = [(name, data, blob_checksum(name, data)) for name, data in self._pending_extra.items()]
+        try:
+            meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot read the simhash store: {cause(exc)}") from exc
         meta["pages"] = str(self.count)
         meta["checksum"] = _meta_checksum(meta)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.executemany(INSERT, rows)
-            db.executemany(
-                "UPDATE simhash_meta SET value = ? WHERE key = ?", [(meta["pages"], "pages"), (meta["checksum"], "checksum")]
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+
+        def write(db: sqlite3.Connection) -> None:
+            if rows:
+                db.executemany(INSERT, rows)
+                db.executemany(
+                    "UPDATE simhash_meta SET value = ? WHERE key = ?",
+                    [(meta["pages"], "pages"), (meta["checksum"], "checksum")],
+                )
+            if extras:
+                db.executemany("INSERT OR REPLACE INTO extra (name, data, checksum) VALUES (?, ?, ?)", extras)
+
+        self._transaction(db, write)
         self._pending = {}
+        self._pending_extra = {}
+
+    def keep_extra(self, name: str, data: bytes) -> None:
+        """Queue a named blob (written by the next ``flush``, with the pending records)."""
+        self._require()
+        self._pending_extra[clean_text(name) or ""] = bytes(data)
 
     def save_extra(self, name: str, data: bytes) -> None:
-        """Keep a named blob (committed at once)."""
-        db = self._require()
-        name = clean_text(name) or ""
-        data = bytes(data)
-        db.execute(
-            "INSERT OR REPLACE INTO extra (name, data, checksum) VALUES (?, ?, ?)",
-            (name, data, blob_checksum(name, data)),
-        )
+        """Keep a named blob, committed at once (with the pending records; kept pending if that fails)."""
+        self.keep_extra(name, data)
+        self.flush()
 
     def close(self) -> None:
-        """Commit what is pending, fold the WAL into the file and release the store."""
+        """Commit what is pending, fold the WAL into the file and release the store.
+
+        The store is released even when the last commit fails; the ``StoreError`` is raised after.
+        """
         if self._db is None:
             return
         try:
@@ -481,7 +663,7 @@ class PageStore:
             try:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:  # only tidiness: the WAL is read back at the next open
-                logger.warning("%s: cannot checkpoint the WAL: %s", self.path, exc)
+                logger.warning("%s: cannot checkpoint the WAL: %s", self.path, cause(exc))
         finally:
             self._db.close()
             self._db = None
@@ -499,6 +681,14 @@ class PageStore:
     @property
     def closed(self) -> bool:
         return self._db is None
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    if db.in_transaction:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:  # the transaction is gone either way; the first error says why
+            pass
 
 
 def _lock(path: Path) -> Any:
