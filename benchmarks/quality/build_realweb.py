@@ -91,7 +91,13 @@ DEFAULT_MIRROR = Path(os.environ.get("SIMHASH_MIRROR", "/work/.mirror"))
 SOURCES = {
     "mozilla/readability": "ab4027a8b37669745016869a37a504727992b2ba",
     "postlight/parser": "e8ba7ece291efa4d915d50dd4deeec17d54359f2",
+    "codelucas/newspaper": "1618b547f31c2d1fd19ae3b6afd8f7542dd02074",
+    "geodrome/page-signal": "186d8153b3d111f84865ddc180600a9cbe35ac7f",
+    "ppke-nlpg/CleanPortalEval": "517726d64d8ded8846bf27ae2808853b1cd0ffe8",
+    "j-szulc/html-cleaning-dataset-merged": "46e01a04b47051838a228bf23631430b2c9de375",
 }
+#: At most this many pages of a collection are read (a seeded sample of its files), by collection part.
+MAX_PAGES = {"l3s-gn1": 160, "cleaneval": 160, "dragnet": 160}
 RESERVED = re.compile(
     r"trafilatura|article-extraction-benchmark|web-content-extraction-benchmark|python-django-doc|postgresql-doc",
     re.I,
@@ -102,6 +108,8 @@ assert not any(RESERVED.search(s) for s in SOURCES)
 MIN_SOURCE_BYTES = 20_000
 #: A located article must match ``expected.html`` this well (word-multiset F1).
 MIN_LOCATE_F1 = 0.8
+#: Gold texts shorter than this are left out (newspaper's test texts are snippets for some pages).
+MIN_GOLD_WORDS = 80
 #: Pages whose main text has fewer words are not made into variants (they stay as originals).
 MIN_VARIANT_WORDS = 80
 #: Share of the usable pages kept out of the set as originals, to give articles for the hard negatives.
@@ -109,10 +117,14 @@ DONOR_SHARE = 0.2
 KINDS = ("template", "tracking", "print", "edit")
 
 #: Two-level public suffixes seen in the collections (the registered domain is one label more).
-_SUFFIX2 = {"co.uk", "co.jp", "ne.jp", "ad.jp", "go.jp", "or.jp", "com.br", "com.ar", "com.au", "co.in", "org.uk",
-            "gov.uk", "ac.uk", "com.cn", "com.tw"}  # fmt: skip
+_SUFFIX2 = {"co.uk", "co.jp", "ne.jp", "ad.jp", "go.jp", "or.jp", "ac.jp", "com.br", "com.ar", "com.au", "co.in",
+            "org.uk", "gov.uk", "ac.uk", "com.cn", "com.tw", "gov.au", "edu.au", "org.au", "net.au", "co.nz",
+            "co.za", "gc.ca", "com.mx", "com.sg", "co.kr",
+            # blog platforms: every subdomain is a site of its own
+            "blogspot.com", "wordpress.com", "typepad.com", "livejournal.com", "tumblr.com"}  # fmt: skip
+_US_STATE = re.compile(r"^[a-z]{2}\.us$")
 
-#: Genre of a site (registered domain); "news" when not listed.
+#: Genre of a site (registered domain) when its address does not say (``genre_of``).
 GENRES = {
     # government and public bodies
     "clinicaltrials.gov": "government", "archives.gov": "government", "ipa.go.jp": "government",
@@ -137,6 +149,29 @@ GENRES = {
     "genius.com": "reference", "biorxiv.org": "reference", "infoq.com": "reference",
     "reddit.com": "forum", "twitter.com": "forum", "youtube.com": "forum",
 }  # fmt: skip
+
+_GOV = re.compile(r"(^|\.)(gov|mil|gouv|gob|govt|gc\.ca|go\.jp|europa\.eu|un\.org|[a-z]{2}\.us)$")
+_BLOG = re.compile(r"blog|typepad|wordpress|livejournal|tumblr|substack", re.I)
+_SHOP = re.compile(r"/(shop|store|products?|item|catalog|cart)/", re.I)
+#: Genre of the pages of a collection whose site's address says nothing (CleanEval: any kind of page).
+DEFAULT_GENRE = {"cleaneval": "other"}
+
+
+def genre_of(domain: str, url: str, tree: etree._Element, part: str) -> str:
+    """news, blog, shop, government, education, reference, forum or other."""
+    if domain in GENRES:
+        return GENRES[domain]
+    host = urlsplit(url).hostname or ""
+    if _GOV.search(domain):
+        return "government"
+    if domain.endswith((".edu", ".ac.uk", ".ac.jp", ".edu.au")):
+        return "education"
+    if _SHOP.search(urlsplit(url).path) or "product" in " ".join(tree.xpath("//meta[@property='og:type']/@content")).lower():
+        return "shop"
+    if _BLOG.search(host) or "/blog" in urlsplit(url).path.lower():
+        return "blog"
+    return DEFAULT_GENRE.get(part, "news")
+
 
 _WS = re.compile(r"\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -180,11 +215,66 @@ class Snapshot:
         return rows
 
     def read(self, path: str) -> bytes | None:
-        proc = subprocess.run(["git", "--git-dir", str(self.git), "show", f"{self.commit}:{path}"], capture_output=True)
-        return proc.stdout if proc.returncode == 0 else None
+        """The file's bytes at the pinned commit, or None (one ``git cat-file --batch`` serves every read)."""
+        if getattr(self, "_batch", None) is None:
+            self._batch = subprocess.Popen(["git", "--git-dir", str(self.git), "cat-file", "--batch"],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        batch = self._batch
+        batch.stdin.write(f"{self.commit}:{path}\n".encode())
+        batch.stdin.flush()
+        header = batch.stdout.readline().split()
+        if len(header) != 3 or header[1] != b"blob":
+            return None  # "<name> missing" (or not a file)
+        data = batch.stdout.read(int(header[2]))
+        batch.stdout.read(1)  # the newline after the content
+        return data
+
+    def close(self) -> None:
+        if getattr(self, "_batch", None) is not None:
+            self._batch.stdin.close()
+            self._batch.wait()
+            self._batch = None
 
 
 # --------------------------------------------------------------------------- pages
+
+
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w:.-]+)""", re.I)
+
+
+def decode(raw: bytes) -> str:
+    """The saved page as text: its BOM, else its declared charset, else UTF-8, else windows-1252."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return raw[3:].decode("utf-8", "replace")
+    m = _CHARSET.search(raw[:8192])
+    tried = [m.group(1).decode("ascii", "ignore").lower()] if m else []
+    for codec in tried + ["utf-8", "cp1252"]:
+        codec = {"iso-8859-1": "cp1252", "latin1": "cp1252", "unset": "utf-8", "utf8": "utf-8"}.get(codec, codec)
+        try:
+            return raw.decode(codec)
+        except (UnicodeDecodeError, LookupError):
+            continue
+    return raw.decode("utf-8", "replace")
+
+
+#: Hosts whose links say nothing about which site a page is on.
+_THIRD_PARTY = re.compile(r"(^|\.)(facebook|twitter|google|googleapis|doubleclick|addthis|w3|youtube|digg|"
+                          r"delicious|stumbleupon|reddit|linkedin|feedburner|adobe|macromedia|gstatic|yahoo|"
+                          r"quantserve|scorecardresearch|wordpress|blogger|sharethis|technorati)\.", re.I)  # fmt: skip
+
+
+def guess_host(tree: etree._Element) -> str | None:
+    """The registered domain most of the page's absolute links point to (a saved page with no address)."""
+    counts: collections.Counter = collections.Counter()
+    for href in tree.xpath("//a/@href | //link/@href | //img/@src | //form/@action"):
+        host = urlsplit(href.strip()).hostname if href.strip().startswith(("http://", "https://")) else None
+        if host and not _THIRD_PARTY.search(host + "."):
+            counts[registered_domain(host)] += 1
+    if counts:
+        domain, n = counts.most_common(1)[0]
+        if n >= 3:
+            return domain
+    return None
 
 
 def parse(raw: bytes) -> lxml.html.HtmlElement:
@@ -196,7 +286,7 @@ def registered_domain(host: str) -> str:
     labels = host.lower().strip(".").split(".")
     if labels and labels[0] == "www":
         labels = labels[1:]
-    n = 3 if ".".join(labels[-2:]) in _SUFFIX2 else 2
+    n = 3 if ".".join(labels[-2:]) in _SUFFIX2 or _US_STATE.match(".".join(labels[-2:])) else 2
     return ".".join(labels[-n:])
 
 
@@ -221,25 +311,69 @@ def words_f1(a: collections.Counter, b: collections.Counter) -> float:
     return 2 * p * r / (p + r)
 
 
+_NOT_TEXT = frozenset(("script", "style", "noscript", "template"))
+
+
 def locate(tree: etree._Element, truth: str) -> tuple[etree._Element | None, float]:
-    """The element whose words best match ``truth`` (word-multiset F1), and that F1."""
+    """The element whose words best match ``truth`` (word-multiset F1), and that F1 (the smaller element on a tie).
+
+    One walk puts the page's words in a stream, each element owning a slice of it, so only the
+    elements of a fitting size (half to three times the truth's words) are compared.
+    """
     want = collections.Counter(common.words(truth))
     total = sum(want.values())
-    if not total:
-        return None, 0.0
     body = tree.find("body")
+    if not total or body is None:
+        return None, 0.0
+    stream: list[str] = []
+    spans: list[tuple[etree._Element, int, int]] = []
+    starts: dict[etree._Element, int] = {}
+    hidden = 0
+    for event, el in etree.iterwalk(body, events=("start", "end")):
+        if not isinstance(el.tag, str):
+            if event == "end" and el.tail and not hidden:
+                stream.extend(common.words(el.tail))
+            continue
+        if event == "start":
+            starts[el] = len(stream)
+            if el.tag in _NOT_TEXT:
+                hidden += 1
+            elif el.text and not hidden:
+                stream.extend(common.words(el.text))
+        else:
+            if el.tag in _NOT_TEXT:
+                hidden -= 1
+            spans.append((el, starts.pop(el), len(stream)))
+            if el.tail and not hidden and el is not body:
+                stream.extend(common.words(el.tail))
     best, best_f1 = None, 0.0
-    for el in (body.iter() if body is not None else ()):
-        if not isinstance(el.tag, str) or el.tag in ("script", "style", "a", "span", "p", "li", "ul", "img"):
+    for el, a, c in spans:  # children before their parents: a parent must do strictly better
+        if not 0.5 * total <= c - a <= 3 * total or el.tag in ("a", "span", "p", "li", "img"):
             continue
-        text = build_wide.build_set.node_text(el)
-        n = len(common.words(text))
-        if n < 0.5 * total or n > 3 * total:
-            continue
-        f1 = words_f1(collections.Counter(common.words(text)), want)
-        if f1 > best_f1 or (f1 == best_f1 and best is not None and el in best.iterdescendants()):
+        f1 = words_f1(collections.Counter(stream[a:c]), want)
+        if f1 > best_f1:
             best, best_f1 = el, f1
     return best, best_f1
+
+
+def index_path(node: etree._Element) -> str:
+    """The child indexes from the root to ``node`` ("0/1/4"): found again in the same page parsed again."""
+    steps = []
+    while node.getparent() is not None:
+        parent = node.getparent()
+        steps.append(str(list(parent).index(node)))
+        node = parent
+    return "/".join(reversed(steps))
+
+
+def by_index_path(tree: etree._Element, path: str) -> etree._Element | None:
+    node = tree
+    for step in path.split("/") if path else ():
+        children = list(node)
+        if int(step) >= len(children):
+            return None
+        node = children[int(step)]
+    return node
 
 
 def js_strings(text: str) -> list:
@@ -347,7 +481,7 @@ class RealSource(build_wide.Source):
         paths = self.paths
 
         def content(tree: etree._Element) -> list[etree._Element]:
-            return [n for p in paths for n in tree.xpath(p)[:1]]
+            return [n for n in (by_index_path(tree, p) for p in paths) if n is not None]
 
         return build_wide.Family(self.site.family, content, len(paths) == 1)
 
@@ -372,14 +506,16 @@ def half_of(site: str) -> str:
     return "test" if hashlib.sha256(f"realweb:{site}".encode()).digest()[0] & 1 else "tune"
 
 
-def make_source(raw: bytes, key: str, origin: str, fallback_host: str, nodes_of, sites: dict) -> tuple[RealSource | None, str]:
-    """A ``RealSource`` of the saved page ``raw`` (``nodes_of(tree)`` -> (content nodes, F1)), or (None, why not)."""
+def make_source(raw: bytes, key: str, origin: str, fallback_host: str, nodes_of, sites: dict,
+                url: str | None = None) -> tuple[RealSource | None, str]:  # fmt: skip
+    """A ``RealSource`` of the saved page ``raw`` (``nodes_of(tree)`` -> (content nodes, F1)), or (None, why not).
+
+    Its address: ``url``, else its canonical link, else (no path known) the host most of its links go to,
+    else ``fallback_host``.
+    """
+    text = re.sub(r"^\s*<\?xml[^>]*>", "", decode(raw))
     try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, "not UTF-8"
-    try:
-        tree = parse(raw)
+        tree = parse(text.encode("utf-8"))
     except (etree.ParserError, ValueError):
         return None, "unparsable"
     for el in tree.xpath("//meta[@charset] | //meta[translate(@http-equiv,'CONTENT-TYPE','content-type')='content-type']"):
@@ -394,24 +530,35 @@ def make_source(raw: bytes, key: str, origin: str, fallback_host: str, nodes_of,
         return None, "no main content found"
     for node in nodes:
         drop_headerlinks(node)
-    real = page_url(tree)
+    real = url or page_url(tree)
     parts = urlsplit(real) if real else None
-    host = parts.hostname if parts and parts.hostname else fallback_host
+    host = parts.hostname if parts and parts.hostname else (guess_host(tree) or fallback_host)
     domain = registered_domain(host)
-    site = sites.setdefault(domain, RealSite(domain, f"{domain}.test", GENRES.get(domain, "news")))
+    part = key.split(":")[0]
+    site = sites.setdefault(domain, RealSite(domain, f"{domain}.test", genre_of(domain, real or f"http://{host}/", tree, part)))
     path = parts.path if parts and parts.path not in ("", "/") else "/" + key.split(":")[-1].strip("/")
+    path = re.sub(r"[^\w./~%+-]", "-", path)
     raw_out = build_wide.serialize(tree)
     tree = parse(raw_out)  # the paths below are those of the page as stored
     nodes, _ = nodes_of(tree)
     if not nodes:
         return None, "main content lost when re-read"
-    paths = tuple(tree.getroottree().getpath(n) for n in nodes)
+    paths = tuple(index_path(n) for n in nodes)
     text = build_wide.content_text(nodes)
     title = _WS.sub(" ", tree.findtext(".//title") or "").strip()
     cjk = len(_CJK.findall(text)) > 0.2 * max(1, len(text))
     src = RealSource(key, site, key, raw_out, title, text, len(common.words(text)), paths=paths, origin=origin,
                      path=path, cjk=cjk, locate_f1=round(f1, 3))  # fmt: skip
     return src, ""
+
+
+#: Sites of readability test pages saved without a canonical address (from the links and titles they carry).
+READABILITY_HOSTS = {
+    "archive-of-our-own": "archiveofourown.org", "clean-links": "vcu.edu", "google-sre-book-1": "sre.google",
+    "hukumusume": "hukumusume.com", "ietf-1": "ietf.org", "keep-tabular-data": "factorio.com", "lwn-1": "lwn.net",
+    "mathjax": "mathjax.example", "mercurial": "mercurial-scm.org", "qq": "qq.com", "webmd-1": "webmd.com",
+    "webmd-2": "webmd.com", "wikipedia-4": "wikipedia.org", "youth": "youth.cn",
+}  # fmt: skip
 
 
 def load_readability(snap: Snapshot, sites: dict, skipped: dict) -> list[RealSource]:
@@ -429,7 +576,8 @@ def load_readability(snap: Snapshot, sites: dict, skipped: dict) -> list[RealSou
             node, f1 = locate(tree, truth)
             return ([node] if node is not None and f1 >= MIN_LOCATE_F1 else []), f1
 
-        src, why = make_source(raw, f"readability:{name}", f"{snap.repo}:{base}/source.html", f"{name}.example",
+        host = READABILITY_HOSTS.get(name, f"{name}.example")
+        src, why = make_source(raw, f"readability:{name}", f"{snap.repo}:{base}/source.html", host,
                                nodes_of, sites)  # fmt: skip
         if src is None:
             skipped[f"readability:{name}"] = why
@@ -467,7 +615,157 @@ def load_mercury(snap: Snapshot, sites: dict, skipped: dict) -> list[RealSource]
     return out
 
 
-LOADERS = {"mozilla/readability": load_readability, "postlight/parser": load_mercury}
+def gold_nodes(gold: str):
+    """A ``nodes_of`` for a page whose article text is ``gold``: the element that best matches it."""
+
+    def nodes_of(tree):
+        node, f1 = locate(tree, gold)
+        return ([node] if node is not None and f1 >= MIN_LOCATE_F1 else []), f1
+
+    return nodes_of
+
+
+def _sample(names: list[str], part: str, seed: int = 1) -> list[str]:
+    names = sorted(names)
+    cap = MAX_PAGES.get(part)
+    if cap is None or len(names) <= cap:
+        return names
+    return sorted(random.Random(f"{part}:{seed}").sample(names, cap))
+
+
+def _gold_pages(snap: Snapshot, part: str, pages: list[tuple[str, str, str, str | None, str]], sites: dict,
+                skipped: dict) -> list[RealSource]:  # fmt: skip
+    """Sources of ``(key, html path, gold text, url or None, fallback host)`` rows."""
+    out = []
+    for key, path, gold, url, fallback in pages:
+        raw = snap.read(path)
+        if raw is None:
+            skipped[key] = "file missing"
+            continue
+        if len(common.words(gold)) < MIN_GOLD_WORDS:
+            skipped[key] = f"gold text under {MIN_GOLD_WORDS} words (a snippet, not the article)"
+            continue
+        src, why = make_source(raw, key, f"{snap.repo}:{path}", fallback, gold_nodes(gold), sites, url)
+        if src is None:
+            skipped[key] = why
+        else:
+            out.append(src)
+    return out
+
+
+def _text(raw: bytes | None) -> str:
+    return decode(raw) if raw is not None else ""
+
+
+_CLEANEVAL_MARK = re.compile(r"^\s*<(p|h|l)>\s*", re.M)
+
+
+def cleaneval_gold(text: str) -> tuple[str, str | None]:
+    """(text, URL) of a CleanEval-format gold standard file (``URL: ...`` line, ``<p>``/``<h>``/``<l>`` marks)."""
+    url = None
+    m = re.match(r"\s*URL:\s*(\S+)", text)
+    if m:
+        url, text = m.group(1), text[m.end() :]
+    return _CLEANEVAL_MARK.sub("", text), url
+
+
+def cleaneval_input(raw: bytes) -> tuple[bytes, str | None]:
+    """The HTML of a CleanEval-format input file (without its ``<text id=URL ...>`` wrapper) and its URL."""
+    m = re.match(rb"\s*<text id=\"([^\"]*)\"[^>]*>", raw)
+    if not m:
+        return raw, None
+    return raw[m.end() :].rsplit(b"</text>", 1)[0], m.group(1).decode("utf-8", "replace")
+
+
+def load_newspaper(snap: Snapshot, sites: dict, skipped: dict) -> list[RealSource]:
+    rows = []
+    for path, _ in snap.ls("tests/data/html"):
+        m = re.fullmatch(r"tests/data/html/(.+?)(\d*)\.html", path)
+        if not m:
+            continue
+        stem = f"{m.group(1)}{m.group(2)}"
+        gold = _text(snap.read(f"tests/data/text/{stem}.txt") or snap.read(f"tests/data/text/{stem.replace('_article', '')}.txt"))
+        rows.append((f"newspaper:{m.group(1)}{m.group(2)}", path, gold, None, m.group(1)))
+    return _gold_pages(snap, "newspaper", rows, sites, skipped)
+
+
+def load_l3s(snap: Snapshot, sites: dict, skipped: dict) -> list[RealSource]:
+    base = "L3S-GN1-20100130203947-00001"
+    names = [p.rsplit("/", 1)[1] for p, _ in snap.ls(f"{base}/original") if p.endswith(".html")]
+    rows = []
+    for name in _sample(names, "l3s-gn1"):
+        annotated = snap.read(f"{base}/annotated/{name}")
+        if annotated is None:
+            continue
+        tree = parse(decode(annotated).encode("utf-8"))
+        # headline and full text (x-nc-sel1, x-nc-sel2), as the assessors marked them
+        parts = [" ".join(el.text_content().split()) for el in tree.xpath("//span[@class='x-nc-sel1' or @class='x-nc-sel2']")]
+        rows.append((f"l3s-gn1:{name[:8]}", f"{base}/original/{name}", " ".join(parts), None, f"{name[:8]}.l3s"))
+    return _gold_pages(snap, "l3s-gn1", rows, sites, skipped)
+
+
+class _Unwrapped(Snapshot):
+    """A snapshot whose pages are CleanEval input files: read() gives the HTML inside the wrapper."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.__dict__.update(snap.__dict__)
+        self.urls: dict[str, str | None] = {}
+
+    def read(self, path: str) -> bytes | None:
+        raw = super().read(path)
+        if raw is None:
+            return None
+        html, url = cleaneval_input(raw)
+        self.urls[path] = url
+        return html
+
+
+def _cleaneval_dirs(snap: Snapshot, sites: dict, skipped: dict, dirs: list[str], part: str) -> list[RealSource]:
+    unwrapped = _Unwrapped(snap)
+    names = [(d, p.rsplit("/", 1)[1]) for d in dirs for p, _ in snap.ls(f"{d}/input") if p.endswith(".html")]
+    keyed = {f"{d}/{n}": (d, n) for d, n in names}
+    rows = []
+    for k in _sample(list(keyed), part):
+        d, n = keyed[k]
+        gold, url = cleaneval_gold(_text(snap.read(f"{d}/GoldStandard/{n[:-5]}.txt")))
+        if part == "dragnet":
+            gold = gold.split("!@#$%^&*()  COMMENTS")[0]
+        if url is None:
+            raw = snap.read(f"{d}/input/{n}")
+            url = cleaneval_input(raw)[1] if raw else None
+        label = d.split("/")[-1].replace("-master", "")
+        rows.append((f"{part}:{label}/{n[:-5]}", f"{d}/input/{n}", gold, url or None, f"{label}-{n[:-5]}.example"))
+    return _gold_pages(unwrapped, part, rows, sites, skipped)
+
+
+def load_cleanportaleval(snap: Snapshot, sites: dict, skipped: dict) -> list[RealSource]:
+    unwrapped = _Unwrapped(snap)
+    rows = []
+    for path, _ in snap.ls("input"):
+        name = path.rsplit("/", 1)[1]
+        stem = name.rsplit(".", 1)[0]
+        gold, url = cleaneval_gold(_text(snap.read(f"GoldStandard/{stem}.txt")))
+        if url is None:
+            raw = snap.read(path)
+            url = cleaneval_input(raw)[1] if raw else None
+        rows.append((f"cleanportaleval:{stem}", path, gold, url, stem.split("_")[0]))
+    return _gold_pages(unwrapped, "cleanportaleval", rows, sites, skipped)
+
+
+def load_merged(snap: Snapshot, sites: dict, skipped: dict) -> list[RealSource]:
+    """CleanEval (dev and final) and the dragnet data, from the merged collection (only those parts of it)."""
+    return (_cleaneval_dirs(snap, sites, skipped, ["cleaneval-dev", "cleaneval-final"], "cleaneval")
+            + _cleaneval_dirs(snap, sites, skipped, ["dragnet_data"], "dragnet"))  # fmt: skip
+
+
+LOADERS = {
+    "mozilla/readability": load_readability,
+    "postlight/parser": load_mercury,
+    "codelucas/newspaper": load_newspaper,
+    "geodrome/page-signal": load_l3s,
+    "ppke-nlpg/CleanPortalEval": load_cleanportaleval,
+    "j-szulc/html-cleaning-dataset-merged": load_merged,
+}
 
 
 def load_sources(mirror: Path) -> tuple[dict[str, RealSource], dict[str, str]]:
@@ -475,7 +773,11 @@ def load_sources(mirror: Path) -> tuple[dict[str, RealSource], dict[str, str]]:
     skipped: dict[str, str] = {}
     found: list[RealSource] = []
     for repo in SOURCES:
-        found.extend(LOADERS[repo](Snapshot(mirror, repo), sites, skipped))
+        snap = Snapshot(mirror, repo)
+        try:
+            found.extend(LOADERS[repo](snap, sites, skipped))
+        finally:
+            snap.close()
     sources: dict[str, RealSource] = {}
     paths: set[tuple[str, str]] = set()
     for src in found:
