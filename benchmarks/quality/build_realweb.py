@@ -233,6 +233,7 @@ class Snapshot:
         if getattr(self, "_batch", None) is not None:
             self._batch.stdin.close()
             self._batch.wait()
+            self._batch.stdout.close()
             self._batch = None
 
 
@@ -905,7 +906,7 @@ def assemble(b: RealBuilder, sources: dict[str, RealSource], seed: int) -> dict:
                 others = [c for c in chromes[half] if sources[c].site.name != src.site.name]
                 for chrome_key in rng.sample(others, min(2, len(others))):
                     chrome = sources[chrome_key]
-                    url = f"http://{chrome.site.host}/syndicated/{src.site.project}/{slug(src.headline)}"
+                    url = f"http://{chrome.site.host}/syndicated/{src.site.project}/{slug(src.headline)}-{len(b.pages)}"
                     pid = b.transplant(src, chrome, "template", "variant", group, url)
                     swap_groups.setdefault(chrome_key, [original_ids[chrome_key]]).append(pid)
             elif kind == "tracking":

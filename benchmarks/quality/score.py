@@ -387,7 +387,7 @@ def markdown_table(results: list[Result]) -> str:
     )
     rows.append(f"| **all duplicate pairs** | {results[0].overall.pairs} | {cells} |")
     for name in common.HARD_NEGATIVES:
-        if not results[0].hard[name][1]:
+        if not results[0].hard.get(name, (0, 0))[1]:
             continue  # a set without this kind
         cells = " | ".join(
             f"{r.hard[name][0]} flagged ({100 * r.hard_share(name):.2f}%)" for r in results
@@ -416,13 +416,14 @@ def one_line(r: Result) -> str:
     )
 
 
-def family_table(results: list[Result], attr: str = "families", title: str = "template family") -> str:
+def family_table(results: list[Result], attr: str = "families", title: str = "template family",
+                 skip_empty: bool = False) -> str:  # fmt: skip
     """One row per template family (wide set; real-web set: per site, or ``attr="genres"``): pairs and P / R / F1."""
     head = f"| {title} | pairs | " + " | ".join(f"{r.setup.name} P / R / F1" for r in results) + " |"
     rows = [head, "|---|---:|" + "---|" * len(results)]
     for fam in getattr(results[0], attr):
         counts = [getattr(r, attr)[fam] for r in results]
-        if not counts[0].pairs and not any(c.fp for c in counts):
+        if skip_empty and not counts[0].pairs and not any(c.fp for c in counts):
             continue  # a site with no duplicate pair and no false one (real-web set)
         cells = " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
         rows.append(f"| {fam} | {counts[0].pairs} | {cells} |")
@@ -572,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
         print(family_table(results, "genres", "genre"))
     if args.families:
         print()
-        print(family_table(results, "families", "site" if evalset.genres() else "template family"))
+        realweb = bool(evalset.genres())
+        print(family_table(results, "families", "site" if realweb else "template family", skip_empty=realweb))
     if args.by_jaccard:
         print()
         print(jaccard_table(evalset, results[-1]))
