@@ -277,3 +277,24 @@ def test_score_reads_the_set(built) -> None:
         assert result.overall.pairs == len(evalset.positive) > 0
         table = score.markdown_table([result])
         assert "different articles in one site's real template" in table and "all hard negatives" in table
+
+
+def test_extractors_script_scores_the_plugin_as_score_py_does(built) -> None:
+    out, _, _ = built
+    extractors = _load("extractors")
+    evalset = common.load_set(out, "test")
+    truth = extractors.truth_texts(out)
+    row = extractors.run_extractor(evalset, "plugin", truth)
+    direct = score.run_library(evalset, score.default_setup(), score.Texts(evalset))
+    assert row["result"].found == direct.found and row["result"].overall.fp == direct.overall.fp
+    quality = row["quality"]
+    assert quality["pages"] == sum(1 for p in evalset.pages if p.role == "original")
+    assert quality["recall"] > 0.9  # the plugin finds these plain synthetic articles
+    assert set(quality["by_collection"]) == {"readability"}
+    # an extractor that returns nothing: every page empty, nothing found
+    extractors.BUILTIN["nothing"] = lambda html: ""
+    try:
+        empty = extractors.run_extractor(evalset, "nothing", truth)
+    finally:
+        del extractors.BUILTIN["nothing"]
+    assert empty["quality"]["empty"] == quality["pages"] and empty["result"].overall.tp == 0

@@ -157,6 +157,7 @@ def truth_texts(root: Path) -> dict[int, str]:
 def extraction_quality(evalset: common.EvalSet, texts: dict[int, bytes], truth: dict[int, str]) -> dict:
     """Mean word-multiset precision / recall / F1 against the truth main text, over original pages."""
     ps, rs, fs = [], [], []
+    by_collection: dict[str, list[float]] = collections.defaultdict(list)
     empty = tiny = 0
     for page in evalset.pages:
         if page.role != "original" or page.id not in truth:
@@ -175,9 +176,11 @@ def extraction_quality(evalset: common.EvalSet, texts: dict[int, bytes], truth: 
         ps.append(p)
         rs.append(r)
         fs.append(2 * p * r / (p + r) if p + r else 0.0)
+        by_collection[page.source.split(":")[0]].append(fs[-1])
     n = len(fs)
     mean = (lambda xs: sum(xs) / n) if n else (lambda xs: 0.0)
-    return dict(pages=n, precision=mean(ps), recall=mean(rs), f1=mean(fs), empty=empty, under_30_tokens=tiny)
+    return dict(pages=n, precision=mean(ps), recall=mean(rs), f1=mean(fs), empty=empty, under_30_tokens=tiny,
+                by_collection={c: (len(v), sum(v) / len(v)) for c, v in sorted(by_collection.items())})  # fmt: skip
 
 
 def run_extractor(evalset: common.EvalSet, name: str, truth: dict[int, str]) -> dict | None:
@@ -212,6 +215,15 @@ def tables(rows: list[dict]) -> str:
         emp = f"{q['empty']} / {q['under_30_tokens']}" if q else "-"
         out.append(f"| {row['name']} | {r.overall.precision:.3f} | {r.overall.recall:.3f} | {r.overall.f1:.3f} | {cats} | "
                    f"{flagged} / {pairs} | {row['pages_per_s']:.0f} | {qual} | {emp} |")  # fmt: skip
+    collections_ = [c for c in rows[0]["quality"].get("by_collection", {})]
+    if collections_:
+        # the truth of readability's and newspaper's pages is located from those tools' expected output
+        out += ["", "| text F1 vs truth, by collection (original pages) | "
+                + " | ".join(f"{c} ({rows[0]['quality']['by_collection'][c][0]})" for c in collections_) + " |",
+                "|---|" + "---:|" * len(collections_)]  # fmt: skip
+        for row in rows:
+            cells = " | ".join(f"{row['quality']['by_collection'].get(c, (0, 0.0))[1]:.3f}" for c in collections_)
+            out.append(f"| {row['name']} | {cells} |")
     return "\n".join(out)
 
 
