@@ -570,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_table(results))
     if args.genres:
         print()
-        print(family_table(results, "genres", "genre"))
+        print(family_table(results, "genres", "genre", skip_empty=True))
     if args.families:
         print()
         realweb = bool(evalset.genres())
