@@ -318,6 +318,8 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
     }
     for name, rows in evalset.hard_pairs.items():
         hard[name] = (len(flagged & set(rows)), len(rows))
+    for name in common.HARD_NEGATIVES:
+        hard.setdefault(name, (0, 0))  # a kind the set does not have
     empty_fp = sum(1 for pid in evalset.empty if fps.get(pid) is not None)
     skipped = sum(1 for fp in fps.values() if fp is None)
     return Result(
