@@ -29,7 +29,7 @@ rule contradicted by a verification download is never trusted again.
 Three guards keep a rule from losing a whole family of pages (issue 23):
 
 * **List pages are their own evidence.**  A *list page* is a page with at
-  least ``LIST_MIN_LINKS`` distinct links (``is_listing``).  Parameter and
+  least ``LIST_MIN_ITEMS`` distinct links to URLs of one shape (``is_listing``).  Parameter and
   value rules count the evidence in which either page is a list page apart
   (``list_support``, ``list_counter``, ``list_values``) and are trusted
   separately on list pages (``on_lists``) and on other pages
@@ -85,7 +85,7 @@ from .urlrewrite import (
 )
 
 __all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key", "rules_jsonl", "rules_html",
-           "is_listing", "LIST_MIN_LINKS"]
+           "is_listing", "LIST_MIN_ITEMS"]
 
 #: Limits per host that keep memory bounded on huge sites.
 MAX_CANDIDATES = 20_000
@@ -102,8 +102,8 @@ MAX_SAVED = 20_000
 MIN_PARAM_VALUES = 2
 #: Hysteresis of trust: a trusted rule is dropped when its bound falls this far below the threshold.
 TRUST_SLACK = 0.05
-#: A list page has at least this many distinct links (``is_listing``).
-LIST_MIN_LINKS = 20
+#: A list page has at least this many distinct links to URLs of one shape (``is_listing``).
+LIST_MIN_ITEMS = 10
 #: Exploration downloads the predictions of a rule on a kind of page until this many confirmed it.
 EXPLORE_FIRST = 2
 #: Bounds of the exploration bookkeeping per host.
@@ -115,15 +115,27 @@ _VERSION = 2
 
 
 def is_listing(hrefs: Iterable[str]) -> bool:
-    """A list page: at least ``LIST_MIN_LINKS`` distinct link targets (fragments, ``javascript:``,
-    ``mailto:`` and ``tel:`` links left out).  ``hrefs``: the page's ``<a href>`` values as written."""
+    """A list page: at least ``LIST_MIN_ITEMS`` distinct links to URLs of one shape (``page_kind``
+    of the path: ``/shop/product-1`` ... ``/shop/product-20``), the shape of a listing's items.
+
+    ``hrefs``: the page's ``<a href>`` values as written; fragments, queries,
+    ``javascript:``, ``mailto:`` and ``tel:`` links are left out.  A menu of
+    fewer than ``LIST_MIN_ITEMS`` links of one shape (sections, a few related
+    articles) does not make a page a list page; a longer one does.
+    """
     seen: set[str] = set()
+    shapes: dict[str, int] = {}
     for href in hrefs:
-        href = href.strip().partition("#")[0]
-        if href and not href.lower().startswith(("javascript:", "mailto:", "tel:")):
-            seen.add(href)
-            if len(seen) >= LIST_MIN_LINKS:
-                return True
+        href = href.strip().partition("#")[0].partition("?")[0]
+        if not href or href in seen or href.lower().startswith(("javascript:", "mailto:", "tel:")):
+            continue
+        seen.add(href)
+        scheme, sep, rest = href.partition("://")
+        path = "/" + rest.partition("/")[2] if sep else href if href.startswith("/") else "/" + href
+        kind = page_kind(path)
+        shapes[kind] = shapes.get(kind, 0) + 1
+        if shapes[kind] >= LIST_MIN_ITEMS:
+            return True
     return False
 
 
