@@ -203,7 +203,9 @@ class Rule:
         }
 
     def __repr__(self) -> str:
-        return f"<Rule {self.host} {self.describe()} +{self.support}/-{self.counter}{' trusted' if self.trusted else ''}>"
+        lists = f" lists +{self.list_support}/-{self.list_counter}" if self.list_support or self.list_counter else ""
+        trust = " trusted" + ("" if self.on_pages and self.on_lists else " on lists" if self.on_lists else " on pages")
+        return f"<Rule {self.host} {self.describe()} +{self.support}/-{self.counter}{lists}{trust if self.trusted else ''}>"
 
 
 def related(rule: Rule, other: Rule) -> bool:

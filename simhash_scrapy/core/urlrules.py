@@ -144,7 +144,7 @@ class _Host:
 
     __slots__ = ("rules", "candidates", "trusted", "known", "norm", "images", "image_count",
                  "by_anchor", "anchored", "values_of", "gained", "lost", "listing", "kind_lists",
-                 "tests", "awaiting")
+                 "tests", "awaiting", "strata")
 
     def __init__(self) -> None:
         self.rules: dict[tuple[Any, ...], Rule] = {}
@@ -175,6 +175,9 @@ class _Host:
         self.tests: dict[tuple[Any, ...], list[int]] = {}
         #: Target URL key not crawled yet -> explored predictions waiting for it to be verified.
         self.awaiting: dict[str, list[Prediction]] = {}
+        #: The rules trusted on other pages / on list pages, as two indexes (``None``: to build, after a
+        #: change of trust; ``()``: every trusted rule is trusted on both kinds).
+        self.strata: tuple[RuleIndex, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -243,9 +246,11 @@ class UrlRuleLearner:
             pages = lists = self._stratum_trusted(rule.kind, rule.support, rule.counter, rule.values, rule.trusted)
         lost = (rule.on_pages and not pages) or (rule.on_lists and not lists)
         was = rule.trusted
+        hr = self._hosts[rule.host]
+        if (pages, lists) != (rule.on_pages, rule.on_lists):
+            hr.strata = None
         rule.on_pages, rule.on_lists = pages, lists
         rule.trusted = pages or lists
-        hr = self._hosts[rule.host]
         if rule.trusted and not was:
             hr.gained.append(rule)
         elif was and not rule.trusted:
@@ -262,6 +267,7 @@ class UrlRuleLearner:
                 continue
             if other.trusted:
                 hr.lost = True
+                hr.strata = None
             other.support = other.list_support = 0
             other.values.clear()
             other.list_values.clear()
@@ -617,26 +623,49 @@ class UrlRuleLearner:
         hr = self._hosts.get(site_of(host))
         if hr is None or not hr.norm:
             return None
+        raw = make_key(scheme, host, path, [t for _, t in params])
+        found = self._lookup(hr, hr.trusted, url, parts, raw, None)
+        if found is not None:
+            return found
+        # A rule of the whole trusted set may not be trusted on the target's kind of page (``?page=``
+        # ignored by articles, the target a list page): again with the rules of each kind alone.
+        if hr.strata is None:  # built when trust changed since: () when no rule is trusted on one kind only
+            split = any(r.on_pages != r.on_lists for r in hr.rules.values())
+            hr.strata = () if not split else (
+                RuleIndex(r for r in hr.rules.values() if r.on_pages),
+                RuleIndex(r for r in hr.rules.values() if r.on_lists))
+        if not hr.strata:
+            return None
+        for listing in (True, False):
+            found = self._lookup(hr, hr.strata[listing], url, parts, raw, listing)
+            if found is not None:
+                return found
+        return None
+
+    def _lookup(self, hr: _Host, index: RuleIndex, url: str, parts: tuple[str, str, str, list[tuple[str, str]]],
+                raw: str, listing: bool | None) -> Prediction | None:
+        """The prediction of ``index``'s rules if they, and the rules that rewrote the target, are trusted on
+        the target's kind of page (``listing``: the kind the target must be; ``None``: any)."""
         fired: list[Rule] = []
-        norm = hr.trusted.normalise(scheme, host, path, params, fired)
+        norm = index.normalise(*parts, fired)
         if not fired:
             return None
         entry = hr.norm.get(norm)
-        if entry is None:
-            return None
-        raw = make_key(scheme, host, path, [t for _, t in params])
-        if entry[0] == raw:
+        if entry is None or entry[0] == raw:
             return None
         target = entry[0]
         target_parts = parse_url(target)
         kind = page_kind(target_parts[2], target_parts[3]) if target_parts is not None else ""
-        listing = hr.listing.get(target)
-        if listing is None:  # scheduled, or crawled in an earlier run: what its kind of page says
-            listing = hr.kind_lists.get(kind, True)
-        for rule in fired:
-            if not rule.trusted_for(listing):
+        is_list = hr.listing.get(target)
+        if is_list is None:  # scheduled, or crawled in an earlier run: what its kind of page says
+            is_list = hr.kind_lists.get(kind, True)
+        if listing is not None and is_list != listing:
+            return None
+        rules = tuple(dict.fromkeys(fired + list(entry[1])))
+        for rule in rules:
+            if not rule.trusted_for(is_list):
                 return None  # e.g. ?page= ignored by articles, but the target is a list page
-        return Prediction(url, target, tuple(dict.fromkeys(fired + list(entry[1]))), kind, listing)
+        return Prediction(url, target, rules, kind, is_list)
 
     def explore(self, prediction: Prediction, share: float) -> bool:
         """Download this predicted duplicate anyway, to verify its rules?
@@ -708,6 +737,7 @@ class UrlRuleLearner:
             else:
                 rule.counter += 1
             rule.trusted = rule.on_pages = rule.on_lists = False
+        hr.strata = None
         for rule in prediction.rules:
             self._revoke_related(hr, rule)
         self.contradictions.append(prediction)
