@@ -9,6 +9,8 @@ and mobile variants (same article, another template) and a listing whose
 from __future__ import annotations
 
 import gc
+import json
+import random
 
 import subprocess
 import sys
@@ -670,3 +672,86 @@ def test_revocations_survive_a_merge_and_old_blobs_still_load() -> None:
     assert old.merge(v1) == 1
     (rule,) = old.rules()
     assert rule.trusted and rule.on_pages and not rule.on_lists and rule.revoked == 0
+
+
+# ------------------------------------------------ the adversarial site, crawled for real
+ADV_NEWS, ADV_PRODUCTS, ADV_PER_PAGE = 8, 60, 20
+
+
+def adversarial_site() -> tuple[dict[str, str], dict[str, str]]:
+    """The shape that lost whole families (issue 23), small: pages and the content id of each path.
+
+    Articles ``/news-N`` and products ``/shop/product-N`` link six related ones
+    with a ``?page=K`` they ignore (the home page lists them last, so a
+    depth-first crawl fetches them first); ``/shop/?page=N`` is real
+    pagination (20 products a page) and products 20+ are linked only from
+    pages 2 and 3; ``/en/`` mirrors the site except ``/en/news-N``, a real
+    translation.  The server answers ``/news-3?page=4`` with ``/news-3``.
+    """
+    pages: dict[str, str] = {}
+    cids: dict[str, str] = {}
+    nav = ["/", "/shop/", "/about"]
+
+    def add(path: str, cid: str, html: str) -> None:
+        pages[path] = html
+        cids[path] = cid
+
+    for lang in ("", "/en"):
+        extra = "English edition" if lang else ""
+        for i in range(ADV_NEWS):
+            rng = random.Random(i)
+            related_ = [f"{lang}/news-{j}" + ("" if lang else f"?page={2 + (i + k) % 3}")
+                        for k, j in enumerate(rng.sample(range(ADV_NEWS), 6))]
+            other = f"/news-{i}" if lang else f"/en/news-{i}"
+            seed = 5000 + i if lang else 4000 + i  # a translation is another text
+            add(f"{lang}/news-{i}", f"news{lang}-{i}",
+                article_html(f"News {i}", article_words(seed, 300), extra, related_ + [other] + nav))
+        for i in range(ADV_PRODUCTS):
+            rng = random.Random(1000 + i)
+            related_ = [f"{lang}/shop/product-{j}?page={2 + (i + k) % 3}"
+                        for k, j in enumerate(rng.sample(range(ADV_PER_PAGE), 6))]
+            links = related_ + ([] if lang else [f"/en/shop/product-{i}"]) + nav
+            add(f"{lang}/shop/product-{i}", f"product-{i}",
+                article_html(f"Product {i}", article_words(6000 + i, 300), extra, links))
+        pages_count = ADV_PRODUCTS // ADV_PER_PAGE
+        for page in range(1, pages_count + 1):
+            items = range((page - 1) * ADV_PER_PAGE, page * ADV_PER_PAGE)
+            links = [f"{lang}/shop/product-{i}" for i in items]
+            links += [f"{lang}/shop/?page={p}" for p in range(1, pages_count + 1) if p != page] + nav
+            words = [w for i in items for w in article_words(6000 + i, 12)]
+            html = article_html(f"Shop, page {page}", words, extra, links)
+            add(f"{lang}/shop/?page={page}", f"shop-{page}", html)
+            if page == 1:
+                add(f"{lang}/shop/", "shop-1", html)
+        add(f"{lang}/about", "about", article_html("About", article_words(7, 300), extra, nav))
+        home = ["/shop/", "/en/", "/about"] + [f"{lang}/news-{i}" for i in range(ADV_NEWS)]
+        home += [f"{lang}/shop/product-{i}" for i in range(5)]
+        add(f"{lang}/", "home", article_html("Home", article_words(8, 300), extra, home))
+    return pages, cids
+
+
+def content_of(cids: dict[str, str], hit: str) -> str | None:
+    return cids.get(hit) or cids.get(hit.partition("?")[0])
+
+
+@pytest_twisted.ensureDeferred
+async def test_skip_mode_loses_no_family_of_the_adversarial_site(serve: Any, tmp_path: Path) -> None:
+    pages, cids = adversarial_site()
+    site = serve(pages)
+    report = tmp_path / "report.jsonl"
+    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_URL_RULES": "skip", "CONCURRENT_REQUESTS": 4,
+                "SIMHASH_REPORT_URI": str(report)}
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url("/")], follow=True)
+    stats = simhash_stats(crawler)
+    got = {content_of(cids, hit) for hit in site.hits}
+    # Every content: list pages 2 and 3, the products only they link, each translation.
+    assert set(cids.values()) - got == set()
+    # The rules still skip (the ?page= noise on articles and products).
+    skipped = [f.value for f in crawler.spider.failures if isinstance(f.value, PredictedDuplicate)]
+    assert stats["simhash/requests/skipped"] == len(skipped) >= 30
+    assert any("drop ?page=*" in exc.rules for exc in skipped)
+    # The /en/ rule met a translation when it was explored on a new kind of page, and lost its trust.
+    assert stats["simhash/url_rules/contradicted"] >= 1
+    rules = {r["rule"]: r for r in map(json.loads, report.read_text().splitlines()) if r.get("type") == "url_rule"}
+    assert rules["/en/… -> /…"]["contradicted"] and not rules["/en/… -> /…"]["trusted"]
+    assert not rules["drop ?page=*"]["on_lists"]
