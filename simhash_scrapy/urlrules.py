@@ -186,7 +186,7 @@ class UrlRulesMiddleware:
                 logger.warning(
                     "simhash: URL rule(s) %(rules)s contradicted: %(url)s differs from %(target)s; no longer trusted "
                     "(nor the rules on the same parameter or prefix)",
-                    {"rules": prediction.rule_names, "url": prediction.url, "target": prediction.target},
+                    {"rules": prediction.fired_names, "url": prediction.url, "target": prediction.target},
                     extra={"spider": self.state.spider},
                 )
         except Exception:

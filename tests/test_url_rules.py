@@ -755,3 +755,20 @@ async def test_skip_mode_loses_no_family_of_the_adversarial_site(serve: Any, tmp
     rules = {r["rule"]: r for r in map(json.loads, report.read_text().splitlines()) if r.get("type") == "url_rule"}
     assert rules["/en/… -> /…"]["contradicted"] and not rules["/en/… -> /…"]["trusted"]
     assert not rules["drop ?page=*"]["on_lists"]
+
+
+def test_a_contradiction_blames_the_rules_of_the_request_not_those_of_its_target() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    noisy_articles(learner, 6)
+    for i in range(6):
+        learner.observe(f"{B}/shop/p{i}")
+        learner.observe(f"{B}/en/shop/p{i}", duplicate_of=f"{B}/shop/p{i}")
+    learner.observe(f"{B}/news-70?page=2")  # a variant crawled first: the target of the prediction
+    prediction = learner.predict(f"{B}/en/news-70")
+    assert prediction is not None and prediction.target == f"{B}/news-70?page=2"
+    assert [r.describe() for r in prediction.fired] == ["/en/… -> /…"]
+    assert {r.describe() for r in prediction.rules} == {"/en/… -> /…", "drop ?page=*"}
+    assert learner.verify(prediction, None) is False  # a translation
+    rules = {r.describe(): r for r in learner.rules()}
+    assert rules["/en/… -> /…"].contradicted
+    assert rules["drop ?page=*"].trusted and not rules["drop ?page=*"].contradicted

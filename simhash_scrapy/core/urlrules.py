@@ -192,10 +192,18 @@ class Prediction:
     kind: str = ""
     #: Whether the target is (or may be) a list page.
     listing: bool = False
+    #: The rules that rewrote the request's URL (the others rewrote the target's): exploration tests
+    #: these, and a contradiction blames these.
+    fired: tuple[Rule, ...] = ()
 
     @property
     def rule_names(self) -> str:
         return "; ".join(dict.fromkeys(r.describe() for r in self.rules))
+
+    @property
+    def fired_names(self) -> str:
+        """The rules that rewrote the request's URL (those a contradiction blames)."""
+        return "; ".join(dict.fromkeys(r.describe() for r in self.fired or self.rules))
 
 
 # -------------------------------------------------------------------- learner
@@ -665,7 +673,7 @@ class UrlRuleLearner:
         for rule in rules:
             if not rule.trusted_for(is_list):
                 return None  # e.g. ?page= ignored by articles, but the target is a list page
-        return Prediction(url, target, rules, kind, is_list)
+        return Prediction(url, target, rules, kind, is_list, tuple(dict.fromkeys(fired)))
 
     def explore(self, prediction: Prediction, share: float) -> bool:
         """Download this predicted duplicate anyway, to verify its rules?
@@ -683,7 +691,7 @@ class UrlRuleLearner:
             return False
         decision = False
         counts: list[list[int]] = []
-        for rule in prediction.rules:
+        for rule in prediction.fired or prediction.rules:
             key = (rule.key, prediction.kind)
             counts_of = hr.tests.get(key)
             if counts_of is None:
@@ -704,8 +712,8 @@ class UrlRuleLearner:
         """A predicted duplicate was downloaded anyway (exploration): ``True`` if the rules held.
 
         ``cluster`` is the canonical URL of the downloaded page's cluster
-        (``None``: itself).  On a contradiction every rule of the prediction
-        loses trust at once (and for good), and takes its related rules with
+        (``None``: itself).  On a contradiction every rule that rewrote the
+        request's URL (``fired``) loses trust at once (and for good), and takes its related rules with
         it (``_revoke_related``); the prediction is added to
         ``contradictions``.  ``None``: the target has not been crawled yet;
         the check waits until it is (``observe``).
@@ -724,13 +732,16 @@ class UrlRuleLearner:
 
     def _check(self, hr: _Host, prediction: Prediction, mine: str, target: str) -> bool:
         """Compare an explored page's cluster with its target's; count the test or revoke the rules."""
+        blamed = prediction.fired or prediction.rules
         if mine == target:
-            for rule in prediction.rules:
+            for rule in blamed:
                 counts_of = hr.tests.get((rule.key, prediction.kind))
                 if counts_of is not None:
                     counts_of[2] += 1
             return True
-        for rule in prediction.rules:
+        # The rules that rewrote the target (a variant crawled first) only led to a crawled URL;
+        # the request's own rules made the claim.
+        for rule in blamed:
             rule.contradicted = True
             if prediction.listing and rule.stratified:
                 rule.list_counter += 1
@@ -738,7 +749,7 @@ class UrlRuleLearner:
                 rule.counter += 1
             rule.trusted = rule.on_pages = rule.on_lists = False
         hr.strata = None
-        for rule in prediction.rules:
+        for rule in blamed:
             self._revoke_related(hr, rule)
         self.contradictions.append(prediction)
         hr.lost = False
