@@ -110,6 +110,8 @@ EXPLORE_FIRST = 2
 MAX_TESTS = 200_000
 MAX_AWAITING = 100_000
 _MAGIC = b"SHUR1"
+#: ``_lookup``'s answer when a target was found but a rule is not trusted on its kind of page.
+_UNTRUSTED_THERE = object()
 #: Version 2 rows add the revocation count and the list-page evidence (version 1 rows are read as before).
 _VERSION = 2
 
@@ -633,8 +635,8 @@ class UrlRuleLearner:
             return None
         raw = make_key(scheme, host, path, [t for _, t in params])
         found = self._lookup(hr, hr.trusted, url, parts, raw, None)
-        if found is not None:
-            return found
+        if found is not _UNTRUSTED_THERE:
+            return found  # type: ignore[return-value]
         # A rule of the whole trusted set may not be trusted on the target's kind of page (``?page=``
         # ignored by articles, the target a list page): again with the rules of each kind alone.
         if hr.strata is None:  # built when trust changed since: () when no rule is trusted on one kind only
@@ -646,14 +648,15 @@ class UrlRuleLearner:
             return None
         for listing in (True, False):
             found = self._lookup(hr, hr.strata[listing], url, parts, raw, listing)
-            if found is not None:
+            if isinstance(found, Prediction):
                 return found
         return None
 
     def _lookup(self, hr: _Host, index: RuleIndex, url: str, parts: tuple[str, str, str, list[tuple[str, str]]],
-                raw: str, listing: bool | None) -> Prediction | None:
+                raw: str, listing: bool | None) -> Prediction | object | None:
         """The prediction of ``index``'s rules if they, and the rules that rewrote the target, are trusted on
-        the target's kind of page (``listing``: the kind the target must be; ``None``: any)."""
+        the target's kind of page (``listing``: the kind the target must be; ``None``: any);
+        ``_UNTRUSTED_THERE`` if a target was found but a rule is not trusted on its kind of page."""
         fired: list[Rule] = []
         norm = index.normalise(*parts, fired)
         if not fired:
@@ -672,7 +675,7 @@ class UrlRuleLearner:
         rules = tuple(dict.fromkeys(fired + list(entry[1])))
         for rule in rules:
             if not rule.trusted_for(is_list):
-                return None  # e.g. ?page= ignored by articles, but the target is a list page
+                return _UNTRUSTED_THERE  # e.g. ?page= ignored by articles, but the target is a list page
         return Prediction(url, target, rules, kind, is_list, tuple(dict.fromkeys(fired)))
 
     def explore(self, prediction: Prediction, share: float) -> bool:
