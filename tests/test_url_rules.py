@@ -602,7 +602,7 @@ def test_exploration_tests_each_rule_on_each_kind_of_page() -> None:
     decisions = []
     for i in range(100, 160):
         prediction = learner.predict(f"{B}/en/shop/product-{i}")
-        assert prediction is not None and prediction.kind == "/*/product-#"
+        assert prediction is not None and prediction.target_kind == "/*/product-#"
         explored = learner.explore(prediction, share)
         decisions.append(explored)
         if explored:
@@ -611,7 +611,7 @@ def test_exploration_tests_each_rule_on_each_kind_of_page() -> None:
     assert sum(decisions) == 3 and decisions[40]  # then 5 % of them: the 41st keeps testing the kind
     # The first /en/news-N is a new kind of page for the rule: downloaded, and it is a translation.
     prediction = learner.predict(f"{B}/en/news-3")
-    assert prediction is not None and prediction.kind == "/news-#"
+    assert prediction is not None and prediction.target_kind == "/news-#"
     assert learner.explore(prediction, share) is True
     assert learner.verify(prediction, None) is False  # its own content
     assert learner.predict(f"{B}/en/news-4") is None and learner.predict(f"{B}/en/shop/product-101") is None

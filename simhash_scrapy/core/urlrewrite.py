@@ -94,15 +94,16 @@ def page_kind(path: str, params: Iterable[tuple[str, str]] = ()) -> str:
     """
     out = []
     for seg in path.split("/")[1:]:
-        if not seg:
-            out.append("")
-        elif any(c.isdigit() for c in seg):
-            out.append(_DIGITS.sub("#", seg))
+        templated, digits = _DIGITS.subn("#", seg)
+        if digits or not seg:
+            out.append(templated)
         else:
             dot = seg.rfind(".")
             out.append("*" + seg[dot:] if 0 < dot < len(seg) - 1 and len(seg) - dot <= 6 else "*")
-    names = sorted({name for name, _ in params})
-    return "/" + "/".join(out) + ("?" + "&".join(names) if names else "")
+    kind = "/" + "/".join(out)
+    if params:
+        kind += "?" + "&".join(sorted({name for name, _ in params}))
+    return kind
 
 
 # ---------------------------------------------------------------------- rules

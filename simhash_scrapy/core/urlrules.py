@@ -116,6 +116,11 @@ _UNTRUSTED_THERE = object()
 _VERSION = 2
 
 
+def _kind_of(key: str) -> str:
+    parts = parse_url(key)
+    return page_kind(parts[2], parts[3]) if parts is not None else ""
+
+
 def is_listing(hrefs: Iterable[str]) -> bool:
     """A list page: at least ``LIST_MIN_ITEMS`` distinct links to URLs of one shape (``page_kind``
     of the path: ``/shop/product-1`` ... ``/shop/product-20``), the shape of a listing's items.
@@ -190,7 +195,7 @@ class Prediction:
     #: The crawled (or scheduled) URL it is predicted to duplicate.
     target: str
     rules: tuple[Rule, ...]
-    #: ``page_kind`` of the target (exploration tests each rule per kind).
+    #: ``page_kind`` of the target (exploration tests each rule per kind; "" until needed: ``target_kind``).
     kind: str = ""
     #: Whether the target is (or may be) a list page.
     listing: bool = False
@@ -201,6 +206,10 @@ class Prediction:
     @property
     def rule_names(self) -> str:
         return "; ".join(dict.fromkeys(r.describe() for r in self.rules))
+
+    @property
+    def target_kind(self) -> str:
+        return self.kind or _kind_of(self.target)
 
     @property
     def fired_names(self) -> str:
@@ -665,10 +674,10 @@ class UrlRuleLearner:
         if entry is None or entry[0] == raw:
             return None
         target = entry[0]
-        target_parts = parse_url(target)
-        kind = page_kind(target_parts[2], target_parts[3]) if target_parts is not None else ""
+        kind = ""
         is_list = hr.listing.get(target)
         if is_list is None:  # scheduled, or crawled in an earlier run: what its kind of page says
+            kind = _kind_of(target)
             is_list = hr.kind_lists.get(kind, True)
         if listing is not None and is_list != listing:
             return None
@@ -694,8 +703,9 @@ class UrlRuleLearner:
             return False
         decision = False
         counts: list[list[int]] = []
+        kind = prediction.target_kind
         for rule in prediction.fired or prediction.rules:
-            key = (rule.key, prediction.kind)
+            key = (rule.key, kind)
             counts_of = hr.tests.get(key)
             if counts_of is None:
                 if len(hr.tests) >= MAX_TESTS:
@@ -737,13 +747,16 @@ class UrlRuleLearner:
         """Compare an explored page's cluster with its target's; count the test or revoke the rules."""
         blamed = prediction.fired or prediction.rules
         if mine == target:
+            kind = prediction.target_kind
             for rule in blamed:
-                counts_of = hr.tests.get((rule.key, prediction.kind))
+                counts_of = hr.tests.get((rule.key, kind))
                 if counts_of is not None:
                     counts_of[2] += 1
             return True
         # The rules that rewrote the target (a variant crawled first) only led to a crawled URL;
         # the request's own rules made the claim.
+        if all(rule.contradicted for rule in blamed):
+            return False  # already revoked by an earlier verification: nothing new to report
         for rule in blamed:
             rule.contradicted = True
             if prediction.listing and rule.stratified:
