@@ -1,6 +1,7 @@
-"""Learned URL rules (issue 14): downloads avoided and contents lost on real crawls of three local sites.
+"""Learned URL rules (issues 14, 23): downloads avoided and contents lost on real crawls of four local sites.
 
-    python benchmarks/url_rules.py                    # the three sites, rules off / learn / skip, + lookup cost
+    python benchmarks/url_rules.py                    # the four sites, rules off / learn / skip, + lookup cost
+    python benchmarks/url_rules.py --sites adversarial --modes off,skip   # issue 23's site alone
     python benchmarks/url_rules.py --articles 120     # a smaller run
     python benchmarks/url_rules.py --grid             # also: skip mode for a grid of trust settings
 
@@ -10,7 +11,7 @@ What it does, in one run:
    with 80 to 1,500 words) of Debian's Python HTML documentation
    (``/usr/share/doc/python3*/html/library``, package ``python3-doc``); the
    fallback is ``pydoc_data.topics``.
-2. Serves three sites on 127.0.0.1 (one ``ThreadingHTTPServer`` each, in a
+2. Serves four sites on 127.0.0.1 (one ``ThreadingHTTPServer`` each, in a
    separate process; every request is logged with the *content id* of the
    page it returned, the ground truth):
 
@@ -33,10 +34,21 @@ What it does, in one run:
      under a second id (``drop ?id`` gets support), listing links carry
      ``ref=list`` (a real tracking parameter); the unchanged third supports
      ``/v2/ -> /v1/``.  The tempting rules must meet their counter-evidence.
+   * **adversarial** (issue 23): 40 news articles ``/news-N``, 200 products
+     ``/shop/product-N``, paginated lists ``/news/`` and ``/shop/``
+     (``?page=N``, 20 items a page) and an ``/en/`` edition.  Every article
+     and product links six related ones with a ``?page=K`` the page ignores,
+     and the home page links articles and products, so ``drop ?page=*``
+     gathers support on articles first; on the lists ``?page=`` is real
+     pagination and products 21-200 are linked only from list pages 2-10;
+     ``/en/`` mirrors the site (same text, one line more) except
+     ``/en/news-N``, a real translation (another text).  295 contents.
 3. Crawls each site with ``SIMHASH_URL_RULES`` = ``off``, ``learn`` and
    ``skip`` (default trust settings), each a real Scrapy crawl
    (``CrawlerProcess`` in a fresh process, the add-on, default settings,
    ``CONCURRENT_REQUESTS = 8``); a generic spider follows every in-site link.
+   The targets printed at the end: dust >= 60 % avoided and <= 0.5 % lost;
+   plain and params 0 lost; adversarial <= 1 % lost and >= 30 % avoided.
 4. Prints, per site and mode: downloads, duplicate downloads (a content id
    already downloaded in this crawl), the share of the ``off`` crawl's
    duplicate downloads avoided, distinct contents never downloaded (content
@@ -198,6 +210,8 @@ class SiteModel:
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         if self.kind == "params":
             return self._resolve_params(path, params)
+        if self.kind == "adversarial":
+            return self._resolve_adversarial(path, params)
         mode = "plain"
         if self.kind == "dust":
             for prefix in ("print", "amp", "m", "mirror"):
@@ -304,6 +318,98 @@ class SiteModel:
             links.append((f"/v{3 - version}/doc/{i}", "Other version"))
             return (f"doc-{i}" if same else f"doc2-{i}"), self._page(title, self._body(paragraphs), "desk", links)
         return None
+
+
+    # ---------------------------------------------------------- the adversarial site (issue 23)
+    def _resolve_adversarial(self, path: str, params: dict[str, str]) -> tuple[str, str] | None:
+        """News articles ``/news-N``, products ``/shop/product-N``, paginated lists ``/news/`` and
+        ``/shop/`` (``?page=N``, 20 links a page), an ``/en/`` edition.
+
+        Traps for the rules: every article and product links six related ones with a ``?page=K``
+        the page ignores (``drop ?page=*`` and ``drop ?page=* under /shop/`` gather support, the
+        home page links articles first); on ``/news/`` and ``/shop/`` the same parameter is real
+        pagination, and products after the first 20 are linked only from list pages 2 and up;
+        ``/en/`` mirrors the site (same text, one line more) except ``/en/news-N``, a real
+        translation (another text), so ``/en/… -> /…`` gathers support from the mirror first.
+        """
+        news, products = ADV_NEWS, ADV_PRODUCTS
+        if set(params) - {"page"}:
+            return None
+        en = path == "/en" or path.startswith("/en/")
+        if en:
+            path = path[3:] or "/"
+        lang = "/en" if en else ""
+        noise = "English edition." if en else ""
+        nav = [(f"{lang}/", "Home"), (f"{lang}/news/", "News"), (f"{lang}/shop/", "Shop"),
+               (f"{lang}/about", "About"), (f"{lang}/contact", "Contact")]
+
+        def noisy(target: str, source: str, k: int) -> str:
+            return f"{lang}{target}?page={2 + _h('noise', source, k) % 3}"
+
+        if path == "/":
+            links = [(f"{lang}/news-{i}", self.articles[i][0]) for i in range(10)]
+            links += [(f"{lang}/shop/product-{i}", self.articles[news + i][0]) for i in range(10)]
+            links += nav + ([("/en/", "English")] if not en else [])
+            body = "<p>" + " ".join(t for t, _ in self.articles[:12]) + "</p>"
+            return "home", self._page("Shop and news", body, "desk", links, noise)
+        m = re.fullmatch(r"/(news|shop)/", path)
+        if m:
+            section = m.group(1)
+            count = news if section == "news" else products
+            offset = 0 if section == "news" else news
+            pages = (count + ADV_PER_PAGE - 1) // ADV_PER_PAGE
+            page = int(params.get("page", "1")) if params.get("page", "1").isdigit() else 0
+            if not 1 <= page <= pages:
+                return None
+            items = range((page - 1) * ADV_PER_PAGE, min(page * ADV_PER_PAGE, count))
+            item = "news-{}" if section == "news" else "shop/product-{}"
+            body = "".join(f"<h3>{html.escape(self.articles[offset + i][0])}</h3>"
+                           f"<p>{html.escape(' '.join(self.articles[offset + i][1][0].split()[:30]))}</p>"
+                           for i in items)
+            links = [(f"{lang}/{item.format(i)}", self.articles[offset + i][0]) for i in items]
+            links += [(f"{lang}/{section}/?page={p}", f"Page {p}") for p in range(1, pages + 1) if p != page]
+            return f"{section}-list-{page}", self._page(f"{section.title()}, page {page}", body, "desk",
+                                                        links + nav, noise)
+        m = re.fullmatch(r"/news-(\d+)", path)
+        if m:
+            i = int(m.group(1))
+            if not 0 <= i < news:
+                return None
+            rng = random.Random(i)
+            related = [(noisy(f"/news-{j}", path, k), self.articles[j][0])
+                       for k, j in enumerate(rng.sample(range(news), 6))]
+            if en:  # a real translation: another text; its related links carry no noise
+                title, paragraphs = self.articles[news + products + i]
+                links = [(f"/en/news-{j}", t) for j, t in ((int(h.split("-")[1].partition("?")[0]), t)
+                                                          for h, t in related)]
+                links += [(f"/news-{i}", "Original")] + nav
+                return f"news-en-{i}", self._page(title, self._body(paragraphs), "desk", links, noise)
+            title, paragraphs = self.articles[i]
+            links = related + [(f"/en/news-{i}", "English")] + nav
+            return f"news-{i}", self._page(title, self._body(paragraphs), "desk", links)
+        m = re.fullmatch(r"/shop/product-(\d+)", path)
+        if m:
+            i = int(m.group(1))
+            if not 0 <= i < products:
+                return None
+            rng = random.Random(1000 + i)
+            # Related products are among the first list page: the others are linked from list pages 2+ only.
+            related = [(noisy(f"/shop/product-{j}", path, k), self.articles[news + j][0])
+                       for k, j in enumerate(rng.sample(range(ADV_PER_PAGE), 6))]
+            title, paragraphs = self.articles[news + i]
+            links = related + ([] if en else [(f"/en/shop/product-{i}", "English")]) + nav
+            return f"product-{i}", self._page(title, self._body(paragraphs), "desk", links, noise)
+        if path in ("/about", "/contact"):
+            title, paragraphs = self.articles[news * 2 + products + (path == "/contact")]
+            return path[1:], self._page(title, self._body(paragraphs), "desk", nav, noise)
+        return None
+
+
+ADV_NEWS = 40
+ADV_PRODUCTS = 200
+ADV_PER_PAGE = 20
+#: Texts the adversarial site needs: news, products, translations, about and contact.
+ADV_TEXTS = 2 * ADV_NEWS + ADV_PRODUCTS + 2
 
 
 # -------------------------------------------------------------------- server
@@ -524,7 +630,7 @@ def lookup_cost(pairs: int = 100_000) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--articles", type=int, default=240)
-    parser.add_argument("--sites", default="dust,plain,params")
+    parser.add_argument("--sites", default="dust,plain,params,adversarial")
     parser.add_argument("--modes", default="off,learn,skip")
     parser.add_argument("--grid", action="store_true", help="also skip mode with a grid of trust settings")
     parser.add_argument("--also", action="append", default=[],
@@ -534,7 +640,7 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="also the URL patterns of duplicate downloads")
     args = parser.parse_args()
 
-    source, articles = load_articles(args.articles * 3)
+    source, articles = load_articles(max(args.articles * 3, ADV_TEXTS))
     print(f"articles: {len(articles)} from {source}", flush=True)
     variants: list[tuple[str, dict[str, Any]]] = [(m, {"SIMHASH_URL_RULES": m}) for m in args.modes.split(",")]
     if args.grid:
@@ -553,7 +659,7 @@ def main() -> None:
         for kind in args.sites.split(","):
             log_path = workdir / f"{kind}.log"
             ports: Any = multiprocessing.Queue()
-            site_articles = articles if kind == "params" else articles[: args.articles]
+            site_articles = articles if kind in ("params", "adversarial") else articles[: args.articles]
             server = multiprocessing.Process(target=serve, args=(kind, site_articles, ports, str(log_path)), daemon=True)
             server.start()
             base = f"http://127.0.0.1:{ports.get(timeout=30)}"
@@ -624,6 +730,10 @@ def main() -> None:
         d = summary["dust/skip"]
         targets.append(("dust: >= 60% of duplicate downloads avoided", d["avoided"] >= 0.60))
         targets.append(("dust: <= 0.5% of contents never downloaded", d["lost_share"] <= 0.005))
+    if "adversarial/skip" in summary:
+        d = summary["adversarial/skip"]
+        targets.append(("adversarial: <= 1% of contents never downloaded", d["lost_share"] <= 0.01))
+        targets.append(("adversarial: >= 30% of duplicate downloads avoided", d["avoided"] >= 0.30))
     for kind in ("plain", "params"):
         if f"{kind}/skip" in summary:
             targets.append((f"{kind}: 0 contents lost", summary[f"{kind}/skip"]["lost_share"] == 0))

@@ -8,8 +8,11 @@ read from Scrapy's own parse, and with every scheduled request.  In
 ``"skip"`` mode its ``process_request`` stops a request whose URL a trusted
 rule rewrites to a URL already crawled or scheduled: it raises
 ``PredictedDuplicate`` (an ``IgnoreRequest``; errbacks receive it), except
-for a share ``SIMHASH_URL_RULES_EXPLORE`` of them that is downloaded to verify
-the rules (a contradicted rule loses trust at once).  ``dont_filter``
+for the predictions ``UrlRuleLearner.explore`` picks (the first ones of each
+rule on each kind of page, then a share ``SIMHASH_URL_RULES_EXPLORE``), which
+are downloaded to verify the rules (a contradicted rule loses trust at once,
+and takes its related rules with it).  Each page's links tell the learner
+whether it is a list page (``core.urlrules.is_listing``).  ``dont_filter``
 requests and requests with ``meta["simhash_enabled"] = False`` are never
 skipped.
 
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import time
-import zlib
 from typing import TYPE_CHECKING
 
 from scrapy import signals
@@ -33,7 +35,7 @@ from scrapy.http import HtmlResponse
 from .backends.memory import MemoryBackend
 from .core import defaults
 from .core.clustering import Outcome
-from .core.urlrules import Prediction, UrlRuleLearner, url_key
+from .core.urlrules import Prediction, UrlRuleLearner, is_listing, url_key
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -63,6 +65,16 @@ class PredictedDuplicate(IgnoreRequest):
         self.url = url
         self.canonical_url = canonical_url
         self.rules = rules
+
+
+def page_links(response: Response) -> list[str]:
+    """The ``<a href>`` values of an HTML response, as written (from Scrapy's parse)."""
+    if not isinstance(response, HtmlResponse):
+        return []
+    try:
+        return [a.get("href") or "" for a in response.selector.root.iter("a")]
+    except Exception:  # noqa: BLE001 - a broken page teaches nothing
+        return []
 
 
 def declared_canonical(response: Response) -> str | None:
@@ -131,7 +143,7 @@ class UrlRulesMiddleware:
         if prediction is None:
             return None
         stats = self.state
-        if self.explore > 0 and zlib.crc32(request.url.encode("utf-8", "replace")) < self.explore * 2**32:
+        if self.learner.explore(prediction, self.explore):
             # Downloaded anyway: its verdict checks the rules (page_checked).
             meta["simhash_predicted_duplicate_of"] = prediction.target
             self._explored[url_key(request.url)] = prediction
@@ -161,16 +173,22 @@ class UrlRulesMiddleware:
             declared = declared_canonical(response) if self.canonical else None
             aliases = [request.url] if request.url != response.url else []
             aliases.extend(request.meta.get("redirect_urls", ()))
-            self.learner.observe(response.url, cluster, cluster, declared, aliases)
+            self.learner.observe(response.url, cluster, cluster, declared, aliases,
+                                 listing=is_listing(page_links(response)))
             if self._explored:
                 prediction = self._explored.pop(url_key(request.url), None)
-                if prediction is not None and self.learner.verify(prediction, cluster) is False:
-                    self.state.inc("simhash/url_rules/contradicted")
-                    logger.warning(
-                        "simhash: URL rule(s) %(rules)s contradicted: %(url)s differs from %(target)s; no longer trusted",
-                        {"rules": prediction.rule_names, "url": response.url, "target": prediction.target},
-                        extra={"spider": self.state.spider},
-                    )
+                if prediction is not None:
+                    self.learner.verify(prediction, cluster)
+            # Contradictions found now, or when the target of an earlier explored page arrived.
+            contradictions, self.learner.contradictions = self.learner.contradictions, []
+            for prediction in contradictions:
+                self.state.inc("simhash/url_rules/contradicted")
+                logger.warning(
+                    "simhash: URL rule(s) %(rules)s contradicted: %(url)s differs from %(target)s; no longer trusted "
+                    "(nor the rules on the same parameter or prefix)",
+                    {"rules": prediction.fired_names, "url": prediction.url, "target": prediction.target},
+                    extra={"spider": self.state.spider},
+                )
         except Exception:
             logger.exception("simhash: URL rule learning failed for %(url)s", {"url": response.url},
                              extra={"spider": self.state.spider})
@@ -226,6 +244,8 @@ class UrlRulesMiddleware:
         stats.set_value("simhash/url_rules/candidates", len(rules))
         stats.set_value("simhash/url_rules/trusted", len(trusted))
         stats.set_value("simhash/url_rules/pairs", self.learner.pairs)
+        if self.learner.revocations:
+            stats.set_value("simhash/url_rules/revoked", self.learner.revocations)
         self.state.report_extra["rules"] = self.learner.report()
         if trusted:
             logger.info(

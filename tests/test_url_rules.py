@@ -9,6 +9,8 @@ and mobile variants (same article, another template) and a listing whose
 from __future__ import annotations
 
 import gc
+import json
+import random
 
 import subprocess
 import sys
@@ -445,3 +447,328 @@ def test_the_addon_adds_the_component_only_when_rules_are_on() -> None:
     with pytest.raises(ValueError) as caught:
         get_crawler(RecordingSpider, {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_URL_RULES": "sometimes"})
     assert str(caught.value).splitlines()[0].startswith("SIMHASH_URL_RULES")
+
+
+# ------------------------------------------- issue 23: rules that cannot lose a family
+from simhash_scrapy.core.urlrewrite import Rule, page_kind, related  # noqa: E402
+from simhash_scrapy.core.urlrules import EXPLORE_FIRST, LIST_MIN_ITEMS, is_listing  # noqa: E402
+
+
+def test_page_kind_and_list_pages() -> None:
+    assert page_kind("/news-12") == "/news-#"
+    assert page_kind("/shop/") == "/*/"
+    assert page_kind("/shop/product-7") == "/*/product-#"
+    assert page_kind("/articles/intro.html") == "/*/*.html"
+    assert page_kind("/item", [("id", "id=3"), ("id", "id=4")]) == "/*?id"
+    items = [f"/shop/product-{i}" for i in range(LIST_MIN_ITEMS)]
+    assert is_listing(items + ["/", "/about"])
+    assert not is_listing(items[:-1] + ["/", "/about"])
+    # The same item twice, its fragment or query, and script links count once or not at all.
+    assert not is_listing(items[:-1] + [items[0] + "#top", items[0] + "?page=2", "javascript:void(0)",
+                                        "mailto:a@b.c"] * 3)
+    # A menu of sections plus a few related articles is not a listing; absolute and relative links count alike.
+    assert not is_listing([f"/docs/s{i}/" for i in range(8)] + [f"http://x.test/news-{i}" for i in range(6)])
+    assert is_listing([f"http://x.test/news-{i}" for i in range(5)] + [f"/news-{i}" for i in range(5, 10)])
+
+
+def noisy_articles(learner: UrlRuleLearner, count: int, prefix: str = "") -> None:
+    """Articles whose links carry a ``?page=`` the article ignores: duplicates found by the crawl."""
+    for i in range(count):
+        learner.observe(f"{B}{prefix}/news-{i}")
+        for k in (2, 3):
+            learner.observe(f"{B}{prefix}/news-{i}?page={k}", duplicate_of=f"{B}{prefix}/news-{i}")
+
+
+def test_pagination_on_list_pages_needs_evidence_from_list_pages() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.7)
+    noisy_articles(learner, 12)
+    noisy_articles(learner, 12, "/shop")
+    rules = {r.describe(): r for r in learner.rules()}
+    assert rules["drop ?page=*"].on_pages and not rules["drop ?page=*"].on_lists
+    assert rules["drop ?page=* under /shop/"].on_pages
+    # The list page: crawled, then its page 2 (another content) and a default page 1.
+    learner.observe(f"{B}/shop/", listing=True)
+    learner.observe(f"{B}/shop/?page=2", listing=True)
+    learner.observe(f"{B}/shop/?page=1", duplicate_of=f"{B}/shop/", listing=True)
+    shop = rules["drop ?page=* under /shop/"]
+    assert (shop.list_support, shop.list_counter) == (1, 1) and not shop.on_lists
+    assert shop.support == 24 and shop.on_pages  # the articles' evidence is kept apart, and still holds there
+    assert learner.predict(f"{B}/shop/?page=3") is None  # a list page: never skipped on the articles' word
+    assert learner.predict(f"{B}/shop/news-3?page=7") is not None  # an article: skipped
+    # A target never crawled, of a kind never crawled: as strict as a list page.
+    learner.scheduled(f"{B}/blog/")
+    assert learner.predict(f"{B}/blog/?page=2") is None
+    # Once a page of that kind turns out to be an article, its kind is known.
+    learner.scheduled(f"{B}/news-99")
+    assert learner.predict(f"{B}/news-99?page=5") is not None
+    # Evidence from list pages makes a value rule trusted on list pages.
+    for section in "abcdefgh":  # 8 confirmations: a lower bound of 0.75
+        learner.observe(f"{B}/{section}/", listing=True)
+        learner.observe(f"{B}/{section}/?page=1", duplicate_of=f"{B}/{section}/", listing=True)
+    learner.scheduled(f"{B}/z/")
+    page1 = learner.predict(f"{B}/z/?page=1")
+    assert page1 is not None and page1.listing and {r.describe() for r in page1.rules} == {"drop ?page=1"}
+    assert learner.predict(f"{B}/z/?page=2") is None
+
+
+def test_related_rules() -> None:
+    page = Rule("h", "param", name="page")
+    shop_page = Rule("h", "param", name="page", prefix="/shop/")
+    page2 = Rule("h", "value", name="page", value="page=2", prefix="/shop/")
+    shop_sort = Rule("h", "param", name="sort", prefix="/shop/")
+    utm = Rule("h", "param", name="utm_source")
+    en = Rule("h", "path", at=0, old=("en",), new=())
+    en_fr = Rule("h", "path", at=0, old=("en", "x"), new=("fr",))
+    de = Rule("h", "path", at=0, old=("de",), new=())
+    other_host = Rule("g", "param", name="page")
+    assert related(page, shop_page) and related(page, page2) and related(shop_page, page)
+    assert related(shop_page, shop_sort)  # the same prefix
+    assert not related(page, shop_sort)  # the root prefix is no prefix
+    assert not related(page, utm) and not related(page, other_host) and not related(page, page)
+    assert related(en, en_fr) and not related(en, de) and not related(en, page) and not related(page, en)
+
+
+def test_revoking_a_rule_revokes_its_parameter_and_prefix() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    noisy_articles(learner, 8)
+    noisy_articles(learner, 8, "/shop")
+    for i in range(8):
+        learner.observe(f"{B}/news-{i}?utm_source=a{i}", duplicate_of=f"{B}/news-{i}")
+    rules = {r.describe(): r for r in learner.rules()}
+    broad, narrow, value = rules["drop ?page=*"], rules["drop ?page=* under /shop/"], rules["drop ?page=2"]
+    utm = rules["drop ?utm_source=*"]
+    assert broad.trusted and narrow.trusted and value.trusted and utm.trusted
+    # Exploration downloads a predicted duplicate and finds another content.
+    learner.observe(f"{B}/news-50")
+    prediction = learner.predict(f"{B}/news-50?page=9")
+    assert prediction is not None and [r.describe() for r in prediction.rules] == ["drop ?page=*"]
+    assert learner.verify(prediction, None) is False
+    assert learner.contradictions == [prediction]
+    assert broad.contradicted and not broad.trusted
+    # The narrower rule and the value rules of the parameter: no trust and no support left, counter kept.
+    for rule in (narrow, value, rules["drop ?page=3 under /shop/"]):
+        assert not rule.trusted and rule.support == 0 and rule.revoked == 1 and not rule.contradicted
+    assert utm.trusted and utm.support == 8  # another parameter, no prefix: untouched
+    assert learner.predict(f"{B}/shop/news-1?page=5") is None
+    # New evidence earns the narrower rule its trust back (it was not contradicted itself).
+    for i in range(8, 12):
+        learner.observe(f"{B}/shop/news-{i}")
+        learner.observe(f"{B}/shop/news-{i}?page={i}", duplicate_of=f"{B}/shop/news-{i}")
+    assert narrow.trusted and not broad.trusted
+    assert learner.predict(f"{B}/shop/news-1?page=5") is not None
+
+
+def test_losing_trust_by_counter_evidence_revokes_too() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.7)
+    noisy_articles(learner, 4, "/shop")
+    rules = {r.describe(): r for r in learner.rules()}
+    narrow, broad = rules["drop ?page=* under /shop/"], rules["drop ?page=*"]
+    assert narrow.trusted and broad.trusted
+    # Articles elsewhere whose ?page= matters: the broad rule's bound falls.
+    for i in range(4):
+        learner.observe(f"{B}/forum-{i}")
+        learner.observe(f"{B}/forum-{i}?page=2")
+    assert not broad.trusted and not broad.contradicted
+    assert not narrow.trusted and narrow.support == 0 and narrow.revoked >= 1
+    assert learner.revocations >= 1
+
+
+def test_a_path_rule_revoked_takes_its_prefix_along() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    for i in range(6):
+        learner.observe(f"{B}/shop/p{i}")
+        learner.observe(f"{B}/en/shop/p{i}", duplicate_of=f"{B}/shop/p{i}")
+        learner.observe(f"{B}/en/x/q{i}", duplicate_of=f"{B}/fr/q{i}")
+    rules = {r.describe(): r for r in learner.rules()}
+    en, en_x = rules["/en/… -> /…"], rules["/en/x/… -> /fr/…"]
+    assert en.trusted and en_x.trusted
+    learner.observe(f"{B}/shop/p77")
+    prediction = learner.predict(f"{B}/en/shop/p77")
+    assert prediction is not None
+    assert learner.verify(prediction, None) is False
+    assert en.contradicted and not en_x.trusted and en_x.support == 0
+
+
+def test_exploration_tests_each_rule_on_each_kind_of_page() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    for i in range(6):
+        learner.observe(f"{B}/shop/product-{i}")
+        learner.observe(f"{B}/en/shop/product-{i}", duplicate_of=f"{B}/shop/product-{i}")
+    for i in range(60):
+        learner.observe(f"{B}/shop/product-{100 + i}")
+        learner.observe(f"{B}/news-{i}")
+    share = 0.05
+    # Products: explored until EXPLORE_FIRST verifications confirmed the rule there, then a share.
+    decisions = []
+    for i in range(100, 160):
+        prediction = learner.predict(f"{B}/en/shop/product-{i}")
+        assert prediction is not None and prediction.target_kind == "/*/product-#"
+        explored = learner.explore(prediction, share)
+        decisions.append(explored)
+        if explored:
+            assert learner.verify(prediction, f"{B}/shop/product-{i}") is True
+    assert decisions[:EXPLORE_FIRST] == [True] * EXPLORE_FIRST
+    assert sum(decisions) == 3 and decisions[40]  # then 5 % of them: the 41st keeps testing the kind
+    # The first /en/news-N is a new kind of page for the rule: downloaded, and it is a translation.
+    prediction = learner.predict(f"{B}/en/news-3")
+    assert prediction is not None and prediction.target_kind == "/news-#"
+    assert learner.explore(prediction, share) is True
+    assert learner.verify(prediction, None) is False  # its own content
+    assert learner.predict(f"{B}/en/news-4") is None and learner.predict(f"{B}/en/shop/product-101") is None
+    # Exploration 0: never.
+    assert learner.explore(prediction, 0) is False
+
+
+def test_a_verification_waits_for_its_target() -> None:
+    """The explored page arrives before the page it was predicted to duplicate."""
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    for i in range(6):
+        learner.observe(f"{B}/shop/p{i}")
+        learner.observe(f"{B}/en/shop/p{i}", duplicate_of=f"{B}/shop/p{i}")
+    learner.scheduled(f"{B}/news/1")
+    learner.scheduled(f"{B}/news/2")
+    first = learner.predict(f"{B}/en/news/1")
+    second = learner.predict(f"{B}/en/news/2")
+    assert first is not None and second is not None
+    learner.observe(f"{B}/en/news/1")  # a translation: unique
+    assert learner.verify(first, None) is None
+    learner.observe(f"{B}/en/news/2")  # will turn out a duplicate
+    assert learner.verify(second, None) is None
+    assert learner.contradictions == []
+    learner.observe(f"{B}/news/2", f"{B}/en/news/2", f"{B}/en/news/2")  # its target: the same content
+    assert learner.contradictions == [] and learner.rules(trusted_only=True)
+    learner.observe(f"{B}/news/1")  # its target: another content
+    assert learner.contradictions == [first]
+    assert not learner.rules(trusted_only=True)
+
+
+def test_revocations_survive_a_merge_and_old_blobs_still_load() -> None:
+    import json
+    import zlib
+
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    noisy_articles(learner, 8)
+    noisy_articles(learner, 8, "/shop")
+    before = learner.dumps()
+    learner.observe(f"{B}/news-50")
+    prediction = learner.predict(f"{B}/news-50?page=9")
+    assert prediction is not None and learner.verify(prediction, None) is False
+    narrow = next(r for r in learner.rules() if r.describe() == "drop ?page=* under /shop/")
+    # Merging what was saved before the revocation (another worker, an earlier save) brings nothing back.
+    learner.merge(before)
+    assert narrow.support == 0 and not narrow.trusted
+    # A fresh worker loading the saved rules sees the revocation too.
+    other = UrlRuleLearner(min_support=3, min_precision=0.5)
+    other.merge(learner.dumps())
+    other.merge(before)
+    copied = {r.describe(): r for r in other.rules()}
+    assert copied["drop ?page=*"].contradicted and copied["drop ?page=* under /shop/"].support == 0
+    assert not other.rules(trusted_only=True)
+    # A version-1 blob (before issue 23): read as before, no list-page evidence.
+    v1 = b"SHUR1" + zlib.compress(json.dumps({"version": 1, "rules": [
+        ["site.test", "param", "utm_source", "", "/", 0, [], [], 9, 0, 0, ["utm_source=a", "utm_source=b"]],
+    ]}).encode())
+    old = UrlRuleLearner(min_support=3, min_precision=0.5)
+    assert old.merge(v1) == 1
+    (rule,) = old.rules()
+    assert rule.trusted and rule.on_pages and not rule.on_lists and rule.revoked == 0
+
+
+# ------------------------------------------------ the adversarial site, crawled for real
+ADV_NEWS, ADV_PRODUCTS, ADV_PER_PAGE = 8, 60, 20
+
+
+def adversarial_site() -> tuple[dict[str, str], dict[str, str]]:
+    """The shape that lost whole families (issue 23), small: pages and the content id of each path.
+
+    Articles ``/news-N`` and products ``/shop/product-N`` link six related ones
+    with a ``?page=K`` they ignore (the home page lists them last, so a
+    depth-first crawl fetches them first); ``/shop/?page=N`` is real
+    pagination (20 products a page) and products 20+ are linked only from
+    pages 2 and 3; ``/en/`` mirrors the site except ``/en/news-N``, a real
+    translation.  The server answers ``/news-3?page=4`` with ``/news-3``.
+    """
+    pages: dict[str, str] = {}
+    cids: dict[str, str] = {}
+    nav = ["/", "/shop/", "/about"]
+
+    def add(path: str, cid: str, html: str) -> None:
+        pages[path] = html
+        cids[path] = cid
+
+    for lang in ("", "/en"):
+        extra = "English edition" if lang else ""
+        for i in range(ADV_NEWS):
+            rng = random.Random(i)
+            related_ = [f"{lang}/news-{j}" + ("" if lang else f"?page={2 + (i + k) % 3}")
+                        for k, j in enumerate(rng.sample(range(ADV_NEWS), 6))]
+            other = f"/news-{i}" if lang else f"/en/news-{i}"
+            seed = 5000 + i if lang else 4000 + i  # a translation is another text
+            add(f"{lang}/news-{i}", f"news{lang}-{i}",
+                article_html(f"News {i}", article_words(seed, 300), extra, related_ + [other] + nav))
+        for i in range(ADV_PRODUCTS):
+            rng = random.Random(1000 + i)
+            related_ = [f"{lang}/shop/product-{j}?page={2 + (i + k) % 3}"
+                        for k, j in enumerate(rng.sample(range(ADV_PER_PAGE), 6))]
+            links = related_ + ([] if lang else [f"/en/shop/product-{i}"]) + nav
+            add(f"{lang}/shop/product-{i}", f"product-{i}",
+                article_html(f"Product {i}", article_words(6000 + i, 300), extra, links))
+        pages_count = ADV_PRODUCTS // ADV_PER_PAGE
+        for page in range(1, pages_count + 1):
+            items = range((page - 1) * ADV_PER_PAGE, page * ADV_PER_PAGE)
+            links = [f"{lang}/shop/product-{i}" for i in items]
+            links += [f"{lang}/shop/?page={p}" for p in range(1, pages_count + 1) if p != page] + nav
+            words = [w for i in items for w in article_words(6000 + i, 12)]
+            html = article_html(f"Shop, page {page}", words, extra, links)
+            add(f"{lang}/shop/?page={page}", f"shop-{page}", html)
+            if page == 1:
+                add(f"{lang}/shop/", "shop-1", html)
+        add(f"{lang}/about", "about", article_html("About", article_words(7, 300), extra, nav))
+        home = ["/shop/", "/en/", "/about"] + [f"{lang}/news-{i}" for i in range(ADV_NEWS)]
+        home += [f"{lang}/shop/product-{i}" for i in range(5)]
+        add(f"{lang}/", "home", article_html("Home", article_words(8, 300), extra, home))
+    return pages, cids
+
+
+def content_of(cids: dict[str, str], hit: str) -> str | None:
+    return cids.get(hit) or cids.get(hit.partition("?")[0])
+
+
+@pytest_twisted.ensureDeferred
+async def test_skip_mode_loses_no_family_of_the_adversarial_site(serve: Any, tmp_path: Path) -> None:
+    pages, cids = adversarial_site()
+    site = serve(pages)
+    report = tmp_path / "report.jsonl"
+    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_URL_RULES": "skip", "CONCURRENT_REQUESTS": 4,
+                "SIMHASH_REPORT_URI": str(report)}
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url("/")], follow=True)
+    stats = simhash_stats(crawler)
+    got = {content_of(cids, hit) for hit in site.hits}
+    # Every content: list pages 2 and 3, the products only they link, each translation.
+    assert set(cids.values()) - got == set()
+    # The rules still skip (the ?page= noise on articles and products).
+    skipped = [f.value for f in crawler.spider.failures if isinstance(f.value, PredictedDuplicate)]
+    assert stats["simhash/requests/skipped"] == len(skipped) >= 30
+    assert any("drop ?page=*" in exc.rules for exc in skipped)
+    # The /en/ rule met a translation when it was explored on a new kind of page, and lost its trust.
+    assert stats["simhash/url_rules/contradicted"] >= 1
+    rules = {r["rule"]: r for r in map(json.loads, report.read_text().splitlines()) if r.get("type") == "url_rule"}
+    assert rules["/en/… -> /…"]["contradicted"] and not rules["/en/… -> /…"]["trusted"]
+    assert not rules["drop ?page=*"]["on_lists"]
+
+
+def test_a_contradiction_blames_the_rules_of_the_request_not_those_of_its_target() -> None:
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    noisy_articles(learner, 6)
+    for i in range(6):
+        learner.observe(f"{B}/shop/p{i}")
+        learner.observe(f"{B}/en/shop/p{i}", duplicate_of=f"{B}/shop/p{i}")
+    learner.observe(f"{B}/news-70?page=2")  # a variant crawled first: the target of the prediction
+    prediction = learner.predict(f"{B}/en/news-70")
+    assert prediction is not None and prediction.target == f"{B}/news-70?page=2"
+    assert [r.describe() for r in prediction.fired] == ["/en/… -> /…"]
+    assert {r.describe() for r in prediction.rules} == {"/en/… -> /…", "drop ?page=*"}
+    assert learner.verify(prediction, None) is False  # a translation
+    rules = {r.describe(): r for r in learner.rules()}
+    assert rules["/en/… -> /…"].contradicted
+    assert rules["drop ?page=*"].trusted and not rules["drop ?page=*"].contradicted

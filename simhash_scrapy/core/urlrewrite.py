@@ -5,18 +5,22 @@ The pieces ``core.urlrules`` learns with: ``parse_url`` splits a URL once,
 host, no default port, no fragment, sorted query), ``Rule`` is one rewrite
 (``param``: drop a parameter; ``value``: drop one parameter value; ``path``:
 replace path segments, anchored at a position or at the end) with its
-evidence, and ``RuleIndex`` finds the rules that can rewrite a URL with one
+evidence (parameter rules keep the evidence from list pages apart: see
+``core.urlrules``), ``page_kind`` is the coarse shape of a URL that
+exploration tests each rule on, ``related`` says which rules a revoked one
+takes with it, and ``RuleIndex`` finds the rules that can rewrite a URL with one
 dictionary lookup per path segment and query parameter.  Pure Python.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["Rule", "RuleIndex", "parse_url", "make_key", "url_key", "site_of", "apply_one", "apply_path",
-           "wilson_lower_bound"]
+           "wilson_lower_bound", "page_kind", "related"]
 
 #: z of the one-sided 95 % Wilson lower bound on a rule's precision.
 WILSON_Z = 1.645
@@ -76,12 +80,39 @@ def url_key(url: str) -> str:
     return make_key(scheme, host, path, [t for _, t in params])
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def page_kind(path: str, params: Iterable[tuple[str, str]] = ()) -> str:
+    """The coarse shape of a URL: each path segment with its digit runs as ``#``, a segment
+    without digits as ``*`` (its extension kept), then the sorted parameter names.
+
+    ``/news-12`` -> ``/news-#``, ``/shop/`` -> ``/*/``, ``/shop/product-7`` ->
+    ``/*/product-#``, ``/docs/s3/a17.html`` -> ``/*/s#/a#.html``,
+    ``/articles/intro.html`` -> ``/*/*.html``, ``/item?id=3`` -> ``/*?id``.
+    Exploration tests each trusted rule on each kind of page it skips.
+    """
+    out = []
+    for seg in path.split("/")[1:]:
+        templated, digits = _DIGITS.subn("#", seg)
+        if digits or not seg:
+            out.append(templated)
+        else:
+            dot = seg.rfind(".")
+            out.append("*" + seg[dot:] if 0 < dot < len(seg) - 1 and len(seg) - dot <= 6 else "*")
+    kind = "/" + "/".join(out)
+    if params:
+        kind += "?" + "&".join(sorted({name for name, _ in params}))
+    return kind
+
+
 # ---------------------------------------------------------------------- rules
 class Rule:
     """One candidate rewrite rule of one host, with its evidence."""
 
     __slots__ = ("host", "kind", "name", "value", "prefix", "at", "old", "new",
-                 "support", "counter", "contradicted", "trusted", "skipped", "values")
+                 "support", "counter", "contradicted", "trusted", "skipped", "values",
+                 "list_support", "list_counter", "list_values", "on_pages", "on_lists", "revoked")
 
     def __init__(self, host: str, kind: str, name: str = "", value: str = "", prefix: str = "/",
                  at: int = 0, old: tuple[str, ...] = (), new: tuple[str, ...] = ()) -> None:
@@ -97,10 +128,22 @@ class Rule:
         self.at = at
         self.old = old
         self.new = new
+        #: Evidence; for "param" and "value" rules only from pages that are not list pages
+        #: (the ``list_*`` fields hold the evidence from list pages).
         self.support = 0
         self.counter = 0
         self.contradicted = False
+        #: Trusted on some kind of page (in the lookup index): ``on_pages or on_lists``.
         self.trusted = False
+        #: Trusted where the URL it leads to is not a list page / is a list page (path rules: both alike).
+        self.on_pages = False
+        self.on_lists = False
+        #: "param"/"value" rules: evidence where one of the two pages is a list page.
+        self.list_support = 0
+        self.list_counter = 0
+        self.list_values: set[str] = set()
+        #: Times a related rule's revocation wiped this rule's support (persisted: merges respect it).
+        self.revoked = 0
         #: Requests skipped because of this rule (this process).
         self.skipped = 0
         #: "param" rules: distinct values of the parameter in confirming evidence (up to ``MIN_PARAM_VALUES``).
@@ -111,12 +154,22 @@ class Rule:
         return (self.kind, self.name, self.value, self.prefix, self.at, self.old, self.new)
 
     @property
+    def stratified(self) -> bool:
+        """Parameter rules keep the evidence of list pages apart (path rules do not)."""
+        return self.kind != "path"
+
+    def trusted_for(self, listing: bool) -> bool:
+        return self.on_lists if listing else self.on_pages
+
+    @property
     def precision(self) -> float:
-        total = self.support + self.counter
-        return self.support / total if total else 0.0
+        good = self.support + self.list_support
+        total = good + self.counter + self.list_counter
+        return good / total if total else 0.0
 
     def lower_bound(self) -> float:
-        return wilson_lower_bound(self.support, self.support + self.counter)
+        good = self.support + self.list_support
+        return wilson_lower_bound(good, good + self.counter + self.list_counter)
 
     def describe(self) -> str:
         """A readable form: ``drop ?utm_source (any value) under /articles/``, ``/print/… -> /…``."""
@@ -137,17 +190,45 @@ class Rule:
             "host": self.host,
             "rule": self.describe(),
             "kind": self.kind,
-            "support": self.support,
-            "counter": self.counter,
+            "support": self.support + self.list_support,
+            "counter": self.counter + self.list_counter,
+            "list_support": self.list_support,
+            "list_counter": self.list_counter,
             "precision": round(self.precision, 4),
             "lower_bound": round(self.lower_bound(), 4),
             "trusted": self.trusted,
+            "on_lists": self.on_lists,
             "contradicted": self.contradicted,
+            "revoked": self.revoked,
             "skipped": self.skipped,
         }
 
     def __repr__(self) -> str:
-        return f"<Rule {self.host} {self.describe()} +{self.support}/-{self.counter}{' trusted' if self.trusted else ''}>"
+        lists = f" lists +{self.list_support}/-{self.list_counter}" if self.list_support or self.list_counter else ""
+        trust = " trusted" + ("" if self.on_pages and self.on_lists else " on lists" if self.on_lists else " on pages")
+        return f"<Rule {self.host} {self.describe()} +{self.support}/-{self.counter}{lists}{trust if self.trusted else ''}>"
+
+
+def related(rule: Rule, other: Rule) -> bool:
+    """Does revoking ``rule`` revoke ``other`` (a rule of the same host)?
+
+    Parameter rules: any rule on the same parameter (broader, narrower or one
+    value of it), and the rules under the same (not root) prefix.  Path rules:
+    the rules anchored at the same place on the same first (or last) segment,
+    which includes every rule it subsumes (``/en/… -> /…`` takes
+    ``/en/shop/… -> /shop/…`` with it).
+    """
+    if other is rule or other.host != rule.host:
+        return False
+    if rule.kind == "path":
+        if other.kind != "path" or other.at != rule.at:
+            return False
+        if rule.at < 0:
+            return other.old[-1:] == rule.old[-1:]
+        return other.old[:1] == rule.old[:1]
+    if other.kind == "path":
+        return False
+    return other.name == rule.name or (rule.prefix != "/" and other.prefix == rule.prefix)
 
 
 def apply_path(segs: list[str], rule: Rule) -> list[str] | None:
