@@ -73,18 +73,35 @@ _DISPLAY_NONE = re.compile(rb"[%s]*:[%s]*none" % (_SPACE_LIKE, _SPACE_LIKE), re.
 _BEFORE_HIDDEN = frozenset(re.findall(rb"[:%s]" % _SPACE_LIKE, bytes(range(256))))
 
 
-def _in_tag(data: bytes, pos: int) -> bool:
-    """Whether ``pos`` is inside a tag: the last "<" before it comes after the last ">"."""
-    return data.rfind(b"<", 0, pos) > data.rfind(b">", 0, pos)
+class _InTag:
+    """Whether positions, asked in increasing order, are inside a tag: the last "<" before them
+    comes after the last ">".  Each byte is scanned once over all the questions (linear time)."""
+
+    __slots__ = ("data", "scanned", "last_lt", "last_gt")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.scanned = 0
+        self.last_lt = self.last_gt = -1
+
+    def __call__(self, pos: int) -> bool:
+        if pos > self.scanned:
+            lt = self.data.rfind(b"<", self.scanned, pos)
+            gt = self.data.rfind(b">", self.scanned, pos)
+            if lt >= 0:
+                self.last_lt = lt
+            if gt >= 0:
+                self.last_gt = gt
+            self.scanned = pos
+        return self.last_lt > self.last_gt
 
 
-def _occurrences(data: bytes, lower: bytes, upper: bytes):
-    """Positions of a word in lower or upper case (mixed case is treated as lower case's tail)."""
-    for word in (lower, upper):
-        pos = data.find(word)
-        while pos >= 0:
-            yield pos
-            pos = data.find(word, pos + len(word))
+def _occurrences(data: bytes, word: bytes):
+    """Positions of ``word`` in ``data``, in increasing order."""
+    pos = data.find(word)
+    while pos >= 0:
+        yield pos
+        pos = data.find(word, pos + len(word))
 
 
 def _may_hide(data: bytes) -> bool:
@@ -93,29 +110,38 @@ def _may_hide(data: bytes) -> bool:
     Checks each occurrence (plain byte searches, much faster than a regex
     alternation or lower-casing the page) and keeps only those inside a tag,
     so prose and ``type="hidden"`` inputs do not force a whole-tree search.
-    "idden" / "isplay" also find "Hidden" and "Display".
+    "idden" / "isplay" also find "Hidden" and "Display" (mixed case is read as the
+    lower or upper case word's tail).  Linear time: each pass asks ``_InTag`` in order.
     """
-    for pos in _occurrences(data, b"idden", b"IDDEN"):
-        before = data[pos - 2 : pos - 1]
-        if (
-            before in _BEFORE_HIDDEN
-            or (before == b"-" and data[pos - 6 : pos - 1].lower() == b"aria-")
-        ) and _in_tag(data, pos):
-            return True
-    for pos in _occurrences(data, b"isplay", b"ISPLAY"):
-        if _DISPLAY_NONE.match(data, pos + 6) and _in_tag(data, pos):
-            return True
+    for word in (b"idden", b"IDDEN"):
+        in_tag = _InTag(data)
+        for pos in _occurrences(data, word):
+            before = data[pos - 2 : pos - 1]
+            if (
+                before in _BEFORE_HIDDEN
+                or (before == b"-" and data[pos - 6 : pos - 1].lower() == b"aria-")
+            ) and in_tag(pos):
+                return True
+    for word in (b"isplay", b"ISPLAY"):
+        in_tag = _InTag(data)
+        for pos in _occurrences(data, word):
+            if _DISPLAY_NONE.match(data, pos + 6) and in_tag(pos):
+                return True
     return False
 
 
-# Encoding declarations looked for in the first bytes of a document.
-_DECLARED = re.compile(
-    rb"""<\?xml[^>]*?encoding\s*=\s*["']?\s*([A-Za-z0-9._:-]+)"""
-    rb"""|<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""",
-    re.IGNORECASE,
-)
+# Encoding declarations looked for in the first bytes of a document: where a tag starts, then
+# the key inside that tag, then its value (each step a plain search or a match anchored at a
+# literal, so the scan is linear: a flood of "<meta" without ">" costs one pass, not one per tag).
+_DECLARATION_START = re.compile(rb"<\?xml|<meta")
+_DECLARATION_VALUE = re.compile(rb"""\s*=\s*["']?\s*([a-z0-9._:-]+)""")
 _SNIFF_BYTES = 4096
-_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+# UTF-32 marks first: FF FE 00 00 also starts with UTF-16-LE's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+)  # fmt: skip
+_BOM_OF = {name: bom for bom, name in _BOMS}
 
 # lxml refuses to *set* text holding C0 controls (libxml2 does keep them when parsing).
 # lxml parsers must not be shared between threads.
@@ -137,18 +163,69 @@ def _parser() -> etree.HTMLParser:
     return parser
 
 
-_CRUDE_DROP = re.compile(
-    r"<!--.*?-->|<(script|style|noscript|template|head|svg|math)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL
+# The tag stripper for documents lxml cannot build.  Linear on any input: every search goes
+# forward from where the last one stopped, an element or comment that never closes runs to the
+# end of the document (as in a browser), and no regex can scan past the last ">".
+_CRUDE_DROPPED = ("script", "style", "noscript", "template", "head", "svg", "math")
+_CRUDE_OPEN = re.compile(rb"<!--|<(%s)(?=[\s/>])" % "|".join(_CRUDE_DROPPED).encode("ascii"))
+_CRUDE_TAG_START = re.compile(rb"<[a-z/!?]", re.IGNORECASE)
+_CRUDE_BLOCK = re.compile(
+    rb"<(?:/?(?:%s)(?![a-z0-9:_-])[^>]*)>" % "|".join(BLOCK_TAGS).encode("ascii"), re.IGNORECASE
 )
-_CRUDE_BLOCK = re.compile(r"<(?:/?(?:%s)\b[^>]*)>" % "|".join(BLOCK_TAGS), re.IGNORECASE)
-_CRUDE_TAG = re.compile(r"<[^>]*>")
+_CRUDE_TAG = re.compile(rb"<[a-z/!?][^>]*>", re.IGNORECASE)
+_CRUDE_NAME_END = b" \t\n\f\r/>"
+
+
+def _closing_tag(lower: bytes, name: bytes, start: int) -> int:
+    """The end (after ">") of the first ``</name>`` from ``start`` in ``lower``, or -1 when there is none."""
+    close = b"</" + name
+    pos = lower.find(close, start)
+    while pos >= 0:
+        after = pos + len(close)
+        if after >= len(lower):
+            return -1
+        if lower[after] in _CRUDE_NAME_END:
+            end = lower.find(b">", after)
+            return -1 if end < 0 else end + 1
+        pos = lower.find(close, after)
+    return -1
 
 
 def _crude_text(data: bytes) -> str:
-    """Tag stripper for documents lxml cannot build (nesting deeper than 2048 levels)."""
-    text = _CRUDE_DROP.sub(" ", data.decode("utf-8", "replace"))
-    text = _CRUDE_TAG.sub("", _CRUDE_BLOCK.sub("\n", text))
-    return html_lib.unescape(text)
+    """Tag stripper for documents lxml cannot build (nesting deeper than 2048 levels), in linear time.
+
+    Comments and non-rendered elements (``_CRUDE_DROPPED``) are removed; one that never
+    closes hides the rest of the page, except ``head`` (a browser closes it at the body).
+    Block tags end a line, other tags go; a tag still open at the end of the page is dropped.
+    """
+    lower = data.lower()  # ASCII letters only: positions stay the same
+    parts = []
+    pos = 0
+    while True:
+        opening = _CRUDE_OPEN.search(lower, pos)
+        if opening is None:
+            parts.append(data[pos:])
+            break
+        parts.append(data[pos : opening.start()])
+        parts.append(b" ")
+        name = opening.group(1)
+        if name is None:  # a comment
+            end = lower.find(b"-->", opening.end())
+            end = -1 if end < 0 else end + 3
+        else:
+            end = _closing_tag(lower, name, opening.end())
+            if end < 0 and name == b"head":
+                end = opening.end()  # only the tag goes
+        if end < 0:
+            break  # never closed: the rest of the page is inside it
+        pos = end
+    text = b"".join(parts)
+    # A tag open at the end of the page (no ">" after it) is not text.
+    cut = _CRUDE_TAG_START.search(text, text.rfind(b">") + 1)
+    if cut is not None:
+        text = text[: cut.start()]
+    text = _CRUDE_TAG.sub(b"", _CRUDE_BLOCK.sub(b"\n", text))
+    return html_lib.unescape(text.decode("utf-8", "replace"))
 
 
 def _known_codec(name: str | None) -> str | None:
@@ -165,16 +242,20 @@ def _known_codec(name: str | None) -> str | None:
 
 
 
+# WHATWG's "binary data bytes" (NUL included).
 _BINARY_BYTES = bytes(c for c in range(32) if c not in (9, 10, 12, 13, 27))
 _BINARY_SNIFF = 1024
 _BINARY_SHARE = 0.08
+# Bytes that start as markup ("<" then a letter, "!", "?" or "/", after whitespace or NULs) are
+# HTML whatever else they hold: a browser shows such a page, NULs and control bytes as U+FFFD.
+_MARKUP_START = re.compile(rb"[\t\n\f\r \x00]*<[A-Za-z!?/]")
 
 
 def looks_binary(data: bytes, codec: str | None = None) -> bool:
     """True for bytes that are not text: images, archives, PDFs with binary streams...
 
     More than 8% (and more than 8) control bytes (NUL included) in the first KiB, unless the
-    page is declared UTF-16/32 (where NULs are normal).
+    bytes start as markup or the page is UTF-16/32 (declared or sniffed: NULs are normal there).
     """
     if codec and codec.startswith(("utf-16", "utf-32")):
         return False
@@ -182,16 +263,62 @@ def looks_binary(data: bytes, codec: str | None = None) -> bool:
     if not head:
         return False
     controls = len(head) - len(head.translate(None, _BINARY_BYTES))
-    return controls > 8 and controls > _BINARY_SHARE * len(head)
+    return controls > 8 and controls > _BINARY_SHARE * len(head) and _MARKUP_START.match(head) is None
 
 
-def _sniff_encoding(data: bytes) -> str | None:
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            return name
-    match = _DECLARED.search(data, 0, _SNIFF_BYTES)
-    if match:
-        return _known_codec((match.group(1) or match.group(2)).decode("ascii", "replace"))
+def _declared_codec(data: bytes) -> str | None:
+    """The encoding an ``<?xml ... encoding=...?>`` or ``<meta ... charset=...>`` in the first
+    ``_SNIFF_BYTES`` names, when Python knows it.  UTF-16/32 named there means UTF-8: a page
+    whose declaration reads as ASCII is not in UTF-16/32 (the WHATWG prescan rule)."""
+    head = data[:_SNIFF_BYTES].lower()
+    pos = 0
+    while True:
+        start = _DECLARATION_START.search(head, pos)
+        if start is None:
+            return None
+        end = head.find(b">", start.end())
+        stop = len(head) if end < 0 else end
+        key = b"encoding" if start.group() == b"<?xml" else b"charset"
+        found = head.find(key, start.end(), stop)
+        while found >= 0:
+            value = _DECLARATION_VALUE.match(head, found + len(key), stop)
+            if value is not None:
+                codec = _known_codec(value.group(1).decode("ascii"))
+                if codec is not None and codec.startswith(("utf-16", "utf-32")):
+                    return "utf-8"
+                return codec
+            found = head.find(key, found + len(key), stop)
+        if end < 0:
+            return None
+        pos = end
+
+
+# UTF-16/32 without a byte-order mark are read from where the NULs fall in the first bytes:
+# ASCII-range text in UTF-16-LE has a NUL in every odd byte and none in the even ones, etc.
+_WIDE_SNIFF = 512
+_WIDE_MIN_BYTES = 8
+_WIDE_FULL = 0.9  # this share of the bytes that are NUL in ASCII-range text must be NUL
+_WIDE_EMPTY = 0.05  # at most this share of the bytes that hold the ASCII letter may be NUL
+
+
+def _wide_codec(data: bytes) -> str | None:
+    """``utf-32-le``/``-be`` or ``utf-16-le``/``-be`` when the NULs in the first bytes say so, else None."""
+    n = min(len(data), _WIDE_SNIFF) // 4 * 4
+    if n < _WIDE_MIN_BYTES or data.find(0, 0, n) < 0:
+        return None
+    head = data[:n]
+    quads = n // 4
+    z = [head[i:n:4].count(0) for i in range(4)]
+    if z[2] >= _WIDE_FULL * quads and z[3] >= _WIDE_FULL * quads and z[0] <= _WIDE_EMPTY * quads:
+        return "utf-32-le"
+    if z[0] >= _WIDE_FULL * quads and z[1] >= _WIDE_FULL * quads and z[3] <= _WIDE_EMPTY * quads:
+        return "utf-32-be"
+    pairs = n // 2
+    even, odd = z[0] + z[2], z[1] + z[3]
+    if odd >= 0.5 * pairs and even <= _WIDE_EMPTY * pairs:
+        return "utf-16-le"
+    if even >= 0.5 * pairs and odd <= _WIDE_EMPTY * pairs:
+        return "utf-16-be"
     return None
 
 
@@ -200,6 +327,19 @@ def _bom_codec(data: bytes) -> str | None:
         if data.startswith(bom):
             return name
     return None
+
+
+def _choose_codec(raw: bytes, encoding: str | None) -> str | None:
+    """A BOM, else ``encoding``, else UTF-16/32 sniffed from the NULs, else the page's own
+    declaration; ``None`` when none says (the caller then tries UTF-8).  ``utf-16``/``utf-32``
+    without a BOM take the byte order the NULs show, else little-endian (as WHATWG's "UTF-16")."""
+    codec = _bom_codec(raw) or _known_codec(encoding)
+    if codec is None:
+        return _wide_codec(raw) or _declared_codec(raw)
+    if codec in ("utf-16", "utf-32"):
+        sniffed = _wide_codec(raw)
+        return sniffed if sniffed is not None and sniffed.startswith(codec) else codec + "-le"
+    return codec
 
 
 def _is_utf8(raw: bytes) -> bool:
@@ -214,21 +354,25 @@ def _is_utf8(raw: bytes) -> bool:
 
 
 def source_codec(raw: bytes, encoding: str | None = None) -> str:
-    """The codec ``to_utf8`` reads ``raw`` with: a BOM, else ``encoding``, else the page's own
-    declaration, else UTF-8 when the bytes are valid UTF-8 and windows-1252 when not."""
-    codec = _bom_codec(raw) or _known_codec(encoding) or _sniff_encoding(raw)
+    """The codec ``to_utf8`` reads ``raw`` with: a BOM, else ``encoding``, else UTF-16/32 sniffed
+    from the NULs, else the page's own declaration, else UTF-8 when the bytes are valid UTF-8 and
+    windows-1252 when not."""
+    codec = _choose_codec(raw, encoding)
     if codec is None:
         return "utf-8" if _is_utf8(raw) else "cp1252"
     return codec
 
 
+_REPLACEMENT = "\ufffd".encode("utf-8")
+
+
 def to_utf8(html: str | bytes, encoding: str | None = None) -> bytes:
-    """``html`` as valid UTF-8 bytes without NULs (see the module docstring for the rules)."""
+    """``html`` as valid UTF-8 bytes, NULs made U+FFFD (see the module docstring for the rules)."""
     if isinstance(html, str):
         data = html.encode("utf-8", "replace")
     elif isinstance(html, (bytes, bytearray, memoryview)):
         raw = bytes(html)
-        codec = _bom_codec(raw) or _known_codec(encoding) or _sniff_encoding(raw)
+        codec = _choose_codec(raw, encoding)
         if looks_binary(raw, codec):
             return b""
         if codec in (None, "utf-8"):
@@ -238,16 +382,19 @@ def to_utf8(html: str | bytes, encoding: str | None = None) -> bytes:
                 fallback = "utf-8" if codec else "cp1252"
                 data = raw.decode(fallback, "replace").encode("utf-8")
         else:
-            if codec.startswith("utf-16") and raw[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-                raw = raw[2:]
+            if _bom_codec(raw) == codec:
+                raw = raw[len(_BOM_OF[codec]) :]
             data = raw.decode(codec, "replace").encode("utf-8", "replace")
         if data.startswith(codecs.BOM_UTF8):
             data = data[3:]
     else:
         raise TypeError(f"html must be str or bytes, got {type(html).__name__}")
-    # C0 control characters stay: libxml2 keeps them as text (NUL becomes
-    # U+FFFD), the tokeniser treats them as separators and extract_text turns
-    # them into spaces.  Scanning for them would cost more than that.
+    # NUL is a parse error that browsers read as U+FFFD (libxml2 too, in text): made so here, a NUL
+    # inside a tag, a comment or a script is read the same way, and parsing goes on.  Other C0
+    # control characters stay: libxml2 keeps them as text, the tokeniser treats them as separators
+    # and extract_text turns them into spaces.
+    if b"\x00" in data:
+        data = data.replace(b"\x00", _REPLACEMENT)
     return data
 
 
