@@ -43,7 +43,7 @@ from .dom import NotUndoable, UndoableDrops, drop_element, xml_safe
 
 __all__ = [
     "extract_text", "extract_text_bytes", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS",
-    "BLOCK_TAGS", "charset_of", "shared_parse_usable", "source_codec",
+    "BLOCK_TAGS", "charset_of", "shared_parse_usable", "source_codec", "deeper_than",
 ]  # fmt: skip
 
 NOT_RENDERED_TAGS = (
@@ -214,8 +214,9 @@ def _crude_text(data: bytes) -> str:
             end = -1 if end < 0 else end + 3
         else:
             end = _closing_tag(lower, name, opening.end())
-            if end < 0 and name == b"head":
-                end = opening.end()  # only the tag goes
+            if end < 0 and name == b"head":  # only the tag goes
+                end = lower.find(b">", opening.end())
+                end = -1 if end < 0 else end + 1
         if end < 0:
             break  # never closed: the rest of the page is inside it
         pos = end
@@ -263,7 +264,7 @@ def looks_binary(data: bytes, codec: str | None = None) -> bool:
     if not head:
         return False
     controls = len(head) - len(head.translate(None, _BINARY_BYTES))
-    return controls > 8 and controls > _BINARY_SHARE * len(head) and _MARKUP_START.match(head) is None
+    return controls > 8 and controls > _BINARY_SHARE * len(head) and _MARKUP_START.match(data) is None
 
 
 def _declared_codec(data: bytes) -> str | None:
@@ -293,31 +294,38 @@ def _declared_codec(data: bytes) -> str | None:
         pos = end
 
 
-# UTF-16/32 without a byte-order mark are read from where the NULs fall in the first bytes:
-# ASCII-range text in UTF-16-LE has a NUL in every odd byte and none in the even ones, etc.
+# UTF-16/32 without a byte-order mark are read from where the NULs fall in the first code units
+# that are not NUL themselves: ASCII-range text in UTF-16-LE has its NUL in the second byte of
+# (nearly) every unit, in UTF-32-LE in the last three, etc.
 _WIDE_SNIFF = 512
-_WIDE_MIN_BYTES = 8
-_WIDE_FULL = 0.9  # this share of the bytes that are NUL in ASCII-range text must be NUL
-_WIDE_EMPTY = 0.05  # at most this share of the bytes that hold the ASCII letter may be NUL
+_WIDE_MIN_UNITS = 4
+_WIDE_SHARE = 0.5  # at least this share of the units must show the pattern...
+_WIDE_OTHER = 0.05  # ... and at most this share the other byte order's
 
 
 def _wide_codec(data: bytes) -> str | None:
     """``utf-32-le``/``-be`` or ``utf-16-le``/``-be`` when the NULs in the first bytes say so, else None."""
     n = min(len(data), _WIDE_SNIFF) // 4 * 4
-    if n < _WIDE_MIN_BYTES or data.find(0, 0, n) < 0:
+    if n < 2 * _WIDE_MIN_UNITS or data.find(0, 0, n) < 0:
         return None
-    head = data[:n]
-    quads = n // 4
-    z = [head[i:n:4].count(0) for i in range(4)]
-    if z[2] >= _WIDE_FULL * quads and z[3] >= _WIDE_FULL * quads and z[0] <= _WIDE_EMPTY * quads:
-        return "utf-32-le"
-    if z[0] >= _WIDE_FULL * quads and z[1] >= _WIDE_FULL * quads and z[3] <= _WIDE_EMPTY * quads:
-        return "utf-32-be"
-    pairs = n // 2
-    even, odd = z[0] + z[2], z[1] + z[3]
-    if odd >= 0.5 * pairs and even <= _WIDE_EMPTY * pairs:
+    quads = [data[i : i + 4] for i in range(0, n, 4)]
+    quads = [q for q in quads if q != b"\0\0\0\0"]
+    if len(quads) >= _WIDE_MIN_UNITS:
+        little = sum(1 for q in quads if q[0] and not q[2] and not q[3])
+        big = sum(1 for q in quads if q[3] and not q[0] and not q[1])
+        if little >= (1 - _WIDE_OTHER) * len(quads):
+            return "utf-32-le"
+        if big >= (1 - _WIDE_OTHER) * len(quads):
+            return "utf-32-be"
+    pairs = [data[i : i + 2] for i in range(0, n, 2)]
+    pairs = [p for p in pairs if p != b"\0\0"]
+    if len(pairs) < _WIDE_MIN_UNITS:
+        return None
+    little = sum(1 for p in pairs if p[0] and not p[1])
+    big = sum(1 for p in pairs if p[1] and not p[0])
+    if little >= _WIDE_SHARE * len(pairs) and big <= _WIDE_OTHER * len(pairs):
         return "utf-16-le"
-    if even >= 0.5 * pairs and odd <= _WIDE_EMPTY * pairs:
+    if big >= _WIDE_SHARE * len(pairs) and little <= _WIDE_OTHER * len(pairs):
         return "utf-16-be"
     return None
 
@@ -605,7 +613,18 @@ def text_of_parsed(
 #: Elements this deep mean a parse may have stopped at libxml2's depth limit (2048 levels),
 #: dropping the rest of the page: such a tree is not used (the page is parsed again, see below).
 SHARED_PARSE_MAX_DEPTH = 1024
-_TOO_DEEP = etree.XPath("boolean(/" + "/".join(["*"] * SHARED_PARSE_MAX_DEPTH) + ")")
+
+
+@functools.lru_cache(maxsize=4)
+def _depth_probe(depth: int) -> etree.XPath:
+    return etree.XPath("boolean(/" + "/".join(["*"] * depth) + ")")
+
+
+def deeper_than(root: etree._Element, depth: int) -> bool:
+    """Whether the document of ``root`` has elements ``depth`` levels deep (one XPath walk, in C)."""
+    return bool(_depth_probe(depth)(root))
+
+
 _CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';,\s]+)""", re.IGNORECASE)
 
 
@@ -636,7 +655,9 @@ def _ascii_compatible(codec: str | None) -> bool:
         return False
 
 
-def shared_parse_usable(root: Any, raw: bytes, declared: str | None, decoded_with: str, text: str) -> bool:
+def shared_parse_usable(
+    root: Any, raw: bytes, declared: str | None, decoded_with: str, text: str, depth_checked: int | None = None
+) -> bool:
     """Whether a tree someone else parsed gives exactly ``extract_text(raw, declared)``'s text.
 
     For Scrapy's ``response.selector.root`` (parsel): ``decoded_with`` is
@@ -645,7 +666,8 @@ def shared_parse_usable(root: Any, raw: bytes, declared: str | None, decoded_wit
     (another codec, an ambiguous one, or binary bytes, which give no text), when the text holds
     NUL characters (parsel deletes them; here they separate words) or when the
     tree reaches ``SHARED_PARSE_MAX_DEPTH`` (libxml2 may have stopped
-    building it).  The caller then fingerprints ``raw`` itself.
+    building it).  The caller then fingerprints ``raw`` itself.  ``depth_checked``: the caller
+    found no element that deep (``deeper_than``), so a smaller depth spares the depth walk.
     """
     codec = source_codec(raw, declared)
     if looks_binary(raw, codec) or codec in ("utf-16", "utf-32"):
@@ -653,7 +675,11 @@ def shared_parse_usable(root: Any, raw: bytes, declared: str | None, decoded_wit
     used = _codec_name(decoded_with)  # the codec really used (no windows-1252 for "ascii" here)
     if used != codec and not (raw.isascii() and _ascii_compatible(codec) and _ascii_compatible(used)):
         return False
-    return "\x00" not in text and not _TOO_DEEP(root)
+    if "\x00" in text:
+        return False
+    return (depth_checked is not None and depth_checked <= SHARED_PARSE_MAX_DEPTH) or not deeper_than(
+        root, SHARED_PARSE_MAX_DEPTH
+    )
 
 
 def _text_of_cleaned(
