@@ -163,32 +163,33 @@ def _parser() -> etree.HTMLParser:
     return parser
 
 
+def _trie_pattern(words: list[str]) -> str:
+    """A regex alternation of ``words`` branching one letter at a time (no word is tried in full)."""
+    if words == [""]:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for word in sorted(words):
+        groups.setdefault(word[:1], []).append(word[1:])
+    branches = [first + _trie_pattern(rests) for first, rests in groups.items() if first]
+    optional = "" in groups
+    body = branches[0] if len(branches) == 1 and not optional else "(?:" + "|".join(branches) + ")"
+    return body + "?" if optional else body
+
+
 # The tag stripper for documents lxml cannot build.  Linear on any input: every search goes
 # forward from where the last one stopped, an element or comment that never closes runs to the
 # end of the document (as in a browser), and no regex can scan past the last ">".
 _CRUDE_DROPPED = ("script", "style", "noscript", "template", "head", "svg", "math")
-_CRUDE_OPEN = re.compile(rb"<!--|<(%s)(?=[\s/>])" % "|".join(_CRUDE_DROPPED).encode("ascii"))
+_CRUDE_OPEN = re.compile(rb"<(?:!--|(%s)(?=[\s/>]))" % _trie_pattern(list(_CRUDE_DROPPED)).encode("ascii"), re.IGNORECASE)
+_CRUDE_CLOSE = {
+    name.encode("ascii"): re.compile(rb"</%s[\s/>]" % name.encode("ascii"), re.IGNORECASE) for name in _CRUDE_DROPPED
+}
 _CRUDE_TAG_START = re.compile(rb"<[a-z/!?]", re.IGNORECASE)
-_CRUDE_BLOCK = re.compile(
-    rb"<(?:/?(?:%s)(?![a-z0-9:_-])[^>]*)>" % "|".join(BLOCK_TAGS).encode("ascii"), re.IGNORECASE
-)
-_CRUDE_TAG = re.compile(rb"<[a-z/!?][^>]*>", re.IGNORECASE)
-_CRUDE_NAME_END = b" \t\n\f\r/>"
-
-
-def _closing_tag(lower: bytes, name: bytes, start: int) -> int:
-    """The end (after ">") of the first ``</name>`` from ``start`` in ``lower``, or -1 when there is none."""
-    close = b"</" + name
-    pos = lower.find(close, start)
-    while pos >= 0:
-        after = pos + len(close)
-        if after >= len(lower):
-            return -1
-        if lower[after] in _CRUDE_NAME_END:
-            end = lower.find(b">", after)
-            return -1 if end < 0 else end + 1
-        pos = lower.find(close, after)
-    return -1
+# A run of block tags (and the whitespace between them) is one line break.
+# (Each pattern starts with a literal "<" so the regex engine skips ahead to candidates.)
+_CRUDE_BLOCK_TAG = rb"/?%s(?![a-z0-9:_-])[^>]*>\s*" % _trie_pattern(list(BLOCK_TAGS)).encode("ascii")
+_CRUDE_BLOCK = re.compile(rb"<%s(?:<%s)*" % (_CRUDE_BLOCK_TAG, _CRUDE_BLOCK_TAG), re.IGNORECASE)
+_CRUDE_TAG = re.compile(rb"<[a-z/!?][^>]*>(?:<[a-z/!?][^>]*>)*", re.IGNORECASE)
 
 
 def _crude_text(data: bytes) -> str:
@@ -198,11 +199,10 @@ def _crude_text(data: bytes) -> str:
     closes hides the rest of the page, except ``head`` (a browser closes it at the body).
     Block tags end a line, other tags go; a tag still open at the end of the page is dropped.
     """
-    lower = data.lower()  # ASCII letters only: positions stay the same
     parts = []
     pos = 0
     while True:
-        opening = _CRUDE_OPEN.search(lower, pos)
+        opening = _CRUDE_OPEN.search(data, pos)
         if opening is None:
             parts.append(data[pos:])
             break
@@ -210,13 +210,15 @@ def _crude_text(data: bytes) -> str:
         parts.append(b" ")
         name = opening.group(1)
         if name is None:  # a comment
-            end = lower.find(b"-->", opening.end())
+            end = data.find(b"-->", opening.end())
             end = -1 if end < 0 else end + 3
         else:
-            end = _closing_tag(lower, name, opening.end())
-            if end < 0 and name == b"head":  # only the tag goes
-                end = lower.find(b">", opening.end())
-                end = -1 if end < 0 else end + 1
+            name = name.lower()
+            closing = _CRUDE_CLOSE[name].search(data, opening.end())
+            if closing is None and name == b"head":
+                closing = opening  # only the tag goes
+            end = -1 if closing is None else data.find(b">", closing.end() - 1)
+            end = -1 if end < 0 else end + 1
         if end < 0:
             break  # never closed: the rest of the page is inside it
         pos = end
