@@ -383,3 +383,32 @@ async def test_a_crawl_of_hostile_pages_finishes_and_fingerprints_them(serve: An
     # The 32,000-tag page went to a worker thread: downloads and other pages went on meanwhile.
     assert crawler.stats.get_value("simhash/analysed_off_loop") >= 1
     assert crawler.stats.get_value("simhash/fingerprinted") == len(urls)
+
+
+# ------------------------------------------------------------------ main content: the link-text length
+
+_LINK_BITS = st.sampled_from(
+    ["<a>", "</a>", "<a href='x'>", "<b>", "</b>", "<p>", "</p>", "<div>", "</div>", "<!-- c -->", "<?pi x?>",
+     "<script>s</script>", " ", "\t", "\n", "\xa0", "\u2003", "word", "é", "日本"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINK_BITS, max_size=30).map("".join), st.booleans())
+def test_link_text_length_is_the_xpaths_on_both_branches(body: str, keep_comments: bool) -> None:
+    """``_LINK_LEN`` gives the old XPath's number, by the XPath (few links) and the linear branch."""
+    from lxml import etree
+
+    from simhash_scrapy.core import boilerplate
+
+    parser = etree.HTMLParser(remove_comments=not keep_comments)
+    root = etree.fromstring(f"<html><body><div>{body}</div></body></html>", parser)
+    elements = [root, *root.iter("div", "p", "b", "a")]
+    expected = [int(boilerplate._LINK_LEN_XPATH(element)) for element in elements]
+    saved = boilerplate._LINK_XPATH_MAX
+    try:
+        for limit in (saved, -1):
+            boilerplate._LINK_XPATH_MAX = limit
+            assert [boilerplate._LINK_LEN(element) for element in elements] == expected
+    finally:
+        boilerplate._LINK_XPATH_MAX = saved
