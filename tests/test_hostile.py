@@ -35,7 +35,7 @@ from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core import _native
 from simhash_scrapy.core import text as text_module
 from simhash_scrapy.core.analysis import SLOW_MARKUP, analyse_html, may_take_long
-from simhash_scrapy.core.text import NOT_RENDERED_TAGS, source_codec, to_utf8
+from simhash_scrapy.core.text import NOT_RENDERED_TAGS, charset_of, source_codec, to_utf8
 from simhash_scrapy.middleware import SimhashMiddleware
 from test_shared_parse import crawl_answer, library_answer
 
@@ -307,6 +307,8 @@ def test_crawl_and_library_agree_and_read_what_lxml_reads(case: tuple[bytes, str
     crawl = crawl_answer(body, content_type, main_content)
     assert crawl == library_answer(body, content_type, main_content)
     assert crawl == analyse_html(html, None, crawl_options(main_content))  # the bytes read as the text they hold
+    library = fingerprint_html(body, charset_of(content_type), main_content=main_content)
+    assert library == (None if crawl.exact else crawl.fingerprint)
     if words & lxml_words(html.encode()):
         assert crawl.skip_reason is None and crawl.fingerprint is not None
 
