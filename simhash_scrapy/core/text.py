@@ -10,16 +10,20 @@ Block elements end a line, so ``<p>a</p><p>b</p>`` gives ``"a\\nb"``; any other
 run of whitespace (source newlines included) becomes one space, and empty lines
 are removed.
 
-Decoding never raises: a byte-order mark, else the declared encoding (argument, XML
-declaration or ``<meta charset>``) is used when Python knows it (a BOM wins over a declaration,
-as in browsers and Scrapy), invalid bytes become U+FFFD,
-undeclared non-UTF-8 bytes are read as windows-1252 (the HTML default), and C0 control
-characters (NUL included) separate words like spaces.  Bytes that are not text at all (more
-than 8% control bytes in the first KiB: images, archives) give no text.  Markup nested deeper than libxml2
-builds trees (2048 levels) is read with a plain tag stripper instead.  lxml always receives UTF-8 bytes, so an
-``<?xml ... encoding=...?>`` declaration cannot make it refuse the input.
+Decoding never raises: a byte-order mark (UTF-8, UTF-16, UTF-32), else the declared encoding
+(the argument), else UTF-16/32 when the NULs in the first bytes show it (no BOM needed), else the
+page's XML declaration or ``<meta charset>`` is used when Python knows it (a BOM wins over a
+declaration, as in browsers and Scrapy; UTF-16/32 named in a declaration readable as ASCII means
+UTF-8, WHATWG's prescan rule), invalid bytes become U+FFFD, undeclared non-UTF-8 bytes are read
+as windows-1252 (the HTML default).  NUL becomes U+FFFD before parsing (the HTML rule), so a NUL
+in a tag, a comment or a script does not stop the parse; other C0 control characters separate
+words like spaces.  Bytes that are not text at all (more than 8% control bytes in the first
+KiB: images, archives) give no text, unless they start as markup.  Markup nested deeper than
+libxml2 builds trees (2048 levels) is read with a plain tag stripper instead.  Every scan of the
+bytes runs in linear time on any input (no backtracking regex reads markup).  lxml always
+receives UTF-8 bytes, so an ``<?xml ... encoding=...?>`` declaration cannot make it refuse the input.
 
-Why one module of ~530 lines: decoding, parsing and the visible-text walk
+Why one module of ~700 lines: decoding, parsing and the visible-text walk
 share their guards (binary sniffing, nesting depth, control characters) and
 must change together so that ``extract_text`` and the crawl's shared parse
 (``text_of_parsed``, ``shared_parse_usable``) keep giving the same text; tree edits live in ``dom``.
