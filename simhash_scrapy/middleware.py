@@ -18,7 +18,7 @@ from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
 from .backends import BackendError, PageRecord, Verdict
-from .core.analysis import Analysis, analyse_html, analyse_tree
+from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
 from .core.clustering import Outcome
 from .core.skip import skip_reason
 from .core.text import charset_of, shared_parse_usable
@@ -137,7 +137,8 @@ class SimhashMiddleware:
         (``benchmarks/crawl_overhead.py``).  Pages over
         ``SHARED_PARSE_MAX_BYTES`` (and HTML in non-HTML responses) are parsed
         by the plugin itself, in a worker thread when ``SIMHASH_THREADS`` is on,
-        so they never block the event loop for long.
+        so they never block the event loop for long; so are pages whose analysis may
+        take long (``core.analysis.may_take_long``: many tags, deep nesting), whatever their size.
         """
         state = self.state
         body = response.body
@@ -145,13 +146,18 @@ class SimhashMiddleware:
         config = self.config
         # What the library is given for these bytes: the HTTP charset (fingerprint_html(body, charset)).
         declared = charset_of(response.headers.get(b"Content-Type"))
-        if isinstance(response, HtmlResponse) and size <= SHARED_PARSE_MAX_BYTES:
+        # Markup that may take long to analyse goes to a worker thread, never the shared parse.
+        slow = may_take_long(body)
+        if isinstance(response, HtmlResponse) and size <= SHARED_PARSE_MAX_BYTES and not slow:
             root = response.selector.root
-            if shared_parse_usable(root, body, declared, response.encoding, response.text):
+            slow = tree_may_take_long(root)
+            if not slow and shared_parse_usable(
+                root, body, declared, response.encoding, response.text, depth_checked=SLOW_DEPTH
+            ):
                 # The raw bytes only serve ASCII-based hints; UTF-16/32 bodies get the full checks.
                 raw = None if response.encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")) else body
                 return analyse_tree(root, raw, config.analysis)
-        return await state.run_analysis(analyse_html, body, declared, config.analysis, size=size)
+        return await state.run_analysis(analyse_html, body, declared, config.analysis, size=size, slow=slow)
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None

@@ -184,18 +184,19 @@ class DedupState:
     def skip(self, reason: str, items: bool = False) -> None:
         self.inc(f"simhash/items/skipped/{reason}" if items else f"simhash/skipped/{reason}")
 
-    async def run_analysis(self, func: Callable[..., _T], *args: Any, size: int = 0) -> _T:
+    async def run_analysis(self, func: Callable[..., _T], *args: Any, size: int = 0, slow: bool = False) -> _T:
         """Run ``func(*args)`` in a worker thread or inline (``SIMHASH_THREADS``).
 
         With threads on, work on inputs of at least ``THREAD_MIN_BYTES``
-        (``size``) runs in a worker thread, so a big page never blocks the
-        event loop for long; smaller inputs run inline, where the hand-off to
-        a thread would cost more than it saves (see
+        (``size``), or that may take long (``slow``: see ``core.analysis.may_take_long``),
+        runs in a worker thread, so no page blocks the event loop for long
+        (counted in ``simhash/analysed_off_loop``); smaller inputs run inline,
+        where the hand-off to a thread would cost more than it saves (see
         ``benchmarks/thread_vs_inline.py``).  Threads need an asyncio loop
         (the asyncio reactor, or Scrapy without a reactor); under another
         Twisted reactor the work runs inline.
         """
-        if self.config.threads and size >= THREAD_MIN_BYTES:
+        if self.config.threads and (slow or size >= THREAD_MIN_BYTES):
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
@@ -204,6 +205,7 @@ class DedupState:
                 if self._executor is None:
                     self._executor = ThreadPoolExecutor(THREAD_WORKERS, thread_name_prefix="simhash")
                 future = loop.run_in_executor(self._executor, func, *args)
+                self.inc("simhash/analysed_off_loop")
                 if asyncio.current_task() is None:
                     # Called from a Twisted-driven coroutine (Deferred.fromCoroutine):
                     # it can await Deferreds, not asyncio futures.

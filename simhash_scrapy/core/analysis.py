@@ -24,9 +24,30 @@ from .edits import edit_keys
 from .exact import exact_digest
 from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes
 from .fingerprint import simhash_from_features
-from .text import extract_text, extract_text_bytes, text_of_parsed
+from .text import deeper_than, extract_text, extract_text_bytes, text_of_parsed
 
-__all__ = ["Analysis", "AnalysisOptions", "analyse_html", "analyse_tree", "analyse_text", "fingerprint_html"]
+__all__ = [
+    "Analysis", "AnalysisOptions", "analyse_html", "analyse_tree", "analyse_text", "fingerprint_html",
+    "may_take_long", "tree_may_take_long", "SLOW_MARKUP", "SLOW_DEPTH",
+]  # fmt: skip
+
+#: Analysis is linear in the page, but its cost per byte grows with the markup (every element is
+#: visited, in Python for main content) and, in main-content mode, with the nesting depth (each
+#: wrapper level measures the text below it).  Pages with more tags than this ("<" bytes) ...
+SLOW_MARKUP = 20_000
+#: ... or elements nested this deep may take long: the crawl analyses them off the event loop
+#: (``benchmarks/hostile.py`` measures both on hostile pages).
+SLOW_DEPTH = 64
+
+
+def may_take_long(body: bytes) -> bool:
+    """Whether analysing ``body`` may take long, judged from its bytes alone (one ``count``, in C)."""
+    return body.count(b"<") > SLOW_MARKUP
+
+
+def tree_may_take_long(root: Any) -> bool:
+    """Whether analysing a page parsed as ``root`` may take long (elements ``SLOW_DEPTH`` deep)."""
+    return root is not None and deeper_than(root, SLOW_DEPTH)
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,20 @@ Block elements end a line, so ``<p>a</p><p>b</p>`` gives ``"a\\nb"``; any other
 run of whitespace (source newlines included) becomes one space, and empty lines
 are removed.
 
-Decoding never raises: a byte-order mark, else the declared encoding (argument, XML
-declaration or ``<meta charset>``) is used when Python knows it (a BOM wins over a declaration,
-as in browsers and Scrapy), invalid bytes become U+FFFD,
-undeclared non-UTF-8 bytes are read as windows-1252 (the HTML default), and C0 control
-characters (NUL included) separate words like spaces.  Bytes that are not text at all (more
-than 8% control bytes in the first KiB: images, archives) give no text.  Markup nested deeper than libxml2
-builds trees (2048 levels) is read with a plain tag stripper instead.  lxml always receives UTF-8 bytes, so an
-``<?xml ... encoding=...?>`` declaration cannot make it refuse the input.
+Decoding never raises: a byte-order mark (UTF-8, UTF-16, UTF-32), else the declared encoding
+(the argument), else UTF-16/32 when the NULs in the first bytes show it (no BOM needed), else the
+page's XML declaration or ``<meta charset>`` is used when Python knows it (a BOM wins over a
+declaration, as in browsers and Scrapy; UTF-16/32 named in a declaration readable as ASCII means
+UTF-8, WHATWG's prescan rule), invalid bytes become U+FFFD, undeclared non-UTF-8 bytes are read
+as windows-1252 (the HTML default).  NUL becomes U+FFFD before parsing (the HTML rule), so a NUL
+in a tag, a comment or a script does not stop the parse; other C0 control characters separate
+words like spaces.  Bytes that are not text at all (more than 8% control bytes in the first
+KiB: images, archives) give no text, unless they start as markup.  Markup nested deeper than
+libxml2 builds trees (2048 levels) is read with a plain tag stripper instead.  Every scan of the
+bytes runs in linear time on any input (no backtracking regex reads markup).  lxml always
+receives UTF-8 bytes, so an ``<?xml ... encoding=...?>`` declaration cannot make it refuse the input.
 
-Why one module of ~530 lines: decoding, parsing and the visible-text walk
+Why one module of ~700 lines: decoding, parsing and the visible-text walk
 share their guards (binary sniffing, nesting depth, control characters) and
 must change together so that ``extract_text`` and the crawl's shared parse
 (``text_of_parsed``, ``shared_parse_usable``) keep giving the same text; tree edits live in ``dom``.
@@ -43,7 +47,7 @@ from .dom import NotUndoable, UndoableDrops, drop_element, xml_safe
 
 __all__ = [
     "extract_text", "extract_text_bytes", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS",
-    "BLOCK_TAGS", "charset_of", "shared_parse_usable", "source_codec",
+    "BLOCK_TAGS", "charset_of", "shared_parse_usable", "source_codec", "deeper_than",
 ]  # fmt: skip
 
 NOT_RENDERED_TAGS = (
@@ -73,18 +77,35 @@ _DISPLAY_NONE = re.compile(rb"[%s]*:[%s]*none" % (_SPACE_LIKE, _SPACE_LIKE), re.
 _BEFORE_HIDDEN = frozenset(re.findall(rb"[:%s]" % _SPACE_LIKE, bytes(range(256))))
 
 
-def _in_tag(data: bytes, pos: int) -> bool:
-    """Whether ``pos`` is inside a tag: the last "<" before it comes after the last ">"."""
-    return data.rfind(b"<", 0, pos) > data.rfind(b">", 0, pos)
+class _InTag:
+    """Whether positions, asked in increasing order, are inside a tag: the last "<" before them
+    comes after the last ">".  Each byte is scanned once over all the questions (linear time)."""
+
+    __slots__ = ("data", "scanned", "last_lt", "last_gt")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.scanned = 0
+        self.last_lt = self.last_gt = -1
+
+    def __call__(self, pos: int) -> bool:
+        if pos > self.scanned:
+            lt = self.data.rfind(b"<", self.scanned, pos)
+            gt = self.data.rfind(b">", self.scanned, pos)
+            if lt >= 0:
+                self.last_lt = lt
+            if gt >= 0:
+                self.last_gt = gt
+            self.scanned = pos
+        return self.last_lt > self.last_gt
 
 
-def _occurrences(data: bytes, lower: bytes, upper: bytes):
-    """Positions of a word in lower or upper case (mixed case is treated as lower case's tail)."""
-    for word in (lower, upper):
-        pos = data.find(word)
-        while pos >= 0:
-            yield pos
-            pos = data.find(word, pos + len(word))
+def _occurrences(data: bytes, word: bytes):
+    """Positions of ``word`` in ``data``, in increasing order."""
+    pos = data.find(word)
+    while pos >= 0:
+        yield pos
+        pos = data.find(word, pos + len(word))
 
 
 def _may_hide(data: bytes) -> bool:
@@ -93,29 +114,38 @@ def _may_hide(data: bytes) -> bool:
     Checks each occurrence (plain byte searches, much faster than a regex
     alternation or lower-casing the page) and keeps only those inside a tag,
     so prose and ``type="hidden"`` inputs do not force a whole-tree search.
-    "idden" / "isplay" also find "Hidden" and "Display".
+    "idden" / "isplay" also find "Hidden" and "Display" (mixed case is read as the
+    lower or upper case word's tail).  Linear time: each pass asks ``_InTag`` in order.
     """
-    for pos in _occurrences(data, b"idden", b"IDDEN"):
-        before = data[pos - 2 : pos - 1]
-        if (
-            before in _BEFORE_HIDDEN
-            or (before == b"-" and data[pos - 6 : pos - 1].lower() == b"aria-")
-        ) and _in_tag(data, pos):
-            return True
-    for pos in _occurrences(data, b"isplay", b"ISPLAY"):
-        if _DISPLAY_NONE.match(data, pos + 6) and _in_tag(data, pos):
-            return True
+    for word in (b"idden", b"IDDEN"):
+        in_tag = _InTag(data)
+        for pos in _occurrences(data, word):
+            before = data[pos - 2 : pos - 1]
+            if (
+                before in _BEFORE_HIDDEN
+                or (before == b"-" and data[pos - 6 : pos - 1].lower() == b"aria-")
+            ) and in_tag(pos):
+                return True
+    for word in (b"isplay", b"ISPLAY"):
+        in_tag = _InTag(data)
+        for pos in _occurrences(data, word):
+            if _DISPLAY_NONE.match(data, pos + 6) and in_tag(pos):
+                return True
     return False
 
 
-# Encoding declarations looked for in the first bytes of a document.
-_DECLARED = re.compile(
-    rb"""<\?xml[^>]*?encoding\s*=\s*["']?\s*([A-Za-z0-9._:-]+)"""
-    rb"""|<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""",
-    re.IGNORECASE,
-)
+# Encoding declarations looked for in the first bytes of a document: where a tag starts, then
+# the key inside that tag, then its value (each step a plain search or a match anchored at a
+# literal, so the scan is linear: a flood of "<meta" without ">" costs one pass, not one per tag).
+_DECLARATION_START = re.compile(rb"<\?xml|<meta")
+_DECLARATION_VALUE = re.compile(rb"""\s*=\s*["']?\s*([a-z0-9._:-]+)""")
 _SNIFF_BYTES = 4096
-_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+# UTF-32 marks first: FF FE 00 00 also starts with UTF-16-LE's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+)  # fmt: skip
+_BOM_OF = {name: bom for bom, name in _BOMS}
 
 # lxml refuses to *set* text holding C0 controls (libxml2 does keep them when parsing).
 # lxml parsers must not be shared between threads.
@@ -137,18 +167,72 @@ def _parser() -> etree.HTMLParser:
     return parser
 
 
-_CRUDE_DROP = re.compile(
-    r"<!--.*?-->|<(script|style|noscript|template|head|svg|math)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL
-)
-_CRUDE_BLOCK = re.compile(r"<(?:/?(?:%s)\b[^>]*)>" % "|".join(BLOCK_TAGS), re.IGNORECASE)
-_CRUDE_TAG = re.compile(r"<[^>]*>")
+def _trie_pattern(words: list[str]) -> str:
+    """A regex alternation of ``words`` branching one letter at a time (no word is tried in full)."""
+    if words == [""]:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for word in sorted(words):
+        groups.setdefault(word[:1], []).append(word[1:])
+    branches = [first + _trie_pattern(rests) for first, rests in groups.items() if first]
+    optional = "" in groups
+    body = branches[0] if len(branches) == 1 and not optional else "(?:" + "|".join(branches) + ")"
+    return body + "?" if optional else body
+
+
+# The tag stripper for documents lxml cannot build.  Linear on any input: every search goes
+# forward from where the last one stopped, an element or comment that never closes runs to the
+# end of the document (as in a browser), and no regex can scan past the last ">".
+_CRUDE_DROPPED = ("script", "style", "noscript", "template", "head", "svg", "math")
+_CRUDE_OPEN = re.compile(rb"<(?:!--|(%s)(?=[\s/>]))" % _trie_pattern(list(_CRUDE_DROPPED)).encode("ascii"), re.IGNORECASE)
+_CRUDE_CLOSE = {
+    name.encode("ascii"): re.compile(rb"</%s[\s/>]" % name.encode("ascii"), re.IGNORECASE) for name in _CRUDE_DROPPED
+}
+_CRUDE_TAG_START = re.compile(rb"<[a-z/!?]", re.IGNORECASE)
+# A run of block tags (and the whitespace between them) is one line break.
+# (Each pattern starts with a literal "<" so the regex engine skips ahead to candidates.)
+_CRUDE_BLOCK_TAG = rb"/?%s(?![a-z0-9:_-])[^>]*>\s*" % _trie_pattern(list(BLOCK_TAGS)).encode("ascii")
+_CRUDE_BLOCK = re.compile(rb"<%s(?:<%s)*" % (_CRUDE_BLOCK_TAG, _CRUDE_BLOCK_TAG), re.IGNORECASE)
+_CRUDE_TAG = re.compile(rb"<[a-z/!?][^>]*>(?:<[a-z/!?][^>]*>)*", re.IGNORECASE)
 
 
 def _crude_text(data: bytes) -> str:
-    """Tag stripper for documents lxml cannot build (nesting deeper than 2048 levels)."""
-    text = _CRUDE_DROP.sub(" ", data.decode("utf-8", "replace"))
-    text = _CRUDE_TAG.sub("", _CRUDE_BLOCK.sub("\n", text))
-    return html_lib.unescape(text)
+    """Tag stripper for documents lxml cannot build (nesting deeper than 2048 levels), in linear time.
+
+    Comments and non-rendered elements (``_CRUDE_DROPPED``) are removed; one that never
+    closes hides the rest of the page, except ``head`` (a browser closes it at the body).
+    Block tags end a line, other tags go; a tag still open at the end of the page is dropped.
+    """
+    parts = []
+    pos = 0
+    while True:
+        opening = _CRUDE_OPEN.search(data, pos)
+        if opening is None:
+            parts.append(data[pos:])
+            break
+        parts.append(data[pos : opening.start()])
+        parts.append(b" ")
+        name = opening.group(1)
+        if name is None:  # a comment
+            end = data.find(b"-->", opening.end())
+            end = -1 if end < 0 else end + 3
+        else:
+            name = name.lower()
+            closing = _CRUDE_CLOSE[name].search(data, opening.end())
+            if closing is None and name == b"head":
+                closing = opening  # only the tag goes
+            end = -1 if closing is None else data.find(b">", closing.end() - 1)
+            end = -1 if end < 0 else end + 1
+        if end < 0:
+            break  # never closed: the rest of the page is inside it
+        pos = end
+    text = b"".join(parts)
+    # A tag open at the end of the page (no ">" after it) is not text.
+    cut = _CRUDE_TAG_START.search(text, text.rfind(b">") + 1)
+    if cut is not None:
+        text = text[: cut.start()]
+    text = _CRUDE_TAG.sub(b"", _CRUDE_BLOCK.sub(b"\n", text))
+    return html_lib.unescape(text.decode("utf-8", "replace"))
 
 
 def _known_codec(name: str | None) -> str | None:
@@ -165,16 +249,20 @@ def _known_codec(name: str | None) -> str | None:
 
 
 
+# WHATWG's "binary data bytes" (NUL included).
 _BINARY_BYTES = bytes(c for c in range(32) if c not in (9, 10, 12, 13, 27))
 _BINARY_SNIFF = 1024
 _BINARY_SHARE = 0.08
+# Bytes that start as markup ("<" then a letter, "!", "?" or "/", after whitespace or NULs) are
+# HTML whatever else they hold: a browser shows such a page, NULs and control bytes as U+FFFD.
+_MARKUP_START = re.compile(rb"[\t\n\f\r \x00]*<[A-Za-z!?/]")
 
 
 def looks_binary(data: bytes, codec: str | None = None) -> bool:
     """True for bytes that are not text: images, archives, PDFs with binary streams...
 
     More than 8% (and more than 8) control bytes (NUL included) in the first KiB, unless the
-    page is declared UTF-16/32 (where NULs are normal).
+    bytes start as markup or the page is UTF-16/32 (declared or sniffed: NULs are normal there).
     """
     if codec and codec.startswith(("utf-16", "utf-32")):
         return False
@@ -182,16 +270,69 @@ def looks_binary(data: bytes, codec: str | None = None) -> bool:
     if not head:
         return False
     controls = len(head) - len(head.translate(None, _BINARY_BYTES))
-    return controls > 8 and controls > _BINARY_SHARE * len(head)
+    return controls > 8 and controls > _BINARY_SHARE * len(head) and _MARKUP_START.match(data) is None
 
 
-def _sniff_encoding(data: bytes) -> str | None:
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            return name
-    match = _DECLARED.search(data, 0, _SNIFF_BYTES)
-    if match:
-        return _known_codec((match.group(1) or match.group(2)).decode("ascii", "replace"))
+def _declared_codec(data: bytes) -> str | None:
+    """The encoding an ``<?xml ... encoding=...?>`` or ``<meta ... charset=...>`` in the first
+    ``_SNIFF_BYTES`` names, when Python knows it.  UTF-16/32 named there means UTF-8: a page
+    whose declaration reads as ASCII is not in UTF-16/32 (the WHATWG prescan rule)."""
+    head = data[:_SNIFF_BYTES].lower()
+    pos = 0
+    while True:
+        start = _DECLARATION_START.search(head, pos)
+        if start is None:
+            return None
+        end = head.find(b">", start.end())
+        stop = len(head) if end < 0 else end
+        key = b"encoding" if start.group() == b"<?xml" else b"charset"
+        found = head.find(key, start.end(), stop)
+        while found >= 0:
+            value = _DECLARATION_VALUE.match(head, found + len(key), stop)
+            if value is not None:
+                codec = _known_codec(value.group(1).decode("ascii"))
+                if codec is not None and codec.startswith(("utf-16", "utf-32")):
+                    return "utf-8"
+                return codec
+            found = head.find(key, found + len(key), stop)
+        if end < 0:
+            return None
+        pos = end
+
+
+# UTF-16/32 without a byte-order mark are read from where the NULs fall in the first code units
+# that are not NUL themselves: ASCII-range text in UTF-16-LE has its NUL in the second byte of
+# (nearly) every unit, in UTF-32-LE in the last three, etc.
+_WIDE_SNIFF = 512
+_WIDE_MIN_UNITS = 4
+_WIDE_SHARE = 0.5  # at least this share of the units must show the pattern...
+_WIDE_OTHER = 0.05  # ... and at most this share the other byte order's
+
+
+def _wide_codec(data: bytes) -> str | None:
+    """``utf-32-le``/``-be`` or ``utf-16-le``/``-be`` when the NULs in the first bytes say so, else None."""
+    n = min(len(data), _WIDE_SNIFF) // 4 * 4
+    if n < 2 * _WIDE_MIN_UNITS or data.find(0, 0, n) < 0:
+        return None
+    quads = [data[i : i + 4] for i in range(0, n, 4)]
+    quads = [q for q in quads if q != b"\0\0\0\0"]
+    if len(quads) >= _WIDE_MIN_UNITS:
+        little = sum(1 for q in quads if q[0] and not q[2] and not q[3])
+        big = sum(1 for q in quads if q[3] and not q[0] and not q[1])
+        if little >= (1 - _WIDE_OTHER) * len(quads):
+            return "utf-32-le"
+        if big >= (1 - _WIDE_OTHER) * len(quads):
+            return "utf-32-be"
+    pairs = [data[i : i + 2] for i in range(0, n, 2)]
+    pairs = [p for p in pairs if p != b"\0\0"]
+    if len(pairs) < _WIDE_MIN_UNITS:
+        return None
+    little = sum(1 for p in pairs if p[0] and not p[1])
+    big = sum(1 for p in pairs if p[1] and not p[0])
+    if little >= _WIDE_SHARE * len(pairs) and big <= _WIDE_OTHER * len(pairs):
+        return "utf-16-le"
+    if big >= _WIDE_SHARE * len(pairs) and little <= _WIDE_OTHER * len(pairs):
+        return "utf-16-be"
     return None
 
 
@@ -200,6 +341,19 @@ def _bom_codec(data: bytes) -> str | None:
         if data.startswith(bom):
             return name
     return None
+
+
+def _choose_codec(raw: bytes, encoding: str | None) -> str | None:
+    """A BOM, else ``encoding``, else UTF-16/32 sniffed from the NULs, else the page's own
+    declaration; ``None`` when none says (the caller then tries UTF-8).  ``utf-16``/``utf-32``
+    without a BOM take the byte order the NULs show, else little-endian (as WHATWG's "UTF-16")."""
+    codec = _bom_codec(raw) or _known_codec(encoding)
+    if codec is None:
+        return _wide_codec(raw) or _declared_codec(raw)
+    if codec in ("utf-16", "utf-32"):
+        sniffed = _wide_codec(raw)
+        return sniffed if sniffed is not None and sniffed.startswith(codec) else codec + "-le"
+    return codec
 
 
 def _is_utf8(raw: bytes) -> bool:
@@ -214,21 +368,25 @@ def _is_utf8(raw: bytes) -> bool:
 
 
 def source_codec(raw: bytes, encoding: str | None = None) -> str:
-    """The codec ``to_utf8`` reads ``raw`` with: a BOM, else ``encoding``, else the page's own
-    declaration, else UTF-8 when the bytes are valid UTF-8 and windows-1252 when not."""
-    codec = _bom_codec(raw) or _known_codec(encoding) or _sniff_encoding(raw)
+    """The codec ``to_utf8`` reads ``raw`` with: a BOM, else ``encoding``, else UTF-16/32 sniffed
+    from the NULs, else the page's own declaration, else UTF-8 when the bytes are valid UTF-8 and
+    windows-1252 when not."""
+    codec = _choose_codec(raw, encoding)
     if codec is None:
         return "utf-8" if _is_utf8(raw) else "cp1252"
     return codec
 
 
+_REPLACEMENT = "\ufffd".encode("utf-8")
+
+
 def to_utf8(html: str | bytes, encoding: str | None = None) -> bytes:
-    """``html`` as valid UTF-8 bytes without NULs (see the module docstring for the rules)."""
+    """``html`` as valid UTF-8 bytes, NULs made U+FFFD (see the module docstring for the rules)."""
     if isinstance(html, str):
         data = html.encode("utf-8", "replace")
     elif isinstance(html, (bytes, bytearray, memoryview)):
         raw = bytes(html)
-        codec = _bom_codec(raw) or _known_codec(encoding) or _sniff_encoding(raw)
+        codec = _choose_codec(raw, encoding)
         if looks_binary(raw, codec):
             return b""
         if codec in (None, "utf-8"):
@@ -238,16 +396,19 @@ def to_utf8(html: str | bytes, encoding: str | None = None) -> bytes:
                 fallback = "utf-8" if codec else "cp1252"
                 data = raw.decode(fallback, "replace").encode("utf-8")
         else:
-            if codec.startswith("utf-16") and raw[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-                raw = raw[2:]
+            if _bom_codec(raw) == codec:
+                raw = raw[len(_BOM_OF[codec]) :]
             data = raw.decode(codec, "replace").encode("utf-8", "replace")
         if data.startswith(codecs.BOM_UTF8):
             data = data[3:]
     else:
         raise TypeError(f"html must be str or bytes, got {type(html).__name__}")
-    # C0 control characters stay: libxml2 keeps them as text (NUL becomes
-    # U+FFFD), the tokeniser treats them as separators and extract_text turns
-    # them into spaces.  Scanning for them would cost more than that.
+    # NUL is a parse error that browsers read as U+FFFD (libxml2 too, in text): made so here, a NUL
+    # inside a tag, a comment or a script is read the same way, and parsing goes on.  Other C0
+    # control characters stay: libxml2 keeps them as text, the tokeniser treats them as separators
+    # and extract_text turns them into spaces.
+    if b"\x00" in data:
+        data = data.replace(b"\x00", _REPLACEMENT)
     return data
 
 
@@ -458,7 +619,18 @@ def text_of_parsed(
 #: Elements this deep mean a parse may have stopped at libxml2's depth limit (2048 levels),
 #: dropping the rest of the page: such a tree is not used (the page is parsed again, see below).
 SHARED_PARSE_MAX_DEPTH = 1024
-_TOO_DEEP = etree.XPath("boolean(/" + "/".join(["*"] * SHARED_PARSE_MAX_DEPTH) + ")")
+
+
+@functools.lru_cache(maxsize=4)
+def _depth_probe(depth: int) -> etree.XPath:
+    return etree.XPath("boolean(/" + "/".join(["*"] * depth) + ")")
+
+
+def deeper_than(root: etree._Element, depth: int) -> bool:
+    """Whether the document of ``root`` has elements ``depth`` levels deep (one XPath walk, in C)."""
+    return bool(_depth_probe(depth)(root))
+
+
 _CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';,\s]+)""", re.IGNORECASE)
 
 
@@ -489,7 +661,9 @@ def _ascii_compatible(codec: str | None) -> bool:
         return False
 
 
-def shared_parse_usable(root: Any, raw: bytes, declared: str | None, decoded_with: str, text: str) -> bool:
+def shared_parse_usable(
+    root: Any, raw: bytes, declared: str | None, decoded_with: str, text: str, depth_checked: int | None = None
+) -> bool:
     """Whether a tree someone else parsed gives exactly ``extract_text(raw, declared)``'s text.
 
     For Scrapy's ``response.selector.root`` (parsel): ``decoded_with`` is
@@ -498,7 +672,8 @@ def shared_parse_usable(root: Any, raw: bytes, declared: str | None, decoded_wit
     (another codec, an ambiguous one, or binary bytes, which give no text), when the text holds
     NUL characters (parsel deletes them; here they separate words) or when the
     tree reaches ``SHARED_PARSE_MAX_DEPTH`` (libxml2 may have stopped
-    building it).  The caller then fingerprints ``raw`` itself.
+    building it).  The caller then fingerprints ``raw`` itself.  ``depth_checked``: the caller
+    found no element that deep (``deeper_than``), so a smaller depth spares the depth walk.
     """
     codec = source_codec(raw, declared)
     if looks_binary(raw, codec) or codec in ("utf-16", "utf-32"):
@@ -506,7 +681,11 @@ def shared_parse_usable(root: Any, raw: bytes, declared: str | None, decoded_wit
     used = _codec_name(decoded_with)  # the codec really used (no windows-1252 for "ascii" here)
     if used != codec and not (raw.isascii() and _ascii_compatible(codec) and _ascii_compatible(used)):
         return False
-    return "\x00" not in text and not _TOO_DEEP(root)
+    if "\x00" in text:
+        return False
+    return (depth_checked is not None and depth_checked <= SHARED_PARSE_MAX_DEPTH) or not deeper_than(
+        root, SHARED_PARSE_MAX_DEPTH
+    )
 
 
 def _text_of_cleaned(
