@@ -291,3 +291,93 @@ async def test_scrapy_http_cache_makes_its_own_conditional_requests(http_server:
     assert sorted(crawler.spider.seen_urls) == urls and not crawler.spider.failures
     assert stats["simhash/unchanged"] == 4 and "simhash/conditional" not in stats
     assert "simhash/not_modified" not in stats
+
+
+# ------------------------------------------------------------------ units: the rule, the store, the report
+def test_the_rule_tells_unchanged_from_edited_by_digest() -> None:
+    from simhash_scrapy.core.clustering import Clusterer, Outcome
+
+    rule = Clusterer(max_distance=3)
+    assert rule.check("s", "a", 0b1111, digest=10).outcome is Outcome.UNIQUE
+    assert rule.check("s", "a", 0b1111, digest=10).outcome is Outcome.UNCHANGED
+    assert rule.check("s", "a", 0b0111, digest=11).outcome is Outcome.EDITED  # one bit, other text
+    assert rule.check("s", "a", 0b0111, digest=11).outcome is Outcome.UNCHANGED
+    assert rule.check("s", "a", 0b0111).outcome is Outcome.UNCHANGED  # no digest: within k, as before
+    assert rule.check("s", "a", 0b0111 ^ 0xFF00, digest=12).outcome is Outcome.CHANGED
+    # A short page's digest is its fingerprint: equal or changed, never edited.
+    assert rule.check("s", "b", 77, exact=True).outcome is Outcome.UNIQUE
+    assert rule.check("s", "b", 77, exact=True, digest=5).outcome is Outcome.UNCHANGED
+
+
+def _format_3_store(path: Path) -> list[Any]:
+    """A store as format 3 wrote it: rows without the format-4 columns, user_version 3."""
+    import sqlite3
+
+    from simhash_scrapy.core.store import PageStore, StoreConfig, StoreRecord
+    from simhash_scrapy.core.store_rows import FORMAT_4_COLUMNS
+
+    config = StoreConfig(3, 4, "w1-c0-tf-j2", "visible")
+    store = PageStore(path, config)
+    store.open()
+    records = [StoreRecord(i, "s", f"id{i}", f"https://x/{i}", 0x1234 + i, indexed=0x1234 + i, first_seen=1.0 + i,
+                           last_seen=2.0 + i) for i in range(3)]  # fmt: skip
+    for record in records:
+        store.put(record)
+    store.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    for name, _ in FORMAT_4_COLUMNS:
+        db.execute(f"ALTER TABLE pages DROP COLUMN {name}")
+    meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+    meta["format"] = "3"
+    from simhash_scrapy.core.store import _meta_checksum
+
+    db.execute("UPDATE simhash_meta SET value = '3' WHERE key = 'format'")
+    db.execute("UPDATE simhash_meta SET value = ? WHERE key = 'checksum'", (_meta_checksum(meta),))
+    db.execute("PRAGMA user_version = 3")
+    db.close()
+    return records
+
+
+def test_a_format_3_store_is_read_then_upgraded_in_place(tmp_path: Path) -> None:
+    import sqlite3
+
+    from simhash_scrapy.core.store import PageStore, StoreConfig, StoreRecord
+
+    path = tmp_path / "old.store"
+    _format_3_store(path)
+    before = path.read_bytes()
+    contents = read_store(path)  # a reader: every row checked (format-3 checksums), the file untouched
+    assert contents.version == 3 and contents.urls() == [f"https://x/{i}" for i in range(3)]
+    assert contents.digests == [None] * 3 and contents.etags == [None] * 3
+    assert path.read_bytes() == before
+    store = PageStore(path, StoreConfig(3, 4, "w1-c0-tf-j2", "visible"))
+    assert len(store.open()) == 3  # a crawl: read, checked, then upgraded
+    store.put(StoreRecord(3, "s", "id3", "https://x/3", 99, digest=2**64 - 1, etag='W/"e"', last_modified="Mon"))
+    store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone() == (4,)
+    db.close()
+    again = read_store(path)
+    assert again.version == 4 and again.digests == [None, None, None, 2**64 - 1]
+    assert again.etags[3] == 'W/"e"' and again.last_modified[3] == "Mon"
+    # A validator changed behind the store's back is caught by the row checksum.
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("UPDATE pages SET etag = 'W/\"f\"' WHERE entry = 3")
+    db.close()
+    with pytest.raises(ValueError, match=r"corrupt record #3 \(checksum mismatch\)"):
+        read_store(path)
+
+
+def test_first_crawl_wording_and_the_jsonl_summary_line(tmp_path: Path) -> None:
+    from simhash_scrapy.backends.base import ClusterMember, Outcome
+    from simhash_scrapy.core.report import build_clusters, describe_report, report_summary, write_report
+
+    members = [ClusterMember("https://x/", 1, "s", outcome=Outcome.UNCHANGED), ClusterMember("https://x/a", 2, "s")]
+    first = report_summary(members, [], title="T", max_distance=3, source="here", previous_crawl=False)
+    assert describe_report(first) == "2 pages: 2 unique, 0 near-duplicates in 0 clusters; fetched again in this crawl: 0 changed, 1 unchanged"
+    members.append(ClusterMember("https://x/b", 3, "s", outcome=Outcome.EDITED))
+    again = report_summary(members, [], title="T", max_distance=3, source="here", previous_crawl=True)
+    assert describe_report(again).endswith("since the last crawl: 0 changed, 1 edited, 1 unchanged")
+    lines = report_lines(write_report(tmp_path / "r.jsonl", build_clusters(members), "jsonl", again))
+    assert [line["type"] for line in lines] == ["summary"]  # no cluster: still not an empty file
+    assert (lines[0]["pages"], lines[0]["edited"], lines[0]["previous_crawl"]) == (3, 1, True)

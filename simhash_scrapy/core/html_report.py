@@ -28,7 +28,8 @@ opens a few.
 ``clusters`` are the JSON Lines report's cluster dicts (canonical member
 first); ``summary`` may give ``pages`` (distinct pages recorded: a page
 fetched twice counts once), ``near_duplicates``, ``unique``, ``unchanged``,
-``edited``, ``changed``, ``previous_crawl`` (``False``: no "since last crawl" cards), ``clusters``,
+``edited``, ``changed``, ``previous_crawl`` (``False``: the cards say "fetched again", not "since
+last crawl"), ``clusters``,
 ``max_distance``, ``title``, ``generated`` and ``source``; missing counts are
 derived from the clusters.  Other scalar summary values are listed under "Run".
 ``changes`` are ``core.report.build_changes`` dicts.
@@ -261,18 +262,20 @@ def render_html(
         ("clusters", "Clusters", numbers["clusters"]),
         ("largest", "Largest cluster", numbers["largest"]),
     ]
-    # A re-crawl's answers: shown when the record has any and held an earlier crawl (a first crawl
-    # that fetched a page twice says nothing "since the last crawl").
+    # A re-crawl's answers: shown when the record has any.  A first crawl that fetched pages twice
+    # says nothing "since the last crawl" (previous_crawl False): they were "fetched again".
     unchanged = _int_or_none(summary.get("unchanged")) or 0
     edited = _int_or_none(summary.get("edited")) or 0
     changed = _int_or_none(summary.get("changed"))
     changed = len(changes) if changed is None else changed
-    if (unchanged or edited or changed) and summary.get("previous_crawl", True) is not False:
-        stat_rows[2:2] = [
-            ("unchanged", "Unchanged since last crawl", unchanged),
-            ("edited", "Edited (within k)", edited),
-            ("changed", "Changed", changed),
+    if unchanged or edited or changed:
+        recrawl = summary.get("previous_crawl", True) is not False
+        cards = [
+            ("unchanged", "Unchanged since last crawl" if recrawl else "Fetched again, unchanged", unchanged),
+            ("edited", "Edited since last crawl (within k)" if recrawl else "Fetched again, edited", edited),
+            ("changed", "Changed since last crawl" if recrawl else "Fetched again, changed", changed),
         ]
+        stat_rows[2:2] = [card for card in cards if card[0] != "edited" or edited]
     max_distance = _int_or_none(summary.get("max_distance"))
     if max_distance is not None:
         stat_rows.append(("max_distance", "Max distance k", max_distance))

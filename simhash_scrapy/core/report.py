@@ -222,8 +222,8 @@ def describe_report(summary: Mapping[str, Any]) -> str:
     """One line for logs and commands, from ``report_summary``'s counts.
 
     "12 pages: 10 unique, 2 near-duplicates in 1 cluster; since the last crawl: 3 changed, 1 edited,
-    6 unchanged" (the last part only when a re-crawl found any; on a first crawl, pages fetched twice
-    are "fetched again in this crawl").
+    6 unchanged" (the last part only when a re-crawl found any, "edited" only when there are some; on a
+    first crawl, pages fetched twice are "fetched again in this crawl").
     """
     keys = ("pages", "unique", "near_duplicates", "clusters", "changed", "edited", "unchanged")
     count = {key: int(summary.get(key) or 0) for key in keys}
@@ -233,7 +233,8 @@ def describe_report(summary: Mapping[str, Any]) -> str:
     )
     if count["changed"] or count["edited"] or count["unchanged"]:
         since = "since the last crawl" if summary.get("previous_crawl", True) else "fetched again in this crawl"
-        line += f"; {since}: {count['changed']:,} changed, {count['edited']:,} edited, {count['unchanged']:,} unchanged"
+        edited = f"{count['edited']:,} edited, " if count["edited"] else ""
+        line += f"; {since}: {count['changed']:,} changed, {edited}{count['unchanged']:,} unchanged"
     return line
 
 
