@@ -142,9 +142,11 @@ class SimhashMiddleware:
         self.config = state.config
         self.crawler = crawler
         settings = crawler.settings if crawler is not None else None
-        #: Send validators (Scrapy's HTTP cache makes its own conditional requests: then only for
-        #: requests it does not cache, ``meta["dont_cache"]``).
-        self.conditional = state.config.conditional
+        #: Send validators: with a store kept across crawls (``SIMHASH_DIR``, ``JOBDIR``, Redis or a
+        #: custom backend); Scrapy's HTTP cache makes its own conditional requests: then only for
+        #: requests it does not cache (``meta["dont_cache"]``).
+        config = state.config
+        self.conditional = config.conditional and (config.persistent or config.backend != "memory")
         self.http_cache = bool(settings is not None and settings.getbool("HTTPCACHE_ENABLED"))
         #: Depth recorded for requests without meta["depth"]: 0 when DepthMiddleware
         #: is enabled (it sets "depth" on every request a callback yields, so such a

@@ -381,3 +381,26 @@ def test_first_crawl_wording_and_the_jsonl_summary_line(tmp_path: Path) -> None:
     lines = report_lines(write_report(tmp_path / "r.jsonl", build_clusters(members), "jsonl", again))
     assert [line["type"] for line in lines] == ["summary"]  # no cluster: still not an empty file
     assert (lines[0]["pages"], lines[0]["edited"], lines[0]["previous_crawl"]) == (3, 1, True)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_first_crawl_that_fetches_its_start_url_twice(serve: Any, tmp_path: Path) -> None:
+    """No "since the last crawl" on a first crawl, and the report's cards equal the stats (issue 24)."""
+    paths = [f"/a{n}" for n in range(4)]
+    pages = {"/": article_html("Index", article_words(1, 80), links=paths)}
+    pages.update({p: article_html(p, article_words(300 + n, 300), links=["/"]) for n, p in enumerate(paths)})
+    site = serve(pages)
+    report = tmp_path / "report.html"
+    crawler = await run_crawl(
+        RecordingSpider, {**ADDON, "SIMHASH_REPORT_URI": str(report)},
+        start_urls=[site.url("/")], dont_filter=(site.url("/"),), follow=True,
+    )  # fmt: skip
+    stats = simhash_stats(crawler)
+    # "/" is fetched twice (the start request is dont_filter, so the dupefilter lets the link back in).
+    assert stats["simhash/fingerprinted"] == 6 and stats["simhash/unchanged"] == 1
+    assert stats["simhash/pages"] == 5 and "simhash/conditional" not in stats  # no store: no validators
+    cards = {k: int(v.replace(",", "")) for k, v in re.findall(r'<dd data-stat="(\w+)">([\d,]+)</dd>', report.read_text())}
+    assert cards["pages"] == stats["simhash/pages"] and cards["unchanged"] == stats["simhash/unchanged"]
+    assert cards["unique"] == stats["simhash/unique"] == 5
+    page = report.read_text(encoding="utf-8")
+    assert "Fetched again, unchanged" in page and "since last crawl" not in page
