@@ -205,7 +205,7 @@ class SimhashMiddleware:
         allowed = getattr(spider, "handle_httpstatus_list", None)
         if allowed is None:
             allowed = settings.getlist("HTTPERROR_ALLOWED_CODES")
-        return 304 in [int(code) for code in allowed]
+        return 304 in allowed  # as HttpErrorMiddleware compares (a "304" string allows nothing there either)
 
     async def _not_modified(self, request: Request, response: Response, spider: Spider | None) -> Response:
         """A 304 answer to our validators: the identity's record, checked again as it was (``unchanged``)."""
@@ -213,10 +213,8 @@ class SimhashMiddleware:
         scope, identity = state.scope_for(response.url), state.identity_of(request)
         try:
             previous = await state.backend.previous(scope, identity)
-            if previous is None:  # the record went away since the request was sent (a reset store)
-                state.skip("status")
-                request.meta["simhash_skipped"] = "status"
-                return response
+            if previous is None:  # the record went away since the request was sent (a flushed Redis key)
+                raise LookupError("its record is gone")
             referer = request.headers.get(b"Referer")
             record = PageRecord(
                 url=response.url,
@@ -236,6 +234,18 @@ class SimhashMiddleware:
         except BackendError as exc:
             state.skip("backend_error")
             raise UncheckedPage(response.url, str(exc)) from None
+        except Exception:
+            # Not recorded, but still a 304: it goes where a 304 goes, never to the spider as an error.
+            logger.exception(
+                "simhash-scrapy: cannot record the 304 answer for %(url)s", {"url": response.url},
+                extra={"spider": state.spider},
+            )
+            state.skip("error")
+            request.meta["simhash_skipped"] = "error"
+            request.meta["simhash_not_modified"] = True
+            if not self._handles_304(request, spider):
+                raise NotModifiedPage(response.url) from None
+            return response
         request.meta["simhash_not_modified"] = True
         answer = Analysis(previous.fingerprint, previous.exact, None, None, (), previous.digest)
         response = self._decide(request, response, answer, verdict)
