@@ -2,6 +2,7 @@
 
     python benchmarks/recrawl.py                 # 200 pages, 3 repetitions
     python benchmarks/recrawl.py --pages 100 --reps 1
+    python benchmarks/recrawl.py --digest-cost   # CPU share of the content digest in a page's analysis
 
 What it does:
 
@@ -213,12 +214,42 @@ def edit_outcomes(state: Path, site: Path, base: str, edited: list[str], k: int)
     return counts
 
 
+def digest_cost(pages: int) -> None:
+    """CPU time of the content digest (``exact_digest`` of the page's text) against the whole analysis."""
+    from simhash_scrapy.core.analysis import analyse_html
+    from simhash_scrapy.core.exact import exact_digest
+    from simhash_scrapy.core.text import extract_text_bytes
+
+    with tempfile.TemporaryDirectory(prefix="simhash-digest-") as tmp:
+        root = Path(tmp) / "site"
+        build_site(root, pages)
+        bodies = [path.read_bytes() for path in sorted(root.glob("p*.html"))]
+    texts = [extract_text_bytes(body, main_content=True) for body in bodies]
+    best_all = best_digest = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        for body in bodies:
+            analyse_html(body)
+        best_all = min(best_all, time.process_time() - started)
+        started = time.process_time()
+        for text in texts:
+            exact_digest(text)
+        best_digest = min(best_digest, time.process_time() - started)
+    print(f"{len(bodies)} pages: analysis {1000 * best_all / len(bodies):.2f} ms a page (digest included), "
+          f"digest {1000 * best_digest / len(bodies):.3f} ms a page = {100 * best_digest / best_all:.1f}% of it "
+          f"(best of 5, CPU time)")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--crawl", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--digest-cost", action="store_true", help="only measure the content digest's CPU share")
     args = parser.parse_args()
+    if args.digest_cost:
+        digest_cost(args.pages)
+        return
     if args.crawl:
         run_one_crawl(args.crawl[0], json.loads(args.crawl[1]), Path(args.crawl[2]))
         return
