@@ -404,3 +404,17 @@ async def test_a_first_crawl_that_fetches_its_start_url_twice(serve: Any, tmp_pa
     assert cards["unique"] == stats["simhash/unique"] == 5
     page = report.read_text(encoding="utf-8")
     assert "Fetched again, unchanged" in page and "since last crawl" not in page
+
+
+def test_with_jobdir_disk_queues(http_server: Any, tmp_path: Path) -> None:
+    """Requests that went through JOBDIR's disk queues (pickled) get their validators when they are sent."""
+    root = tmp_path / "site"
+    write_site(root, pages=6)
+    server = http_server(root)
+    project = copy_project(tmp_path)
+    args = ["-a", f"base={server.base}", "-s", f"SIMHASH_DIR={tmp_path / 'state'}"]
+    crawl(project, *args)
+    second, log = crawl(project, *args, "-s", f"JOBDIR={tmp_path / 'job'}")
+    assert second["finish_reason"] == "finished" and second["scheduler/enqueued/disk"] == 7
+    assert second["simhash/not_modified"] == second["simhash/conditional"] == 6
+    assert second["simhash/unchanged"] == 7 and reached(log) == [f"{server.base}/"]
