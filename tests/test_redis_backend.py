@@ -281,8 +281,9 @@ async def same_as_memory(backends: list[RedisBackend], config: SimhashConfig, pa
         assert have == want, (record, index)
     if any(record.edit_keys for record, _ in pages):  # the rule was exercised: pages found by keys alone
         assert sum(verdict.one_edit for verdict in expected) >= 5
-    outcomes = Counter(verdict.outcome.value for verdict in expected)
-    assert outcomes["edited"] >= 5 and outcomes["unchanged"] >= 5, outcomes  # digests told them apart
+    if any(record.digest is not None for record, _ in pages):
+        outcomes = Counter(verdict.outcome.value for verdict in expected)
+        assert outcomes["edited"] >= 5 and outcomes["unchanged"] >= 5, outcomes  # digests told them apart
     assert await backends[-1].members() == await memory.members()
     assert await backends[0].index_size() == await memory.index_size()
     for backend in backends:
