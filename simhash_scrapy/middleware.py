@@ -181,10 +181,17 @@ class SimhashMiddleware:
         previous = await state.backend.previous(state.scope_for(request.url), state.identity_of(request))
         if previous is None or (previous.etag is None and previous.last_modified is None):
             return None
-        if previous.etag is not None:
-            request.headers[b"If-None-Match"] = previous.etag
-        if previous.last_modified is not None:
-            request.headers[b"If-Modified-Since"] = previous.last_modified
+        sent = False
+        for name, value in ((b"If-None-Match", previous.etag), (b"If-Modified-Since", previous.last_modified)):
+            try:  # the bytes the server sent (kept as latin-1 text): not re-encoded as UTF-8 by Scrapy's Headers
+                raw = value.encode("latin-1") if value is not None else None
+            except UnicodeEncodeError:
+                raw = None
+            if raw:
+                request.headers[name] = raw
+                sent = True
+        if not sent:
+            return None
         meta[_SENT] = True
         state.inc("simhash/conditional")
         return None
