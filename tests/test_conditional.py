@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +35,9 @@ from test_recurring import copy_project, recorded_urls
 
 from simhash_scrapy.core.store import read_store
 from simhash_scrapy.middleware import NOT_MODIFIED_FLAG, NotModifiedPage
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from recrawl import Server  # noqa: E402 - benchmarks/recrawl.py: python -m http.server in a subprocess
 
 pytest_plugins = ["conftest_redis"]
 
@@ -84,47 +86,12 @@ def change_one_word(root: Path, n: int) -> None:
     os.utime(path, (NEWER, NEWER))
 
 
-class HttpServer:
-    """``python -m http.server`` serving a folder, in a subprocess; ``statuses()`` reads its access log."""
-
-    def __init__(self, root: Path, log: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        self.log = log
-        self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
-            stdout=subprocess.DEVNULL, stderr=self._log,
-        )  # fmt: skip
-        self.base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert self.proc.poll() is None and time.monotonic() < deadline, "http.server did not start"
-                time.sleep(0.05)
-
-    def statuses(self) -> list[tuple[str, int]]:
-        """``(path, status)`` of every request logged so far."""
-        self._log.flush()
-        text = self.log.read_text(encoding="utf-8", errors="replace")
-        return [(path, int(status)) for path, status in re.findall(r'"GET (\S+) HTTP/[\d.]+" (\d{3})', text)]
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-        self._log.close()
-
-
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[Any]:
-    servers: list[HttpServer] = []
+    servers: list[Server] = []
 
     def start(root: Path) -> HttpServer:
-        server = HttpServer(root, tmp_path / f"http-{len(servers)}.log")
+        server = Server(root, tmp_path / f"http-{len(servers)}.log")
         servers.append(server)
         return server
 
