@@ -34,7 +34,7 @@ from test_persistence import crawl_env, parse_stats, reached
 from test_recurring import copy_project, recorded_urls
 
 from simhash_scrapy.core.store import read_store
-from simhash_scrapy.middleware import NOT_MODIFIED_FLAG, NotModifiedPage
+from simhash_scrapy.middleware import NOT_MODIFIED_FLAG, EditedPage, NotModifiedPage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from recrawl import Server  # noqa: E402 - benchmarks/recrawl.py: python -m http.server in a subprocess
@@ -387,3 +387,22 @@ def test_with_jobdir_disk_queues(http_server: Any, tmp_path: Path) -> None:
     assert second["finish_reason"] == "finished" and second["scheduler/enqueued/disk"] == 7
     assert second["simhash/not_modified"] == second["simhash/conditional"] == 6
     assert second["simhash/unchanged"] == 7 and reached(log) == [f"{server.base}/"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_simhash_edited_drops_edited_pages_only(serve: Any, tmp_path: Path) -> None:
+    words = article_words(7, 300)
+    pages = {f"/p{n}": article_html(f"P{n}", article_words(400 + n, 300)) for n in range(3)}
+    pages["/e"] = article_html("E", words)
+    site = serve(pages)
+    urls = [site.url(p) for p in pages]
+    settings = {**ADDON, "SIMHASH_DIR": str(tmp_path / "state"), "SIMHASH_EDITED": "drop"}
+    await run_crawl(RecordingSpider, settings, start_urls=urls)
+    site.handler.pages["/e"].body = article_html("E", [*words[:100], "zyzzyva", *words[101:]])  # one word
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=urls)
+    stats = simhash_stats(crawler)
+    assert (stats["simhash/edited"], stats["simhash/edited_dropped"], stats["simhash/unchanged"]) == (1, 1, 3)
+    assert sorted(crawler.spider.seen_urls) == sorted(urls[:3])
+    [failure] = crawler.spider.failures
+    assert isinstance(failure.value, EditedPage) and failure.value.url == site.url("/e")
+    assert failure.request.meta["simhash_outcome"] == "edited" and failure.request.meta["simhash_edited"] is True
