@@ -123,6 +123,8 @@ def planted_found(clusters: Path) -> dict[str, int]:
     with open(clusters, encoding="utf-8") as handle:
         for line in handle:
             cluster = json.loads(line)
+            if cluster.get("type", "cluster") != "cluster":  # the summary line
+                continue
             for member in cluster["members"]:
                 cluster_of[member["url"]] = cluster["cluster_id"]
     found: dict[str, int] = {}

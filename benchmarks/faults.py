@@ -95,6 +95,7 @@ def page_records(count: int, seed: int) -> list[PageRecord]:
 
     rng = random.Random(seed)
     key_rng = random.Random(seed + 1)  # its own stream: the other fields are as before
+    http_rng = random.Random(seed + 2)  # content digests and HTTP validators (store format 4): their own stream
     return [
         replace(
             record,
@@ -106,6 +107,9 @@ def page_records(count: int, seed: int) -> list[PageRecord]:
             exact=rng.random() < 0.05,
             seen=1.76e9 + i,
             edit_keys=_some_edit_keys(key_rng),
+            digest=http_rng.getrandbits(64) if http_rng.random() < 0.9 else None,
+            etag=f'"{http_rng.getrandbits(40):x}"' if http_rng.random() < 0.5 else None,
+            last_modified="Tue, 03 Nov 2026 08:00:00 GMT" if http_rng.random() < 0.7 else None,
         )
         for i, record in enumerate(pages(seed, count))
     ]
@@ -164,12 +168,14 @@ def load_members(folder: Path) -> tuple[list[Any], PersistentBackend]:
 _COLUMNS = (
     "entry", "scope", "identity", "url", "fingerprint", "exact", "outcome", "canonical", "distance",
     "indexed", "previous", "referer", "depth", "text", "first_seen", "last_seen", "edit_keys", "checksum",
+    "digest", "etag", "last_modified",
 )  # fmt: skip
 #: Region labels grouped for the table.
 GROUPS = {
     "fingerprint": "fingerprints", "indexed": "fingerprints", "previous": "fingerprints",
     "url": "URLs", "referer": "URLs", "identity": "identities, scopes", "scope": "identities, scopes",
     "checksum": "checksums", "edit_keys": "one-edit keys",
+    "digest": "digests, validators", "etag": "digests, validators", "last_modified": "digests, validators",
 }  # fmt: skip
 
 

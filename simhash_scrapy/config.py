@@ -218,6 +218,10 @@ class SimhashConfig:
     content_types: frozenset[str] = frozenset(defaults.CONTENT_TYPES)
     scope: str = defaults.SCOPE
     unchanged: str = defaults.UNCHANGED
+    #: ``SIMHASH_EDITED``: what a re-crawl does with an edited page (other text, within k).
+    edited: str = defaults.EDITED
+    #: ``SIMHASH_CONDITIONAL``: send ``If-None-Match`` / ``If-Modified-Since`` on re-crawls.
+    conditional: bool = defaults.CONDITIONAL
     report_uri: str | None = None
     report_format: str | None = None
     debug: bool = False
@@ -354,6 +358,8 @@ class SimhashConfig:
 
         scope = parse_choice("SIMHASH_SCOPE", get("SIMHASH_SCOPE", defaults.SCOPE), SCOPES)
         unchanged = parse_choice("SIMHASH_UNCHANGED", get("SIMHASH_UNCHANGED", defaults.UNCHANGED), UNCHANGED_ACTIONS)
+        edited = parse_choice("SIMHASH_EDITED", get("SIMHASH_EDITED", defaults.EDITED), UNCHANGED_ACTIONS)
+        conditional = parse_bool("SIMHASH_CONDITIONAL", get("SIMHASH_CONDITIONAL"), defaults.CONDITIONAL)
 
         report_uri = parse_optional_str("SIMHASH_REPORT_URI", settings.get("SIMHASH_REPORT_URI"))
         if report_uri is not None:
@@ -454,6 +460,8 @@ class SimhashConfig:
                 backend=backend,
                 threads=threads,
                 unchanged=unchanged,
+                edited=edited,
+                conditional=conditional,
                 store_dir=store_dir,
                 jobdir=jobdir,
                 reset=reset,

@@ -3,6 +3,18 @@
 It sits below ``RetryMiddleware`` (550) by default (``MIDDLEWARE_PRIORITY``),
 so ``process_response`` sees final responses: decompressed, after retries,
 meta refreshes and redirects.
+
+Conditional re-crawls (``SIMHASH_CONDITIONAL``, on with a store: ``SIMHASH_DIR``,
+``JOBDIR`` or Redis): ``process_request`` sends the ``ETag`` / ``Last-Modified``
+recorded for the request's identity as ``If-None-Match`` / ``If-Modified-Since``;
+a 304 answer is checked again as it was recorded (``unchanged``, counted
+``simhash/not_modified``).  It has no body, so it reaches the callback only where
+the request or spider handles status 304 the usual Scrapy way
+(``handle_httpstatus_list``, ``HTTPERROR_ALLOWED_CODES``, ...); elsewhere it
+ends as ``NotModifiedPage`` (an ``IgnoreRequest``, as a page dropped as unchanged
+does), never as an ``HttpError``.  Not sent: with Scrapy's HTTP cache on (it makes
+its own conditional requests), for ``dont_filter`` requests, requests that carry
+their own validators, non-GET requests, and ``meta["simhash_conditional"] = False``.
 """
 
 from __future__ import annotations
@@ -30,7 +42,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 __all__ = [
-    "UnchangedPage","SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY", "FLAG"]
+    "UnchangedPage", "EditedPage", "NotModifiedPage", "SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY",
+    "FLAG", "NOT_MODIFIED_FLAG"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +54,11 @@ MIDDLEWARE_PRIORITY = 540
 SHARED_PARSE_MAX_BYTES = 1024 * 1024
 #: Added to ``response.flags`` of a near-duplicate that goes on to the spider.
 FLAG = "near-duplicate"
+#: Added to ``response.flags`` of a 304 answer to a conditional re-crawl that goes on to the spider.
+NOT_MODIFIED_FLAG = "not-modified"
+#: ``request.meta`` key (internal) marking a request this middleware sent validators with.
+_SENT = "_simhash_validators"
+_VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
 
 
 class NearDuplicate(IgnoreRequest):
@@ -66,6 +84,23 @@ class UnchangedPage(IgnoreRequest):
         self.url = url
 
 
+class EditedPage(IgnoreRequest):
+    """Raised for a re-crawled page whose text was edited within k, with ``SIMHASH_EDITED = "drop"``."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(f"Edited since the last crawl (within the distance limit): {url}")
+        self.url = url
+
+
+class NotModifiedPage(UnchangedPage):
+    """A 304 answer to a conditional re-crawl, for a request whose spider does not handle status 304
+    (or with ``SIMHASH_UNCHANGED = "drop"``): it has no body, so it ends here, counted as unchanged."""
+
+    def __init__(self, url: str) -> None:
+        IgnoreRequest.__init__(self, f"Not modified since the last crawl (HTTP 304): {url}")
+        self.url = url
+
+
 class UncheckedPage(IgnoreRequest):
     """Raised for a page the dedup backend could not check while it is fail-closed.
 
@@ -85,6 +120,12 @@ def _media_type(response: Response) -> str | None:
     return raw.decode("latin-1").split(";", 1)[0].strip().lower()
 
 
+def _header(response: Response, name: bytes) -> str | None:
+    """A response header as text (validators are kept verbatim), else ``None``."""
+    raw = response.headers.get(name)
+    return raw.decode("latin-1") if raw else None
+
+
 def _depth_middleware_enabled(crawler: Crawler) -> bool:
     try:
         for mw in build_component_list(crawler.settings.getwithbase("SPIDER_MIDDLEWARES")):
@@ -98,9 +139,17 @@ def _depth_middleware_enabled(crawler: Crawler) -> bool:
 class SimhashMiddleware:
     """Fingerprint each HTML response and drop (or flag) pages near an earlier one."""
 
-    def __init__(self, state: DedupState, start_depth: int | None = None) -> None:
+    def __init__(self, state: DedupState, start_depth: int | None = None, crawler: Crawler | None = None) -> None:
         self.state = state
         self.config = state.config
+        self.crawler = crawler
+        settings = crawler.settings if crawler is not None else None
+        #: Send validators: with a store kept across crawls (``SIMHASH_DIR``, ``JOBDIR``, Redis or a
+        #: custom backend); Scrapy's HTTP cache makes its own conditional requests: then only for
+        #: requests it does not cache (``meta["dont_cache"]``).
+        config = state.config
+        self.conditional = config.conditional and (config.persistent or config.backend != "memory")
+        self.http_cache = bool(settings is not None and settings.getbool("HTTPCACHE_ENABLED"))
         #: Depth recorded for requests without meta["depth"]: 0 when DepthMiddleware
         #: is enabled (it sets "depth" on every request a callback yields, so such a
         #: request is a start request), else None (unknown).
@@ -109,7 +158,112 @@ class SimhashMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
         state = DedupState.for_crawler(crawler)
-        return cls(state, start_depth=0 if _depth_middleware_enabled(crawler) else None)
+        return cls(state, start_depth=0 if _depth_middleware_enabled(crawler) else None, crawler=crawler)
+
+    # ------------------------------------------------------- conditional re-crawls
+    async def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        """Send the identity's recorded validators (see the module docstring); never answers the request."""
+        meta = request.meta
+        if meta.pop(_SENT, None):  # sent with an earlier try (retry, redirect): decided again
+            for name in _VALIDATORS:
+                request.headers.pop(name, None)
+        state = self.state
+        if (
+            not self.conditional
+            or not state.opened
+            or state.error is not None
+            or request.method != "GET"
+            or request.dont_filter
+            or (self.http_cache and not meta.get("dont_cache"))
+            or meta.get("simhash_conditional", True) is False
+            or meta.get("simhash_enabled", True) is False
+            or any(name in request.headers for name in _VALIDATORS)
+        ):
+            return None
+        previous = await state.backend.previous(state.scope_for(request.url), state.identity_of(request))
+        if previous is None or (previous.etag is None and previous.last_modified is None):
+            return None
+        sent = False
+        for name, value in ((b"If-None-Match", previous.etag), (b"If-Modified-Since", previous.last_modified)):
+            try:  # the bytes the server sent (kept as latin-1 text): not re-encoded as UTF-8 by Scrapy's Headers
+                raw = value.encode("latin-1") if value is not None else None
+            except UnicodeEncodeError:
+                raw = None
+            if raw:
+                request.headers[name] = raw
+                sent = True
+        if not sent:
+            return None
+        meta[_SENT] = True
+        state.inc("simhash/conditional")
+        return None
+
+    def _handles_304(self, request: Request, spider: Spider | None) -> bool:
+        """Whether Scrapy's HttpErrorMiddleware lets a 304 through to this request's callback."""
+        meta = request.meta
+        if meta.get("handle_httpstatus_all", False):
+            return True
+        if "handle_httpstatus_list" in meta:
+            return 304 in meta["handle_httpstatus_list"]
+        if self.crawler is None:
+            return False
+        settings = self.crawler.settings
+        if settings.getbool("HTTPERROR_ALLOW_ALL"):
+            return True
+        spider = spider if spider is not None else self.state.spider
+        allowed = getattr(spider, "handle_httpstatus_list", None)
+        if allowed is None:
+            allowed = settings.getlist("HTTPERROR_ALLOWED_CODES")
+        return 304 in allowed  # as HttpErrorMiddleware compares (a "304" string allows nothing there either)
+
+    async def _not_modified(self, request: Request, response: Response, spider: Spider | None) -> Response:
+        """A 304 answer to our validators: the identity's record, checked again as it was (``unchanged``)."""
+        state = self.state
+        scope, identity = state.scope_for(response.url), state.identity_of(request)
+        try:
+            previous = await state.backend.previous(scope, identity)
+            if previous is None:  # the record went away since the request was sent (a flushed Redis key)
+                raise LookupError("its record is gone")
+            referer = request.headers.get(b"Referer")
+            record = PageRecord(
+                url=response.url,
+                fingerprint=previous.fingerprint,
+                scope=scope,
+                referer=referer.decode("utf-8", "replace") if referer else None,
+                depth=request.meta.get("depth", self.start_depth),
+                text=previous.text,
+                identity=identity,
+                exact=previous.exact,
+                seen=time.time(),
+                digest=previous.digest,
+                etag=_header(response, b"ETag") or previous.etag,
+                last_modified=_header(response, b"Last-Modified") or previous.last_modified,
+            )
+            verdict = await state.check(record, not_modified=True)
+        except BackendError as exc:
+            state.skip("backend_error")
+            raise UncheckedPage(response.url, str(exc)) from None
+        except Exception:
+            # Not recorded, but still a 304: it goes where a 304 goes, never to the spider as an error.
+            logger.exception(
+                "simhash-scrapy: cannot record the 304 answer for %(url)s", {"url": response.url},
+                extra={"spider": state.spider},
+            )
+            state.skip("error")
+            request.meta["simhash_skipped"] = "error"
+            request.meta["simhash_not_modified"] = True
+            if not self._handles_304(request, spider):
+                raise NotModifiedPage(response.url) from None
+            return response
+        request.meta["simhash_not_modified"] = True
+        answer = Analysis(previous.fingerprint, previous.exact, None, None, (), previous.digest)
+        response = self._decide(request, response, answer, verdict)
+        if verdict.outcome is Outcome.UNCHANGED and not self._handles_304(request, spider):
+            state.inc("simhash/unchanged_dropped")
+            raise NotModifiedPage(response.url)
+        if NOT_MODIFIED_FLAG not in response.flags:
+            response.flags.append(NOT_MODIFIED_FLAG)
+        return response
 
     def _skip_reason(self, request: Request, response: Response) -> str | None:
         if request.meta.get("simhash_enabled", True) is False:
@@ -164,6 +318,8 @@ class SimhashMiddleware:
     ) -> Response:
         state = self.state
         meta = request.meta
+        if response.status == 304 and meta.get(_SENT) and state.error is None:
+            return await self._not_modified(request, response, spider)
         reason = "unavailable" if state.error is not None else self._skip_reason(request, response)
         if reason is None:
             try:
@@ -207,6 +363,9 @@ class SimhashMiddleware:
             exact=answer.exact,
             seen=time.time(),
             edit_keys=answer.edit_keys,
+            digest=answer.digest,
+            etag=_header(response, b"ETag"),
+            last_modified=_header(response, b"Last-Modified"),
         )
 
     def _decide(self, request: Request, response: Response, answer: Analysis, verdict: Verdict) -> Response:
@@ -225,8 +384,11 @@ class SimhashMiddleware:
         for listener in state.page_listeners:
             listener(request, response, verdict)
         unchanged = verdict.outcome is Outcome.UNCHANGED
+        edited = verdict.outcome is Outcome.EDITED
         if unchanged:
             meta["simhash_unchanged"] = True
+        elif edited:
+            meta["simhash_edited"] = True
         if verdict.is_duplicate:
             assert verdict.canonical_url is not None and verdict.distance is not None
             if self.config.action == "drop" and not request.dont_filter:
@@ -241,5 +403,10 @@ class SimhashMiddleware:
             state.log_duplicate("page", response.url, verdict, "Flagged", exact=answer.exact)
         elif unchanged and self.config.unchanged == "drop" and not request.dont_filter:
             state.inc("simhash/unchanged_dropped")
+            if meta.get("simhash_not_modified"):
+                raise NotModifiedPage(response.url)
             raise UnchangedPage(response.url)
+        elif edited and self.config.edited == "drop" and not request.dont_filter:
+            state.inc("simhash/edited_dropped")
+            raise EditedPage(response.url)
         return response

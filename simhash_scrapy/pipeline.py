@@ -102,6 +102,7 @@ class SimhashPipeline:
                 exact=answer.exact,
                 seen=time.time(),
                 edit_keys=answer.edit_keys,
+                digest=answer.digest,
             )
             return await state.check(record, items=True), record.exact
         except BackendError as exc:

@@ -51,7 +51,7 @@ class SimhashSpiderMiddleware:
         return cls(DedupState.for_crawler(crawler))
 
     def _rule(self, response: Response) -> str | None:
-        """What happens to this response's items: ``"drop"``, ``"flag"``, ``"unchanged"`` or ``None``."""
+        """What happens to this response's items: ``"drop"``, ``"flag"``, ``"unchanged"``, ``"edited"`` or ``None``."""
         meta = getattr(response, "meta", None) if getattr(response, "request", None) is not None else None
         if not meta:
             return None
@@ -59,13 +59,15 @@ class SimhashSpiderMiddleware:
             return self.config.item_action
         if meta.get("simhash_unchanged") and self.config.unchanged == "drop_items":
             return "unchanged"
+        if meta.get("simhash_edited") and self.config.edited == "drop_items":
+            return "edited"
         return None
 
     def _apply(self, rule: str, response: Response, item: Any) -> Any | None:
         state = self.state
         meta = response.meta
-        if rule == "unchanged":
-            state.inc("simhash/items/unchanged_dropped")
+        if rule in ("unchanged", "edited"):
+            state.inc(f"simhash/items/{rule}_dropped")
             return None
         if rule == "drop":
             state.inc("simhash/items/dropped")

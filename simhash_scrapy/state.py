@@ -89,6 +89,7 @@ _OUTCOME_STATS = {
     Outcome.NEAR_DUPLICATE: "near_duplicates",
     Outcome.UNCHANGED: "unchanged",
     Outcome.CHANGED: "changed",
+    Outcome.EDITED: "edited",
     Outcome.UNCHECKED: "unchecked",
 }
 
@@ -215,22 +216,28 @@ class DedupState:
                 return await future
         return func(*args)
 
-    async def check(self, record: PageRecord, items: bool = False) -> Verdict:
+    async def check(self, record: PageRecord, items: bool = False, not_modified: bool = False) -> Verdict:
         """Query-and-record one fingerprinted page (or item) and count its outcome.
 
         Stats: ``simhash/fingerprinted`` and ``simhash/<outcome>`` (unique,
-        near_duplicates, unchanged, changed, unchecked: each page counts in
+        near_duplicates, unchanged, edited, changed, unchecked: each page counts in
         exactly one), short pages again under ``simhash/short/``, pages
         found by the one-edit rule again as ``simhash/one_edit/near_duplicates``;
-        items under ``simhash/items/``.
+        items under ``simhash/items/``.  ``not_modified``: a 304 answer to a
+        conditional re-crawl, checked again as it was recorded: counted as
+        ``simhash/not_modified`` instead of ``simhash/fingerprinted`` (so
+        fingerprinted + not_modified = the sum of the outcomes).
         """
         verdict = await self.backend.check(record)
         prefix = "simhash/items/" if items else "simhash/"
-        self.inc(prefix + "fingerprinted")
-        if items:
-            self.items += 1
+        if not_modified:
+            self.inc(prefix + "not_modified")
         else:
-            self.pages += 1
+            self.inc(prefix + "fingerprinted")
+            if items:
+                self.items += 1
+            else:
+                self.pages += 1
         name = _OUTCOME_STATS[verdict.outcome]
         self.inc(prefix + name)
         if record.exact:
@@ -349,6 +356,9 @@ class DedupState:
         await self._run_hooks(self.close_hooks, spider)
         self.stats.set_value("simhash/index_size", await self.backend.index_size())
         members = await self.backend.members()
+        # Distinct pages in the record (a page fetched twice counts once, unlike simhash/fingerprinted):
+        # the report's "pages".
+        self.stats.set_value("simhash/pages", sum(1 for m in members if not m.scope.startswith("item:")))
         if self.report_path is None or self.config.report_format is None:
             self.stats.set_value("simhash/clusters", count_clusters(members))
             return
@@ -362,6 +372,7 @@ class DedupState:
             title=f"Near-duplicate clusters: {spider.name}",
             max_distance=self.config.max_distance,
             source=f"spider {spider.name}",
+            previous_crawl=self.backend.initial > 0,
         )
         summary.update(self.report_extra)
         try:

@@ -136,6 +136,7 @@ async def test_drop_mode_end_to_end(serve: Any, tmp_path: Path, caplog: pytest.L
         "simhash/skipped/status": 1,
         "simhash/index_size": 4,
         "simhash/clusters": 3,
+        "simhash/pages": 9,  # distinct pages recorded: here each was fetched once
         **{f"simhash/distance_count/{d}": n for d, n in distances.items()},
     }
     assert crawler.stats.get_value("finish_reason") == "finished"
@@ -147,8 +148,10 @@ async def test_drop_mode_end_to_end(serve: Any, tmp_path: Path, caplog: pytest.L
     assert any(f"<GET {u('/article/3?again')}>" in r.getMessage() and "['near-duplicate']" in r.getMessage()
                for r in caplog.records)
 
-    # The report: one cluster per line, canonical member first.
+    # The report: one cluster per line, canonical member first, then the summary line.
     clusters = [json.loads(line) for line in (tmp_path / "reports" / "recording.jsonl").read_text().splitlines()]
+    summary = clusters.pop()
+    assert (summary["type"], summary["pages"], summary["clusters"]) == ("summary", 9, 3)
     assert [(c["cluster_id"], c["canonical"], c["size"]) for c in clusters] == [
         (1, u("/article/1"), 3),
         (2, u("/article/3"), 3),
@@ -225,7 +228,7 @@ async def test_followed_links_referer_and_depth(serve: Any, tmp_path: Path) -> N
         start_urls=[site.url("/")],
         follow=True,
     )
-    [cluster] = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    [cluster] = [r for line in (tmp_path / "r.jsonl").read_text().splitlines() if (r := json.loads(line))["type"] == "cluster"]
     by_url = {m["url"]: m for m in cluster["members"]}
     assert set(by_url) == {site.url("/a"), site.url("/a?s=1"), site.url("/a/print")}
     # Which of /a and /a?s=1 is canonical depends on the download order: the first one crawled.

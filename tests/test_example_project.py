@@ -70,7 +70,10 @@ class CrawlRun:
         reports = sorted((tmp / "reports").glob("site-*.jsonl"))
         assert len(reports) == 1, (reports, self.log[-3000:])
         self.report_path = reports[0]
-        self.clusters = [json.loads(line) for line in reports[0].read_text(encoding="utf-8").splitlines()]
+        records = [json.loads(line) for line in reports[0].read_text(encoding="utf-8").splitlines()]
+        self.summary = records.pop()  # the last line
+        assert self.summary["type"] == "summary", self.summary
+        self.clusters = records
         self.items = [json.loads(line) for line in self.items_path.read_text(encoding="utf-8").splitlines()]
 
 

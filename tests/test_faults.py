@@ -48,7 +48,8 @@ def test_the_stores_are_what_the_trials_assume(stores: dict[str, Any]) -> None:
     assert stores["torn"] != stores["full"]
     labels = {label for _, _, label in faults.regions(stores["clean"] / "faults.store")}
     assert {
-        "file header", "record header", "cell header", "URLs", "fingerprints", "checksums", "one-edit keys", "free space"
+        "file header", "record header", "cell header", "URLs", "fingerprints", "checksums", "one-edit keys", "free space",
+        "digests, validators",
     } <= labels  # fmt: skip
 
 
@@ -67,7 +68,7 @@ def test_single_bit_flips_in_every_region(stores: dict[str, Any]) -> None:
     assert not bad, bad
     by_region = {label for label, category, _ in results if category == "detected"}
     # A flipped bit in any value of a record is detected (per-row checksums), naming the file.
-    assert {"URLs", "fingerprints", "identities, scopes", "checksums", "record header"} <= by_region
+    assert {"URLs", "fingerprints", "identities, scopes", "checksums", "record header", "digests, validators"} <= by_region
     assert all(str(stores["tmp"] / "work" / store) in detail for _, category, detail in results if category == "detected")
 
 

@@ -93,11 +93,14 @@ def test_a_page_fetched_again_with_new_text_is_listed_as_changed(serve: Any, tmp
     assert (stats["simhash/unique"], stats["simhash/changed"], stats["simhash/unchanged"]) == (4, 2, 2), stats
     assert (
         f"Simhash: wrote the {fmt} report to {report} (4 pages: 4 unique, 0 near-duplicates in 0 clusters; "
-        "since the last crawl: 2 changed, 2 unchanged)"
+        "fetched again in this crawl: 2 changed, 2 unchanged)"  # one crawl, no store: no "last crawl"
     ) in proc.stderr
     expected = [site.url("/p1"), site.url("/p3")]
     if fmt == "jsonl":
         records = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+        summary = records.pop()
+        assert summary["type"] == "summary" and summary["previous_crawl"] is False
+        assert (summary["pages"], summary["changed"], summary["unchanged"]) == (4, 2, 2)
         assert [(r["type"], r["url"]) for r in records] == [("changed", url) for url in expected]
         for record in records:
             old, new = int(record["previous_fingerprint"], 16), int(record["fingerprint"], 16)
@@ -109,6 +112,7 @@ def test_a_page_fetched_again_with_new_text_is_listed_as_changed(serve: Any, tmp
     else:
         page = report.read_text(encoding="utf-8")
         assert '<dd data-stat="unchanged">2</dd>' in page and '<dd data-stat="changed">2</dd>' in page
+        assert "Fetched again, unchanged" in page and "since last crawl" not in page
         assert re.findall(r'<tr class="changed-page"><td class="url"><a href="([^"]+)"', page) == expected
 
 
@@ -123,6 +127,7 @@ def test_a_recrawl_with_simhash_dir_lists_the_changed_pages(serve: Any, tmp_path
     proc = crawl(project, *common, "-s", f"SIMHASH_REPORT_URI={tmp_path / 'week2.jsonl'}")
     assert "6 pages: 6 unique, 0 near-duplicates in 0 clusters; since the last crawl: 2 changed, 4 unchanged" in proc.stderr
     records = [json.loads(line) for line in (tmp_path / "week2.jsonl").read_text().splitlines()]
+    assert records.pop()["type"] == "summary"
     assert [(r["type"], r["url"]) for r in records] == [("changed", site.url("/p1")), ("changed", site.url("/p4"))]
     # `scrapy simhash report` on the store says and writes the same, without crawling.
     report = subprocess.run(
@@ -132,7 +137,9 @@ def test_a_recrawl_with_simhash_dir_lists_the_changed_pages(serve: Any, tmp_path
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
     assert "has 6 pages: 6 unique, 0 near-duplicates in 0 clusters; since the last crawl: 2 changed, 4 unchanged" in report.stderr
-    assert [json.loads(line) for line in report.stdout.splitlines()] == records
+    written = [json.loads(line) for line in report.stdout.splitlines()]
+    assert written.pop()["type"] == "summary"  # its own source and time
+    assert written == records
 
 
 # ------------------------------------------------------------ a wrong setting

@@ -216,8 +216,10 @@ def test_browser_shows_the_numbers_of_the_json_report(browser: Chromium, tmp_pat
             cwd=tmp_path, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
-    report = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    lines = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    report = [line for line in lines if line.get("type") == "cluster"]
     assert [c["size"] for c in report] == [4, 3, 2]  # the page is checked against this
+    assert lines[-1]["type"] == "summary" and lines[-1]["pages"] == 13
     pages = 13
 
     mark = len(browser.events)

@@ -93,6 +93,14 @@ def recrawl_sequence(seed: int, count: int, k: int = 4, scopes: tuple[str, ...] 
     identities (small and large changes, kind switches, new keys)."""
     rng = random.Random(seed)
     key_rng = random.Random(seed + 1000)  # its own stream: the other fields are as without keys
+    text_rng = random.Random(seed + 2000)  # content digests and validators: their own stream too
+
+    def content(earlier: PageRecord | None) -> dict[str, Any]:
+        """A digest (the same text as ``earlier`` 60% of the time, none 10%) and validators, sometimes."""
+        roll = text_rng.random()
+        digest = None if roll < 0.1 else earlier.digest if earlier is not None and roll < 0.6 else text_rng.getrandbits(64)
+        etag = text_rng.choice([None, f'"{text_rng.getrandbits(32):x}"', 'W/"é"'])
+        return {"digest": digest, "etag": etag, "last_modified": text_rng.choice([None, "Mon, 02 Nov 2026 10:00:00 GMT"])}
 
     def some_keys() -> tuple[int, ...]:
         # A fifth of the simhash pages: 2..40 keys, one or two from a small shared pool (one token apart).
@@ -114,7 +122,7 @@ def recrawl_sequence(seed: int, count: int, k: int = 4, scopes: tuple[str, ...] 
             else:
                 fp, exact = flip(earlier.fingerprint, rng.choice([0, 1, k, k + 1, 9]), rng), False
             record = PageRecord(earlier.url, fp, earlier.scope, earlier.referer, rng.choice([None, 1]), None,
-                                earlier.identity, exact, seen, () if exact else some_keys())
+                                earlier.identity, exact, seen, () if exact else some_keys(), **content(earlier))
         else:
             exact = rng.random() < 0.1
             if exact:
@@ -126,7 +134,7 @@ def recrawl_sequence(seed: int, count: int, k: int = 4, scopes: tuple[str, ...] 
             identity = rng.choice(["", f"{rng.getrandbits(160):040x}", f"key-{i}"])
             record = PageRecord(url, fp, rng.choice(scopes), rng.choice([None, "https://example.com/"]),
                                 rng.choice([None, 0, 3]), rng.choice([None, f"text of page {i}"]), identity, exact, seen,
-                                () if exact else some_keys())
+                                () if exact else some_keys(), **content(None))
         out.append((record, rng.random() > 0.05))
     return out
 
@@ -273,6 +281,9 @@ async def same_as_memory(backends: list[RedisBackend], config: SimhashConfig, pa
         assert have == want, (record, index)
     if any(record.edit_keys for record, _ in pages):  # the rule was exercised: pages found by keys alone
         assert sum(verdict.one_edit for verdict in expected) >= 5
+    if any(record.digest is not None for record, _ in pages):
+        outcomes = Counter(verdict.outcome.value for verdict in expected)
+        assert outcomes["edited"] >= 5 and outcomes["unchanged"] >= 5, outcomes  # digests told them apart
     assert await backends[-1].members() == await memory.members()
     assert await backends[0].index_size() == await memory.index_size()
     for backend in backends:

@@ -152,7 +152,8 @@ def run_e2e(evalset: common.EvalSet, setup):  # -> score.Result
         if proc.returncode != 0:
             raise SystemExit(f"crawl failed:\n{proc.stderr[-4000:]}")
         stats = json.loads(proc.stdout.strip().splitlines()[-1])
-        clusters = [json.loads(line) for line in report.read_text().splitlines() if line.strip()] if report.exists() else []
+        records = [json.loads(line) for line in report.read_text().splitlines() if line.strip()] if report.exists() else []
+        clusters = [r for r in records if r.get("type", "cluster") == "cluster"]  # not the summary line
         seconds = time.perf_counter() - t0
     flagged: set[tuple[int, int]] = set()
     in_cluster: set[int] = set()

@@ -61,6 +61,11 @@ class PageRecord:
     seen: float = 0.0
     #: The one-edit keys of a simhash page of a few dozen tokens (``core.edits``), else empty.
     edit_keys: tuple[int, ...] = ()
+    #: The content digest (``Analysis.digest``): tells an unchanged page from an edited one; ``None``: unknown.
+    digest: int | None = None
+    #: The HTTP validators the server sent (``ETag``, ``Last-Modified``), kept for conditional re-crawls.
+    etag: str | None = None
+    last_modified: str | None = None
 
     @property
     def key(self) -> str:
@@ -127,6 +132,11 @@ class ClusterMember:
     previous_fingerprint: int | None = None
     first_seen: float = 0.0
     last_seen: float = 0.0
+    #: Its content digest (``PageRecord.digest``), else ``None``.
+    digest: int | None = None
+    #: The HTTP validators of its latest version (``ETag``, ``Last-Modified``), else ``None``.
+    etag: str | None = None
+    last_modified: str | None = None
 
     @property
     def key(self) -> str:
@@ -168,6 +178,15 @@ class DedupBackend(abc.ABC):
     @abc.abstractmethod
     async def index_size(self) -> int:
         """Number of canonical pages in all scopes."""
+
+    async def previous(self, scope: str, identity: str) -> ClusterMember | None:
+        """The record of ``identity`` in ``scope`` (its latest version), or ``None``.
+
+        Conditional re-crawls read its validators (``etag``, ``last_modified``)
+        and, on a 304, check it again as it was.  A backend that cannot look a
+        record up returns ``None`` (no conditional requests then).
+        """
+        return None
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (flush, disconnect)."""

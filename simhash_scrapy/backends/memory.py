@@ -66,7 +66,7 @@ class MemoryBackend(DedupBackend):
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
         """``check`` without the coroutine (the memory backend never waits)."""
         decision = self._clusters.check(
-            record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys
+            record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys, record.digest
         )
         verdict = self._verdict(decision)
         entry = decision.entry
@@ -86,6 +86,9 @@ class MemoryBackend(DedupBackend):
             outcome=decision.outcome,
             previous_fingerprint=decision.previous_fingerprint,
             last_seen=record.seen,
+            digest=self._clusters.digest[entry],
+            etag=record.etag,
+            last_modified=record.last_modified,
         )
         if new:
             member = ClusterMember(first_seen=record.seen, **fields)  # type: ignore[arg-type]
@@ -100,6 +103,10 @@ class MemoryBackend(DedupBackend):
 
     async def members(self) -> list[ClusterMember]:
         return list(self._members)
+
+    async def previous(self, scope: str, identity: str) -> ClusterMember | None:
+        entry = self._clusters.entry_of(scope, identity)
+        return None if entry is None else self._members[entry]
 
     async def index_size(self) -> int:
         return self._clusters.index_size()

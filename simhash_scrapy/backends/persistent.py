@@ -113,6 +113,9 @@ class _Members:
             previous_fingerprint=int(c.previous[row]) if c.has_previous[row] else None,
             first_seen=float(c.first_seen[row]),
             last_seen=float(c.last_seen[row]),
+            digest=c.digests[row],
+            etag=c.etags[row],
+            last_modified=c.last_modified[row],
         )
 
     def __getitem__(self, position: int) -> ClusterMember:
@@ -235,6 +238,7 @@ class PersistentBackend(MemoryBackend):
                 c.distance.tolist(),
                 indexed,
                 c.edit_keys,
+                c.digests,
             )
         except ValueError:
             seen: dict[tuple[str, str], int] = {}
@@ -275,6 +279,9 @@ class PersistentBackend(MemoryBackend):
                 first_seen=member.first_seen,
                 last_seen=member.last_seen,
                 edit_keys=clusters.keys_of(entry),
+                digest=member.digest,
+                etag=member.etag,
+                last_modified=member.last_modified,
             )
         )
         wait = max(self.config.flush_interval, self._retry_after) - (time.monotonic() - self._last_flush)

@@ -81,6 +81,9 @@ class Analysis(NamedTuple):
     #: The one-edit keys (``edits.edit_keys``) of a simhash page of ``min_tokens`` (at least
     #: ``ONE_EDIT_MIN_TOKENS``) up to ``one_edit_below`` tokens, else empty.
     edit_keys: tuple[int, ...] = ()
+    #: The content digest (``exact.exact_digest`` of the normalised token sequence; a short page's is
+    #: its ``fingerprint``): a re-crawled page within k is ``unchanged`` when it is the same, else ``edited``.
+    digest: int | None = None
 
     @property
     def kind(self) -> str:
@@ -94,11 +97,12 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions) -> An
     hashes, weights, tokens = feature_hashes(data, options.features, with_token_count=True)
     if tokens == 0:
         return Analysis(None, False, "empty", None)
+    digest = exact_digest(data, options.features.cjk_ngram)
     if tokens < options.min_tokens:
-        return Analysis(exact_digest(data, options.features.cjk_ngram), True, None, text)
+        return Analysis(digest, True, None, text, (), digest)
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys(data, options.features.cjk_ngram) if with_keys else ()
-    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys)
+    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest)
 
 
 def analyse_html(

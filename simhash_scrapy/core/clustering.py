@@ -11,8 +11,10 @@ follows the user's URL canonicalisation):
 
 1. **Identity first.**  A page recorded before under the same identity is
    compared with its own last version, never with the index: within k it is
-   ``UNCHANGED`` (it keeps its role: canonical, or member of another page's
-   cluster); further away it is ``CHANGED`` and is checked again against the
+   ``UNCHANGED`` when its content digest (``core.exact``: the normalised token
+   sequence) is the one recorded, ``EDITED`` when the text differs (either way
+   it keeps its role: canonical, or member of another page's cluster; a page
+   recorded without a digest is ``UNCHANGED`` within k); further away it is ``CHANGED`` and is checked again against the
    canonical pages of *other* identities (its own index entry is removed
    first): a match makes it a ``NEAR_DUPLICATE``, else it becomes canonical
    with its new content.  A page is never a near-duplicate of itself.
@@ -63,6 +65,8 @@ class Outcome(str, enum.Enum):
     NEAR_DUPLICATE = "near_duplicate"
     UNCHANGED = "unchanged"
     CHANGED = "changed"
+    #: Re-checked under its identity: other text (content digest), but within k of its last version.
+    EDITED = "edited"
     #: A backend could not check the page (fail-open error); never decided by ``Clusterer``.
     UNCHECKED = "unchecked"
 
@@ -158,10 +162,15 @@ class Clusterer:
         self.distance: list[int] = []  # distance to it, -1 for canonical/unique entries
         self.indexed: list[int | None] = []  # the fingerprint in the index (canonical entries), else None
         self.indexed_keys: list[bytes] = []  # one-edit keys in the index (canonical entries, pack_keys), else b""
+        self.digest: list[int | None] = []  # the latest version's content digest (core.exact), None if unknown
         self._pending: list[tuple[str, int]] = []  # restored canonical entries, indexed by restore_indexes
 
     def __len__(self) -> int:
         return len(self.fingerprint)
+
+    def entry_of(self, scope: str, identity: str) -> int | None:
+        """The entry of ``identity`` in ``scope``, or ``None`` if it was never checked."""
+        return self._identities.get((scope, identity))
 
     def index_size(self) -> int:
         """Canonical entries in all scopes (simhash and exact)."""
@@ -241,6 +250,7 @@ class Clusterer:
         self.distance.append(distance)
         self.indexed.append(None)
         self.indexed_keys.append(b"")
+        self.digest.append(None)
         return entry
 
     # ---------------------------------------------------------------- rule
@@ -252,32 +262,47 @@ class Clusterer:
         exact: bool = False,
         index: bool = True,
         edit_keys: Sequence[int] = (),
+        digest: int | None = None,
     ) -> Decision:
         """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical).
 
         ``edit_keys``: the page's one-edit keys (``core.edits``), for a simhash page of a few dozen tokens.
+        ``digest``: its content digest (``core.exact.exact_digest``; a short page's is its fingerprint),
+        which tells ``UNCHANGED`` from ``EDITED`` when it is re-checked; ``None``: unknown.
         """
         if exact:
             edit_keys = ()
+            digest = fingerprint
         key = (scope, identity)
         entry = self._identities.get(key)
         if entry is not None:
-            return self._recheck(scope, entry, fingerprint, exact, index, edit_keys)
+            return self._recheck(scope, entry, fingerprint, exact, index, edit_keys, digest)
         found = self._nearest(scope, fingerprint, exact, edit_keys)
         if found is not None:
             entry = self._new_entry(fingerprint, exact, found[0], found[1])
+            self.digest[entry] = digest
             self._identities[key] = entry
             return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1])
         entry = self._new_entry(fingerprint, exact, -1, -1)
+        self.digest[entry] = digest
         self._identities[key] = entry
         if index:
             self._make_canonical(scope, entry, fingerprint, exact, edit_keys)
         return Decision(Outcome.UNIQUE, entry)
 
     def _recheck(
-        self, scope: str, entry: int, fingerprint: int, exact: bool, index: bool, edit_keys: Sequence[int]
+        self,
+        scope: str,
+        entry: int,
+        fingerprint: int,
+        exact: bool,
+        index: bool,
+        edit_keys: Sequence[int],
+        digest: int | None = None,
     ) -> Decision:
         previous = self.fingerprint[entry]
+        old_digest = self.digest[entry]
+        self.digest[entry] = digest
         if exact != self.exact[entry]:
             moved = _FAR
         elif exact:
@@ -286,10 +311,13 @@ class Clusterer:
             moved = (fingerprint ^ previous).bit_count()
         self.fingerprint[entry] = fingerprint
         if moved <= self.max_distance:
+            # Same text (or no digest to tell): unchanged; other text within k: edited.
+            same = digest is None or old_digest is None or digest == old_digest
+            outcome = Outcome.UNCHANGED if same else Outcome.EDITED
             canonical = self.canonical[entry]
             if canonical < 0:
-                return Decision(Outcome.UNCHANGED, entry, previous_fingerprint=previous)
-            return Decision(Outcome.UNCHANGED, entry, canonical, self.distance[entry], previous)
+                return Decision(outcome, entry, previous_fingerprint=previous)
+            return Decision(outcome, entry, canonical, self.distance[entry], previous)
         self._unindex(scope, entry)
         self.exact[entry] = exact
         found = self._nearest(scope, fingerprint, exact, edit_keys)
@@ -312,12 +340,14 @@ class Clusterer:
         distance: list[int],
         indexed: list[int | None],
         indexed_keys: Sequence[tuple[int, ...]] | None = None,
+        digests: Sequence[int | None] | None = None,
     ) -> None:
         """Put back entries recorded earlier (sequences in entry order); ``ValueError`` if two share an identity.
 
         ``indexed`` is the fingerprint each entry has in the index (canonical
         entries), else ``None``, and ``indexed_keys`` its one-edit keys there;
-        ``restore_indexes`` then indexes them in bulk.
+        ``digests`` their content digests (``None``: unknown, e.g. a store of
+        format 3); ``restore_indexes`` then indexes them in bulk.
         """
         start = len(self.fingerprint)
         self.fingerprint.extend(fingerprints)
@@ -329,6 +359,7 @@ class Clusterer:
             self.indexed_keys.extend([b""] * len(fingerprints))
         else:
             self.indexed_keys.extend(pack_keys(keys) if keys else b"" for keys in indexed_keys)
+        self.digest.extend([None] * len(fingerprints) if digests is None else digests)
         self._identities.update(zip(zip(scopes, identities), range(start, start + len(fingerprints))))
         if len(self._identities) != len(self.fingerprint):
             raise ValueError("two entries have the same (scope, identity)")

@@ -75,6 +75,12 @@ DISTINCT_SELECTORS: tuple[str, ...] = ()
 #: unchanged since its last recorded version: ``"pass"`` (goes on, flagged in
 #: meta), ``"drop_items"`` (its items are dropped), ``"drop"`` (the page is dropped).
 UNCHANGED = "pass"
+#: ``SIMHASH_EDITED``: the same choices for an *edited* page (its text differs from its last
+#: recorded version, but its simhash is within k of it).
+EDITED = "pass"
+#: ``SIMHASH_CONDITIONAL``: a re-crawl with a store (``SIMHASH_DIR``, ``JOBDIR``, Redis) sends the
+#: recorded ``ETag`` / ``Last-Modified`` as ``If-None-Match`` / ``If-Modified-Since``; a 304 is unchanged.
+CONDITIONAL = True
 ITEM_URL_FIELD = "url"
 ITEM_FORMAT = "auto"
 LOG_LEVEL = "DEBUG"

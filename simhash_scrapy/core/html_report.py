@@ -27,8 +27,10 @@ would need thousands of diffs computed (and stored) in advance, while a reader
 opens a few.
 
 ``clusters`` are the JSON Lines report's cluster dicts (canonical member
-first); ``summary`` may give ``pages`` (pages fingerprinted),
-``near_duplicates``, ``unique``, ``unchanged``, ``changed``, ``clusters``,
+first); ``summary`` may give ``pages`` (distinct pages recorded: a page
+fetched twice counts once), ``near_duplicates``, ``unique``, ``unchanged``,
+``edited``, ``changed``, ``previous_crawl`` (``False``: the cards say "fetched again", not "since
+last crawl"), ``clusters``,
 ``max_distance``, ``title``, ``generated`` and ``source``; missing counts are
 derived from the clusters.  Other scalar summary values are listed under "Run".
 ``changes`` are ``core.report.build_changes`` dicts.
@@ -59,7 +61,8 @@ _CHUNK_CHARS = 1 << 20
 #: Changed pages listed in the page (the JSONL and CSV reports list them all).
 MAX_CHANGED_ROWS = 10_000
 _KNOWN_SUMMARY_KEYS = (
-    "pages", "unique", "near_duplicates", "unchanged", "changed", "clusters", "max_distance", "title", "generated", "source",
+    "pages", "unique", "near_duplicates", "unchanged", "edited", "changed", "previous_crawl", "clusters", "max_distance",
+    "title", "generated", "source",
 )  # fmt: skip
 
 
@@ -268,18 +271,26 @@ def render_html(
 
     esc = html.escape
     stat_rows = [
-        ("pages", "Pages fingerprinted", numbers["pages"]),
+        ("pages", "Distinct pages", numbers["pages"]),
         ("unique", "Unique pages", numbers["unique"]),
         ("near_duplicates", "Near-duplicates", numbers["near_duplicates"]),
         ("clusters", "Clusters", numbers["clusters"]),
         ("largest", "Largest cluster", numbers["largest"]),
     ]
-    # A re-crawl's answers: shown when the record has any (a first crawl has none).
+    # A re-crawl's answers: shown when the record has any.  A first crawl that fetched pages twice
+    # says nothing "since the last crawl" (previous_crawl False): they were "fetched again".
     unchanged = _int_or_none(summary.get("unchanged")) or 0
+    edited = _int_or_none(summary.get("edited")) or 0
     changed = _int_or_none(summary.get("changed"))
     changed = len(changes) if changed is None else changed
-    if unchanged or changed:
-        stat_rows[2:2] = [("unchanged", "Unchanged since last crawl", unchanged), ("changed", "Changed", changed)]
+    if unchanged or edited or changed:
+        recrawl = summary.get("previous_crawl", True) is not False
+        cards = [
+            ("unchanged", "Unchanged since last crawl" if recrawl else "Fetched again, unchanged", unchanged),
+            ("edited", "Edited since last crawl (within k)" if recrawl else "Fetched again, edited", edited),
+            ("changed", "Changed since last crawl" if recrawl else "Fetched again, changed", changed),
+        ]
+        stat_rows[2:2] = [card for card in cards if card[0] != "edited" or edited]
     max_distance = _int_or_none(summary.get("max_distance"))
     if max_distance is not None:
         stat_rows.append(("max_distance", "Max distance k", max_distance))

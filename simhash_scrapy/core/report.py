@@ -29,7 +29,9 @@ page that switched between the exact and the simhash kind.)
 Formats (``render_report`` / ``write_report``):
 
 * ``jsonl``: one JSON object per line; ``"type": "cluster"`` lines (the
-  dicts above) first, then one ``"type": "changed"`` line per changed page.
+  dicts above) first, then one ``"type": "changed"`` line per changed page,
+  then (with a summary) one ``"type": "summary"`` line with its counts, so a
+  report of a crawl without clusters is never empty.
   Readers of older reports: a line without ``type`` is a cluster.  Every
   character a line splitter may break on (``str.splitlines``: U+2028,
   U+2029, U+0085 and the C0 separators) is written as a ``\\u`` escape, so
@@ -250,11 +252,16 @@ def report_summary(
     max_distance: int | None,
     source: str,
     generated: datetime | None = None,
+    previous_crawl: bool | None = None,
 ) -> dict[str, Any]:
     """The summary every report carries, counted from the whole record (pages, not items).
 
     The one place it is computed: the crawl, ``scrapy simhash report`` and
-    ``scrapy simhash dedup`` all call this.
+    ``scrapy simhash dedup`` all call this.  ``pages`` counts distinct pages
+    (identities), not fetches.  ``previous_crawl``: whether the record held
+    pages of an earlier crawl (``False``: the re-checks were pages fetched again
+    within this crawl, and nothing is said "since the last crawl"; ``None``:
+    unknown, left out).
     """
     # Items (scope "item:…") are not pages; nor are they listed as changed.
     pages = [m for m in members if not (_get(m, "scope") or "").startswith("item:")]
@@ -266,7 +273,9 @@ def report_summary(
         "unique": len(pages) - duplicates,
         "near_duplicates": duplicates,
         "unchanged": outcomes.get("unchanged", 0),
+        "edited": outcomes.get("edited", 0),
         "changed": outcomes.get("changed", 0),
+        **({} if previous_crawl is None else {"previous_crawl": previous_crawl}),
         "clusters": len(clusters),
         "max_distance": max_distance,
         "generated": (generated or datetime.now(tz=timezone.utc)).replace(microsecond=0).isoformat(),
@@ -281,16 +290,20 @@ def _plural(count: int, word: str) -> str:
 def describe_report(summary: Mapping[str, Any]) -> str:
     """One line for logs and commands, from ``report_summary``'s counts.
 
-    "12 pages: 10 unique, 2 near-duplicates in 1 cluster; since the last crawl: 3 changed, 7 unchanged"
-    (the last part only when a re-crawl found any).
+    "12 pages: 10 unique, 2 near-duplicates in 1 cluster; since the last crawl: 3 changed, 1 edited,
+    6 unchanged" (the last part only when a re-crawl found any, "edited" only when there are some; on a
+    first crawl, pages fetched twice are "fetched again in this crawl").
     """
-    count = {key: int(summary.get(key) or 0) for key in ("pages", "unique", "near_duplicates", "clusters", "changed", "unchanged")}
+    keys = ("pages", "unique", "near_duplicates", "clusters", "changed", "edited", "unchanged")
+    count = {key: int(summary.get(key) or 0) for key in keys}
     line = (
         f"{_plural(count['pages'], 'page')}: {count['unique']:,} unique, "
         f"{_plural(count['near_duplicates'], 'near-duplicate')} in {_plural(count['clusters'], 'cluster')}"
     )
-    if count["changed"] or count["unchanged"]:
-        line += f"; since the last crawl: {count['changed']:,} changed, {count['unchanged']:,} unchanged"
+    if count["changed"] or count["edited"] or count["unchanged"]:
+        since = "since the last crawl" if summary.get("previous_crawl", True) else "fetched again in this crawl"
+        edited = f"{count['edited']:,} edited, " if count["edited"] else ""
+        line += f"; {since}: {count['changed']:,} changed, {edited}{count['unchanged']:,} unchanged"
     return line
 
 
@@ -306,6 +319,14 @@ def check_format_available(report_format: str, *, name: str = "report_format") -
             f"{name}='html' needs simhash_scrapy.core.html_report.render_html, which cannot be "
             f"imported ({exc}); use 'jsonl' or 'csv'"
         ) from exc
+
+
+def _summary_jsonl(summary: Mapping[str, Any] | None) -> str:
+    """The ``"type": "summary"`` line (the URL rules have lines of their own)."""
+    if summary is None:
+        return ""
+    record = {key: value for key, value in summary.items() if key not in ("rules", "rules_blob", "type")}
+    return json.dumps({"type": "summary", **record}, ensure_ascii=False, default=str) + "\n"
 
 
 def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]]) -> str:
@@ -375,7 +396,7 @@ def render_report(
     if report_format == "jsonl":
         from .urlrules import rules_jsonl
 
-        return line_safe(_jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules")))
+        return line_safe(_jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
     if report_format == "csv":
         return _csv(clusters)
     if report_format == "html":

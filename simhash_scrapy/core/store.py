@@ -6,7 +6,8 @@ its crash safety is SQLite's and any SQL tool can read a crawl's record::
     sqlite3 .scrapy/simhash/myspider.store \\
       "SELECT url, outcome, printf('%016x', fingerprint) FROM pages WHERE outcome = 'changed'"
 
-Tables (format version 3, ``PRAGMA user_version``; ``PRAGMA application_id``
+Tables (format version 4, ``PRAGMA user_version``; a format-3 store is upgraded in
+place when a crawl opens it: the three columns format 4 added are added, NULL; ``PRAGMA application_id``
 is ``0x53484D53``, "SHMS"):
 
 ``simhash_meta (key, value)``
@@ -25,8 +26,11 @@ is ``0x53484D53``, "SHMS"):
     ``previous`` (fingerprint before the latest check), ``referer``,
     ``depth``, ``text`` (HTML reports only), ``first_seen``, ``last_seen``
     (Unix time), ``edit_keys`` (the one-edit keys of a canonical page of a few
-    dozen tokens, ``core.edits``: big-endian 64-bit keys, else NULL) and
-    ``checksum``.
+    dozen tokens, ``core.edits``: big-endian 64-bit keys, else NULL),
+    ``checksum``, then (format 4) ``digest`` (the content digest, which tells
+    ``unchanged`` from ``edited``), ``etag`` and ``last_modified`` (the HTTP
+    validators of the latest version, for conditional re-crawls), each NULL when
+    unknown.
 ``extra (name, data, checksum)``
     named blobs of the backend (``load_extra`` / ``save_extra``).
 
@@ -79,6 +83,7 @@ from typing import Any
 
 from .index import block_widths
 from .store_rows import (
+    FORMAT_4_COLUMNS,
     INSERT,
     OUTCOMES,
     RESET_HINT,
@@ -111,7 +116,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+#: An older format this version upgrades in place (adding ``FORMAT_4_COLUMNS``) when a crawl opens it.
+UPGRADABLE_VERSION = 3
 APPLICATION_ID = 0x53484D53  # "SHMS"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _OLD_MAGIC = b"SIMHSTOR"  # format 1 (a custom append-only file)
@@ -135,7 +142,10 @@ CREATE TABLE pages (
     first_seen REAL NOT NULL,
     last_seen REAL NOT NULL,
     edit_keys BLOB,
-    checksum INTEGER NOT NULL
+    checksum INTEGER NOT NULL,
+    digest INTEGER,
+    etag TEXT,
+    last_modified TEXT
 );
 CREATE TABLE extra (name TEXT PRIMARY KEY, data BLOB NOT NULL, checksum INTEGER NOT NULL);
 """
@@ -381,8 +391,27 @@ def _open_image(image: bytearray) -> tuple[sqlite3.Connection, str | None]:
     return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False), name
 
 
-def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] | None:
-    """The store's settings and page count; ``None`` for a database without simhash tables."""
+def _upgrade(db: sqlite3.Connection, path: object) -> None:
+    """Format 3 -> 4 in one transaction: add the digest and validator columns (NULL: every row keeps its checksum)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for name, kind in FORMAT_4_COLUMNS:
+            db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+        meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+        meta["format"] = str(FORMAT_VERSION)
+        meta["checksum"] = _meta_checksum(meta)
+        db.executemany("INSERT OR REPLACE INTO simhash_meta (key, value) VALUES (?, ?)",
+                       [("format", meta["format"]), ("checksum", meta["checksum"])])
+        db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        _rollback(db)
+        raise
+    logger.info("%s: upgraded the simhash store from format %d to %d", path, UPGRADABLE_VERSION, FORMAT_VERSION)
+
+
+def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, int] | None:
+    """The store's settings, page count and format version; ``None`` for a database without simhash tables."""
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables:
         return None
@@ -392,7 +421,7 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] 
         if app == APPLICATION_ID:
             raise fail(path, f"corrupt simhash store (tables missing: {sorted({'simhash_meta', 'pages', 'extra'} - tables)})")
         raise StoreError(f"{path}: not a simhash-scrapy store (an SQLite database of another program)")
-    if version != FORMAT_VERSION:
+    if version not in (FORMAT_VERSION, UPGRADABLE_VERSION):
         raise StoreError(
             f"{path}: store format version {version}; this version of simhash-scrapy reads version "
             f"{FORMAT_VERSION}. Start afresh with SIMHASH_RESET = True (or -a simhash_reset=1)."
@@ -411,7 +440,7 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int] 
         raise fail(path, f"corrupt store header ({exc})") from None
     if widths != block_widths(config.blocks):
         raise StoreError(f"{path}: block layout {widths} is not the layout this version uses")
-    return config, pages
+    return config, pages, version
 
 
 def _quick_check(db: sqlite3.Connection, path: object) -> None:
@@ -518,6 +547,8 @@ class PageStore:
                     contents = StoreContents(config=self.config, path=str(self.path))
                 else:
                     check_config(contents.config, self.config, self.path, self.setting_names)
+                    if contents.version == UPGRADABLE_VERSION:  # read and checked whole: now upgraded
+                        _upgrade(db, self.path)
                     if not len(contents):
                         self.empty_file = True
                         logger.warning("%s holds no pages yet (a store with its header only)", self.path)

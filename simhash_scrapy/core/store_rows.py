@@ -29,13 +29,15 @@ if TYPE_CHECKING:
 __all__ = ["OUTCOMES", "StoreContents", "StoreError", "StoreRecord", "row_checksums"]
 
 #: The outcomes a row can record (``core.clustering.Outcome`` values).
-OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed")
+OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed", "edited")
 
 _COLUMNS = (
     "entry, scope, identity, url, fingerprint, exact, outcome, canonical, distance, indexed, previous, "
-    "referer, depth, text, first_seen, last_seen, edit_keys, checksum"
+    "referer, depth, text, first_seen, last_seen, edit_keys, checksum, digest, etag, last_modified"
 )
-INSERT = f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES ({', '.join('?' * 18)})"
+INSERT = f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES ({', '.join('?' * 21)})"
+#: The columns format 4 added to format 3 (a format-3 store is upgraded by adding them, NULL).
+FORMAT_4_COLUMNS = (("digest", "INTEGER"), ("etag", "TEXT"), ("last_modified", "TEXT"))
 # The load: every field, NULLs as -1/0/'' plus a mask of which were NULL.  Column types are
 # checked by numpy's type inference (a flipped bit in a record header can change a type).
 LOAD = """
@@ -44,10 +46,22 @@ SELECT entry, scope, identity, url, fingerprint, exact, outcome,
        ifnull(referer, ''), ifnull(depth, -1), ifnull(text, ''), first_seen, last_seen, checksum,
        (canonical IS NULL) + 2 * (distance IS NULL) + 4 * (indexed IS NULL) + 8 * (previous IS NULL)
          + 16 * (referer IS NULL) + 32 * (text IS NULL) + 64 * (depth IS NULL) + 128 * (edit_keys IS NULL),
-       ifnull(edit_keys, X'')
+       ifnull(edit_keys, X''),
+       ifnull(digest, 0), ifnull(etag, ''), ifnull(last_modified, ''),
+       (digest IS NOT NULL) + 2 * (etag IS NOT NULL) + 4 * (last_modified IS NOT NULL)
 FROM pages ORDER BY entry
 """
+#: The load of a format-3 store (before its upgrade): the format-4 columns as absent.
+LOAD_3 = LOAD.replace(
+    "ifnull(digest, 0), ifnull(etag, ''), ifnull(last_modified, ''),\n"
+    "       (digest IS NOT NULL) + 2 * (etag IS NOT NULL) + 4 * (last_modified IS NOT NULL)",
+    "0, '', '', 0",
+)
+assert LOAD_3 != LOAD
 _NULL_BITS = ("canonical", "distance", "indexed", "previous", "referer", "text", "depth", "edit_keys")
+#: The format-4 fields; their mask counts the ones present, so a row without any (every row of a
+#: format-3 store) has the checksum format 3 gave it.
+_PRESENT_BITS = ("digest", "etag", "last_modified")
 
 RESET_HINT = (
     "The file was not changed. Move it away to keep it, or start afresh with SIMHASH_RESET = True "
@@ -99,14 +113,20 @@ def row_checksums(
     nulls: np.ndarray,
     strings: np.ndarray,
     key_crcs: np.ndarray,
+    present: np.ndarray | None = None,
+    digest: np.ndarray | None = None,
+    validator_crcs: np.ndarray | None = None,
 ) -> np.ndarray:
     """The checksum of each row (signed 64-bit, as stored), vectorised over rows.
 
     Integer arguments are int64/uint64 arrays (NULLs as the values the load
     query gives them: -1 or 0), times float64, ``strings`` the ``_string_crcs``
     of (scope, identity, url, outcome, referer, text), ``key_crcs`` the CRC-32
-    of each row's ``edit_keys`` blob.  Every step is bijective, so one changed
-    field always changes the checksum.
+    of each row's ``edit_keys`` blob; ``present`` (format 4) the mask of the
+    fields ``digest``, ``etag``, ``last_modified`` a row has, ``digest`` its
+    digest (0 if none) and ``validator_crcs`` the ``_string_crcs`` of (etag,
+    last_modified); a row with none of them gets the checksum of format 3.
+    Every step is bijective, so one changed field always changes the checksum.
     """
     h = np.full(len(entry), 0x5348_4D53, dtype=np.uint64)
     for column in (entry, fingerprint, exact, canonical, distance, indexed, previous, depth):
@@ -117,6 +137,11 @@ def row_checksums(
     h = _mix(h, np.asarray(nulls, dtype=np.int64).view(np.uint64))
     h = _mix(h, strings)
     h = _mix(h, np.asarray(key_crcs, dtype=np.uint64))
+    if present is not None and np.any(present):
+        # Format 4: the digest and the validators, mixed in only where a row has any of them.
+        more = _mix(_mix(_mix(h, np.asarray(present, dtype=np.int64).view(np.uint64)),
+                         np.asarray(digest, dtype=np.int64).view(np.uint64)), np.asarray(validator_crcs, dtype=np.uint64))
+        h = np.where(np.asarray(present) != 0, more, h)
     return h.view(np.int64)
 
 
@@ -155,6 +180,9 @@ class StoreRecord:
     last_seen: float = 0.0
     #: The one-edit keys in the index (canonical pages of a few dozen tokens), else empty.
     edit_keys: tuple[int, ...] = ()
+    digest: int | None = None  # the content digest (unsigned 64-bit), else None
+    etag: str | None = None  # the HTTP validators of the latest version, else None
+    last_modified: str | None = None
 
 
 def clean_text(text: str | None) -> str | None:
@@ -173,6 +201,7 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
     for r in records:
         r.scope, r.identity, r.url = clean_text(r.scope) or "", clean_text(r.identity) or "", clean_text(r.url) or ""
         r.referer, r.text = clean_text(r.referer), clean_text(r.text)
+        r.etag, r.last_modified = clean_text(r.etag), clean_text(r.last_modified)
         if r.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {r.outcome!r}")
     n = len(records)
@@ -201,17 +230,22 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
         r.last_seen = float(r.last_seen) + 0.0 if math.isfinite(r.last_seen) else 0.0
     first = np.array([r.first_seen for r in records], dtype=np.float64)
     last = np.array([r.last_seen for r in records], dtype=np.float64)
+    present = np.zeros(n, dtype=np.int64)
+    for bit, name in enumerate(_PRESENT_BITS):
+        present |= np.array([getattr(r, name) is not None for r in records], dtype=np.int64) << bit
+    validators = _string_crcs(([r.etag or "" for r in records], [r.last_modified or "" for r in records]))
     sums = row_checksums(
         col("entry"), col("fingerprint"), col("exact"), col("canonical", -1), col("distance", -1),
         col("indexed"), col("previous"), col("depth", -1), first, last, nulls, strings,
-        _blob_crcs(b or b"" for b in blobs),
+        _blob_crcs(b or b"" for b in blobs), present, col("digest"), validators,
     )  # fmt: skip
     return [
         (
             r.entry, r.scope, r.identity, r.url, signed(r.fingerprint), int(bool(r.exact)), r.outcome,
             r.canonical, r.distance, None if r.indexed is None else signed(r.indexed),
             None if r.previous is None else signed(r.previous), r.referer, r.depth, r.text,
-            r.first_seen, r.last_seen, b, int(s),
+            r.first_seen, r.last_seen, b, int(s), None if r.digest is None else signed(r.digest), r.etag,
+            r.last_modified,
         )  # fmt: skip
         for r, b, s in zip(records, blobs, sums.tolist())
     ]
@@ -223,6 +257,8 @@ class StoreContents:
 
     config: StoreConfig | None
     path: str = ""
+    #: The store's format version as read (3: upgraded to 4 when a crawl opens it).
+    version: int = 4
     scopes: Sequence[str] = ()
     identities: Sequence[str] = ()
     url_list: Sequence[str] = ()
@@ -242,6 +278,10 @@ class StoreContents:
     last_seen: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     #: The one-edit keys each row has in the index (canonical pages of a few dozen tokens), else ().
     edit_keys: Sequence[tuple[int, ...]] = ()
+    #: Content digests (``None``: unknown, e.g. rows of a format-3 store) and HTTP validators.
+    digests: Sequence[int | None] = ()
+    etags: Sequence[str | None] = ()
+    last_modified: Sequence[str | None] = ()
     extra: dict[str, bytes] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -264,14 +304,14 @@ class StoreContents:
         return self.texts[row]
 
 
-def _locate_bad_row(db: sqlite3.Connection, path: object, why: str) -> StoreError:
+def _locate_bad_row(db: sqlite3.Connection, path: object, why: str, version: int = 4) -> StoreError:
     """The first row whose text SQLite cannot give as UTF-8, found one row at a time (only after a failure)."""
     db.text_factory = bytes
     expected = 0
     try:
-        for row in db.execute(LOAD):
+        for row in db.execute(LOAD if version != 3 else LOAD_3):
             entry = row[0] if isinstance(row[0], int) else expected
-            for value in (row[1], row[2], row[3], row[6], row[11], row[13]):
+            for value in (row[1], row[2], row[3], row[6], row[11], row[13], row[20], row[21]):
                 try:
                     value.decode("utf-8")
                 except (UnicodeDecodeError, AttributeError):
@@ -293,26 +333,27 @@ def _typed(column: tuple[Any, ...], kind: type, path: object, name: str) -> np.n
     return array
 
 
-def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: int) -> StoreContents:
-    """Every row, checked: types, UTF-8, ranges, entry numbers, count and checksums."""
+def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: int, version: int = 4) -> StoreContents:
+    """Every row, checked: types, UTF-8, ranges, entry numbers, count and checksums (``version``: the format)."""
+    query = LOAD_3 if version == 3 else LOAD
     enabled = gc.isenabled()
     gc.disable()  # a million rows of tuples: the cyclic collector would only slow this down
     try:
         try:
-            rows = db.execute(LOAD).fetchall()
+            rows = db.execute(query).fetchall()
         except sqlite3.OperationalError as exc:  # "Could not decode to UTF-8 column ..."
-            raise _locate_bad_row(db, path, str(exc)) from None
+            raise _locate_bad_row(db, path, str(exc), version) from None
         except sqlite3.DatabaseError as exc:
             raise fail(path, f"corrupt SQLite file ({exc})") from None
         n = len(rows)
-        cols = list(zip(*rows)) if n else [()] * 19
+        cols = list(zip(*rows)) if n else [()] * 23
         del rows
     finally:
         if enabled:
             gc.enable()
     if n != count:
         raise fail(path, f"the store holds {n} pages but its header says {count} (pages are missing or extra)")
-    contents = StoreContents(config=config, path=str(path))
+    contents = StoreContents(config=config, path=str(path), version=version)
     if not n:
         return contents
     entry = _typed(cols[0], int, path, "entry")
@@ -340,9 +381,17 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
     if not all(type(b) is bytes for b in blobs):
         row = next(i for i, b in enumerate(blobs) if type(b) is not bytes)
         raise fail(path, f"corrupt record #{row} (edit_keys is {type(blobs[row]).__name__}, not a blob)")
+    digests = _typed(cols[19], int, path, "digest")
+    present = _typed(cols[22], int, path, "format-4 mask")
+    etags, modified = cols[20], cols[21]
+    try:
+        validators = _string_crcs((etags, modified))
+    except TypeError:
+        row = next(i for i, (a, b) in enumerate(zip(etags, modified)) if type(a) is not str or type(b) is not str)
+        raise fail(path, f"corrupt record #{row} (a validator is not text)") from None
     sums = row_checksums(
         entry, fps, exact, canonical, distance, indexed, previous, depth, first_seen, last_seen, nulls, strings,
-        _blob_crcs(blobs),
+        _blob_crcs(blobs), present, digests, validators,
     )  # fmt: skip
     bad = sums != stored
     if bad.any():
@@ -390,6 +439,11 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
         contents.edit_keys = [unpack_keys(b) for b in blobs]
     else:
         contents.edit_keys = ((),) * n
+    has = present.tolist()
+    unsigned = digests.view(np.uint64).tolist()
+    contents.digests = [d if p & 1 else None for d, p in zip(unsigned, has)]
+    contents.etags = [e if p & 2 else None for e, p in zip(etags, has)]
+    contents.last_modified = [m if p & 4 else None for m, p in zip(modified, has)]
     return contents
 
 

@@ -276,6 +276,28 @@ class RedisBackend(Outages, DedupBackend):
         self._ensure_drain(record.scope)
         return await future
 
+    async def previous(self, scope: str, identity: str) -> ClusterMember | None:
+        return await connection.on_asyncio(self._previous(scope, identity))
+
+    async def _previous(self, scope: str, identity: str) -> ClusterMember | None:
+        """The identity's record (validators, digest) from its bucket; ``None`` if unknown or Redis is down
+        (the page is then downloaded as usual)."""
+        if self.client is None or self._down_since is not None:
+            return None
+        sk = self.keys.scope(scope)
+        bucket, field, _ = identity_slot(scope, identity, self.bucket_bits)
+        try:
+            value = await self.client.hget(sk.bucket(bucket), field)
+            if value is None:
+                return None
+            record = parse_record(bytes(value))
+            codec = self._codecs.get(scope)
+            if codec is None or (codec.zdict is None and Codec.needs_dict(record.payload)):
+                codec = Codec(await self.client.hget(sk.meta, "zdict"))
+        except _DOWN_ERRORS:
+            return None
+        return export.record_member(codec, record, field, scope, None)
+
     def _ensure_drain(self, scope: str) -> None:
         """Make sure a task sends the queued checks of ``scope`` (one task per scope at a time)."""
         task = self._drains.get(scope)
@@ -453,7 +475,8 @@ class RedisBackend(Outages, DedupBackend):
                     local += replica.edit_candidates(edit_keys)
                 if olds is not None and olds[n] is None:
                     continue
-                payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text)
+                payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text,
+                                       record.digest if not record.exact else None, record.etag, record.last_modified)
                 if olds is None:
                     keys.append(sk.bucket(bucket))
                 shard_record = None if olds is None else (bucket, olds[n] or b"")

@@ -30,8 +30,16 @@
 local ENTRY = 24
 local EDIT_MATCH = 255  -- the distance of a match by one-edit key until the real one is computed
 local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
-local UNIQUE, NEAR, UNCHANGED, CHANGED = 0, 1, 2, 3
+local UNIQUE, NEAR, UNCHANGED, CHANGED, EDITED = 0, 1, 2, 3, 4
 local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
+-- The content digest in a payload (layout.Codec: kind byte, [12 identity bytes], [8 digest bytes]), or nil.
+local function digest_of(payload)
+  local kind = string.byte(payload, 1)
+  if not kind or band(kind, 4) == 0 then return nil end
+  local at = 2
+  if band(kind, 2) ~= 0 then at = 14 end
+  return string.sub(payload, at, at + 7)
+end
 local function pop(x)
   x = x - band(rshift(x, 1), 0x55555555)
   x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
@@ -248,7 +256,8 @@ for i = 1, #ARGV - 9 do
     olast = string.sub(old, p, p + 7)
     ofirst = olast
     p = p + 8
-    if band(oflags, F_LAST) ~= 0 then olast = string.sub(old, p, p + 7) end
+    if band(oflags, F_LAST) ~= 0 then olast = string.sub(old, p, p + 7); p = p + 8 end
+    local odigest = digest_of(string.sub(old, p))
     seq, first, prev, prevseen = oseq, ofirst, ofp, olast
     local d = 65
     if (band(oflags, F_EXACT) ~= 0) == exact then
@@ -260,7 +269,14 @@ for i = 1, #ARGV - 9 do
       end
     end
     if d <= k then
-      outcome, own, canon, dist = UNCHANGED, oown, ocanon, odist
+      -- Within k: unchanged when the text is the same (or either digest is unknown), else edited.
+      local ndigest = digest_of(payload)
+      if exact or not odigest or not ndigest or odigest == ndigest then
+        outcome = UNCHANGED
+      else
+        outcome = EDITED
+      end
+      own, canon, dist = oown, ocanon, odist
     else
       if oown then append_remove(oown) end
       outcome, own, canon, dist =

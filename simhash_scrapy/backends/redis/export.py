@@ -12,6 +12,31 @@ __all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members", "
 _PIPELINE = 1000
 
 
+def record_member(codec: Codec, record: Record, field: bytes, scope: str, canonical_url: str | None) -> ClusterMember:
+    """The ``ClusterMember`` of an identity record (``canonical_url``: its canonical page's URL, if a member)."""
+    url, identity, referer, depth, text, digest, etag, last_modified = codec.decode_all(record.payload, field)
+    return ClusterMember(
+        url=url,
+        fingerprint=record.fingerprint,
+        scope=scope,
+        identity=identity,
+        exact=record.exact,
+        canonical_url=canonical_url,
+        distance=record.distance if record.canonical is not None else None,
+        referer=referer,
+        depth=depth,
+        text=text,
+        indexed=record.own is not None,
+        outcome=Outcome(record.outcome),
+        previous_fingerprint=record.previous,
+        first_seen=record.first_seen,
+        last_seen=record.last_seen,
+        digest=record.fingerprint if record.exact else digest,
+        etag=etag,
+        last_modified=last_modified,
+    )
+
+
 async def scopes(client: Any, keys: Keys) -> list[str]:
     return sorted(s.decode("utf-8", "surrogatepass") for s in await client.smembers(keys.scopes))
 
@@ -88,29 +113,12 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
                     for field, value in fields.items():
                         records[(number, field)] = parse_record(value)
         for (_, field), record in records.items():
-            url, identity, referer, depth, text = codec.decode(record.payload, field)
             canonical_url = None
             if record.canonical is not None:
                 slot = slot_of.get(record.canonical, (-1, b""))
                 canon = records.get(slot)
                 canonical_url = codec.decode(canon.payload, slot[1])[0] if canon is not None else ""
-            member = ClusterMember(
-                url=url,
-                fingerprint=record.fingerprint,
-                scope=scope,
-                identity=identity,
-                exact=record.exact,
-                canonical_url=canonical_url,
-                distance=record.distance if record.canonical is not None else None,
-                referer=referer,
-                depth=depth,
-                text=text,
-                indexed=record.own is not None,
-                outcome=Outcome(record.outcome),
-                previous_fingerprint=record.previous,
-                first_seen=record.first_seen,
-                last_seen=record.last_seen,
-            )
+            member = record_member(codec, record, field, scope, canonical_url)
             order = (record.seq,) if keys.global_seq else (record.first_seen, scope, record.seq)
             rows.append((order, member))
     rows.sort(key=lambda row: row[0])

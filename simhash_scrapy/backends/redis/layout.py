@@ -80,14 +80,15 @@ if TYPE_CHECKING:
     from ...config import SimhashConfig
 
 #: Version of the key layout (part of the layout string every worker must agree on).
-LAYOUT_VERSION = 3
+#: 4: the outcome "edited", and payloads carry the content digest and the HTTP validators.
+LAYOUT_VERSION = 4
 ENTRY = 24
 OP_ADD, OP_REMOVE, OP_EXACT, OP_EDIT_KEY = 1, 2, 3, 4
 #: The distance a worker's replica gives a canonical page found by a one-edit key (more than any k:
 #: a page within k always wins); the check script replaces it with the real distance.
 EDIT_MATCH = 255
 F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
-OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed")
+OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed", "edited")
 _HEAD = struct.Struct(">I8sBB")
 _I4 = struct.Struct(">I")
 _D = struct.Struct(">d")
@@ -239,30 +240,35 @@ def identity_slot(scope: str, identity: str, bucket_bits: int) -> tuple[int, byt
 
 
 # ---------------------------------------------------------------- payloads
-_K_SCOPE_DICT, _K_HEX_IDENTITY = 1, 2
+_K_SCOPE_DICT, _K_HEX_IDENTITY, _K_DIGEST = 1, 2, 4
 _WBITS = -12
 #: Payloads sampled before a scope's compression dictionary is made.
 DICT_SAMPLES = 32
 
 
 class Codec:
-    """Payloads of one scope: a kind byte, [12 identity bytes], then raw DEFLATE of the JSON list
-    ``[url, identity or null, referer, depth, text]`` with the scope's dictionary (``S:meta`` ``zdict``,
-    made from the first pages of the scope by whichever worker gets there first) or ``ZDICT``."""
+    """Payloads of one scope: a kind byte, [12 identity bytes], [the content digest, 8 bytes, uncompressed:
+    ``check.lua`` compares it to tell "unchanged" from "edited"], then raw DEFLATE of the JSON list
+    ``[url, identity or null, referer, depth, text, etag, last_modified]`` (trailing nulls left out) with the
+    scope's dictionary (``S:meta`` ``zdict``, made from the first pages of the scope by whichever worker gets
+    there first) or ``ZDICT``."""
 
     def __init__(self, zdict: bytes | None = None) -> None:
         self.zdict = zdict or None
         self.samples: list[bytes] = []
 
     def encode(self, url: str, identity: str, identity_bytes: bytes, referer: str | None, depth: int | None,
-               text: str | None) -> bytes:
-        values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth]
-        if text is not None:
-            values.append(text)
+               text: str | None, digest: int | None = None, etag: str | None = None,
+               last_modified: str | None = None) -> bytes:
+        values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth, text, etag,
+                             last_modified]
         while len(values) > 1 and values[-1] is None:
             values.pop()
         raw = json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
         kind = _K_HEX_IDENTITY if identity_bytes else 0
+        if digest is not None:
+            kind |= _K_DIGEST
+            identity_bytes += digest.to_bytes(8, "big")
         if self.zdict is not None:
             kind |= _K_SCOPE_DICT
         elif len(self.samples) < DICT_SAMPLES:
@@ -280,21 +286,28 @@ class Codec:
 
     def decode(self, payload: bytes, field: bytes) -> tuple[str, str, str | None, int | None, str | None]:
         """``(url, identity ("" when it is the URL), referer, depth, text)``; ``field`` rebuilds a hex identity."""
+        return self.decode_all(payload, field)[:5]  # type: ignore[return-value]
+
+    def decode_all(self, payload: bytes, field: bytes) -> tuple[Any, ...]:
+        """``decode``'s values, then ``digest`` (``None``: not recorded), ``etag`` and ``last_modified``."""
         kind, p = payload[0], 1
-        hex_identity = None
+        hex_identity = digest = None
         if kind & _K_HEX_IDENTITY:
             extra = payload[1:13]
             hex_identity = (extra[:4] + field + extra[4:]).hex()
             p = 13
+        if kind & _K_DIGEST:
+            digest = int.from_bytes(payload[p : p + 8], "big")
+            p += 8
         if kind & _K_SCOPE_DICT and self.zdict is None:
             raise ValueError("payload compressed with the scope dictionary, which is not loaded")
         unpacker = zlib.decompressobj(_WBITS, self.zdict if kind & _K_SCOPE_DICT else ZDICT)  # type: ignore[arg-type]
         values = json.loads((unpacker.decompress(payload[p:]) + unpacker.flush()).decode("utf-8", "surrogatepass"))
-        values += [None] * (5 - len(values))
-        url, identity, referer, depth, text = values[:5]
+        values += [None] * (7 - len(values))
+        url, identity, referer, depth, text, etag, last_modified = values[:7]
         if hex_identity is not None:
             identity = hex_identity
-        return url, identity or "", referer, depth, text
+        return url, identity or "", referer, depth, text, digest, etag, last_modified
 
 
 @dataclass

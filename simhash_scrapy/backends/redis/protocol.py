@@ -19,7 +19,7 @@ from .layout import Codec, pack_seen, unpack_seen
 
 __all__ = ["pack_page", "parse_verdicts", "verdict"]
 
-_OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED)
+_OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED, Outcome.EDITED)
 _PAGE = struct.Struct(">8s8sB8sIH")
 _VERDICT = struct.Struct(">BBIB")
 _LENGTH = struct.Struct(">I")
