@@ -31,7 +31,7 @@ from scrapy.utils.misc import load_object
 
 from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
-from .core.clustering import Outcome
+from .core.clustering import Outcome, rule_of
 from .core.skip import skip_reason
 from .core.text import charset_of, shared_parse_usable
 from .state import DedupState
@@ -378,6 +378,10 @@ class SimhashMiddleware:
         meta["simhash_duplicate_of"] = verdict.canonical_url
         meta["simhash_distance"] = verdict.distance
         meta["simhash_one_edit"] = verdict.one_edit
+        # Which step of the rule matched (core.clustering.Rule's value), for near-duplicates only.
+        meta["simhash_rule"] = (
+            rule_of(answer.exact, verdict.distance, self.config.max_distance).value if verdict.is_duplicate else None
+        )
         if verdict.previous_fingerprint is not None:
             meta["simhash_previous"] = verdict.previous_fingerprint
             meta["simhash_previous_seen"] = verdict.previous_seen

@@ -228,6 +228,7 @@ class RecordingSpider(scrapy.Spider):
                 "duplicate_of": response.meta.get("simhash_duplicate_of"),
                 "distance": response.meta.get("simhash_distance"),
                 "skipped": response.meta.get("simhash_skipped"),
+                "rule": response.meta.get("simhash_rule"),
             }
         )
         if self.make_items and isinstance(response, scrapy.http.TextResponse):

@@ -213,6 +213,12 @@ async def test_every_rule_is_named_in_log_lines_and_report_rows(
                 start_urls=[site.url(path) for path in paths],
             )
         assert simhash_stats(crawler)["simhash/flagged"] == 4
+        # meta["simhash_rule"]: the same vocabulary as the report rows, None on pages that are not duplicates.
+        rules = {seen["url"]: seen["rule"] for seen in crawler.spider.seen if seen["rule"] or seen["duplicate_of"]}
+        assert len(crawler.spider.seen) == len(paths) and rules == {
+            site.url("/kettle-sale"): "simhash", site.url("/kettle?ref=mail"): "simhash",
+            site.url("/short?x"): "exact", site.url("/gfx940"): "one_edit",
+        }  # fmt: skip
         logged = sorted(r.getMessage() for r in caplog.records if "near-duplicate page" in r.getMessage())
         one_edit = (analyse_html(GFX10).fingerprint ^ analyse_html(GFX940).fingerprint).bit_count()
         assert one_edit > K
