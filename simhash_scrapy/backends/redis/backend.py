@@ -110,6 +110,7 @@ class RedisBackend(Outages, DedupBackend):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._registered = False
+        self.stored_layout: str | None = None  # read by attach()
         self._last_loss_log = -_LOSS_LOG_INTERVAL
         self._init_outages()
 
@@ -205,7 +206,9 @@ class RedisBackend(Outages, DedupBackend):
         await self._connect(spider_name)
         # Read where the crawl put the identity records (its SIMHASH_REDIS_SHARDS), whatever this one says.
         stored = await self.client.hget(self.keys.meta, "layout")
-        shards = layout_shards(stored.decode("utf-8", "replace")) if stored else self.settings.shards
+        #: The key's layout as the crawls that wrote it recorded it ("v=.. k=4 features=.. text=.."), if any.
+        self.stored_layout = stored.decode("utf-8", "replace") if stored else None
+        shards = layout_shards(self.stored_layout) if self.stored_layout else self.settings.shards
         if shards != self.keys.shards:
             self.keys = Keys(self.prefix, self.settings.cluster, shards)
 
