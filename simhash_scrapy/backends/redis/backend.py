@@ -112,6 +112,7 @@ class RedisBackend(Outages, DedupBackend):
         self._registered = False
         self.stored_layout: str | None = None  # read by attach()
         self._last_loss_log = -_LOSS_LOG_INTERVAL
+        self._last_relist = -float("inf")  # when _scope_lost last listed this worker's scopes again
         self._init_outages()
 
     @classmethod
@@ -382,8 +383,13 @@ class RedisBackend(Outages, DedupBackend):
             # Records left in shards that kept them name positions of the lost log: delete them before
             # the scope is made anew (check.lua also takes such a record for stale).
             await export.delete_records(self.client, sk)
-        await self._register()
-        await self._relist_scopes()
+        if now - self._last_relist >= self.settings.heartbeat or not await self.client.hexists(self.keys.meta, "layout"):
+            # Register again and list this worker's scopes again: once per loss (and heartbeat), not for
+            # every scope found lost (a scope per page, with SIMHASH_DISTINCT_SELECTORS, would list every
+            # scope again for each one); again at once if the global keys are gone meanwhile.
+            self._last_relist = now
+            await self._register()
+            await self._relist_scopes()
 
     async def _global_keys_lost(self) -> None:
         """The global meta is gone (the heartbeat saw it): register again and list this worker's scopes."""
