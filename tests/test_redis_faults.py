@@ -221,6 +221,37 @@ async def test_many_lost_scopes_list_the_scopes_again_once(tmp_path: Path) -> No
 
 
 @async_test
+async def test_redis_going_down_while_a_lost_scope_is_made_anew_marks_it_down(tmp_path: Path) -> None:
+    # The connection fails inside the loss handling (injected into the one call that registers again, on
+    # a real server): the check is unchecked and Redis is marked down (checks then fail at once while the
+    # probe waits), as for a failure anywhere else in a check.
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        backend = make_backend(server, SimhashConfig(), SIMHASH_REDIS_PERSIST=True)
+        await backend.open("spider")
+        await backend.check(PageRecord("https://e/1", 1, "s"))
+        client = server.client()
+        client.flushall()
+        client.close()
+
+        async def cut(*args: Any, **kwargs: Any) -> Any:
+            raise RedisConnectionError("Connection closed by server.")
+
+        backend._register = cut  # type: ignore[method-assign]
+        verdict = await backend.check(PageRecord("https://e/2", 2, "s"))
+        assert verdict.outcome is Outcome.UNCHECKED
+        assert backend.redis_down
+        assert backend.stats.values["simhash/backend_errors"] == 1
+        del backend._register
+        await wait_until_up(backend)
+        await backend.close()
+    finally:
+        server.stop()
+
+
+@async_test
 async def test_global_keys_lost_alone(redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     # A Redis Cluster node holding only the global keys restarted empty: the heartbeat registers the
     # worker again and lists its scopes again; no page is lost, no alarm.

@@ -487,7 +487,11 @@ class RedisBackend(Outages, DedupBackend):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
             if message.startswith("SIMHASH_RESET ") and resets < _MAX_RESETS:
                 # The script changed nothing: the batch is checked again against the scope as it is now.
-                await self._scope_lost(scope, message)
+                try:
+                    await self._scope_lost(scope, message)
+                except _DOWN_ERRORS as down:  # raised here, the clause above does not see it: Redis is down
+                    self._mark_down(down)
+                    raise
                 return await self._send(scope, batch, attempt, resets + 1)
             raise
         if codec.zdict is None and any(Codec.needs_dict(row[4]) for row in rows if row[4]):
