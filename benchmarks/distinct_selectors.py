@@ -34,6 +34,8 @@ from simhash_scrapy.config import SimhashConfig  # noqa: E402
 from simhash_scrapy.core.analysis import analyse_tree  # noqa: E402
 from simhash_scrapy.core.text import parse_html  # noqa: E402
 
+from edit_keys import cpu_per_call  # noqa: E402  (benchmarks/edit_keys.py: best of three, CPU s per call)
+
 PRODUCT = (
     "<!doctype html><html><head><title>Kettle</title></head><body><nav><a href='/'>Home</a></nav><main>"
     "<h1>Steel kettle</h1><p>This sturdy kettle boils water quickly and quietly thanks to its concealed heating "
@@ -41,16 +43,6 @@ PRODUCT = (
     '<p>Price <span class="price">24.99</span> SKU <span class="sku">KT-1001</span></p></main></body></html>'
 ).encode()
 ARTICLE = (ROOT / "example_project" / "sample_site" / "pages" / "articles" / "formatstrings.html").read_bytes()
-
-
-def cpu_per_call(func: Any, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.process_time()
-        for _ in range(repeats):
-            func()
-        best = min(best, (time.process_time() - start) / repeats)
-    return best
 
 
 def bench_cpu() -> dict[str, Any]:

@@ -17,7 +17,7 @@ import logging
 import posixpath
 from pathlib import Path
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlparse
@@ -112,6 +112,12 @@ class RedisConfig:
     def secrets(self) -> tuple[str, ...]:
         """The passwords in the URL and ``REDIS_PARAMS`` (for ``core.redact.redact``)."""
         return secrets_in(self.url, self.params)
+
+    def __repr__(self) -> str:
+        # The dataclass repr with the passwords masked: a config printed anywhere (a traceback's
+        # locals, a worker process's error, ``repr(SimhashConfig)``) never shows them.
+        items = ", ".join(f"{f.name}={redact(getattr(self, f.name), self.secrets)!r}" for f in fields(self))
+        return f"{type(self).__name__}({items})"
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> RedisConfig:

@@ -9,30 +9,15 @@ and hard-negative logic, the halves, the truth, and that ``score.py`` scores the
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import lxml.html
 import pytest
 
-QUALITY = Path(__file__).resolve().parent.parent / "benchmarks" / "quality"
-
-
-def _load(name: str):
-    if str(QUALITY) not in sys.path:
-        sys.path.insert(0, str(QUALITY))
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, QUALITY / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from test_quality_kinds import _load  # loads benchmarks/quality/<name>.py once
 
 
 common = _load("common")

@@ -107,6 +107,20 @@ def test_parameter_mappings() -> None:
     assert {"q-pw", "pw-in-params"} <= set(config.secrets)
 
 
+def test_a_printed_config_never_shows_the_password() -> None:
+    # repr of the settings objects (a traceback's locals, a worker process's error) masks every form;
+    # the values themselves stay usable.
+    from simhash_scrapy.config import SimhashConfig
+
+    settings = {"SIMHASH_REDIS_URL": f"redis://bob:{quote(BOB_PW, safe='')}@h:1/0",
+                "REDIS_PARAMS": {"password": ALICE_PW, "db": 2}}
+    config = SimhashConfig.from_settings(settings)
+    for text in (repr(config), repr(config.redis), str(config)):
+        assert_hidden((BOB_PW, quote(BOB_PW, safe=""), ALICE_PW), text)
+        assert "params={'password': '***', 'db': 2}" in text and "@h:1/0" in text
+    assert config.redis.params["password"] == ALICE_PW and quote(BOB_PW, safe="") in config.redis.url
+
+
 def test_short_secrets_are_masked_in_their_forms_only() -> None:
     # A one-letter password is masked where it stands in a URL or an item, not as every such letter.
     assert redact("redis://:a@host/0 and a cat", secrets_in("redis://:a@host/0")) == "redis://:***@host/0 and a cat"

@@ -185,6 +185,73 @@ async def test_a_scope_made_before_epochs(redis_server: RedisServer, caplog: pyt
 
 
 @async_test
+async def test_many_lost_scopes_list_the_scopes_again_once(tmp_path: Path) -> None:
+    # A scope per page (SIMHASH_DISTINCT_SELECTORS on SKUs): after a flush the scopes are found lost one by
+    # one. The worker lists its scopes again once for the loss (SADD of them all), not once per lost scope
+    # (n SADDs of n scopes); each scope made anew is listed by its own SADD as before.
+    server = RedisServer(tmp_path / "redis").start()
+    n = 200
+    try:
+        backend = make_backend(server, SimhashConfig(), SIMHASH_REDIS_PERSIST=True, SIMHASH_REDIS_HEARTBEAT=60)
+        await backend.open("spider")
+        rng = random.Random(5)
+        pages = [PageRecord(f"https://shop/p{i}", rng.getrandbits(64), f"shop#{i:016x}") for i in range(n)]
+        for record in pages:
+            await backend.check(record)
+        client = server.client()
+        client.flushall()
+        client.config_resetstat()
+        fresh = MemoryBackend(SimhashConfig())
+        start = time.monotonic()
+        for record in pages:
+            assert await backend.check(record) == fresh.check_now(record)
+        heartbeats = int((time.monotonic() - start) // 60)  # a relist is allowed once a heartbeat (60 s)
+        sadd_calls = client.info("commandstats").get("cmdstat_sadd", {}).get("calls", 0)
+        assert backend.stats.values["simhash/redis/lost_scopes"] == n
+        assert backend.stats.values["simhash/redis/lost_pages"] == n
+        # 2n before: every lost scope listed all the scopes again.
+        assert n + 1 <= sadd_calls <= n + 1 + heartbeats, sadd_calls
+        assert client.scard(backend.keys.scopes) == n
+        assert client.hget(backend.keys.meta, "layout") is not None  # registered again
+        client.close()
+        assert sorted(m.url for m in await backend.members()) == sorted(p.url for p in pages)
+        await backend.close()
+    finally:
+        server.stop()
+
+
+@async_test
+async def test_redis_going_down_while_a_lost_scope_is_made_anew_marks_it_down(tmp_path: Path) -> None:
+    # The connection fails inside the loss handling (injected into the one call that registers again, on
+    # a real server): the check is unchecked and Redis is marked down (checks then fail at once while the
+    # probe waits), as for a failure anywhere else in a check.
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        backend = make_backend(server, SimhashConfig(), SIMHASH_REDIS_PERSIST=True)
+        await backend.open("spider")
+        await backend.check(PageRecord("https://e/1", 1, "s"))
+        client = server.client()
+        client.flushall()
+        client.close()
+
+        async def cut(*args: Any, **kwargs: Any) -> Any:
+            raise RedisConnectionError("Connection closed by server.")
+
+        backend._register = cut  # type: ignore[method-assign]
+        verdict = await backend.check(PageRecord("https://e/2", 2, "s"))
+        assert verdict.outcome is Outcome.UNCHECKED
+        assert backend.redis_down
+        assert backend.stats.values["simhash/backend_errors"] == 1
+        del backend._register
+        await wait_until_up(backend)
+        await backend.close()
+    finally:
+        server.stop()
+
+
+@async_test
 async def test_global_keys_lost_alone(redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     # A Redis Cluster node holding only the global keys restarted empty: the heartbeat registers the
     # worker again and lists its scopes again; no page is lost, no alarm.

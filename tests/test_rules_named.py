@@ -89,6 +89,30 @@ def test_selectors_read_text_and_attributes_as_response_css_does() -> None:
 
 
 @pytest.mark.parametrize(
+    "fragment",
+    [
+        '<span class="price">24<!-- sale -->.99</span>',  # a comment cuts the price in two text nodes
+        '<span class="price"><!--a-->19<!--b-->.<!--c-->99 EUR</span>',
+        '<span class="price"><b>from</b><!--a-->19<?php echo ?>.99</span>',
+        '<span class="price">a<b>x</b><!--c-->d</span>',
+        '<div class="price">1</div><!--c--><div class="price">2</div>',
+    ],
+)
+@pytest.mark.parametrize("css", [".price", ".price::text", ".price ::text", ".price *::text"])
+def test_the_crawl_and_the_commands_read_the_same_protected_text(fragment: str, css: str) -> None:
+    # The crawl reads Scrapy's parse (comments and processing instructions kept), compare and dedup
+    # core.text's (dropped): the digest is the same, so they decide alike (it was not: ["24", ".99"]).
+    from scrapy.http import HtmlResponse
+
+    config = SimhashConfig.from_settings({"SIMHASH_DISTINCT_SELECTORS": [css]})
+    assert config.distinct is not None
+    body = f"<html><body><p>Kettle</p>{fragment}</body></html>".encode()
+    crawl = HtmlResponse("http://shop.example/k", body=body, encoding="utf-8").selector.root
+    assert config.distinct.texts(crawl) == config.distinct.texts(parse_html(body))
+    assert config.distinct.digest(crawl) == config.distinct.digest(parse_html(body)) is not None
+
+
+@pytest.mark.parametrize(
     "value, words",
     [
         ([".price["], "SIMHASH_DISTINCT_SELECTORS: '.price[' is not a valid CSS selector"),

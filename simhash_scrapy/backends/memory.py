@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..core.clustering import Clusterer, Decision
+from ..core.clustering import Clusterer, Decision, Rule, rule_of
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
@@ -60,7 +60,8 @@ class MemoryBackend(DedupBackend):
             canonical_identity=canonical.key,
             previous_fingerprint=decision.previous_fingerprint,
             previous_seen=previous_seen,
-            one_edit=decision.distance is not None and decision.distance > self._clusters.max_distance,
+            # An exact page's distance is 0: never beyond k (core.clustering.rule_of).
+            one_edit=rule_of(False, decision.distance, self._clusters.max_distance) is Rule.ONE_EDIT,
         )
 
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:

@@ -16,7 +16,6 @@ report formats of the crawl (JSON Lines, CSV, HTML).
 
 from __future__ import annotations
 
-import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -152,6 +151,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
         raise CommandError("--redis needs --key PREFIX (e.g. myspider:simhash) or --spider NAME", EXIT_USAGE)
     try:
         from ..backends.redis import RedisBackend, RedisSettings
+        from ..backends.redis.layout import layout_max_distance
     except ImportError as exc:
         raise CommandError(f"the Redis backend cannot be loaded ({exc}): pip install 'simhash-scrapy[redis]'") from None
     overrides = settings.copy()
@@ -168,18 +168,17 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
 
     from ..core import defaults
 
-    async def read() -> tuple[list[Any], bool, bytes | None, bytes | None]:
+    async def read() -> tuple[list[Any], bool, bytes | None]:
         try:
-            await backend.attach(spider or "")
+            await backend.attach(spider or "")  # reads the key's layout (backend.stored_layout)
             exists = await backend.has_data()
             rules = await backend.load_extra(defaults.URL_RULES_EXTRA)
-            layout = await backend.client.hget(backend.keys.meta, "layout")  # "v=.. k=4 features=.. text=.."
-            return (await backend.members() if exists else []), exists, rules, layout
+            return (await backend.members() if exists else []), exists, rules
         finally:
             await backend.close()
 
     try:
-        members, exists, rules, layout = asyncio.run(read())
+        members, exists, rules = asyncio.run(read())
     except BackendError as exc:
         raise CommandError(redact(str(exc), redis_settings.secrets)) from None
     except Exception as exc:  # noqa: BLE001 - any client error is a one-line message, not a traceback
@@ -192,8 +191,8 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
         )
     # Every recorded page: run_report counts them (report_summary).  The report's k is the one the
     # key's layout records (the crawls that wrote it used it), else these settings' k.
-    recorded = re.search(r"(?:^| )k=(\d+)(?: |$)", layout.decode("utf-8", "replace")) if layout else None
-    k = int(recorded.group(1)) if recorded else config.max_distance
+    recorded = layout_max_distance(backend.stored_layout) if backend.stored_layout else None
+    k = config.max_distance if recorded is None else recorded
     return members, {"source": f"{redis_settings.describe()} key {backend.prefix}", "rules_blob": rules, "max_distance": k}
 
 

@@ -37,6 +37,32 @@ def _text(result: Any) -> str:
     return " ".join(value.split())
 
 
+def _follows(previous: Any, marker: Any) -> bool:
+    """Whether the text node ``previous`` is the one just before ``marker`` (a comment or processing instruction)."""
+    if not isinstance(previous, etree._ElementUnicodeResult):
+        return False
+    before = marker.getprevious()
+    if before is None:  # the marker opens its parent: the parent's own text is just before it
+        return bool(previous.is_text) and previous.getparent() is marker.getparent()
+    return bool(previous.is_tail) and previous.getparent() is before
+
+
+def _joined(results: list[Any]) -> list[Any]:
+    """The results with each text node that a comment or processing instruction cut off joined to the one
+    before it: the protected text of a page is the same whether its parse kept comments (Scrapy's, in a
+    crawl) or dropped them (``core.text``, in ``compare`` and ``dedup``)."""
+    out: list[Any] = []
+    last: Any = None
+    for result in results:
+        marker = result.getparent() if isinstance(result, etree._ElementUnicodeResult) and result.is_tail else None
+        if out and marker is not None and marker.tag in (etree.Comment, etree.PI) and _follows(last, marker):
+            out[-1] = out[-1] + str(result)
+        else:
+            out.append(result if isinstance(result, etree._Element) else str(result))
+        last = result
+    return out
+
+
 class DistinctSelectors:
     """Selectors whose text must be equal too (``names``: what the user wrote, ``xpaths``: the same in XPath)."""
 
@@ -61,7 +87,7 @@ class DistinctSelectors:
         found = []
         for xpath in self._compiled:
             result = xpath(root)
-            found.append([_text(r) for r in result] if isinstance(result, list) else [_text(result)])
+            found.append([_text(r) for r in _joined(result)] if isinstance(result, list) else [_text(result)])
         return found
 
     def digest(self, root: Any) -> str | None:

@@ -110,7 +110,9 @@ class RedisBackend(Outages, DedupBackend):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._registered = False
+        self.stored_layout: str | None = None  # read by attach()
         self._last_loss_log = -_LOSS_LOG_INTERVAL
+        self._last_relist = -float("inf")  # when _scope_lost last listed this worker's scopes again
         self._init_outages()
 
     @classmethod
@@ -205,7 +207,9 @@ class RedisBackend(Outages, DedupBackend):
         await self._connect(spider_name)
         # Read where the crawl put the identity records (its SIMHASH_REDIS_SHARDS), whatever this one says.
         stored = await self.client.hget(self.keys.meta, "layout")
-        shards = layout_shards(stored.decode("utf-8", "replace")) if stored else self.settings.shards
+        #: The key's layout as the crawls that wrote it recorded it ("v=.. k=4 features=.. text=.."), if any.
+        self.stored_layout = stored.decode("utf-8", "replace") if stored else None
+        shards = layout_shards(self.stored_layout) if self.stored_layout else self.settings.shards
         if shards != self.keys.shards:
             self.keys = Keys(self.prefix, self.settings.cluster, shards)
 
@@ -401,8 +405,13 @@ class RedisBackend(Outages, DedupBackend):
             # Records left in shards that kept them name positions of the lost log: delete them before
             # the scope is made anew (check.lua also takes such a record for stale).
             await export.delete_records(self.client, sk)
-        await self._register()
-        await self._relist_scopes()
+        if now - self._last_relist >= self.settings.heartbeat or not await self.client.hexists(self.keys.meta, "layout"):
+            # Register again and list this worker's scopes again: once per loss (and heartbeat), not for
+            # every scope found lost (a scope per page, with SIMHASH_DISTINCT_SELECTORS, would list every
+            # scope again for each one); again at once if the global keys are gone meanwhile.
+            self._last_relist = now
+            await self._register()
+            await self._relist_scopes()
 
     async def _global_keys_lost(self) -> None:
         """The global meta is gone (the heartbeat saw it): register again and list this worker's scopes."""
@@ -501,7 +510,11 @@ class RedisBackend(Outages, DedupBackend):
                 raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
             if message.startswith("SIMHASH_RESET ") and resets < _MAX_RESETS:
                 # The script changed nothing: the batch is checked again against the scope as it is now.
-                await self._scope_lost(scope, message)
+                try:
+                    await self._scope_lost(scope, message)
+                except _DOWN_ERRORS as down:  # raised here, the clause above does not see it: Redis is down
+                    self._mark_down(down)
+                    raise
                 return await self._send(scope, batch, attempt, resets + 1)
             raise
         if codec.zdict is None and any(Codec.needs_dict(row[4]) for row in rows if row[4]):

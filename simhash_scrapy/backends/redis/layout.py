@@ -123,6 +123,12 @@ def layout_shards(layout: str) -> int:
     return int(_layout_parts(layout)["shards"])
 
 
+def layout_max_distance(layout: str) -> int | None:
+    """The ``k=`` of a layout string (the SIMHASH_MAX_DISTANCE of the crawls that wrote the key), if any."""
+    k = _layout_parts(layout).get("k", "")
+    return int(k) if k.isdigit() else None
+
+
 def layout_mismatch(found: str, wanted: str, key: str) -> str:
     have, want = _layout_parts(found), _layout_parts(wanted)
     for name in ("v", "k", "features", "text", "shards"):

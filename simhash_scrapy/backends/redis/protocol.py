@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 
+from ...core.clustering import Rule, rule_of
 from ..base import Outcome, Verdict
 from .layout import Codec, pack_seen, unpack_seen
 
@@ -90,6 +91,6 @@ def verdict(codec: Codec, k: int, outcome: int, distance: int, canon_fp: bytes |
         canonical_identity=identity or url,
         canonical_fingerprint=int.from_bytes(canon_fp, "big"),
         distance=distance,
-        one_edit=distance > k,
+        one_edit=rule_of(False, distance, k) is Rule.ONE_EDIT,  # an exact page's distance is 0
         **previous,
     )
