@@ -268,25 +268,51 @@ def _pick_container(root: etree._Element) -> tuple[etree._Element, bool]:
     return _walk_down(root), False
 
 
-def _drop_named_boilerplate(container: etree._Element) -> None:
-    total = -1
+def _named_boilerplate(container: etree._Element, total: int, lenient: bool = False) -> list[etree._Element]:
+    """The outermost elements of ``container`` named boilerplate (disjoint), to be removed.
+
+    ``total`` is the container's text length.  ``lenient`` (the fallback): an element holding
+    most of the text is kept whatever its name.
+    """
     dead: set[etree._Element] = set()  # inside an element already doomed
     named: list[etree._Element] = []
     for element in container.iter(*_BLOCK_TAGS):
         if element in dead or element is container or not names_boilerplate(element):
             continue
-        if total < 0:
-            total = _text_len(container)
-        # A wrapper named like boilerplate ("has-sidebar") that holds most of the text and
-        # the page's heading is the content.
-        if total and _text_len(element) > 0.5 * total and next(element.iter("h1", "h2"), None) is not None:
-            continue
-        if _is_inline_aside(element):
+        length = _text_len(element)
+        if total and length > 0.5 * total:
+            # A wrapper named like boilerplate ("has-sidebar") that holds most of the text and
+            # the page's heading is the content (in the fallback, whatever its heading).
+            if lenient or next(element.iter("h1", "h2"), None) is not None:
+                continue
+        if _is_inline_aside(element) or _is_prose_widget(element, length):
             continue
         named.append(element)
         dead.update(element.iter(*_BLOCK_TAGS))
-    for element in named:
-        drop_element(element)
+    return named
+
+
+# Class words that page builders (WordPress widgets, Elementor) put on every block, the
+# article's included: they name boilerplate only on a block that is not prose.
+_WEAK_WORDS = frozenset({"widget", "widgets"})
+# Prose: at least this much text, at most this share of it link text.
+_PROSE_MIN_CHARS = 400
+_PROSE_MAX_LINK_SHARE = 0.2
+
+
+def _is_prose_widget(element: etree._Element, length: int) -> bool:
+    """A block of prose named boilerplate only by a page builder's generic words ("widget")."""
+    if length < _PROSE_MIN_CHARS or element.tag in _BOILERPLATE_TAGS:
+        return False
+    role = element.get("role")
+    if role and role.strip().lower() in _BOILERPLATE_ROLES:
+        return False
+    words = _NAME_WORDS.findall(f"{element.get('class') or ''} {element.get('id') or ''}".lower())
+    if _WEAK_WORDS.isdisjoint(words):
+        return False
+    if _names_boilerplate(" ".join(w for w in words if w not in _WEAK_WORDS)):
+        return False
+    return _LINK_LEN(element) <= _PROSE_MAX_LINK_SHARE * length
 
 
 # Class words of in-text asides (DocBook's <sidebar>, docutils' sidebar directive, AsciiDoc's
@@ -383,13 +409,113 @@ def _drop_edges(container: etree._Element) -> None:
             drop_element(child)
 
 
+# Teaser lists ("more stories", a category's latest posts): at least this many sibling blocks,
+# each a linked heading (to another page) with a short text, at most this long.
+_TEASERS_MIN = 3
+_TEASER_MAX_CHARS = 600
+# Teasers found together holding more than this share of the container's text are the page (a
+# blog's front page, a category listing): they stay.
+_TEASERS_MAX_SHARE = 0.6
+# How far above its linked heading a teaser block may start.
+_TEASER_DEPTH = 4
+_LINKED_HEADINGS = etree.XPath(
+    "(.//h2|.//h3|.//h4|.//h5|.//h6)[.//a[@href][not(starts-with(@href, '#'))]]"
+    " | .//a[@href][not(starts-with(@href, '#'))][.//h2 or .//h3 or .//h4 or .//h5 or .//h6]"
+)
+
+
+def _teasers(container: etree._Element, total: int) -> list[etree._Element]:
+    """The teaser blocks of ``container``: lists of sibling blocks each holding one linked heading."""
+    chains = []
+    counts: dict[etree._Element, int] = {}
+    for heading in _LINKED_HEADINGS(container):
+        if heading.tag != "a" and _LINK_LEN(heading) < 0.5 * _text_len(heading):
+            continue  # a heading with a link in its text, not a link to another page
+        chain = []
+        node = heading
+        while node is not None and node is not container and len(chain) < _TEASER_DEPTH:
+            chain.append(node)
+            counts[node] = counts.get(node, 0) + 1
+            node = node.getparent()
+        chains.append(chain)
+    if len(chains) < _TEASERS_MIN:
+        return []
+    groups: dict[etree._Element, list[tuple[etree._Element, int]]] = {}
+    for chain in chains:
+        # the teaser: the largest block above the heading that holds no other linked heading
+        item = None
+        for node in chain:
+            if counts[node] > 1:
+                break
+            item = node
+        if item is None:
+            continue
+        length = _text_len(item)
+        parent = item.getparent()
+        if length <= _TEASER_MAX_CHARS and parent is not None:
+            groups.setdefault(parent, []).append((item, length))
+    out: list[etree._Element] = []
+    found = 0
+    for items in groups.values():
+        if len(items) >= _TEASERS_MIN:
+            out.extend(item for item, _ in items)
+            found += sum(length for _, length in items)
+    if not out or found > _TEASERS_MAX_SHARE * total:
+        return []
+    return out
+
+
+# Extraction failures: a main text shorter than this share of the page's visible text is lost...
+_LOST_SHARE = 0.1
+# ... and so is a short one (under this many characters) from a page with this many times more text.
+_SHORT_CHARS = 200
+_SHORT_FACTOR = 5
+# Pages with less visible text than this are taken as they are: their text is short anyway.
+_LOST_MIN_VISIBLE = 1000
+
+
+def _lost(kept: int, visible: int) -> bool:
+    """Whether a main text of ``kept`` characters from a page of ``visible`` is an extraction failure."""
+    if visible < _LOST_MIN_VISIBLE:
+        return False
+    return kept < _LOST_SHARE * visible or (kept < _SHORT_CHARS and visible >= _SHORT_FACTOR * max(kept, 1))
+
+
+def _fallback(body: etree._Element, visible: int) -> etree._Element:
+    """The page's visible text minus its boilerplate, when no main content could be told apart."""
+    for element in _named_boilerplate(body, visible, lenient=True):
+        drop_element(element)
+    _drop_link_lists(body)
+    total = _text_len(body)
+    for element in _teasers(body, total):
+        drop_element(element)
+    return body
+
+
 def keep_main_content(root: etree._Element) -> etree._Element:
-    """Return the subtree holding the page's main content, with boilerplate removed (in place)."""
+    """Return the subtree holding the page's main content, with boilerplate removed (in place).
+
+    When what is left is tiny against the page's visible text (``_lost``: a main text lost to a
+    misleading name or container), the page's visible text minus its boilerplate is returned
+    instead (``_fallback``): an extraction failure never becomes a fragment matched as a page.
+    """
+    body = root.find("body")
+    if body is None:
+        body = root
+    visible = _text_len(body)
     container, marked = _pick_container(root)
-    _drop_named_boilerplate(container)
+    total = _text_len(container)
+    named = _named_boilerplate(container, total)
+    kept = total - sum(_text_len(element) for element in named)
+    if _lost(kept, visible):
+        return _fallback(body, visible)
+    for element in named:
+        drop_element(element)
     if not marked:
         # Inside a container the page marks, lists of links are its own (tables of contents);
         # on a page that marks nothing, menus and sidebars in plain divs sit next to the content.
         _drop_link_lists(container)
         _drop_edges(container)
+    for element in _teasers(container, _text_len(container)):
+        drop_element(element)
     return container
