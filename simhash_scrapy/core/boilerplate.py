@@ -41,12 +41,13 @@ from __future__ import annotations
 
 import functools
 import re
+from html import unescape as html_unescape
 
 from lxml import etree
 
 from .dom import drop_element
 
-__all__ = ["keep_main_content", "BOILERPLATE_WORDS"]
+__all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
 
 _NS = {"str": "http://exslt.org/strings"}
 
@@ -519,3 +520,64 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     for element in _teasers(container, _text_len(container)):
         drop_element(element)
     return container
+
+
+# Redirect stubs: <meta http-equiv="refresh" content="0; url=..."> pages ("Redirecting to ...").
+#: A refresh at most this many seconds away is a redirect (browsers follow it before anyone reads).
+REDIRECT_MAX_DELAY = 5
+#: ... on a page of fewer tokens than this (its text: "Redirecting to ...", maybe a session bar or an
+#: ad); a longer page is content, whatever its refresh says.
+REDIRECT_MAX_TOKENS = 100
+_MAX_TAG = 4096  # a <meta> tag longer than this is not read (bounds the work on hostile markup)
+_HTTP_EQUIV_REFRESH = re.compile(rb"""\shttp-equiv\s*=\s*["']?\s*refresh\b""", re.IGNORECASE)
+_CONTENT_ATTR = re.compile(rb"""\scontent\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE)
+_REFRESH_VALUE = re.compile(r"""\s*(\d+(?:\.\d*)?)?\s*[;,]?\s*(?:url\s*=\s*)?["']?\s*([^"'\s][^"']*)?""", re.IGNORECASE)
+
+
+def _last(data: bytes, word: bytes, end: int) -> int:
+    """The position of the last ``word`` (lower or upper case) before ``end``, else -1."""
+    return max(data.rfind(word, 0, end), data.rfind(word.upper(), 0, end))
+
+
+def redirect_target(data: bytes) -> str | None:
+    """The target of a redirect stub: a ``<meta http-equiv="refresh">`` with a URL and a delay of
+    at most ``REDIRECT_MAX_DELAY`` seconds, outside ``<noscript>`` (a fallback for browsers without
+    JavaScript, not a redirect of the page), else ``None``.  ``data`` is the page's bytes (an
+    ASCII-compatible encoding: the attributes that matter are ASCII).  The target is returned as
+    written, without its fragment.
+    """
+    for word in (b"efresh", b"EFRESH"):  # "refresh", "Refresh", "REFRESH"
+        pos = data.find(word)
+        while pos >= 0:
+            target = _refresh_at(data, pos)
+            if target is not None:
+                return target
+            pos = data.find(word, pos + len(word))
+    return None
+
+
+def _refresh_at(data: bytes, pos: int) -> str | None:
+    start = data.rfind(b"<", max(0, pos - _MAX_TAG), pos)
+    if start < 0 or data.rfind(b">", start, pos) >= 0 or data[start + 1 : start + 5].lower() != b"meta":
+        return None
+    end = data.find(b">", pos, pos + _MAX_TAG)
+    if end < 0:
+        return None
+    tag = data[start:end]
+    if not _HTTP_EQUIV_REFRESH.search(tag):
+        return None
+    if _last(data, b"<noscript", start) > _last(data, b"</noscript", start):
+        return None
+    attr = _CONTENT_ATTR.search(tag)
+    if attr is None:
+        return None
+    raw = next(group for group in attr.groups() if group is not None)
+    value = html_unescape(raw.decode("utf-8", "replace"))
+    match = _REFRESH_VALUE.match(value)
+    if match is None or not match.group(2):
+        return None  # a refresh of the page itself (news pages reload every few minutes)
+    delay = float(match.group(1) or 0)
+    if delay > REDIRECT_MAX_DELAY:
+        return None
+    target = match.group(2).strip().split("#", 1)[0]
+    return target or None
