@@ -269,28 +269,45 @@ def _pick_container(root: etree._Element) -> tuple[etree._Element, bool]:
     return _walk_down(root), False
 
 
-def _named_boilerplate(container: etree._Element, total: int, lenient: bool = False) -> list[etree._Element]:
-    """The outermost elements of ``container`` named boilerplate (disjoint), to be removed.
+def _named_boilerplate(
+    container: etree._Element, lenient: bool = False
+) -> tuple[list[etree._Element], int, int]:
+    """The outermost elements of ``container`` named boilerplate (disjoint), to be removed, with
+    the container's text length and theirs (both -1 when nothing is named: not measured).
 
-    ``total`` is the container's text length.  ``lenient`` (the fallback): an element holding
-    most of the text is kept whatever its name.
+    ``lenient`` (the fallback): an element holding most of the text is kept whatever its name.
     """
+    total = -1
+    removed = 0
     dead: set[etree._Element] = set()  # inside an element already doomed
     named: list[etree._Element] = []
     for element in container.iter(*_BLOCK_TAGS):
         if element in dead or element is container or not names_boilerplate(element):
             continue
+        if total < 0:
+            total = _text_len(container)
         length = _text_len(element)
-        if total and length > 0.5 * total:
-            # A wrapper named like boilerplate ("has-sidebar") that holds most of the text and
-            # the page's heading is the content (in the fallback, whatever its heading).
-            if lenient or next(element.iter("h1", "h2"), None) is not None:
-                continue
+        if total and length > 0.5 * total and (lenient or _holds_the_article(element, length, total)):
+            continue  # a wrapper named like boilerplate ("has-sidebar") that holds the article
         if _is_inline_aside(element) or _is_prose_widget(element, length):
             continue
         named.append(element)
+        removed += length
         dead.update(element.iter(*_BLOCK_TAGS))
-    return named
+    return named, total, (removed if total >= 0 else -1)
+
+
+# Beside a wrapper named like boilerplate, at most this share of the container's text may stand
+# when the wrapper has no <h1> (a comment thread, longer than the article, has its own <h2>).
+_WRAPPER_OUTSIDE_SHARE = 0.25
+
+
+def _holds_the_article(element: etree._Element, length: int, total: int) -> bool:
+    """Whether a named element holding most of the container's text holds its article: the
+    page's <h1>, or an <h2> and nearly all the text."""
+    if next(element.iter("h1"), None) is not None:
+        return True
+    return total - length < _WRAPPER_OUTSIDE_SHARE * total and next(element.iter("h2"), None) is not None
 
 
 # Class words that page builders (WordPress widgets, Elementor) put on every block, the
@@ -419,21 +436,44 @@ _TEASER_MAX_CHARS = 600
 _TEASERS_MAX_SHARE = 0.6
 # How far above its linked heading a teaser block may start.
 _TEASER_DEPTH = 4
-_LINKED_HEADINGS = etree.XPath(
-    "(.//h2|.//h3|.//h4|.//h5|.//h6)[.//a[@href][not(starts-with(@href, '#'))]]"
-    " | .//a[@href][not(starts-with(@href, '#'))][.//h2 or .//h3 or .//h4 or .//h5 or .//h6]"
-)
+_TEASER_HEADINGS = ("h2", "h3", "h4", "h5", "h6")
 
 
-def _teasers(container: etree._Element, total: int) -> list[etree._Element]:
+def _page_link(element: etree._Element) -> bool:
+    """Whether ``element`` is a link to another page (not an anchor in this one)."""
+    href = element.get("href")
+    return href is not None and not href.startswith("#")
+
+
+def _linked_heading(heading: etree._Element) -> etree._Element | None:
+    """The heading's link to another page (the heading itself, or the link around it), else None."""
+    for link in heading.iter("a"):
+        if _page_link(link):
+            # most of the heading's text is the link's: a headline, not a heading citing a page
+            return heading if _LINK_LEN(heading) >= 0.5 * _text_len(heading) else None
+    parent = heading.getparent()
+    for _ in range(2):
+        if parent is None:
+            return None
+        if parent.tag == "a":
+            return parent if _page_link(parent) else None
+        parent = parent.getparent()
+    return None
+
+
+def _teasers(container: etree._Element) -> list[etree._Element]:
     """The teaser blocks of ``container``: lists of sibling blocks each holding one linked heading."""
+    headings = list(container.iter(*_TEASER_HEADINGS))
+    if len(headings) < _TEASERS_MIN:
+        return []
     chains = []
     counts: dict[etree._Element, int] = {}
-    for heading in _LINKED_HEADINGS(container):
-        if heading.tag != "a" and _LINK_LEN(heading) < 0.5 * _text_len(heading):
-            continue  # a heading with a link in its text, not a link to another page
+    for heading in headings:
+        linked = _linked_heading(heading)
+        if linked is None:
+            continue
         chain = []
-        node = heading
+        node = linked
         while node is not None and node is not container and len(chain) < _TEASER_DEPTH:
             chain.append(node)
             counts[node] = counts.get(node, 0) + 1
@@ -461,7 +501,7 @@ def _teasers(container: etree._Element, total: int) -> list[etree._Element]:
         if len(items) >= _TEASERS_MIN:
             out.extend(item for item, _ in items)
             found += sum(length for _, length in items)
-    if not out or found > _TEASERS_MAX_SHARE * total:
+    if not out or found > _TEASERS_MAX_SHARE * _text_len(container):
         return []
     return out
 
@@ -473,24 +513,60 @@ _SHORT_CHARS = 200
 _SHORT_FACTOR = 5
 # Pages with less visible text than this are taken as they are: their text is short anyway.
 _LOST_MIN_VISIBLE = 1000
+# A main text of this many characters is never lost (a short article on a heavy portal is an article).
+_LOST_MAX_CHARS = 1000
 
 
-def _lost(kept: int, visible: int) -> bool:
-    """Whether a main text of ``kept`` characters from a page of ``visible`` is an extraction failure."""
+def _lost(kept: int, body: etree._Element) -> bool:
+    """Whether a main text of ``kept`` characters is an extraction failure on the page ``body``."""
+    if kept >= _LOST_MAX_CHARS:
+        return False  # (the page's text is only measured when the main text is short)
+    visible = _text_len(body)
     if visible < _LOST_MIN_VISIBLE:
         return False
     return kept < _LOST_SHARE * visible or (kept < _SHORT_CHARS and visible >= _SHORT_FACTOR * max(kept, 1))
 
 
-def _fallback(body: etree._Element, visible: int) -> etree._Element:
+def _fallback(body: etree._Element) -> etree._Element:
     """The page's visible text minus its boilerplate, when no main content could be told apart."""
-    for element in _named_boilerplate(body, visible, lenient=True):
+    for element in _named_boilerplate(body, lenient=True)[0]:
         drop_element(element)
     _drop_link_lists(body)
-    total = _text_len(body)
-    for element in _teasers(body, total):
+    for element in _teasers(body):
         drop_element(element)
     return body
+
+
+# Article bodies (schema.org articleBody, <article>, blog and news templates' body classes): inside
+# the container, the one holding the most paragraph text is taken when that is at least this share
+# of the container's paragraph text (and the container holds more than it: comments, related lists).
+_NARROW_P_SHARE = 0.5
+_P_LEN = etree.XPath("string-length(normalize-space(str:concat(.//p//text())))", namespaces=_NS)
+_BODY_NAMES = re.compile(
+    r"(?:^|[\s_\-])(?:(?:article|entry|post|story|blog|news)[_\-]?(?:body|content|text|entry)|articlebody|storybody|postbody|entrycontent)(?=$|[\s_\-])"
+)
+
+
+def _narrow(container: etree._Element) -> etree._Element:
+    """The article body inside ``container`` (an <article>, itemprop=articleBody or a class such as
+    ``entry-content``) when it holds nearly all of the container's paragraph text."""
+    best, best_p = None, 0.0
+    for element in container.iter("div", "article", "section", "main"):
+        if element is container:
+            continue
+        if element.tag != "article" and (element.get("itemprop") or "").lower() != "articlebody":
+            names = (element.get("class") or "").lower()
+            if not names or _BODY_NAMES.search(names) is None:
+                continue
+        p = _P_LEN(element)
+        if p > best_p:
+            best, best_p = element, p
+    if best is None:
+        return container
+    total_p = _P_LEN(container)
+    if total_p and best_p >= _NARROW_P_SHARE * total_p and _text_len(best) < 0.9 * _text_len(container):
+        return best
+    return container
 
 
 def keep_main_content(root: etree._Element) -> etree._Element:
@@ -500,24 +576,24 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     misleading name or container), the page's visible text minus its boilerplate is returned
     instead (``_fallback``): an extraction failure never becomes a fragment matched as a page.
     """
-    body = root.find("body")
-    if body is None:
-        body = root
-    visible = _text_len(body)
     container, marked = _pick_container(root)
-    total = _text_len(container)
-    named = _named_boilerplate(container, total)
-    kept = total - sum(_text_len(element) for element in named)
-    if _lost(kept, visible):
-        return _fallback(body, visible)
+    container = _narrow(container)
+    named, total, removed = _named_boilerplate(container)
+    # Only a short main text is checked against the page (most pages stop at _has_text).
+    if (total - removed < _LOST_MAX_CHARS) if total >= 0 else not _has_text(container, _LOST_MAX_CHARS):
+        body = root.find("body")
+        if body is None:
+            body = root
+        if _lost(total - removed if total >= 0 else _text_len(container), body):
+            return _fallback(body)
     for element in named:
         drop_element(element)
+    # Menus, sidebars, "most popular" and "related" boxes, unless the links are most of the text
+    # (a table of contents, an index).
+    _drop_link_lists(container)
     if not marked:
-        # Inside a container the page marks, lists of links are its own (tables of contents);
-        # on a page that marks nothing, menus and sidebars in plain divs sit next to the content.
-        _drop_link_lists(container)
         _drop_edges(container)
-    for element in _teasers(container, _text_len(container)):
+    for element in _teasers(container):
         drop_element(element)
     return container
 
