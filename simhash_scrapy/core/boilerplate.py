@@ -300,11 +300,16 @@ def _named_boilerplate(
 # Beside a wrapper named like boilerplate, at most this share of the container's text may stand
 # when the wrapper has no <h1> (a comment thread, longer than the article, has its own <h2>).
 _WRAPPER_OUTSIDE_SHARE = 0.25
+# Names of comment threads: never the article, whatever they hold.
+_THREAD_WORDS = frozenset({"comments", "comment", "commentlist", "disqus", "respond", "replies"})
 
 
 def _holds_the_article(element: etree._Element, length: int, total: int) -> bool:
     """Whether a named element holding most of the container's text holds its article: the
     page's <h1>, or an <h2> and nearly all the text."""
+    words = _NAME_WORDS.findall(f"{element.get('class') or ''} {element.get('id') or ''}".lower())
+    if not _THREAD_WORDS.isdisjoint(words):
+        return False  # a comment thread, however long
     if next(element.iter("h1"), None) is not None:
         return True
     return total - length < _WRAPPER_OUTSIDE_SHARE * total and next(element.iter("h2"), None) is not None
