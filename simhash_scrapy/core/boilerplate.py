@@ -574,6 +574,30 @@ def _narrow(container: etree._Element) -> etree._Element:
     return container
 
 
+# A page that marks nothing (table layouts, old CMSs): from the element ``_walk_down`` reached,
+# down to the child holding at least this share of its paragraph (<p>) text, while there is some.
+_PARAGRAPH_SHARE = 0.8
+_PARAGRAPH_MIN_CHARS = 500
+
+
+def _paragraph_walk(node: etree._Element) -> etree._Element:
+    """Down from ``node`` to the element holding most of its paragraph text (menus, sidebars and
+    footers in table cells or plain divs hold few paragraphs)."""
+    total = _P_LEN(node)
+    if total < _PARAGRAPH_MIN_CHARS:
+        return node
+    while True:
+        best, best_p = None, 0.0
+        for child in node:
+            if child.tag in _WRAPPERS:
+                length = _P_LEN(child)
+                if length > best_p:
+                    best, best_p = child, length
+        if best is None or best_p < _PARAGRAPH_SHARE * total:
+            return node
+        node = best
+
+
 def keep_main_content(root: etree._Element) -> etree._Element:
     """Return the subtree holding the page's main content, with boilerplate removed (in place).
 
@@ -582,7 +606,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     instead (``_fallback``): an extraction failure never becomes a fragment matched as a page.
     """
     container, marked = _pick_container(root)
-    container = _narrow(container)
+    container = _narrow(container) if marked else _paragraph_walk(_narrow(container))
     named, total, removed = _named_boilerplate(container)
     # Only a short main text is checked against the page (most pages stop at _has_text).
     if (total - removed < _LOST_MAX_CHARS) if total >= 0 else not _has_text(container, _LOST_MAX_CHARS):
