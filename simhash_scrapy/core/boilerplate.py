@@ -271,14 +271,15 @@ def _pick_container(root: etree._Element) -> tuple[etree._Element, bool]:
 
 def _named_boilerplate(
     container: etree._Element, lenient: bool = False
-) -> tuple[list[etree._Element], int, int]:
+) -> tuple[list[etree._Element], int, int, int]:
     """The outermost elements of ``container`` named boilerplate (disjoint), to be removed, with
-    the container's text length and theirs (both -1 when nothing is named: not measured).
+    the container's text length and theirs (both -1 when nothing is named: not measured), and
+    the text length of the comment threads among them.
 
     ``lenient`` (the fallback): an element holding most of the text is kept whatever its name.
     """
     total = -1
-    removed = 0
+    removed = threads = 0
     dead: set[etree._Element] = set()  # inside an element already doomed
     named: list[etree._Element] = []
     for element in container.iter(*_BLOCK_TAGS):
@@ -287,14 +288,16 @@ def _named_boilerplate(
         if total < 0:
             total = _text_len(container)
         length = _text_len(element)
-        if total and length > 0.5 * total and (lenient or _holds_the_article(element, length, total)):
+        thread = _is_thread(element)  # a comment thread, however long, is not the article
+        if total and length > 0.5 * total and not thread and (lenient or _holds_the_article(element, length, total)):
             continue  # a wrapper named like boilerplate ("has-sidebar") that holds the article
         if _is_inline_aside(element) or _is_prose_widget(element, length):
             continue
         named.append(element)
         removed += length
+        threads += length if thread else 0
         dead.update(element.iter(*_BLOCK_TAGS))
-    return named, total, (removed if total >= 0 else -1)
+    return named, total, (removed if total >= 0 else -1), threads
 
 
 # Beside a wrapper named like boilerplate, at most this share of the container's text may stand
@@ -304,12 +307,15 @@ _WRAPPER_OUTSIDE_SHARE = 0.25
 _THREAD_WORDS = frozenset({"comments", "comment", "commentlist", "disqus", "respond", "replies"})
 
 
+def _is_thread(element: etree._Element) -> bool:
+    """Whether the element's class or id names a comment thread."""
+    words = _NAME_WORDS.findall(f"{element.get('class') or ''} {element.get('id') or ''}".lower())
+    return not _THREAD_WORDS.isdisjoint(words)
+
+
 def _holds_the_article(element: etree._Element, length: int, total: int) -> bool:
     """Whether a named element holding most of the container's text holds its article: the
     page's <h1>, or an <h2> and nearly all the text."""
-    words = _NAME_WORDS.findall(f"{element.get('class') or ''} {element.get('id') or ''}".lower())
-    if not _THREAD_WORDS.isdisjoint(words):
-        return False  # a comment thread, however long
     if next(element.iter("h1"), None) is not None:
         return True
     return total - length < _WRAPPER_OUTSIDE_SHARE * total and next(element.iter("h2"), None) is not None
@@ -522,11 +528,12 @@ _LOST_MIN_VISIBLE = 1000
 _LOST_MAX_CHARS = 1000
 
 
-def _lost(kept: int, body: etree._Element) -> bool:
-    """Whether a main text of ``kept`` characters is an extraction failure on the page ``body``."""
+def _lost(kept: int, body: etree._Element, threads: int = 0) -> bool:
+    """Whether a main text of ``kept`` characters is an extraction failure on the page ``body``
+    (whose comment threads, ``threads`` characters, do not count: a short post may have many)."""
     if kept >= _LOST_MAX_CHARS:
         return False  # (the page's text is only measured when the main text is short)
-    visible = _text_len(body)
+    visible = _text_len(body) - threads
     if visible < _LOST_MIN_VISIBLE:
         return False
     return kept < _LOST_SHARE * visible or (kept < _SHORT_CHARS and visible >= _SHORT_FACTOR * max(kept, 1))
@@ -607,13 +614,13 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     """
     container, marked = _pick_container(root)
     container = _narrow(container) if marked else _paragraph_walk(_narrow(container))
-    named, total, removed = _named_boilerplate(container)
+    named, total, removed, threads = _named_boilerplate(container)
     # Only a short main text is checked against the page (most pages stop at _has_text).
     if (total - removed < _LOST_MAX_CHARS) if total >= 0 else not _has_text(container, _LOST_MAX_CHARS):
         body = root.find("body")
         if body is None:
             body = root
-        if _lost(total - removed if total >= 0 else _text_len(container), body):
+        if _lost(total - removed if total >= 0 else _text_len(container), body, threads):
             return _fallback(body)
     for element in named:
         drop_element(element)
