@@ -28,11 +28,18 @@ GRAY_JACCARD = 0.5
 EMPTY_WORDS = 25
 
 _WORD = re.compile(r"\w+")
+# One character of a script written without spaces (kana, CJK ideographs, hangul), or a run of other word characters.
+_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_WORD_CJK = re.compile(rf"[{_CJK_RANGES}]|[^\W{_CJK_RANGES}]+")
+#: Whether ``words`` counts each character of a script written without spaces as a word (the real-web set,
+#: ``build_realweb.py``, whose Japanese and Chinese pages would otherwise be a few "words" a sentence; its
+#: ``truth.json`` info says ``cjk_characters``).  False for the documentation sets (their figures unchanged).
+CJK_CHARACTERS = False
 
 #: Kinds of duplicate, in report order (a set holds a subset: the first set has "print", the wide one
 #: "print_links", "print_plain" and "short").
 CATEGORIES = ("template", "tracking", "print", "print_links", "print_plain", "edit", "release", "natural", "short")
-HARD_NEGATIVES = ("hn_template", "hn_title", "hn_shared")
+HARD_NEGATIVES = ("hn_template", "hn_title", "hn_shared", "hn_swap", "hn_site")
 CATEGORY_TITLES = {
     "template": "same article, other template (mirror, reader view)",
     "tracking": "tracking/session URL variants (timestamps, tokens, ads)",
@@ -46,12 +53,14 @@ CATEGORY_TITLES = {
     "hn_template": "different pages, one heavy template",
     "hn_title": "same title, different body",
     "hn_shared": "different pages sharing a long section",
+    "hn_swap": "different articles in one site's real template",
+    "hn_site": "different pages of one site",
     "empty": "(nearly) empty main content",
 }
 
 
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    return (_WORD_CJK if CJK_CHARACTERS else _WORD).findall(text.lower())
 
 
 def shingles(text: str, n: int = SHINGLE) -> np.ndarray:
@@ -131,7 +140,8 @@ class Page:
     variant: str = ""
     order: int = 0
     half: str = ""  # "tune" | "test" (wide set)
-    family: str = ""  # template family of the source page (wide set)
+    family: str = ""  # template family of the source page (wide set); the site (real-web set)
+    genre: str = ""  # news, blog, shop, government, reference, forum (real-web set)
 
 
 @dataclass
@@ -150,6 +160,8 @@ class EvalSet:
     positive_jaccard: dict[tuple[int, int], float] = field(default_factory=dict)
     # pairs of different pages whose articles end with one shared long section (wide set)
     hn_shared: list[tuple[int, int]] = field(default_factory=list)
+    # further hard negatives as pairs, by kind (real-web set: "hn_swap", "hn_site")
+    hard_pairs: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     def html(self, page: Page) -> bytes:
         return (self.root / page.file).read_bytes()
@@ -158,6 +170,9 @@ class EvalSet:
         """The kinds of duplicate this set has, in report order."""
         present = set(self.positive.values())
         return [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
+
+    def genres(self) -> list[str]:
+        return sorted({p.genre for p in self.pages if p.genre})
 
     def families(self) -> list[str]:
         return sorted({p.family for p in self.pages if p.family})
@@ -206,6 +221,10 @@ def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSe
         ids = {p.id for p in pages}
         for name in ("positive", "gray", "hn_title", "identical", "positive_jaccard", "hn_shared"):
             truth[name] = [row for row in truth.get(name, []) if row[0] in ids and row[1] in ids]
+        truth["hard_pairs"] = {
+            name: [row for row in rows if row[0] in ids and row[1] in ids]
+            for name, rows in truth.get("hard_pairs", {}).items()
+        }
         truth["hn_template"] = [i for i in truth["hn_template"] if i in ids]
         truth["empty"] = [i for i in truth["empty"] if i in ids]
     return EvalSet(
@@ -220,4 +239,5 @@ def load_set(root: str | Path = DEFAULT_DATA, half: str | None = None) -> EvalSe
         identical={pair(a, b) for a, b in truth.get("identical", [])},
         positive_jaccard={pair(a, b): j for a, b, j in truth.get("positive_jaccard", [])},
         hn_shared=[pair(a, b) for a, b in truth.get("hn_shared", [])],
+        hard_pairs={name: [pair(a, b) for a, b in rows] for name, rows in truth.get("hard_pairs", {}).items()},
     )

@@ -199,6 +199,7 @@ class Result:
     fp_by_kind: dict = field(default_factory=dict)  # negative-pair category -> false positives
     extra: dict = field(default_factory=dict)
     families: dict[str, Counts] = field(default_factory=dict)  # template family -> counts (wide set)
+    genres: dict[str, Counts] = field(default_factory=dict)  # genre -> counts (real-web set)
     # the natural duplicates split by whether their main texts are word-for-word the same
     natural_split: dict[str, Counts] = field(default_factory=dict)
     found: set[tuple[int, int]] = field(default_factory=set, repr=False)  # the duplicate pairs flagged
@@ -206,6 +207,10 @@ class Result:
     def hard_share(self, name: str) -> float:
         flagged, pairs = self.hard[name]
         return flagged / pairs if pairs else 0.0
+
+    def hard_total(self) -> tuple[int, int]:
+        """(flagged, pairs) over every kind of hard negative."""
+        return sum(f for f, _ in self.hard.values()), sum(n for _, n in self.hard.values())
 
     def as_dict(self) -> dict:
         o = self.overall
@@ -215,15 +220,19 @@ class Result:
             empty_fingerprinted=self.empty_fingerprinted, empty_pages=self.empty_pages, skipped=self.skipped,
             gray_flagged=self.gray_flagged, false_pairs_by_kind=self.fp_by_kind,
             families={f: v.as_dict() for f, v in self.families.items()},
+            genres={g: v.as_dict() for g, v in self.genres.items()},
             natural_split={k: v.as_dict() for k, v in self.natural_split.items()},
             **self.extra,
         )  # fmt: skip
 
 
-def _negative_category(evalset: common.EvalSet, pages: dict[int, common.Page], hn_title: set, a: int, b: int) -> str:
+def _negative_category(evalset: common.EvalSet, pages: dict[int, common.Page], hn_title: set, a: int, b: int,
+                       hard_pairs: dict | None = None) -> str:  # fmt: skip
     pa, pb = pages[a], pages[b]
     if (a, b) in hn_title:
         return "hn_title"
+    if hard_pairs and (a, b) in hard_pairs:
+        return hard_pairs[(a, b)]
     if pa.role == "empty" or pb.role == "empty":
         return "empty"
     if pa.category == "hn_template" and pb.category == "hn_template":
@@ -244,15 +253,20 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
     hn_title = set(evalset.hn_title)
     categories = {c: Counts() for c in evalset.categories()}
     families = {f: Counts() for f in evalset.families()}
+    genres = {g: Counts() for g in evalset.genres()}
+    hard_pairs = {key: name for name, rows in evalset.hard_pairs.items() for key in rows}
     overall = Counts()
     natural_split = {"identical": Counts(), "near": Counts()}
     for key, cat in evalset.positive.items():
         counts = categories.setdefault(cat, Counts())
         fam = families.get(pages[key[0]].family)
+        genre = genres.get(pages[key[0]].genre)
         counts.pairs += 1
         overall.pairs += 1
         if fam is not None:
             fam.pairs += 1
+        if genre is not None:
+            genre.pairs += 1
         split = None
         if cat == "natural":
             split = natural_split["identical" if key in evalset.identical else "near"]
@@ -262,6 +276,8 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
             overall.tp += 1
             if fam is not None:
                 fam.tp += 1
+            if genre is not None:
+                genre.tp += 1
             if split is not None:
                 split.tp += 1
     gray_flagged = fp_other = 0
@@ -279,7 +295,10 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
         for family in {pages[key[0]].family, pages[key[1]].family}:
             if family in families:
                 families[family].fp += 1
-        cat = _negative_category(evalset, pages, hn_title, *key)
+        for genre in {pages[key[0]].genre, pages[key[1]].genre}:
+            if genre in genres:
+                genres[genre].fp += 1
+        cat = _negative_category(evalset, pages, hn_title, *key, hard_pairs=hard_pairs)
         fp_by_kind[cat] = fp_by_kind.get(cat, 0) + 1
         if cat == "hn_title":
             hn_title_flagged += 1
@@ -297,11 +316,13 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
         "hn_title": (hn_title_flagged, len(hn_title)),
         "hn_shared": (len(flagged & hn_shared), len(hn_shared)),
     }
+    for name, rows in evalset.hard_pairs.items():
+        hard[name] = (len(flagged & set(rows)), len(rows))
     empty_fp = sum(1 for pid in evalset.empty if fps.get(pid) is not None)
     skipped = sum(1 for fp in fps.values() if fp is None)
     return Result(
         setup, overall, categories, hard, empty_fp, len(evalset.empty), skipped, gray_flagged, fp_other, fp_by_kind,
-        families=families, natural_split=natural_split, found=flagged & set(evalset.positive),
+        families=families, natural_split=natural_split, found=flagged & set(evalset.positive), genres=genres,
     )
 
 
@@ -366,12 +387,17 @@ def markdown_table(results: list[Result]) -> str:
     )
     rows.append(f"| **all duplicate pairs** | {results[0].overall.pairs} | {cells} |")
     for name in common.HARD_NEGATIVES:
-        if not results[0].hard[name][1]:
+        if not results[0].hard.get(name, (0, 0))[1]:
             continue  # a set without this kind
         cells = " | ".join(
             f"{r.hard[name][0]} flagged ({100 * r.hard_share(name):.2f}%)" for r in results
         )
         rows.append(f"| hard negative: {common.CATEGORY_TITLES[name]} | {results[0].hard[name][1]} | {cells} |")
+    if any(results[0].hard.get(name, (0, 0))[1] for name in ("hn_swap", "hn_site")):  # the real-web set
+        cells = " | ".join(
+            f"{r.hard_total()[0]} flagged ({100 * r.hard_total()[0] / max(1, r.hard_total()[1]):.2f}%)" for r in results
+        )
+        rows.append(f"| **all hard negatives** | {results[0].hard_total()[1]} | {cells} |")
     cells = " | ".join(
         f"{r.empty_fingerprinted} fingerprinted, {r.fp_by_kind.get('empty', 0)} false pairs" for r in results
     )
@@ -390,12 +416,15 @@ def one_line(r: Result) -> str:
     )
 
 
-def family_table(results: list[Result]) -> str:
-    """One row per template family (wide set): pairs and P / R / F1 of each result."""
-    head = "| template family | pairs | " + " | ".join(f"{r.setup.name} P / R / F1" for r in results) + " |"
+def family_table(results: list[Result], attr: str = "families", title: str = "template family",
+                 skip_empty: bool = False) -> str:  # fmt: skip
+    """One row per template family (wide set; real-web set: per site, or ``attr="genres"``): pairs and P / R / F1."""
+    head = f"| {title} | pairs | " + " | ".join(f"{r.setup.name} P / R / F1" for r in results) + " |"
     rows = [head, "|---|---:|" + "---|" * len(results)]
-    for fam in results[0].families:
-        counts = [r.families[fam] for r in results]
+    for fam in getattr(results[0], attr):
+        counts = [getattr(r, attr)[fam] for r in results]
+        if skip_empty and not counts[0].pairs and not any(c.fp for c in counts):
+            continue  # a site with no duplicate pair and no false one (real-web set)
         cells = " | ".join(f"{fmt(c.precision)} / {fmt(c.recall)} / {fmt(c.f1)}" for c in counts)
         rows.append(f"| {fam} | {counts[0].pairs} | {cells} |")
     return "\n".join(rows)
@@ -488,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-tokens", type=int)
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     parser.add_argument("--half", choices=("tune", "test"), help="wide set: score only this half")
-    parser.add_argument("--families", action="store_true", help="also a table per template family")
+    parser.add_argument("--families", action="store_true", help="also a table per template family (real-web: site)")
+    parser.add_argument("--genres", action="store_true", help="real-web set: also a table per genre of site")
     parser.add_argument("--by-jaccard", action="store_true",
                         help="also recall per kind and Jaccard band of the pairs (wide set)")
     parser.add_argument("--one-edit-below", type=int, metavar="N",
@@ -538,9 +568,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {one_line(r)}")
     print()
     print(markdown_table(results))
+    if args.genres:
+        print()
+        print(family_table(results, "genres", "genre"))
     if args.families:
         print()
-        print(family_table(results))
+        realweb = bool(evalset.genres())
+        print(family_table(results, "families", "site" if realweb else "template family", skip_empty=realweb))
     if args.by_jaccard:
         print()
         print(jaccard_table(evalset, results[-1]))
