@@ -230,11 +230,17 @@ def _pick_marked(root: etree._Element) -> etree._Element | None:
 
 def _has_text(element: etree._Element, chars: int) -> bool:
     """True when ``element`` holds at least ``chars`` non-space characters (stops early)."""
-    count = 0
+    count = pending = 0
+    batch: list[str] = []
     for text in element.itertext():
-        count += len(text) - text.count(" ") - text.count("\n")
-        if count >= chars:
-            return True
+        batch.append(text)
+        pending += len(text)
+        if count + pending >= chars:  # (spaces counted: an upper bound) count exactly
+            joined = "".join(batch)
+            count += len(joined) - joined.count(" ") - joined.count("\n")
+            if count >= chars:
+                return True
+            batch, pending = [], 0
     return False
 
 
@@ -295,11 +301,12 @@ def _pick_container(root: etree._Element) -> tuple[etree._Element, bool]:
 
 
 def _named_boilerplate(
-    container: etree._Element, lenient: bool = False
+    container: etree._Element, candidates: list[etree._Element], lenient: bool = False
 ) -> tuple[list[etree._Element], int, int, int]:
     """The outermost elements of ``container`` named boilerplate (disjoint), to be removed, with
     the container's text length and theirs (both -1 when nothing is named: not measured), and
-    the text length of the comment threads among them.
+    the text length of the comment threads among them.  ``candidates``: the container's blocks
+    that name boilerplate, in document order (``_scan``).
 
     ``lenient`` (the fallback): an element holding most of the text is kept whatever its name.
     """
@@ -307,8 +314,8 @@ def _named_boilerplate(
     removed = threads = 0
     dead: set[etree._Element] = set()  # inside an element already doomed
     named: list[etree._Element] = []
-    for element in container.iter(*_BLOCK_TAGS):
-        if element in dead or element is container or not names_boilerplate(element):
+    for element in candidates:
+        if element in dead:
             continue
         if total < 0:
             total = _text_len(container)
@@ -497,9 +504,9 @@ def _linked_heading(heading: etree._Element) -> etree._Element | None:
     return None
 
 
-def _teasers(container: etree._Element) -> list[etree._Element]:
-    """The teaser blocks of ``container``: lists of sibling blocks each holding one linked heading."""
-    headings = list(container.iter(*_TEASER_HEADINGS))
+def _teasers(container: etree._Element, headings: list[etree._Element]) -> list[etree._Element]:
+    """The teaser blocks of ``container``: lists of sibling blocks each holding one linked heading
+    (``headings``: its h2-h6, ``_scan``)."""
     if len(headings) < _TEASERS_MIN:
         return []
     chains = []
@@ -566,10 +573,12 @@ def _lost(kept: int, body: etree._Element, threads: int = 0) -> bool:
 
 def _fallback(body: etree._Element) -> etree._Element:
     """The page's visible text minus its boilerplate, when no main content could be told apart."""
-    for element in _named_boilerplate(body, lenient=True)[0]:
+    named, _, headings = _scan(body)
+    teasers = _teasers(body, headings)
+    for element in _named_boilerplate(body, named, lenient=True)[0]:
         drop_element(element)
     _drop_link_lists(body)
-    for element in _teasers(body):
+    for element in teasers:
         drop_element(element)
     return body
 
@@ -584,17 +593,44 @@ _BODY_NAMES = re.compile(
 )
 
 
-def _narrow(container: etree._Element) -> etree._Element:
-    """The article body inside ``container`` (an <article>, itemprop=articleBody or a class such as
-    ``entry-content``) when it holds nearly all of the container's paragraph text."""
-    best, best_p = None, 0.0
-    for element in container.iter("div", "article", "section", "main"):
+def _is_body(element: etree._Element) -> bool:
+    """An <article>, an itemprop=articleBody or a block with an article-body class."""
+    if element.tag == "article" or (element.get("itemprop") or "").lower() == "articlebody":
+        return True
+    names = element.get("class")
+    return bool(names) and _BODY_NAMES.search(names.lower()) is not None
+
+
+_SCAN_TAGS = tuple(dict.fromkeys(_BLOCK_TAGS + _TEASER_HEADINGS))
+_SCAN_HEADINGS = frozenset(_TEASER_HEADINGS)
+_BODY_TAGS = frozenset({"div", "article", "section", "main"})
+
+
+def _scan(container: etree._Element) -> tuple[list[etree._Element], list[etree._Element], list[etree._Element]]:
+    """One walk over ``container`` (lxml's C tag filter): its blocks named boilerplate, its
+    article-body candidates and its h2-h6 headings, each in document order."""
+    named: list[etree._Element] = []
+    bodies: list[etree._Element] = []
+    headings: list[etree._Element] = []
+    for element in container.iter(*_SCAN_TAGS):
+        tag = element.tag
+        if tag in _SCAN_HEADINGS:
+            headings.append(element)
+            continue
         if element is container:
             continue
-        if element.tag != "article" and (element.get("itemprop") or "").lower() != "articlebody":
-            names = (element.get("class") or "").lower()
-            if not names or _BODY_NAMES.search(names) is None:
-                continue
+        if names_boilerplate(element):
+            named.append(element)
+        if tag in _BODY_TAGS and _is_body(element):
+            bodies.append(element)
+    return named, bodies, headings
+
+
+def _narrow(container: etree._Element, bodies: list[etree._Element]) -> etree._Element:
+    """The article body inside ``container`` (``bodies``: its <article>, itemprop=articleBody and
+    article-body-class blocks) when it holds most of the container's paragraph text."""
+    best, best_p = None, 0.0
+    for element in bodies:
         p = _P_LEN(element)
         if p > best_p:
             best, best_p = element, p
@@ -638,8 +674,15 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     instead (``_fallback``): an extraction failure never becomes a fragment matched as a page.
     """
     container, marked = _pick_container(root)
-    container = _narrow(container) if marked else _paragraph_walk(_narrow(container))
-    named, total, removed, threads = _named_boilerplate(container)
+    candidates, bodies, headings = _scan(container)
+    inner = _narrow(container, bodies)
+    if not marked:
+        inner = _paragraph_walk(inner)
+    if inner is not container:
+        candidates = [element for element in candidates if _is_inside(element, inner)]
+        headings = [heading for heading in headings if _is_inside(heading, inner)]
+        container = inner
+    named, total, removed, threads = _named_boilerplate(container, candidates)
     # Only a short main text is checked against the page (most pages stop at _has_text).
     if (total - removed < _LOST_MAX_CHARS) if total >= 0 else not _has_text(container, _LOST_MAX_CHARS):
         body = root.find("body")
@@ -647,6 +690,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
             body = root
         if _lost(total - removed if total >= 0 else _text_len(container), body, threads):
             return _fallback(body)
+    teasers = _teasers(container, headings)  # (found before the removals below: one walk)
     for element in named:
         drop_element(element)
     # Menus, sidebars, "most popular" and "related" boxes, unless the links are most of the text
@@ -654,7 +698,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     _drop_link_lists(container)
     if not marked:
         _drop_edges(container)
-    for element in _teasers(container):
+    for element in teasers:
         drop_element(element)
     return container
 
