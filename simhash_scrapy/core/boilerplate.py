@@ -684,9 +684,8 @@ def keep_main_content(root: etree._Element) -> etree._Element:
         headings = [heading for heading in headings if _is_inside(heading, inner)]
         container = inner
     named, total, removed, threads = _named_boilerplate(container, candidates)
-    # Only a short main text is checked against the page.  With nothing named in it, the container
-    # is checked only when it is short (_SHORT_CHARS: a byline, a share bar; _has_text stops early).
-    if (total - removed < _LOST_MAX_CHARS) if total >= 0 else not _has_text(container, _SHORT_CHARS):
+    # Only a short main text is checked against the page (most pages stop at _has_text).
+    if (total - removed < _LOST_MAX_CHARS) if total >= 0 else not _has_text(container, _LOST_MAX_CHARS):
         body = root.find("body")
         if body is None:
             body = root
