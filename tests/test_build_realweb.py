@@ -298,3 +298,22 @@ def test_extractors_script_scores_the_plugin_as_score_py_does(built) -> None:
     finally:
         del extractors.BUILTIN["nothing"]
     assert empty["quality"]["empty"] == quality["pages"] and empty["result"].overall.tp == 0
+
+
+def test_cleaneval_format_files() -> None:
+    text, url = brw.cleaneval_gold("URL: http://www.example.org/a.html\n<h>A title\n\n<p>First paragraph here.\n<l>an item\n")
+    assert url == "http://www.example.org/a.html"
+    assert common.words(text) == ["a", "title", "first", "paragraph", "here", "an", "item"]
+    assert brw.cleaneval_gold("<p>No address line")[1] is None
+    html, url = brw.cleaneval_input(b'<text id="http://x.example/p" title="t" encoding="utf8">\n<html><body>B</body></html></text>\n')
+    assert url == "http://x.example/p" and html.strip() == b"<html><body>B</body></html>"
+    assert brw.cleaneval_input(b"<html></html>") == (b"<html></html>", None)
+
+
+def test_guess_host_ignores_third_party_links() -> None:
+    links = "".join(f"<a href='https://www.shop.example.co.uk/p/{i}'>p</a>" for i in range(3))
+    links += "".join(f"<a href='https://twitter.com/share?{i}'>t</a>" for i in range(9))
+    tree = lxml.html.document_fromstring(f"<html><body>{links}<a href='/rel'>r</a></body></html>")
+    assert brw.guess_host(tree) == "example.co.uk"
+    few = lxml.html.document_fromstring("<html><body><a href='http://a.example.com/'>a</a></body></html>")
+    assert brw.guess_host(few) is None  # fewer than three links say nothing

@@ -9,26 +9,40 @@ one: ``git clone https://github.com/<owner>/<name> DIR/<owner>+<name>`` (the pin
 it).  CI has no snapshots: the set is a benchmark, not a test (the variant logic is unit-tested on
 synthetic pages, ``tests/test_build_realweb.py``).  No page of these collections is in this repository.
 
-=====================  =====================================  ==========================================
-source                 pages                                  main content (truth)
-=====================  =====================================  ==========================================
-mozilla/readability    ``test/test-pages/*/source.html``      the element of the page whose words best
-                       (pages of real sites, >= 20 kB)        match ``expected.html``, the human-checked
-                                                              article (word-multiset F1 >= 0.8)
-postlight/parser       ``fixtures/<domain>[--<name>].html``   the element the site's hand-written
-                                                              extractor selects (``src/extractors/custom/
-                                                              <domain>/index.js``: ``content.selectors``,
-                                                              less ``content.clean``)
-=====================  =====================================  ==========================================
+=============================  ==========================================  ================================
+collection (pinned)            pages                                       main content (truth)
+=============================  ==========================================  ================================
+mozilla/readability            ``test/test-pages/*/source.html`` of real   the element whose words best
+                               sites (>= 20 kB)                            match ``expected.html`` (the
+                                                                           checked article)
+postlight/parser               ``fixtures/<domain>[--<name>].html``        the element the site's hand-
+                                                                           written extractor selects
+                                                                           (``content.selectors`` less
+                                                                           ``content.clean``)
+codelucas/newspaper            ``tests/data/html`` (+ ``text``)            best match of the expected text
+geodrome/page-signal           L3S-GN1: ``original/`` (+ ``annotated/``)   best match of the assessors'
+                               (a seeded sample)                           headline + full-text spans
+ppke-nlpg/CleanPortalEval      ``input/`` (+ ``GoldStandard/``)            best match of the gold text
+j-szulc/html-cleaning-         only its ``cleaneval-dev``,                 best match of the gold text
+dataset-merged                 ``cleaneval-final`` and ``dragnet_data``    (dragnet: before its comments
+                               folders (seeded samples)                    mark)
+=============================  ==========================================  ================================
+
+"Best match": the element with the highest word-multiset F1 against the collection's text, at
+least ``MIN_LOCATE_F1``; a page with no such element is left out (``truth.json``'s
+``info.left_out`` says why, for every page left out).
 
 Reserved, never used here (an independent check): adbar/trafilatura's test pages,
 scrapinghub/article-extraction-benchmark, any collection containing them (chatnoir-eu's
-web-content-extraction-benchmark), Debian python-django-doc and postgresql-doc-*.  (seomoz/dragnet_data
-was looked at: its stored snapshot lacks the HTML archive, over the snapshot's 4 MiB file limit.)
+web-content-extraction-benchmark), Debian python-django-doc and postgresql-doc-*.  The merged
+collection above holds none of them (CleanEval, CleanPortalEval, readability, dragnet, L3S-GN1),
+and only its CleanEval and dragnet folders are read (seomoz/dragnet_data's own snapshot lacks its
+HTML archive, over the snapshot's 4 MiB file limit).
 
-A page's site is its registered domain (from ``<link rel=canonical>`` / ``og:url``, else the fixture's
-name); its host in the set is ``<domain>.test`` and its path the real one.  Each site has a genre
-(``GENRES``: news, blog, shop, government, reference, forum; news when not listed).
+A page's site is its registered domain (from the collection's URL, else ``<link rel=canonical>`` /
+``og:url``, else the host most of its links go to, else the file's name); its host in the set is
+``<domain>.test`` and its path the real one.  Each site has a genre (``genre_of``: news, blog, shop,
+government, education, reference, forum, other).
 
 Pages, made the way a crawler meets the web (``build_wide``'s ``Builder`` makes the variants):
 
@@ -51,7 +65,7 @@ Truth: as the other sets (``common``): pages of one group are duplicates, pairs 
 ``EMPTY_WORDS`` words and Jaccard >= 0.9 are duplicates ([0.5, 0.9): gray, not scored), short pages are
 duplicates only when word-for-word identical, pages with no word of main content are "empty".
 ``texts.jsonl`` holds every page's truth main text (``{"id": .., "text": ..}``) for scoring an
-extraction on its own (``extractors.py --truth``).
+extraction on its own (``extractors.py`` reads it).
 
 Halves: every page is in the ``tune`` or ``test`` half by its site (a hash of the registered domain): all
 pages of a site, their variants, and the pages placed in its template are in one half; a template

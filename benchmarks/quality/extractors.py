@@ -157,6 +157,7 @@ def truth_texts(root: Path) -> dict[int, str]:
 def extraction_quality(evalset: common.EvalSet, texts: dict[int, bytes], truth: dict[int, str]) -> dict:
     """Mean word-multiset precision / recall / F1 against the truth main text, over original pages."""
     ps, rs, fs = [], [], []
+    per_page: list[tuple[float, float, float, int, str]] = []  # (F1, P, R, page id, url)
     by_collection: dict[str, list[float]] = collections.defaultdict(list)
     empty = tiny = 0
     for page in evalset.pages:
@@ -177,10 +178,12 @@ def extraction_quality(evalset: common.EvalSet, texts: dict[int, bytes], truth: 
         rs.append(r)
         fs.append(2 * p * r / (p + r) if p + r else 0.0)
         by_collection[page.source.split(":")[0]].append(fs[-1])
+        per_page.append((fs[-1], p, r, page.id, page.url))
     n = len(fs)
     mean = (lambda xs: sum(xs) / n) if n else (lambda xs: 0.0)
     return dict(pages=n, precision=mean(ps), recall=mean(rs), f1=mean(fs), empty=empty, under_30_tokens=tiny,
-                by_collection={c: (len(v), sum(v) / len(v)) for c, v in sorted(by_collection.items())})  # fmt: skip
+                by_collection={c: (len(v), sum(v) / len(v)) for c, v in sorted(by_collection.items())},
+                worst=sorted(per_page)[:50])  # fmt: skip
 
 
 def run_extractor(evalset: common.EvalSet, name: str, truth: dict[int, str]) -> dict | None:
@@ -233,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=("tune", "test"))
     parser.add_argument("--only", help=f"comma-separated extractors (default: all of {', '.join(ALL)})")
     parser.add_argument("--json", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--worst", type=int, default=0, metavar="N",
+                        help="list each extractor's N original pages of lowest text F1 against the truth")
     args = parser.parse_args(argv)
     evalset = common.load_set(args.data, args.half)
     common.CJK_CHARACTERS = bool(evalset.info.get("cjk_characters"))  # the set's own word rule
@@ -253,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         return 1
     print(tables(rows))
+    for row in rows if args.worst else ():
+        print(f"\n{row['name']}: the {args.worst} pages of lowest text F1 (F1 P R, page id, URL)")
+        for f1, p, r, pid, url in row["quality"].get("worst", [])[: args.worst]:
+            print(f"  {f1:.2f} {p:.2f} {r:.2f}  {pid}  {url}")
     if args.json:
         args.json.write_text(json.dumps([
             dict(name=r["name"], pages_per_s=r["pages_per_s"], cpu_seconds=r["seconds"], errors=r["errors"],

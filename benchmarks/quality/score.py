@@ -318,6 +318,8 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
     }
     for name, rows in evalset.hard_pairs.items():
         hard[name] = (len(flagged & set(rows)), len(rows))
+    for name in common.HARD_NEGATIVES:
+        hard.setdefault(name, (0, 0))  # a kind the set does not have
     empty_fp = sum(1 for pid in evalset.empty if fps.get(pid) is not None)
     skipped = sum(1 for fp in fps.values() if fp is None)
     return Result(
@@ -570,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_table(results))
     if args.genres:
         print()
-        print(family_table(results, "genres", "genre"))
+        print(family_table(results, "genres", "genre", skip_empty=True))
     if args.families:
         print()
         realweb = bool(evalset.genres())
