@@ -233,3 +233,129 @@ def test_sidebar_column_is_still_dropped(column) -> None:
     main = extract_text(page, main_content=True)
     assert "round-trip mode." in main
     assert "grew into the articles" not in main and "Packaging in depth" not in main
+
+
+# --- extraction failures fall back; teaser lists; redirect stubs -----------------------------------
+
+LONG_ARTICLE = " ".join(
+    f"<p>Paragraph {i}: the council approved the new budget for the harbour district after a long debate, "
+    f"and the mayor said work on the {word} quay would start in spring, paid for by the regional fund.</p>"
+    for i, word in enumerate(["north", "south", "east", "west", "old", "new", "fishing", "ferry"])
+)
+OTHER_ARTICLE = " ".join(
+    f"<p>Section {i}: the museum reopened its {word} wing with a collection of maps, letters and ship models "
+    f"lent by families of the town, and entry stays free for children until the end of the year.</p>"
+    for i, word in enumerate(["maritime", "textile", "railway", "school", "market", "garden", "glass", "clock"])
+)
+
+
+def false_lead(article: str) -> str:
+    """A page whose <main> holds only a byline; the article sits in a plain div beside it."""
+    return f"""<html><body>{PLAIN_NAV}<main><p class="byline">By the newsroom staff, updated daily</p></main>
+    <div class="c-7">{article}</div>{FOOTER_LINKS}</body></html>"""
+
+
+def test_a_main_text_tiny_against_the_page_falls_back_to_the_visible_text() -> None:
+    main = extract_text(false_lead(LONG_ARTICLE), main_content=True)
+    assert "harbour district" in main and "ferry quay" in main
+    assert "Privacy policy" not in main  # the fallback still drops boilerplate (a link list)
+
+
+def test_a_short_main_text_cut_from_a_long_page_is_not_an_exact_short_page() -> None:
+    from simhash_scrapy.core.analysis import analyse_html
+
+    first, second = analyse_html(false_lead(LONG_ARTICLE)), analyse_html(false_lead(OTHER_ARTICLE))
+    assert not first.exact and not second.exact  # the same byline is not their text
+    assert hamming_distance(first.fingerprint, second.fingerprint) > 10
+
+
+def test_a_block_of_prose_named_widget_by_a_page_builder_is_kept() -> None:
+    page = f"""<html><body><main><div class="elementor-widget-wrap"><h1>Harbour budget</h1>
+    <div class="elementor-widget elementor-widget-text-editor"><div class="elementor-widget-container">
+    {LONG_ARTICLE}</div></div></div>
+    <div class="widget widget_recent_entries"><h3>Recent</h3><ul><li><a href="/a">A post</a></li>
+    <li><a href="/b">Another post</a></li></ul></div></main></body></html>"""
+    main = extract_text(page, main_content=True)
+    assert "ferry quay" in main and "Another post" not in main
+
+
+def teaser(i: int) -> str:
+    return (
+        f'<div class="card"><h3><a href="/story-{i}">Story number {i} about the town</a></h3>'
+        f"<p>A short summary of story {i}, two lines long, with the usual first sentence.</p></div>"
+    )
+
+
+def test_teaser_lists_beside_the_article_are_dropped() -> None:
+    teasers = "".join(teaser(i) for i in range(6))
+    page = f"""<html><body><article><h1>Harbour budget</h1>{LONG_ARTICLE}
+    <div class="c-more"><h2>More from the town</h2>{teasers}</div></article></body></html>"""
+    main = extract_text(page, main_content=True)
+    assert "ferry quay" in main
+    assert "Story number" not in main and "short summary" not in main
+
+
+def test_a_page_that_is_a_list_of_teasers_keeps_them() -> None:
+    teasers = "".join(teaser(i) for i in range(6))
+    page = f"<html><body><main><h1>Latest stories</h1>{teasers}</main></body></html>"
+    main = extract_text(page, main_content=True)
+    assert all(f"Story number {i}" in main for i in range(6))
+
+
+def test_headings_with_in_page_anchors_are_not_teasers() -> None:
+    sections = "".join(
+        f'<div class="section"><h2>Option {i}<a class="headerlink" href="#option-{i}">link to option {i}</a></h2>'
+        f"<p>Option {i} sets how many workers run.</p></div>"
+        for i in range(6)
+    )
+    page = f"<html><body><main><h1>Options</h1>{LONG_ARTICLE}{sections}</main></body></html>"
+    main = extract_text(page, main_content=True)
+    assert all(f"Option {i} sets" in main for i in range(6))
+
+
+STUB = """<!DOCTYPE html><html lang="en"><head>
+<meta http-equiv="refresh" content="0;URL=../../std/primitive.slice.html"><title>Redirection</title></head>
+<body><p>Redirecting to <a href="../../std/primitive.slice.html">../../std/primitive.slice.html</a>...</p>
+{noise}<script>location.replace("../../std/primitive.slice.html" + location.search + location.hash);</script>
+</body></html>"""
+
+
+def test_redirect_stubs_of_one_target_are_one_page_whatever_their_noise() -> None:
+    from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html, analyse_tree
+    from simhash_scrapy.core.text import parse_html
+
+    plain = analyse_html(STUB.format(noise=""))
+    noisy = analyse_html(
+        STUB.format(noise="<div>Session 8f7a61c0 started 12:03:44, request id 77810293, ad: try our app</div>").encode()
+    )
+    assert plain.exact and noisy.exact and plain.fingerprint == noisy.fingerprint
+    other = analyse_html(STUB.format(noise="").replace("primitive.slice", "primitive.str"))
+    assert other.fingerprint != plain.fingerprint
+    # the same answer from a tree parsed elsewhere (the crawl), with or without the raw bytes
+    options = AnalysisOptions(keep_text=True)
+    raw = STUB.format(noise="").encode()
+    for answer in (analyse_tree(parse_html(raw), raw, options), analyse_tree(parse_html(raw), None, options)):
+        assert answer.fingerprint == plain.fingerprint and answer.text == "redirect ../../std/primitive.slice.html"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        '<noscript><meta http-equiv="refresh" content="0; url=/no-javascript"></noscript>',  # not a redirect
+        '<meta http-equiv="refresh" content="300">',  # a news page reloading itself
+        '<meta http-equiv="refresh" content="60; url=/login">',  # too late to be a redirect
+        '<meta name="description" content="refresh your kitchen, url=/x">',
+    ],
+)
+def test_refreshes_that_are_not_redirects(head: str) -> None:
+    from simhash_scrapy.core.boilerplate import redirect_target
+
+    assert redirect_target(f"<html><head>{head}</head><body><p>Text</p></body></html>".encode()) is None
+
+
+def test_a_long_page_with_a_refresh_is_content() -> None:
+    from simhash_scrapy.core.analysis import analyse_html
+
+    page = f'<html><head><meta http-equiv="refresh" content="0; url=/elsewhere"></head><body>{LONG_ARTICLE}</body></html>'
+    answer = analyse_html(page)
+    assert not answer.exact and answer.fingerprint == fingerprint_html(page)

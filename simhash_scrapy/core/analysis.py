@@ -9,6 +9,11 @@ on every path.
 * No token at all: skipped as ``"empty"`` (binary bodies, script-only pages).
 * Fewer than ``min_tokens`` tokens: a *short* page, compared exactly by
   ``exact_digest`` (see ``exact``): the simhash of a few words is unstable.
+* A redirect stub (``boilerplate.redirect_target``: a ``<meta http-equiv="refresh">`` to
+  another URL within a few seconds, on a page of fewer than ``REDIRECT_MAX_TOKENS`` tokens) is
+  not content: it is compared exactly by its target (the digest of ``"redirect <target>"``),
+  so the stubs of one target are duplicates of each other (tracking noise or not) and of no
+  content page.
 * Otherwise: the 64-bit simhash of the page's features; from
   ``ONE_EDIT_MIN_TOKENS`` (30) up to ``one_edit_below`` tokens also the
   page's one-edit keys (see ``edits``).
@@ -19,12 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from lxml import etree
+
 from . import defaults
 from .edits import edit_keys
+from .boilerplate import REDIRECT_MAX_TOKENS, redirect_target
 from .exact import exact_digest
 from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes
 from .fingerprint import simhash_from_features
-from .text import deeper_than, extract_text, extract_text_bytes, text_of_parsed
+from .text import deeper_than, extract_text, extract_text_bytes, text_of_parsed, to_utf8
 
 __all__ = [
     "Analysis", "AnalysisOptions", "analyse_html", "analyse_tree", "analyse_text", "fingerprint_html",
@@ -93,8 +101,16 @@ class Analysis(NamedTuple):
         return "exact" if self.exact else "simhash"
 
 
-def _answer(data: str | bytes, text: str | None, options: AnalysisOptions) -> Analysis:
+def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html: Any = None) -> Analysis:
+    """The answer for the page text ``data``; ``html``: the page's bytes (or a callable giving them)
+    when it is an HTML page, for the redirect rule."""
     hashes, weights, tokens = feature_hashes(data, options.features, with_token_count=True)
+    if html is not None and tokens < REDIRECT_MAX_TOKENS:
+        target = redirect_target(html() if callable(html) else html)
+        if target is not None:
+            stub = f"redirect {target}"
+            stub_digest = exact_digest(stub, options.features.cjk_ngram)
+            return Analysis(stub_digest, True, None, stub if text is not None else None, (), stub_digest)
     if tokens == 0:
         return Analysis(None, False, "empty", None)
     digest = exact_digest(data, options.features.cjk_ngram)
@@ -109,10 +125,11 @@ def analyse_html(
     body: str | bytes, encoding: str | None = None, options: AnalysisOptions = DEFAULT_OPTIONS
 ) -> Analysis:
     """The answer for an HTML page (``str`` or ``bytes``; ``encoding`` as declared by HTTP)."""
+    html = (lambda: to_utf8(body, encoding)) if isinstance(body, str) else body
     if options.keep_text:
         text = extract_text(body, encoding=encoding, main_content=options.main_content)
-        return _answer(text, text, options)
-    return _answer(extract_text_bytes(body, encoding=encoding, main_content=options.main_content), None, options)
+        return _answer(text, text, options, html)
+    return _answer(extract_text_bytes(body, encoding=encoding, main_content=options.main_content), None, options, html)
 
 
 def analyse_tree(root: Any, raw: bytes | None, options: AnalysisOptions = DEFAULT_OPTIONS) -> Analysis:
@@ -121,10 +138,18 @@ def analyse_tree(root: Any, raw: bytes | None, options: AnalysisOptions = DEFAUL
     The same answer as ``analyse_html`` on the page's body; the tree is left
     as it was (removals are undone), so the spider reuses the parse.
     """
+    html = raw if raw is not None else (lambda: _serialised(root))
     if options.keep_text:
         text: str = text_of_parsed(root, raw, options.main_content)  # type: ignore[assignment]
-        return _answer(text, text, options)
-    return _answer(text_of_parsed(root, raw, options.main_content, as_bytes=True), None, options)
+        return _answer(text, text, options, html)
+    return _answer(text_of_parsed(root, raw, options.main_content, as_bytes=True), None, options, html)
+
+
+def _serialised(root: Any) -> bytes:
+    """The page's markup as UTF-8 bytes, for a tree whose raw bytes are not ASCII-based (UTF-16)."""
+    if root is None or not isinstance(getattr(root, "tag", None), str):
+        return b""
+    return etree.tostring(root.getroottree(), encoding="utf-8")
 
 
 def analyse_text(text: str, options: AnalysisOptions = DEFAULT_OPTIONS) -> Analysis:
