@@ -100,16 +100,18 @@ SETTINGS = (
 
 def unknown_settings(names: Any) -> list[tuple[str, str | None]]:
     """The ``SIMHASH_*`` names among ``names`` that simhash-scrapy does not read, each with the closest
-    known one (``difflib``; ``None`` when none is close), sorted: ``SIMHASH_ACTON`` -> ``SIMHASH_ACTION``.
+    known one (``difflib``; ``None`` when none is close), sorted by name.
 
     A typo is otherwise silently ignored (Scrapy keeps any setting name).  A warning, not an
     error: Scrapy itself accepts unknown names, and another plugin may use the prefix too.
     """
+    prefix = "SIMHASH_"
     unknown = []
-    for name in sorted({n for n in names if isinstance(n, str) and n.startswith("SIMHASH_")}):
+    for name in sorted({n for n in names if isinstance(n, str) and n.startswith(prefix)}):
         if name not in SETTINGS:
-            close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.75)
-            unknown.append((name, close[0] if close else None))
+            # Compared without the prefix every name shares (it would make any two names look close).
+            close = difflib.get_close_matches(name[len(prefix):], [s[len(prefix):] for s in SETTINGS], n=1, cutoff=0.6)
+            unknown.append((name, prefix + close[0] if close else None))
     return unknown
 
 

@@ -46,13 +46,13 @@ _ADD_ADDON = 'ADDONS = {"simhash_scrapy.Addon": 0}'
 #: Scrapy's downloader middlewares that change or replace a response, and what the
 #: fingerprinting middleware gets wrong when it sees the response before them.
 _BEFORE = (
-    ("scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware",
+    ("scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware", "COMPRESSION_ENABLED",
      "bodies still compressed (gzip, br, ...), which cannot be fingerprinted"),
-    ("scrapy.downloadermiddlewares.redirect.RedirectMiddleware",
+    ("scrapy.downloadermiddlewares.redirect.RedirectMiddleware", "REDIRECT_ENABLED",
      "3xx responses before they are followed (counted as simhash/skipped/status)"),
-    ("scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware",
+    ("scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware", "METAREFRESH_ENABLED",
      "meta-refresh pages before they are followed (a dropped one is never followed)"),
-    ("scrapy.downloadermiddlewares.retry.RetryMiddleware",
+    ("scrapy.downloadermiddlewares.retry.RetryMiddleware", "RETRY_ENABLED",
      "responses that are then retried"),
 )
 
@@ -103,9 +103,9 @@ def _component_warnings(settings: Any, config: SimhashConfig | None) -> list[str
             )
         return found
     late = []
-    for path, what in _BEFORE:
+    for path, enabled, what in _BEFORE:
         theirs = downloader.get(path)
-        if theirs is not None and priority >= theirs:
+        if theirs is not None and priority >= theirs and settings.getbool(enabled, True):
             late.append((theirs, f"{path.rpartition('.')[2]} ({theirs}: it would see {what})"))
     if late:
         found.append(
