@@ -305,3 +305,23 @@ async def test_pages_of_a_running_worker_are_not_called_earlier(
     caplog.clear()
     await run_crawl(RecordingSpider, settings, start_urls=[site.url("/a")])
     assert _redis_start_line(caplog).endswith("4 pages recorded by earlier crawls, no other worker running")
+
+
+# ------------------------------------------------------------------ CLOSESPIDER_PAGECOUNT
+@pytest_twisted.ensureDeferred
+async def test_closespider_pagecount_does_not_count_dropped_responses(serve: Any) -> None:
+    # README ("What happens to a response", 5): Scrapy counts response_received, never sent for a dropped one.
+    copy = article_html("Copy", article_words(11))
+    pages = {"/a": copy, **{f"/copy{i}": copy for i in range(4)}, "/b": article_html("B", article_words(12)),
+             "/c": article_html("C", article_words(13))}  # fmt: skip
+    site = serve(pages)
+    urls = [site.url(p) for p in ("/a", "/copy0", "/copy1", "/copy2", "/copy3", "/b", "/c")]
+    crawler = await run_crawl(
+        RecordingSpider, {"ADDONS": {"simhash_scrapy.Addon": 0}, "CLOSESPIDER_PAGECOUNT": 2}, start_urls=urls
+    )
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "closespider_pagecount"
+    assert stats["simhash/dropped"] == 4
+    assert stats["response_received_count"] == 2
+    assert stats["downloader/response_count"] >= 6  # /a, the four copies, /b: downloaded, 2 counted
+    assert crawler.spider.seen_urls[:2] == [site.url("/a"), site.url("/b")]
