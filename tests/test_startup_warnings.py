@@ -238,6 +238,31 @@ def test_a_report_folder_that_cannot_be_made_is_an_error_at_the_start(serve: Any
     )
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_custom_backend_that_fails_to_build_is_named(
+    serve: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A backend class (SIMHASH_BACKEND = "module.Class") whose from_crawler raises: one line, no traceback.
+    (tmp_path / "failing_backend.py").write_text(
+        "from simhash_scrapy.backends.memory import MemoryBackend\n"
+        "class Failing(MemoryBackend):\n"
+        "    @classmethod\n"
+        "    def from_crawler(cls, crawler, config):\n"
+        "        raise KeyError('MYBACKEND_URL is not set')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    site = two_copies(serve)
+    caplog.set_level(logging.INFO)
+    crawler = await run_crawl(RecordingSpider, {"ADDONS": {"simhash_scrapy.Addon": 0},
+                                                "SIMHASH_BACKEND": "failing_backend.Failing"}, start_urls=[site.url("/a")])  # fmt: skip
+    assert crawler.stats.get_value("finish_reason") == "simhash_error"
+    assert crawler.stats.get_value("simhash/error") == (
+        "SIMHASH_BACKEND='failing_backend.Failing': failing_backend.Failing.from_crawler failed: "
+        "KeyError: 'MYBACKEND_URL is not set'"
+    )
+
+
 # ------------------------------------------------------------------ scrapy-redis
 def test_persist_without_scheduler_persist_is_named() -> None:
     # Not a crawl: scrapy-redis (0.9.1, the latest) cannot run on Scrapy 2.19 (its scheduler passes
