@@ -12,6 +12,7 @@ accepted in both forms.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import posixpath
@@ -46,6 +47,8 @@ from .core.index import MAX_TABLES, BlockPermutedIndex
 from .core.redact import redact, secrets_in
 
 __all__ = [
+    "SETTINGS",
+    "unknown_settings",
     "SimhashConfig",
     "RedisConfig",
     "UNCHANGED_ACTIONS",
@@ -72,8 +75,44 @@ URL_RULES_MODES = ("off", "learn", "skip")
 DEFAULT_MAX_BYTES = defaults.MAX_BYTES
 DEFAULT_CONTENT_TYPES = defaults.CONTENT_TYPES
 DEFAULT_HTTP_STATUSES = defaults.HTTP_STATUSES
+#: The URL schemes redis-py accepts.
+_REDIS_SCHEMES = ("redis", "rediss", "unix")
 # Report file extension -> format, used when SIMHASH_REPORT_FORMAT is not set.
 _EXTENSION_FORMATS = {".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl", ".csv": "csv", ".html": "html", ".htm": "html"}
+
+
+#: Every ``SIMHASH_*`` setting simhash-scrapy reads (README, "Settings"): the one list the
+#: start-up check of unknown names (``unknown_settings``) and the tests compare against.
+SETTINGS = (
+    "SIMHASH_ENABLED", "SIMHASH_ACTION", "SIMHASH_MAX_DISTANCE", "SIMHASH_BLOCKS", "SIMHASH_TEXT_MODE",
+    "SIMHASH_WORD_NGRAM", "SIMHASH_CHAR_NGRAM", "SIMHASH_WEIGHTING", "SIMHASH_CJK_NGRAM", "SIMHASH_MIN_TOKENS",
+    "SIMHASH_ONE_EDIT_BELOW", "SIMHASH_MAX_BYTES", "SIMHASH_HTTP_STATUSES", "SIMHASH_CONTENT_TYPES",
+    "SIMHASH_SCOPE", "SIMHASH_UNCHANGED", "SIMHASH_EDITED", "SIMHASH_CONDITIONAL", "SIMHASH_REPORT_URI", "SIMHASH_REPORT_FORMAT", "SIMHASH_DEBUG",
+    "SIMHASH_LOG_LEVEL", "SIMHASH_ITEM_FIELD", "SIMHASH_ITEM_URL_FIELD", "SIMHASH_ITEM_FORMAT",
+    "SIMHASH_ITEM_ACTION", "SIMHASH_BACKEND", "SIMHASH_THREADS", "SIMHASH_DIR", "SIMHASH_RESET",
+    "SIMHASH_FLUSH_INTERVAL", "SIMHASH_REDIS_URL", "SIMHASH_REDIS_KEY", "SIMHASH_REDIS_PERSIST",
+    "SIMHASH_REDIS_FLUSH_ON_START", "SIMHASH_REDIS_TTL", "SIMHASH_REDIS_FAIL_OPEN", "SIMHASH_REDIS_CLUSTER",
+    "SIMHASH_REDIS_HEARTBEAT", "SIMHASH_REDIS_CAPACITY", "SIMHASH_REDIS_SHARDS", "SIMHASH_URL_RULES",
+    "SIMHASH_URL_RULES_MIN_SUPPORT", "SIMHASH_URL_RULES_MIN_PRECISION", "SIMHASH_URL_RULES_EXPLORE",
+    "SIMHASH_URL_RULES_CANONICAL", "SIMHASH_DISTINCT_SELECTORS",
+)
+
+
+def unknown_settings(names: Any) -> list[tuple[str, str | None]]:
+    """The ``SIMHASH_*`` names among ``names`` that simhash-scrapy does not read, each with the closest
+    known one (``difflib``; ``None`` when none is close), sorted by name.
+
+    A typo is otherwise silently ignored (Scrapy keeps any setting name).  A warning, not an
+    error: Scrapy itself accepts unknown names, and another plugin may use the prefix too.
+    """
+    prefix = "SIMHASH_"
+    unknown = []
+    for name in sorted({n for n in names if isinstance(n, str) and n.startswith(prefix)}):
+        if name not in SETTINGS:
+            # Compared without the prefix every name shares (it would make any two names look close).
+            close = difflib.get_close_matches(name[len(prefix):], [s[len(prefix):] for s in SETTINGS], n=1, cutoff=0.6)
+            unknown.append((name, prefix + close[0] if close else None))
+    return unknown
 
 
 def url_rules_mode(settings: Any) -> str:
@@ -125,6 +164,13 @@ class RedisConfig:
         url = get("SIMHASH_REDIS_URL") or get("REDIS_URL") or None
         if url is not None and not isinstance(url, str):
             raise ValueError(f"SIMHASH_REDIS_URL / REDIS_URL must be a redis:// URL, got {redact(repr(url))}")
+        if url is not None and urlparse(url.strip()).scheme.lower() not in _REDIS_SCHEMES:
+            # redis-py's own error names no setting ("Redis URL must specify one of the following schemes").
+            name = "SIMHASH_REDIS_URL" if get("SIMHASH_REDIS_URL") else "REDIS_URL"
+            raise ValueError(
+                f"{name} must be a redis://, rediss:// or unix:// URL (e.g. redis://localhost:6379/0), "
+                f"got {redact(repr(url))}"
+            )
         port_value = get("REDIS_PORT") or defaults.REDIS_PORT
         try:
             port = int(port_value)

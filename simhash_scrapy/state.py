@@ -39,6 +39,7 @@ from .core.report import (
 from .core.redact import redact
 from .core.report_path import expand_report_path, report_params
 from .core.text import parse_html
+from .startup import check_report_folder, warn_at_startup
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -113,6 +114,8 @@ class DedupState:
             self.error = redact(str(exc))
             self.config = SimhashConfig.from_settings({})
             self.backend = create_backend(crawler, self.config)
+        # First-run warnings (startup.py): unknown names, half-configured components, priorities.
+        warn_at_startup(crawler.settings, None if self.error is not None else self.config)
         self.stats = crawler.stats
         self.log_interval = crawler.settings.getfloat("LOGSTATS_INTERVAL", 60.0)
         #: Pages fingerprinted and near-duplicate pages found in this run.
@@ -293,10 +296,12 @@ class DedupState:
                     report_params(spider, datetime.now(tz=timezone.utc)),
                     name="SIMHASH_REPORT_URI",
                 )
+                check_report_folder(self.report_path, name="SIMHASH_REPORT_URI")
             await self.backend.open(spider.name)
         except Exception as exc:
             self.error = redact(
-                str(exc) if isinstance(exc, _SettingError) else f"{type(exc).__name__}: {exc}", self.config.redis.secrets
+                # A setting's error (ValueError) names the setting first; others say what they are.
+                str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}", self.config.redis.secrets
             )
             logger.error(
                 "simhash-scrapy cannot start, closing the spider: %(error)s",

@@ -66,5 +66,19 @@ def backend_class(config: SimhashConfig) -> type[DedupBackend]:
 
 
 def create_backend(crawler: Any, config: SimhashConfig) -> DedupBackend:
-    """Build the backend ``config`` selects, through its ``from_crawler``."""
-    return backend_class(config).from_crawler(crawler, config)
+    """Build the backend ``config`` selects, through its ``from_crawler``.
+
+    A ``ValueError`` (a setting's error, naming it) passes as it is; any other
+    error becomes one naming ``SIMHASH_BACKEND`` (else the user would get a
+    traceback from inside a custom backend).
+    """
+    cls = backend_class(config)
+    try:
+        return cls.from_crawler(crawler, config)
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValueError(
+            f"SIMHASH_BACKEND={config.backend!r}: {cls.__module__}.{cls.__qualname__}.from_crawler failed: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc

@@ -70,13 +70,20 @@ def store_path(config: SimhashConfig, spider_name: str, createdir: bool = True) 
     if config.store_dir is not None:
         folder = Path(config.store_dir)
         if createdir:
-            folder.mkdir(parents=True, exist_ok=True)
+            _make_folder(folder, "SIMHASH_DIR")
         return folder / f"{safe}.store"
     if config.jobdir is None:
         raise BackendError("the persistent backend needs JOBDIR or SIMHASH_DIR")
     if createdir:
-        Path(config.jobdir).mkdir(parents=True, exist_ok=True)
+        _make_folder(Path(config.jobdir), "JOBDIR")
     return Path(config.jobdir) / defaults.JOB_STORE_NAME
+
+
+def _make_folder(folder: Path, setting: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BackendError(f"{setting}={str(folder)!r}: cannot make the folder: {exc.strerror or exc}") from None
 
 
 class _Members:
@@ -195,7 +202,8 @@ class PersistentBackend(MemoryBackend):
         except StoreError as exc:
             raise BackendError(str(exc)) from exc
         except (OSError, sqlite3.Error) as exc:
-            raise BackendError(f"cannot open the simhash store {self.path}: {exc}") from exc
+            setting = "SIMHASH_DIR" if self.config.store_dir is not None else "JOBDIR"
+            raise BackendError(f"{setting}: cannot open the simhash store {self.path}: {exc}") from exc
         try:
             if len(contents):
                 self._restore(contents)

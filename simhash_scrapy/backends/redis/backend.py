@@ -163,6 +163,7 @@ class RedisBackend(Outages, DedupBackend):
                 await export.delete_all(self.client, self.keys)
                 flushed = True
             self.initial = await export.identities(self.client, self.keys)
+            earlier = await self._records_at_start(others)
         except ResponseError as exc:
             await self._disconnect()
             message = str(exc)
@@ -182,11 +183,32 @@ class RedisBackend(Outages, DedupBackend):
                 "simhash: SIMHASH_REDIS_FLUSH_ON_START is set but %d other worker(s) are using %r: not flushed",
                 others, self.prefix,
             )
-        logger.info(
-            "simhash: Redis backend at %s, key %r: %d pages recorded before, %d other worker(s) running",
-            self.settings.describe(), self.prefix, self.initial, others,
-        )
+        if not others:
+            recorded = f"{self.initial} pages recorded by earlier crawls, no other worker running"
+        elif earlier is not None:
+            recorded = (
+                f"{self.initial} pages recorded: {earlier} by earlier crawls, {self.initial - earlier} by the "
+                f"{others} other worker(s) running now"
+            )
+        else:
+            recorded = (
+                f"{self.initial} pages recorded by earlier crawls or by the {others} other worker(s) running now"
+            )
+        logger.info("simhash: Redis backend at %s, key %r: %s", self.settings.describe(), self.prefix, recorded)
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    async def _records_at_start(self, others: int) -> int | None:
+        """Pages recorded before the workers running now started (``self.initial`` counts theirs too).
+
+        The first worker of a crawl (no other one running) writes its count into the key's meta;
+        open.lua deletes that field when such a worker registers, so a worker joining a running
+        crawl reads its own crawl's count, or nothing (then the log line says it cannot tell).
+        """
+        if not others:
+            await self.client.hset(self.keys.meta, "records_at_start", self.initial)
+            return self.initial
+        value = await self.client.hget(self.keys.meta, "records_at_start")
+        return None if value is None else min(int(value), self.initial)
 
     async def _register(self, flush: bool = False) -> tuple[int, bool]:
         """Register this worker (open.lua: makes the global meta when it is missing); ``(other workers,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...core.redact import redact
 from ..base import BackendError
 
 __all__ = ["get_client", "get_sync_client", "read_retry", "probe_retry", "on_asyncio", "client_params"]
@@ -66,9 +67,16 @@ def get_sync_client(settings: Any) -> Any:
 
 def _build(plain: Any, cluster: Any, settings: Any, params: dict[str, Any]) -> Any:
     cls = cluster if settings.cluster else plain
-    if settings.url:
-        return cls.from_url(settings.url, **params)
-    return cls(host=settings.host, port=settings.port, **params)
+    try:
+        if settings.url:
+            return cls.from_url(settings.url, **params)
+        return cls(host=settings.host, port=settings.port, **params)
+    except (TypeError, ValueError) as exc:
+        # redis-py's own message names no setting ("Port could not be cast to integer value as 'x'").
+        names = "SIMHASH_REDIS_URL / REDIS_URL or REDIS_PARAMS" if settings.url else "REDIS_HOST / REDIS_PORT or REDIS_PARAMS"
+        raise ValueError(
+            f"{names}: redis-py cannot make a client for {settings.describe()}: {redact(str(exc), settings.secrets)}"
+        ) from None
 
 
 def read_retry() -> Any:

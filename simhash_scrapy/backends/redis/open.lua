@@ -14,6 +14,10 @@ end
 if not layout then
   redis.call('HSET', KEYS[1], 'layout', ARGV[4], 'created', now, 'seq', 0, 'bucket_bits', ARGV[6])
 end
+if others == 0 then
+  -- the first worker of a new crawl: it records 'records_at_start' (backend.py) once it has counted
+  redis.call('HDEL', KEYS[1], 'records_at_start')
+end
 redis.call('ZADD', KEYS[2], now, ARGV[1])
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
