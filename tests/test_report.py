@@ -447,5 +447,6 @@ def test_dedup_of_hostile_items_writes_safe_csv_and_jsonl(tmp_path: Path) -> Non
     assert all(neutralised(cell) for row in rows for cell in row.values())
     assert [row["rule"] for row in rows] == [""] + ["simhash"] * (len(urls) - 1)
     lines = (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()
-    (cluster,) = [json.loads(line) for line in lines]
+    cluster, summary = [json.loads(line) for line in lines]  # one record a line: the cluster, then the summary
+    assert summary["type"] == "summary"
     assert [m["url"] for m in cluster["members"]] == urls
