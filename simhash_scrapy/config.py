@@ -43,6 +43,7 @@ from .core.distinct import DistinctSelectors
 from .core.edits import MAX_KEYS as MAX_EDIT_KEYS
 from .core.features import WEIGHTINGS, FeatureConfig
 from .core.index import MAX_TABLES, BlockPermutedIndex
+from .core.representative import REPRESENTATIVES
 
 __all__ = [
     "SimhashConfig",
@@ -212,6 +213,10 @@ class SimhashConfig:
     content_types: frozenset[str] = frozenset(defaults.CONTENT_TYPES)
     scope: str = defaults.SCOPE
     unchanged: str = defaults.UNCHANGED
+    #: ``SIMHASH_REPRESENTATIVE``: ``"best"`` or ``"first"`` (``core.representative``).
+    representative: str = defaults.REPRESENTATIVE
+    #: ``SIMHASH_KEEP_PER_CLUSTER``: the first N members of a cluster pass.
+    keep_per_cluster: int = defaults.KEEP_PER_CLUSTER
     report_uri: str | None = None
     report_format: str | None = None
     debug: bool = False
@@ -348,6 +353,12 @@ class SimhashConfig:
 
         scope = parse_choice("SIMHASH_SCOPE", get("SIMHASH_SCOPE", defaults.SCOPE), SCOPES)
         unchanged = parse_choice("SIMHASH_UNCHANGED", get("SIMHASH_UNCHANGED", defaults.UNCHANGED), UNCHANGED_ACTIONS)
+        representative = parse_choice(
+            "SIMHASH_REPRESENTATIVE", get("SIMHASH_REPRESENTATIVE", defaults.REPRESENTATIVE), REPRESENTATIVES
+        )
+        keep_per_cluster = parse_int(
+            "SIMHASH_KEEP_PER_CLUSTER", get("SIMHASH_KEEP_PER_CLUSTER", defaults.KEEP_PER_CLUSTER), 1
+        )
 
         report_uri = parse_optional_str("SIMHASH_REPORT_URI", settings.get("SIMHASH_REPORT_URI"))
         if report_uri is not None:
@@ -448,6 +459,8 @@ class SimhashConfig:
                 backend=backend,
                 threads=threads,
                 unchanged=unchanged,
+                representative=representative,
+                keep_per_cluster=keep_per_cluster,
                 store_dir=store_dir,
                 jobdir=jobdir,
                 reset=reset,

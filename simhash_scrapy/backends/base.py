@@ -61,6 +61,8 @@ class PageRecord:
     seen: float = 0.0
     #: The one-edit keys of a simhash page of a few dozen tokens (``core.edits``), else empty.
     edit_keys: tuple[int, ...] = ()
+    #: The URL the page names as its canonical one (``rel=canonical`` tag or ``Link`` header), else ``None``.
+    canonical_link: str | None = None
 
     @property
     def key(self) -> str:
@@ -87,6 +89,8 @@ class Verdict:
     previous_seen: float | None = None
     #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
     one_edit: bool = False
+    #: The rel=canonical URL that canonical page names, when known.
+    canonical_link: str | None = None
 
     @property
     def is_duplicate(self) -> bool:
@@ -127,6 +131,8 @@ class ClusterMember:
     previous_fingerprint: int | None = None
     first_seen: float = 0.0
     last_seen: float = 0.0
+    #: The rel=canonical URL the page names (``PageRecord.canonical_link``), else ``None``.
+    canonical_link: str | None = None
 
     @property
     def key(self) -> str:

@@ -61,6 +61,7 @@ class MemoryBackend(DedupBackend):
             previous_fingerprint=decision.previous_fingerprint,
             previous_seen=previous_seen,
             one_edit=decision.distance is not None and decision.distance > self._clusters.max_distance,
+            canonical_link=canonical.canonical_link,
         )
 
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
@@ -86,6 +87,7 @@ class MemoryBackend(DedupBackend):
             outcome=decision.outcome,
             previous_fingerprint=decision.previous_fingerprint,
             last_seen=record.seen,
+            canonical_link=record.canonical_link,
         )
         if new:
             member = ClusterMember(first_seen=record.seen, **fields)  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import json
 import logging
 import re
 import sqlite3
@@ -44,6 +45,7 @@ from .._values import parse_bool
 from ..core import defaults
 from ..core.defaults import default_blocks
 from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
+from ..core.store_rows import fail
 from .base import BackendError, ClusterMember, Outcome
 from .memory import MemoryBackend
 
@@ -75,13 +77,15 @@ def store_path(config: SimhashConfig, spider_name: str, createdir: bool = True) 
 class _Members:
     """The records: rows loaded from the store (built on access), updated ones, then new ones."""
 
-    __slots__ = ("_contents", "_loaded", "_changed", "_new")
+    __slots__ = ("_contents", "_loaded", "_changed", "_new", "links")
 
     def __init__(self, contents: StoreContents) -> None:
         self._contents = contents
         self._loaded = len(contents)
         self._changed: dict[int, ClusterMember] = {}
         self._new: list[ClusterMember] = []
+        #: The rel=canonical URL each loaded entry names (``_LINKS`` blobs), where it names one.
+        self.links = stored_links(contents)
 
     def __len__(self) -> int:
         return self._loaded + len(self._new)
@@ -106,6 +110,7 @@ class _Members:
             previous_fingerprint=int(c.previous[row]) if c.has_previous[row] else None,
             first_seen=float(c.first_seen[row]),
             last_seen=float(c.last_seen[row]),
+            canonical_link=self.links.get(row),
         )
 
     def __getitem__(self, position: int) -> ClusterMember:
@@ -134,6 +139,42 @@ class _Members:
         yield from self._new
 
 
+#: Names of the extra blobs holding the entries' rel=canonical URLs: ``rel_canonical/<n>``, each a JSON
+#: list of ``[entry, url or null]`` written at a flush (later blobs win).  Kept in blobs, not a column of
+#: ``pages``, so the store's format (version) is unchanged: a store without them names no rel=canonical URL.
+_LINKS = "rel_canonical/"
+
+
+def _link_chunks(extra: dict[str, bytes]) -> list[tuple[int, str]]:
+    chunks = []
+    for name in extra:
+        if name.startswith(_LINKS) and name[len(_LINKS) :].isdigit():
+            chunks.append((int(name[len(_LINKS) :]), name))
+    return sorted(chunks)
+
+
+def stored_links(contents: StoreContents) -> dict[int, str]:
+    """The rel=canonical URL of each entry that names one (``StoreError`` naming the blob when it is damaged)."""
+    links: dict[int, str] = {}
+    for _, name in _link_chunks(contents.extra):
+        try:
+            pairs = json.loads(contents.extra[name].decode("utf-8"))
+            for entry, link in pairs:
+                if not isinstance(entry, int) or entry < 0:
+                    raise ValueError(f"entry {entry!r} is not an entry number")
+                if entry >= len(contents):
+                    continue  # written just before its record, which a crash then lost
+                if link is None:
+                    links.pop(entry, None)
+                elif isinstance(link, str):
+                    links[entry] = link
+                else:
+                    raise ValueError(f"{link!r} is not a URL")
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            raise fail(contents.path, f"corrupt extra record {name!r} ({exc})") from None
+    return links
+
+
 def members_of(contents: StoreContents) -> list[ClusterMember]:
     """Every record of a loaded store, as ``members()`` returns them."""
     return list(_Members(contents))
@@ -155,6 +196,9 @@ class PersistentBackend(MemoryBackend):
         self.store: PageStore | None = None
         self._last_flush = 0.0
         self._timer: Any = None
+        self._links: dict[int, str] = {}  # entry -> rel=canonical URL, as stored
+        self._pending_links: dict[int, str | None] = {}
+        self._link_chunk = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> PersistentBackend:
@@ -191,6 +235,8 @@ class PersistentBackend(MemoryBackend):
             raise
         self.store = store
         self._extra.update(contents.extra)
+        chunks = _link_chunks(contents.extra)
+        self._link_chunk = chunks[-1][0] + 1 if chunks else 0
         atexit.register(self._flush_at_exit)
         if store.empty_file and self.crawler is not None and self.crawler.stats is not None:
             self.crawler.stats.set_value("simhash/store_empty", 1)
@@ -237,7 +283,11 @@ class PersistentBackend(MemoryBackend):
                 seen[key] = row
             raise
         self._clusters.restore_indexes()
-        self._members = _Members(contents)  # type: ignore[assignment]
+        try:
+            self._members = _Members(contents)  # type: ignore[assignment]
+        except StoreError as exc:
+            raise BackendError(str(exc)) from exc
+        self._links = dict(self._members.links)  # type: ignore[attr-defined]
         self.initial += len(contents)
 
     def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
@@ -267,6 +317,12 @@ class PersistentBackend(MemoryBackend):
                 edit_keys=clusters.keys_of(entry),
             )
         )
+        if member.canonical_link != self._links.get(entry):
+            self._pending_links[entry] = member.canonical_link
+            if member.canonical_link is None:
+                self._links.pop(entry, None)
+            else:
+                self._links[entry] = member.canonical_link
         wait = self.config.flush_interval - (time.monotonic() - self._last_flush)
         if wait <= 0:
             self._flush()
@@ -289,9 +345,19 @@ class PersistentBackend(MemoryBackend):
         if self.store is None or self.store.closed:
             return
         try:
+            self._write_links()
             self.store.flush()
         except (OSError, sqlite3.Error) as exc:
             raise BackendError(f"cannot write the simhash store {self.path}: {exc}") from exc
+
+    def _write_links(self) -> None:
+        """The rel=canonical URLs recorded since the last flush, as one more ``_LINKS`` blob."""
+        if not self._pending_links or self.store is None:
+            return
+        data = json.dumps(sorted(self._pending_links.items()), ensure_ascii=False, separators=(",", ":"))
+        self.store.save_extra(f"{_LINKS}{self._link_chunk}", data.encode("utf-8", "surrogatepass"))
+        self._link_chunk += 1
+        self._pending_links.clear()
 
     async def save_extra(self, name: str, data: bytes) -> None:
         await super().save_extra(name, data)
@@ -304,6 +370,7 @@ class PersistentBackend(MemoryBackend):
     def _flush_at_exit(self) -> None:
         if self.store is not None and not self.store.closed:
             try:
+                self._write_links()
                 self.store.flush()
             except (OSError, ValueError, sqlite3.Error):  # pragma: no cover - best effort at interpreter exit
                 pass
@@ -315,6 +382,8 @@ class PersistentBackend(MemoryBackend):
         if self.store is not None:
             atexit.unregister(self._flush_at_exit)
             try:
+                if not self.store.closed:
+                    self._write_links()
                 self.store.close()
             except (OSError, sqlite3.Error) as exc:
                 raise BackendError(f"cannot write the simhash store {self.path}: {exc}") from exc

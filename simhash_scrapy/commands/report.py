@@ -210,7 +210,14 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
     if rules:
         found["rules"] = rules
     with_text = fmt == "html" and not opts.no_texts
-    clusters = build_clusters(members, include_text=with_text, max_distance=found.get("max_distance"))
+    from ._common import load_config
+
+    clusters = build_clusters(
+        members,
+        include_text=with_text,
+        max_distance=found.get("max_distance"),
+        representative=load_config(settings).representative,
+    )
     changes = build_changes(members)
     summary = report_summary(
         members,

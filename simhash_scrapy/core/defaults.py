@@ -75,6 +75,12 @@ DISTINCT_SELECTORS: tuple[str, ...] = ()
 #: unchanged since its last recorded version: ``"pass"`` (goes on, flagged in
 #: meta), ``"drop_items"`` (its items are dropped), ``"drop"`` (the page is dropped).
 UNCHANGED = "pass"
+#: ``SIMHASH_REPRESENTATIVE``: which member represents a cluster in reports and meta:
+#: ``"best"`` (rel=canonical target, no query, not a print/AMP/mobile copy, shortest, first crawled;
+#: ``core.representative``) or ``"first"`` (the first page crawled, the matching anchor).
+REPRESENTATIVE = "best"
+#: ``SIMHASH_KEEP_PER_CLUSTER``: how many members of a cluster pass (the first N in crawl order).
+KEEP_PER_CLUSTER = 1
 ITEM_URL_FIELD = "url"
 ITEM_FORMAT = "auto"
 LOG_LEVEL = "DEBUG"

@@ -354,7 +354,8 @@ class RedisBackend(Outages, DedupBackend):
                     local += replica.edit_candidates(edit_keys)
                 if olds is not None and olds[n] is None:
                     continue
-                payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text)
+                payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text,
+                                       record.canonical_link)
                 if olds is None:
                     keys.append(sk.bucket(bucket))
                 shard_record = None if olds is None else (bucket, olds[n] or b"")

@@ -83,7 +83,7 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
                     for field, value in fields.items():
                         records[(number, field)] = parse_record(value)
         for (_, field), record in records.items():
-            url, identity, referer, depth, text = codec.decode(record.payload, field)
+            url, identity, referer, depth, text, link = codec.decode_all(record.payload, field)
             canonical_url = None
             if record.canonical is not None:
                 slot = slot_of.get(record.canonical, (-1, b""))
@@ -105,6 +105,7 @@ async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
                 previous_fingerprint=record.previous,
                 first_seen=record.first_seen,
                 last_seen=record.last_seen,
+                canonical_link=link,
             )
             order = (record.seq,) if keys.global_seq else (record.first_seen, scope, record.seq)
             rows.append((order, member))

@@ -233,7 +233,7 @@ DICT_SAMPLES = 32
 
 class Codec:
     """Payloads of one scope: a kind byte, [12 identity bytes], then raw DEFLATE of the JSON list
-    ``[url, identity or null, referer, depth, text]`` with the scope's dictionary (``S:meta`` ``zdict``,
+    ``[url, identity or null, referer, depth, text, rel=canonical URL]`` (trailing nulls left out) with the scope's dictionary (``S:meta`` ``zdict``,
     made from the first pages of the scope by whichever worker gets there first) or ``ZDICT``."""
 
     def __init__(self, zdict: bytes | None = None) -> None:
@@ -241,10 +241,9 @@ class Codec:
         self.samples: list[bytes] = []
 
     def encode(self, url: str, identity: str, identity_bytes: bytes, referer: str | None, depth: int | None,
-               text: str | None) -> bytes:
-        values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth]
-        if text is not None:
-            values.append(text)
+               text: str | None, canonical_link: str | None = None) -> bytes:
+        values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth, text,
+                             canonical_link]
         while len(values) > 1 and values[-1] is None:
             values.pop()
         raw = json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
@@ -266,6 +265,12 @@ class Codec:
 
     def decode(self, payload: bytes, field: bytes) -> tuple[str, str, str | None, int | None, str | None]:
         """``(url, identity ("" when it is the URL), referer, depth, text)``; ``field`` rebuilds a hex identity."""
+        return self.decode_all(payload, field)[:5]  # type: ignore[return-value]
+
+    def decode_all(
+        self, payload: bytes, field: bytes
+    ) -> tuple[str, str, str | None, int | None, str | None, str | None]:
+        """``decode`` and the rel=canonical URL the page names (``None`` in payloads written without one)."""
         kind, p = payload[0], 1
         hex_identity = None
         if kind & _K_HEX_IDENTITY:
@@ -276,11 +281,11 @@ class Codec:
             raise ValueError("payload compressed with the scope dictionary, which is not loaded")
         unpacker = zlib.decompressobj(_WBITS, self.zdict if kind & _K_SCOPE_DICT else ZDICT)  # type: ignore[arg-type]
         values = json.loads((unpacker.decompress(payload[p:]) + unpacker.flush()).decode("utf-8", "surrogatepass"))
-        values += [None] * (5 - len(values))
-        url, identity, referer, depth, text = values[:5]
+        values += [None] * (6 - len(values))
+        url, identity, referer, depth, text, link = values[:6]
         if hex_identity is not None:
             identity = hex_identity
-        return url, identity or "", referer, depth, text
+        return url, identity or "", referer, depth, text, link if isinstance(link, str) else None
 
 
 @dataclass
