@@ -187,7 +187,7 @@ class SimhashMiddleware:
                 if reason is None:
                     record = self._record(request, response, answer)
                     verdict = await state.check(record)
-                    placement = state.place(record, verdict)
+                    placement = await state.place(record, verdict)
             except BackendError as exc:
                 # Fail-closed: the backend could not check the page, so it must not pass.
                 state.skip("backend_error")

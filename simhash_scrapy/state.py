@@ -245,17 +245,31 @@ class DedupState:
                 self.inc(prefix + "one_edit/near_duplicates")
         return verdict
 
-    def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
+    async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
         """Where a near-duplicate page stands in its cluster (``core.representative.ClusterBook``), else ``None``.
 
         Counts ``simhash/canonical/replaced`` when the page became its
-        cluster's representative (``SIMHASH_REPRESENTATIVE = "best"``).
+        cluster's representative (``SIMHASH_REPRESENTATIVE = "best"``).  A
+        cluster first met here starts from the members the backend recorded
+        (``DedupBackend.cluster_members``: the memory and persistent backends;
+        with Redis, from the pages this process checked).
         """
         if not verdict.is_duplicate or verdict.canonical_url is None:
             return None
+        anchor = verdict.canonical_identity or verdict.canonical_url
+        if not self.book.known(record.scope, anchor):
+            # A cluster this process has not seen: start from what the backend recorded (a resumed
+            # store), this page left out so that its own arrival is what the book decides on.
+            recorded = await self.backend.cluster_members(record.scope, anchor)
+            if recorded:
+                self.book.seed(
+                    record.scope,
+                    anchor,
+                    [(m.key, m.url, m.canonical_link) for m in recorded if m.key != record.key],
+                )
         placement = self.book.place(
             record.scope,
-            verdict.canonical_identity or verdict.canonical_url,
+            anchor,
             verdict.canonical_url,
             verdict.canonical_link,
             record.key,

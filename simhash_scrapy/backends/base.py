@@ -175,6 +175,12 @@ class DedupBackend(abc.ABC):
     async def index_size(self) -> int:
         """Number of canonical pages in all scopes."""
 
+    async def cluster_members(self, scope: str, anchor: str) -> list[ClusterMember] | None:
+        """The recorded members of the cluster whose canonical page has identity ``anchor`` (that page
+        first, then in first-check order), or ``None`` when this backend cannot tell cheaply (then the crawl
+        knows the cluster from the pages this process checked: ``core.representative.ClusterBook``)."""
+        return None
+
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (flush, disconnect)."""
 

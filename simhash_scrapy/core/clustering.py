@@ -163,6 +163,10 @@ class Clusterer:
     def __len__(self) -> int:
         return len(self.fingerprint)
 
+    def entry_of(self, scope: str, identity: str) -> int | None:
+        """The entry of ``identity`` in ``scope``, else ``None``."""
+        return self._identities.get((scope, identity))
+
     def index_size(self) -> int:
         """Canonical entries in all scopes (simhash and exact)."""
         return sum(len(index) for index in self._indexes.values()) + sum(len(t) for t in self._exact.values())
