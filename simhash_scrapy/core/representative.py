@@ -77,7 +77,7 @@ _LABELS = {
 _ORDER = (Reason.REL_CANONICAL, Reason.NO_QUERY, Reason.NOT_VARIANT, Reason.SHORTEST, Reason.FIRST_CRAWLED)
 
 #: Path segments (and file-name stems) that mark a print, AMP or mobile copy.
-_VARIANT_SEGMENTS = frozenset({"print", "printable", "printer-friendly", "print-version", "amp", "mobile"})
+_VARIANT_SEGMENTS = frozenset({"print", "printable", "printer-friendly", "print-version", "amp", "mobile", "m"})
 #: File names such as ``page.amp.html``, ``page-print.html``, ``page_amp``.
 _VARIANT_NAME = re.compile(r"(?:^|[._-])(?:amp|print|printable|mobile)(?:\.[a-z0-9]+)?$")
 #: First host labels of a mobile or AMP host (``m.example.com``, ``amp.example.com``).
