@@ -16,6 +16,7 @@ import pytest
 import pytest_twisted
 from conftest import Page, RecordingSpider, article_html, article_words, run_crawl, simhash_stats
 
+from simhash_scrapy.backends.persistent import load_members
 from simhash_scrapy.core.report import build_clusters, render_report
 from simhash_scrapy.core.representative import (
     Candidate,
@@ -262,6 +263,15 @@ async def test_resumed_store_keeps_positions_and_the_choice(serve: Any, tmp_path
     clusters = read_jsonl(tmp_path / "clusters.jsonl")
     assert {c["representative"] for c in clusters} == {site.url(_path(i, "original")) for i in range(ARTICLES)}
     assert simhash_stats(second)["simhash/canonical/replaced"] >= ARTICLES
+    # The store alone (what `scrapy simhash report STORE` reads) gives the same choice: the
+    # rel=canonical URLs are in the store.
+    members = load_members(tmp_path / "stores" / "recording.store")
+    # Even articles: the original, its tracking copy, the AMP copy and the mirror name the original.
+    assert sum(m.canonical_link is not None for m in members) == 4 * len(range(0, ARTICLES, 2))
+    offline = build_clusters(members, max_distance=6)
+    assert sorted((c["representative"], c["representative_reason"]) for c in offline) == sorted(
+        (c["representative"], c["representative_reason"]) for c in clusters
+    )
 
 
 # ------------------------------------------------------------------------ units
@@ -343,3 +353,41 @@ def test_report_formats_show_the_representative(tmp_path: Path) -> None:
     rows = list(csv.DictReader(render_report(clusters, "csv").splitlines()))
     assert [r["representative_reason"] for r in rows] == ["rel_canonical"] * 2
     assert json.loads(render_report(clusters, "jsonl").splitlines()[0])["representative"] == "https://x.example/a"
+
+
+@pytest_twisted.ensureDeferred
+async def test_store_keeps_rel_canonical_urls_and_names_a_damaged_blob(tmp_path: Path) -> None:
+    """The SIMHASH_DIR store keeps each entry's rel=canonical URL (blobs written at each flush, the
+    latest wins); a blob that is not what was written is named, and the store is left as it is."""
+    import sqlite3
+
+    from simhash_scrapy.backends import BackendError, PageRecord
+    from simhash_scrapy.backends.persistent import PersistentBackend
+    from simhash_scrapy.config import SimhashConfig
+    from simhash_scrapy.core.store_rows import blob_checksum
+
+    config = SimhashConfig.from_settings({"SIMHASH_DIR": str(tmp_path), "SIMHASH_FLUSH_INTERVAL": 0})
+    backend = PersistentBackend(config)
+    await backend.open("s")
+    fp = 0x1234_5678_9ABC_DEF0
+    await backend.check(PageRecord("https://x.example/a?utm=1", fp, "s", canonical_link="https://x.example/b"))
+    await backend.check(PageRecord("https://x.example/a", fp ^ 1, "s", canonical_link="https://x.example/a"))
+    # Checked again: it names another URL now, then none.
+    await backend.check(PageRecord("https://x.example/a?utm=1", fp, "s", canonical_link="https://x.example/a"))
+    await backend.check(PageRecord("https://x.example/c", fp ^ 3, "s"))
+    await backend.close()
+    members = load_members(tmp_path / "s.store")
+    assert [m.canonical_link for m in members] == ["https://x.example/a", "https://x.example/a", None]
+    assert build_clusters(members)[0]["representative"] == "https://x.example/a"
+
+    path = tmp_path / "s.store"
+    with sqlite3.connect(path) as db:
+        name = db.execute("SELECT name FROM extra WHERE name LIKE 'rel_canonical/%' ORDER BY name").fetchone()[0]
+        data = b'[[0, 7]]'
+        db.execute("UPDATE extra SET data = ?, checksum = ? WHERE name = ?", (data, blob_checksum(name, data), name))
+    before = path.read_bytes()
+    again = PersistentBackend(config)
+    with pytest.raises(BackendError, match=rf"s\.store: corrupt extra record '{name}' \(7 is not a URL\)"):
+        await again.open("s")
+    await again.close()
+    assert path.read_bytes() == before
