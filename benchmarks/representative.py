@@ -3,6 +3,7 @@
     python benchmarks/representative.py                  # 300 articles, memory backend, both policies
     python benchmarks/representative.py --articles 100 --backend persistent
     python benchmarks/representative.py --backend redis  # needs redis-server on PATH (started on a free port)
+    python benchmarks/representative.py --book           # the crawl's per-cluster view alone: memory, CPU
 
 What it does:
 
@@ -28,6 +29,11 @@ What it does:
    representative (the figure the issue asks for: >= 95 %), the reasons, the
    ``simhash/canonical/replaced`` stat, and the crawl's CPU time (best / first
    ratio: what choosing costs).
+
+``--book`` measures ``core.representative.ClusterBook`` alone: 100,000
+near-duplicates placed in clusters of 4 and in one cluster of 100,000
+(bytes held per near-duplicate with ``tracemalloc``, CPU per placement
+without it).
 """
 
 from __future__ import annotations
@@ -209,12 +215,43 @@ def measure(report: Path, base: str, originals: set[str]) -> dict[str, Any]:
     return {"clusters": len(clusters), "mixed": mixed, "right": right, "reasons": dict(reasons), "wrong": wrong}
 
 
+def book_cost(n: int = 100_000) -> None:
+    import time
+    import tracemalloc
+
+    from simhash_scrapy.core.representative import ClusterBook
+
+    for per in (4, n):
+        for traced in (True, False):
+            book = ClusterBook("best")
+            if traced:
+                tracemalloc.start()
+            started = time.process_time()
+            for i in range(n):
+                c = i // per
+                page = f"https://docs.example.com/section/{c % 50}/article-{c}.html"
+                book.place("spider", f"{c:040x}", page + "?utm_source=x", None, f"{i:040x}",
+                           page.replace("/section/", "/mirror/v2/section/") + f"?i={i}", page)
+            cpu = time.process_time() - started
+            if traced:
+                held = tracemalloc.get_traced_memory()[0]
+                tracemalloc.stop()
+                print(f"clusters of {per}: {held / n:.0f} bytes held per near-duplicate")
+            else:
+                print(f"clusters of {per}: {cpu / n * 1e6:.1f} us CPU per near-duplicate")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--articles", type=int, default=300)
     parser.add_argument("--seed", type=int, default=28)
     parser.add_argument("--backend", choices=("memory", "persistent", "redis"), default="memory")
+    parser.add_argument("--book", action="store_true", help="measure ClusterBook alone")
     args = parser.parse_args()
+    if args.book:
+        sys.path.insert(0, str(ROOT))
+        book_cost()
+        return
     source, articles = load_articles(args.articles)
     pages, copies, originals = build_site(articles, args.seed)
     server = serve(pages)

@@ -391,3 +391,32 @@ async def test_store_keeps_rel_canonical_urls_and_names_a_damaged_blob(tmp_path:
         await again.open("s")
     await again.close()
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_cluster_book_agrees_with_choose(seed: int) -> None:
+    """Page by page, the crawl's incremental view gives ``choose``'s answer over the members so far."""
+    import random
+
+    rng = random.Random(seed)
+    host = "https://x.example"
+    pool = [f"{host}/d/{n}.html" for n in range(4)] + [f"{host}/print/d/{n}.html" for n in range(2)] + [
+        f"{host}/d/{n}.html?utm_source=a" for n in range(3)] + [f"{host}/mirror/v2/d/{n}.html" for n in range(2)] + [
+        f"{host}/d/{n}.amp.html" for n in range(2)]  # fmt: skip
+    book = ClusterBook("best")
+    members: dict[str, Candidate] = {}
+    anchor_url = rng.choice(pool)
+    anchor_link = rng.choice([None, rng.choice(pool)])
+    members["id-anchor"] = Candidate(anchor_url, anchor_link, 0)
+    for _ in range(rng.randint(1, 25)):
+        identity = f"id-{rng.randrange(12)}"
+        if identity in members:  # checked again: same URL and link
+            url, link = members[identity].url, members[identity].link
+        else:
+            url, link = rng.choice(pool), rng.choice([None, None, rng.choice(pool)])
+            members[identity] = Candidate(url, link, len(members))
+        placed = book.place("s", "id-anchor", anchor_url, anchor_link, identity, url, link)
+        position, reason = choose(list(members.values()))
+        assert placed.representative == list(members.values())[position].url
+        assert placed.reason == reason
+        assert placed.position == members[identity].order + 1

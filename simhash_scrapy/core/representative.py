@@ -146,12 +146,24 @@ def choose(candidates: Sequence[Candidate], policy: str = "best") -> tuple[int, 
 
 
 # ---------------------------------------------------------------- the crawl
-@dataclass
+_Rank = tuple[int, int, int, int, int]
+
+
+@dataclass(slots=True)
+class _Member:
+    base: tuple[int, int, int, int]  # rank without the rel=canonical element
+    url: str
+    identity: int  # hash of the identity
+    key: int  # hash of the URL's url_key
+
+
+@dataclass(slots=True)
 class _Cluster:
-    members: dict[str, Candidate] = field(default_factory=dict)  # identity -> candidate
-    named: set[str] = field(default_factory=set)
-    representative: str = ""  # identity
-    reason: Reason = Reason.FIRST_CRAWLED
+    orders: dict[int, int] = field(default_factory=dict)  # hash(identity) -> crawl order in the cluster
+    by_key: dict[int, _Member | list[_Member]] = field(default_factory=dict)  # hash(url_key) -> member(s)
+    named: set[int] = field(default_factory=set)  # hash(url_key) of the URLs members name
+    top: list[_Member] = field(default_factory=list)  # the best two, best first
+    anchor_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,14 +180,19 @@ class Placement:
 
 
 class ClusterBook:
-    """The clusters a crawl has seen, member by member (the crawl's view of ``choose``).
+    """The clusters a crawl has seen, member by member: ``choose`` applied incrementally.
 
     ``place`` is called for each near-duplicate with its cluster's anchor
-    (identity, URL and the rel=canonical target the anchor names); the anchor
-    counts as the cluster's first member.  It holds only the members of
-    clusters (not unique pages).  It knows what this process checked (and what
-    the backend gives it with ``seed``): with several Redis workers each keeps
-    its own book, so positions and replacements are per worker.
+    (identity, URL and the rel=canonical URL the anchor names); the anchor
+    counts as the cluster's first member.  A rank only ever improves (a URL
+    becomes named), so the best two members, kept up to date with every
+    member whose rank changed, give ``choose``'s answer in time independent
+    of the cluster's size.  One difference: a member checked again that names
+    another URL leaves its earlier target named here (the report, computed
+    from the latest records, forgets it).  It holds the members of clusters
+    only (their URLs and hashes: about 300 bytes each), never unique pages;
+    it knows what this process checked, plus what ``seed`` gives it (with
+    several Redis workers each keeps its own book).
     """
 
     def __init__(self, policy: str = "best") -> None:
@@ -187,34 +204,59 @@ class ClusterBook:
     def __len__(self) -> int:
         return len(self._clusters)
 
-    def _add(self, cluster: _Cluster, identity: str, url: str, link: str | None) -> bool:
-        """Add (or update) a member; ``True`` when it is new."""
-        old = cluster.members.get(identity)
-        new = old is None
-        order = len(cluster.members) if old is None else old.order
-        cluster.members[identity] = Candidate(url, link, order)
+    def known(self, scope: str, anchor: str) -> bool:
+        return (scope, anchor) in self._clusters
+
+    def _rank(self, cluster: _Cluster, member: _Member) -> _Rank:
+        return (0 if member.key in cluster.named else 1, *member.base)
+
+    def _add(self, cluster: _Cluster, identity: str, url: str, link: str | None) -> _Member:
+        """Add (or update) a member and bring the best two up to date."""
+        idh = hash(identity)
+        order = cluster.orders.setdefault(idh, len(cluster.orders))
+        if self.policy == "first":
+            return _Member((0, 0, 0, order), url, idh, 0)
+        key = hash(url_key(url))
+        has_query = "?" in url.partition("#")[0]
+        member = _Member((int(has_query), int(is_variant(url)), len(url), order), url, idh, key)
+        held = cluster.by_key.get(key)
+        if held is None or (isinstance(held, _Member) and held.identity == idh):
+            cluster.by_key[key] = member
+        else:  # another identity with the same URL (rare): a list
+            same = [held] if isinstance(held, _Member) else held
+            cluster.by_key[key] = [m for m in same if m.identity != idh] + [member]
+        changed = [member]
         if link:
-            cluster.named.add(url_key(link))
-        return new
+            target = hash(url_key(link))
+            if target not in cluster.named:
+                cluster.named.add(target)
+                found = cluster.by_key.get(target)
+                if found is not None:
+                    changed += [found] if isinstance(found, _Member) else found
+        pool: dict[int, _Member] = {m.identity: m for m in cluster.top if m.identity != idh}
+        for m in changed:
+            pool[m.identity] = m
+        cluster.top = sorted(pool.values(), key=lambda m: self._rank(cluster, m))[:2]
+        return member
+
+    def _answer(self, cluster: _Cluster) -> tuple[str, str, Reason]:
+        """(representative URL, hash of its identity as str, reason)."""
+        if self.policy == "first" or not cluster.top:
+            return cluster.anchor_url, "", Reason.FIRST_CRAWLED
+        best = cluster.top[0]
+        if len(cluster.top) == 1:
+            return best.url, str(best.identity), Reason.FIRST_CRAWLED
+        a, b = self._rank(cluster, best), self._rank(cluster, cluster.top[1])
+        reason = next((r for r, x, y in zip(_ORDER, a, b) if x != y), Reason.FIRST_CRAWLED)
+        return best.url, str(best.identity), reason
 
     def seed(self, scope: str, anchor: str, members: Sequence[tuple[str, str, str | None]]) -> None:
         """Start a cluster from recorded ``(identity, url, link)`` members, the anchor first."""
         cluster = self._clusters[(scope, anchor)] = _Cluster()
-        for identity, url, link in members:
+        for i, (identity, url, link) in enumerate(members):
+            if i == 0:
+                cluster.anchor_url = url
             self._add(cluster, identity, url, link)
-        self._choose(cluster)
-
-    def known(self, scope: str, anchor: str) -> bool:
-        return (scope, anchor) in self._clusters
-
-    def _choose(self, cluster: _Cluster) -> None:
-        identities = list(cluster.members)
-        candidates = [cluster.members[i] for i in identities]
-        if self.policy == "first":
-            position, reason = 0, Reason.FIRST_CRAWLED
-        else:
-            position, reason = choose(candidates, self.policy)
-        cluster.representative, cluster.reason = identities[position], reason
 
     def place(
         self, scope: str, anchor: str, anchor_url: str, anchor_link: str | None, identity: str, url: str,
@@ -224,15 +266,13 @@ class ClusterBook:
         key = (scope, anchor)
         cluster = self._clusters.get(key)
         if cluster is None:
-            cluster = self._clusters[key] = _Cluster()
+            cluster = self._clusters[key] = _Cluster(anchor_url=anchor_url)
             self._add(cluster, anchor, anchor_url, anchor_link)
-            cluster.representative = anchor
-        before = cluster.representative
-        self._add(cluster, identity, url, link)
-        self._choose(cluster)
-        replaced = cluster.representative != before and cluster.representative == identity
-        chosen = cluster.members[cluster.representative]
-        return Placement(cluster.members[identity].order + 1, chosen.url, cluster.reason, replaced)
+        before = self._answer(cluster)[1]
+        member = self._add(cluster, identity, url, link)
+        chosen, chosen_id, reason = self._answer(cluster)
+        replaced = chosen_id != before and chosen_id == str(member.identity) and self.policy != "first"
+        return Placement(member.base[-1] + 1, chosen, reason, replaced)
 
 
 def html_canonical(root: object, base_url: str) -> str | None:
