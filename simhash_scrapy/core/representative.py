@@ -116,10 +116,14 @@ class Candidate:
     order: int = 0
 
 
+def _url_rank(url: str, order: int) -> tuple[int, int, int, int]:
+    """The rank of a URL without the rel=canonical element: query, variant, length, crawl order."""
+    return int("?" in url.partition("#")[0]), int(is_variant(url)), len(url), order
+
+
 def rank(candidate: Candidate, named: bool) -> tuple[int, int, int, int, int]:
     """The sort key of ``candidate`` (smaller is better), one element per ``Reason`` in order."""
-    has_query = "?" in candidate.url.partition("#")[0]
-    return (0 if named else 1, int(has_query), int(is_variant(candidate.url)), len(candidate.url), candidate.order)
+    return (0 if named else 1, *_url_rank(candidate.url, candidate.order))
 
 
 def _named_keys(candidates: Sequence[Candidate]) -> set[str]:
@@ -217,8 +221,7 @@ class ClusterBook:
         if self.policy == "first":
             return _Member((0, 0, 0, order), url, idh, 0)
         key = hash(url_key(url))
-        has_query = "?" in url.partition("#")[0]
-        member = _Member((int(has_query), int(is_variant(url)), len(url), order), url, idh, key)
+        member = _Member(_url_rank(url, order), url, idh, key)
         held = cluster.by_key.get(key)
         if held is None or (isinstance(held, _Member) and held.identity == idh):
             cluster.by_key[key] = member
