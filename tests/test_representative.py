@@ -272,6 +272,18 @@ async def test_resumed_store_keeps_positions_and_the_choice(serve: Any, tmp_path
     assert sorted((c["representative"], c["representative_reason"]) for c in offline) == sorted(
         (c["representative"], c["representative_reason"]) for c in clusters
     )
+    # `scrapy simhash report STORE` follows the settings' SIMHASH_REPRESENTATIVE.
+    import argparse
+
+    from simhash_scrapy.commands import report as report_command
+
+    for policy, expected in (("best", "rel_canonical"), ("first", "first_crawled")):
+        out = tmp_path / f"{policy}.jsonl"
+        opts = argparse.Namespace(format=None, output=str(out), input=str(tmp_path / "stores" / "recording.store"),
+                                  redis=None, key=None, spider=None, no_texts=False)
+        assert report_command.run_report(opts, settings={"SIMHASH_REPRESENTATIVE": policy}) == 0
+        reasons = {c["representative_reason"] for c in read_jsonl(out)}
+        assert expected in reasons and (policy == "best") == (reasons != {"first_crawled"})
 
 
 # ------------------------------------------------------------------------ units
