@@ -194,6 +194,7 @@ async def test_keep_two_per_cluster(
         RecordingSpider,
         {**ADDON, **backend_settings(backend, tmp_path, request), "SIMHASH_KEEP_PER_CLUSTER": 2},
         start_urls=urls,
+        items=True,
     )
     stats = simhash_stats(crawler)
     passed: dict[int, list[str]] = {}
@@ -206,8 +207,9 @@ async def test_keep_two_per_cluster(
         assert got == [site.url(_path(i, kind)) for kind in kinds[:2]]
     assert stats["simhash/kept_per_cluster"] == ARTICLES
     assert stats["simhash/dropped"] == ARTICLES * (len(COPIES) - 2)
-    # The second member passed unflagged; its items would pass too.
+    # The second member passed unflagged, and its items too.
     assert all("near-duplicate" not in entry["flags"] for entry in crawler.spider.seen)
+    assert crawler.stats.get_value("item_scraped_count") == 2 * ARTICLES
 
 
 @pytest.mark.parametrize("backend", ["memory", "persistent"])
