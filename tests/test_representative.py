@@ -99,7 +99,8 @@ def backend_settings(backend: str, tmp_path: Path, request: pytest.FixtureReques
     if backend == "persistent":
         return {"SIMHASH_DIR": str(tmp_path / "stores")}
     server = request.getfixturevalue("redis_server")
-    return {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": server.url}
+    shards = {"SIMHASH_REDIS_SHARDS": 2} if backend == "redis-shards" else {}
+    return {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": server.url, **shards}
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -111,7 +112,7 @@ BACKENDS = ["memory", "persistent", "redis"]
 
 
 # ------------------------------------------------------------------ real crawls
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, "redis-shards"])
 @pytest_twisted.ensureDeferred
 async def test_copies_first_the_report_names_the_original(
     serve: Any, tmp_path: Path, backend: str, request: pytest.FixtureRequest
