@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -278,6 +279,10 @@ class DedupState:
         )
         if placement.replaced:
             self.inc("simhash/canonical/replaced")
+        if self.config.keep_per_cluster > 1:
+            shared = await self.backend.position(record.scope, anchor, record.key)
+            if shared is not None:
+                placement = replace(placement, position=shared)
         return placement
 
     def kept(self, placement: Placement | None) -> bool:

@@ -93,12 +93,14 @@ def originals_first(site: Any) -> list[str]:
     return [site.url(_path(i, kind)) for kind in reversed(COPIES) for i in range(ARTICLES)]
 
 
-def backend_settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Any]:
+def backend_settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest | None, server: Any = None) -> dict[str, Any]:
     if backend == "memory":
         return {}
     if backend == "persistent":
         return {"SIMHASH_DIR": str(tmp_path / "stores")}
-    server = request.getfixturevalue("redis_server")
+    if server is None:
+        assert request is not None
+        server = request.getfixturevalue("redis_server")
     shards = {"SIMHASH_REDIS_SHARDS": 2} if backend == "redis-shards" else {}
     return {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": server.url, **shards}
 
@@ -435,3 +437,24 @@ def test_cluster_book_agrees_with_choose(seed: int) -> None:
         assert placed.representative == list(members.values())[position].url
         assert placed.reason == reason
         assert placed.position == members[identity].order + 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_redis_workers_share_the_cluster_positions(serve: Any, tmp_path: Path, redis_server: Any) -> None:
+    """Two workers on one Redis key (one after the other, each with its own process state): the positions
+    for SIMHASH_KEEP_PER_CLUSTER are counted in Redis, so the second worker's pages are the 3rd to 5th."""
+    import redis as redis_py
+
+    site = serve(copies_site())
+    settings = {**ADDON, **backend_settings("redis", tmp_path, None, redis_server), "SIMHASH_KEEP_PER_CLUSTER": 2,
+                "SIMHASH_REDIS_PERSIST": True}
+    urls = copies_first(site)
+    first = await run_crawl(RecordingSpider, settings, start_urls=urls[: 2 * ARTICLES])
+    assert len(first.spider.seen) == 2 * ARTICLES  # the anchors and the second members
+    second = await run_crawl(RecordingSpider, settings, start_urls=urls[2 * ARTICLES :])
+    assert second.spider.seen == []
+    assert simhash_stats(second)["simhash/dropped"] == 3 * ARTICLES
+    client = redis_py.Redis.from_url(redis_server.url)
+    keys = [k for k in client.keys("*") if k.endswith(b":positions")]
+    assert len(keys) == 1 and client.hlen(keys[0]) == ARTICLES * len(COPIES)  # a count and 4 positions each
+    client.close()

@@ -181,6 +181,11 @@ class DedupBackend(abc.ABC):
         knows the cluster from the pages this process checked: ``core.representative.ClusterBook``)."""
         return None
 
+    async def position(self, scope: str, anchor: str, identity: str) -> int | None:
+        """The position of near-duplicate ``identity`` in the cluster anchored at ``anchor`` (the anchor is 1),
+        counted where the index is shared (Redis: by every worker); ``None``: the crawl's own count decides."""
+        return None
+
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (flush, disconnect)."""
 

@@ -127,7 +127,7 @@ class RedisBackend(Outages, DedupBackend):
                 f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
                 f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
             ) from exc
-        for name in ("check", "open", "close", "heartbeat", "claim", "write"):
+        for name in ("check", "open", "close", "heartbeat", "claim", "write", "position"):
             self._scripts[name] = self.client.register_script(lua(name))
 
     async def _disconnect(self) -> None:
@@ -513,6 +513,24 @@ class RedisBackend(Outages, DedupBackend):
         except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
             self._log_close_failure("index_size", exc)
             return 0
+
+    async def position(self, scope: str, anchor: str, identity: str) -> int | None:
+        """The position of near-duplicate ``identity`` in the cluster anchored at ``anchor``, counted by every
+        worker (``position.lua``); ``None`` when Redis did not answer (counted as ``simhash/backend_errors``:
+        the crawl then counts this worker's own pages)."""
+        return await connection.on_asyncio(self._position(scope, anchor, identity))
+
+    async def _position(self, scope: str, anchor: str, identity: str) -> int | None:
+        try:
+            found = await self._scripts["position"](
+                keys=[self.keys.scope(scope).positions], args=[anchor, identity, self._ttl]
+            )
+        except Exception as exc:  # noqa: BLE001 - the page is decided with this worker's count
+            if self.stats is not None:
+                self.stats.inc_value("simhash/backend_errors")
+            logger.warning("simhash: Redis did not give a cluster position (%s: %s)", type(exc).__name__, exc)
+            return None
+        return int(found)
 
     async def load_extra(self, name: str) -> bytes | None:
         return await connection.on_asyncio(self._read(lambda: self.client.get(self.keys.extra(name))))

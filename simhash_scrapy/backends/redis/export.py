@@ -30,7 +30,7 @@ async def delete_all(client: Any, keys: Keys) -> None:
                 await client.unlink(*buckets[start : start + _PIPELINE])
         for shard in range(len(sk.shard_bases)):
             await client.unlink(sk.claims(shard))
-        await client.unlink(sk.meta, sk.log)
+        await client.unlink(sk.meta, sk.log, sk.positions)
     extras = await _scan(client, _glob_escape(keys.extra("")) + "*")
     await client.unlink(keys.meta, keys.scopes, *extras)
 

@@ -24,6 +24,9 @@ hash tag, every key shares it (one slot)::
     S:i:<bucket>    HASH   one record per identity: field = 8 bytes of the identity's
                            hash, value = record (below); <bucket> is hex of the hash's
                            first bucket_bits bits
+    S:positions     HASH   with SIMHASH_KEEP_PER_CLUSTER > 1: members counted per cluster
+                           (field = anchor identity) and each member's position (field =
+                           anchor identity, NUL, identity); ``position.lua``
 
 With ``SIMHASH_REDIS_SHARDS = N`` > 1 (layout string ``shards=N``) the buckets
 move to N shards, one hash slot each, ``R = P:{<scope id>.<n>}`` with
@@ -183,6 +186,11 @@ class ScopeKeys:
     @property
     def log(self) -> str:
         return f"{self.base}:log"
+
+    @property
+    def positions(self) -> str:
+        """Members' positions in their clusters (``position.lua``, with ``SIMHASH_KEEP_PER_CLUSTER`` > 1)."""
+        return f"{self.base}:positions"
 
     @property
     def bucket_prefix(self) -> str:
