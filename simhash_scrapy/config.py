@@ -45,6 +45,7 @@ from .core.edits import MAX_KEYS as MAX_EDIT_KEYS
 from .core.features import WEIGHTINGS, FeatureConfig
 from .core.index import MAX_TABLES, BlockPermutedIndex
 from .core.redact import redact, secrets_in
+from .core.representative import REPRESENTATIVES
 
 __all__ = [
     "SETTINGS",
@@ -94,7 +95,7 @@ SETTINGS = (
     "SIMHASH_REDIS_FLUSH_ON_START", "SIMHASH_REDIS_TTL", "SIMHASH_REDIS_FAIL_OPEN", "SIMHASH_REDIS_CLUSTER",
     "SIMHASH_REDIS_HEARTBEAT", "SIMHASH_REDIS_CAPACITY", "SIMHASH_REDIS_SHARDS", "SIMHASH_URL_RULES",
     "SIMHASH_URL_RULES_MIN_SUPPORT", "SIMHASH_URL_RULES_MIN_PRECISION", "SIMHASH_URL_RULES_EXPLORE",
-    "SIMHASH_URL_RULES_CANONICAL", "SIMHASH_DISTINCT_SELECTORS",
+    "SIMHASH_URL_RULES_CANONICAL", "SIMHASH_DISTINCT_SELECTORS", "SIMHASH_REPRESENTATIVE", "SIMHASH_KEEP_PER_CLUSTER",
 )
 
 
@@ -274,6 +275,10 @@ class SimhashConfig:
     edited: str = defaults.EDITED
     #: ``SIMHASH_CONDITIONAL``: send ``If-None-Match`` / ``If-Modified-Since`` on re-crawls.
     conditional: bool = defaults.CONDITIONAL
+    #: ``SIMHASH_REPRESENTATIVE``: ``"best"`` or ``"first"`` (``core.representative``).
+    representative: str = defaults.REPRESENTATIVE
+    #: ``SIMHASH_KEEP_PER_CLUSTER``: the first N members of a cluster pass.
+    keep_per_cluster: int = defaults.KEEP_PER_CLUSTER
     report_uri: str | None = None
     report_format: str | None = None
     debug: bool = False
@@ -412,6 +417,12 @@ class SimhashConfig:
         unchanged = parse_choice("SIMHASH_UNCHANGED", get("SIMHASH_UNCHANGED", defaults.UNCHANGED), UNCHANGED_ACTIONS)
         edited = parse_choice("SIMHASH_EDITED", get("SIMHASH_EDITED", defaults.EDITED), UNCHANGED_ACTIONS)
         conditional = parse_bool("SIMHASH_CONDITIONAL", get("SIMHASH_CONDITIONAL"), defaults.CONDITIONAL)
+        representative = parse_choice(
+            "SIMHASH_REPRESENTATIVE", get("SIMHASH_REPRESENTATIVE", defaults.REPRESENTATIVE), REPRESENTATIVES
+        )
+        keep_per_cluster = parse_int(
+            "SIMHASH_KEEP_PER_CLUSTER", get("SIMHASH_KEEP_PER_CLUSTER", defaults.KEEP_PER_CLUSTER), 1
+        )
 
         report_uri = parse_optional_str("SIMHASH_REPORT_URI", settings.get("SIMHASH_REPORT_URI"))
         if report_uri is not None:
@@ -514,6 +525,8 @@ class SimhashConfig:
                 unchanged=unchanged,
                 edited=edited,
                 conditional=conditional,
+                representative=representative,
+                keep_per_cluster=keep_per_cluster,
                 store_dir=store_dir,
                 jobdir=jobdir,
                 reset=reset,

@@ -28,10 +28,12 @@ from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
+from scrapy.utils.response import get_base_url
 
 from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
 from .core.clustering import Outcome, rule_of
+from .core.representative import absolute, html_canonical, link_header_canonical
 from .core.skip import skip_reason
 from .core.text import charset_of, shared_parse_usable
 from .state import DedupState
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+    from .core.representative import Placement
 
 __all__ = [
     "UnchangedPage", "EditedPage", "NotModifiedPage", "SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY",
@@ -65,8 +69,13 @@ class NearDuplicate(IgnoreRequest):
     """Raised (drop mode) for a near-duplicate page: the response never reaches the spider.
 
     Request errbacks receive it; ``url``, ``canonical_url`` and ``distance`` say which page it duplicates,
-    ``rule`` which rule matched it, with k (``DedupState.describe_rule``).
+    ``rule`` which rule matched it, with k (``DedupState.describe_rule``); ``representative`` the
+    cluster's representative URL after this page (``url`` itself when this page became it: an errback
+    that wants that page can request it again with ``dont_filter=True``, which passes it flagged).
     """
+
+    #: The cluster's representative URL after this page was checked (``None`` when not known).
+    representative: str | None = None
 
     def __init__(self, url: str, canonical_url: str, distance: int, rule: str | None = None) -> None:
         super().__init__(f"Near-duplicate of {canonical_url} ({rule or f'distance {distance}'}): {url}")
@@ -124,6 +133,18 @@ def _header(response: Response, name: bytes) -> str | None:
     """A response header as text (validators are kept verbatim), else ``None``."""
     raw = response.headers.get(name)
     return raw.decode("latin-1") if raw else None
+
+
+def _canonical_link(response: Response) -> str | None:
+    """The URL the page names as canonical: a ``Link: <…>; rel="canonical"`` header first, else the
+    ``<link rel="canonical">`` tag of an HTML page Scrapy parses (up to ``SHARED_PARSE_MAX_BYTES``)."""
+    values = [v.decode("latin-1") for v in response.headers.getlist(b"Link")]
+    target = link_header_canonical(values) if values else None
+    if target is not None:
+        return absolute(target, response.url)
+    if isinstance(response, HtmlResponse) and len(response.body) <= SHARED_PARSE_MAX_BYTES:
+        return html_canonical(response.selector.root, get_base_url(response))
+    return None
 
 
 def _depth_middleware_enabled(crawler: Crawler) -> bool:
@@ -326,7 +347,9 @@ class SimhashMiddleware:
                 answer = await self._analyse(response)
                 reason = answer.skip_reason
                 if reason is None:
-                    verdict = await state.check(self._record(request, response, answer))
+                    record = self._record(request, response, answer)
+                    verdict = await state.check(record)
+                    placement = await state.place(record, verdict)
             except BackendError as exc:
                 # Fail-closed: the backend could not check the page, so it must not pass.
                 state.skip("backend_error")
@@ -347,7 +370,7 @@ class SimhashMiddleware:
             state.skip(reason)
             meta["simhash_skipped"] = reason
             return response
-        return self._decide(request, response, answer, verdict)
+        return self._decide(request, response, answer, verdict, placement)
 
     def _record(self, request: Request, response: Response, answer: Analysis) -> PageRecord:
         assert answer.fingerprint is not None
@@ -366,10 +389,18 @@ class SimhashMiddleware:
             digest=answer.digest,
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
+            canonical_link=_canonical_link(response),
         )
 
-    def _decide(self, request: Request, response: Response, answer: Analysis, verdict: Verdict) -> Response:
-        """Set the meta keys, then drop, flag or pass the page."""
+    def _decide(
+        self, request: Request, response: Response, answer: Analysis, verdict: Verdict,
+        placement: Placement | None = None,
+    ) -> Response:
+        """Set the meta keys, then drop, flag or pass the page.
+
+        A near-duplicate passes unflagged when it is one of the first
+        ``SIMHASH_KEEP_PER_CLUSTER`` members of its cluster (``DedupState.kept``).
+        """
         state = self.state
         meta = request.meta
         meta["simhash"] = answer.fingerprint
@@ -393,13 +424,23 @@ class SimhashMiddleware:
             meta["simhash_unchanged"] = True
         elif edited:
             meta["simhash_edited"] = True
-        if verdict.is_duplicate:
+        kept = state.kept(placement)
+        if placement is not None:
+            meta["simhash_representative"] = placement.representative
+            meta["simhash_representative_reason"] = placement.reason.value
+            meta["simhash_kept"] = kept
+        if kept:
+            state.inc("simhash/kept_per_cluster")
+        elif verdict.is_duplicate:
             assert verdict.canonical_url is not None and verdict.distance is not None
             if self.config.action == "drop" and not request.dont_filter:
                 state.inc("simhash/dropped")
                 state.log_duplicate("page", response.url, verdict, "Dropped", exact=answer.exact)
                 rule = state.describe_rule(verdict, answer.exact)
-                raise NearDuplicate(response.url, verdict.canonical_url, verdict.distance, rule)
+                exc = NearDuplicate(response.url, verdict.canonical_url, verdict.distance, rule)
+                if placement is not None:
+                    exc.representative = placement.representative
+                raise exc
             # flag mode, or drop mode for a dont_filter request: the page goes on, flagged.
             if FLAG not in response.flags:
                 response.flags.append(FLAG)

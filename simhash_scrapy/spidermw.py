@@ -55,7 +55,7 @@ class SimhashSpiderMiddleware:
         meta = getattr(response, "meta", None) if getattr(response, "request", None) is not None else None
         if not meta:
             return None
-        if meta.get("simhash_duplicate_of"):
+        if meta.get("simhash_duplicate_of") and not meta.get("simhash_kept"):
             return self.config.item_action
         if meta.get("simhash_unchanged") and self.config.unchanged == "drop_items":
             return "unchanged"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -27,6 +28,7 @@ from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig
 from .core.clustering import Outcome, rule_of
 from .core.distinct import scope_key
+from .core.representative import ClusterBook, Placement
 from .core.report import (
     build_changes,
     build_clusters,
@@ -138,6 +140,8 @@ class DedupState:
         self.open_hooks: list[Callable[[], Any]] = []
         self.close_hooks: list[Callable[[], Any]] = []
         self.report_extra: dict[str, Any] = {}
+        #: The clusters this crawl saw, member by member (representative, positions: ``place``).
+        self.book = ClusterBook(self.config.representative)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -255,6 +259,51 @@ class DedupState:
                 self.inc(prefix + "one_edit/near_duplicates")
         return verdict
 
+    async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
+        """Where a near-duplicate page stands in its cluster (``core.representative.ClusterBook``), else ``None``.
+
+        Counts ``simhash/canonical/replaced`` when the page became its
+        cluster's representative (``SIMHASH_REPRESENTATIVE = "best"``).  A
+        cluster first met here starts from the members the backend recorded
+        (``DedupBackend.cluster_members``: the memory and persistent backends;
+        with Redis, from the pages this process checked).
+        """
+        if not verdict.is_duplicate or verdict.canonical_url is None:
+            return None
+        anchor = verdict.canonical_identity or verdict.canonical_url
+        if not self.book.known(record.scope, anchor):
+            # A cluster this process has not seen: start from what the backend recorded (a resumed
+            # store), this page left out so that its own arrival is what the book decides on.
+            recorded = await self.backend.cluster_members(record.scope, anchor)
+            if recorded:
+                self.book.seed(
+                    record.scope,
+                    anchor,
+                    [(m.key, m.url, m.canonical_link) for m in recorded if m.key != record.key],
+                )
+        placement = self.book.place(
+            record.scope,
+            anchor,
+            verdict.canonical_url,
+            verdict.canonical_link,
+            record.key,
+            record.url,
+            record.canonical_link,
+        )
+        if placement.replaced:
+            self.inc("simhash/canonical/replaced")
+        if self.config.keep_per_cluster > 1:
+            shared = await self.backend.position(record.scope, anchor, record.key)
+            if shared is not None:
+                placement = replace(placement, position=shared)
+        return placement
+
+    def kept(self, placement: Placement | None) -> bool:
+        """A near-duplicate that passes anyway: one of the first ``SIMHASH_KEEP_PER_CLUSTER`` members of its
+        cluster (the anchor is the first).  Which pages pass depends on crawl order only, never on the
+        representative."""
+        return placement is not None and placement.position <= self.config.keep_per_cluster
+
     def describe_rule(self, verdict: Verdict, exact: bool = False) -> str:
         """The rule that matched a near-duplicate, and k: ``"simhash within k=4, distance 3"`` (``core.clustering.Rule``)."""
         k = self.config.max_distance
@@ -367,7 +416,12 @@ class DedupState:
         if self.report_path is None or self.config.report_format is None:
             self.stats.set_value("simhash/clusters", count_clusters(members))
             return
-        clusters = build_clusters(members, include_text=self.config.keep_text, max_distance=self.config.max_distance)
+        clusters = build_clusters(
+            members,
+            include_text=self.config.keep_text,
+            max_distance=self.config.max_distance,
+            representative=self.config.representative,
+        )
         self.stats.set_value("simhash/clusters", len(clusters))
         # Counted from the record, not this run's counters: after a resumed job
         # (JOBDIR, SIMHASH_DIR) or with several Redis workers the report covers more.

@@ -168,10 +168,17 @@ async def test_drop_mode_end_to_end(serve: Any, tmp_path: Path, caplog: pytest.L
     for member in first["members"]:
         assert len(member["fingerprint"]) == 16
         assert member["distance"] == hamming_distance(int(member["fingerprint"], 16), canonical_fp)
-        assert set(member) == {"url", "fingerprint", "distance", "referer", "depth", "rule"}
+        assert set(member) == {"url", "fingerprint", "distance", "referer", "depth", "rule", "canonical_link"}
+        assert member["canonical_link"] is None  # the test site names no rel=canonical URL
         assert member["depth"] == 0  # start requests (DepthMiddleware sets depth on later ones)
     assert first["members"][1]["distance"] == dropped[u("/article/1?utm_source=feed&sid=7f3a9c")][1]
     assert [m["rule"] for m in first["members"]] == [None, "simhash", "simhash"] and first["max_distance"] == 6
+    # The originals came first: each represents its cluster (no query, or not a print copy).
+    assert [(c["representative"], c["representative_reason"]) for c in clusters] == [
+        (u("/article/1"), "not_variant"),
+        (u("/article/3"), "no_query"),
+        (u("/article/2"), "no_query"),
+    ]
 
 
 @pytest_twisted.ensureDeferred

@@ -452,3 +452,31 @@ def test_browser_runs_no_script_from_hostile_titles_urls_and_texts(browser: Chro
     rules = browser.evaluate("[...document.querySelectorAll('details.cluster[open] td.rule')].map(t => t.innerText)")
     assert rules[:4] == ["", "simhash within k=4", "one edit, beyond k=4", ""]  # an unknown rule is not shown
     assert requested_urls(browser, mark) == [page.as_uri()]
+
+
+def test_browser_shows_the_representative(browser: Chromium, tmp_path: Path) -> None:
+    """Each cluster says which page to keep and why; the representative's row is marked."""
+    from simhash_scrapy.core.report import build_clusters
+
+    members = [
+        {"url": "https://docs.example/a?utm_source=x", "fingerprint": 1, "scope": "s",
+         "canonical_link": "https://docs.example/a"},
+        {"url": "https://docs.example/print/a", "fingerprint": 3, "scope": "s",
+         "canonical_url": "https://docs.example/a?utm_source=x", "distance": 1},
+        {"url": "https://docs.example/a", "fingerprint": 7, "scope": "s",
+         "canonical_url": "https://docs.example/a?utm_source=x", "distance": 2},
+        {"url": "https://docs.example/b", "fingerprint": 0xFF00, "scope": "s"},
+        {"url": "https://docs.example/b?page=1", "fingerprint": 0xFF01, "scope": "s",
+         "canonical_url": "https://docs.example/b", "distance": 1},
+    ]  # fmt: skip
+    page = tmp_path / "representative.html"
+    page.write_text(render_html(build_clusters(members, max_distance=4), {}), encoding="utf-8")
+    browser.goto(page.as_uri())
+    browser.wait_for("document.body.dataset.ready === '1'")
+    summaries = browser.evaluate("[...document.querySelectorAll('details.cluster summary')].map(s => s.innerText)")
+    assert "keep https://docs.example/a" in summaries[0] and "(named by rel=canonical)" in summaries[0]
+    assert "keep" not in summaries[1] and "(no query string)" in summaries[1]  # the anchor is the representative
+    browser.click("details.cluster summary")
+    assert browser.wait_for("document.querySelectorAll('tr.member').length") == 3
+    marked = browser.evaluate("[...document.querySelectorAll('tr.representative')].map(r => [r.cells[0].innerText, r.cells[1].innerText])")
+    assert marked == [["2 \u00b7 keep", "https://docs.example/a"]]

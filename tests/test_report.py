@@ -52,24 +52,28 @@ def test_build_clusters() -> None:
         {
             "cluster_id": 1,
             "canonical": "http://x/a",
+            "representative": "http://x/a",
+            "representative_reason": "no_query",
             "size": 3,
             "scope": "s",
             "max_distance": 4,
             "members": [
-                {"url": "http://x/a", "fingerprint": "0f0f0000000000ff", "distance": 0, "referer": None, "depth": 0, "rule": None},
-                {"url": "http://x/a?s=1", "fingerprint": "0f0f0000000000fe", "distance": 1, "referer": "http://x/a", "depth": 1, "rule": "simhash"},
-                {"url": "http://x/a?s=2", "fingerprint": "0f0f0000000000fc", "distance": 2, "referer": "http://x/", "depth": 2, "rule": "simhash"},
+                {"url": "http://x/a", "fingerprint": "0f0f0000000000ff", "distance": 0, "referer": None, "depth": 0, "rule": None, "canonical_link": None},
+                {"url": "http://x/a?s=1", "fingerprint": "0f0f0000000000fe", "distance": 1, "referer": "http://x/a", "depth": 1, "rule": "simhash", "canonical_link": None},
+                {"url": "http://x/a?s=2", "fingerprint": "0f0f0000000000fc", "distance": 2, "referer": "http://x/", "depth": 2, "rule": "simhash", "canonical_link": None},
             ],
         },
         {
             "cluster_id": 2,
             "canonical": "http://x/c",
+            "representative": "http://x/c",
+            "representative_reason": "not_variant",
             "size": 2,
             "scope": "s",
             "max_distance": 4,
             "members": [
-                {"url": "http://x/c", "fingerprint": "00000000ffff0000", "distance": 0, "referer": None, "depth": None, "rule": None},
-                {"url": "http://x/c/print", "fingerprint": "00000000ffff0007", "distance": 3, "referer": "http://x/c", "depth": 1, "rule": "simhash"},
+                {"url": "http://x/c", "fingerprint": "00000000ffff0000", "distance": 0, "referer": None, "depth": None, "rule": None, "canonical_link": None},
+                {"url": "http://x/c/print", "fingerprint": "00000000ffff0007", "distance": 3, "referer": "http://x/c", "depth": 1, "rule": "simhash", "canonical_link": None},
             ],
         },
     ]  # fmt: skip
@@ -131,7 +135,10 @@ def test_jsonl_and_csv_files(tmp_path: Path) -> None:
     path = write_report(tmp_path / "deep" / "r.jsonl", clusters, "jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == [{"type": "cluster", **c} for c in clusters]
-    assert list(json.loads(lines[0])) == ["type", "cluster_id", "canonical", "size", "scope", "max_distance", "members"]
+    assert list(json.loads(lines[0])) == [
+        "type", "cluster_id", "canonical", "representative", "representative_reason", "size", "scope", "max_distance",
+        "members",
+    ]
 
     path = write_report(tmp_path / "r.csv", clusters, "csv")
     with path.open(newline="", encoding="utf-8") as fh:
@@ -141,6 +148,7 @@ def test_jsonl_and_csv_files(tmp_path: Path) -> None:
     assert rows[0] == {
         "cluster_id": "1", "cluster_size": "3", "scope": "s", "canonical": "http://x/a", "url": "http://x/a",
         "fingerprint": "0f0f0000000000ff", "distance": "0", "referer": "", "depth": "0", "rule": "", "max_distance": "4",
+        "representative": "http://x/a", "representative_reason": "no_query", "canonical_link": "",
     }
     assert rows[1]["rule"] == "simhash"
     assert rows[4]["url"] == "http://x/c/print" and rows[4]["distance"] == "3"

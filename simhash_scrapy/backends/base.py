@@ -66,6 +66,8 @@ class PageRecord:
     #: The HTTP validators the server sent (``ETag``, ``Last-Modified``), kept for conditional re-crawls.
     etag: str | None = None
     last_modified: str | None = None
+    #: The URL the page names as its canonical one (``rel=canonical`` tag or ``Link`` header), else ``None``.
+    canonical_link: str | None = None
 
     @property
     def key(self) -> str:
@@ -92,6 +94,8 @@ class Verdict:
     previous_seen: float | None = None
     #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
     one_edit: bool = False
+    #: The rel=canonical URL that canonical page names, when known.
+    canonical_link: str | None = None
 
     @property
     def is_duplicate(self) -> bool:
@@ -137,6 +141,8 @@ class ClusterMember:
     #: The HTTP validators of its latest version (``ETag``, ``Last-Modified``), else ``None``.
     etag: str | None = None
     last_modified: str | None = None
+    #: The rel=canonical URL the page names (``PageRecord.canonical_link``), else ``None``.
+    canonical_link: str | None = None
 
     @property
     def key(self) -> str:
@@ -186,6 +192,15 @@ class DedupBackend(abc.ABC):
         and, on a 304, check it again as it was.  A backend that cannot look a
         record up returns ``None`` (no conditional requests then).
         """
+    async def cluster_members(self, scope: str, anchor: str) -> list[ClusterMember] | None:
+        """The recorded members of the cluster whose canonical page has identity ``anchor`` (that page
+        first, then in first-check order), or ``None`` when this backend cannot tell cheaply (then the crawl
+        knows the cluster from the pages this process checked: ``core.representative.ClusterBook``)."""
+        return None
+
+    async def position(self, scope: str, anchor: str, identity: str) -> int | None:
+        """The position of near-duplicate ``identity`` in the cluster anchored at ``anchor`` (the anchor is 1),
+        counted where the index is shared (Redis: by every worker); ``None``: the crawl's own count decides."""
         return None
 
     async def close(self) -> None:  # noqa: B027 - optional hook

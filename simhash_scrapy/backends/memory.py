@@ -36,6 +36,9 @@ class MemoryBackend(DedupBackend):
         super().__init__(config)
         self._clusters = Clusterer(config.max_distance, config.blocks)
         self._members: list[ClusterMember] = []
+        #: canonical entry -> entries recorded as its near-duplicates (built at the first
+        #: ``cluster_members``; an entry that moved to another cluster is filtered out on reading).
+        self._groups: dict[int, list[int]] | None = None
 
     # --------------------------------------------------------------- hooks
     def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
@@ -62,6 +65,7 @@ class MemoryBackend(DedupBackend):
             previous_seen=previous_seen,
             # An exact page's distance is 0: never beyond k (core.clustering.rule_of).
             one_edit=rule_of(False, decision.distance, self._clusters.max_distance) is Rule.ONE_EDIT,
+            canonical_link=canonical.canonical_link,
         )
 
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
@@ -90,14 +94,31 @@ class MemoryBackend(DedupBackend):
             digest=self._clusters.digest[entry],
             etag=record.etag,
             last_modified=record.last_modified,
+            canonical_link=record.canonical_link,
         )
         if new:
             member = ClusterMember(first_seen=record.seen, **fields)  # type: ignore[arg-type]
             self._members.append(member)
         else:
             member = self._members[entry] = replace(self._members[entry], **fields)  # type: ignore[arg-type]
+        if self._groups is not None and decision.canonical is not None:
+            self._groups.setdefault(decision.canonical, []).append(entry)
         self._recorded(entry, member, new)
         return verdict
+
+    async def cluster_members(self, scope: str, anchor: str) -> list[ClusterMember] | None:
+        entry = self._clusters.entry_of(scope, anchor)
+        if entry is None:
+            return None
+        canonical = self._clusters.canonical
+        if self._groups is None:
+            groups: dict[int, list[int]] = {}
+            for position, owner in enumerate(canonical):
+                if owner >= 0:
+                    groups.setdefault(owner, []).append(position)
+            self._groups = groups
+        entries = sorted({e for e in self._groups.get(entry, ()) if canonical[e] == entry})
+        return [self._members[entry]] + [self._members[e] for e in entries]
 
     async def check(self, record: PageRecord, index: bool = True) -> Verdict:
         return self.check_now(record, index)

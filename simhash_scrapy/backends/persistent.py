@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import json
 import logging
 import re
 import sqlite3
@@ -51,6 +52,7 @@ from .._values import parse_bool
 from ..core import defaults
 from ..core.defaults import default_blocks
 from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
+from ..core.store_rows import fail
 from .base import BackendError, ClusterMember, Outcome
 from .memory import MemoryBackend
 
@@ -89,13 +91,15 @@ def _make_folder(folder: Path, setting: str) -> None:
 class _Members:
     """The records: rows loaded from the store (built on access), updated ones, then new ones."""
 
-    __slots__ = ("_contents", "_loaded", "_changed", "_new")
+    __slots__ = ("_contents", "_loaded", "_changed", "_new", "links")
 
     def __init__(self, contents: StoreContents) -> None:
         self._contents = contents
         self._loaded = len(contents)
         self._changed: dict[int, ClusterMember] = {}
         self._new: list[ClusterMember] = []
+        #: The rel=canonical URL each loaded entry names (``_LINKS`` blobs), where it names one.
+        self.links = stored_links(contents)
 
     def __len__(self) -> int:
         return self._loaded + len(self._new)
@@ -123,6 +127,7 @@ class _Members:
             digest=c.digests[row],
             etag=c.etags[row],
             last_modified=c.last_modified[row],
+            canonical_link=self.links.get(row),
         )
 
     def __getitem__(self, position: int) -> ClusterMember:
@@ -151,6 +156,42 @@ class _Members:
         yield from self._new
 
 
+#: Names of the extra blobs holding the entries' rel=canonical URLs: ``rel_canonical/<n>``, each a JSON
+#: list of ``[entry, url or null]`` written at a flush (later blobs win).  Kept in blobs, not a column of
+#: ``pages``, so the store's format (version) is unchanged: a store without them names no rel=canonical URL.
+_LINKS = "rel_canonical/"
+
+
+def _link_chunks(extra: dict[str, bytes]) -> list[tuple[int, str]]:
+    chunks = []
+    for name in extra:
+        if name.startswith(_LINKS) and name[len(_LINKS) :].isdigit():
+            chunks.append((int(name[len(_LINKS) :]), name))
+    return sorted(chunks)
+
+
+def stored_links(contents: StoreContents) -> dict[int, str]:
+    """The rel=canonical URL of each entry that names one (``StoreError`` naming the blob when it is damaged)."""
+    links: dict[int, str] = {}
+    for _, name in _link_chunks(contents.extra):
+        try:
+            pairs = json.loads(contents.extra[name].decode("utf-8"))
+            for entry, link in pairs:
+                if not isinstance(entry, int) or entry < 0:
+                    raise ValueError(f"entry {entry!r} is not an entry number")
+                if entry >= len(contents):
+                    continue  # written just before its record, which a crash then lost
+                if link is None:
+                    links.pop(entry, None)
+                elif isinstance(link, str):
+                    links[entry] = link
+                else:
+                    raise ValueError(f"{link!r} is not a URL")
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            raise fail(contents.path, f"corrupt extra record {name!r} ({exc})") from None
+    return links
+
+
 def members_of(contents: StoreContents) -> list[ClusterMember]:
     """Every record of a loaded store, as ``members()`` returns them."""
     return list(_Members(contents))
@@ -175,6 +216,9 @@ class PersistentBackend(MemoryBackend):
         #: Why the store could not be written (None: the last commit worked); logged once per outage.
         self._write_error: str | None = None
         self._retry_after = 0.0
+        self._links: dict[int, str] = {}  # entry -> rel=canonical URL, as stored
+        self._pending_links: dict[int, str | None] = {}
+        self._link_chunk = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> PersistentBackend:
@@ -212,6 +256,8 @@ class PersistentBackend(MemoryBackend):
             raise
         self.store = store
         self._extra.update(contents.extra)
+        chunks = _link_chunks(contents.extra)
+        self._link_chunk = chunks[-1][0] + 1 if chunks else 0
         atexit.register(self._flush_at_exit)
         if store.empty_file and self.crawler is not None and self.crawler.stats is not None:
             self.crawler.stats.set_value("simhash/store_empty", 1)
@@ -259,7 +305,11 @@ class PersistentBackend(MemoryBackend):
                 seen[key] = row
             raise
         self._clusters.restore_indexes()
-        self._members = _Members(contents)  # type: ignore[assignment]
+        try:
+            self._members = _Members(contents)  # type: ignore[assignment]
+        except StoreError as exc:
+            raise BackendError(str(exc)) from exc
+        self._links = dict(self._members.links)  # type: ignore[attr-defined]
         self.initial += len(contents)
 
     def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
@@ -292,6 +342,12 @@ class PersistentBackend(MemoryBackend):
                 last_modified=member.last_modified,
             )
         )
+        if member.canonical_link != self._links.get(entry):
+            self._pending_links[entry] = member.canonical_link
+            if member.canonical_link is None:
+                self._links.pop(entry, None)
+            else:
+                self._links[entry] = member.canonical_link
         wait = max(self.config.flush_interval, self._retry_after) - (time.monotonic() - self._last_flush)
         if wait <= 0:
             self._flush()
@@ -323,6 +379,7 @@ class PersistentBackend(MemoryBackend):
             return True
         pending = store.pending
         try:
+            self._write_links()
             store.flush()
         except StoreError as exc:
             self._stat("store_write_errors", 1)
@@ -344,6 +401,16 @@ class PersistentBackend(MemoryBackend):
         self._retry_after = 0.0
         return True
 
+    def _write_links(self) -> None:
+        """The rel=canonical URLs recorded since the last flush, as one more ``_LINKS`` blob."""
+        if not self._pending_links or self.store is None:
+            return
+        data = json.dumps(sorted(self._pending_links.items()), ensure_ascii=False, separators=(",", ":"))
+        # Staged, committed with the next flush (with the records, or kept pending if that fails).
+        self.store.keep_extra(f"{_LINKS}{self._link_chunk}", data.encode("utf-8", "surrogatepass"))
+        self._link_chunk += 1
+        self._pending_links.clear()
+
     async def save_extra(self, name: str, data: bytes) -> None:
         await super().save_extra(name, data)
         if self.store is not None and not self.store.closed:
@@ -353,6 +420,7 @@ class PersistentBackend(MemoryBackend):
     def _flush_at_exit(self) -> None:
         if self.store is not None and not self.store.closed:
             try:
+                self._write_links()
                 self.store.flush()
             except (OSError, ValueError, sqlite3.Error, StoreError):  # pragma: no cover - best effort at exit
                 pass
@@ -365,6 +433,8 @@ class PersistentBackend(MemoryBackend):
         if store is None:
             return
         atexit.unregister(self._flush_at_exit)
+        if not store.closed:
+            self._write_links()
         unsaved = store.pending
         try:
             store.close()

@@ -468,7 +468,9 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
                 "text": texts.get(kept[i]),
             }
         )
-    clusters = build_clusters(members, include_text=with_text, max_distance=config.max_distance)
+    clusters = build_clusters(
+        members, include_text=with_text, max_distance=config.max_distance, representative=config.representative
+    )
     summary = report_summary(
         [{"url": urls[i], "canonical_url": None if c < 0 else urls[c]} for i, c in enumerate(canonical_list)],
         clusters,

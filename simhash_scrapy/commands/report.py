@@ -211,7 +211,14 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
     if rules:
         found["rules"] = rules
     with_text = fmt == "html" and not opts.no_texts
-    clusters = build_clusters(members, include_text=with_text, max_distance=found.get("max_distance"))
+    from ..core import defaults
+    from ._common import load_config
+
+    # SIMHASH_REPRESENTATIVE of the project's settings (or -s) chooses each cluster's representative.
+    representative = load_config(settings).representative if settings is not None else defaults.REPRESENTATIVE
+    clusters = build_clusters(
+        members, include_text=with_text, max_distance=found.get("max_distance"), representative=representative
+    )
     changes = build_changes(members)
     summary = report_summary(
         members,

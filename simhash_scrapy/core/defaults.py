@@ -81,6 +81,12 @@ EDITED = "pass"
 #: ``SIMHASH_CONDITIONAL``: a re-crawl with a store (``SIMHASH_DIR``, ``JOBDIR``, Redis) sends the
 #: recorded ``ETag`` / ``Last-Modified`` as ``If-None-Match`` / ``If-Modified-Since``; a 304 is unchanged.
 CONDITIONAL = True
+#: ``SIMHASH_REPRESENTATIVE``: which member represents a cluster in reports and meta:
+#: ``"best"`` (rel=canonical target, no query, not a print/AMP/mobile copy, shortest, first crawled;
+#: ``core.representative``) or ``"first"`` (the first page crawled, the matching anchor).
+REPRESENTATIVE = "best"
+#: ``SIMHASH_KEEP_PER_CLUSTER``: how many members of a cluster pass (the first N in crawl order).
+KEEP_PER_CLUSTER = 1
 ITEM_URL_FIELD = "url"
 ITEM_FORMAT = "auto"
 LOG_LEVEL = "DEBUG"

@@ -50,6 +50,7 @@ from string import Template
 from typing import Any
 
 from .clustering import Rule
+from .representative import Reason
 from .urlrules import rules_html
 
 __all__ = ["render_html", "report_numbers"]
@@ -181,6 +182,9 @@ def _rule_text(rule: Any, max_distance: int | None) -> str | None:
         return None
 
 
+_REASONS = frozenset(r.value for r in Reason)
+
+
 def _compact_clusters(
     clusters: list[Mapping[str, Any]], texts: _TextStore, max_distance: int | None = None
 ) -> tuple[list[list[Any]], int]:
@@ -210,7 +214,13 @@ def _compact_clusters(
         canonical = cluster.get("canonical")
         if canonical is None and members:
             canonical = members[0][0]
-        rows.append([cluster.get("cluster_id"), str(canonical or ""), _cluster_size(cluster), members])
+        representative = cluster.get("representative")
+        reason = cluster.get("representative_reason")
+        label = Reason(reason).label if reason in _REASONS else (str(reason) if reason else "")
+        rows.append(
+            [cluster.get("cluster_id"), str(canonical or ""), _cluster_size(cluster), members,
+             str(representative or canonical or ""), label]
+        )
     return rows, with_text
 
 

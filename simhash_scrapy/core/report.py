@@ -7,9 +7,16 @@ first in ``members``.  Only clusters of two or more pages are reported.
 
 ``build_clusters(members)`` turns backend members into cluster dicts::
 
-    {"cluster_id": 1, "canonical": "https://…/a", "size": 3, "scope": "myspider", "max_distance": 4,
-     "members": [{"url": "https://…/a", "fingerprint": "0f3a…", "distance": 0,
-                  "referer": None, "depth": 0, "rule": None}, …]}
+    {"cluster_id": 1, "canonical": "https://…/a?utm_source=x", "representative": "https://…/a",
+     "representative_reason": "rel_canonical", "size": 3, "scope": "myspider", "max_distance": 4,
+     "members": [{"url": "https://…/a?utm_source=x", "fingerprint": "0f3a…", "distance": 0,
+                  "referer": None, "depth": 0, "rule": None, "canonical_link": "https://…/a"}, …]}
+
+``canonical`` is the matching anchor (the first page crawled, whose
+fingerprint the index holds); ``representative`` the member a person would
+keep and ``representative_reason`` why (``core.representative``: a
+``rel_canonical`` target, ``no_query``, ``not_variant``, ``shortest``,
+``first_crawled``); ``canonical_link`` the rel=canonical URL a member names.
 
 ``rule`` names what made a member a near-duplicate of the canonical page
 (``core.clustering.Rule``: ``"simhash"`` within k, ``"exact"`` short page,
@@ -65,6 +72,7 @@ from typing import Any
 
 from .clustering import rule_of
 from .files import write_atomic
+from .representative import Candidate, choose
 from .fingerprint import hamming_distance
 
 __all__ = [
@@ -87,7 +95,7 @@ __all__ = [
 #: CSV columns, one row per cluster member.
 CSV_COLUMNS = (
     "cluster_id", "cluster_size", "scope", "canonical", "url", "fingerprint", "distance", "referer", "depth",
-    "rule", "max_distance",
+    "rule", "max_distance", "representative", "representative_reason", "canonical_link",
 )  # fmt: skip
 #: Columns of the changed-pages CSV (``<name>.changed.csv``), one row per changed page.
 CHANGED_COLUMNS = ("scope", "url", "previous_fingerprint", "fingerprint", "distance")
@@ -143,7 +151,7 @@ def _get(member: Any, name: str) -> Any:
 
 
 def build_clusters(
-    members: Iterable[Any], include_text: bool = True, max_distance: int | None = None
+    members: Iterable[Any], include_text: bool = True, max_distance: int | None = None, representative: str = "best"
 ) -> list[dict[str, Any]]:
     """Group recorded pages into clusters (canonical member first), largest cluster first.
 
@@ -156,6 +164,8 @@ def build_clusters(
     they have one.  ``max_distance`` is the crawl's k: each member's ``rule``
     follows from it (``core.clustering.rule_of``); without it a simhash
     member's rule is ``None`` (unknown), an exact one's ``"exact"``.
+    ``representative`` is the policy (``core.representative.choose``) that
+    names each cluster's ``representative`` and ``representative_reason``.
     """
     groups: dict[tuple[str, str], list[Any]] = {}
     for member in members:
@@ -192,15 +202,22 @@ def build_clusters(
                 "referer": _get(member, "referer"),
                 "depth": None if depth is None else int(depth),
                 "rule": rule,
+                "canonical_link": _get(member, "canonical_link"),
             }
             text = _get(member, "text")
             if include_text and text is not None:
                 row["text"] = text
             rows.append(row)
+        position, reason = choose(
+            [Candidate(_get(m, "url"), _get(m, "canonical_link"), order) for order, m in enumerate(group)],
+            representative,
+        )
         clusters.append(
             {
                 "cluster_id": cluster_id,
                 "canonical": canonical_url,
+                "representative": _get(group[position], "url"),
+                "representative_reason": reason.value,
                 "size": len(rows),
                 "scope": scope,
                 "max_distance": max_distance,
@@ -375,6 +392,9 @@ def _csv(clusters: list[dict[str, Any]]) -> str:
                 member["depth"],
                 member.get("rule"),
                 k,
+                cluster.get("representative"),
+                cluster.get("representative_reason"),
+                member.get("canonical_link"),
             ]
             writer.writerow(["" if cell is None else csv_cell(cell) for cell in cells])
     return out.getvalue()

@@ -137,7 +137,7 @@ class RedisBackend(Outages, DedupBackend):
                 f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
                 f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
             ) from None  # the client's error may hold the password: only its masked text goes on
-        for name in ("check", "open", "close", "heartbeat", "claim", "write", "drop"):
+        for name in ("check", "open", "close", "heartbeat", "claim", "write", "drop", "position"):
             self._scripts[name] = self.client.register_script(lua(name))
 
     async def _disconnect(self) -> None:
@@ -490,7 +490,7 @@ class RedisBackend(Outages, DedupBackend):
                         # A shard that held this scope's records lost them: the whole scope is made anew
                         # (unless it was already: another worker found the loss first, or the scope's own
                         # node restarted empty too).
-                        dropped = await self._scripts["drop"](keys=[sk.meta, sk.log], args=[epoch])
+                        dropped = await self._scripts["drop"](keys=[sk.meta, sk.log, sk.positions], args=[epoch])
                         await self._scope_lost(scope, "SIMHASH_RESET 0 0", "a Redis node holding a shard of its "
                                                "identity records (SIMHASH_REDIS_SHARDS) restarted empty" if dropped else "")
                         return await self._send(scope, batch, attempt, resets + 1)
@@ -507,7 +507,8 @@ class RedisBackend(Outages, DedupBackend):
                 if olds is not None and olds[n] is None:
                     continue
                 payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text,
-                                       record.digest if not record.exact else None, record.etag, record.last_modified)
+                                       record.digest if not record.exact else None, record.etag, record.last_modified,
+                                       record.canonical_link)
                 if olds is None:
                     keys.append(sk.bucket(bucket))
                 shard_record = None if olds is None else (bucket, olds[n] or b"")
@@ -681,6 +682,24 @@ class RedisBackend(Outages, DedupBackend):
         except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
             self._log_close_failure("index_size", exc)
             return 0
+
+    async def position(self, scope: str, anchor: str, identity: str) -> int | None:
+        """The position of near-duplicate ``identity`` in the cluster anchored at ``anchor``, counted by every
+        worker (``position.lua``); ``None`` when Redis did not answer (counted as ``simhash/backend_errors``:
+        the crawl then counts this worker's own pages)."""
+        return await connection.on_asyncio(self._position(scope, anchor, identity))
+
+    async def _position(self, scope: str, anchor: str, identity: str) -> int | None:
+        try:
+            found = await self._scripts["position"](
+                keys=[self.keys.scope(scope).positions], args=[anchor, identity, self._ttl]
+            )
+        except Exception as exc:  # noqa: BLE001 - the page is decided with this worker's count
+            if self.stats is not None:
+                self.stats.inc_value("simhash/backend_errors")
+            logger.warning("simhash: Redis did not give a cluster position (%s: %s)", type(exc).__name__, exc)
+            return None
+        return int(found)
 
     async def load_extra(self, name: str) -> bytes | None:
         return await connection.on_asyncio(self._read(lambda: self.client.get(self.keys.extra(name))))

@@ -14,7 +14,7 @@ _PIPELINE = 1000
 
 def record_member(codec: Codec, record: Record, field: bytes, scope: str, canonical_url: str | None) -> ClusterMember:
     """The ``ClusterMember`` of an identity record (``canonical_url``: its canonical page's URL, if a member)."""
-    url, identity, referer, depth, text, digest, etag, last_modified = codec.decode_all(record.payload, field)
+    url, identity, referer, depth, text, digest, etag, last_modified, link = codec.decode_all(record.payload, field)
     return ClusterMember(
         url=url,
         fingerprint=record.fingerprint,
@@ -34,6 +34,7 @@ def record_member(codec: Codec, record: Record, field: bytes, scope: str, canoni
         digest=record.fingerprint if record.exact else digest,
         etag=etag,
         last_modified=last_modified,
+        canonical_link=link,
     )
 
 
@@ -50,7 +51,7 @@ async def delete_all(client: Any, keys: Keys) -> None:
     for scope in await scopes(client, keys):
         sk = keys.scope(scope)
         await delete_records(client, sk)
-        await client.unlink(sk.meta, sk.log)
+        await client.unlink(sk.meta, sk.log, sk.positions)
     extras = await _scan(client, _glob_escape(keys.extra("")) + "*")
     await client.unlink(keys.meta, keys.scopes, *extras)
 

@@ -26,6 +26,9 @@ hash tag, every key shares it (one slot)::
     S:i:<bucket>    HASH   one record per identity: field = 8 bytes of the identity's
                            hash, value = record (below); <bucket> is hex of the hash's
                            first bucket_bits bits
+    S:positions     HASH   with SIMHASH_KEEP_PER_CLUSTER > 1: members counted per cluster
+                           (field = anchor identity) and each member's position (field =
+                           anchor identity, NUL, identity); ``position.lua``
 
 With ``SIMHASH_REDIS_SHARDS = N`` > 1 (layout string ``shards=N``) the buckets
 move to N shards, one hash slot each, ``R = P:{<scope id>.<n>}`` with
@@ -206,6 +209,11 @@ class ScopeKeys:
         return f"{self.base}:log"
 
     @property
+    def positions(self) -> str:
+        """Members' positions in their clusters (``position.lua``, with ``SIMHASH_KEEP_PER_CLUSTER`` > 1)."""
+        return f"{self.base}:positions"
+
+    @property
     def bucket_prefix(self) -> str:
         return f"{self.base}:i:"
 
@@ -255,9 +263,9 @@ DICT_SAMPLES = 32
 class Codec:
     """Payloads of one scope: a kind byte, [12 identity bytes], [the content digest, 8 bytes, uncompressed:
     ``check.lua`` compares it to tell "unchanged" from "edited"], then raw DEFLATE of the JSON list
-    ``[url, identity or null, referer, depth, text, etag, last_modified]`` (trailing nulls left out) with the
-    scope's dictionary (``S:meta`` ``zdict``, made from the first pages of the scope by whichever worker gets
-    there first) or ``ZDICT``."""
+    ``[url, identity or null, referer, depth, text, etag, last_modified, rel=canonical URL]`` (trailing nulls
+    left out) with the scope's dictionary (``S:meta`` ``zdict``, made from the first pages of the scope by
+    whichever worker gets there first) or ``ZDICT``."""
 
     def __init__(self, zdict: bytes | None = None) -> None:
         self.zdict = zdict or None
@@ -265,9 +273,9 @@ class Codec:
 
     def encode(self, url: str, identity: str, identity_bytes: bytes, referer: str | None, depth: int | None,
                text: str | None, digest: int | None = None, etag: str | None = None,
-               last_modified: str | None = None) -> bytes:
+               last_modified: str | None = None, canonical_link: str | None = None) -> bytes:
         values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth, text, etag,
-                             last_modified]
+                             last_modified, canonical_link]
         while len(values) > 1 and values[-1] is None:
             values.pop()
         raw = json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
@@ -295,7 +303,8 @@ class Codec:
         return self.decode_all(payload, field)[:5]  # type: ignore[return-value]
 
     def decode_all(self, payload: bytes, field: bytes) -> tuple[Any, ...]:
-        """``decode``'s values, then ``digest`` (``None``: not recorded), ``etag`` and ``last_modified``."""
+        """``decode``'s values, then ``digest`` (``None``: not recorded), ``etag``, ``last_modified`` and the
+        rel=canonical URL the page names (``None`` in payloads written without one)."""
         kind, p = payload[0], 1
         hex_identity = digest = None
         if kind & _K_HEX_IDENTITY:
@@ -309,11 +318,11 @@ class Codec:
             raise ValueError("payload compressed with the scope dictionary, which is not loaded")
         unpacker = zlib.decompressobj(_WBITS, self.zdict if kind & _K_SCOPE_DICT else ZDICT)  # type: ignore[arg-type]
         values = json.loads((unpacker.decompress(payload[p:]) + unpacker.flush()).decode("utf-8", "surrogatepass"))
-        values += [None] * (7 - len(values))
-        url, identity, referer, depth, text, etag, last_modified = values[:7]
+        values += [None] * (8 - len(values))
+        url, identity, referer, depth, text, etag, last_modified, link = values[:8]
         if hex_identity is not None:
             identity = hex_identity
-        return url, identity or "", referer, depth, text, digest, etag, last_modified
+        return url, identity or "", referer, depth, text, digest, etag, last_modified, link if isinstance(link, str) else None
 
 
 @dataclass

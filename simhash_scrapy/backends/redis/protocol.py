@@ -84,7 +84,9 @@ def verdict(codec: Codec, k: int, outcome: int, distance: int, canon_fp: bytes |
     )
     if canon_fp is None:
         return Verdict(_OUTCOMES[outcome], **previous)
-    url, identity = codec.decode(payload, field)[:2] if payload else ("", "")
+    url, identity, link = ("", "", None)
+    if payload:
+        url, identity, *_, link = codec.decode_all(payload, field)
     return Verdict(
         _OUTCOMES[outcome],
         canonical_url=url,
@@ -92,5 +94,6 @@ def verdict(codec: Codec, k: int, outcome: int, distance: int, canon_fp: bytes |
         canonical_fingerprint=int.from_bytes(canon_fp, "big"),
         distance=distance,
         one_edit=rule_of(False, distance, k) is Rule.ONE_EDIT,  # an exact page's distance is 0
+        canonical_link=link,
         **previous,
     )

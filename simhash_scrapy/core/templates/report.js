@@ -48,6 +48,8 @@ function clusterNode(c) {
   s.appendChild(el("span", {"class": "cid"}, "#" + c[0]));
   s.appendChild(el("span", {"class": "maxd muted"}, "max d " + maxd));
   s.appendChild(el("span", {"class": "canon mono", title: c[1]}, c[1]));
+  if (c[4] && c[4] !== c[1]) s.appendChild(el("span", {"class": "rep mono", title: c[4]}, "keep " + c[4]));
+  if (c[5]) s.appendChild(el("span", {"class": "why muted"}, "(" + c[5] + ")"));
   d.appendChild(s);
   d.addEventListener("toggle", function () { if (d.open && !d.dataset.filled) fill(d, c); });
   return d;
@@ -65,7 +67,9 @@ function fill(d, c) {
   var firstButton = null;
   function addRow(m, i) {
     var tr = el("tr", {"class": "member", "data-distance": m[2] === null ? "" : String(m[2])});
-    tr.appendChild(el("td", null, i === 0 ? "canonical" : String(i)));
+    var role = i === 0 ? "canonical" : String(i);
+    if (m[0] === c[4]) { role += " \u00b7 keep"; tr.classList.add("representative"); }
+    tr.appendChild(el("td", null, role));
     tr.appendChild(el("td", {"class": "url"})).appendChild(link(m[0]));
     tr.appendChild(el("td", {"class": "distance"}, m[2] === null ? "" : String(m[2])));
     tr.appendChild(el("td", {"class": "rule"}, m[6] || ""));
