@@ -8,7 +8,7 @@ It is compiled against the lxml of the build environment, through lxml's own
 headers (``lxml.get_include()``: ``lxml.etree_api.h``, ``lxml-version.h`` and
 the libxml2 headers lxml was built with).  An isolated build installs the
 newest lxml, which may not be the one installed at run time: the module
-records the versions it was built against and ``simhash_scrapy._native``
+records the versions it was built against and ``simhash_scrapy.core._native``
 uses it only when they are the running ones (else the pure-Python path, with
 one logged warning).  ``pip install --no-build-isolation`` builds against the
 installed lxml.
