@@ -15,6 +15,26 @@ installed lxml.
 """
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    """Build the optional extension; on failure say once, plainly, what that means (shown by ``pip -v``).
+
+    At run time ``simhash_scrapy.core._native`` logs the same fact once at import.
+    """
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001 - any compiler failure; the extension is optional
+            if not getattr(ext, "optional", False):
+                raise
+            self.warn(
+                f"simhash-scrapy: the optional C helpers ({ext.name}) were not built "
+                f"({type(exc).__name__}: the compiler's output is above): the package installs "
+                "and uses the pure-Python path (same results, slower)"
+            )
 
 
 def _lxml_includes() -> list[str]:
@@ -26,6 +46,7 @@ def _lxml_includes() -> list[str]:
 
 
 setup(
+    cmdclass={"build_ext": OptionalBuildExt},
     ext_modules=[
         Extension(
             "simhash_scrapy.core._speedups",
