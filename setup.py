@@ -14,6 +14,8 @@ one logged warning).  ``pip install --no-build-isolation`` builds against the
 installed lxml.
 """
 
+import os
+
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
@@ -23,6 +25,13 @@ class OptionalBuildExt(build_ext):
 
     At run time ``simhash_scrapy.core._native`` logs the same fact once at import.
     """
+
+    def build_extensions(self) -> None:
+        # SIMHASH_REQUIRE_SPEEDUPS=1 (CI, cibuildwheel): a build without the C helpers is a failure.
+        if os.environ.get("SIMHASH_REQUIRE_SPEEDUPS") == "1":
+            for ext in self.extensions:
+                ext.optional = False
+        super().build_extensions()
 
     def build_extension(self, ext: Extension) -> None:
         try:
