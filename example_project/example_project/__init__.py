@@ -1,1 +1,1 @@
-"""Example Scrapy project for simhash-scrapy (see docs/readme/example.md)."""
+"""Example Scrapy project for simhash-scrapy (see the README, "The example project")."""

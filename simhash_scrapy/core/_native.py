@@ -1,8 +1,9 @@
 """The optional compiled helpers (``_speedups.c``), shared by ``text`` and ``features``.
 
 ``speedups`` is the C module, or None when it was not built (no C compiler at
-install time), is turned off with ``SIMHASH_SCRAPY_PURE_PYTHON=1``, or was
-built against another lxml than the one running.  Both paths give the same
+install time: one logged warning, ``NOT_BUILT``), is turned off with
+``SIMHASH_SCRAPY_PURE_PYTHON=1`` (silently), or was built against another lxml
+than the one running (one logged warning).  Both paths give the same
 results; the tests compare them.
 
 The C module walks lxml's trees through lxml's public C API (its generated
@@ -45,6 +46,15 @@ def build_mismatch(module: Any) -> str | None:
     )
 
 
+#: The one message when the C helpers were not built (logged once, at import).
+NOT_BUILT = (
+    "simhash_scrapy's C helpers are not built (no C compiler when simhash-scrapy was installed): "
+    "using the pure-Python path (same results, slower); to build them, install a C compiler and "
+    "Python's headers and reinstall simhash-scrapy; SIMHASH_SCRAPY_PURE_PYTHON=1 chooses the "
+    "pure-Python path without this message"
+)
+
+
 def _load() -> Any:
     if os.environ.get("SIMHASH_SCRAPY_PURE_PYTHON", "") not in ("", "0"):
         return None
@@ -54,7 +64,9 @@ def _load() -> Any:
     except ModuleNotFoundError as exc:
         if exc.name != name:
             raise
-        return None  # not built (no C compiler at install time): the pure path, silently
+        # Not built (no C compiler when the package was installed): the pure path, said once.
+        logger.warning("%s", NOT_BUILT)
+        return None
     except ImportError as exc:  # built, but lxml's C API differs from the one it was compiled against
         logger.warning("simhash_scrapy's C helpers cannot load (%s): using the pure-Python path", exc)
         return None

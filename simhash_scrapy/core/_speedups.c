@@ -1,10 +1,10 @@
 /*
- * simhash_scrapy._speedups: optional C versions of the three hot loops.
+ * simhash_scrapy.core._speedups: optional C versions of the three hot loops.
  *
  * Every function here has a pure-Python twin that gives the same result (the
  * tests run both); the package works without this module, only slower.
  *
- * Text: the pure-Python path (simhash_scrapy/text.py) removes non-rendered
+ * Text: the pure-Python path (simhash_scrapy/core/text.py) removes non-rendered
  * and hidden elements from the lxml tree, then lets an XSLT stylesheet print
  * the text with a marker around every block element.  Here one walk over the
  * libxml2 tree lxml already built gives the same words, without touching the
@@ -59,7 +59,7 @@
  * lxml: only its public C API (the headers from ``lxml.get_include()``; module
  * init calls ``import_lxml__etree()``, which checks each function's capsule
  * signature).  The lxml and libxml2 versions compiled in are exported as
- * BUILT_LXML_VERSION / BUILT_LIBXML_VERSION; simhash_scrapy._native uses this
+ * BUILT_LXML_VERSION / BUILT_LIBXML_VERSION; simhash_scrapy.core._native uses this
  * module only when they are the running ones.
  */
 #define PY_SSIZE_T_CLEAN
@@ -1309,7 +1309,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     }
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
-    /* The versions this module was compiled against: simhash_scrapy._native
+    /* The versions this module was compiled against: simhash_scrapy.core._native
      * compares them with the running lxml at import and falls back to the
      * pure-Python path when they differ. */
     if (PyModule_AddStringConstant(module, "BUILT_LXML_VERSION", LXML_VERSION_STRING) < 0 ||
