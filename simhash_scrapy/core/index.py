@@ -176,8 +176,8 @@ class _Table:
         return ((sample << np.uint64(low)) | (keys & np.uint64((1 << low) - 1))).astype(np.uint16)
 
 
-#: Rows sorted at a time when the tables are rebuilt.
-_REBUILD_CHUNK = 1 << 16
+#: Rows sorted at a time when the tables are rebuilt (small: the temporaries are ~100 bytes a row).
+_REBUILD_CHUNK = 1 << 14
 #: Arrays from this size on get their own memory map (see ``_empty``).
 _MAPPED_BYTES = 1 << 20
 
@@ -458,15 +458,17 @@ class BlockPermutedIndex:
             table.entries = table.room = np.zeros(0, dtype=np.uint32)  # the old tables go first
             table.filter = table.filter_room = None
             buckets = 1 << table.dir_bits
-            counts = np.zeros(buckets, dtype=np.int64)
-            for start, end in chunks:
-                counts += np.bincount(table.buckets(self._fps[start:end]), minlength=buckets)
             # Row numbers are uint32, so bucket offsets fit in uint32 too (half the directory memory).
+            # The counts go straight into the directory (no other array of the directory's size but
+            # ``free``): the temporaries of a rebuild stay small beside the tables it makes.
             table.bounds = _empty(buckets + 1, np.uint32)
-            table.bounds[0] = 0
-            np.cumsum(counts, dtype=np.uint32, out=table.bounds[1:])
-            free = table.bounds[:-1].astype(np.int64)  # next free position of each bucket
-            del counts
+            table.bounds[:] = 0
+            counts = table.bounds[1:]
+            for start, end in chunks:
+                np.add(counts, np.bincount(table.buckets(self._fps[start:end]), minlength=buckets), out=counts,
+                       casting="unsafe")
+            np.cumsum(counts, dtype=np.uint32, out=counts)
+            free = table.bounds[:-1].copy()  # next free position of each bucket
             rows = _empty(n, np.uint32)
             filter_room = _empty(n + _FILTER_PAD, np.uint16) if table.errors else None
             for start, end in chunks:
@@ -479,7 +481,7 @@ class BlockPermutedIndex:
                 # Position: the bucket's next free slot plus the row's rank among this chunk's rows there.
                 rank = np.arange(len(by_bucket)) - np.repeat(np.cumsum(run) - run, run)
                 positions = free[sorted_buckets] + rank
-                free[present] += run
+                free[present] += run.astype(np.uint32)
                 rows[positions] = by_bucket + start
                 if filter_room is not None:
                     filter_room[positions] = table.filter_values(keys[by_bucket], chunk_fps[by_bucket])

@@ -28,7 +28,11 @@ batch at a time would copy its tables for every few thousand entries.
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import mmap
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +44,7 @@ _CANDIDATE = struct.Struct(">IIB")
 #: Entries kept in the small index before they are merged into the big one.
 RECENT = 1 << 18
 #: Log entries per GETRANGE when a replica is loaded (24 bytes each: 1.5 MB a reply, small beside the replica).
-LOAD_CHUNK = 1 << 16
+LOAD_CHUNK = 1 << 15
 #: Seqs are kept in pages of this many log entries (growing never copies the ones already kept).
 _SEQ_PAGE = 1 << 16
 # "owner": the add entry of a one-edit key entry (other entries: bucket and field bytes there).
@@ -50,6 +54,26 @@ _LOG_DTYPE = np.dtype([("op", "u1"), ("fp", ">u8"), ("seq", ">u4"), ("owner", ">
 def replica_blocks(k: int) -> int:
     """The replica index's blocks: the in-process default (fewest bytes a page; see the module's text)."""
     return default_blocks(k)
+
+
+def release_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere nothing).
+
+    A load's temporaries (replies of ``LOAD_CHUNK`` entries, the sort's chunks) are
+    freed into the heap, which keeps them resident: ~15 bytes a page at 1M pages,
+    a third of the replica.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 class _Seqs:
@@ -64,7 +88,8 @@ class _Seqs:
         """``values`` are the seqs of log entries ``first``, ``first + 1``, ..."""
         end = first + len(values)
         while len(self.pages) * _SEQ_PAGE < end:
-            self.pages.append(np.zeros(_SEQ_PAGE, dtype=np.uint32))
+            # A memory map each: pages kept between a load's temporaries would pin the heap's top.
+            self.pages.append(np.frombuffer(mmap.mmap(-1, 4 * _SEQ_PAGE), dtype=np.uint32))
         done = 0
         while done < len(values):
             page, offset = divmod(first + done, _SEQ_PAGE)
@@ -115,8 +140,10 @@ class Replica:
     def settle(self) -> None:
         """Sort the add entries of the bulk load into the index's tables (once, at the end of the load)."""
         if self.pending:
+            release_free_memory()  # the load's temporaries, before the tables are made
             self.index.build()
             self.pending = False
+            release_free_memory()  # the sort's temporaries
 
     def nbytes(self) -> int:
         """Bytes of the replica's arrays (the index's, with room, and the seqs; not the dicts)."""
