@@ -1,6 +1,6 @@
 """A Redis worker's replica: bytes per canonical page at rest, peak RSS during its load, checks/s; this tree vs a baseline.
 
-    python benchmarks/replica_memory.py --stored 1000000                 # against `main`, 8 workers (~10 min here)
+    python benchmarks/replica_memory.py --stored 1000000                 # against the branch point, 8 workers (~10 min)
     python benchmarks/replica_memory.py --stored 1000000 --against 7e14ac5 --rounds 2
     python benchmarks/replica_memory.py --quick                          # 20,000 stored, 2 workers
     python benchmarks/replica_memory.py --rdb-cache /tmp/simhash-fills    # keep the filled Redis: reruns skip the fill
@@ -10,7 +10,8 @@ In one run:
 1. Fills a throw-away ``redis-server`` with ``--stored`` pages the way
    ``redis_scale.py`` does (``fill_directly``: 70% canonical pages, the rest
    near-duplicates of them) and keeps it as an RDB snapshot.
-2. Extracts the baseline (``git archive`` of ``--against``, default ``main``)
+2. Extracts the baseline (``git archive`` of ``--against``, default the commit
+   where this branch left ``main``: it must use the same Redis key layout)
    into a temporary directory (its C helpers copied when ``_speedups.c`` is the
    same, else built there).
 3. For each tree, baseline first, ``--rounds`` times: a fresh server from the
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -51,6 +53,7 @@ import redis_scale  # noqa: E402  (puts SIMHASH_BENCH_TREE, or this tree, first 
 from backends import Server  # noqa: E402
 
 SPEEDUPS = "simhash_scrapy/core/_speedups.c"
+LAYOUT = "simhash_scrapy/backends/redis/layout.py"
 
 
 def filled_rdb(stored: int, cache: Path | None, scratch: Path) -> Path:
@@ -97,7 +100,7 @@ def run_tree(tree: Path, rdb: Path, args: argparse.Namespace, compare: bool) -> 
         if compare:
             command.append("--compare")
         env = {**os.environ, "SIMHASH_BENCH_TREE": str(tree)}
-        out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+        out = subprocess.run(command, env=env, check=True, stdout=subprocess.PIPE, text=True)  # stderr: the log
         return json.loads(out.stdout.strip().splitlines()[-1])
     finally:
         server.stop()
@@ -133,7 +136,8 @@ def child(url: str, args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stored", type=int, default=1_000_000)
-    parser.add_argument("--against", default="main", help="the baseline: a git ref of this repository")
+    parser.add_argument("--against", help="the baseline: a git ref of this repository (default: where this branch "
+                        "left main, `git merge-base HEAD main`; its Redis key layout must be this tree's)")
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--checks", type=int, default=2000, help="timed checks per worker")
     parser.add_argument("--in-flight", type=int, default=16)
@@ -149,9 +153,17 @@ def main() -> None:
     if args.child:
         child(args.child, args)
         return
+    if args.against is None:
+        args.against = subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"], check=True,
+                                      capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="simhash-replica-") as scratch:
         rdb = filled_rdb(args.stored, args.rdb_cache, Path(scratch))
         base = baseline_tree(args.against, Path(scratch))
+        layouts = {tree: re.search(r"^LAYOUT_VERSION = (\d+)", (tree / LAYOUT).read_text(), re.M).group(1)  # type: ignore[union-attr]
+                   for tree in (base, ROOT)}
+        if layouts[base] != layouts[ROOT]:
+            sys.exit(f"{args.against} writes Redis key layout v{layouts[base]}, this tree v{layouts[ROOT]}: "
+                     "the same filled Redis cannot serve both; pick another --against")
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.against], check=True,
                                 capture_output=True, text=True).stdout.strip()
         rows: dict[str, list[dict[str, Any]]] = {"baseline": [], "this": []}
