@@ -175,11 +175,11 @@ def main() -> None:
     med = {name: {k: statistics.median(r[k] for r in runs) for k in runs[0] if isinstance(runs[0][k], (int, float))}
            for name, runs in rows.items()}
     print(f"\n## A Redis worker's replica at {args.stored:,} stored ({med['this']['canonical_pages']:,.0f} canonical "
-          f"pages), {args.workers} workers, {args.rounds} round(s); baseline {args.against} ({commit})\n")
+          f"pages), {args.workers} workers, {args.rounds} round(s); baseline {commit}\n")
     print("| tree | bytes/canonical page at rest | peak during load / rest | worker peak RSS MB | load CPU s "
           "| checks/s | checks/s vs baseline | same decisions |")
     print("|---|---:|---:|---:|---:|---:|---:|:---:|")
-    for name, label in (("baseline", f"{args.against} ({commit})"), ("this", "this tree")):
+    for name, label in (("baseline", f"baseline {commit}"), ("this", "this tree")):
         m = med[name]
         decisions = [r["decisions"] for r in rows[name] if "decisions" in r]
         same = "-" if not decisions else ", ".join(f"{d['compared'] - d['different']:,}/{d['compared']:,}" for d in decisions)
