@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hashlib
 import json
 import multiprocessing as mp
@@ -48,7 +49,8 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve()
-sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent)]
+#: SIMHASH_BENCH_TREE: import simhash_scrapy from that source tree instead (a baseline: replica_memory.py).
+sys.path[:0] = [os.environ.get("SIMHASH_BENCH_TREE") or str(HERE.parent.parent), str(HERE.parent)]
 
 from simhash_scrapy.backends.base import ClusterMember, PageRecord  # noqa: E402
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
@@ -246,6 +248,23 @@ def worker_pages(stored: int, worker: int, workers: int, checks: int) -> list[tu
     return out
 
 
+def _proc_status(field: str) -> int:
+    """A field of /proc/self/status in bytes (VmRSS: resident now, VmHWM: the peak since the last reset)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _reset_peak() -> bool:
+    """Reset VmHWM to the resident size now (Linux: clear_refs 5); False where that is not allowed."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
 def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, checks: int, in_flight: int,
                barrier: Any, results: Any, extra: dict[str, Any] | None = None) -> None:
     from simhash_scrapy.backends.redis import RedisBackend
@@ -255,8 +274,17 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
     async def main() -> None:
         backend = RedisBackend(SimhashConfig(), settings(url, capacity, extra))
         await backend.open("bench")
+        gc.collect()
+        reset = _reset_peak()
+        before = _proc_status("VmRSS")
+        load_cpu = time.process_time()
         await backend.preload(SCOPE)
+        load_cpu = time.process_time() - load_cpu
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        gc.collect()
+        # The replica at rest (RSS after the load minus before it), and the peak while it loaded.
+        memory = {"before": before, "rest": _proc_status("VmRSS"), "peak": _proc_status("VmHWM") if reset else rss,
+                  "load_cpu_s": load_cpu}
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
         verdicts: list[Any] = [None] * len(pages)
         queue = iter(enumerate(pages))
@@ -272,7 +300,7 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
         await backend.close()
         results.put((worker, start, end, cpu, rss, [
             (page, v.outcome.value, v.canonical_url, v.distance) for (page, _), v in zip(pages, verdicts)
-        ], errors))
+        ], errors, memory))
 
     asyncio.run(main())
 
@@ -304,6 +332,7 @@ def timed_run(url: str, stored: int, capacity: int, workers: int, checks: int, i
         "redis_cpu_us_per_check": redis_cpu / (workers * checks) * 1e6,
         "script_calls": script.get("calls", 0),
         "worker_peak_rss_mb_after_load": max(o[4] for o in out) / 1e6,
+        "worker_memory": [o[7] for o in out],
         "verdicts": [v for o in out for v in o[5]],
     }
 
@@ -353,6 +382,20 @@ def same_decisions(url: str, stored: int, capacity: int, workers: int, checks: i
 
 
 # ------------------------------------------------------------------------------ main
+def save_rdb(client: Any, server: Server, path: Path) -> None:
+    """Copy the server's data to ``path`` as an RDB snapshot (``Server(str(path))`` starts with it loaded)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    client.bgsave()  # SAVE of a big dataset outlasts a client timeout: poll instead
+    while True:
+        time.sleep(0.5)
+        persistence = client.info("persistence")
+        if not persistence["rdb_bgsave_in_progress"]:
+            break
+    if persistence["rdb_last_bgsave_status"] != "ok":
+        raise RuntimeError("BGSAVE failed")
+    shutil.copyfile(Path(server.dir) / "dump.rdb", path)
+
+
 def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int, in_flight: int, compare: bool,
             rdb_cache: Path | None = None) -> dict[str, Any]:
     name = f"fill-{stored}-{'direct' if direct else 'checks'}-v{LAYOUT_VERSION}.rdb"
@@ -373,16 +416,7 @@ def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int,
         if loaded:  # a reloaded snapshot is more compact than a live fill: report the fill's own figure
             bytes_per_page = json.loads(cached.with_suffix(".json").read_text())["redis_bytes_per_page"]
         elif cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            client.bgsave()  # SAVE of a big dataset outlasts a client timeout: poll instead
-            while True:
-                time.sleep(0.5)
-                persistence = client.info("persistence")
-                if not persistence["rdb_bgsave_in_progress"]:
-                    break
-            if persistence["rdb_last_bgsave_status"] != "ok":
-                raise RuntimeError("BGSAVE failed")
-            shutil.copyfile(Path(server.dir) / "dump.rdb", cached)
+            save_rdb(client, server, cached)
             cached.with_suffix(".json").write_text(json.dumps({"redis_bytes_per_page": bytes_per_page}))
         client.close()
         run = timed_run(server.url, stored, capacity, workers, checks, in_flight)

@@ -162,6 +162,46 @@ def test_int_keys_stay_compact_and_mixed_keys_work() -> None:
     assert index.remove(2**70) == 1
 
 
+def test_int_keys_widen_from_uint32_to_int64_then_objects() -> None:
+    # Keys in 0..2**32-1 take 4 bytes a row; a negative or larger key widens the array, never wraps.
+    index = BlockPermutedIndex()
+    index.add_many(np.arange(3, dtype=np.uint32), [10, 11, 12])
+    assert index._keys.ints is not None and index._keys.ints.dtype == np.uint32
+    assert index.remove(-1) == 0 and index.remove(2**32 + 1) == 0  # not found: no wrap-around to a stored key
+    index.add(2**32 + 1, 13)
+    index.add_many(np.array([-5], dtype=np.int64), [14])
+    assert index._keys.ints is not None and index._keys.ints.dtype == np.int64
+    index.add(2**64, 15)
+    keys = [0, 1, 2, 2**32 + 1, -5, 2**64]
+    assert list(index) == list(zip(keys, range(10, 16)))
+    assert {m.key for m in index.query(2**40 + 13)} == {key for key, fp in zip(keys, range(10, 16))
+                                                      if hamming_distance(fp, 2**40 + 13) <= 4}
+    assert index.remove(2**32 + 1) == 1 and index.remove(-5) == 1
+
+
+@pytest.mark.parametrize("k,blocks", [(3, 4), (4, 3), (4, 6)])
+def test_bulk_load_into_reserved_room_then_build_matches_brute_force(k: int, blocks: int) -> None:
+    # reserve + add_many(build=False) in chunks + build: the bulk load of the Redis replica.
+    fps = planted(k + blocks, 5000, k)
+    index = BlockPermutedIndex(k, blocks)
+    index.reserve(6000)  # more than is added: the room left over is never used
+    rng = random.Random(2)
+    for start in range(0, len(fps), 700):
+        chunk = fps[start : start + 700]
+        index.add_many(np.arange(start, start + len(chunk), dtype=np.int64), np.array(chunk, dtype=np.uint64),
+                       build=False)
+        if start == 2100:  # queries before the build are answered from the unsorted rows, exactly
+            for query in rng.sample(fps[: start + len(chunk)], 20):
+                assert [(m.distance, m.key) for m in index.query(query)] == brute(fps[: start + len(chunk)], query, k)
+    index.build()
+    assert len(index) == len(fps)
+    for query in rng.sample(fps, 200) + [flip(fp, k, rng) for fp in rng.sample(fps, 100)]:
+        assert [(m.distance, m.key) for m in index.query(query)] == brute(fps, query, k)
+    q, r, d = index.query_many_arrays(fps[:50])
+    assert sorted(zip(q.tolist(), r.tolist(), d.tolist())) == sorted(
+        (i, row, dist) for i, fp in enumerate(fps[:50]) for dist, row in brute(fps, fp, k))
+
+
 def test_memory_per_fingerprint_is_small() -> None:
     rng = np.random.default_rng(0)
     index = BlockPermutedIndex()

@@ -72,6 +72,7 @@ _FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sHBBQB")  # magic, version, k, B, rows, key kind
 _KEYS_INT, _KEYS_STR = 0, 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_UINT32_MAX = (1 << 32) - 1
 _BYTE_ORDER = sys.byteorder  # a query's bytes as numpy's native uint64
 #: Spare items after a table's filter: the C loop reads filters 4 items (8 bytes) at a time.
 _FILTER_PAD = 4
@@ -175,8 +176,8 @@ class _Table:
         return ((sample << np.uint64(low)) | (keys & np.uint64((1 << low) - 1))).astype(np.uint16)
 
 
-#: Rows sorted at a time when the tables are rebuilt.
-_REBUILD_CHUNK = 1 << 16
+#: Rows sorted at a time when the tables are rebuilt (small: the temporaries are ~100 bytes a row).
+_REBUILD_CHUNK = 1 << 14
 #: Arrays from this size on get their own memory map (see ``_empty``).
 _MAPPED_BYTES = 1 << 20
 
@@ -240,12 +241,13 @@ def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 class _Keys:
-    """Row -> user key.  A compact int64 array while every key is an int, a list otherwise."""
+    """Row -> user key.  A compact array while every key is an int: uint32 (4 bytes a row) while all
+    fit in 0..2**32-1 (row numbers, log positions), int64 once one does not; a list otherwise."""
 
     __slots__ = ("ints", "objects")
 
     def __init__(self) -> None:
-        self.ints: np.ndarray | None = np.zeros(16, dtype=np.int64)
+        self.ints: np.ndarray | None = np.zeros(16, dtype=np.uint32)
         self.objects: list[Any] | None = None
 
     def _to_objects(self, n: int) -> None:
@@ -253,9 +255,20 @@ class _Keys:
         self.objects = self.ints[:n].tolist()
         self.ints = None
 
+    def _widen(self) -> None:
+        """uint32 -> int64 (a key below 0 or above 2**32 - 1 arrived)."""
+        assert self.ints is not None
+        self.ints = _grown(self.ints.astype(np.int64), len(self.ints)) if self.ints.dtype != np.int64 else self.ints
+
+    def reserve(self, size: int) -> None:
+        if self.ints is not None and size > len(self.ints):
+            self.ints = _grown(self.ints, size)
+
     def set(self, row: int, key: Any, n: int) -> None:
         if self.ints is not None:
             if type(key) is int and _INT64_MIN <= key <= _INT64_MAX:
+                if not 0 <= key <= _UINT32_MAX and self.ints.dtype == np.uint32:
+                    self._widen()
                 if row >= len(self.ints):
                     self.ints = _grown(self.ints, max(16, len(self.ints) + len(self.ints) // 4))
                 self.ints[row] = key
@@ -264,17 +277,30 @@ class _Keys:
         assert self.objects is not None
         self.objects.append(key)
 
-    def extend(self, keys: Sequence[Any], n: int) -> None:
+    def extend(self, keys: Sequence[Any] | np.ndarray, n: int) -> None:
+        if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu" and keys.ndim == 1:
+            if self.ints is not None:
+                if len(keys) and self.ints.dtype == np.uint32 and (int(keys.min()) < 0 or int(keys.max()) > _UINT32_MAX):
+                    self._widen()
+                self._store(keys, n)
+                return
+            keys = keys.tolist()
         if self.ints is not None and all(type(k) is int and _INT64_MIN <= k <= _INT64_MAX for k in keys):
-            needed = n + len(keys)
-            if needed > len(self.ints):
-                self.ints = _grown(self.ints, max(needed, len(self.ints) + len(self.ints) // 4))
-            self.ints[n:needed] = np.asarray(keys, dtype=np.int64) if len(keys) else 0
+            if self.ints.dtype == np.uint32 and len(keys) and (min(keys) < 0 or max(keys) > _UINT32_MAX):
+                self._widen()
+            self._store(np.asarray(keys, dtype=self.ints.dtype) if len(keys) else np.zeros(0, self.ints.dtype), n)
             return
         if self.ints is not None:
             self._to_objects(n)
         assert self.objects is not None
         self.objects.extend(keys)
+
+    def _store(self, keys: np.ndarray, n: int) -> None:
+        assert self.ints is not None
+        needed = n + len(keys)
+        if needed > len(self.ints):
+            self.ints = _grown(self.ints, max(needed, len(self.ints) + len(self.ints) // 4))
+        self.ints[n:needed] = keys
 
     def get(self, row: int) -> Any:
         if self.ints is not None:
@@ -295,6 +321,8 @@ class _Keys:
     def rows_of(self, key: Any, n: int) -> list[int]:
         if self.ints is not None:
             if type(key) is not int or not _INT64_MIN <= key <= _INT64_MAX:
+                return []
+            if self.ints.dtype == np.uint32 and not 0 <= key <= _UINT32_MAX:
                 return []
             return np.flatnonzero(self.ints[:n] == key).tolist()
         assert self.objects is not None
@@ -397,14 +425,14 @@ class BlockPermutedIndex:
     def _tail_limit(self) -> int:
         return min(32768, max(2048, self._n >> 9))
 
-    def _reserve(self, extra: int) -> None:
+    def _reserve(self, extra: int, exact: bool = False) -> None:
         needed = self._n + extra
         if needed > _MAX_ROWS:
             raise ValueError(f"an index holds at most {_MAX_ROWS} fingerprints (row numbers are 32-bit)")
         if needed > len(self._fps):
             # Grow by a quarter, not double: amortised O(1) all the same, and at most
             # 25% slack (the bytes-per-fingerprint budget counts it).
-            self._fps = _grown(self._fps, max(needed, len(self._fps) + len(self._fps) // 4, 16))
+            self._fps = _grown(self._fps, needed if exact else max(needed, len(self._fps) + len(self._fps) // 4, 16))
             if self._alive is not None:
                 alive = np.ones(len(self._fps), dtype=bool)
                 alive[: self._n] = self._alive[: self._n]
@@ -430,15 +458,17 @@ class BlockPermutedIndex:
             table.entries = table.room = np.zeros(0, dtype=np.uint32)  # the old tables go first
             table.filter = table.filter_room = None
             buckets = 1 << table.dir_bits
-            counts = np.zeros(buckets, dtype=np.int64)
-            for start, end in chunks:
-                counts += np.bincount(table.buckets(self._fps[start:end]), minlength=buckets)
             # Row numbers are uint32, so bucket offsets fit in uint32 too (half the directory memory).
+            # The counts go straight into the directory (no other array of the directory's size but
+            # ``free``): the temporaries of a rebuild stay small beside the tables it makes.
             table.bounds = _empty(buckets + 1, np.uint32)
-            table.bounds[0] = 0
-            np.cumsum(counts, dtype=np.uint32, out=table.bounds[1:])
-            free = table.bounds[:-1].astype(np.int64)  # next free position of each bucket
-            del counts
+            table.bounds[:] = 0
+            counts = table.bounds[1:]
+            for start, end in chunks:
+                np.add(counts, np.bincount(table.buckets(self._fps[start:end]), minlength=buckets), out=counts,
+                       casting="unsafe")
+            np.cumsum(counts, dtype=np.uint32, out=counts)
+            free = table.bounds[:-1].copy()  # next free position of each bucket
             rows = _empty(n, np.uint32)
             filter_room = _empty(n + _FILTER_PAD, np.uint16) if table.errors else None
             for start, end in chunks:
@@ -451,7 +481,7 @@ class BlockPermutedIndex:
                 # Position: the bucket's next free slot plus the row's rank among this chunk's rows there.
                 rank = np.arange(len(by_bucket)) - np.repeat(np.cumsum(run) - run, run)
                 positions = free[sorted_buckets] + rank
-                free[present] += run
+                free[present] += run.astype(np.uint32)
                 rows[positions] = by_bucket + start
                 if filter_room is not None:
                     filter_room[positions] = table.filter_values(keys[by_bucket], chunk_fps[by_bucket])
@@ -507,9 +537,18 @@ class BlockPermutedIndex:
         if self._n - self._indexed > self._tail_limit():
             self._merge_tail()
 
-    def add_many(self, keys: Iterable[Hashable], fingerprints: Iterable[int] | np.ndarray) -> None:
-        """Store many fingerprints at once (much faster than repeated ``add``)."""
-        keys = list(keys)
+    def add_many(
+        self, keys: Iterable[Hashable] | np.ndarray, fingerprints: Iterable[int] | np.ndarray, *, build: bool = True
+    ) -> None:
+        """Store many fingerprints at once (much faster than repeated ``add``).
+
+        ``keys`` may be a numpy integer array (no Python objects made).  With
+        ``build=False`` the rows wait, unsorted, until ``build()`` (or a later
+        ``add``) sorts them into the tables: a bulk load in chunks sorts once
+        (queries meanwhile are exact all the same, by brute force over them).
+        """
+        if not isinstance(keys, np.ndarray):
+            keys = list(keys)
         fps = _as_fingerprint_array(fingerprints, "fingerprints")
         if len(keys) != len(fps):
             raise ValueError(f"keys and fingerprints must have the same length ({len(keys)} != {len(fps)})")
@@ -517,8 +556,21 @@ class BlockPermutedIndex:
         self._keys.extend(keys, self._n)
         self._fps[self._n : self._n + len(fps)] = fps
         self._n += len(fps)
-        if self._n - self._indexed > self._tail_limit():
+        if build and self._n - self._indexed > self._tail_limit():
             self._merge_tail()
+
+    def reserve(self, count: int) -> None:
+        """Make room for ``count`` more fingerprints now, so that adding them copies nothing.
+
+        Large arrays are anonymous memory maps: room that is never filled costs
+        address space, not memory (a bulk load can reserve an upper bound).
+        """
+        self._reserve(count, exact=True)
+        self._keys.reserve(len(self._fps))
+
+    def build(self) -> None:
+        """Sort every row added with ``build=False`` into the tables now."""
+        self._merge_tail()
 
     # -------------------------------------------------------------- queries
     def _candidate_rows(self, fp: int) -> np.ndarray:

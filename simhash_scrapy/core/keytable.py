@@ -53,6 +53,10 @@ class KeyTable:
         """Live keys."""
         return self._live
 
+    def nbytes(self) -> int:
+        """Bytes of the sorted arrays (the recent keys' dict not counted)."""
+        return self._keys.nbytes + self._owners.nbytes
+
     def _find(self, keys: np.ndarray) -> np.ndarray:
         """Positions of ``keys`` in the sorted arrays, -1 where absent (or removed)."""
         if not len(self._keys) or not len(keys):

@@ -48,7 +48,7 @@ from .layout import (
 )
 from .outages import Outages, ignore
 from .protocol import pack_page, parse_verdicts, verdict
-from .replica import Replica
+from .replica import LOAD_CHUNK, Replica
 from .settings import RedisSettings
 
 if TYPE_CHECKING:
@@ -62,7 +62,6 @@ logger = logging.getLogger("simhash_scrapy.backends.redis")
 
 _STALE = 60  # a worker silent for this long is considered gone
 _MAX_BATCH = 256
-_SYNC_CHUNK = 1 << 20  # log entries per GETRANGE when a replica is loaded
 _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 #: Shards: how long a claim on an identity holds (a worker that died mid-check frees it then).
 _CLAIM_MS = 30_000
@@ -378,13 +377,15 @@ class RedisBackend(Outages, DedupBackend):
                 # the scope (a scope lost and made anew meanwhile has another epoch: load again).
                 before = await self.client.hmget(sk.meta, fields)
                 replica = Replica(self.config.max_distance)
+                replica.reserve(int(await self.client.strlen(sk.log)) // ENTRY)
                 while True:
                     start = replica.sync
-                    data = await self.client.getrange(sk.log, start * ENTRY, (start + _SYNC_CHUNK) * ENTRY - 1)
+                    data = await self.client.getrange(sk.log, start * ENTRY, (start + LOAD_CHUNK) * ENTRY - 1)
                     # Building the index of a big log takes seconds: not on the event loop (heartbeats, other scopes).
                     await asyncio.get_running_loop().run_in_executor(None, replica.apply, data, start)
-                    if len(data) < _SYNC_CHUNK * ENTRY:
+                    if len(data) < LOAD_CHUNK * ENTRY:
                         break
+                await asyncio.get_running_loop().run_in_executor(None, replica.settle)
                 after = await self.client.hmget(sk.meta, fields)
                 if after[:2] == before[:2]:
                     break

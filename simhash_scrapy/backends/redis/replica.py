@@ -9,8 +9,18 @@ appended after ``sync`` and drops what was removed, so together they see the
 whole index while Redis only scans the new entries.
 
 The replica's block layout is the worker's own choice (it never reaches
-Redis): ``k + 2`` blocks, so a query reads few candidates even at tens of
-millions of pages (C(k + 2, k) tables, ~ 8 + 4 * C(k + 2, k) bytes per page).
+Redis): the in-process default (``default_blocks``: 3 tables at k = 4, each
+keyed by one block matched within one bit, with a 16-bit filter a row), so a
+canonical page costs ~40 bytes: its fingerprint (8), its log position as the
+index key (4, uint32), 3 tables x (4 + 2), the tables' bucket directories
+(~4) and the seq of its log entry (4).  ``k + 2`` blocks (15 tables at k = 4)
+read fewer rows a query but cost ~100 bytes a page, and a worker's replica is
+copied in every worker process.
+
+The bulk load (``reserve``, ``apply`` of ``LOAD_CHUNK`` entries at a time,
+``settle``) writes the add entries straight into the index's preallocated
+arrays (numpy, no Python objects a page) and sorts them into the tables once,
+at ``settle``: memory during the load stays close to the memory after it.
 Entries arriving after the bulk load go to a small ``recent`` index that is
 merged into the big one every ``RECENT`` entries: adding to the big index one
 batch at a time would copy its tables for every few thousand entries.
@@ -18,27 +28,80 @@ batch at a time would copy its tables for every few thousand entries.
 
 from __future__ import annotations
 
-import math
+import ctypes
+import functools
+import mmap
 import struct
+from typing import Any
 
 import numpy as np
 
-from ...core.index import MAX_TABLES, BlockPermutedIndex
+from ...core.index import BlockPermutedIndex, default_blocks
 from ...core.keytable import KeyTable, pack_keys, unpack_keys
 from .layout import EDIT_MATCH, ENTRY, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 
 _CANDIDATE = struct.Struct(">IIB")
 #: Entries kept in the small index before they are merged into the big one.
 RECENT = 1 << 18
+#: Log entries per GETRANGE when a replica is loaded (24 bytes each: 1.5 MB a reply, small beside the replica).
+LOAD_CHUNK = 1 << 15
+#: Seqs are kept in pages of this many log entries (growing never copies the ones already kept).
+_SEQ_PAGE = 1 << 16
 # "owner": the add entry of a one-edit key entry (other entries: bucket and field bytes there).
 _LOG_DTYPE = np.dtype([("op", "u1"), ("fp", ">u8"), ("seq", ">u4"), ("owner", ">u4"), ("rest", "V7")])
 
 
 def replica_blocks(k: int) -> int:
-    blocks = min(64, k + 2)
-    while blocks > k + 1 and math.comb(blocks, k) > MAX_TABLES:
-        blocks -= 1
-    return blocks
+    """The replica index's blocks: the in-process default (fewest bytes a page; see the module's text)."""
+    return default_blocks(k)
+
+
+def release_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere nothing).
+
+    A load's temporaries (replies of ``LOAD_CHUNK`` entries, the sort's chunks) are
+    freed into the heap, which keeps them resident: ~15 bytes a page at 1M pages,
+    a third of the replica.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+class _Seqs:
+    """The seq of each log entry, uint32, in pages of ``_SEQ_PAGE`` (appending never copies)."""
+
+    __slots__ = ("pages",)
+
+    def __init__(self) -> None:
+        self.pages: list[np.ndarray] = []
+
+    def put(self, first: int, values: np.ndarray) -> None:
+        """``values`` are the seqs of log entries ``first``, ``first + 1``, ..."""
+        end = first + len(values)
+        while len(self.pages) * _SEQ_PAGE < end:
+            # A memory map each: pages kept between a load's temporaries would pin the heap's top.
+            self.pages.append(np.frombuffer(mmap.mmap(-1, 4 * _SEQ_PAGE), dtype=np.uint32))
+        done = 0
+        while done < len(values):
+            page, offset = divmod(first + done, _SEQ_PAGE)
+            take = min(_SEQ_PAGE - offset, len(values) - done)
+            self.pages[page][offset : offset + take] = values[done : done + take]
+            done += take
+
+    def __getitem__(self, pos: int) -> int:
+        return int(self.pages[pos // _SEQ_PAGE][pos % _SEQ_PAGE])
+
+    def nbytes(self) -> int:
+        return sum(page.nbytes for page in self.pages)
 
 
 class Replica:
@@ -53,7 +116,9 @@ class Replica:
         self.edits = KeyTable()  # one-edit key -> position of its add entry
         self.edits_of: dict[int, bytes] = {}  # position of an add entry -> its one-edit keys (pack_keys)
         #: seq of the identity of each log entry (ties go to the lowest seq)
-        self.seq = np.zeros(0, dtype=np.uint32)
+        self.seq = _Seqs()
+        #: Add entries are in ``index`` but not yet sorted into its tables (a bulk load: see ``settle``).
+        self.pending = False
         self.sync = 0
         #: The incarnation of the scope this replica was built from (``check.lua``'s ARGV[8]): "-" none
         #: (the replica holds nothing), "=" + the epoch of the scope's meta.  A replica never outlives its
@@ -67,6 +132,23 @@ class Replica:
         #: When (time.monotonic) the markers of all those shards were last read.
         self.swept = 0.0
 
+    def reserve(self, entries: int) -> None:
+        """Room for a log of ``entries`` entries (an upper bound of its add entries): the bulk load then
+        writes into the index's arrays without ever copying them (room left empty costs no memory)."""
+        self.index.reserve(max(0, entries - self.sync))
+
+    def settle(self) -> None:
+        """Sort the add entries of the bulk load into the index's tables (once, at the end of the load)."""
+        if self.pending:
+            release_free_memory()  # the load's temporaries, before the tables are made
+            self.index.build()
+            self.pending = False
+            release_free_memory()  # the sort's temporaries
+
+    def nbytes(self) -> int:
+        """Bytes of the replica's arrays (the index's, with room, and the seqs; not the dicts)."""
+        return self.index.nbytes() + self.recent.nbytes() + self.seq.nbytes() + self.edits.nbytes()
+
     def apply(self, data: bytes, start: int) -> None:
         """Apply log entries ``data`` that begin at position ``start`` (entries already applied are skipped)."""
         if start > self.sync:
@@ -76,11 +158,7 @@ class Replica:
             return
         entries = np.frombuffer(data, dtype=_LOG_DTYPE, offset=skip, count=(len(data) - skip) // ENTRY)
         first = self.sync
-        if len(self.seq) < first + len(entries):
-            grown = np.zeros(max(first + len(entries), len(self.seq) + len(self.seq) // 4), dtype=np.uint32)
-            grown[: len(self.seq)] = self.seq
-            self.seq = grown
-        self.seq[first : first + len(entries)] = entries["seq"]
+        self.seq.put(first, entries["seq"])
         positions = np.arange(first, first + len(entries), dtype=np.int64)
         ops = entries["op"]
         removes = np.flatnonzero(ops == OP_REMOVE)
@@ -97,8 +175,12 @@ class Replica:
         if removed and len(adds):
             adds = adds[~np.isin(positions[adds], np.fromiter(removed, dtype=np.int64))]
         if len(adds):
-            target = self.index if len(adds) >= RECENT or not len(self.index) else self.recent
-            target.add_many(positions[adds].tolist(), entries["fp"][adds].astype(np.uint64))
+            if self.pending or len(adds) >= RECENT or not len(self.index):
+                # The bulk load (or a big catch-up): into the index's arrays now, into its tables at settle.
+                self.index.add_many(positions[adds].astype(np.uint32), entries["fp"][adds].astype(np.uint64), build=False)
+                self.pending = True
+            else:
+                self.recent.add_many(positions[adds].tolist(), entries["fp"][adds].astype(np.uint64))
             if len(self.recent) >= RECENT:
                 keys, fps = zip(*self.recent)
                 self.index.add_many(keys, fps)
@@ -135,17 +217,18 @@ class Replica:
 
     def candidates(self, fp: int, exact: bool) -> bytes:
         """Packed ``(log position, seq, distance)`` of the canonical pages within k."""
+        self.settle()
         seq = self.seq
         if exact:
             pos = self.exact.get(fp)
-            return b"" if pos is None else _CANDIDATE.pack(pos, int(seq[pos]), 0)
+            return b"" if pos is None else _CANDIDATE.pack(pos, seq[pos], 0)
         return b"".join(
-            _CANDIDATE.pack(m.key, int(seq[m.key]), m.distance) for m in (*self.index.query(fp), *self.recent.query(fp))
+            _CANDIDATE.pack(m.key, seq[m.key], m.distance) for m in (*self.index.query(fp), *self.recent.query(fp))
         )
 
     def edit_candidates(self, keys: tuple[int, ...]) -> bytes:
         """Packed ``(log position, seq, EDIT_MATCH)`` of the canonical pages sharing a one-edit key."""
-        return b"".join(_CANDIDATE.pack(pos, int(self.seq[pos]), EDIT_MATCH) for pos in sorted(self.edits.owners(keys)))
+        return b"".join(_CANDIDATE.pack(pos, self.seq[pos], EDIT_MATCH) for pos in sorted(self.edits.owners(keys)))
 
     def candidates_many(self, fps: list[int]) -> list[bytes]:
         """``candidates`` of many simhash fingerprints.
@@ -153,4 +236,5 @@ class Replica:
         One ``query`` each: ``query_many_arrays`` would first merge the index's
         unsorted tail into its tables, an O(index) step per batch.
         """
+        self.settle()
         return [self.candidates(fp, False) for fp in fps]
