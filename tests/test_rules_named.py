@@ -191,7 +191,8 @@ async def test_pages_differing_in_price_are_duplicates_unless_the_price_is_prote
     stats = simhash_stats(plain)
     assert stats["simhash/near_duplicates"] == 2 and "simhash/distinct/pages" not in stats
     # The JSON Lines report names each member's rule and the k it used.
-    (cluster,) = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    cluster, summary = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    assert summary["type"] == "summary"
     assert cluster["max_distance"] == K
     assert [(m["url"], m["rule"]) for m in cluster["members"]] == [
         (site.url("/kettle"), None), (site.url("/kettle-sale"), sale_rule.value), (site.url("/kettle?ref=mail"), "simhash"),
@@ -213,7 +214,8 @@ async def test_pages_differing_in_price_are_duplicates_unless_the_price_is_prote
     stats = simhash_stats(protected)
     assert stats["simhash/distinct/pages"] == 3 and stats["simhash/distinct/unmatched"] == 1
     assert stats["simhash/near_duplicates"] == 1 and stats["simhash/unique"] == 3
-    (cluster,) = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    cluster, summary = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    assert summary["type"] == "summary"
     assert [m["url"] for m in cluster["members"]] == [site.url("/kettle"), site.url("/kettle?ref=mail")]
     assert cluster["scope"].startswith("recording#") and len(cluster["scope"]) == len("recording#") + 16
 
