@@ -240,7 +240,8 @@ _MARKER_CACHE: dict[bytes, int] = {}
 
 
 def _markers(root: etree._Element):
-    """(strength, element) of the elements of ``root`` that ``_marker`` marks, in document order."""
+    """(strength, element) of the elements of ``root`` that may be marked, in document order (the
+    C scan leaves out those of strength 0)."""
     if _native.speedups is not None:
         return _native.speedups.scan(root, _MARKED_TAGS, _marker_of, _MARKER_CACHE)
     return ((_marker(element), element) for element in root.iter(*_MARKED_TAGS))
@@ -283,7 +284,7 @@ def _pick_marked(root: etree._Element) -> etree._Element | None:
 
 def _has_text(element: etree._Element, chars: int) -> bool:
     """True when ``element`` holds at least ``chars`` non-space characters (stops early)."""
-    if _native.speedups is not None:
+    if _native.speedups is not None and chars > 0:  # (0: whether there is any text node at all)
         return _native.speedups.text_count(element, chars) >= chars
     count = pending = 0
     batch: list[str] = []
