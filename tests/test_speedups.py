@@ -379,6 +379,6 @@ def test_main_content_walks_cover_the_rules() -> None:
             named, bodies, headings = boilerplate._scan(main)
             assert [e.tag for e in named] == ["nav", "div"] and [e.get("class") for e in bodies] == ["entry-content"]
             assert [e.tag for e in headings] == ["h2"]
-            assert [(s, e.tag) for s, e in boilerplate._markers(root)] == [(2, "main")]
+            assert [(s, e.tag) for s, e in boilerplate._markers(root) if s] == [(2, "main")]
             assert (boilerplate._text_len(main), boilerplate._LINK_LEN(main), boilerplate._p_len(main)) == (19, 13, 13)
             assert boilerplate._has_text(main, 17) and not boilerplate._has_text(main, 18)
