@@ -3,6 +3,8 @@
     python benchmarks/core.py            # full run (about 3-5 minutes)
     python benchmarks/core.py --quick    # smaller index sizes
     python benchmarks/core.py --index-only / --html-only   # one section
+    python benchmarks/core.py --answers OUT.jsonl [--answer-dirs DIR ...]   # every page's answer
+    python benchmarks/core.py --compare A.jsonl B.jsonl    # two such files: pages compared, differences
 
 Every figure is compared in the same run with a baseline:
 - the `simhash` package from PyPI (the most used Python simhash), for text
@@ -140,6 +142,71 @@ def bench_html(pages: list[bytes], repeats: int) -> list[dict]:
     for row in rows:
         row["vs lxml"] = row["pages/s"] / baseline
     return rows
+
+
+def answer_pages(dirs: list[str]) -> list[tuple[str, bytes]]:
+    """(name, bytes) of every page ``--answers`` fingerprints: the whole HTML corpus, the hostile
+    pages of ``hostile.py`` (1,000 and 3,000 repeats of their unit), the tests' HTML fixtures and
+    the ``*.html`` files under ``dirs`` (e.g. the quality sets' ``pages`` folders)."""
+    import hostile
+
+    source, pages = corpus.html_pages(None)
+    out = [(f"corpus/{i}", page) for i, page in enumerate(pages)]
+    for n in (1_000, 3_000):
+        out += [(f"hostile/{n}/{kind}", page) for kind, page in hostile.kinds(n).items()]
+    root = Path(__file__).resolve().parents[1]
+    for folder in [root / "tests" / "fixtures", *map(Path, dirs)]:
+        out += [(str(f), f.read_bytes()) for f in sorted(folder.rglob("*.html"))]
+    return out
+
+
+def answers(out_path: str, dirs: list[str]) -> None:
+    """Write every page's answers (one JSON line a page): ``analyse_html`` at the defaults (main
+    content) and for visible text, ``analyse_tree`` on Scrapy's kind of parse (the crawl's shared
+    parse, its removals undone) and the SHA-256 of ``extract_text`` in main-content mode.  For
+    checking that a speed-up changes no answer: run it on two versions of the code (C helpers and
+    ``SIMHASH_SCRAPY_PURE_PYTHON=1``) and ``--compare`` the files."""
+    import hashlib
+
+    from lxml import etree
+
+    from simhash_scrapy.core.analysis import AnalysisOptions, analyse_tree
+
+    keep = AnalysisOptions(keep_text=True)
+    visible = AnalysisOptions(main_content=False)
+    parser = etree.HTMLParser(huge_tree=True)  # parsel's parser for Scrapy's selectors
+
+    def digest(text: str | None) -> str | None:
+        return None if text is None else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def plain(answer) -> list:
+        return [answer.fingerprint, answer.exact, answer.skip_reason, digest(answer.text), list(answer.edit_keys),
+                answer.digest]
+
+    with open(out_path, "w") as handle:
+        for name, page in answer_pages(dirs):
+            root = etree.fromstring(page, parser) if page.strip() else None
+            before = etree.tostring(root) if root is not None else None
+            tree = plain(analyse_tree(root, page, keep))
+            if root is not None and etree.tostring(root) != before:
+                raise AssertionError(f"{name}: analyse_tree changed the tree")
+            record = {"page": name, "html": plain(analyse_html(page)), "visible": plain(analyse_html(page, options=visible)),
+                      "tree": tree, "text": digest(extract_text(page, main_content=True))}
+            handle.write(json.dumps(record) + "\n")
+
+
+def compare(first: str, second: str) -> int:
+    """Print how many pages two ``--answers`` files hold and every page whose answers differ."""
+    with open(first) as a, open(second) as b:
+        left, right = [json.loads(line) for line in a], [json.loads(line) for line in b]
+    if [r["page"] for r in left] != [r["page"] for r in right]:
+        print("the files hold different pages")
+        return 1
+    differ = [x["page"] for x, y in zip(left, right) if x != y]
+    for page in differ:
+        print("differs:", page)
+    print(f"{len(left)} pages compared (4 answers each), {len(differ)} differ")
+    return 1 if differ else 0
 
 
 def random_fingerprints(n: int, seed: int) -> np.ndarray:
@@ -314,7 +381,15 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=300, help="HTML pages to use (default 300)")
     parser.add_argument("--index-only", action="store_true", help="only the index figures (no text, no HTML)")
     parser.add_argument("--html-only", action="store_true", help="only the HTML page -> fingerprint figures")
+    parser.add_argument("--answers", metavar="OUT", help="write every page's answers to OUT (JSON lines) and stop")
+    parser.add_argument("--answer-dirs", nargs="*", default=[], metavar="DIR", help="with --answers: more pages")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two --answers files and stop")
     args = parser.parse_args()
+    if args.compare:
+        sys.exit(compare(*args.compare))
+    if args.answers:
+        answers(args.answers, args.answer_dirs)
+        return
     n = 100_000 if args.quick else 1_000_000
 
     source, pages = corpus.html_pages(args.pages)

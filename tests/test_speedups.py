@@ -306,3 +306,79 @@ def test_insert_sorted_refuses_what_does_not_fit() -> None:
         FAST.insert_sorted(room, 3, np.array([0, 1], dtype=np.int64), np.ones(2, dtype=np.uint32))
     with pytest.raises(ValueError, match="sorted"):
         FAST.insert_sorted(np.zeros(8, dtype=np.uint32), 3, np.array([2, 1], dtype=np.int64), np.ones(2, dtype=np.uint32))
+
+
+# ------------------------------------------------------- main-content walks
+# The C walks of main-content mode (``scan``, ``text_length``, ``text_count``) against the
+# pure-Python ones (lxml's iter and attribute access, libxml2's XPath, itertext) on markup full
+# of what they read: class/id/role/itemprop values (boilerplate names, content markers, article
+# bodies, non-ASCII, empty and bare attributes), links and paragraphs nested in each other,
+# whitespace runs of every XML blank, CDATA, comments and tails.
+NAMES = st.sampled_from([
+    "", "nav", "sidebar has-sidebar", "entry-content", "post_body", "content", "Main", "comments",
+    "widget", "section", "toc", "body", "contents", "navheader", "ÉLAN nav", "articleBody", "x y",
+])  # fmt: skip
+BLOCK_TAGS = st.sampled_from(["div", "section", "article", "main", "aside", "nav", "ul", "li", "p", "a", "td", "h2", "h3", "span"])
+TEXTS = st.sampled_from(["alpha", " beta ", "\t\r\n", "", "  ", "dél ta", "日本", "a\u00a0b", "x\ny", "<![CDATA[ c d ]]>", "&amp; z"])
+
+
+@st.composite
+def named_fragments(draw, depth: int = 0) -> str:
+    out = []
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.integers(0, 3 if depth < 5 else 1))
+        if kind == 0:
+            out.append(draw(TEXTS))
+        elif kind == 1:
+            out.append(draw(st.sampled_from(["<!-- c d -->", "<br>", "<img alt='no'>"])))
+        else:
+            tag = draw(BLOCK_TAGS)
+            attrs = ""
+            for name in ("class", "id", "role", "itemprop"):
+                if draw(st.integers(0, 2)) == 0:
+                    attrs += f' {name}="{draw(NAMES)}"'
+                elif draw(st.integers(0, 9)) == 0:
+                    attrs += f" {name}"  # a bare attribute: the value ""
+            out.append(f"<{tag}{attrs}>{draw(named_fragments(depth + 1))}</{tag}>{draw(TEXTS)}")
+    return "".join(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=named_fragments())
+@example(body='<div class="content"><a> x <p>y </p></a><a><a>z</a></a></div> <p><a>\t w\n</a></p>')
+def test_main_content_walks_match_the_python_path(body: str) -> None:
+    from simhash_scrapy.core import boilerplate
+
+    root = etree.fromstring(f"<html><body>{body}</body></html>", etree.HTMLParser())
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        assert both(boilerplate._text_len, element)[0] == boilerplate._TEXT_LEN(element)
+        assert both(boilerplate._LINK_LEN, element)[0] == boilerplate._LINK_LEN_XPATH(element)
+        fast, slow = both(boilerplate._p_len, element)
+        assert fast == slow
+        for chars in (0, 1, 3, 10, 40):
+            fast, slow = both(boilerplate._has_text, element, chars)
+            assert fast == slow, chars
+        fast, slow = both(boilerplate._scan, element)
+        assert fast == slow
+        fast, slow = both(lambda e: [pair for pair in boilerplate._markers(e) if pair[0]], element)
+        assert fast == slow
+
+
+def test_main_content_walks_cover_the_rules() -> None:
+    # The comparison above must see real verdicts and lengths (it could pass on two empty results).
+    from simhash_scrapy.core import boilerplate
+
+    page = ('<html><body><main><div class="entry-content"><h2>T</h2><p>one <a href="/x">two  three</a></p></div>'
+            '<nav><a>menu</a></nav><div id="comments">c</div></main></body></html>')
+    for compiled in (True, False):
+        with _native.switched(compiled):
+            root = etree.fromstring(page, etree.HTMLParser())
+            main = root.find(".//main")
+            named, bodies, headings = boilerplate._scan(main)
+            assert [e.tag for e in named] == ["nav", "div"] and [e.get("class") for e in bodies] == ["entry-content"]
+            assert [e.tag for e in headings] == ["h2"]
+            assert [(s, e.tag) for s, e in boilerplate._markers(root) if s] == [(2, "main")]
+            assert (boilerplate._text_len(main), boilerplate._LINK_LEN(main), boilerplate._p_len(main)) == (19, 13, 13)
+            assert boilerplate._has_text(main, 17) and not boilerplate._has_text(main, 18)

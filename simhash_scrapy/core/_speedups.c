@@ -21,6 +21,17 @@
  *       the outermost such elements below ``element``, in document order
  *       (main-content mode removes them before judging the page's layout).
  *
+ *   scan(root, tags, classify, cache) -> [(flags, element), ...]
+ *       the elements of ``root.iter(*tags)`` that ``classify(tag, class, id, role, itemprop)``
+ *       flags, with their flags, verdicts cached per distinct five values (main-content mode
+ *       looks for content markers, boilerplate names and article bodies with it).
+ *
+ *   text_length(element, within) -> int
+ *       XPath's string-length(normalize-space(.)) of the element (``within`` None), or of the
+ *       text inside its ``within`` descendants (``str:concat(.//a//text())``), without the string.
+ *   text_count(element, limit) -> int
+ *       the characters other than " " and "\n" of ``element.itertext()``, counted up to ``limit``.
+ *
  *   hash_tokens(chunk) -> (hashes, specials)
  *       the tokeniser's hashes (features.py): ``chunk`` is text already put
  *       through features._ASCII_TABLE, tokens are the runs of bytes other
@@ -418,6 +429,255 @@ static PyObject *invisible_elements(PyObject *module, PyObject *element) {
         return NULL;
     }
     return found;
+}
+
+/* ------------------------------------------------------- block scan */
+
+/* scan(root, tags, classify, cache) -> [(flags, element), ...]
+ *
+ * The elements of ``root``'s subtree (``root`` included, document order) whose tag is one of
+ * ``tags`` (a tuple of str; elements in no namespace, as ``root.iter(*tags)``), each with the
+ * non-zero flags ``classify(tag, class, id, role, itemprop)`` gives it (str, or None for an
+ * absent attribute: the values ``element.get`` returns).  Verdicts are kept in ``cache`` (a dict,
+ * cleared past SCAN_CACHE_MAX entries), keyed by the five values: templates repeat a few, so
+ * Python is asked about each once, and only the elements it flags get a Python object. */
+
+#define SCAN_SLOTS 128
+#define SCAN_CACHE_MAX 4096
+static const char *scan_attrs[4] = {"class", "id", "role", "itemprop"};
+
+typedef struct {
+    const char *name[SCAN_SLOTS];
+    size_t len[SCAN_SLOTS];
+} ScanTags;
+
+static int scan_tags_fill(ScanTags *t, PyObject *tags) {
+    memset(t, 0, sizeof(*t));
+    if (!PyTuple_Check(tags) || PyTuple_GET_SIZE(tags) >= SCAN_SLOTS / 2) {
+        PyErr_SetString(PyExc_TypeError, "scan: tags must be a tuple of fewer than 64 str");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tags); i++) {
+        Py_ssize_t n;
+        const char *name = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(tags, i), &n);
+        if (name == NULL) return -1;
+        unsigned int slot = tag_hash((const unsigned char *)name, (size_t)n) % SCAN_SLOTS;
+        while (t->name[slot] != NULL && !(t->len[slot] == (size_t)n && memcmp(t->name[slot], name, n) == 0))
+            slot = (slot + 1) % SCAN_SLOTS;
+        t->name[slot] = name;
+        t->len[slot] = (size_t)n;
+    }
+    return 0;
+}
+
+static int scan_tags_has(const ScanTags *t, const xmlChar *name) {
+    if (name == NULL) return 0;
+    size_t n = strlen((const char *)name);
+    unsigned int slot = tag_hash(name, n) % SCAN_SLOTS;
+    while (t->name[slot] != NULL) {
+        if (t->len[slot] == n && memcmp(t->name[slot], name, n) == 0) return 1;
+        slot = (slot + 1) % SCAN_SLOTS;
+    }
+    return 0;
+}
+
+/* The element's verdict: cached, else asked of ``classify``; -1 on error. */
+static long scan_flags(xmlNode *node, PyObject *classify, PyObject *cache) {
+    AttrValue values[4];
+    int present[4] = {0, 0, 0, 0};
+    long flags = -1;
+    for (xmlAttr *attr = node->properties; attr != NULL; attr = attr->next) {
+        if (attr->ns != NULL || attr->name == NULL) continue;
+        for (int i = 0; i < 4; i++) {
+            if (!present[i] && strcmp((const char *)attr->name, scan_attrs[i]) == 0) {
+                if (attr_value(attr, &values[i]) < 0) goto done;
+                present[i] = 1;
+            }
+        }
+    }
+    /* key: the tag, then each attribute as \x01 (absent) or \x02 value \x00 (values hold no NUL) */
+    size_t tag_len = strlen((const char *)node->name);
+    size_t key_len = tag_len + 1;
+    for (int i = 0; i < 4; i++) key_len += present[i] ? (size_t)values[i].len + 2 : 1;
+    PyObject *key = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)key_len);
+    if (key == NULL) goto done;
+    char *k = PyBytes_AS_STRING(key);
+    memcpy(k, node->name, tag_len);
+    k += tag_len;
+    *k++ = '\0';
+    for (int i = 0; i < 4; i++) {
+        if (!present[i]) {
+            *k++ = '\x01';
+            continue;
+        }
+        *k++ = '\x02';
+        memcpy(k, values[i].data, (size_t)values[i].len);
+        k += values[i].len;
+        *k++ = '\0';
+    }
+    PyObject *known = PyDict_GetItemWithError(cache, key);
+    if (known != NULL) {
+        flags = PyLong_AsLong(known);
+        Py_DECREF(key);
+        goto done;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        goto done;
+    }
+    PyObject *args[5] = {NULL, NULL, NULL, NULL, NULL};
+    args[0] = PyUnicode_DecodeUTF8((const char *)node->name, (Py_ssize_t)tag_len, NULL);
+    int ok = args[0] != NULL;
+    for (int i = 0; ok && i < 4; i++) {
+        if (present[i]) {
+            args[i + 1] = PyUnicode_DecodeUTF8((const char *)values[i].data, values[i].len, NULL);
+            ok = args[i + 1] != NULL;
+        } else {
+            args[i + 1] = Py_NewRef(Py_None);
+        }
+    }
+    PyObject *verdict = ok ? PyObject_Vectorcall(classify, args, 5, NULL) : NULL;
+    for (int i = 0; i < 5; i++) Py_XDECREF(args[i]);
+    if (verdict != NULL) {
+        flags = PyLong_AsLong(verdict);
+        if (!(flags == -1 && PyErr_Occurred())) {
+            if (PyDict_GET_SIZE(cache) >= SCAN_CACHE_MAX) PyDict_Clear(cache);
+            if (PyDict_SetItem(cache, key, verdict) < 0) flags = -1;
+        }
+        Py_DECREF(verdict);
+    }
+    Py_DECREF(key);
+done:
+    for (int i = 0; i < 4; i++)
+        if (present[i]) PyMem_Free(values[i].owned);
+    if (flags < 0 && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "scan: classify gave a negative verdict");
+    return flags;
+}
+
+static PyObject *scan(PyObject *module, PyObject *args) {
+    PyObject *root_object, *tags, *classify, *cache;
+    if (!PyArg_ParseTuple(args, "OO!OO!:scan", &root_object, &PyTuple_Type, &tags, &classify, &PyDict_Type, &cache))
+        return NULL;
+    xmlNode *root = node_of(root_object);
+    if (root == NULL) return NULL;
+    ScanTags table;
+    if (scan_tags_fill(&table, tags) < 0) return NULL;
+    PyObject *found = PyList_New(0);
+    if (found == NULL) return NULL;
+    xmlNode *node = root;
+    while (node != NULL) {
+        if (node->type == XML_ELEMENT_NODE && node->ns == NULL && scan_tags_has(&table, node->name)) {
+            long flags = scan_flags(node, classify, cache);
+            if (flags < 0) goto fail;
+            if (flags) {
+                PyObject *element = (PyObject *)elementFactory(((struct LxmlElement *)root_object)->_doc, node);
+                if (element == NULL) goto fail;
+                PyObject *pair = Py_BuildValue("(lN)", flags, element);
+                if (pair == NULL) goto fail;
+                int failed = PyList_Append(found, pair);
+                Py_DECREF(pair);
+                if (failed < 0) goto fail;
+            }
+        }
+        /* next in document order: first child element, else next sibling, else up */
+        xmlNode *next = node->type == XML_ELEMENT_NODE ? node->children : NULL;
+        while (next != NULL && next->type != XML_ELEMENT_NODE) next = next->next;
+        if (next == NULL) {
+            while (node != root) {
+                next = node->next;
+                while (next != NULL && next->type != XML_ELEMENT_NODE) next = next->next;
+                if (next != NULL) break;
+                node = node->parent;
+            }
+        }
+        node = next;
+    }
+    return found;
+fail:
+    Py_DECREF(found);
+    return NULL;
+}
+
+/* ------------------------------------------------------ text lengths */
+
+static int is_named(const xmlNode *node, const char *name) {
+    return name != NULL && node->type == XML_ELEMENT_NODE && node->ns == NULL && node->name != NULL &&
+           strcmp((const char *)node->name, name) == 0;
+}
+
+/* text_length(element, within) -> int
+ * XPath's string-length(normalize-space(...)) of the text below ``element`` (``within`` None: all of
+ * it, the element's string value) or of the text nodes inside ``within`` elements below it
+ * (``within`` "a": ``str:concat(.//a//text())``).  One walk; no string is built. */
+static PyObject *text_length(PyObject *module, PyObject *args) {
+    PyObject *element;
+    const char *within = NULL;
+    if (!PyArg_ParseTuple(args, "Oz:text_length", &element, &within)) return NULL;
+    xmlNode *root = node_of(element);
+    if (root == NULL) return NULL;
+    long long count = 0;
+    int seen = 0, pending = 0; /* a non-blank character seen; blanks after it, not yet counted */
+    long inside = 0;           /* ``within`` elements open below ``root`` */
+    xmlNode *node = root->children;
+    if (node == NULL) return PyLong_FromLong(0);
+    for (;;) {
+        if (node->type == XML_ELEMENT_NODE) {
+            if (node->children != NULL) {
+                if (is_named(node, within)) inside++;
+                node = node->children;
+                continue;
+            }
+        } else if ((node->type == XML_TEXT_NODE || node->type == XML_CDATA_SECTION_NODE) && node->content != NULL &&
+                   (within == NULL || inside > 0)) {
+            for (const unsigned char *c = node->content; *c; c++) {
+                unsigned char b = *c;
+                if (b == ' ' || b == '\t' || b == '\n' || b == '\r') {
+                    pending = seen;
+                } else if ((b & 0xC0) != 0x80) {
+                    count += 1 + pending;
+                    pending = 0;
+                    seen = 1;
+                }
+            }
+        }
+        /* next: the sibling, else up (closing ``within`` elements) */
+        while (node->next == NULL) {
+            node = node->parent;
+            if (node == root || node == NULL) return PyLong_FromLongLong(count);
+            if (is_named(node, within)) inside--;
+        }
+        node = node->next;
+    }
+}
+
+/* text_count(element, limit) -> int
+ * The characters other than " " and "\n" in the text below ``element`` (its ``itertext()``), counted
+ * up to ``limit`` (the walk stops there). */
+static PyObject *text_count(PyObject *module, PyObject *args) {
+    PyObject *element;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "OL:text_count", &element, &limit)) return NULL;
+    xmlNode *root = node_of(element);
+    if (root == NULL) return NULL;
+    long long count = 0;
+    xmlNode *node = root->children;
+    while (node != NULL && count < limit) {
+        if (node->type == XML_ELEMENT_NODE) {
+            if (node->children != NULL) {
+                node = node->children;
+                continue;
+            }
+        } else if ((node->type == XML_TEXT_NODE || node->type == XML_CDATA_SECTION_NODE) && node->content != NULL) {
+            for (const unsigned char *c = node->content; *c; c++)
+                if (*c != ' ' && *c != '\n' && (*c & 0xC0) != 0x80) count++;
+        }
+        while (node != NULL && node->next == NULL) {
+            node = node->parent;
+            if (node == root) node = NULL;
+        }
+        if (node != NULL) node = node->next;
+    }
+    return PyLong_FromLongLong(count < limit ? count : limit);
 }
 
 /* ------------------------------------------------------------- tokens */
@@ -1279,6 +1539,9 @@ static PyMethodDef methods[] = {
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
     {"prepare_tables", prepare_tables, METH_O, "prepare_tables(tables) -> capsule for query_tables"},
     {"configure", configure, METH_VARARGS, "configure(not_rendered_tags, block_tags, hidden_style, aria_hidden)"},
+    {"scan", scan, METH_VARARGS, "scan(root, tags, classify, cache) -> [(flags, element), ...]"},
+    {"text_length", text_length, METH_VARARGS, "text_length(element, within) -> int"},
+    {"text_count", text_count, METH_VARARGS, "text_count(element, limit) -> int"},
     {NULL, NULL, 0, NULL},
 };
 

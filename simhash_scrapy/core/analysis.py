@@ -27,10 +27,10 @@ from typing import Any, NamedTuple
 from lxml import etree
 
 from . import defaults
-from .edits import edit_keys
+from .edits import edit_keys_of_tokens
 from .boilerplate import REDIRECT_MAX_TOKENS, redirect_target
-from .exact import exact_digest
-from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes
+from .exact import exact_digest, exact_digest_of_tokens
+from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, token_hashes
 from .fingerprint import simhash_from_features
 from .text import deeper_than, extract_text, extract_text_bytes, text_of_parsed, to_utf8
 
@@ -104,7 +104,9 @@ class Analysis(NamedTuple):
 def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html: Any = None) -> Analysis:
     """The answer for the page text ``data``; ``html``: the page's bytes (or a callable giving them)
     when it is an HTML page, for the redirect rule."""
-    hashes, weights, tokens = feature_hashes(data, options.features, with_token_count=True)
+    # The token hashes once, for the features, the digest and the one-edit keys alike.
+    token_array = token_hashes(data, options.features.cjk_ngram)
+    hashes, weights, tokens = feature_hashes(data, options.features, with_token_count=True, hashes=token_array)
     if html is not None and tokens < REDIRECT_MAX_TOKENS:
         target = redirect_target(html() if callable(html) else html)
         if target is not None:
@@ -113,11 +115,11 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
             return Analysis(stub_digest, True, None, stub if text is not None else None, (), stub_digest)
     if tokens == 0:
         return Analysis(None, False, "empty", None)
-    digest = exact_digest(data, options.features.cjk_ngram)
+    digest = exact_digest_of_tokens(token_array)
     if tokens < options.min_tokens:
         return Analysis(digest, True, None, text, (), digest)
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
-    keys = edit_keys(data, options.features.cjk_ngram) if with_keys else ()
+    keys = edit_keys_of_tokens(token_array) if with_keys else ()
     return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest)
 
 

@@ -6,7 +6,10 @@ Real templates put navigation, sidebars, cookie banners, "related" lists and
 share bars in plain ``div``s, so tag names alone find little.  A few passes
 over the cleaned lxml tree, each a handful of XPath queries that libxml2
 evaluates in C (text and link-text lengths use EXSLT ``str:concat``), so the
-Python side only touches the few elements that are removed:
+Python side only touches the few elements that are removed.  With the C
+helpers (``_speedups``: ``scan``, ``text_length``, ``text_count``) the walks
+and lengths are C loops over the tree that give the same answers, and each
+distinct tag + class/id/role/itemprop combination is judged once:
 
 1. **Container**: the element the page marks as its main content (``<main>``,
    ``role="main"``, a single ``<article>``, ``itemprop="articleBody"``, a
@@ -70,6 +73,7 @@ from html import unescape as html_unescape
 
 from lxml import etree
 
+from . import _native
 from .dom import drop_element
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
@@ -133,6 +137,8 @@ _LINK_XPATH_MAX = 2000
 
 def _LINK_LEN(element: etree._Element) -> int:  # noqa: N802 (was an XPath object; the same number)
     """``_LINK_LEN_XPATH`` in linear time (with 100,000 links the XPath alone took 11 s)."""
+    if _native.speedups is not None:
+        return _native.speedups.text_length(element, "a")  # the same number, one C walk
     if _LINK_COUNT(element) <= _LINK_XPATH_MAX:
         return int(_LINK_LEN_XPATH(element))
     texts = _LINK_TEXTS(element, above=_LINKS_ABOVE(element))
@@ -155,12 +161,22 @@ _DOMINANT = 0.7
 
 
 def _text_len(element: etree._Element) -> int:
+    """``string-length(normalize-space(.))`` (a C walk when the C helpers are built: no string)."""
+    if _native.speedups is not None:
+        return _native.speedups.text_length(element, None)
     return int(_TEXT_LEN(element))
+
+
+def _p_len(element: etree._Element) -> float:
+    """The length of the element's paragraph (<p>) text, ``_P_LEN``."""
+    if _native.speedups is not None:
+        return _native.speedups.text_length(element, "p")
+    return _P_LEN(element)
 
 
 def _content_len(element: etree._Element) -> int:
     """Text length without link text."""
-    return int(_TEXT_LEN(element)) - int(_LINK_LEN(element))
+    return _text_len(element) - int(_LINK_LEN(element))
 
 
 def names_boilerplate(element: etree._Element) -> bool:
@@ -170,11 +186,16 @@ def names_boilerplate(element: etree._Element) -> bool:
         return False
     if tag in _BOILERPLATE_TAGS:
         return True
-    role = element.get("role")
+    return _named_by(tag, element.get("class"), element.get("id"), element.get("role"))
+
+
+def _named_by(tag: str, names: str | None, ident: str | None, role: str | None) -> bool:
+    """``names_boilerplate`` of an element from its tag and its class, id and role values."""
+    if tag in _BOILERPLATE_TAGS:
+        return True
     if role and role.strip().lower() in _BOILERPLATE_ROLES:
         return True
-    names = element.get("class") or ""
-    ident = element.get("id")
+    names = names or ""
     # Section ids (and those of docutils' div.section) are slugs of their heading.
     if ident and tag != "section" and "section" not in names:
         names = f"{names} {ident}"
@@ -201,15 +222,32 @@ def _is_inside(element: etree._Element, ancestor: etree._Element) -> bool:
 
 def _marker(element: etree._Element) -> int:
     """2: an explicit main-content marker (<main>, role=main), 1: a content id/class, 0: none."""
-    if element.tag == "main" or element.get("role") == "main":
+    get = element.get
+    return _marker_of(element.tag, get("class"), get("id"), get("role"), get("itemprop"))
+
+
+def _marker_of(tag: str, names: str | None, ident: str | None, role: str | None, itemprop: str | None) -> int:
+    """``_marker`` of an element from its tag and its class, id, role and itemprop values."""
+    if tag == "main" or role == "main":
         return 2
-    ident = element.get("id")
     if ident and ident.lower() in _CONTENT_IDS:
         return 1
-    if element.tag == "div" and element.get("class") in _CONTENT_CLASSES:  # Sphinx, doxygen
+    if tag == "div" and names in _CONTENT_CLASSES:  # Sphinx, doxygen
         return 1
-    itemprop = element.get("itemprop")
     return 1 if itemprop and itemprop.lower() in _ARTICLE_BODY else 0
+
+
+_MARKED_TAGS = ("div", "main", "section", "article", "td")
+# Verdicts of the C scan (``_speedups.scan``), per distinct tag and class, id, role, itemprop values.
+_MARKER_CACHE: dict[bytes, int] = {}
+
+
+def _markers(root: etree._Element):
+    """(strength, element) of the elements of ``root`` that may be marked, in document order (the
+    C scan leaves out those of strength 0)."""
+    if _native.speedups is not None:
+        return _native.speedups.scan(root, _MARKED_TAGS, _marker_of, _MARKER_CACHE)
+    return ((_marker(element), element) for element in root.iter(*_MARKED_TAGS))
 
 
 def _single_article(node: etree._Element) -> etree._Element | None:
@@ -222,8 +260,7 @@ def _single_article(node: etree._Element) -> etree._Element | None:
 
 def _pick_marked(root: etree._Element) -> etree._Element | None:
     candidates = []
-    for element in root.iter("div", "main", "section", "article", "td"):
-        strength = _marker(element)
+    for strength, element in _markers(root):
         if strength == 2:
             # Explicit marker: taken as is, unless it wraps a single <article> holding most of its text.
             article = _single_article(element)
@@ -250,6 +287,8 @@ def _pick_marked(root: etree._Element) -> etree._Element | None:
 
 def _has_text(element: etree._Element, chars: int) -> bool:
     """True when ``element`` holds at least ``chars`` non-space characters (stops early)."""
+    if _native.speedups is not None and chars > 0:  # (0: whether there is any text node at all)
+        return _native.speedups.text_count(element, chars) >= chars
     count = pending = 0
     batch: list[str] = []
     for text in element.itertext():
@@ -615,9 +654,13 @@ _BODY_NAMES = re.compile(
 
 def _is_body(element: etree._Element) -> bool:
     """An <article>, an itemprop=articleBody or a block with an article-body class."""
-    if element.tag == "article" or (element.get("itemprop") or "").lower() == "articlebody":
+    return _is_body_of(element.tag, element.get("class"), element.get("itemprop"))
+
+
+def _is_body_of(tag: str, names: str | None, itemprop: str | None) -> bool:
+    """``_is_body`` of an element from its tag and its class and itemprop values."""
+    if tag == "article" or (itemprop or "").lower() == "articlebody":
         return True
-    names = element.get("class")
     return bool(names) and _BODY_NAMES.search(names.lower()) is not None
 
 
@@ -626,12 +669,38 @@ _SCAN_HEADINGS = frozenset(_TEASER_HEADINGS)
 _BODY_TAGS = frozenset({"div", "article", "section", "main"})
 
 
+_NAMED, _BODY, _HEADING = 1, 2, 4
+_SCAN_CACHE: dict[bytes, int] = {}
+
+
+def _scan_flags(tag: str, names: str | None, ident: str | None, role: str | None, itemprop: str | None) -> int:
+    """What ``_scan`` makes of an element: ``_HEADING``, else ``_NAMED`` and/or ``_BODY`` (or 0)."""
+    if tag in _SCAN_HEADINGS:
+        return _HEADING
+    flags = _NAMED if _named_by(tag, names, ident, role) else 0
+    if tag in _BODY_TAGS and (tag == "article" or names or itemprop) and _is_body_of(tag, names, itemprop):
+        flags |= _BODY
+    return flags
+
+
 def _scan(container: etree._Element) -> tuple[list[etree._Element], list[etree._Element], list[etree._Element]]:
     """One walk over ``container`` (lxml's C tag filter): its blocks named boilerplate, its
     article-body candidates and its h2-h6 headings, each in document order."""
     named: list[etree._Element] = []
     bodies: list[etree._Element] = []
     headings: list[etree._Element] = []
+    if _native.speedups is not None:
+        for flags, element in _native.speedups.scan(container, _SCAN_TAGS, _scan_flags, _SCAN_CACHE):
+            if flags & _HEADING:
+                headings.append(element)
+                continue
+            if element is container:
+                continue
+            if flags & _NAMED:
+                named.append(element)
+            if flags & _BODY:
+                bodies.append(element)
+        return named, bodies, headings
     for element in container.iter(*_SCAN_TAGS):
         tag = element.tag
         if tag in _SCAN_HEADINGS:
@@ -652,12 +721,12 @@ def _narrow(container: etree._Element, bodies: list[etree._Element]) -> etree._E
     article-body-class blocks) when it holds most of the container's paragraph text."""
     best, best_p = None, 0.0
     for element in bodies:
-        p = _P_LEN(element)
+        p = _p_len(element)
         if p > best_p:
             best, best_p = element, p
     if best is None:
         return container
-    total_p = _P_LEN(container)
+    total_p = _p_len(container)
     if total_p and best_p >= _NARROW_P_SHARE * total_p and _text_len(best) < 0.9 * _text_len(container):
         return best
     return container
@@ -672,14 +741,14 @@ _PARAGRAPH_MIN_CHARS = 500
 def _paragraph_walk(node: etree._Element) -> etree._Element:
     """Down from ``node`` to the element holding most of its paragraph text (menus, sidebars and
     footers in table cells or plain divs hold few paragraphs)."""
-    total = _P_LEN(node)
+    total = _p_len(node)
     if total < _PARAGRAPH_MIN_CHARS:
         return node
     while True:
         best, best_p = None, 0.0
         for child in node:
             if child.tag in _WRAPPERS:
-                length = _P_LEN(child)
+                length = _p_len(child)
                 if length > best_p:
                     best, best_p = child, length
         if best is None or best_p < _PARAGRAPH_SHARE * total:

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
+
 from .defaults import CJK_NGRAM
 from .features import token_hashes
 
-__all__ = ["exact_digest"]
+__all__ = ["exact_digest", "exact_digest_of_tokens"]
 
 
 def exact_digest(text: str | bytes, cjk_ngram: int = CJK_NGRAM) -> int:
     """The unsigned 64-bit digest of ``text``'s normalised token sequence."""
-    hashes = token_hashes(text, cjk_ngram).astype("<u8", copy=False)
+    return exact_digest_of_tokens(token_hashes(text, cjk_ngram))
+
+
+def exact_digest_of_tokens(hashes: np.ndarray) -> int:
+    """``exact_digest`` from the text's ``features.token_hashes`` (a caller that has them hashes no token twice)."""
+    hashes = hashes.astype("<u8", copy=False)
     return int.from_bytes(hashlib.blake2b(hashes.tobytes(), digest_size=8).digest(), "big")

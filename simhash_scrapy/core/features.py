@@ -415,13 +415,17 @@ def _char_hashes(text: str | bytes, n: int, cjk_ngram: int) -> np.ndarray:
 
 
 def feature_hashes(
-    text: str | bytes, config: FeatureConfig = DEFAULT_FEATURES, with_token_count: bool = False
+    text: str | bytes,
+    config: FeatureConfig = DEFAULT_FEATURES,
+    with_token_count: bool = False,
+    hashes: np.ndarray | None = None,
 ) -> Any:
     """Distinct feature hashes of ``text`` (uint64) and their weights (float64).
 
     With ``with_token_count=True`` also the number of tokens (for "too little text" checks).
+    ``hashes``: ``token_hashes(text, config.cjk_ngram)`` when the caller has it (not computed twice).
     """
-    tokens = token_hashes(text, config.cjk_ngram)
+    tokens = token_hashes(text, config.cjk_ngram) if hashes is None else hashes
     if config.char_ngram:
         seq = _char_hashes(text, config.char_ngram, config.cjk_ngram)
     else:
