@@ -259,6 +259,7 @@ class SimhashMiddleware:
                 digest=previous.digest,
                 etag=_header(response, b"ETag") or previous.etag,
                 last_modified=_header(response, b"Last-Modified") or previous.last_modified,
+                canonical_link=previous.canonical_link,  # the page is as it was: so is the URL it names
             )
             verdict = await state.check(record, not_modified=True)
         except BackendError as exc:

@@ -406,3 +406,29 @@ async def test_simhash_edited_drops_edited_pages_only(serve: Any, tmp_path: Path
     [failure] = crawler.spider.failures
     assert isinstance(failure.value, EditedPage) and failure.value.url == site.url("/e")
     assert failure.request.meta["simhash_outcome"] == "edited" and failure.request.meta["simhash_edited"] is True
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_304_keeps_the_rel_canonical_link_of_the_page(http_server: Any, tmp_path: Path) -> None:
+    """A 304 re-records the identity from its previous record: the rel=canonical URL the page named stays
+    (it was lost: the 304's record named none, so the store wrote the link away)."""
+    from simhash_scrapy.backends.persistent import stored_links
+
+    root = tmp_path / "site"
+    write_site(root, pages=3)
+    for n in range(3):
+        path = root / page_name(n)
+        html = path.read_text(encoding="utf-8")
+        path.write_text(html.replace("</head>", f'<link rel="canonical" href="/canon/{n}"></head>', 1),
+                        encoding="utf-8")
+        os.utime(path, (OLD, OLD))
+    server = http_server(root)
+    urls = [f"{server.base}/{page_name(n)}" for n in range(3)]
+    settings = {**ADDON, "SIMHASH_DIR": str(tmp_path / "state")}
+    await run_crawl(RecordingSpider, settings, start_urls=urls)
+    store = tmp_path / "state" / f"{RecordingSpider.name}.store"
+    expected = {f"{server.base}/canon/{n}" for n in range(3)}
+    assert set(stored_links(read_store(store)).values()) == expected
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=urls)
+    assert simhash_stats(crawler)["simhash/not_modified"] == 3
+    assert set(stored_links(read_store(store)).values()) == expected
