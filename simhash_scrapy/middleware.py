@@ -262,6 +262,8 @@ class SimhashMiddleware:
                 canonical_link=previous.canonical_link,  # the page is as it was: so is the URL it names
             )
             verdict = await state.check(record, not_modified=True)
+            # Placed as a downloaded page is: a member kept (SIMHASH_KEEP_PER_CLUSTER) stays kept.
+            placement = await state.place(record, verdict)
         except BackendError as exc:
             state.skip("backend_error")
             raise UncheckedPage(response.url, str(exc)) from None
@@ -279,7 +281,7 @@ class SimhashMiddleware:
             return response
         request.meta["simhash_not_modified"] = True
         answer = Analysis(previous.fingerprint, previous.exact, None, None, (), previous.digest)
-        response = self._decide(request, response, answer, verdict)
+        response = self._decide(request, response, answer, verdict, placement)
         if verdict.outcome is Outcome.UNCHANGED and not self._handles_304(request, spider):
             state.inc("simhash/unchanged_dropped")
             raise NotModifiedPage(response.url)

@@ -432,3 +432,27 @@ async def test_a_304_keeps_the_rel_canonical_link_of_the_page(http_server: Any, 
     crawler = await run_crawl(RecordingSpider, settings, start_urls=urls)
     assert simhash_stats(crawler)["simhash/not_modified"] == 3
     assert set(stored_links(read_store(store)).values()) == expected
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_304_of_a_kept_near_duplicate_is_kept_again(http_server: Any, tmp_path: Path) -> None:
+    """SIMHASH_KEEP_PER_CLUSTER: a near-duplicate that passed as one of the first members of its cluster is
+    kept when it answers 304 too, as when it is downloaded again (it was dropped: the 304 path placed no page)."""
+    root = tmp_path / "site"
+    root.mkdir()
+    words = article_words(7, 300)
+    (root / "a.html").write_text(article_html("A", words), encoding="utf-8")
+    (root / "b.html").write_text(article_html("A", words[:-2] + ["zyzzyva", "quux"]), encoding="utf-8")
+    for path in root.iterdir():
+        os.utime(path, (OLD, OLD))
+    server = http_server(root)
+    urls = [f"{server.base}/a.html", f"{server.base}/b.html"]
+    settings = {**ADDON, "SIMHASH_DIR": str(tmp_path / "state"), "SIMHASH_KEEP_PER_CLUSTER": 2,
+                "SIMHASH_ACTION": "drop"}
+    first = simhash_stats(await run_crawl(RecordingSpider, settings, start_urls=urls))
+    assert first["simhash/kept_per_cluster"] == 1 and "simhash/dropped" not in first
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=urls)
+    second = simhash_stats(crawler)
+    assert second["simhash/not_modified"] == 2, second
+    assert second.get("simhash/kept_per_cluster") == 1 and "simhash/dropped" not in second, sorted(second.items())
+    assert all(isinstance(f.value, NotModifiedPage) for f in crawler.spider.failures)
