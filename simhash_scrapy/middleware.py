@@ -20,6 +20,7 @@ their own validators, non-GET requests, and ``meta["simhash_conditional"] = Fals
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,9 @@ MIDDLEWARE_PRIORITY = 540
 #: Pages up to this size are fingerprinted from Scrapy's own parse (``response.selector``),
 #: which the spider reuses; parsing takes ~15 ms per MB, acceptable on the event loop.
 SHARED_PARSE_MAX_BYTES = 1024 * 1024
+#: How much of the start of a page not parsed on the event loop is parsed for its rel=canonical tag.
+CANONICAL_HEAD_BYTES = 64 * 1024
+_BODY_TAG = re.compile(rb"<body[\s>/]", re.IGNORECASE)
 #: Added to ``response.flags`` of a near-duplicate that goes on to the spider.
 FLAG = "near-duplicate"
 #: Added to ``response.flags`` of a 304 answer to a conditional re-crawl that goes on to the spider.
@@ -137,14 +141,22 @@ def _header(response: Response, name: bytes) -> str | None:
 
 def _canonical_link(response: Response) -> str | None:
     """The URL the page names as canonical: a ``Link: <…>; rel="canonical"`` header first, else the
-    ``<link rel="canonical">`` tag of an HTML page Scrapy parses (up to ``SHARED_PARSE_MAX_BYTES``)."""
+    ``<link rel="canonical">`` tag of an HTML page, from the parse Scrapy shares with the spider.  A page
+    that parse is not used for (over ``SHARED_PARSE_MAX_BYTES``, or whose analysis may take long: it is
+    analysed off the event loop) is not parsed whole on the event loop for it: only its head is (up to its
+    ``<body>`` tag, at most ``CANONICAL_HEAD_BYTES``), where the tag belongs."""
     values = [v.decode("latin-1") for v in response.headers.getlist(b"Link")]
     target = link_header_canonical(values) if values else None
     if target is not None:
         return absolute(target, response.url)
-    if isinstance(response, HtmlResponse) and len(response.body) <= SHARED_PARSE_MAX_BYTES:
-        return html_canonical(response.selector.root, get_base_url(response))
-    return None
+    if not isinstance(response, HtmlResponse):
+        return None
+    body = response.body
+    if len(body) > SHARED_PARSE_MAX_BYTES or may_take_long(body):
+        head = body[:CANONICAL_HEAD_BYTES]
+        found = _BODY_TAG.search(head)
+        response = response.replace(body=head[: found.start()] if found else head)
+    return html_canonical(response.selector.root, get_base_url(response))
 
 
 def _depth_middleware_enabled(crawler: Crawler) -> bool:
@@ -259,8 +271,11 @@ class SimhashMiddleware:
                 digest=previous.digest,
                 etag=_header(response, b"ETag") or previous.etag,
                 last_modified=_header(response, b"Last-Modified") or previous.last_modified,
+                canonical_link=previous.canonical_link,  # the page is as it was: so is the URL it names
             )
             verdict = await state.check(record, not_modified=True)
+            # Placed as a downloaded page is: a member kept (SIMHASH_KEEP_PER_CLUSTER) stays kept.
+            placement = await state.place(record, verdict)
         except BackendError as exc:
             state.skip("backend_error")
             raise UncheckedPage(response.url, str(exc)) from None
@@ -278,7 +293,7 @@ class SimhashMiddleware:
             return response
         request.meta["simhash_not_modified"] = True
         answer = Analysis(previous.fingerprint, previous.exact, None, None, (), previous.digest)
-        response = self._decide(request, response, answer, verdict)
+        response = self._decide(request, response, answer, verdict, placement)
         if verdict.outcome is Outcome.UNCHANGED and not self._handles_304(request, spider):
             state.inc("simhash/unchanged_dropped")
             raise NotModifiedPage(response.url)

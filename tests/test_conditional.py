@@ -406,3 +406,72 @@ async def test_simhash_edited_drops_edited_pages_only(serve: Any, tmp_path: Path
     [failure] = crawler.spider.failures
     assert isinstance(failure.value, EditedPage) and failure.value.url == site.url("/e")
     assert failure.request.meta["simhash_outcome"] == "edited" and failure.request.meta["simhash_edited"] is True
+
+
+@pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
+@pytest_twisted.ensureDeferred
+async def test_a_304_keeps_the_rel_canonical_link_of_the_page(
+    backend: str, http_server: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A 304 re-records the identity from its previous record: the rel=canonical URL the page named stays
+    (it was lost: the 304's record named none, so the store wrote the link away and Redis's payload lost it)."""
+    import asyncio
+    import concurrent.futures
+
+    from simhash_scrapy.backends.persistent import stored_links
+    from simhash_scrapy.backends.redis import read_members
+
+    root = tmp_path / "site"
+    write_site(root, pages=3)
+    for n in range(3):
+        path = root / page_name(n)
+        html = path.read_text(encoding="utf-8")
+        path.write_text(html.replace("</head>", f'<link rel="canonical" href="/canon/{n}"></head>', 1),
+                        encoding="utf-8")
+        os.utime(path, (OLD, OLD))
+    server = http_server(root)
+    urls = [f"{server.base}/{page_name(n)}" for n in range(3)]
+    if backend == "redis":
+        redis_url = request.getfixturevalue("redis_server").url
+        settings = {**ADDON, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_url, "SIMHASH_REDIS_PERSIST": True}
+
+        def links() -> set[str | None]:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                members = pool.submit(asyncio.run, read_members({"REDIS_URL": redis_url}, RecordingSpider.name))
+                return {m.canonical_link for m in members.result()}
+    else:
+        settings = {**ADDON, "SIMHASH_DIR": str(tmp_path / "state")}
+
+        def links() -> set[str | None]:
+            return set(stored_links(read_store(tmp_path / "state" / f"{RecordingSpider.name}.store")).values())
+
+    await run_crawl(RecordingSpider, settings, start_urls=urls)
+    expected = {f"{server.base}/canon/{n}" for n in range(3)}
+    assert links() == expected
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=urls)
+    assert simhash_stats(crawler)["simhash/not_modified"] == 3
+    assert links() == expected
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_304_of_a_kept_near_duplicate_is_kept_again(http_server: Any, tmp_path: Path) -> None:
+    """SIMHASH_KEEP_PER_CLUSTER: a near-duplicate that passed as one of the first members of its cluster is
+    kept when it answers 304 too, as when it is downloaded again (it was dropped: the 304 path placed no page)."""
+    root = tmp_path / "site"
+    root.mkdir()
+    words = article_words(7, 300)
+    (root / "a.html").write_text(article_html("A", words), encoding="utf-8")
+    (root / "b.html").write_text(article_html("A", words[:-2] + ["zyzzyva", "quux"]), encoding="utf-8")
+    for path in root.iterdir():
+        os.utime(path, (OLD, OLD))
+    server = http_server(root)
+    urls = [f"{server.base}/a.html", f"{server.base}/b.html"]
+    settings = {**ADDON, "SIMHASH_DIR": str(tmp_path / "state"), "SIMHASH_KEEP_PER_CLUSTER": 2,
+                "SIMHASH_ACTION": "drop"}
+    first = simhash_stats(await run_crawl(RecordingSpider, settings, start_urls=urls))
+    assert first["simhash/kept_per_cluster"] == 1 and "simhash/dropped" not in first
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=urls)
+    second = simhash_stats(crawler)
+    assert second["simhash/not_modified"] == 2, second
+    assert second.get("simhash/kept_per_cluster") == 1 and "simhash/dropped" not in second, sorted(second.items())
+    assert all(isinstance(f.value, NotModifiedPage) for f in crawler.spider.failures)

@@ -27,7 +27,7 @@ from scrapy.utils.test import get_crawler
 
 from simhash_scrapy.backends import BackendError, PageRecord, create_backend
 from simhash_scrapy.backends.memory import MemoryBackend
-from simhash_scrapy.backends.persistent import PersistentBackend, load_members
+from simhash_scrapy.backends.persistent import PersistentBackend, load_members, stored_links
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.store import read_store
 
@@ -459,7 +459,8 @@ def test_a_store_that_fills_up_then_gets_room_loses_nothing(tmp_path: Path, capl
         pytest.skip("cannot mount a tmpfs here (the crawl tests use RLIMIT_FSIZE instead)")
     try:
         settings = {"SIMHASH_DIR": str(folder), "SIMHASH_FLUSH_INTERVAL": 0}
-        pages = [(replace(r, text="w" * 1500), i) for r, i in page_sequence(12, 120)]
+        # Each page names a rel=canonical URL: those blobs are staged with the records and must survive too.
+        pages = [(replace(r, text="w" * 1500, canonical_link=r.url + "/canon"), i) for r, i in page_sequence(12, 120)]
         backend = backend_for(settings)
         run(backend.open("s"))
         reference = MemoryBackend(SimhashConfig())
@@ -483,6 +484,10 @@ def test_a_store_that_fills_up_then_gets_room_loses_nothing(tmp_path: Path, capl
         for r, i in pages[101:]:
             run(backend.check(r, i))
         run(backend.close())
-        assert len(read_store(folder / "s.store")) == 120
+        stored = read_store(folder / "s.store")
+        assert len(stored) == 120
+        links = stored_links(stored)
+        assert sorted(links.values()) == sorted(r.url + "/canon" for r, _ in pages)
+        assert all(links[row] == url + "/canon" for row, url in enumerate(stored.urls()))
     finally:
         subprocess.run(["umount", str(folder)], check=False)

@@ -215,6 +215,37 @@ def test_identities_and_payloads_round_trip() -> None:
     assert (parsed.first_seen, parsed.last_seen, parsed.payload) == (1.5, 2.5, b"xyz")
 
 
+def test_payload_fields_reach_every_reader_and_the_scope_keys_share_a_slot() -> None:
+    """Layout 4's payload [url, identity, referer, depth, text, etag, last_modified, rel=canonical URL]: each
+    field comes back where the backend, the export (``record_member``) and the verdict read it; a payload
+    written without the last fields reads them as None.  drop.lua deletes meta, log and positions in one
+    call: on a Redis Cluster they must share a hash tag, with shards too."""
+    from simhash_scrapy.backends.redis import export
+    from simhash_scrapy.backends.redis.protocol import verdict
+
+    codec = Codec()
+    identity = "ab" * 20
+    _, field, kept = identity_slot("s", identity, 12)
+    payload = codec.encode("https://e/1", identity, kept, "https://e/", 2, "text", 7, '"etag"', "Tue, 1 Jan 2030",
+                           "https://e/canon")
+    assert codec.decode_all(payload, field) == (
+        "https://e/1", identity, "https://e/", 2, "text", 7, '"etag"', "Tue, 1 Jan 2030", "https://e/canon")
+    member = export.record_member(codec, parse_record(pack_record(1, 5, False, "unique", 0, 0, None, None, 1.0, 2.0,
+                                                                  payload)), field, "s", None)
+    assert (member.etag, member.last_modified, member.canonical_link, member.referer, member.depth) == (
+        '"etag"', "Tue, 1 Jan 2030", "https://e/canon", "https://e/", 2)
+    found = verdict(codec, 3, 1, 1, (5).to_bytes(8, "big"), field, payload, None)
+    assert (found.canonical_url, found.canonical_identity, found.canonical_link) == (
+        "https://e/1", identity, "https://e/canon")
+    old = codec.encode("https://e/2", "", b"", None, None, None, None, '"e"')  # no Last-Modified, no link
+    assert codec.decode_all(old, field)[5:] == (None, '"e"', None, None)
+    for prefix, cluster, shards in (("simhash", True, 1), ("simhash", True, 4), ("{app}:simhash", True, 4)):
+        sk = Keys(prefix, cluster=cluster, shards=shards).scope("example.com")
+        tags = {re.search(r"\{([^}]*)\}", key).group(1) for key in (sk.meta, sk.log, sk.positions)}  # type: ignore[union-attr]
+        assert len(tags) == 1, (prefix, shards, sk)
+
+
+
 def test_replica_finds_what_a_scan_finds() -> None:
     rng = random.Random(9)
     replica = Replica(4)

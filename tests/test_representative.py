@@ -344,6 +344,25 @@ def test_canonical_from_tag_and_header() -> None:
     assert link_header_canonical(['<https://x.example/a>; rel="next"']) is None
 
 
+def test_canonical_link_of_a_page_analysed_off_the_event_loop_parses_its_head_only() -> None:
+    """A page whose analysis may take long (many tags: ``core.analysis.may_take_long``) or too big for the
+    shared parse is never parsed whole on the event loop for its rel=canonical link: only its head is."""
+    from scrapy.http import HtmlResponse
+
+    from simhash_scrapy.core.analysis import SLOW_MARKUP
+    from simhash_scrapy.middleware import SHARED_PARSE_MAX_BYTES, _canonical_link
+
+    head = b'<html><head><title>t</title><link rel="canonical" href="/the/one"></head><body>'
+    for filler in (b"<b>x</b>" * (SLOW_MARKUP // 2 + 1), b"<p>" + b"word " * (SHARED_PARSE_MAX_BYTES // 5) + b"</p>"):
+        response = HtmlResponse("https://x.example/a?b=1", body=head + filler + b"</body></html>", encoding="utf-8")
+        assert _canonical_link(response) == "https://x.example/the/one"
+        assert response._cached_selector is None  # the page itself was not parsed
+    # a rel=canonical link in the body of such a page is not looked for (it belongs in the head)
+    response = HtmlResponse("https://x.example/a", body=b"<html><body>" + b"<b>x</b>" * (SLOW_MARKUP // 2 + 1)
+                            + b'<link rel="canonical" href="/late"></body></html>', encoding="utf-8")
+    assert _canonical_link(response) is None and response._cached_selector is None
+
+
 def test_cluster_book_replacements_and_positions() -> None:
     book = ClusterBook("best")
     a = "https://x.example/a.html"
