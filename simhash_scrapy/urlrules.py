@@ -148,6 +148,12 @@ class UrlRulesMiddleware:
             meta["simhash_predicted_duplicate_of"] = prediction.target
             self._explored[url_key(request.url)] = prediction
             stats.inc("simhash/requests/explored")
+            if self.state.config.debug:
+                logger.debug(
+                    "Exploring predicted duplicate %(url)s of %(target)s (URL rules: %(rules)s): downloaded to check them",
+                    {"url": request.url, "target": prediction.target, "rules": prediction.rule_names},
+                    extra={"spider": spider},
+                )
             return None
         self.learner.forget(request.url)
         for rule in prediction.rules:
