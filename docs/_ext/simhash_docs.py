@@ -10,9 +10,12 @@ settings tables). Each layer's table gets the label ``settings-<layer>`` (spaces
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 MARKER = "```{simhash-settings}\n```"
@@ -26,8 +29,11 @@ def load_settings() -> tuple[Sequence[Any], dict[str, str]]:
         table = None
     if table is not None and hasattr(table, "SETTINGS"):
         return tuple(table.SETTINGS), dict(getattr(table, "LAYERS", {}))
-    import legacy_settings  # TEMPORARY ADAPTER: delete with legacy_settings.py at merge
-
+    # TEMPORARY ADAPTER: delete this branch with legacy_settings.py at merge.
+    spec = importlib.util.spec_from_file_location("legacy_settings", Path(__file__).with_name("legacy_settings.py"))
+    legacy_settings = importlib.util.module_from_spec(spec)
+    sys.modules["legacy_settings"] = legacy_settings  # dataclasses look their module up
+    spec.loader.exec_module(legacy_settings)
     return legacy_settings.settings(), dict(legacy_settings.LAYERS)
 
 
