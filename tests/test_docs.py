@@ -147,7 +147,7 @@ def test_the_settings_reference_lists_every_setting_the_plugin_reads() -> None:
     assert {s.layer for s in records} <= set(layers)
     markdown = docs.render_settings(records, layers)
     for name in names:
-        assert f"| `{name}` |" in markdown
+        assert f"### `{name}`" in markdown and f"({docs.setting_label(name)})=" in markdown
     # The Redis, store and URL-rules guides link to these tables by their labels.
     for label in ("settings-redis", "settings-store", "settings-url-rules"):
         assert f"({label})=" in markdown

@@ -1,11 +1,12 @@
 """Sphinx extension of the simhash-scrapy docs: the settings reference, generated.
 
 ``reference/settings.md`` holds a ``{simhash-settings}`` block; before the page is parsed it is
-replaced by one table per layer (``render_settings``), made from ``simhash_scrapy.core.settings.SETTINGS``
+replaced by one section per layer (``render_settings``), made from ``simhash_scrapy.core.settings.SETTINGS``
 (records with ``name, type, default, doc, example, layer``; ``default_doc``, when a record has it,
 is how the default is written) and ``LAYERS`` (the layers' titles, in the order shown). Until that
 module exists, the records come from ``legacy_settings`` (a temporary adapter over the README's old
-settings tables). Each layer's table gets the label ``settings-<layer>`` (spaces as ``-``).
+settings tables). Each layer gets the label ``settings-<layer>`` and each setting ``setting-<name>`` (lower case,
+``_`` and spaces as ``-``): ``[SIMHASH_DIR](#setting-simhash-dir)`` links to one.
 """
 
 from __future__ import annotations
@@ -48,9 +49,8 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-def _cell(text: str) -> str:
-    """Markdown for one table cell: one line, every ``|`` escaped."""
-    return re.sub(r"(?<!\\)\|", r"\\|", " ".join(str(text).split()))
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 def _code(source: str) -> str:
@@ -63,8 +63,13 @@ def layer_label(layer: str) -> str:
     return "settings-" + re.sub(r"[^a-z0-9]+", "-", layer.lower()).strip("-")
 
 
+def setting_label(name: str) -> str:
+    return "setting-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
 def render_settings(settings: Sequence[Any], layers: dict[str, str]) -> str:
-    """The settings reference as Markdown: per layer a labelled heading and a table."""
+    """The settings reference as Markdown: per layer a labelled heading, per setting a labelled heading,
+    its documentation and one line of type, default and example."""
     order = list(layers) + [s.layer for s in settings if s.layer not in layers]
     out = []
     for layer in dict.fromkeys(order):
@@ -72,12 +77,11 @@ def render_settings(settings: Sequence[Any], layers: dict[str, str]) -> str:
         if not rows:
             continue
         out += [f"({layer_label(layer)})=", "", f"## {layers.get(layer, layer)}", ""]
-        out += ["| setting | type | default | example | meaning |", "|---|---|---|---|---|"]
         for s in rows:
             default = getattr(s, "default_doc", "") or _code(literal(s.default))
-            example = s.example if s.example.startswith("`") else _code(s.example)
-            out.append(f"| {_cell(_code(s.name))} | {_cell(s.type)} | {_cell(default)} | {_cell(example)} | {_cell(s.doc)} |")
-        out.append("")
+            example = s.example if s.example.startswith("`") else _code(f"{s.name} = {s.example}")
+            out += [f"({setting_label(s.name)})=", "", f"### {_code(s.name)}", "", _one_line(s.doc), ""]
+            out += [f"**Type:** {_one_line(s.type)} · **Default:** {_one_line(default)} · **Example:** {example}", ""]
     return "\n".join(out)
 
 
@@ -86,6 +90,12 @@ def _source_read(app: Any, docname: str, source: list[str]) -> None:
         source[0] = source[0].replace(MARKER, render_settings(*load_settings()))
 
 
+def _always_rebuilt(app: Any, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
+    """The generated page depends on the code's settings table, not on its own source: read it on every build."""
+    return [name for name in env.found_docs if name == "reference/settings"]
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("source-read", _source_read)
+    app.connect("env-get-outdated", _always_rebuilt)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
