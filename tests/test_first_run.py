@@ -158,10 +158,10 @@ def test_a_wrong_setting_is_one_line_not_a_traceback(serve: Any, tmp_path: Path)
     assert stats["simhash/error"].startswith("SIMHASH_MAX_DISTANCE must be")
 
 
-#: The CI recipe of the README ("When it cannot start, and CI"), run as it is printed there.
+#: The CI recipe of the docs (docs/getting-started.md, "When it cannot start, and CI"), run as it is printed there.
 CI_SCRIPT = next(
     block
-    for block in re.findall(r"```py\n(.*?)```", (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8"), re.DOTALL)
+    for block in re.findall(r"```py\n(.*?)```", (Path(__file__).parent.parent / "docs" / "getting-started.md").read_text(encoding="utf-8"), re.DOTALL)
     if "finish_reason" in block
 )
 
@@ -180,7 +180,7 @@ def test_the_ci_recipe_fails_on_a_simhash_error(serve: Any, tmp_path: Path) -> N
     bad = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1
     assert bad.stderr.splitlines()[-1].startswith("crawl closed: simhash_error SIMHASH_ACTION")
-    # The README's other recipe greps the stats dump for this line.
+    # The docs' other recipe greps the stats dump for this line.
     assert "'finish_reason': 'finished'" in good.stderr and "'finish_reason': 'finished'" not in bad.stderr
 
 
