@@ -287,8 +287,9 @@ def html_canonical(root: object, base_url: str) -> str | None:
     ``base_url`` (``absolute``: ``None`` when that is not an http(s) URL).  A link outside the head does
     not count: the tag belongs there, and a page analysed off the event loop is parsed up to its body only.
     """
-    find = getattr(root, "find", None)
-    head = find("head") if find is not None else None  # a direct child: no walk over the document
+    if getattr(root, "iter", None) is None:  # not an element
+        return None
+    head = root.find("head")  # type: ignore[attr-defined]  # a direct child: no walk over the document
     if head is None:
         return None
     for element in head.iter("link"):
