@@ -35,7 +35,7 @@ from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
 from .core.clustering import Outcome, rule_of
 from .core.representative import absolute, html_canonical, link_header_canonical
-from .core.skip import skip_reason
+from .core.skip import media_type, skip_reason
 from .core.text import charset_of, shared_parse_usable
 from .state import DedupState
 
@@ -124,13 +124,6 @@ class UncheckedPage(IgnoreRequest):
     def __init__(self, url: str, error: str) -> None:
         super().__init__(f"Not checked for near-duplicates (fail-closed backend error): {url}: {error}")
         self.url = url
-
-
-def _media_type(response: Response) -> str | None:
-    raw = response.headers.get(b"Content-Type")
-    if not raw:
-        return None
-    return raw.decode("latin-1").split(";", 1)[0].strip().lower()
 
 
 def _header(response: Response, name: bytes) -> str | None:
@@ -307,7 +300,7 @@ class SimhashMiddleware:
         config = self.config
         return skip_reason(
             response.status,
-            _media_type(response),
+            media_type(response.headers.get(b"Content-Type")),
             response.body,
             config.http_statuses,
             config.content_types,

@@ -29,7 +29,8 @@ from scrapy.exceptions import DropItem
 
 from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import Analysis, analyse_html, analyse_text
-from .core.skip import item_is_html
+from .core.records import flag_item
+from .core.skip import item_is_html, too_large
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class SimhashPipeline:
         if not isinstance(value, (str, bytes)) or not value:
             state.skip("no_field", items=True)
             return None
-        if len(value) > self.config.max_bytes:
+        if too_large(len(value), self.config.max_bytes):
             state.skip("too_large", items=True)
             return None
         try:
@@ -143,9 +144,5 @@ class SimhashPipeline:
             )
         state.inc("simhash/items/flagged")
         state.log_duplicate("item", url or "(no URL)", verdict, "Flagged", exact=exact)
-        for key, value in (("simhash_duplicate_of", verdict.canonical_url), ("simhash_distance", verdict.distance)):
-            try:
-                adapter[key] = value
-            except KeyError:
-                pass  # the item class does not declare the field
+        flag_item(adapter, verdict.canonical_url, verdict.distance)
         return item

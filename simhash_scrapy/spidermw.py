@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter, is_item
 from scrapy import Request
 
+from .core.records import flag_item
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -73,12 +74,7 @@ class SimhashSpiderMiddleware:
             state.inc("simhash/items/dropped")
             return None
         state.inc("simhash/items/flagged")
-        adapter = ItemAdapter(item)
-        for key, value in (("simhash_duplicate_of", meta["simhash_duplicate_of"]), ("simhash_distance", meta.get("simhash_distance"))):
-            try:
-                adapter[key] = value
-            except KeyError:
-                pass  # the item class does not declare the field
+        flag_item(ItemAdapter(item), meta["simhash_duplicate_of"], meta.get("simhash_distance"))
         return item
 
     def _pass(self, rule: str | None, response: Response, entry: Any) -> Any | None:

@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
 from scrapy import signals
@@ -28,6 +27,7 @@ from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig
 from .core.clustering import Outcome, rule_of
 from .core.distinct import scope_key
+from .core.records import is_item_scope, item_scope, page_scope
 from .core.representative import ClusterBook, Placement
 from .core.report import (
     build_changes,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
-__all__ = ["DedupState", "SKIP_REASONS"]
+__all__ = ["DedupState"]
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -58,19 +58,6 @@ THREAD_WORKERS = 2
 #: Pages (bytes) at least this big are fingerprinted in a worker thread when
 #: ``SIMHASH_THREADS`` is on; smaller ones inline.
 THREAD_MIN_BYTES = 64 * 1024
-
-#: Why a page or item was not fingerprinted (stat ``simhash/skipped/<reason>``).
-SKIP_REASONS = {
-    "opted_out": "the request has meta['simhash_enabled'] = False",
-    "status": "the HTTP status is not in SIMHASH_HTTP_STATUSES",
-    "content_type": "the Content-Type is not in SIMHASH_CONTENT_TYPES",
-    "too_large": "the body is larger than SIMHASH_MAX_BYTES",
-    "empty": "no visible text at all (binary bodies, script-only pages)",
-    "error": "fingerprinting or the backend failed (logged)",
-    "unavailable": "simhash-scrapy could not start (logged); the crawl is closing",
-    "no_field": "the item has no SIMHASH_ITEM_FIELD value (pipeline)",
-}
-
 
 def _root_of(response: Any) -> Any:
     """The parsed page: Scrapy's own parse (cached on the response, the spider reuses it), else lxml's."""
@@ -162,12 +149,9 @@ class DedupState:
         ``simhash/distinct/pages`` (or ``simhash/distinct/unmatched`` when no
         selector matched: the plain scope).
         """
-        if self.config.scope == "domain":
-            scope = (urlsplit(url).hostname or "").lower()
-        else:
-            scope = self.spider.name if self.spider is not None else ""
+        scope = page_scope(self.config.scope, url, self.spider.name if self.spider is not None else "")
         if items:
-            return f"item:{scope}"
+            return item_scope(scope)
         distinct = self.config.distinct
         if distinct is None or response is None:
             return scope
@@ -412,7 +396,7 @@ class DedupState:
         members = await self.backend.members()
         # Distinct pages in the record (a page fetched twice counts once, unlike simhash/fingerprinted):
         # the report's "pages".
-        self.stats.set_value("simhash/pages", sum(1 for m in members if not m.scope.startswith("item:")))
+        self.stats.set_value("simhash/pages", sum(1 for m in members if not is_item_scope(m.scope)))
         if self.report_path is None or self.config.report_format is None:
             self.stats.set_value("simhash/clusters", count_clusters(members))
             return

@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
+from scrapy.utils.response import get_base_url
 
 from .backends.memory import MemoryBackend
 from .core import defaults
 from .core.clustering import Outcome
+from .core.representative import html_canonical
 from .core.urlrules import Prediction, UrlRuleLearner, is_listing, url_key
 from .state import DedupState
 
@@ -78,20 +80,14 @@ def page_links(response: Response) -> list[str]:
 
 
 def declared_canonical(response: Response) -> str | None:
-    """The absolute ``<link rel="canonical">`` URL of an HTML response (from Scrapy's parse), else ``None``."""
+    """The absolute ``<link rel="canonical">`` URL of an HTML response (from Scrapy's parse; the core's one
+    reader of the tag, ``core.representative.html_canonical``), else ``None``."""
     if not isinstance(response, HtmlResponse):
         return None
     try:
-        head = response.selector.root.find("head")  # a direct child: no walk over the document
-        if head is None:
-            return None
-        for link in head.iterchildren("link"):
-            if (link.get("rel") or "").strip().lower() == "canonical":
-                href = (link.get("href") or "").strip()
-                return response.urljoin(href) if href else None
+        return html_canonical(response.selector.root, get_base_url(response))
     except Exception:  # noqa: BLE001 - a broken page teaches nothing
         return None
-    return None
 
 
 class UrlRulesMiddleware:

@@ -23,10 +23,11 @@ This module imports no Scrapy: backends are usable from plain Python.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.clustering import Outcome
+# The records live in the core (backends, commands and the crawl share them); the interface lives here.
+from ..core.records import UNCHECKED, ClusterMember, PageRecord, Verdict
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,115 +39,6 @@ __all__ = ["PageRecord", "Verdict", "ClusterMember", "DedupBackend", "BackendErr
 
 class BackendError(RuntimeError):
     """A backend cannot be used (raised by ``open`` with a message saying why and what to change)."""
-
-
-@dataclass
-class PageRecord:
-    """One fingerprinted page (or item)."""
-
-    url: str
-    #: The simhash; for ``exact`` records the exact digest of a short page.
-    fingerprint: int
-    scope: str
-    referer: str | None = None
-    depth: int | None = None
-    #: The page's extracted text, kept only when the report format needs it (html).
-    text: str | None = None
-    #: What makes two checks "the same page" ("" means the URL).  The crawl
-    #: passes Scrapy's request fingerprint, so the user's URL canonicalisation applies.
-    identity: str = ""
-    #: A short page: matched by equal digest only (``core.exact``).
-    exact: bool = False
-    #: When it was checked (``time.time()``; 0 when unknown).
-    seen: float = 0.0
-    #: The one-edit keys of a simhash page of a few dozen tokens (``core.edits``), else empty.
-    edit_keys: tuple[int, ...] = ()
-    #: The content digest (``Analysis.digest``): tells an unchanged page from an edited one; ``None``: unknown.
-    digest: int | None = None
-    #: The HTTP validators the server sent (``ETag``, ``Last-Modified``), kept for conditional re-crawls.
-    etag: str | None = None
-    last_modified: str | None = None
-    #: The URL the page names as its canonical one (``rel=canonical`` tag or ``Link`` header), else ``None``.
-    canonical_link: str | None = None
-
-    @property
-    def key(self) -> str:
-        """The identity, defaulting to the URL."""
-        return self.identity or self.url
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What ``check`` found for one page."""
-
-    outcome: Outcome
-    #: The canonical page (another identity) whose cluster this page belongs to, else ``None``.
-    canonical_url: str | None = None
-    #: Hamming distance to that canonical page (0 for exact matches), else ``None``.
-    distance: int | None = None
-    #: Fingerprint of that canonical page, else ``None``.
-    canonical_fingerprint: int | None = None
-    #: Identity of that canonical page, else ``None``.
-    canonical_identity: str | None = None
-    #: The fingerprint of this identity's last recorded version, when it was recorded before.
-    previous_fingerprint: int | None = None
-    #: When that version was checked (``time.time()``), when known.
-    previous_seen: float | None = None
-    #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
-    one_edit: bool = False
-    #: The rel=canonical URL that canonical page names, when known.
-    canonical_link: str | None = None
-
-    @property
-    def is_duplicate(self) -> bool:
-        """Another page has this content (drop/flag decisions use this)."""
-        return self.canonical_url is not None
-
-    @property
-    def checked(self) -> bool:
-        """``False`` when the backend could not check the page (a fail-open backend error)."""
-        return self.outcome is not Outcome.UNCHECKED
-
-
-#: The verdict for a page a fail-open backend could not check.
-UNCHECKED = Verdict(Outcome.UNCHECKED)
-
-
-@dataclass
-class ClusterMember:
-    """One recorded identity (its latest version), as ``members()`` returns it, in first-check order."""
-
-    url: str
-    fingerprint: int
-    scope: str
-    #: URL of the canonical page of its cluster; ``None`` when this page is canonical or unique.
-    canonical_url: str | None = None
-    #: Distance to the canonical page; ``None`` when this page is canonical or unique.
-    distance: int | None = None
-    referer: str | None = None
-    depth: int | None = None
-    text: str | None = None
-    #: ``True`` when this page is a canonical page (unique and indexed).
-    indexed: bool = False
-    identity: str = ""
-    exact: bool = False
-    #: The outcome of its latest check.
-    outcome: Outcome = Outcome.UNIQUE
-    #: The fingerprint before its latest check (re-crawled pages), else ``None``.
-    previous_fingerprint: int | None = None
-    first_seen: float = 0.0
-    last_seen: float = 0.0
-    #: Its content digest (``PageRecord.digest``), else ``None``.
-    digest: int | None = None
-    #: The HTTP validators of its latest version (``ETag``, ``Last-Modified``), else ``None``.
-    etag: str | None = None
-    last_modified: str | None = None
-    #: The rel=canonical URL the page names (``PageRecord.canonical_link``), else ``None``.
-    canonical_link: str | None = None
-
-    @property
-    def key(self) -> str:
-        return self.identity or self.url
 
 
 class DedupBackend(abc.ABC):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..core.clustering import Clusterer, Decision, Rule, rule_of
+from ..core.clustering import Clusterer, Decision, is_one_edit
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
@@ -63,8 +63,7 @@ class MemoryBackend(DedupBackend):
             canonical_identity=canonical.key,
             previous_fingerprint=decision.previous_fingerprint,
             previous_seen=previous_seen,
-            # An exact page's distance is 0: never beyond k (core.clustering.rule_of).
-            one_edit=rule_of(False, decision.distance, self._clusters.max_distance) is Rule.ONE_EDIT,
+            one_edit=is_one_edit(decision.distance, self._clusters.max_distance),
             canonical_link=canonical.canonical_link,
         )
 

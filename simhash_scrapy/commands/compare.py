@@ -158,12 +158,13 @@ def _load_pages(args: list[str], settings: Any, process: Any = None) -> list[Pag
 # -------------------------------------------------------------- analysing
 def _analyse(page: Page, config: SimhashConfig) -> None:
     from ..core.analysis import analyse_html
-    from ..core.skip import skip_reason
+    from ..core.skip import media_type, skip_reason
     from ..core.text import extract_text
 
-    media_type = (page.content_type or "").split(";", 1)[0].strip().lower() or None
     body = page.body if isinstance(page.body, bytes) else page.body.encode("utf-8")
-    reason = skip_reason(page.status, media_type, body, config.http_statuses, config.content_types, config.max_bytes)
+    reason = skip_reason(
+        page.status, media_type(page.content_type), body, config.http_statuses, config.content_types, config.max_bytes
+    )
     if reason != "empty":  # an empty body is reported by the analysis below, as in the crawl
         page.skipped = reason
     answer = analyse_html(page.body, page.encoding, config.analysis)
@@ -263,13 +264,14 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
     """What a crawl meeting the pages in this order decides for each one."""
     from ..core.clustering import assign_canonicals, rule_of
     from ..core.distinct import scope_key
+    from ..core.records import page_scope
 
     usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
     fps = np.array([pages[i].fingerprint for i in usable], dtype=np.uint64)
     scopes = None
     if config.scope == "domain" or config.distinct is not None:
         # The crawl's scope: the host (SIMHASH_SCOPE = "domain"), and the protected text's digest.
-        plain = [(urlsplit(pages[i].url).hostname or "").lower() if config.scope == "domain" else "" for i in usable]
+        plain = [page_scope(config.scope, pages[i].url) for i in usable]
         keys_of = [scope_key(p, pages[i].protected) for p, i in zip(plain, usable)]
         names: dict[str, int] = {}
         scopes = np.array([names.setdefault(h, len(names)) for h in keys_of], dtype=np.int64)
@@ -291,7 +293,7 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
                 # The rule that matched (core.clustering.Rule) and k; one_edit: farther than k (core.edits).
                 "rule": rule.value,
                 "max_distance": config.max_distance,
-                "one_edit": rule.value == "one_edit",
+                "one_edit": rule is Rule.ONE_EDIT,
                 "action": config.action,
             }
     return decisions

@@ -28,13 +28,14 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, BinaryIO
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from ..config import SimhashConfig
 from ..core.clustering import assign_canonicals
 from ..core.distinct import scope_key
+from ..core.records import page_scope
+from ..core.skip import item_is_html, too_large
 from ._common import EXIT_USAGE, CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
 
 __all__ = ["run_dedup", "DEFAULT_FIELDS", "HTML_SUFFIXES"]
@@ -169,11 +170,6 @@ def _item_value(line: bytes, field: str, url_field: str) -> tuple[Any, str | Non
     return value, url, referer, depth, None
 
 
-def _is_html(value: str, fmt: str) -> bool:
-    # Same rule as SimhashPipeline with SIMHASH_ITEM_FORMAT = "auto".
-    return fmt == "html" or (fmt == "auto" and value.lstrip().startswith("<"))
-
-
 def _protected_digest(value: Any, config: SimhashConfig) -> str | None:
     """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.distinct``), as the crawl's."""
     from ..core.text import parse_html
@@ -197,7 +193,7 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
         if kind == "files":
             try:
                 size = os.path.getsize(payload)
-                if size > config.max_bytes:
+                if too_large(size, config.max_bytes):
                     reason = "too_large"
                 else:
                     with open(payload, "rb") as handle:
@@ -206,9 +202,9 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
                 reason = "unreadable"
         else:
             value, url, referer, depth, reason = _item_value(payload, field, url_field)
-            if reason is None and len(value) > config.max_bytes:
+            if reason is None and too_large(len(value), config.max_bytes):
                 reason = "too_large"
-            is_html = reason is None and _is_html(value, fmt)
+            is_html = reason is None and item_is_html(value, fmt)
         if mode == "text":
             if reason is not None:
                 out.append((None,))
@@ -423,9 +419,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     cluster_started = time.monotonic()
     fps = np.array(fingerprints, dtype=np.uint64)
     scopes = None
-    scope_names = [""] * len(urls)
-    if config.scope == "domain":
-        scope_names = [(urlsplit(u).hostname or "").lower() for u in urls]
+    scope_names = [page_scope(config.scope, u) for u in urls]  # the crawl's: the host, or "" (one spider)
     if config.distinct is not None:  # the crawl's scopes: pages of different protected text never match
         scope_names = [scope_key(name, digest) for name, digest in zip(scope_names, protected)]
     if config.scope == "domain" or config.distinct is not None:

@@ -52,7 +52,9 @@ from . import defaults
 from .index import BlockPermutedIndex
 from .keytable import KeyTable, pack_keys, unpack_keys
 
-__all__ = ["Outcome", "Rule", "rule_of", "Decision", "Clusterer", "assign_canonicals"]
+__all__ = [
+    "Outcome", "RECORDED_OUTCOMES", "Rule", "rule_of", "is_one_edit", "Decision", "Clusterer", "assign_canonicals",
+]
 
 #: Distance given to a page whose kind changed (short <-> long): "more than any k".
 _FAR = 64
@@ -72,6 +74,12 @@ class Outcome(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: The outcomes a record can hold (every one but ``UNCHECKED``), in the order of their codes: an outcome's
+#: position here is its number in a Redis identity record (``backends.redis.layout``, ``check.lua``) and in
+#: the check script's reply (``backends.redis.protocol``); the store keeps the values.  Append only.
+RECORDED_OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED, Outcome.EDITED)
 
 
 class Rule(str, enum.Enum):
@@ -123,9 +131,15 @@ def rule_of(exact: bool, distance: int | None, max_distance: int) -> Rule:
     """
     if exact:
         return Rule.EXACT
-    if distance is not None and distance > max_distance:
+    if is_one_edit(distance, max_distance):
         return Rule.ONE_EDIT
     return Rule.SIMHASH
+
+
+def is_one_edit(distance: int | None, max_distance: int) -> bool:
+    """Whether a near-duplicate at ``distance`` was found by the one-edit rule: farther than k (step 4 records
+    the real Hamming distance; an exact short page's distance is 0, never beyond k)."""
+    return distance is not None and distance > max_distance
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,7 @@ from typing import Any
 
 from .clustering import rule_of
 from .files import write_atomic
+from .records import is_item_scope
 from .representative import Candidate, choose
 from .fingerprint import hamming_distance
 
@@ -234,7 +235,7 @@ def build_changes(members: Iterable[Any]) -> list[dict[str, Any]]:
     """
     changes = []
     for member in members:
-        if str(_get(member, "outcome") or "") != "changed" or (_get(member, "scope") or "").startswith("item:"):
+        if str(_get(member, "outcome") or "") != "changed" or is_item_scope(_get(member, "scope")):
             continue
         fp = int(_get(member, "fingerprint"))
         previous = _get(member, "previous_fingerprint")
@@ -281,7 +282,7 @@ def report_summary(
     unknown, left out).
     """
     # Items (scope "item:…") are not pages; nor are they listed as changed.
-    pages = [m for m in members if not (_get(m, "scope") or "").startswith("item:")]
+    pages = [m for m in members if not is_item_scope(_get(m, "scope"))]
     duplicates = sum(1 for m in pages if _get(m, "canonical_url") is not None)
     outcomes = Counter(str(_get(m, "outcome") or "") for m in pages)
     return {

@@ -279,14 +279,23 @@ class ClusterBook:
 
 
 def html_canonical(root: object, base_url: str) -> str | None:
-    """The absolute URL of the first ``<link rel="canonical" href>`` of a parsed page (lxml), else ``None``."""
-    iterate = getattr(root, "iter", None)
-    if iterate is None:
+    """The URL a parsed page (lxml, its ``<html>`` element) names as canonical in its head, else ``None``.
+
+    The one reader of the tag (the crawl's records and the URL-rules learner call it): the first ``<link>``
+    inside ``<head>`` whose ``rel`` holds the token ``canonical`` (tokens split on white space, any case:
+    ``rel="Canonical"``, ``rel="canonical nofollow"``) and whose ``href`` is not empty, resolved against
+    ``base_url`` (``absolute``: ``None`` when that is not an http(s) URL).  A link outside the head does
+    not count: the tag belongs there, and a page analysed off the event loop is parsed up to its body only.
+    """
+    if getattr(root, "iter", None) is None:  # not an element
         return None
-    for element in iterate("link"):
+    head = root.find("head")  # type: ignore[attr-defined]  # a direct child: no walk over the document
+    if head is None:
+        return None
+    for element in head.iter("link"):
         rel = element.get("rel")
         href = element.get("href")
-        if rel and href and "canonical" in rel.lower().split():
+        if rel and href and href.strip() and "canonical" in rel.lower().split():
             return absolute(href, base_url)
     return None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-__all__ = ["skip_reason", "item_is_html"]
+__all__ = ["skip_reason", "too_large", "media_type", "item_is_html"]
 
 
 def skip_reason(
@@ -34,11 +34,26 @@ def skip_reason(
             return "content_type"
     elif media_type not in content_types:
         return "content_type"
-    if len(body) > max_bytes:
+    if too_large(len(body), max_bytes):
         return "too_large"
     if not body or body.isspace():
         return "empty"
     return None
+
+
+def too_large(size: int, max_bytes: int) -> bool:
+    """Whether a body (or an item's text) of ``size`` bytes (characters for text) is over ``SIMHASH_MAX_BYTES``."""
+    return size > max_bytes
+
+
+def media_type(content_type: str | bytes | None) -> str | None:
+    """The media type of a ``Content-Type`` header value (bytes are read as Latin-1): without parameters, lower
+    case; ``None`` when there is no value."""
+    if not content_type:
+        return None
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    return content_type.split(";", 1)[0].strip().lower()
 
 
 def item_is_html(value: str | bytes, item_format: str) -> bool:

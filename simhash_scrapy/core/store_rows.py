@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .clustering import RECORDED_OUTCOMES
 from .keytable import KEY, pack_keys, unpack_keys
 
 if TYPE_CHECKING:
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["OUTCOMES", "StoreContents", "StoreError", "StoreRecord", "row_checksums"]
 
-#: The outcomes a row can record (``core.clustering.Outcome`` values).
-OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed", "edited")
+#: The outcomes a row can record (the values of ``core.clustering.RECORDED_OUTCOMES``).
+OUTCOMES = tuple(outcome.value for outcome in RECORDED_OUTCOMES)
 
 _COLUMNS = (
     "entry, scope, identity, url, fingerprint, exact, outcome, canonical, distance, indexed, previous, "

@@ -44,6 +44,7 @@ from .layout import (
     layout_mismatch,
     layout_shards,
     layout_string,
+    lua_constants,
     parse_record,
 )
 from .outages import Outages, ignore
@@ -81,7 +82,8 @@ def _claim_field(slot: tuple[int, bytes, bytes]) -> bytes:
 
 
 def lua(name: str) -> str:
-    return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    """The script ``name``.lua, after the constants it shares with ``layout`` (``layout.lua_constants``)."""
+    return lua_constants() + resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
 
 
 class RedisBackend(Outages, DedupBackend):

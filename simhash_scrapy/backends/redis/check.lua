@@ -27,17 +27,16 @@
 --   distance), then [canonical fingerprint, field (16 bytes)], [">I4" length and canonical payload],
 --   [previous fingerprint, previous seen (16 bytes)], [">I4" length and the new record],
 --   [canonical's bucket and log position (">I3I4")].
-local ENTRY = 24
-local EDIT_MATCH = 255  -- the distance of a match by one-edit key until the real one is computed
-local F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
-local UNIQUE, NEAR, UNCHANGED, CHANGED, EDITED = 0, 1, 2, 3, 4
+-- ENTRY, EDIT_MATCH (the distance of a match by one-edit key until the real one is computed), OP_*, F_*,
+-- MODE_*, OUTCOME_SHIFT, the outcome codes (UNIQUE, NEAR_DUPLICATE, ...), K_* and PART_* come from layout.py
+-- (layout.lua_constants(): the line the backend puts before this script).
 local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
 -- The content digest in a payload (layout.Codec: kind byte, [12 identity bytes], [8 digest bytes]), or nil.
 local function digest_of(payload)
   local kind = string.byte(payload, 1)
-  if not kind or band(kind, 4) == 0 then return nil end
+  if not kind or band(kind, K_DIGEST) == 0 then return nil end
   local at = 2
-  if band(kind, 2) ~= 0 then at = 14 end
+  if band(kind, K_HEX_IDENTITY) ~= 0 then at = 14 end
   return string.sub(payload, at, at + 7)
 end
 local function pop(x)
@@ -77,13 +76,13 @@ if loglen > sync then
   for j = 0, loglen - sync - 1 do
     local p = j * ENTRY + 1
     local op = string.byte(tail, p)
-    if op == 2 then
+    if op == OP_REMOVE then
       removed[struct.unpack('>I4', tail, p + 1)] = true
     else
       local hi, lo, eseq = struct.unpack('>I4I4I4', tail, p + 1)
-      if op == 3 then
+      if op == OP_EXACT then
         nx = nx + 1; xpos[nx] = sync + j; xfp[nx] = string.sub(tail, p + 1, p + 8); xseq[nx] = eseq
-      elseif op == 4 then
+      elseif op == OP_EDIT_KEY then
         nk = nk + 1; kkey[nk] = string.sub(tail, p + 1, p + 8); kseq[nk] = eseq
         kown[nk] = struct.unpack('>I4', tail, p + 13)
       else
@@ -96,7 +95,7 @@ local delta = 0
 
 local function append_add(fp, exact, seq, bucket, field, keys)
   local pos = loglen
-  local entries = {(exact and '\3' or '\1') .. fp .. struct.pack('>I4I3', seq, bucket) .. field}
+  local entries = {string.char(exact and OP_EXACT or OP_ADD) .. fp .. struct.pack('>I4I3', seq, bucket) .. field}
   loglen = loglen + 1
   if exact then
     nx = nx + 1; xpos[nx] = pos; xfp[nx] = fp; xseq[nx] = seq
@@ -107,7 +106,7 @@ local function append_add(fp, exact, seq, bucket, field, keys)
     local owner = struct.pack('>I4I4', seq, pos) .. string.rep('\0', 7)
     for i = 1, #keys, 8 do
       local key = string.sub(keys, i, i + 7)
-      entries[#entries + 1] = '\4' .. key .. owner
+      entries[#entries + 1] = string.char(OP_EDIT_KEY) .. key .. owner
       loglen = loglen + 1
       nk = nk + 1; kkey[nk] = key; kown[nk] = pos; kseq[nk] = seq
     end
@@ -118,7 +117,7 @@ local function append_add(fp, exact, seq, bucket, field, keys)
 end
 
 local function append_remove(pos)
-  redis.call('APPEND', KEYS[3], '\2' .. struct.pack('>I4', pos) .. string.rep('\0', ENTRY - 5))
+  redis.call('APPEND', KEYS[3], string.char(OP_REMOVE) .. struct.pack('>I4', pos) .. string.rep('\0', ENTRY - 5))
   loglen = loglen + 1
   removed[pos] = true
   delta = delta - 1
@@ -175,7 +174,7 @@ end
 -- ``otherwise`` (UNIQUE or CHANGED) and indexed unless ``index=False``.  Returns outcome, own, canon, dist.
 local function decide(otherwise, fp, hi, lo, exact, locals, own, want_index, seq, bucket, field, keys)
   local bp, bd = best_match(fp, hi, lo, exact, locals, own, keys)
-  if bp >= 0 then return NEAR, nil, bp, bd end
+  if bp >= 0 then return NEAR_DUPLICATE, nil, bp, bd end
   if want_index then return otherwise, append_add(fp, exact, seq, bucket, field, keys), nil, 0 end
   return otherwise, nil, nil, 0
 end
@@ -212,7 +211,7 @@ local function live(pos, field, bucket)
   if pos >= loglen then return false end
   local e = redis.call('GETRANGE', KEYS[3], pos * ENTRY, pos * ENTRY + ENTRY - 1)
   local op = string.byte(e, 1)
-  if op ~= 1 and op ~= 3 then return false end
+  if op ~= OP_ADD and op ~= OP_EXACT then return false end
   return field == nil or (string.sub(e, 17, 24) == field and struct.unpack('>I3', e, 14) == bucket)
 end
 
@@ -230,8 +229,8 @@ for i = 1, #ARGV - 9 do
   local locals = string.sub(blob, at, at + nloc - 1)
   local keys = string.sub(blob, at + nloc, at + nloc + 8 * nkeys - 1)
   local payload = string.sub(blob, at + nloc + 8 * nkeys)
-  local exact = band(mode, 2) ~= 0
-  local want_index = band(mode, 1) ~= 0
+  local exact = band(mode, MODE_EXACT) ~= 0
+  local want_index = band(mode, MODE_INDEX) ~= 0
   if not sharded then
     bucket = tonumber(string.sub(key, #prefix + 1), 16)
     old = redis.call('HGET', key, field)
@@ -288,7 +287,7 @@ for i = 1, #ARGV - 9 do
     first = seen
     outcome, own, canon, dist = decide(UNIQUE, fp, hi, lo, exact, locals, -1, want_index, seq, bucket, field, keys)
   end
-  local flags = outcome * 32
+  local flags = bit.lshift(outcome, OUTCOME_SHIFT)
   if exact then flags = bor(flags, F_EXACT) end
   local parts = {struct.pack('>I4', seq), fp, '', ''}
   if own then flags = bor(flags, F_INDEXED); parts[#parts + 1] = struct.pack('>I4', own) end
@@ -306,22 +305,22 @@ for i = 1, #ARGV - 9 do
   if canon then
     local cfp, cpayload
     cfp, cpayload, cwhere = canonical_of(canon)
-    has = 1
+    has = PART_CANONICAL
     parts_out[#parts_out + 1] = cfp
     if cpayload then
-      has = has + 2
+      has = has + PART_PAYLOAD
       parts_out[#parts_out + 1] = struct.pack('>I4', #cpayload) .. cpayload
     end
   end
   if prev then
-    has = has + 4
+    has = has + PART_PREVIOUS
     parts_out[#parts_out + 1] = prev .. prevseen
   end
   if sharded then
-    has = has + 8
+    has = has + PART_RECORD
     parts_out[#parts_out + 1] = struct.pack('>I4', #record) .. record
     if cwhere then
-      has = has + 16
+      has = has + PART_BUCKET
       parts_out[#parts_out + 1] = cwhere
     end
   end

@@ -77,6 +77,7 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...core.clustering import RECORDED_OUTCOMES
 from ...core.store import DEFAULT_SETTING_NAMES, feature_setting
 
 if TYPE_CHECKING:
@@ -91,7 +92,15 @@ OP_ADD, OP_REMOVE, OP_EXACT, OP_EDIT_KEY = 1, 2, 3, 4
 #: a page within k always wins); the check script replaces it with the real distance.
 EDIT_MATCH = 255
 F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
-OUTCOMES = ("unique", "near_duplicate", "unchanged", "changed", "edited")
+#: An identity record's flags byte holds its outcome's code (``core.clustering.RECORDED_OUTCOMES``) from this bit up.
+OUTCOME_SHIFT = 5
+#: An identity record's outcome by its code.
+OUTCOMES = tuple(outcome.value for outcome in RECORDED_OUTCOMES)
+#: The parts of one verdict in the check script's reply (its "has" byte; ``protocol.parse_verdicts``): the
+#: canonical page, its payload, the previous version, the new record (shards), the canonical's bucket (shards).
+PART_CANONICAL, PART_PAYLOAD, PART_PREVIOUS, PART_RECORD, PART_BUCKET = 1, 2, 4, 8, 16
+#: A page's mode in the check script's argument (``protocol.pack_page``): index it if unique; a short page.
+MODE_INDEX, MODE_EXACT = 1, 2
 _HEAD = struct.Struct(">I8sBB")
 _I4 = struct.Struct(">I")
 _D = struct.Struct(">d")
@@ -361,8 +370,8 @@ def parse_record(value: bytes) -> Record:
         last = _D.unpack_from(value, p)[0]
         p += 8
     return Record(
-        seq, int.from_bytes(fp, "big"), bool(flags & F_EXACT), OUTCOMES[flags >> 5], distance, own, canonical,
-        previous, first, last, value[p:],
+        seq, int.from_bytes(fp, "big"), bool(flags & F_EXACT), OUTCOMES[flags >> OUTCOME_SHIFT], distance, own,
+        canonical, previous, first, last, value[p:],
     )
 
 
@@ -398,7 +407,7 @@ def pack_record(
     previous: int | None, first_seen: float, last_seen: float, payload: bytes,
 ) -> bytes:
     """An identity record, byte for byte as ``check.lua`` writes it (bulk loads, tests)."""
-    flags = OUTCOMES.index(outcome) << 5 | (F_EXACT if exact else 0)
+    flags = OUTCOMES.index(outcome) << OUTCOME_SHIFT | (F_EXACT if exact else 0)
     parts = [b""]
     if own is not None:
         flags |= F_INDEXED
@@ -416,3 +425,25 @@ def pack_record(
     parts[0] = _HEAD.pack(seq, fingerprint.to_bytes(8, "big"), flags, distance)
     parts.append(payload)
     return b"".join(parts)
+
+
+# ------------------------------------------------------------ Lua scripts
+def lua_constants() -> str:
+    """The numbers the Lua scripts share with this module, as one line of Lua ``local`` declarations.
+
+    ``backend.lua()`` puts this line before every script it loads, so no script declares them by hand: the log's
+    entry size and op codes, the record flags and the outcome codes (``core.clustering.RECORDED_OUTCOMES``, by
+    name: ``UNIQUE``, ``NEAR_DUPLICATE``...), the one-edit match distance, the payload kinds and the parts of
+    the check script's reply.  (A script's line numbers in Redis errors are one more than in its file.)
+    """
+    values: dict[str, int] = {
+        "ENTRY": ENTRY, "EDIT_MATCH": EDIT_MATCH,
+        "OP_ADD": OP_ADD, "OP_REMOVE": OP_REMOVE, "OP_EXACT": OP_EXACT, "OP_EDIT_KEY": OP_EDIT_KEY,
+        "F_EXACT": F_EXACT, "F_INDEXED": F_INDEXED, "F_MEMBER": F_MEMBER, "F_PREV": F_PREV, "F_LAST": F_LAST,
+        "MODE_INDEX": MODE_INDEX, "MODE_EXACT": MODE_EXACT, "OUTCOME_SHIFT": OUTCOME_SHIFT,
+        **{outcome.name: code for code, outcome in enumerate(RECORDED_OUTCOMES)},
+        "K_SCOPE_DICT": _K_SCOPE_DICT, "K_HEX_IDENTITY": _K_HEX_IDENTITY, "K_DIGEST": _K_DIGEST,
+        "PART_CANONICAL": PART_CANONICAL, "PART_PAYLOAD": PART_PAYLOAD, "PART_PREVIOUS": PART_PREVIOUS,
+        "PART_RECORD": PART_RECORD, "PART_BUCKET": PART_BUCKET,
+    }  # fmt: skip
+    return f"local {', '.join(values)} = {', '.join(str(v) for v in values.values())}\n"

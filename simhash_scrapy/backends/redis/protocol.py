@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import struct
 
-from ...core.clustering import Rule, rule_of
-from ..base import Outcome, Verdict
-from .layout import Codec, pack_seen, unpack_seen
+from ...core.clustering import RECORDED_OUTCOMES, is_one_edit
+from ..base import Verdict
+from .layout import (
+    MODE_EXACT, MODE_INDEX, PART_BUCKET, PART_CANONICAL, PART_PAYLOAD, PART_PREVIOUS, PART_RECORD, Codec, pack_seen,
+    unpack_seen,
+)
 
 __all__ = ["pack_page", "parse_verdicts", "verdict"]
 
-_OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED, Outcome.EDITED)
 _PAGE = struct.Struct(">8s8sB8sIH")
 _VERDICT = struct.Struct(">BBIB")
 _LENGTH = struct.Struct(">I")
@@ -42,21 +44,21 @@ def parse_verdicts(data: bytes, count: int) -> list[Row]:
         canon_fp = payload = prev = record = None
         canon_bucket: tuple[int, int] | None = None
         field = b""
-        if has & 1:
+        if has & PART_CANONICAL:
             canon_fp, field = data[p : p + 8], data[p + 8 : p + 16]
             p += 16
-        if has & 2:
+        if has & PART_PAYLOAD:
             (length,) = _LENGTH.unpack_from(data, p)
             payload = data[p + 4 : p + 4 + length]
             p += 4 + length
-        if has & 4:
+        if has & PART_PREVIOUS:
             prev = data[p : p + 16]
             p += 16
-        if has & 8:
+        if has & PART_RECORD:
             (length,) = _LENGTH.unpack_from(data, p)
             record = data[p + 4 : p + 4 + length]
             p += 4 + length
-        if has & 16:
+        if has & PART_BUCKET:
             canon_bucket = (int.from_bytes(data[p : p + 3], "big"), int.from_bytes(data[p + 3 : p + 7], "big"))
             p += 7
         rows.append((outcome, distance, canon_fp, field, payload, prev, record, canon_bucket))
@@ -68,7 +70,7 @@ def parse_verdicts(data: bytes, count: int) -> list[Row]:
 def pack_page(field: bytes, fingerprint: int, index: bool, exact: bool, seen: float, local: bytes, payload: bytes,
               shard_record: tuple[int, bytes] | None = None, edit_keys: tuple[int, ...] = ()) -> bytes:
     """One page's argument of the check script; with shards, ``shard_record`` is (bucket, old record or b"")."""
-    mode = (1 if index else 0) | (2 if exact else 0)
+    mode = (MODE_INDEX if index else 0) | (MODE_EXACT if exact else 0)
     page = _PAGE.pack(field, fingerprint.to_bytes(8, "big"), mode, pack_seen(seen), len(local), len(edit_keys))
     head = b"" if shard_record is None else _SHARD_HEAD.pack(shard_record[0] >> 8, shard_record[0] & 0xFF, len(shard_record[1])) + shard_record[1]
     keys = b"".join(key.to_bytes(8, "big") for key in edit_keys)
@@ -83,17 +85,17 @@ def verdict(codec: Codec, k: int, outcome: int, distance: int, canon_fp: bytes |
         previous_seen=(unpack_seen(prev[8:]) or None) if prev else None,
     )
     if canon_fp is None:
-        return Verdict(_OUTCOMES[outcome], **previous)
+        return Verdict(RECORDED_OUTCOMES[outcome], **previous)
     url, identity, link = ("", "", None)
     if payload:
         url, identity, *_, link = codec.decode_all(payload, field)
     return Verdict(
-        _OUTCOMES[outcome],
+        RECORDED_OUTCOMES[outcome],
         canonical_url=url,
         canonical_identity=identity or url,
         canonical_fingerprint=int.from_bytes(canon_fp, "big"),
         distance=distance,
-        one_edit=rule_of(False, distance, k) is Rule.ONE_EDIT,  # an exact page's distance is 0
+        one_edit=is_one_edit(distance, k),
         canonical_link=link,
         **previous,
     )
