@@ -31,7 +31,7 @@ from ..core.clustering import Outcome
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ..config import SimhashConfig
+    from ..core.config import SimhashConfig
 
 __all__ = ["PageRecord", "Verdict", "ClusterMember", "DedupBackend", "BackendError", "Outcome", "UNCHECKED"]
 

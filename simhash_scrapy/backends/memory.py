@@ -20,7 +20,7 @@ from ..core.clustering import Clusterer, Decision, Rule, rule_of
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
-    from ..config import SimhashConfig
+    from ..core.config import SimhashConfig
 
 __all__ = ["MemoryBackend"]
 
