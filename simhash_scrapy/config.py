@@ -32,7 +32,7 @@ from .core.settings import (
     ITEM_FORMATS,
     REPORT_FORMATS,
     SCOPES,
-    SIMHASH_NAMES,
+    NAMES,
     TEXT_MODES,
     UNCHANGED_ACTIONS,
     URL_RULES_MODES,
@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 #: Every ``SIMHASH_*`` setting simhash-scrapy reads: the names of the table (``core.settings``).
-SETTINGS = SIMHASH_NAMES
+SETTINGS = NAMES
 DEFAULT_TEXT_MODE = defaults.TEXT_MODE
 DEFAULT_MAX_BYTES = defaults.MAX_BYTES
 DEFAULT_CONTENT_TYPES = defaults.CONTENT_TYPES

@@ -261,7 +261,8 @@ class SimhashConfig:
         if values["report_format"] is None and values["report_uri"]:
             values["report_format"] = report_format_for(values["report_uri"])
         _distinct_selectors(values["distinct_selectors"])  # an invalid selector is an error now, not at the first page
+        values["redis"] = RedisConfig.from_settings(settings)
         try:
-            return cls(**values, redis=RedisConfig.from_settings(settings))
+            return cls(**values)
         except ValueError as exc:  # FeatureConfig: already checked above, kept as a safety net
             raise ValueError(f"{setting_names('features')}: {exc}") from None

@@ -53,7 +53,7 @@ __all__ = [
     "Setting",
     "SETTINGS",
     "LAYERS",
-    "SIMHASH_NAMES",
+    "NAMES",
     "FEATURE_SETTINGS",
     "setting",
     "setting_of",
@@ -522,7 +522,7 @@ _FEATURE_FIELDS = ("word_ngram", "char_ngram", "weighting", "cjk_ngram")
 #: The settings of the parts of ``FeatureConfig.signature()``, in its order.
 FEATURE_SETTINGS: tuple[str, ...] = tuple(_BY_FIELD[f].name for f in _FEATURE_FIELDS)
 #: Every ``SIMHASH_*`` name simhash-scrapy reads (the did-you-mean of unknown names compares against it).
-SIMHASH_NAMES: tuple[str, ...] = tuple(s.name for s in SETTINGS if s.ours)
+NAMES: tuple[str, ...] = tuple(s.name for s in SETTINGS if s.ours)
 
 
 def setting(name: str) -> Setting:
@@ -551,7 +551,7 @@ def unknown_settings(names: Iterable[Any]) -> list[tuple[str, str | None]]:
     error: Scrapy itself accepts unknown names, and another plugin may use the prefix too.
     """
     prefix = "SIMHASH_"
-    known = [s[len(prefix):] for s in SIMHASH_NAMES]
+    known = [s[len(prefix):] for s in NAMES]
     unknown = []
     for name in sorted({n for n in names if isinstance(n, str) and n.startswith(prefix)}):
         if name not in _BY_NAME:
