@@ -30,9 +30,9 @@ from .core.config import RedisConfig, SimhashConfig, report_format_for
 from .core.settings import (
     ACTIONS,
     ITEM_FORMATS,
+    NAMES,
     REPORT_FORMATS,
     SCOPES,
-    NAMES,
     TEXT_MODES,
     UNCHANGED_ACTIONS,
     URL_RULES_MODES,

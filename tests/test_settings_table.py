@@ -30,8 +30,8 @@ from simhash_scrapy.core.config import RedisConfig, SimhashConfig
 from simhash_scrapy.core.settings import (
     FEATURE_SETTINGS,
     LAYERS,
-    SETTINGS,
     NAMES,
+    SETTINGS,
     Setting,
     setting,
     setting_of,
@@ -135,7 +135,8 @@ BAD_STRINGS = {
     "SIMHASH_CONDITIONAL": "sometimes", "SIMHASH_KEEP_PER_CLUSTER": "0", "SIMHASH_DEBUG": "loud",
     "SIMHASH_LOG_LEVEL": "LOUD", "SIMHASH_BACKEND": "mongo", "SIMHASH_THREADS": "2", "SIMHASH_ITEM_FORMAT": "pdf",
     "SIMHASH_ITEM_URL_FIELD": " ", "SIMHASH_ITEM_ACTION": "keep", "SIMHASH_REPORT_URI": "s3://bucket/x.jsonl",
-    "SIMHASH_REPORT_FORMAT": "xml", "SIMHASH_REPRESENTATIVE": "last", "SIMHASH_RESET": "later", "SIMHASH_FLUSH_INTERVAL": "-1",
+    "SIMHASH_REPORT_FORMAT": "xml", "SIMHASH_REPRESENTATIVE": "last", "SIMHASH_RESET": "later",
+    "SIMHASH_FLUSH_INTERVAL": "-1",
     "SIMHASH_REDIS_URL": "http://redis:6379", "REDIS_URL": "localhost:6379", "REDIS_PORT": "http",
     "REDIS_PARAMS": "[1]", "SIMHASH_REDIS_KEY": "%(nope)s", "SIMHASH_REDIS_PERSIST": "perhaps",
     "SCHEDULER_PERSIST": "perhaps", "SIMHASH_REDIS_FLUSH_ON_START": "perhaps", "SCHEDULER_FLUSH_ON_START": "perhaps",
@@ -233,7 +234,8 @@ sys.meta_path.insert(0, NoScrapy())
 import asyncio
 from simhash_scrapy.backends.persistent import PersistentBackend
 from simhash_scrapy.core.config import RedisConfig, SimhashConfig
-backend = PersistentBackend(SimhashConfig.from_settings({{"SIMHASH_DIR": {str(tmp_path)!r}, "SIMHASH_MAX_DISTANCE": "3"}}))
+config = SimhashConfig.from_settings({{"SIMHASH_DIR": {str(tmp_path)!r}, "SIMHASH_MAX_DISTANCE": "3"}})
+backend = PersistentBackend(config)
 asyncio.run(backend.open("spider"))
 asyncio.run(backend.close())
 redis = RedisConfig.from_settings({{"REDIS_URL": "redis://u:pw@h:1/0", "SIMHASH_REDIS_SHARDS": "2"}})

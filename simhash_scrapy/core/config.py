@@ -34,7 +34,9 @@ from .settings import SETTINGS, Lookup, setting_names, setting_of
 __all__ = ["SimhashConfig", "RedisConfig", "report_format_for"]
 
 # Report file extension -> format, used when SIMHASH_REPORT_FORMAT is not set.
-_EXTENSION_FORMATS = {".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl", ".csv": "csv", ".html": "html", ".htm": "html"}
+_EXTENSION_FORMATS = {
+    ".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl", ".csv": "csv", ".html": "html", ".htm": "html",
+}  # fmt: skip
 
 
 def _default(name: str) -> Any:
@@ -94,7 +96,7 @@ class RedisConfig:
     def describe(self) -> str:
         """Where Redis is, for messages (the password masked)."""
         if self.url:
-            return redact(self.url, self.secrets)
+            return str(redact(self.url, self.secrets))
         return f"redis://{self.host}:{self.port}"
 
     @classmethod
