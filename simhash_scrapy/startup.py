@@ -5,7 +5,7 @@ components built by the crawler), and ``check_report_folder`` when the spider
 opens.  Each warning is one log line at WARNING naming the setting, what goes
 wrong and the line to change (README, "First-run warnings"):
 
-* an unknown ``SIMHASH_*`` name, with the closest known one (``config.SETTINGS``);
+* an unknown ``SIMHASH_*`` name, with the closest known one (the settings table, ``core.settings``);
 * a half-configured plugin: the spider middleware or the pipeline without the
   downloader middleware that fingerprints pages;
 * the downloader middleware at a priority where it sees responses before
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
-from .config import unknown_settings
+from .core.settings import unknown_settings
 
 if TYPE_CHECKING:
     from .config import SimhashConfig
@@ -146,7 +146,7 @@ def startup_warnings(settings: Any, config: SimhashConfig | None) -> list[str]:
     except TypeError:
         names = []
     for name, close in unknown_settings(names):
-        hint = f"did you mean {close}?" if close else "the known settings are in the README's Settings"
+        hint = f"did you mean {close}?" if close else "the known settings are in the settings reference (docs/reference/settings.md)"
         found.append(f"unknown setting {name} (simhash-scrapy reads no such setting; it is ignored): {hint}")
     found.extend(_component_warnings(settings, config))
     persist = _persist_warning(settings, config)

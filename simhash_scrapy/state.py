@@ -24,7 +24,7 @@ from scrapy.http import TextResponse
 
 from . import _compat
 from .backends import PageRecord, Verdict, create_backend
-from .config import SimhashConfig
+from .config import SimhashConfig, from_crawler
 from .core.clustering import Outcome, rule_of
 from .core.distinct import scope_key
 from .core.records import is_item_scope, item_scope, page_scope
@@ -92,7 +92,7 @@ class DedupState:
         #: Why simhash-scrapy could not start (pages then pass unchecked while the crawl closes).
         self.error: str | None = None
         try:
-            self.config = config if config is not None else SimhashConfig.from_settings(crawler.settings)
+            self.config = config if config is not None else from_crawler(crawler)
             if self.config.report_format is not None:
                 check_format_available(self.config.report_format, name="SIMHASH_REPORT_FORMAT")
             self.backend = create_backend(crawler, self.config)

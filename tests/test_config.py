@@ -9,11 +9,12 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
 import simhash_scrapy
-from simhash_scrapy.config import DEFAULT_TEXT_MODE, SimhashConfig
+from simhash_scrapy.config import DEFAULT_TEXT_MODE, SimhashConfig, from_settings
 
 
 def config(**settings: object) -> SimhashConfig:
-    return SimhashConfig.from_settings(Settings({f"SIMHASH_{k}": v for k, v in settings.items()}))
+    """The crawl's config (the Scrapy adapter: ``SIMHASH_ENABLED`` is ``NotConfigured`` there)."""
+    return from_settings(Settings({f"SIMHASH_{k}": v for k, v in settings.items()}))
 
 
 def test_defaults() -> None:

@@ -61,7 +61,7 @@ def test_a_mistyped_setting_is_named_with_the_closest_known_one(serve: Any) -> N
         "simhash-scrapy: unknown setting SIMHASH_ACTON (simhash-scrapy reads no such setting; it is ignored): "
         "did you mean SIMHASH_ACTION?",
         "simhash-scrapy: unknown setting SIMHASH_NO_SUCH_THING (simhash-scrapy reads no such setting; it is "
-        "ignored): the known settings are in the README's Settings",
+        "ignored): the known settings are in the settings reference (docs/reference/settings.md)",
     ]
     # Ignored, as it says: the action stayed "drop", so the copy was dropped, not flagged.
     stats = stats_of(proc.stderr)

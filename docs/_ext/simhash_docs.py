@@ -3,39 +3,25 @@
 ``reference/settings.md`` holds a ``{simhash-settings}`` block; before the page is parsed it is
 replaced by one section per layer (``render_settings``), made from ``simhash_scrapy.core.settings.SETTINGS``
 (records with ``name, type, default, doc, example, layer``; ``default_doc``, when a record has it,
-is how the default is written) and ``LAYERS`` (the layers' titles, in the order shown). Until that
-module exists, the records come from ``legacy_settings`` (a temporary adapter over the README's old
-settings tables). Each layer gets the label ``settings-<layer>`` and each setting ``setting-<name>`` (lower case,
+is how the default is written) and ``LAYERS`` (the layers' titles, in the order shown). Each layer gets the label ``settings-<layer>`` and each setting ``setting-<name>`` (lower case,
 ``_`` and spaces as ``-``): ``[SIMHASH_DIR](#setting-simhash-dir)`` links to one.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 MARKER = "```{simhash-settings}\n```"
 
 
 def load_settings() -> tuple[Sequence[Any], dict[str, str]]:
-    """The settings records and the layer titles: the package's table if it has one, else the adapter's."""
-    try:
-        from simhash_scrapy.core import settings as table
-    except ImportError:
-        table = None
-    if table is not None and hasattr(table, "SETTINGS"):
-        return tuple(table.SETTINGS), dict(getattr(table, "LAYERS", {}))
-    # TEMPORARY ADAPTER: delete this branch with legacy_settings.py at merge.
-    spec = importlib.util.spec_from_file_location("legacy_settings", Path(__file__).with_name("legacy_settings.py"))
-    legacy_settings = importlib.util.module_from_spec(spec)
-    sys.modules["legacy_settings"] = legacy_settings  # dataclasses look their module up
-    spec.loader.exec_module(legacy_settings)
-    return legacy_settings.settings(), dict(legacy_settings.LAYERS)
+    """The settings records and the layer titles, from the package's one table."""
+    from simhash_scrapy.core import settings as table
+
+    return tuple(table.SETTINGS), dict(table.LAYERS)
 
 
 def literal(value: Any) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..core.settings import BACKENDS  # SIMHASH_BACKEND's short names (the settings table)
 from .base import UNCHECKED, BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 
 if TYPE_CHECKING:
-    from ..config import SimhashConfig
+    from ..core.config import SimhashConfig
 
 __all__ = [
     "BackendError",
@@ -29,11 +30,6 @@ __all__ = [
     "create_backend",
 ]
 
-#: ``SIMHASH_BACKEND`` aliases.
-BACKENDS = {
-    "memory": "simhash_scrapy.backends.memory.MemoryBackend",
-    "redis": "simhash_scrapy.backends.redis.RedisBackend",
-}
 _PERSISTENT = "simhash_scrapy.backends.persistent.PersistentBackend"
 
 

@@ -32,7 +32,7 @@ from ..core.records import UNCHECKED, ClusterMember, PageRecord, Verdict
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ..config import SimhashConfig
+    from ..core.config import SimhashConfig
 
 __all__ = ["PageRecord", "Verdict", "ClusterMember", "DedupBackend", "BackendError", "Outcome", "UNCHECKED"]
 

@@ -20,7 +20,7 @@ from ..core.clustering import Clusterer, Decision, is_one_edit
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
-    from ..config import SimhashConfig
+    from ..core.config import SimhashConfig
 
 __all__ = ["MemoryBackend"]
 

@@ -13,7 +13,8 @@ Selected automatically instead of the memory backend when ``JOBDIR`` or
   this week's crawl recognises last week's pages (a page fetched again is
   ``unchanged`` or ``changed``, never its own near-duplicate).
 * ``SIMHASH_RESET = True`` or ``-a simhash_reset=1`` starts afresh (the old
-  file is kept as ``<name>.store.previous``).
+  file is kept as ``<name>.store.previous``); both arrive as ``config.reset``
+  (the spider argument is read by ``simhash_scrapy.config.from_crawler``).
 
 The store (``core.store``: SQLite, one checked row per identity) gets the
 latest version of every checked page; the rows of one flush interval
@@ -48,7 +49,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._values import parse_bool
 from ..core import defaults
 from ..core.defaults import default_blocks
 from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
@@ -59,7 +59,7 @@ from .memory import MemoryBackend
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ..config import SimhashConfig
+    from ..core.config import SimhashConfig
 
 __all__ = ["PersistentBackend", "load_members", "members_of", "store_path"]
 
@@ -234,15 +234,11 @@ class PersistentBackend(MemoryBackend):
         )
 
     async def open(self, spider_name: str) -> None:
-        reset = self.reset
-        spider = getattr(self.crawler, "spider", None) if self.crawler is not None else None
-        if spider is not None and getattr(spider, "simhash_reset", None) is not None:
-            reset = reset or parse_bool("-a simhash_reset", spider.simhash_reset)
         self.path = store_path(self.config, spider_name)
         store = PageStore(self.path, self.store_config())
         started = time.perf_counter()
         try:
-            contents = store.open(reset=reset)
+            contents = store.open(reset=self.reset)
         except StoreError as exc:
             raise BackendError(str(exc)) from exc
         except (OSError, sqlite3.Error) as exc:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import REPORT_FORMATS, SimhashConfig, report_format_for
+from ..config import REPORT_FORMATS, SimhashConfig, from_settings, report_format_for
 
 __all__ = [
     "EXIT_OK",
@@ -64,7 +64,7 @@ class _Enabled(Mapping[str, Any]):
 def load_config(settings: Any) -> SimhashConfig:
     """``SimhashConfig`` from the project's settings; a bad value is a usage error naming the setting."""
     try:
-        return SimhashConfig.from_settings(_Enabled(settings))
+        return from_settings(_Enabled(settings))
     except ValueError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
 

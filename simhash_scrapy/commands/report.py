@@ -63,10 +63,10 @@ def store_members(contents: Any) -> list[Any]:
 def _settings_store(settings: Any, spider: str | None) -> str:
     """The store this project's settings point at (``JOBDIR``, or ``SIMHASH_DIR`` with ``--spider``)."""
     from ..backends.persistent import store_path
-    from ..config import SimhashConfig
+    from ..config import from_settings
 
     try:
-        config = SimhashConfig.from_settings(settings)
+        config = from_settings(settings)
     except ValueError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
     if not config.persistent:
@@ -150,7 +150,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     if not key and not spider:
         raise CommandError("--redis needs --key PREFIX (e.g. myspider:simhash) or --spider NAME", EXIT_USAGE)
     try:
-        from ..backends.redis import RedisBackend, RedisSettings
+        from ..backends.redis import RedisBackend, RedisConfig
         from ..backends.redis.layout import layout_max_distance
     except ImportError as exc:
         raise CommandError(f"the Redis backend cannot be loaded ({exc}): pip install 'simhash-scrapy[redis]'") from None
@@ -160,7 +160,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     if key:
         overrides.set("SIMHASH_REDIS_KEY", key.replace("%", "%%"), priority="cmdline")
     try:
-        redis_settings = RedisSettings(overrides)
+        redis_settings = RedisConfig.from_settings(overrides)
     except ValueError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
     config = load_config(settings)

@@ -82,6 +82,8 @@ from pathlib import Path
 from typing import Any
 
 from .index import block_widths
+from .settings import FEATURE_SETTINGS
+from .settings import setting_names as _setting_names
 from .store_rows import (
     FORMAT_4_COLUMNS,
     INSERT,
@@ -149,20 +151,17 @@ CREATE TABLE pages (
 );
 CREATE TABLE extra (name TEXT PRIMARY KEY, data BLOB NOT NULL, checksum INTEGER NOT NULL);
 """
-#: Default setting name of each configuration field (used in error messages).
+#: The setting name of each header field (in error messages), from the settings table.
 DEFAULT_SETTING_NAMES: dict[str, str] = {
-    "max_distance": "SIMHASH_MAX_DISTANCE",
-    "blocks": "SIMHASH_BLOCKS",
-    "features": "SIMHASH_WORD_NGRAM / SIMHASH_CHAR_NGRAM / SIMHASH_WEIGHTING / SIMHASH_CJK_NGRAM",
-    "text_mode": "SIMHASH_TEXT_MODE",
+    name: _setting_names(name) for name in ("max_distance", "blocks", "features", "text_mode")
 }
-#: Parts of ``FeatureConfig.signature()`` ("w1-c0-tf-j2") and the setting of each.
-_FEATURE_PARTS = ("SIMHASH_WORD_NGRAM", "SIMHASH_CHAR_NGRAM", "SIMHASH_WEIGHTING", "SIMHASH_CJK_NGRAM")
+
+
 def feature_setting(was: str, now: str, default: str = DEFAULT_SETTING_NAMES["features"]) -> str:
     """The setting behind the first differing part of two feature signatures (``default`` when unknown)."""
     a, b = was.split("-"), now.split("-")
-    if len(a) == len(b) == len(_FEATURE_PARTS):
-        for name, x, y in zip(_FEATURE_PARTS, a, b):
+    if len(a) == len(b) == len(FEATURE_SETTINGS):
+        for name, x, y in zip(FEATURE_SETTINGS, a, b):
             if x != y:
                 return name
     return default

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.config import RedisConfig, SimhashConfig
 from .backend import RedisBackend
 from .layout import Keys, layout_string
 from .settings import RedisSettings
 
-__all__ = ["RedisBackend", "RedisSettings", "Keys", "layout_string", "read_members"]
+__all__ = ["RedisBackend", "RedisConfig", "RedisSettings", "Keys", "layout_string", "read_members"]
 
 
 async def read_members(settings: Any, spider_name: str) -> list[Any]:
@@ -22,9 +23,7 @@ async def read_members(settings: Any, spider_name: str) -> list[Any]:
 
     Reads only: it neither registers as a worker nor flushes anything.
     """
-    from ...config import SimhashConfig
-
-    backend = RedisBackend(SimhashConfig(), settings if isinstance(settings, RedisSettings) else RedisSettings(settings))
+    backend = RedisBackend(SimhashConfig(), RedisConfig.of(settings))
     await backend.attach(spider_name)
     try:
         return await backend.members()

@@ -50,12 +50,11 @@ from .layout import (
 from .outages import Outages, ignore
 from .protocol import pack_page, parse_verdicts, verdict
 from .replica import LOAD_CHUNK, Replica
-from .settings import RedisSettings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ...config import SimhashConfig
+    from ...core.config import RedisConfig, SimhashConfig
 
 __all__ = ["RedisBackend"]
 
@@ -90,7 +89,7 @@ class RedisBackend(Outages, DedupBackend):
     """Canonical pages and one record per identity, in Redis (``SIMHASH_BACKEND = "redis"``)."""
 
     def __init__(
-        self, config: SimhashConfig, settings: RedisSettings, stats: Any = None, crawler: Crawler | None = None
+        self, config: SimhashConfig, settings: RedisConfig, stats: Any = None, crawler: Crawler | None = None
     ) -> None:
         super().__init__(config)
         self.settings = settings
@@ -118,7 +117,7 @@ class RedisBackend(Outages, DedupBackend):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> RedisBackend:
-        return cls(config, RedisSettings(crawler.settings), crawler.stats, crawler)
+        return cls(config, config.redis, crawler.stats, crawler)
 
     # ----------------------------------------------------------- connect
     def _use_key(self, spider_name: str) -> None:

@@ -78,10 +78,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.clustering import RECORDED_OUTCOMES
-from ...core.store import DEFAULT_SETTING_NAMES, feature_setting
+from ...core.settings import setting_names
+from ...core.store import feature_setting
 
 if TYPE_CHECKING:
-    from ...config import SimhashConfig
+    from ...core.config import SimhashConfig
 
 #: Version of the key layout (part of the layout string every worker must agree on).
 #: 4: the outcome "edited", and payloads carry the content digest and the HTTP validators.
@@ -109,13 +110,13 @@ ZDICT = (
     b'"https://www.http://www..html.htm.php.aspx/index?id=&page=/category/article/news/product/blog/tag/'
     b'search?q=-20.com/.org/.net/.de/.co.uk/.fr/", null, '
 )
-_SETTING_OF = {
-    "k": "SIMHASH_MAX_DISTANCE",
-    "features": DEFAULT_SETTING_NAMES["features"],
-    "text": "SIMHASH_TEXT_MODE",
-    "v": "the simhash-scrapy version (key layout)",
-    "shards": "SIMHASH_REDIS_SHARDS",
-}
+#: The config field each part of a layout string holds (``layout_string``); its setting's name is the table's.
+_FIELD_OF = {"k": "max_distance", "features": "features", "text": "text_mode", "shards": "redis.shards"}
+
+
+def _setting_of(part: str) -> str:
+    """The setting behind a part of the layout string, for messages."""
+    return setting_names(_FIELD_OF[part]) if part in _FIELD_OF else "the simhash-scrapy version (key layout)"
 
 
 def layout_string(config: SimhashConfig, shards: int = 1) -> str:
@@ -145,7 +146,7 @@ def layout_mismatch(found: str, wanted: str, key: str) -> str:
     have, want = _layout_parts(found), _layout_parts(wanted)
     for name in ("v", "k", "features", "text", "shards"):
         if have.get(name) != want.get(name):
-            setting = _SETTING_OF[name]
+            setting = _setting_of(name)
             if name == "features" and name in have:
                 setting = feature_setting(have[name], want[name])
             return (

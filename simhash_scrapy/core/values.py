@@ -1,16 +1,21 @@
-"""Parsers for setting values, shared by every setting (``config``) and by spider arguments.
+"""Parsers for setting values, shared by every setting (the table, ``core.settings``) and by spider arguments.
 
 Values may come from ``settings.py`` (Python objects) or from the command line
 (``-s SIMHASH_MAX_DISTANCE=4``: strings), so numbers, booleans and lists are
 accepted in both forms.  Every error names the setting and is readable as
 one line.  No Scrapy import: the backends use these too.
+
+The ``parse_*`` functions take the setting's name and value; the factories at
+the end (``boolean``, ``integer``, ``choice``...) make the ``parse`` of a table
+row: a function of ``(name, value)`` for a value that is set (not ``None``),
+which may answer ``UNSET`` ("use the default") for a blank value.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Final
 
 _LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
 _TRUE = ("1", "true", "yes", "on")
@@ -114,3 +119,65 @@ def parse_log_level(name: str, value: Any) -> int:
         if text.isdigit():
             return int(text)
     raise ValueError(f"{name} must be a logging level ({', '.join(_LOG_LEVELS)} or a number), got {value!r}")
+
+
+# ------------------------------------------------------------ table parsers
+class _Unset:
+    """``UNSET``: a parser's answer for a blank value (the setting's default, or its fallback, applies)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()
+#: The ``parse`` of a table row: ``(setting name, value that is not None) -> typed value or UNSET``.
+Parser = Callable[[str, Any], Any]
+
+
+def is_blank(value: Any) -> bool:
+    """An empty (or all-space) string, or ``"none"``: a command-line value meaning "not set"."""
+    return isinstance(value, str) and value.strip().lower() in ("", "none")
+
+
+def boolean(name: str, value: Any) -> bool:
+    return parse_bool(name, value)
+
+
+def integer(minimum: int | None = None, maximum: int | None = None) -> Parser:
+    return lambda name, value: parse_int(name, value, minimum, maximum)
+
+
+def number(minimum: float = 0.0) -> Parser:
+    """A float ``>= minimum`` (a blank string: ``UNSET``)."""
+    return lambda name, value: UNSET if is_blank(value) else parse_number(name, value, 0.0, minimum)
+
+
+def fraction(name: str, value: Any) -> Any:
+    """A number from 0 to 1 (a blank string: ``UNSET``)."""
+    return UNSET if is_blank(value) else parse_fraction(name, value, 0.0)
+
+
+def choice(choices: Iterable[str]) -> Parser:
+    options = tuple(choices)
+    return lambda name, value: parse_choice(name, value, options)
+
+
+def optional_text(name: str, value: Any) -> str | None:
+    """A string, stripped; a blank one is ``None``."""
+    return parse_optional_str(name, value)
+
+
+def folder(default: str) -> Parser:
+    """``parse_folder``: a folder, or a boolean (``True``: ``default``; false or empty: ``None``)."""
+    return lambda name, value: parse_folder(name, value, default)
+
+
+def log_level(name: str, value: Any) -> int:
+    return parse_log_level(name, value)
