@@ -182,6 +182,7 @@ class Shards:
                 out.append(row)
                 continue
             record = parse_record(value)
+            fingerprint: bytes | None
             # As check.lua's canonical_of: the fingerprint the page is indexed with now (its own log
             # entry's: the verdict's entry, or a later one if it changed since), else its latest.
             if record.own is None:
