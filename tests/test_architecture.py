@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -77,3 +78,35 @@ print(fp is not None, [m.key for m in index.query(fp)], analyse_html("<p>Not fou
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "True ['a'] True"
+
+
+def undocumented_modules(package: Path, architecture: str) -> tuple[set[str], set[str]]:
+    """``(modules missing from ARCHITECTURE.md's module table, table entries with no module)``.
+
+    Modules are every ``.py`` file under ``package``, as paths relative to it (``core/text.py``); the
+    table is the one under "Each module's one job", whose first cells name them in backquotes.
+    """
+    section = architecture.split("## Each module's one job", 1)[1].split("\n## ", 1)[0]
+    listed: set[str] = set()
+    for line in section.splitlines():
+        cells = line.split("|")
+        if line.startswith("|") and len(cells) > 2:
+            listed.update(name for name in re.findall(r"`([^`]+)`", cells[1]) if name.endswith(".py"))
+    modules = {path.relative_to(package).as_posix() for path in package.rglob("*.py")}
+    return modules - listed, listed - modules
+
+
+def test_every_module_is_in_the_architecture_table() -> None:
+    missing, gone = undocumented_modules(ROOT / "simhash_scrapy", (ROOT / "docs" / "ARCHITECTURE.md").read_text("utf-8"))
+    assert not missing, f"modules missing from docs/ARCHITECTURE.md's module table: {sorted(missing)}"
+    assert not gone, f"docs/ARCHITECTURE.md lists modules that do not exist: {sorted(gone)}"
+
+
+def test_a_new_module_missing_from_the_table_is_found(tmp_path: Path) -> None:
+    """The check is not decoration: a module added without a row is named (and a row without a module)."""
+    package = tmp_path / "simhash_scrapy"
+    shutil.copytree(ROOT / "simhash_scrapy", package, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    (package / "core" / "brand_new.py").write_text('"""A module nobody documented."""\n', encoding="utf-8")
+    (package / "core" / "files.py").unlink()
+    architecture = (ROOT / "docs" / "ARCHITECTURE.md").read_text("utf-8")
+    assert undocumented_modules(package, architecture) == ({"core/brand_new.py"}, {"core/files.py"})

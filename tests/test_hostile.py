@@ -33,6 +33,7 @@ from conftest import Page, RecordingSpider, article_words, run_crawl
 from simhash_scrapy import extract_text, fingerprint_html
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core import _native
+from simhash_scrapy.core import decode as decode_module
 from simhash_scrapy.core import text as text_module
 from simhash_scrapy.core.analysis import SLOW_MARKUP, analyse_html, may_take_long
 from simhash_scrapy.core.text import NOT_RENDERED_TAGS, charset_of, source_codec, to_utf8
@@ -156,7 +157,7 @@ def _old_declared(data: bytes) -> str | None:
     match = _OLD_DECLARED.search(data, 0, 4096)
     if match is None:
         return None
-    codec = text_module._known_codec((match.group(1) or match.group(2)).decode("ascii", "replace"))
+    codec = decode_module._known_codec((match.group(1) or match.group(2)).decode("ascii", "replace"))
     return "utf-8" if codec is not None and codec.startswith(("utf-16", "utf-32")) else codec
 
 
@@ -175,7 +176,7 @@ def test_declared_encoding_scan_agrees_with_the_regex(head: str) -> None:
     ends = [i for i, c in enumerate(data) if c == ord(">")]
     nested = any(any(a < b < min([e for e in ends if e > a], default=len(data)) for b in starts) for a in starts)
     if not nested:
-        assert text_module._declared_codec(data) == _old_declared(data)
+        assert decode_module._declared_codec(data) == _old_declared(data)
 
 
 def _old_may_hide(data: bytes) -> bool:
@@ -245,7 +246,7 @@ def test_nul_is_replacement_character_everywhere() -> None:
     assert extract_text(page) == "one\ntwo"
     # A page led or padded by NULs is markup, not binary; a PNG still is binary.
     assert extract_text(b"\x00" * 2000 + b"<p>words here</p>").endswith("\nwords here")
-    assert text_module.looks_binary(b"\x89PNG\r\n\x1a\n" + b"\x00\x01\x02" * 400)
+    assert decode_module.looks_binary(b"\x89PNG\r\n\x1a\n" + b"\x00\x01\x02" * 400)
 
 
 @pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])

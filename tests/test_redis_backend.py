@@ -398,20 +398,19 @@ async def test_identity_records_in_shards_same_decisions(redis_server: RedisServ
 
 @async_test
 async def test_a_claim_left_by_a_dead_worker_expires(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from simhash_scrapy.backends.redis import backend as redis_backend
-    from simhash_scrapy.backends.redis.layout import identity_slot
+    from simhash_scrapy.backends.redis import shards as redis_shards
 
-    monkeypatch.setattr(redis_backend, "_CLAIM_MS", 300)
+    monkeypatch.setattr(redis_shards, "CLAIM_MS", 300)
     dead, alive = (make_backend(redis_server, SIMHASH_REDIS_SHARDS=2, SIMHASH_REDIS_PERSIST=True) for _ in range(2))
     await dead.open("spider")
     await alive.open("spider")
     page = PageRecord("https://e/claimed", 12345, "spider")
     # The dead worker claimed the identity and never wrote its record back (killed mid-check).
-    await dead._claim(dead.keys.scope("spider"), [identity_slot("spider", page.url, dead.bucket_bits)])
-    monkeypatch.setattr(redis_backend, "_SHARD_TRIES", 2)
+    await dead._shards.claim(dead.keys.scope("spider"), [redis_shards.slot_of("spider", page.url, dead.bucket_bits)])
+    monkeypatch.setattr(redis_shards, "TRIES", 2)
     assert (await alive.check(page)).outcome is Outcome.UNCHECKED  # still claimed: not checked, counted
     assert alive.stats.values["simhash/redis/claimed_elsewhere"] == 1
-    monkeypatch.setattr(redis_backend, "_SHARD_TRIES", 40)
+    monkeypatch.setattr(redis_shards, "TRIES", 40)
     assert (await alive.check(page)).outcome is Outcome.UNIQUE  # the claim expired: taken over
     assert (await alive.check(page)).outcome is Outcome.UNCHANGED
     await dead.close()

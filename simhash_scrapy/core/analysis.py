@@ -32,7 +32,9 @@ from .boilerplate import REDIRECT_MAX_TOKENS, redirect_target
 from .exact import exact_digest, exact_digest_of_tokens
 from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, token_hashes
 from .fingerprint import simhash_from_features
-from .text import deeper_than, extract_text, extract_text_bytes, text_of_parsed, to_utf8
+from .decode import to_utf8
+from .shared_parse import deeper_than
+from .text import extract_text, extract_text_bytes, text_of_parsed
 
 __all__ = [
     "Analysis", "AnalysisOptions", "analyse_html", "analyse_tree", "analyse_text", "fingerprint_html",

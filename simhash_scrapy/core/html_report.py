@@ -51,7 +51,6 @@ from typing import Any
 
 from .clustering import Rule
 from .representative import Reason
-from .urlrules import rules_html
 
 __all__ = ["render_html", "report_numbers"]
 
@@ -230,6 +229,31 @@ def _link(url: str) -> str:
     if url.lower().startswith(("http:", "https:", "file:")):
         return f'<a href="{text}" rel="noopener noreferrer" target="_blank">{text}</a>'
     return text
+
+
+def rules_html(rules: Iterable[dict[str, Any]] | None) -> str:
+    """An HTML section listing the rules of a report summary (empty when there are none)."""
+    rows = list(rules or ())
+    if not rows:
+        return ""
+    esc = html.escape
+    body = "".join(
+        f'<tr data-trusted="{str(bool(r.get("trusted"))).lower()}"><td>{esc(str(r.get("host", "")))}</td>'
+        f'<td><code>{esc(str(r.get("rule", "")))}</code></td><td>{"yes" if r.get("trusted") else "no"}</td>'
+        f'<td class="count">{int(r.get("support", 0)):,}</td><td class="count">{int(r.get("counter", 0)):,}</td>'
+        f'<td class="count">{100 * float(r.get("precision", 0)):.1f}%</td>'
+        f'<td class="count">{100 * float(r.get("lower_bound", 0)):.1f}%</td>'
+        f'<td class="count">{int(r.get("skipped", 0)):,}</td></tr>'
+        for r in rows
+    )
+    return (
+        '<section id="url-rules"><h2>Learned URL rules</h2>'
+        '<p class="muted">Rewrites learned from the duplicates found (support: confirmations; counter: URLs the '
+        "rule would rewrite whose content differed; lower bound: 95% Wilson bound on the precision).</p>"
+        '<table class="histogram"><thead><tr><th>host</th><th>rule</th><th>trusted</th><th>support</th>'
+        "<th>counter</th><th>precision</th><th>lower bound</th><th>skipped</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></section>"
+    )
 
 
 def _changes_html(changes: list[Mapping[str, Any]], max_distance: int | None) -> str:

@@ -2,35 +2,23 @@
 
 No Scrapy import here: this module is part of the algorithm core.
 
-Why one module of ~860 lines: the layout (blocks, tables, buckets, key
-filters), the two query paths over it (the C loop and its numpy twin), the
-in-place merges and chunked rebuilds, and the file format all read and write
-the same private table state; split apart, each part would reach into the
-others' internals.
+The fingerprints are stored in tables whose keys are permutations of blocks of
+the 64 bits (``index_layout``: which tables, keys, buckets and key filters):
+every fingerprint within k of a query shares the query's key, or a key within
+a bit or two of it, in at least one table.  A query reads the matching
+buckets of every table and verifies each candidate with a popcount, so the
+answer is exact: every stored fingerprint within k, nothing farther.  At k = 4
+that is B = 3 (three tables of ~21-bit keys, each read at ~19 buckets) against
+C(5, 4) = 5 tables of 13-bit keys with B = 5: about 15x fewer fingerprints to
+verify per query and fewer tables (``default_blocks``; figures in ``benchmarks/core.py``).
 
-The 64 bits are split into B blocks.  Two fingerprints within distance k differ
-in at most k blocks, so at least B - k blocks are equal.  For each of the
-C(B, k) choices of B - k blocks there is one table whose *key* is those blocks
-put side by side (a permutation of the bits): every fingerprint within k of a
-query shares the query's key in at least one table.  A query reads the matching
-bucket of every table and verifies each candidate with a popcount, so the
-answer is exact: every stored fingerprint within k, nothing farther.
+This module holds the storage and the two query paths over it (the C loop and
+its numpy twin), the in-place merges and chunked rebuilds, and removal; the
+file format of ``save`` / ``load`` is ``index_file``.
 
-With fewer blocks than k + 1 (B <= k) each block is a table's key and a
-match differs from the query in at most r = floor(k / B) bits of some block
-(B numbers summing to k cannot all exceed it): a query reads every bucket
-whose key is within r bits of its own (the bucket's bits flipped, one or two
-at a time), and each table keeps a 16-bit filter beside every row number (the
-key's bits below the bucket, then a sample of fingerprint bits outside the
-key: ``_Table.filter_values``), so the rows of a probed bucket that cannot be
-within k are dropped before their row number and fingerprint are read.  At k = 4 that is B = 3 (three
-tables of ~21-bit keys, each read at ~19 buckets) against C(5, 4) = 5 tables
-of 13-bit keys with B = 5: about 15x fewer fingerprints to verify per query
-and fewer tables (``default_blocks``; figures in ``benchmarks/core.py``).
-
-Layout (chosen for memory and numpy speed): fingerprints live once in a uint64
+Storage (chosen for memory and numpy speed): fingerprints live once in a uint64
 array; each table is a uint32 array of row numbers sorted by key bucket plus a
-directory of bucket offsets (plus the uint16 filter when r > 0).  New rows
+directory of bucket offsets (plus the uint16 filter when keys may differ).  New rows
 go to a small unsorted tail that queries scan by brute force, and are merged
 into the tables in batches.  With k = 3, B = 4 that is about 33 bytes per
 stored fingerprint with integer keys; with k = 4, B = 3 about 38.
@@ -38,48 +26,27 @@ stored fingerprint with integer keys; with k = 4, B = 3 about 38.
 
 from __future__ import annotations
 
-import functools
-import math
 import mmap
-import struct
 import sys
-import zlib
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from itertools import combinations
 from os import PathLike
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import _native, defaults
 from .defaults import default_blocks
-from .files import atomic_write
 from .fingerprint import check_fingerprint
+from .index_file import IndexFormatError, read_index, write_index
+from .index_layout import FILTER_PAD, MAX_TABLES, Table, block_widths, tables_for
 
 __all__ = ["BlockPermutedIndex", "Match", "block_widths", "default_blocks", "IndexFormatError", "MAX_TABLES"]
 
-#: The compiled query loop when available (see ``_speedups.c``); both give the same answers.
-
-#: Largest number of tables (C(blocks, max_distance)) an index accepts.
-MAX_TABLES = 5000
-#: Largest number of key bits a query may flip when B <= k (floor(k / B)); more reads too many buckets.
-MAX_KEY_ERRORS = 2
 _MAX_ROWS = (1 << 32) - 1
 _QUERY_CHUNK = 1 << 15
-_FORMAT_MAGIC = b"SIMHIDX\x00"
-_FORMAT_VERSION = 1
-_HEADER = struct.Struct("<8sHBBQB")  # magic, version, k, B, rows, key kind
-_KEYS_INT, _KEYS_STR = 0, 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _UINT32_MAX = (1 << 32) - 1
 _BYTE_ORDER = sys.byteorder  # a query's bytes as numpy's native uint64
-#: Spare items after a table's filter: the C loop reads filters 4 items (8 bytes) at a time.
-_FILTER_PAD = 4
-
-
-class IndexFormatError(ValueError):
-    """An index file is truncated, corrupt, or was written with another layout."""
 
 
 class Match(NamedTuple):
@@ -88,92 +55,6 @@ class Match(NamedTuple):
     key: Any
     fingerprint: int
     distance: int
-
-
-def key_errors(max_distance: int, blocks: int) -> int:
-    """Bits a table key may differ in: 0 when B > k (B - k blocks match exactly), else floor(k / B)."""
-    return 0 if blocks > max_distance else max_distance // blocks
-
-
-def block_widths(blocks: int) -> list[int]:
-    """Bit widths of the blocks, most significant block first (the first 64 % B blocks get one more bit)."""
-    base, extra = divmod(64, blocks)
-    return [base + 1 if i < extra else base for i in range(blocks)]
-
-
-class _Table:
-    """One permutation: the key is the concatenation of some blocks."""
-
-    __slots__ = (
-        "spans", "key_bits", "errors", "sample", "dir_bits", "entries", "room", "filter", "filter_room", "bounds"
-    )
-
-    def __init__(
-        self, spans: list[tuple[int, int, int]], key_bits: int, errors: int, sample: tuple[int, int] = (0, 0)
-    ) -> None:
-        self.spans = spans  # (shift, mask, width) of contiguous bit runs, high to low
-        self.key_bits = key_bits
-        self.errors = errors  # bits the key of a match may differ in (0: exact buckets)
-        self.sample = sample  # (shift, width): fingerprint bits outside the key that the filter samples
-        self.dir_bits = 0
-        # Row numbers sorted by bucket; ``entries`` is a prefix of ``room``, the rest is spare
-        # for merges.  With errors > 0, ``filter`` holds 16 bits of each row in the same order
-        # (a prefix of ``filter_room``, which keeps _FILTER_PAD spare items): see filter_values.
-        self.entries = self.room = np.zeros(0, dtype=np.uint32)
-        self.filter_room: np.ndarray | None = np.zeros(_FILTER_PAD, dtype=np.uint16) if errors else None
-        self.filter: np.ndarray | None = self.filter_room[:0] if self.filter_room is not None else None
-        self.bounds = np.zeros(2, dtype=np.uint32)
-
-    @property
-    def order(self) -> np.ndarray:
-        """Row numbers sorted by bucket."""
-        return self.entries
-
-    def key(self, fp: int) -> int:
-        key = 0
-        for shift, mask, width in self.spans:
-            key = (key << width) | ((fp >> shift) & mask)
-        return key
-
-    def bucket(self, fp: int) -> int:
-        return self.key(fp) >> (self.key_bits - self.dir_bits)
-
-    def keys(self, fps: np.ndarray) -> np.ndarray:
-        key = np.zeros(len(fps), dtype=np.uint64)
-        for shift, mask, width in self.spans:
-            key = (key << np.uint64(width)) | ((fps >> np.uint64(shift)) & np.uint64(mask))
-        return key
-
-    def buckets_of_keys(self, keys: np.ndarray) -> np.ndarray:
-        return (keys >> np.uint64(self.key_bits - self.dir_bits)).astype(np.int64)
-
-    def buckets(self, fps: np.ndarray) -> np.ndarray:
-        return self.buckets_of_keys(self.keys(fps))
-
-    def probes(self) -> tuple[np.ndarray, np.ndarray]:
-        """(XOR masks of the buckets to read, key bits each spends): the bucket itself, then 1, 2 flips."""
-        return _probes(self.dir_bits, self.errors)
-
-    def filter_low_bits(self) -> int:
-        """Key bits below the bucket that the filter holds (bits inside the bucket are already counted)."""
-        return min(8, self.key_bits - self.dir_bits)
-
-    def filter_mask(self) -> int:
-        """The filter's key bits (its low bits)."""
-        return (1 << self.filter_low_bits()) - 1
-
-    def filter_sample_bits(self) -> int:
-        return min(self.sample[1], 16 - self.filter_low_bits())
-
-    def filter_values(self, keys: np.ndarray, fps: np.ndarray) -> np.ndarray:
-        """Each row's 16-bit filter: the key's low bits below the bucket, and above them a sample of
-        fingerprint bits outside the key.  A match within k that spent ``s`` bits in the bucket
-        differs in at most ``errors - s`` of the key bits and at most ``k - s`` of all 16, so
-        most rows of a probed bucket are dropped before their row number and fingerprint are
-        read (two random loads each)."""
-        low, width = self.filter_low_bits(), self.filter_sample_bits()
-        sample = (fps >> np.uint64(self.sample[0])) & np.uint64((1 << width) - 1)
-        return ((sample << np.uint64(low)) | (keys & np.uint64((1 << low) - 1))).astype(np.uint16)
 
 
 #: Rows sorted at a time when the tables are rebuilt (small: the temporaries are ~100 bytes a row).
@@ -221,15 +102,6 @@ def _insert_sorted(room: np.ndarray, count: int, at: np.ndarray, values: np.ndar
         room[start + j] = values[j]
         end = start
 
-
-@functools.lru_cache(maxsize=64)
-def _probes(dir_bits: int, errors: int) -> tuple[np.ndarray, np.ndarray]:
-    masks, spent = [0], [0]
-    for flips in range(1, errors + 1):
-        for bits in combinations(range(dir_bits), flips):
-            masks.append(sum(1 << b for b in bits))
-            spent.append(flips)
-    return np.array(masks, dtype=np.int64), np.array(spent, dtype=np.int64)
 
 
 def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -331,6 +203,24 @@ class _Keys:
     def nbytes(self) -> int:
         return self.ints.nbytes if self.ints is not None else 8 * len(self.objects or ())
 
+    def saved(self, n: int) -> np.ndarray | list[Any]:
+        """The keys of rows [0, n) as ``index_file.write_index`` takes them."""
+        if self.ints is not None:
+            return self.ints[:n]
+        assert self.objects is not None
+        return self.objects
+
+    @classmethod
+    def restored(cls, keys: np.ndarray | list[Any]) -> _Keys:
+        """The keys ``index_file.read_index`` read."""
+        made = cls()
+        if isinstance(keys, np.ndarray):
+            made.ints = np.array(keys, dtype=np.int64)
+        else:
+            made.ints = None
+            made.objects = keys
+        return made
+
 
 class BlockPermutedIndex:
     """Every stored 64-bit fingerprint within Hamming distance ``max_distance`` of a query.
@@ -354,43 +244,12 @@ class BlockPermutedIndex:
             blocks = default_blocks(max_distance)
         if not isinstance(blocks, int) or isinstance(blocks, bool) or not 1 <= blocks <= 64:
             raise ValueError(f"blocks must be an integer from 1 to 64, got {blocks!r}")
-        errors = key_errors(max_distance, blocks)
-        if errors > MAX_KEY_ERRORS:
-            raise ValueError(
-                f"blocks={blocks} with max_distance={max_distance} lets a table key differ in {errors} bits "
-                f"(more than {MAX_KEY_ERRORS}: too many buckets per query); use more blocks"
-            )
-        tables = math.comb(blocks, max_distance) if errors == 0 else blocks
-        if tables > MAX_TABLES:
-            raise ValueError(
-                f"blocks={blocks} with max_distance={max_distance} needs {tables} tables "
-                f"(more than {MAX_TABLES}); use fewer blocks"
-            )
+        errors, tables = tables_for(max_distance, blocks)
         self.max_distance = max_distance
         self.blocks = blocks
         self.key_errors = errors
         self.widths = block_widths(blocks)
-        lows = []
-        low = 64
-        for width in self.widths:
-            low -= width
-            lows.append(low)
-        self._tables: list[_Table] = []
-        for chosen in combinations(range(blocks), blocks - max_distance if errors == 0 else 1):
-            spans: list[tuple[int, int, int]] = []
-            for b in chosen:
-                width, shift = self.widths[b], lows[b]
-                if spans and spans[-1][0] == shift + width:  # adjacent to the previous run: extend it
-                    prev_shift, _, prev_width = spans[-1]
-                    width, shift = prev_width + width, shift
-                    spans[-1] = (shift, (1 << width) - 1, width)
-                else:
-                    spans.append((shift, (1 << width) - 1, width))
-            sample = (0, 0)
-            if errors and blocks > 1:  # the filter samples the low bits of the next block
-                following = (chosen[0] + 1) % blocks
-                sample = (lows[following], self.widths[following])
-            self._tables.append(_Table(spans, sum(self.widths[b] for b in chosen), errors, sample))
+        self._tables: list[Table] = tables
         self._fps = np.zeros(16, dtype=np.uint64)
         self._keys = _Keys()
         self._n = 0  # rows used (live and removed)
@@ -438,12 +297,6 @@ class BlockPermutedIndex:
                 alive[: self._n] = self._alive[: self._n]
                 self._alive = alive
 
-    def _dir_bits_for(self, table: _Table, rows: int) -> int:
-        if table.errors:
-            # Buckets of ~8-16 rows: each flipped bit is one more bucket to read.
-            return min(table.key_bits, max(8, rows.bit_length() - 2), 22)
-        return min(table.key_bits, max(8, rows.bit_length() - 2), 22)
-
     def _rebuild(self) -> None:
         """Sort every row into the tables afresh (a counting sort by bucket, a chunk of rows at a time).
 
@@ -454,7 +307,7 @@ class BlockPermutedIndex:
         n = self._n
         chunks = [(start, min(n, start + _REBUILD_CHUNK)) for start in range(0, n, _REBUILD_CHUNK)]
         for table in self._tables:
-            table.dir_bits = self._dir_bits_for(table, n)
+            table.dir_bits = table.dir_bits_for(n)
             table.entries = table.room = np.zeros(0, dtype=np.uint32)  # the old tables go first
             table.filter = table.filter_room = None
             buckets = 1 << table.dir_bits
@@ -470,7 +323,7 @@ class BlockPermutedIndex:
             np.cumsum(counts, dtype=np.uint32, out=counts)
             free = table.bounds[:-1].copy()  # next free position of each bucket
             rows = _empty(n, np.uint32)
-            filter_room = _empty(n + _FILTER_PAD, np.uint16) if table.errors else None
+            filter_room = _empty(n + FILTER_PAD, np.uint16) if table.errors else None
             for start, end in chunks:
                 chunk_fps = self._fps[start:end]
                 keys = table.keys(chunk_fps)
@@ -496,7 +349,7 @@ class BlockPermutedIndex:
             return
         tail = self._n - self._indexed
         if tail >= self._indexed or any(
-            self._dir_bits_for(t, self._n) != t.dir_bits for t in self._tables
+            t.dir_bits_for(self._n) != t.dir_bits for t in self._tables
         ):
             self._rebuild()
             return
@@ -519,8 +372,8 @@ class BlockPermutedIndex:
             table.entries = table.room[: size + more]
             if table.filter_room is not None:
                 assert table.filter is not None
-                if size + more + _FILTER_PAD > len(table.filter_room):
-                    table.filter_room = _grown(table.filter, max(size + more, size + size // 4) + _FILTER_PAD)
+                if size + more + FILTER_PAD > len(table.filter_room):
+                    table.filter_room = _grown(table.filter, max(size + more, size + size // 4) + FILTER_PAD)
                 _insert_sorted(table.filter_room, size, at, table.filter_values(keys[by_bucket], fps[by_bucket]))
                 table.filter_room[size + more :] = 0
                 table.filter = table.filter_room[: size + more]
@@ -598,7 +451,7 @@ class BlockPermutedIndex:
             return np.zeros(0, dtype=np.uint32)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
-    def _probed_positions(self, table: _Table, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _probed_positions(self, table: Table, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For a table whose keys may differ in ``errors`` bits: (query index, position in ``order``) of
         every row in a bucket within reach whose key filter is within reach too."""
         keys = table.keys(queries)
@@ -864,29 +717,10 @@ class BlockPermutedIndex:
 
     # ----------------------------------------------------------- persistence
     def save(self, path: str | PathLike[str]) -> None:
-        """Write the index to ``path`` (a compact versioned binary file; keys must be int or str)."""
+        """Write the index to ``path`` (``index_file``: a compact versioned binary file; keys must be int or str)."""
         if self._alive is not None:
             self._compact()
-        n = self._n
-        if self._keys.ints is not None:
-            kind = _KEYS_INT
-            key_bytes = self._keys.ints[:n].astype("<i8").tobytes()
-        else:
-            assert self._keys.objects is not None
-            if not all(type(k) is str for k in self._keys.objects):
-                raise ValueError("save() needs keys that are all int or all str")
-            kind = _KEYS_STR
-            encoded = [k.encode("utf-8", "surrogatepass") for k in self._keys.objects]
-            lengths = np.fromiter(map(len, encoded), dtype="<u4", count=n)
-            key_bytes = lengths.tobytes() + b"".join(encoded)
-        header = _HEADER.pack(_FORMAT_MAGIC, _FORMAT_VERSION, self.max_distance, self.blocks, n, kind)
-        header += bytes(self.widths)
-        payload = self._fps[:n].astype("<u8").tobytes() + key_bytes
-        checksum = struct.pack("<I", zlib.crc32(payload, zlib.crc32(header)))
-        with atomic_write(path) as handle:  # never leave a half-written index under the real name
-            handle.write(header)
-            handle.write(payload)
-            handle.write(checksum)
+        write_index(path, self.max_distance, self.blocks, self._fps[: self._n], self._keys.saved(self._n))
 
     @classmethod
     def load(
@@ -897,48 +731,14 @@ class BlockPermutedIndex:
         If ``max_distance`` or ``blocks`` are given they must match the file's,
         otherwise ``IndexFormatError`` (a ``ValueError``) says what differs.
         """
-        data = Path(path).read_bytes()
-        if len(data) < _HEADER.size:
-            raise IndexFormatError(f"{path}: truncated index file ({len(data)} bytes)")
-        magic, version, k, b, n, kind = _HEADER.unpack_from(data)
-        if magic != _FORMAT_MAGIC:
-            raise IndexFormatError(f"{path}: not a simhash-scrapy index file")
-        if version != _FORMAT_VERSION:
-            raise IndexFormatError(f"{path}: index format version {version}, this version reads {_FORMAT_VERSION}")
-        if max_distance is not None and max_distance != k:
-            raise IndexFormatError(f"{path}: written with max_distance={k}, asked for max_distance={max_distance}")
-        if blocks is not None and blocks != b:
-            raise IndexFormatError(f"{path}: written with blocks={b}, asked for blocks={blocks}")
-        pos = _HEADER.size
-        widths = list(data[pos : pos + b])
-        pos += b
-        if widths != block_widths(b):
-            raise IndexFormatError(f"{path}: block layout {widths} is not the layout this version uses")
-        if zlib.crc32(data[_HEADER.size + b : -4], zlib.crc32(data[: _HEADER.size + b])) != int.from_bytes(
-            data[-4:], "little"
-        ) or len(data) < pos + 8 * n + 4:
-            raise IndexFormatError(f"{path}: truncated or corrupt index file (checksum mismatch)")
-        fps = np.frombuffer(data, dtype="<u8", count=n, offset=pos).astype(np.uint64)
-        pos += 8 * n
+        k, b, fps, keys = read_index(path, max_distance, blocks)
         index = cls(max_distance=k, blocks=b)
-        if kind == _KEYS_INT:
-            keys: list[Any] | np.ndarray = np.frombuffer(data, dtype="<i8", count=n, offset=pos).astype(np.int64)
-            index._keys.ints = np.array(keys, dtype=np.int64)
-        elif kind == _KEYS_STR:
-            lengths = np.frombuffer(data, dtype="<u4", count=n, offset=pos)
-            pos += 4 * n
-            ends = np.cumsum(lengths, dtype=np.int64) + pos
-            starts = ends - lengths
-            index._keys.ints = None
-            index._keys.objects = [
-                data[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), ends.tolist())
-            ]
-        else:
-            raise IndexFormatError(f"{path}: unknown key kind {kind}")
+        index._keys = _Keys.restored(keys)
         index._fps = fps
-        index._n = n
+        index._n = len(fps)
         index._rebuild()
         return index
+
 
 
 def _as_fingerprint_array(values: Iterable[int] | np.ndarray, name: str) -> np.ndarray:

@@ -357,6 +357,11 @@ def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]]) -> str
     return "".join(line + "\n" for line in lines)
 
 
+def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
+    """JSON Lines records (``"type": "url_rule"``) for the rules of a report summary."""
+    return "".join(json.dumps({"type": "url_rule", **rule}, ensure_ascii=False) + "\n" for rule in rules or ())
+
+
 def _changes_csv(changes: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=_CSV_LINE_END)
@@ -415,8 +420,6 @@ def render_report(
     """
     changes = list(changes)
     if report_format == "jsonl":
-        from .urlrules import rules_jsonl
-
         return line_safe(_jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
     if report_format == "csv":
         return _csv(clusters)

@@ -84,8 +84,7 @@ from .urlrewrite import (
     wilson_lower_bound,
 )
 
-__all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key", "rules_jsonl", "rules_html",
-           "is_listing", "LIST_MIN_ITEMS"]
+__all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key", "is_listing", "LIST_MIN_ITEMS"]
 
 #: Limits per host that keep memory bounded on huge sites.
 MAX_CANDIDATES = 20_000
@@ -867,35 +866,3 @@ class UrlRuleLearner:
             self._settle(hr)
         return len(rows)
 
-
-# ---------------------------------------------------------------------- report
-def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
-    """JSON Lines records (``"type": "url_rule"``) for the rules of a report summary."""
-    return "".join(json.dumps({"type": "url_rule", **rule}, ensure_ascii=False) + "\n" for rule in rules or ())
-
-
-def rules_html(rules: Iterable[dict[str, Any]] | None) -> str:
-    """An HTML section listing the rules of a report summary (empty when there are none)."""
-    import html
-
-    rows = list(rules or ())
-    if not rows:
-        return ""
-    esc = html.escape
-    body = "".join(
-        f'<tr data-trusted="{str(bool(r.get("trusted"))).lower()}"><td>{esc(str(r.get("host", "")))}</td>'
-        f'<td><code>{esc(str(r.get("rule", "")))}</code></td><td>{"yes" if r.get("trusted") else "no"}</td>'
-        f'<td class="count">{int(r.get("support", 0)):,}</td><td class="count">{int(r.get("counter", 0)):,}</td>'
-        f'<td class="count">{100 * float(r.get("precision", 0)):.1f}%</td>'
-        f'<td class="count">{100 * float(r.get("lower_bound", 0)):.1f}%</td>'
-        f'<td class="count">{int(r.get("skipped", 0)):,}</td></tr>'
-        for r in rows
-    )
-    return (
-        '<section id="url-rules"><h2>Learned URL rules</h2>'
-        '<p class="muted">Rewrites learned from the duplicates found (support: confirmations; counter: URLs the '
-        "rule would rewrite whose content differed; lower bound: 95% Wilson bound on the precision).</p>"
-        '<table class="histogram"><thead><tr><th>host</th><th>rule</th><th>trusted</th><th>support</th>'
-        "<th>counter</th><th>precision</th><th>lower bound</th><th>skipped</th></tr></thead>"
-        f"<tbody>{body}</tbody></table></section>"
-    )

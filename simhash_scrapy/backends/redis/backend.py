@@ -1,6 +1,7 @@
 """``RedisBackend``: the dedup backend shared by every worker of a distributed crawl.
 
-(Failures: ``outages.py``; the script's wire format: ``protocol.py``; keys: ``layout.py``.)
+(Failures: ``outages.py``; the script's wire format: ``protocol.py``; keys: ``layout.py``;
+identity records in shards: ``shards.py``.)
 
 Checks of one scope are batched: while one script call of a scope is in
 flight, the checks that arrive queue up and go together in the next call (one
@@ -33,7 +34,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ...core.redact import redact
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
-from . import connection, export
+from . import connection, export, shards
 from .layout import (
     ENTRY,
     Codec,
@@ -48,7 +49,7 @@ from .layout import (
     parse_record,
 )
 from .outages import Outages, ignore
-from .protocol import pack_page, parse_verdicts, verdict
+from .protocol import Row, pack_page, parse_verdicts, verdict
 from .replica import LOAD_CHUNK, Replica
 
 if TYPE_CHECKING:
@@ -63,21 +64,10 @@ logger = logging.getLogger("simhash_scrapy.backends.redis")
 _STALE = 60  # a worker silent for this long is considered gone
 _MAX_BATCH = 256
 _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
-#: Shards: how long a claim on an identity holds (a worker that died mid-check frees it then).
-_CLAIM_MS = 30_000
-#: Shards: tries (and the pause between) for an identity another worker is checking, and for the
-#: record of a canonical page whose worker has not written it back yet.
-_SHARD_TRIES, _SHARD_PAUSE = 40, 0.025
 #: Times a batch is checked again after Redis answered that its scope was lost (then: a backend error).
 _MAX_RESETS = 3
 #: One ERROR line per loss of data: further scopes lost within this many seconds are counted, not logged.
 _LOSS_LOG_INTERVAL = 60.0
-
-
-def _claim_field(slot: tuple[int, bytes, bytes]) -> bytes:
-    """An identity's field in its shard's claims: its bucket (3 bytes) and its 8-byte field."""
-    return slot[0].to_bytes(3, "big") + slot[1]
-
 
 
 def lua(name: str) -> str:
@@ -231,13 +221,18 @@ class RedisBackend(Outages, DedupBackend):
         stored = await self.client.hget(self.keys.meta, "layout")
         #: The key's layout as the crawls that wrote it recorded it ("v=.. k=4 features=.. text=.."), if any.
         self.stored_layout = stored.decode("utf-8", "replace") if stored else None
-        shards = layout_shards(self.stored_layout) if self.stored_layout else self.settings.shards
-        if shards != self.keys.shards:
-            self.keys = Keys(self.prefix, self.settings.cluster, shards)
+        count = layout_shards(self.stored_layout) if self.stored_layout else self.settings.shards
+        if count != self.keys.shards:
+            self.keys = Keys(self.prefix, self.settings.cluster, count)
 
     @property
     def _ttl(self) -> int:
         return int(self.settings.ttl * 1000)
+
+    @property
+    def _shards(self) -> shards.Shards:
+        """The identity records in shards, through this worker's connection (``SIMHASH_REDIS_SHARDS`` > 1)."""
+        return shards.Shards(self.client, self._scripts, self.worker_id, self._ttl)
 
     async def _beat(self) -> None:
         while True:
@@ -454,78 +449,33 @@ class RedisBackend(Outages, DedupBackend):
         self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int = 0,
         resets: int = 0,
     ) -> list[Verdict]:
+        """Check ``batch`` (pages of ``scope``) in one script call; a verdict per page, in order."""
         if self.keys.shards > 1:
-            # With shards an identity's record is read before the script runs: the batch is cut before
-            # an identity's second page, which goes in the next call (in order) after the first
-            # one's record is written back.
-            seen: set[str] = set()
-            for n, (record, _, _) in enumerate(batch):
-                identity = record.identity or record.url
-                if identity in seen:
-                    return [*await self._send(scope, batch[:n], attempt), *await self._send(scope, batch[n:], attempt)]
-                seen.add(identity)
+            cut = shards.first_repeat([record for record, _, _ in batch])
+            if cut is not None:
+                return [*await self._send(scope, batch[:cut], attempt), *await self._send(scope, batch[cut:], attempt)]
+        sent: list[int] = []  # the batch's positions in the script call (identities busy elsewhere are not sent)
+        rows: list[Row] = []
         try:
             replica = await self._replica(scope)
             sk = self.keys.scope(scope)
-            codec = self._codecs[scope]
-            if codec.zdict is None and codec.proposed_dict() is not None:
-                await self.client.hsetnx(sk.meta, "zdict", codec.proposed_dict())
-                codec.zdict = await self.client.hget(sk.meta, "zdict")
-            simhash = [r.fingerprint for r, _, _ in batch if not r.exact]
-            found = iter(replica.candidates_many(simhash))
-            slots = [identity_slot(scope, r.identity or r.url, self.bucket_bits) for r, _, _ in batch]
+            codec = await self._codec(scope, sk)
+            local = self._local_candidates(replica, [record for record, _, _ in batch])
+            slots = [shards.slot_of(scope, r.identity or r.url, self.bucket_bits) for r, _, _ in batch]
             olds = None
             if sk.shard_bases:
-                olds, markers = await self._claim(sk, slots)
-                epoch = replica.epoch[1:]
-                if time.monotonic() - replica.swept >= self.settings.heartbeat:
-                    # Once a heartbeat, the markers of every shard known to hold the scope's records
-                    # (not only the shards of this batch): a lost shard is found within a heartbeat.
-                    replica.swept = time.monotonic()
-                    others = sorted(replica.shards - set(markers))
-                    values = await asyncio.gather(*(self.client.hget(sk.claims(n), "#epoch") for n in others))
-                    markers.update((n, (v or b"").decode("ascii", "replace")) for n, v in zip(others, values))
-                for shard, marker in markers.items():
-                    if epoch and marker == epoch:
-                        replica.shards.add(shard)
-                    elif shard in replica.shards and resets < _MAX_RESETS:
-                        # A shard that held this scope's records lost them: the whole scope is made anew
-                        # (unless it was already: another worker found the loss first, or the scope's own
-                        # node restarted empty too).
-                        dropped = await self._scripts["drop"](keys=[sk.meta, sk.log, sk.positions], args=[epoch])
-                        await self._scope_lost(scope, "SIMHASH_RESET 0 0", "a Redis node holding a shard of its "
-                                               "identity records (SIMHASH_REDIS_SHARDS) restarted empty" if dropped else "")
-                        return await self._send(scope, batch, attempt, resets + 1)
-            seq_key = self.keys.meta if self.keys.global_seq else sk.meta
-            keys = [seq_key, sk.meta, sk.log]
-            args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
-                               "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex]
-            sent = []  # the batch's positions in the script call (identities busy elsewhere are not sent)
-            for n, ((record, index, _), (bucket, field, kept)) in enumerate(zip(batch, slots)):
-                local = replica.candidates(record.fingerprint, True) if record.exact else next(found)
-                edit_keys = () if record.exact else record.edit_keys
-                if edit_keys:
-                    local += replica.edit_candidates(edit_keys)
-                if olds is not None and olds[n] is None:
-                    continue
-                payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, record.text,
-                                       record.digest if not record.exact else None, record.etag, record.last_modified,
-                                       record.canonical_link)
-                if olds is None:
-                    keys.append(sk.bucket(bucket))
-                shard_record = None if olds is None else (bucket, olds[n] or b"")
-                args.append(pack_page(field, record.fingerprint, index, record.exact, record.seen, local, payload,
-                                      shard_record, edit_keys))
-                sent.append(n)
-            sync = replica.sync
-            rows = []
+                olds, markers = await self._shards.claim(sk, slots)
+                if await self._shards.lost(sk, replica, markers, self.settings.heartbeat) and resets < _MAX_RESETS:
+                    # A shard that held this scope's records lost them: the whole scope is made anew.
+                    dropped = await self._shards.drop_scope(sk, replica.epoch[1:])
+                    await self._scope_lost(scope, "SIMHASH_RESET 0 0", "a Redis node holding a shard of its "
+                                           "identity records (SIMHASH_REDIS_SHARDS) restarted empty" if dropped else "")
+                    return await self._send(scope, batch, attempt, resets + 1)
+            sent = [n for n in range(len(batch)) if olds is None or olds[n] is not None]
             if sent:
-                reply = await self._scripts["check"](keys=keys, args=args)
-                replica.apply(reply[0], sync)
-                replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
-                rows = parse_verdicts(reply[1], len(sent))
+                rows = await self._run_check(scope, sk, replica, codec, batch, local, slots, olds, sent)
             if olds is not None and sent:
-                rows = await self._write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows, replica)
+                rows = await self._shards.write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows, replica)
         except _DOWN_ERRORS as exc:
             self._mark_down(exc)
             raise
@@ -542,114 +492,69 @@ class RedisBackend(Outages, DedupBackend):
                     raise
                 return await self._send(scope, batch, attempt, resets + 1)
             raise
-        if codec.zdict is None and any(Codec.needs_dict(row[4]) for row in rows if row[4]):
+        if codec.zdict is None and any(Codec.needs_dict(row.canonical_payload) for row in rows if row.canonical_payload):
             codec.zdict = await self.client.hget(sk.meta, "zdict")
         verdicts = [Verdict(Outcome.UNCHECKED)] * len(batch)
         for n, row in zip(sent, rows):
-            verdicts[n] = verdict(codec, self.config.max_distance, *row[:6])
+            verdicts[n] = verdict(codec, self.config.max_distance, row.outcome, row.distance, row.canonical_fingerprint,
+                                  row.canonical_field, row.canonical_payload, row.previous)
         busy = sorted(set(range(len(batch))) - set(sent))
-        if busy and attempt < _SHARD_TRIES:
+        if busy and attempt < shards.TRIES:
             # Identities another worker is checking right now: again once its check is written back
             # (this batch's claims are released by then, so two workers never wait on each other).
-            await asyncio.sleep(_SHARD_PAUSE * (attempt + 1))
+            await asyncio.sleep(shards.PAUSE * (attempt + 1))
             for n, again in zip(busy, await self._send(scope, [batch[n] for n in busy], attempt + 1)):
                 verdicts[n] = again
         elif busy and self.stats is not None:
             self.stats.inc_value("simhash/redis/claimed_elsewhere", len(busy))
         return verdicts
 
-    # ------------------------------------------------------------ shards
-    async def _claim(
-        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]]
-    ) -> tuple[list[bytes | None], dict[int, str]]:
-        """Claim each identity on its shard and read its record: b"" (none), the record, or None when
-        another worker is checking that identity (its claim has not expired); and each shard's marker."""
-        olds: list[bytes | None] = [None] * len(slots)
-        markers: dict[int, str] = {}
-        by_shard: dict[int, list[int]] = {}
-        for n, slot in enumerate(slots):
-            by_shard.setdefault(sk.shard_of(slot[0]), []).append(n)
+    async def _codec(self, scope: str, sk: ScopeKeys) -> Codec:
+        """The scope's payload codec; its compression dictionary agreed in Redis once one is proposed."""
+        codec = self._codecs[scope]
+        if codec.zdict is None and codec.proposed_dict() is not None:
+            await self.client.hsetnx(sk.meta, "zdict", codec.proposed_dict())
+            codec.zdict = await self.client.hget(sk.meta, "zdict")
+        return codec
 
-        async def claim(shard: int, members: list[int]) -> list[bytes]:
-            keys = [sk.claims(shard), *(sk.bucket(slots[n][0]) for n in members)]
-            args: list[Any] = [self.worker_id, _CLAIM_MS]
-            for n in members:
-                args += [_claim_field(slots[n]), slots[n][1]]
-            return list(await self._scripts["claim"](keys=keys, args=args))
+    @staticmethod
+    def _local_candidates(replica: Replica, records: list[PageRecord]) -> list[bytes]:
+        """Per page, the candidates this worker's replica finds (``pack_page``'s local candidates)."""
+        found = iter(replica.candidates_many([r.fingerprint for r in records if not r.exact]))
+        local = []
+        for record in records:
+            candidates = replica.candidates(record.fingerprint, True) if record.exact else next(found)
+            if not record.exact and record.edit_keys:
+                candidates += replica.edit_candidates(record.edit_keys)
+            local.append(candidates)
+        return local
 
-        groups = list(by_shard.items())
-        for (shard, members), replies in zip(groups, await asyncio.gather(*(claim(s, m) for s, m in groups))):
-            markers[shard] = bytes(replies[0]).decode("ascii", "replace")
-            for n, reply in zip(members, replies[1:]):
-                if reply != b"B":
-                    olds[n] = reply[1:] if reply[:1] == b"R" else b""
-        return olds, markers
-
-    async def _write_back(
-        self, sk: ScopeKeys, slots: list[tuple[int, bytes, bytes]], olds: list[bytes | None], rows: list[Any],
-        replica: Replica,
-    ) -> list[Any]:
-        """Write the checked identities' records to their shards (releasing the claims) and read, in
-        the same calls, the record of each canonical page the verdicts name (for its payload)."""
-        # A canonical page checked in this batch too: its record as it was at each row (the one read
-        # before the batch, then each row's), as the script reads it between rows without shards.
-        state: dict[tuple[int, bytes], bytes | None] = {(slot[0], slot[1]): old or None for slot, old in zip(slots, olds)}
-        known: list[Any] = []  # per row: the canonical's record, None (none wanted or none there), b"" (read it)
-        for slot, row in zip(slots, rows):
-            wanted = row[2] is not None and row[4] is None and row[7] is not None
-            known.append(state.get((row[7][0], row[3]), b"") if wanted else None)
-            state[(slot[0], slot[1])] = row[6]
-        writes: dict[int, list[Any]] = {}
-        reads: dict[int, list[tuple[int, int, bytes]]] = {}
-        for slot, row in zip(slots, rows):
-            writes.setdefault(sk.shard_of(slot[0]), []).append((slot, row[6]))
-        for n, (row, value) in enumerate(zip(rows, known)):
-            if value == b"":
-                reads.setdefault(sk.shard_of(row[7][0]), []).append((n, row[7][0], row[3]))
-
-        async def write(shard: int) -> list[bytes]:
-            items, wanted = writes.get(shard, []), reads.get(shard, [])
-            args: list[Any] = [self.worker_id, self._ttl, len(items), replica.epoch[1:]]
-            for slot, record in items:
-                args += [_claim_field(slot), slot[1], record]
-            args += [field for _, _, field in wanted]
-            keys = [sk.claims(shard), *(sk.bucket(slot[0]) for slot, _ in items),
-                    *(sk.bucket(bucket) for _, bucket, _ in wanted)]
-            return list(await self._scripts["write"](keys=keys, args=args))
-
-        shards = sorted(set(writes) | set(reads))
-        if replica.epoch[1:]:
-            replica.shards.update(writes)  # they hold the marker now
-        for shard, values in zip(shards, await asyncio.gather(*(write(shard) for shard in shards))):
-            for (n, bucket, field), value in zip(reads.get(shard, []), values):
-                # Empty: the canonical page's worker has decided but not written its record back yet.
-                known[n] = bytes(value) if value else await self._canonical_record(sk, bucket, field)
-        out = []
-        for row, value in zip(rows, known):
-            if value is None:
-                out.append(row)
-                continue
-            record = parse_record(value)
-            # As check.lua's canonical_of: the fingerprint the page is indexed with now (its own log
-            # entry's: the verdict's entry, or a later one if it changed since), else its latest.
-            if record.own is None:
-                fingerprint = record.fingerprint.to_bytes(8, "big")
-            elif record.own == row[7][1]:
-                fingerprint = row[2]
-            else:
-                fingerprint = await self.client.getrange(sk.log, record.own * ENTRY + 1, record.own * ENTRY + 8)
-            out.append((row[0], row[1], fingerprint, row[3], record.payload, *row[5:]))
-        return out
-
-    async def _canonical_record(self, sk: ScopeKeys, bucket: int, field: bytes) -> bytes | None:
-        """A canonical page's record, read from its shard (None if its worker never writes it back)."""
-        for _ in range(_SHARD_TRIES):
-            value = await self.client.hget(sk.bucket(bucket), field)
-            if value is not None:
-                return bytes(value)
-            # The canonical page's worker has decided but not written its record back yet.
-            await asyncio.sleep(_SHARD_PAUSE)
-        return None
+    async def _run_check(
+        self, scope: str, sk: ScopeKeys, replica: Replica, codec: Codec,
+        batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], local: list[bytes],
+        slots: list[shards.Slot], olds: list[bytes | None] | None, sent: list[int],
+    ) -> list[Row]:
+        """One ``check.lua`` call for the pages at ``sent``; the replica takes the log entries it returns."""
+        seq_key = self.keys.meta if self.keys.global_seq else sk.meta
+        keys = [seq_key, sk.meta, sk.log]
+        args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
+                           "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex]
+        for n in sent:
+            (record, index, _), slot = batch[n], slots[n]
+            edit_keys = () if record.exact else record.edit_keys
+            payload = codec.encode(record.url, record.identity, slot.kept, record.referer, record.depth, record.text,
+                                   record.digest if not record.exact else None, record.etag, record.last_modified,
+                                   record.canonical_link)
+            if olds is None:
+                keys.append(sk.bucket(slot.bucket))
+            shard_record = None if olds is None else (slot.bucket, olds[n] or b"")
+            args.append(pack_page(slot.field, record.fingerprint, index, record.exact, record.seen, local[n], payload,
+                                  shard_record, edit_keys))
+        sync = replica.sync
+        reply = await self._scripts["check"](keys=keys, args=args)
+        replica.apply(reply[0], sync)
+        replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
+        return parse_verdicts(reply[1], len(sent))
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:

@@ -13,6 +13,7 @@ The reply: see ``parse_verdicts``.
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from ...core.clustering import RECORDED_OUTCOMES, is_one_edit
 from ..base import Verdict
@@ -29,20 +30,36 @@ _LENGTH = struct.Struct(">I")
 _SHARD_HEAD = struct.Struct(">HBI")  # bucket (3 bytes: >I3 in Lua), length of the old record
 
 
-Row = tuple[int, int, "bytes | None", bytes, "bytes | None", "bytes | None", "bytes | None", "tuple[int, int] | None"]
+class CanonicalAt(NamedTuple):
+    """With shards: where the canonical page a verdict names is (its record's bucket, its log position)."""
+
+    bucket: int
+    position: int
+
+
+class Row(NamedTuple):
+    """One page's answer in the check script's reply (``parse_verdicts``); ``verdict`` makes it a ``Verdict``."""
+
+    outcome: int  # the outcome's code in the reply (``verdict`` names it)
+    distance: int
+    canonical_fingerprint: bytes | None  # 8 bytes, big-endian (None: no canonical page)
+    canonical_field: bytes  # the canonical page's field in its identity bucket (b"" when none)
+    canonical_payload: bytes | None  # its payload (``layout.Codec``); with shards read from its shard
+    previous: bytes | None  # the identity's previous fingerprint and time seen (16 bytes)
+    record: bytes | None  # with shards: the identity's new record, written back to its shard
+    canonical_at: CanonicalAt | None  # with shards: where the canonical page's record is
 
 
 def parse_verdicts(data: bytes, count: int) -> list[Row]:
-    """``(outcome, distance, canonical fingerprint, canonical field, canonical payload, previous, new record,
-    (canonical's bucket, its log position))`` per record (the last two with shards only: the caller writes the record to its
-    shard and reads the canonical page's payload from the canonical's)."""
+    """A ``Row`` per record (``record`` and ``canonical_at`` with shards only: the caller writes the record
+    to its shard and reads the canonical page's payload from the canonical's)."""
     rows = []
     p = 0
     for _ in range(count):
         outcome, has, _seq, distance = _VERDICT.unpack_from(data, p)
         p += _VERDICT.size
         canon_fp = payload = prev = record = None
-        canon_bucket: tuple[int, int] | None = None
+        canon_bucket: CanonicalAt | None = None
         field = b""
         if has & PART_CANONICAL:
             canon_fp, field = data[p : p + 8], data[p + 8 : p + 16]
@@ -59,9 +76,9 @@ def parse_verdicts(data: bytes, count: int) -> list[Row]:
             record = data[p + 4 : p + 4 + length]
             p += 4 + length
         if has & PART_BUCKET:
-            canon_bucket = (int.from_bytes(data[p : p + 3], "big"), int.from_bytes(data[p + 3 : p + 7], "big"))
+            canon_bucket = CanonicalAt(int.from_bytes(data[p : p + 3], "big"), int.from_bytes(data[p + 3 : p + 7], "big"))
             p += 7
-        rows.append((outcome, distance, canon_fp, field, payload, prev, record, canon_bucket))
+        rows.append(Row(outcome, distance, canon_fp, field, payload, prev, record, canon_bucket))
     return rows
 
 
