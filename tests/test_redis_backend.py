@@ -670,6 +670,36 @@ async def test_no_traceback_at_close_when_redis_is_gone(redis_server: RedisServe
     assert backend.stats.values["simhash/redis/unread/members"] == 1
 
 
+@async_test
+async def test_close_ends_when_the_heartbeat_loses_its_cancellation(redis_server: RedisServer) -> None:
+    # redis-py sends every command through asyncio.wait_for (Connection.send_packed_command).  Before
+    # Python 3.12, wait_for returns the result instead of raising CancelledError when what it waits for
+    # is done as its task is cancelled: a heartbeat sending its script as close() cancels it beat on, and
+    # close() (the spider's close) waited for it for ever (tests stalled under load, a crawl never ended).
+    # Here the heartbeat's send is a future finished in the same loop turn as close() starts.
+    backend = make_backend(redis_server, SIMHASH_REDIS_HEARTBEAT=0.05)
+    await backend.open("s")
+    real = backend._scripts["heartbeat"]
+    sending = asyncio.Event()
+    sent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def heartbeat(*args: Any, **kwargs: Any) -> Any:
+        if not sent.done():
+            sending.set()
+            await asyncio.wait_for(sent, 60)  # as redis-py sends it
+        return await real(*args, **kwargs)
+
+    backend._scripts["heartbeat"] = heartbeat
+    await asyncio.wait_for(sending.wait(), 60)
+    beat = backend._heartbeat
+    assert beat is not None
+    sent.set_result(None)
+    closing = asyncio.ensure_future(backend.close())
+    await asyncio.wait({closing}, timeout=60)  # a deadline, not a timing: it ends at once
+    assert closing.done() and beat.done()
+    assert int(redis_server.command("ZCARD", "{s:simhash}:workers")) == 0  # close.lua ran: deregistered
+
+
 # -------------------------------------------------------------- real crawls
 def redis_pages(server: RedisServer, spider: str = "pages") -> list[Any]:
     """Every page recorded in Redis under a spider's key (members, first-check order)."""

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_scrapy.backends.redis import replica as replica_module
-from simhash_scrapy.backends.redis.layout import ENTRY
+from simhash_scrapy.backends.redis.layout import EDIT_MATCH, ENTRY
 from simhash_scrapy.backends.redis.replica import Replica
 from simhash_scrapy.core._native import switched
 
@@ -39,14 +39,14 @@ def flip(fp: int, bits: int, rng: random.Random) -> int:
 
 
 class Model:
-    """What the log says, kept the plain way (dicts; every query by brute force)."""
+    """What the log says, kept the plain way (every add entry not removed is live; every query by brute force,
+    over the live entries, as ``check.lua`` scans the entries after its caller's sync)."""
 
     def __init__(self) -> None:
         self.live: dict[int, int] = {}  # add entry position -> fingerprint
         self.seq: dict[int, int] = {}
-        self.exact: dict[int, int] = {}  # digest -> first live position holding it
-        self.exact_of: dict[int, int] = {}
-        self.edits: dict[int, int] = {}  # one-edit key -> first live owner
+        self.exact_of: dict[int, int] = {}  # live exact add entry position -> digest
+        self.keys_of: dict[int, list[int]] = {}  # live add entry position -> its one-edit keys
         self.entries: list[bytes] = []
 
     def log(self, entry: bytes, seq: int) -> int:
@@ -57,40 +57,51 @@ class Model:
     def candidates(self, fp: int, k: int) -> set[tuple[int, int, int]]:
         return {(p, self.seq[p], (f ^ fp).bit_count()) for p, f in self.live.items() if (f ^ fp).bit_count() <= k}
 
+    def exact(self, digest: int) -> int | None:
+        """The live entry holding ``digest`` that check.lua picks: the lowest seq (then the first in the log)."""
+        return min((p for p, d in self.exact_of.items() if d == digest), key=lambda p: (self.seq[p], p), default=None)
 
-def random_log(rng: random.Random, count: int, model: Model) -> None:
-    """About: 60% adds (half near an earlier page, some with one-edit keys), 15% exact, 15% removals."""
+    def owners(self, keys: set[int]) -> list[int]:
+        return sorted(p for p, mine in self.keys_of.items() if keys.intersection(mine))
+
+
+def random_log(rng: random.Random, count: int, model: Model, contested: bool) -> None:
+    """About: 60% adds (half near an earlier page, some with one-edit keys), 15% exact, 15% removals.
+
+    ``contested``: a digest or one-edit key may be taken while another live entry holds it (and seqs
+    are not in log order: a page that changed keeps its seq), so that holders are removed and others
+    take their place; else a digest or key is taken again only once its holder is gone.
+    """
     keys = [rng.getrandbits(64) for _ in range(12)]  # few keys: pages share them
     digests = [rng.getrandbits(64) for _ in range(8)]
     seq = 0
     while len(model.entries) < count:
         seq += 1
+        page_seq = rng.randint(1, seq) if contested and rng.random() < 0.3 else seq
         r = rng.random()
         if r < 0.15 and (model.live or model.exact_of):
             pos = rng.choice(sorted([*model.live, *model.exact_of]))
             model.log(remove(pos), 0)
             model.live.pop(pos, None)
-            digest = model.exact_of.pop(pos, None)
-            if digest is not None and model.exact.get(digest) == pos:
-                del model.exact[digest]
-            for k in [k for k, owner in model.edits.items() if owner == pos]:
-                del model.edits[k]
+            model.exact_of.pop(pos, None)
+            model.keys_of.pop(pos, None)
         elif r < 0.3:
-            # A digest or key is taken again only once its holder is gone: a page that arrives while another
-            # holds it never holds it (the entries of a chunk are applied removals first; see Replica.apply).
-            digest = rng.choice([d for d in digests if d not in model.exact] or [rng.getrandbits(64)])
-            pos = model.log(exact(digest, seq), seq)
+            held = set(model.exact_of.values())
+            digest = rng.choice([d for d in digests if contested or d not in held] or [rng.getrandbits(64)])
+            pos = model.log(exact(digest, page_seq), page_seq)
             model.exact_of[pos] = digest
-            model.exact[digest] = pos
         else:
             near = model.live and rng.random() < 0.5
             fp = flip(rng.choice(list(model.live.values())), rng.randint(0, 6), rng) if near else rng.getrandbits(64)
-            pos = model.log(add(fp, seq), seq)
+            pos = model.log(add(fp, page_seq), page_seq)
             model.live[pos] = fp
-            free = [k for k in keys if k not in model.edits]
-            for k in rng.sample(free, min(len(free), rng.choice([0, 0, 1, 3]))):
-                model.log(key(k, seq, pos), seq)
-                model.edits[k] = pos
+            held = {k for mine in model.keys_of.values() for k in mine}
+            free = [k for k in keys if contested or k not in held]
+            mine = rng.sample(free, min(len(free), rng.choice([0, 0, 1, 3])))
+            for k in mine:
+                model.log(key(k, page_seq, pos), page_seq)
+            if mine:
+                model.keys_of[pos] = mine
 
 
 def apply_in_pieces(replica: Replica, data: bytes, first: int, last: int, rng: random.Random, most: int) -> None:
@@ -114,31 +125,33 @@ def assert_same(replica: Replica, model: Model, rng: random.Random, k: int, dige
         replica.candidates(fp, False) for fp in model.live.values()][:5]
     for digest in digests:
         found = replica.candidates(digest, True)
-        pos = model.exact.get(digest)
+        pos = model.exact(digest)
         assert found == (b"" if pos is None else pos.to_bytes(4, "big") + model.seq[pos].to_bytes(4, "big") + b"\0")
-    for k in list(model.edits)[:20]:
-        found = replica.edit_candidates((k,))
-        assert int.from_bytes(found[:4], "big") == model.edits[k]
-        assert int.from_bytes(found[4:8], "big") == model.seq[model.edits[k]]
+    keys = sorted({int.from_bytes(e[1:9], "big") for e in model.entries if e[0] == 4})
+    for _ in range(20 if keys else 0):
+        some = rng.sample(keys, min(len(keys), rng.randint(1, 3)))
+        found = replica.edit_candidates(tuple(some))
+        assert found == b"".join(p.to_bytes(4, "big") + model.seq[p].to_bytes(4, "big") + bytes([EDIT_MATCH])
+                                 for p in model.owners(set(some)))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32), loaded=st.integers(0, 1500), later=st.integers(0, 600), k=st.sampled_from([3, 4]),
-       recent=st.sampled_from([16, 1 << 18]), settle=st.booleans(), compiled=st.booleans())
+       recent=st.sampled_from([16, 1 << 18]), settle=st.booleans(), compiled=st.booleans(), contested=st.booleans())
 def test_replica_answers_as_the_log_says(monkeypatch: pytest.MonkeyPatch, seed: int, loaded: int, later: int, k: int,
-                                         recent: int, settle: bool, compiled: bool) -> None:
+                                         recent: int, settle: bool, compiled: bool, contested: bool) -> None:
     # A bulk load (reserve, pieces, settle), then the entries that checks bring back a few at a time
     # (the small ``recent`` index, merged into the big one every ``recent`` entries): every answer is
     # the brute-force answer over what the log holds at that point.
     monkeypatch.setattr(replica_module, "RECENT", recent)
     with switched(compiled):
-        check_log(seed, loaded, later, k, settle)
+        check_log(seed, loaded, later, k, settle, contested)
 
 
-def check_log(seed: int, loaded: int, later: int, k: int, settle: bool) -> None:
+def check_log(seed: int, loaded: int, later: int, k: int, settle: bool, contested: bool = False) -> None:
     rng = random.Random(seed)
     model = Model()
-    random_log(rng, loaded, model)
+    random_log(rng, loaded, model, contested)
     digests = sorted({int.from_bytes(e[1:9], "big") for e in model.entries if e[0] == 3})
     replica = Replica(k)
     replica.reserve(len(model.entries))
@@ -146,7 +159,7 @@ def check_log(seed: int, loaded: int, later: int, k: int, settle: bool) -> None:
     if settle:  # the backend settles after a load; a replica that was not settled answers all the same
         replica.settle()
     assert_same(replica, model, rng, k, digests)
-    random_log(rng, loaded + later, model)
+    random_log(rng, loaded + later, model, contested)
     apply_in_pieces(replica, b"".join(model.entries), loaded, len(model.entries), rng, 8)
     assert replica.sync == len(model.entries)
     digests = sorted({int.from_bytes(e[1:9], "big") for e in model.entries if e[0] == 3})
@@ -166,3 +179,23 @@ def test_a_loaded_replica_is_compact() -> None:
     assert len(replica.index) == n and replica.index.table_count == 3
     # fingerprint 8, key 4, 3 tables x (row 4 + filter 2), directories, seq 4 (pages of 65,536 entries)
     assert replica.nbytes() / n < 50
+
+
+@pytest.mark.parametrize("pieces", [[3], [1, 2], [2, 1], [1, 1, 1]])
+def test_a_removed_holder_leaves_its_digest_and_key_to_the_other_live_holder(pieces: list[int]) -> None:
+    # Y (seq 1) holds digest d and key q; X (seq 2) gets them too; then Y is removed.  The log has X live with
+    # d and q, so check.lua (scanning these entries) finds X: the replica must too, however the log is cut.
+    d, q = 0xD16E57, 0x0E1D17
+    for first in (exact, add):
+        entries = [first(d, 1), first(d, 2), remove(0)] if first is exact else [
+            add(1, 1), key(q, 1, 0), add(2 << 40, 2), key(q, 2, 2), remove(0)]
+        data = b"".join(entries)
+        cuts = [0, *[sum(pieces[: i + 1]) for i in range(len(pieces))]]
+        cuts[-1] = len(entries)
+        replica = Replica(4)
+        for start, end in zip(cuts, cuts[1:]):
+            replica.apply(data[start * ENTRY : end * ENTRY], start)
+        if first is exact:
+            assert replica.candidates(d, True) == (1).to_bytes(4, "big") + (2).to_bytes(4, "big") + b"\0"
+        else:
+            assert replica.edit_candidates((q,)) == (2).to_bytes(4, "big") + (2).to_bytes(4, "big") + bytes([EDIT_MATCH])

@@ -79,17 +79,22 @@ class KeyTable:
         """The lowest live owner of any of ``keys``, or ``None``."""
         return min(self.owners(keys), default=None)
 
-    def add(self, owner: int, keys: Sequence[int]) -> None:
-        """Give ``owner`` each of ``keys`` that has no live owner yet."""
+    def add(self, owner: int, keys: Sequence[int]) -> list[int]:
+        """Give ``owner`` each of ``keys`` that has no live owner yet; the keys another live owner kept."""
         if not keys:
-            return
+            return []
         at = self._find(np.asarray(keys, dtype=np.uint64))
+        kept = []
         for key, position in zip(keys, at.tolist()):
-            if position < 0 and key not in self._recent:
+            held = self._recent.get(key) if position < 0 else int(self._owners[position])
+            if held is None:
                 self._recent[key] = owner
                 self._live += 1
+            elif held != owner:
+                kept.append(key)
         if len(self._recent) >= max(_RECENT, len(self._keys) // 4):
             self._merge()
+        return kept
 
     def add_many(self, owners: Iterable[int], keys: Iterable[Sequence[int]]) -> None:
         """``add`` for many owners at once (in order: earlier owners win)."""

@@ -235,7 +235,11 @@ class RedisBackend(Outages, DedupBackend):
         return shards.Shards(self.client, self._scripts, self.worker_id, self._ttl)
 
     async def _beat(self) -> None:
-        while True:
+        # Not ``while True``: ``close`` cancels this task and waits for it, and the cancellation can be lost.
+        # redis-py sends a command through ``asyncio.wait_for``, which before Python 3.12 returns the result
+        # instead of raising CancelledError when the send finished just as the task was cancelled; the
+        # heartbeat then went on beating and ``close`` (the spider's close) waited for it for ever.
+        while not self._closing_backend:
             await asyncio.sleep(self.settings.heartbeat)
             if self._down_since is not None:
                 continue

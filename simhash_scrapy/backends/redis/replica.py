@@ -24,6 +24,14 @@ at ``settle``: memory during the load stays close to the memory after it.
 Entries arriving after the bulk load go to a small ``recent`` index that is
 merged into the big one every ``RECENT`` entries: adding to the big index one
 batch at a time would copy its tables for every few thousand entries.
+
+The replica answers as the log says, whatever the order of its entries: every
+add entry not removed (yet) is live, as ``check.lua`` sees the entries it
+scans.  A digest or one-edit key held by several live entries (``check.lua``
+itself never indexes a page that finds a holder, so this is rare) keeps every
+holder: one in ``exact``/``edits``, the others in ``exact_more``/``edits_more``
+(empty dicts otherwise).  When a holder is removed another one takes its
+place, so a chunk's removals and additions may be applied in any order.
 """
 
 from __future__ import annotations
@@ -111,10 +119,13 @@ class Replica:
         self.k = k
         self.index = BlockPermutedIndex(k, replica_blocks(k))
         self.recent = BlockPermutedIndex(k, replica_blocks(k))
+        #: digest -> the live exact entry holding it with the lowest (seq, position): ``check.lua``'s choice
         self.exact: dict[int, int] = {}
         self.exact_of: dict[int, int] = {}
+        self.exact_more: dict[int, list[int]] = {}  # digest -> the other live entries holding it (rare)
         self.edits = KeyTable()  # one-edit key -> position of its add entry
         self.edits_of: dict[int, bytes] = {}  # position of an add entry -> its one-edit keys (pack_keys)
+        self.edits_more: dict[int, list[int]] = {}  # one-edit key -> the other live entries holding it (rare)
         #: seq of the identity of each log entry (ties go to the lowest seq)
         self.seq = _Seqs()
         #: Add entries are in ``index`` but not yet sorted into its tables (a bulk load: see ``settle``).
@@ -166,8 +177,7 @@ class Replica:
         if len(removes):
             raw = entries["fp"][removes].astype(np.uint64)
             removed = set((raw >> np.uint64(32)).astype(np.int64).tolist())
-        # Removals first: a page removed here may have held a digest or key that a page added here
-        # holds now (log order: the removal came first), and the new owner must keep it.
+        # Every holder of a digest or key is kept (see the module's text), so the order does not matter.
         for pos in removed:
             if pos < first:  # entries added and removed within this chunk were never applied
                 self._remove(pos)
@@ -188,9 +198,7 @@ class Replica:
         for i in np.flatnonzero(ops == OP_EXACT).tolist():
             pos = first + i
             if pos not in removed:
-                digest = int(entries["fp"][i])
-                self.exact.setdefault(digest, pos)
-                self.exact_of[pos] = digest
+                self._hold_exact(int(entries["fp"][i]), pos)
         keyed = np.flatnonzero(ops == OP_EDIT_KEY)
         if len(keyed):
             by_owner: dict[int, list[int]] = {}
@@ -198,19 +206,49 @@ class Replica:
                 if owner not in removed:
                     by_owner.setdefault(owner, []).append(key)
             for owner, keys in by_owner.items():
-                self.edits.add(owner, keys)
+                for held in self.edits.add(owner, keys):  # keys another live entry holds too
+                    self.edits_more.setdefault(held, []).append(owner)
                 # A chunk of the log can end between an add entry's keys: they are kept together.
                 self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(keys)
         self.sync = first + len(entries)
 
+    def _hold_exact(self, digest: int, pos: int) -> None:
+        self.exact_of[pos] = digest
+        held = self.exact.get(digest)
+        if held is None:
+            self.exact[digest] = pos
+            return
+        if (self.seq[pos], pos) < (self.seq[held], held):
+            self.exact[digest], pos = pos, held
+        self.exact_more.setdefault(digest, []).append(pos)
+
     def _remove(self, pos: int) -> None:
-        keys = self.edits_of.pop(pos, b"")
-        if keys:
-            self.edits.remove(pos, unpack_keys(keys))
+        packed = self.edits_of.pop(pos, b"")
+        if packed:
+            keys = unpack_keys(packed)
+            self.edits.remove(pos, keys)
+            for key in [key for key in keys if key in self.edits_more] if self.edits_more else ():
+                others = self.edits_more[key]
+                if pos in others:
+                    others.remove(pos)
+                else:  # the table's owner is gone: another live holder takes the key
+                    self.edits.add(others.pop(), (key,))
+                if not others:
+                    del self.edits_more[key]
         digest = self.exact_of.pop(pos, None)
         if digest is not None:
+            others = self.exact_more.get(digest)
             if self.exact.get(digest) == pos:
-                del self.exact[digest]
+                if others:
+                    best = min(others, key=lambda p: (self.seq[p], p))
+                    others.remove(best)
+                    self.exact[digest] = best
+                else:
+                    del self.exact[digest]
+            elif others:
+                others.remove(pos)
+            if others is not None and not others:
+                del self.exact_more[digest]
             return
         if not self.recent.remove(pos):
             self.index.remove(pos)
@@ -228,7 +266,10 @@ class Replica:
 
     def edit_candidates(self, keys: tuple[int, ...]) -> bytes:
         """Packed ``(log position, seq, EDIT_MATCH)`` of the canonical pages sharing a one-edit key."""
-        return b"".join(_CANDIDATE.pack(pos, self.seq[pos], EDIT_MATCH) for pos in sorted(self.edits.owners(keys)))
+        owners = self.edits.owners(keys)
+        if self.edits_more:
+            owners.update(pos for key in keys for pos in self.edits_more.get(key, ()))
+        return b"".join(_CANDIDATE.pack(pos, self.seq[pos], EDIT_MATCH) for pos in sorted(owners))
 
     def candidates_many(self, fps: list[int]) -> list[bytes]:
         """``candidates`` of many simhash fingerprints.
