@@ -88,7 +88,7 @@ SETTINGS = (
     "SIMHASH_ENABLED", "SIMHASH_ACTION", "SIMHASH_MAX_DISTANCE", "SIMHASH_BLOCKS", "SIMHASH_TEXT_MODE",
     "SIMHASH_WORD_NGRAM", "SIMHASH_CHAR_NGRAM", "SIMHASH_WEIGHTING", "SIMHASH_CJK_NGRAM", "SIMHASH_MIN_TOKENS",
     "SIMHASH_ONE_EDIT_BELOW", "SIMHASH_MAX_BYTES", "SIMHASH_HTTP_STATUSES", "SIMHASH_CONTENT_TYPES",
-    "SIMHASH_SCOPE", "SIMHASH_UNCHANGED", "SIMHASH_EDITED", "SIMHASH_CONDITIONAL", "SIMHASH_REPORT_URI", "SIMHASH_REPORT_FORMAT", "SIMHASH_DEBUG",
+    "SIMHASH_SCOPE", "SIMHASH_UNCHANGED", "SIMHASH_EDITED", "SIMHASH_CONDITIONAL", "SIMHASH_TEMPLATES", "SIMHASH_REPORT_URI", "SIMHASH_REPORT_FORMAT", "SIMHASH_DEBUG",
     "SIMHASH_LOG_LEVEL", "SIMHASH_ITEM_FIELD", "SIMHASH_ITEM_URL_FIELD", "SIMHASH_ITEM_FORMAT",
     "SIMHASH_ITEM_ACTION", "SIMHASH_BACKEND", "SIMHASH_THREADS", "SIMHASH_DIR", "SIMHASH_RESET",
     "SIMHASH_FLUSH_INTERVAL", "SIMHASH_REDIS_URL", "SIMHASH_REDIS_KEY", "SIMHASH_REDIS_PERSIST",
@@ -275,6 +275,8 @@ class SimhashConfig:
     edited: str = defaults.EDITED
     #: ``SIMHASH_CONDITIONAL``: send ``If-None-Match`` / ``If-Modified-Since`` on re-crawls.
     conditional: bool = defaults.CONDITIONAL
+    #: ``SIMHASH_TEMPLATES``: cross-page template learning (``core.sitetemplate``).
+    templates: bool = defaults.TEMPLATES
     #: ``SIMHASH_REPRESENTATIVE``: ``"best"`` or ``"first"`` (``core.representative``).
     representative: str = defaults.REPRESENTATIVE
     #: ``SIMHASH_KEEP_PER_CLUSTER``: the first N members of a cluster pass.
@@ -348,6 +350,7 @@ class SimhashConfig:
             min_tokens=self.min_tokens,
             one_edit_below=self.one_edit_below,
             keep_text=self.keep_text,
+            keep_source=self.templates,
         )
 
     @property
@@ -417,6 +420,7 @@ class SimhashConfig:
         unchanged = parse_choice("SIMHASH_UNCHANGED", get("SIMHASH_UNCHANGED", defaults.UNCHANGED), UNCHANGED_ACTIONS)
         edited = parse_choice("SIMHASH_EDITED", get("SIMHASH_EDITED", defaults.EDITED), UNCHANGED_ACTIONS)
         conditional = parse_bool("SIMHASH_CONDITIONAL", get("SIMHASH_CONDITIONAL"), defaults.CONDITIONAL)
+        templates = parse_bool("SIMHASH_TEMPLATES", get("SIMHASH_TEMPLATES"), defaults.TEMPLATES)
         representative = parse_choice(
             "SIMHASH_REPRESENTATIVE", get("SIMHASH_REPRESENTATIVE", defaults.REPRESENTATIVE), REPRESENTATIVES
         )
@@ -525,6 +529,7 @@ class SimhashConfig:
                 unchanged=unchanged,
                 edited=edited,
                 conditional=conditional,
+                templates=templates,
                 representative=representative,
                 keep_per_cluster=keep_per_cluster,
                 store_dir=store_dir,

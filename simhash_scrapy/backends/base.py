@@ -68,6 +68,9 @@ class PageRecord:
     last_modified: str | None = None
     #: The URL the page names as its canonical one (``rel=canonical`` tag or ``Link`` header), else ``None``.
     canonical_link: str | None = None
+    #: The simhash of its text without its host's learned template lines (``core.sitetemplate``): a
+    #: second query of the rule, used by backends with ``template_queries``; ``None``: none.
+    also: int | None = None
 
     @property
     def key(self) -> str:
@@ -160,6 +163,9 @@ class DedupBackend(abc.ABC):
 
     #: Entries loaded at ``open`` (persistent backends); reported as the stat ``simhash/initial``.
     initial: int = 0
+    #: Whether ``check`` also matches by ``PageRecord.also`` (``core.clustering`` step 5); the crawl
+    #: learns host templates only for such a backend.
+    template_queries: bool = False
 
     def __init__(self, config: SimhashConfig) -> None:
         self.config = config

@@ -70,6 +70,8 @@ class AnalysisOptions:
     one_edit_below: int = defaults.ONE_EDIT_BELOW
     #: Keep the extracted text in the answer (the HTML report shows diffs).
     keep_text: bool = False
+    #: Keep the text a simhash was computed from in ``Analysis.source`` (template learning).
+    keep_source: bool = False
 
 
 DEFAULT_OPTIONS = AnalysisOptions()
@@ -92,6 +94,9 @@ class Analysis(NamedTuple):
     #: The content digest (``exact.exact_digest`` of the normalised token sequence; a short page's is
     #: its ``fingerprint``): a re-crawled page within k is ``unchanged`` when it is the same, else ``edited``.
     digest: int | None = None
+    #: The text the simhash was computed from (``str`` or UTF-8 ``bytes``), with ``keep_source`` and
+    #: a simhash only: ``core.sitetemplate`` learns the host's template from it.
+    source: str | bytes | None = None
 
     @property
     def kind(self) -> str:
@@ -120,7 +125,8 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
         return Analysis(digest, True, None, text, (), digest)
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
-    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest)
+    source = data if options.keep_source else None
+    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest, source)
 
 
 def analyse_html(
