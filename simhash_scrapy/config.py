@@ -88,7 +88,7 @@ SETTINGS = (
     "SIMHASH_ENABLED", "SIMHASH_ACTION", "SIMHASH_MAX_DISTANCE", "SIMHASH_BLOCKS", "SIMHASH_TEXT_MODE",
     "SIMHASH_WORD_NGRAM", "SIMHASH_CHAR_NGRAM", "SIMHASH_WEIGHTING", "SIMHASH_CJK_NGRAM", "SIMHASH_MIN_TOKENS",
     "SIMHASH_ONE_EDIT_BELOW", "SIMHASH_MAX_BYTES", "SIMHASH_HTTP_STATUSES", "SIMHASH_CONTENT_TYPES",
-    "SIMHASH_SCOPE", "SIMHASH_UNCHANGED", "SIMHASH_EDITED", "SIMHASH_CONDITIONAL", "SIMHASH_TEMPLATES", "SIMHASH_REPORT_URI", "SIMHASH_REPORT_FORMAT", "SIMHASH_DEBUG",
+    "SIMHASH_SCOPE", "SIMHASH_UNCHANGED", "SIMHASH_EDITED", "SIMHASH_CONDITIONAL", "SIMHASH_TEMPLATES", "SIMHASH_SECOND_SIMHASH", "SIMHASH_REPORT_URI", "SIMHASH_REPORT_FORMAT", "SIMHASH_DEBUG",
     "SIMHASH_LOG_LEVEL", "SIMHASH_ITEM_FIELD", "SIMHASH_ITEM_URL_FIELD", "SIMHASH_ITEM_FORMAT",
     "SIMHASH_ITEM_ACTION", "SIMHASH_BACKEND", "SIMHASH_THREADS", "SIMHASH_DIR", "SIMHASH_RESET",
     "SIMHASH_FLUSH_INTERVAL", "SIMHASH_REDIS_URL", "SIMHASH_REDIS_KEY", "SIMHASH_REDIS_PERSIST",
@@ -277,6 +277,8 @@ class SimhashConfig:
     conditional: bool = defaults.CONDITIONAL
     #: ``SIMHASH_TEMPLATES``: cross-page template learning (``core.sitetemplate``).
     templates: bool = defaults.TEMPLATES
+    #: ``SIMHASH_SECOND_SIMHASH``: a second, independent simhash as a verified query (``core.second``).
+    second_simhash: bool = defaults.SECOND_SIMHASH
     #: ``SIMHASH_REPRESENTATIVE``: ``"best"`` or ``"first"`` (``core.representative``).
     representative: str = defaults.REPRESENTATIVE
     #: ``SIMHASH_KEEP_PER_CLUSTER``: the first N members of a cluster pass.
@@ -351,6 +353,7 @@ class SimhashConfig:
             one_edit_below=self.one_edit_below,
             keep_text=self.keep_text,
             keep_source=self.templates,
+            second=self.second_simhash,
         )
 
     @property
@@ -421,6 +424,7 @@ class SimhashConfig:
         edited = parse_choice("SIMHASH_EDITED", get("SIMHASH_EDITED", defaults.EDITED), UNCHANGED_ACTIONS)
         conditional = parse_bool("SIMHASH_CONDITIONAL", get("SIMHASH_CONDITIONAL"), defaults.CONDITIONAL)
         templates = parse_bool("SIMHASH_TEMPLATES", get("SIMHASH_TEMPLATES"), defaults.TEMPLATES)
+        second_simhash = parse_bool("SIMHASH_SECOND_SIMHASH", get("SIMHASH_SECOND_SIMHASH"), defaults.SECOND_SIMHASH)
         representative = parse_choice(
             "SIMHASH_REPRESENTATIVE", get("SIMHASH_REPRESENTATIVE", defaults.REPRESENTATIVE), REPRESENTATIVES
         )
@@ -530,6 +534,7 @@ class SimhashConfig:
                 edited=edited,
                 conditional=conditional,
                 templates=templates,
+                second_simhash=second_simhash,
                 representative=representative,
                 keep_per_cluster=keep_per_cluster,
                 store_dir=store_dir,

@@ -406,6 +406,7 @@ class SimhashMiddleware:
             last_modified=_header(response, b"Last-Modified"),
             canonical_link=_canonical_link(response),
             also=None if answer.exact else self.state.template_free(response.url, answer.fingerprint, answer.source),
+            second=answer.second if self.state.backend.extra_queries else None,
         )
 
     def _decide(

@@ -123,7 +123,7 @@ class DedupState:
         self.log_interval = crawler.settings.getfloat("LOGSTATS_INTERVAL", 60.0)
         #: Cross-page template learning (``SIMHASH_TEMPLATES``), for a backend that matches by it.
         self.templates: HostTemplates | None = None
-        if self.config.templates and self.backend.template_queries:
+        if self.config.templates and self.backend.extra_queries:
             self.templates = HostTemplates(self.config.features, self.config.min_tokens)
         #: Pages fingerprinted and near-duplicate pages found in this run.
         self.pages = 0
@@ -262,8 +262,8 @@ class DedupState:
             self.inc(f"{prefix}distance_count/{verdict.distance}")
             if verdict.one_edit:
                 self.inc(prefix + "one_edit/near_duplicates")
-            elif self._by_template(record, verdict):
-                self.inc(prefix + "template/near_duplicates")
+            elif verdict.via is not None:  # "template" or "second" (core.clustering steps 5 and 6)
+                self.inc(f"{prefix}{verdict.via}/near_duplicates")
         return verdict
 
     def template_free(self, url: str, fingerprint: int, source: str | bytes | None) -> int | None:
@@ -277,13 +277,6 @@ class DedupState:
         if free is not None:
             self.inc("simhash/template/pages")
         return free
-
-    def _by_template(self, record: PageRecord, verdict: Verdict) -> bool:
-        """Whether a near-duplicate was found by template-free text (``core.clustering`` step 5)."""
-        canonical = verdict.canonical_fingerprint
-        if record.exact or canonical is None:
-            return False
-        return (record.fingerprint ^ canonical).bit_count() > self.config.max_distance
 
     async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
         """Where a near-duplicate page stands in its cluster (``core.representative.ClusterBook``), else ``None``.

@@ -129,6 +129,7 @@ def _settings(setup) -> dict:
         "SIMHASH_MIN_TOKENS": setup.min_tokens,
         "SIMHASH_ONE_EDIT_BELOW": setup.one_edit_below,
         "SIMHASH_TEMPLATES": setup.templates,
+        "SIMHASH_SECOND_SIMHASH": setup.second,
     }
 
 

@@ -43,6 +43,7 @@ from simhash_scrapy.core import defaults  # noqa: E402
 from simhash_scrapy.core.exact import exact_digest  # noqa: E402
 from simhash_scrapy.core.features import DEFAULT_FEATURES, WEIGHTINGS, FeatureConfig, feature_hashes  # noqa: E402
 from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
+from simhash_scrapy.core.second import VERIFY_FACTOR, second_simhash  # noqa: E402
 from simhash_scrapy.core.sitetemplate import HostTemplates, host_of  # noqa: E402
 from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
 
@@ -63,6 +64,9 @@ class Setup:
     # Cross-page template learning (SIMHASH_TEMPLATES, core.sitetemplate): pages are also matched by their
     # template-free fingerprints, learned per host in the set's crawl order, as the plugin does.
     templates: bool = False
+    # The second simhash (SIMHASH_SECOND_SIMHASH, core.second): pages whose second simhashes are within k
+    # and first within VERIFY_FACTOR * k are also flagged, as the plugin does.
+    second: bool = False
 
     def describe(self) -> str:
         f = self.features
@@ -72,6 +76,8 @@ class Setup:
             extra += f", one-edit rule below {self.one_edit_below} tokens"
         if self.templates:
             extra += ", host templates learned"
+        if self.second:
+            extra += ", second simhash verified within 2k"
         return f"{self.text_mode} text, {feat}, {f.weighting}, k={self.k}, min_tokens={self.min_tokens}{extra}"
 
 
@@ -80,6 +86,7 @@ def default_setup() -> Setup:
     return Setup(
         "defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS,
         one_edit_below=defaults.ONE_EDIT_BELOW, templates=defaults.TEMPLATES,
+        second=defaults.SECOND_SIMHASH,
     )  # fmt: skip
 
 
@@ -164,6 +171,21 @@ def flagged_pairs(fps: dict, k: int, also: dict | None = None) -> set[tuple[int,
     keys = np.array(ids, dtype=np.int64)
     a, b = keys[rows_a], keys[rows_b]
     return {common.pair(x, y) for x, y in zip(a.tolist(), b.tolist()) if x != y} | exact_pairs(fps)
+
+
+def second_pairs(fps: dict, setup: Setup, texts: Texts) -> set[tuple[int, int]]:
+    """Pairs whose second simhashes (``core.second``) are within k and first within ``VERIFY_FACTOR * k``."""
+    data = texts.get(setup.text_mode)
+    ids = [pid for pid, fp in fps.items() if fp is not None and fp[0] == "simhash"]
+    second = [second_simhash(*feature_hashes(data[pid], setup.features)) for pid in ids]
+    index = BlockPermutedIndex(max_distance=setup.k)
+    index.add_many(list(range(len(ids))), np.array(second, dtype=np.uint64))
+    rows_a, rows_b, _ = index.find_all_arrays()
+    wide = VERIFY_FACTOR * setup.k
+    return {
+        common.pair(ids[a], ids[b]) for a, b in zip(rows_a.tolist(), rows_b.tolist())
+        if (fps[ids[a]][1] ^ fps[ids[b]][1]).bit_count() <= wide
+    }  # fmt: skip
 
 
 def template_free(evalset: common.EvalSet, setup: Setup, fps: dict, texts: Texts) -> dict[int, int]:
@@ -383,6 +405,8 @@ def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
     t0 = time.perf_counter()
     fps = fingerprint_pages(evalset, setup, texts)
     flagged = flagged_pairs(fps, setup.k, template_free(evalset, setup, fps, texts) if setup.templates else None)
+    if setup.second:
+        flagged |= second_pairs(fps, setup, texts)
     if setup.one_edit_below:
         flagged |= one_edit_pairs(evalset, texts, setup)
     result = evaluate(evalset, setup, fps, flagged)
@@ -557,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-exact", action="store_true", help="skip short pages instead of comparing them exactly")
     parser.add_argument("--no-templates", action="store_true",
                         help="no cross-page template learning (SIMHASH_TEMPLATES = False)")
+    parser.add_argument("--no-second", action="store_true",
+                        help="no second simhash (SIMHASH_SECOND_SIMHASH = False)")
     args = parser.parse_args(argv)
 
     evalset = common.load_set(args.data, args.half)
@@ -574,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["one_edit_below"] = args.one_edit_below
     if args.no_templates:
         overrides["templates"] = False
+    if args.no_second:
+        overrides["second"] = False
     feats = {}
     if args.word_ngram:
         feats["word_ngram"] = args.word_ngram

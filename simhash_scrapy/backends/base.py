@@ -69,8 +69,11 @@ class PageRecord:
     #: The URL the page names as its canonical one (``rel=canonical`` tag or ``Link`` header), else ``None``.
     canonical_link: str | None = None
     #: The simhash of its text without its host's learned template lines (``core.sitetemplate``): a
-    #: second query of the rule, used by backends with ``template_queries``; ``None``: none.
+    #: second query of the rule, used by backends with ``extra_queries``; ``None``: none.
     also: int | None = None
+    #: Its second, independent simhash (``core.second``): a verified query in a wider radius, used by
+    #: backends with ``extra_queries``; ``None``: none.
+    second: int | None = None
 
     @property
     def key(self) -> str:
@@ -97,6 +100,8 @@ class Verdict:
     previous_seen: float | None = None
     #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
     one_edit: bool = False
+    #: Found by the template-free text (``"template"``) or the second simhash (``"second"``), else ``None``.
+    via: str | None = None
     #: The rel=canonical URL that canonical page names, when known.
     canonical_link: str | None = None
 
@@ -163,9 +168,9 @@ class DedupBackend(abc.ABC):
 
     #: Entries loaded at ``open`` (persistent backends); reported as the stat ``simhash/initial``.
     initial: int = 0
-    #: Whether ``check`` also matches by ``PageRecord.also`` (``core.clustering`` step 5); the crawl
-    #: learns host templates only for such a backend.
-    template_queries: bool = False
+    #: Whether ``check`` also matches by ``PageRecord.also`` and ``PageRecord.second`` (``core.clustering``
+    #: steps 5 and 6); the crawl learns host templates and sends second simhashes only to such a backend.
+    extra_queries: bool = False
 
     def __init__(self, config: SimhashConfig) -> None:
         self.config = config

@@ -32,7 +32,7 @@ def _first_not_none(value: int | None, default: int) -> int:
 class MemoryBackend(DedupBackend):
     """In-process index and records (the default, ``SIMHASH_BACKEND = "memory"``)."""
 
-    template_queries = True
+    extra_queries = True
 
     def __init__(self, config: SimhashConfig) -> None:
         super().__init__(config)
@@ -68,13 +68,14 @@ class MemoryBackend(DedupBackend):
             # An exact page's distance is 0: never beyond k (core.clustering.rule_of).
             one_edit=rule_of(False, decision.distance, self._clusters.max_distance) is Rule.ONE_EDIT,
             canonical_link=canonical.canonical_link,
+            via=decision.via,
         )
 
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
         """``check`` without the coroutine (the memory backend never waits)."""
         decision = self._clusters.check(
             record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys, record.digest,
-            record.also,
+            record.also, record.second,
         )
         verdict = self._verdict(decision)
         entry = decision.entry

@@ -32,6 +32,7 @@ from .boilerplate import REDIRECT_MAX_TOKENS, redirect_target
 from .exact import exact_digest, exact_digest_of_tokens
 from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, token_hashes
 from .fingerprint import simhash_from_features
+from .second import second_simhash
 from .text import deeper_than, extract_text, extract_text_bytes, text_of_parsed, to_utf8
 
 __all__ = [
@@ -72,6 +73,8 @@ class AnalysisOptions:
     keep_text: bool = False
     #: Keep the text a simhash was computed from in ``Analysis.source`` (template learning).
     keep_source: bool = False
+    #: Give a simhash page its second simhash (``Analysis.second``, ``core.second``).
+    second: bool = False
 
 
 DEFAULT_OPTIONS = AnalysisOptions()
@@ -97,6 +100,8 @@ class Analysis(NamedTuple):
     #: The text the simhash was computed from (``str`` or UTF-8 ``bytes``), with ``keep_source`` and
     #: a simhash only: ``core.sitetemplate`` learns the host's template from it.
     source: str | bytes | None = None
+    #: The second, independent simhash of a simhash page (``core.second``), with ``second``.
+    second: int | None = None
 
     @property
     def kind(self) -> str:
@@ -126,7 +131,8 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
     source = data if options.keep_source else None
-    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest, source)
+    second = second_simhash(hashes, weights) if options.second else None
+    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest, source, second)
 
 
 def analyse_html(
