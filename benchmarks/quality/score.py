@@ -43,6 +43,7 @@ from simhash_scrapy.core import defaults  # noqa: E402
 from simhash_scrapy.core.exact import exact_digest  # noqa: E402
 from simhash_scrapy.core.features import DEFAULT_FEATURES, WEIGHTINGS, FeatureConfig, feature_hashes  # noqa: E402
 from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
+from simhash_scrapy.core.second import MIN_TOKENS as SECOND_MIN_TOKENS  # noqa: E402
 from simhash_scrapy.core.second import VERIFY_FACTOR, second_simhash  # noqa: E402
 from simhash_scrapy.core.sitetemplate import HostTemplates, host_of  # noqa: E402
 from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
@@ -176,8 +177,13 @@ def flagged_pairs(fps: dict, k: int, also: dict | None = None) -> set[tuple[int,
 def second_pairs(fps: dict, setup: Setup, texts: Texts) -> set[tuple[int, int]]:
     """Pairs whose second simhashes (``core.second``) are within k and first within ``VERIFY_FACTOR * k``."""
     data = texts.get(setup.text_mode)
-    ids = [pid for pid, fp in fps.items() if fp is not None and fp[0] == "simhash"]
-    second = [second_simhash(*feature_hashes(data[pid], setup.features)) for pid in ids]
+    ids, second = [], []
+    for pid, fp in fps.items():
+        if fp is not None and fp[0] == "simhash":
+            hashes, weights, tokens = feature_hashes(data[pid], setup.features, with_token_count=True)
+            if tokens >= SECOND_MIN_TOKENS:
+                ids.append(pid)
+                second.append(second_simhash(hashes, weights))
     index = BlockPermutedIndex(max_distance=setup.k)
     index.add_many(list(range(len(ids))), np.array(second, dtype=np.uint64))
     rows_a, rows_b, _ = index.find_all_arrays()

@@ -32,6 +32,7 @@ from .boilerplate import REDIRECT_MAX_TOKENS, redirect_target
 from .exact import exact_digest, exact_digest_of_tokens
 from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, token_hashes
 from .fingerprint import simhash_from_features
+from .second import MIN_TOKENS as SECOND_MIN_TOKENS
 from .second import second_simhash
 from .text import deeper_than, extract_text, extract_text_bytes, text_of_parsed, to_utf8
 
@@ -131,7 +132,7 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
     source = data if options.keep_source else None
-    second = second_simhash(hashes, weights) if options.second else None
+    second = second_simhash(hashes, weights) if options.second and tokens >= SECOND_MIN_TOKENS else None
     return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest, source, second)
 
 

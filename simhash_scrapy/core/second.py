@@ -15,15 +15,21 @@ within k of its own **and** whose first simhash is within
 ``VERIFY_FACTOR * k`` (8 at k = 4).  Both conditions were chosen on the
 tuning halves of the real-web and documentation sets (``benchmarks/quality``).
 The page's fingerprint is unchanged: the second simhash is one more query.
+Pages of fewer than ``MIN_TOKENS`` tokens get none: a word moves their
+simhash by more than k, and the one-edit rule (``core.edits``) decides them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import defaults
 from .fingerprint import simhash_from_features
 
-__all__ = ["second_simhash", "VERIFY_FACTOR"]
+__all__ = ["second_simhash", "VERIFY_FACTOR", "MIN_TOKENS"]
+
+#: Pages with at least this many tokens get a second simhash (the default ``ONE_EDIT_BELOW``).
+MIN_TOKENS = defaults.ONE_EDIT_BELOW
 
 #: A page's first simhash must be within this many times k of the candidate's.
 VERIFY_FACTOR = 2

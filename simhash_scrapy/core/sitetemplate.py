@@ -50,10 +50,15 @@ MAX_ARTICLES = 64
 _NONE = -1
 
 
-def line_hashes(text: str | bytes) -> list[int]:
-    """An 8-byte BLAKE2b digest of each line of ``text`` (the extracted text: one block a line)."""
+def line_hashes(text: str | bytes) -> list[int | None]:
+    """An 8-byte BLAKE2b digest of each line of ``text`` (the extracted text: one block a line), its
+    whitespace normalised; ``None`` for a line with no text."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return [int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "big") for line in data.split(b"\n")]
+    out: list[int | None] = []
+    for line in data.split(b"\n"):
+        words = line.split()
+        out.append(int.from_bytes(hashlib.blake2b(b" ".join(words), digest_size=8).digest(), "big") if words else None)
+    return out
 
 
 def host_of(url: str) -> str:
@@ -116,9 +121,11 @@ class HostTemplates:
         digests = line_hashes(text)
         lines = text.split("\n" if isinstance(text, str) else b"\n")  # type: ignore[arg-type]
         known = state.lines
-        kept = [line for line, digest in zip(lines, digests) if not _other_article(known.get(digest), article)]
+        kept = [
+            line for line, digest in zip(lines, digests) if digest is None or not _other_article(known.get(digest), article)
+        ]
         self._learn(state, digests, article)
-        if len(kept) == len(lines):
+        if len(kept) == len(lines):  # nothing is template (blank lines never are)
             return None
         rest = ("\n" if isinstance(text, str) else b"\n").join(kept)  # type: ignore[attr-defined]
         hashes, weights, tokens = feature_hashes(rest, self.features, with_token_count=True)
@@ -127,9 +134,11 @@ class HostTemplates:
         free = simhash_from_features(hashes, weights)
         return None if free == fingerprint else free
 
-    def _learn(self, state: _Host, digests: Iterable[int], article: int) -> None:
+    def _learn(self, state: _Host, digests: Iterable[int | None], article: int) -> None:
         known = state.lines
         for digest in digests:
+            if digest is None:
+                continue
             seen = known.get(digest)
             if seen is None:
                 if self._lines < self.max_lines:
