@@ -29,7 +29,6 @@ ones still are) and lives in the crawl's process (it is not persisted).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -51,14 +50,11 @@ _NONE = -1
 
 
 def line_hashes(text: str | bytes) -> list[int | None]:
-    """An 8-byte BLAKE2b digest of each line of ``text`` (the extracted text: one block a line), its
-    whitespace normalised; ``None`` for a line with no text."""
+    """A hash of each line of ``text`` (the extracted text: one block a line), its whitespace
+    normalised; ``None`` for a line with no text.  Python's own ``hash``: the learner compares
+    hashes only within its process, so a decision never depends on its seed (a 64-bit collision aside)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    out: list[int | None] = []
-    for line in data.split(b"\n"):
-        words = line.split()
-        out.append(int.from_bytes(hashlib.blake2b(b" ".join(words), digest_size=8).digest(), "big") if words else None)
-    return out
+    return [hash(b" ".join(words)) if (words := line.split()) else None for line in data.split(b"\n")]
 
 
 def host_of(url: str) -> str:
