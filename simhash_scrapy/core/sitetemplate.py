@@ -29,7 +29,6 @@ ones still are) and lives in the crawl's process (it is not persisted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from . import defaults
@@ -49,12 +48,16 @@ MAX_ARTICLES = 64
 _NONE = -1
 
 
-def line_hashes(text: str | bytes) -> list[int | None]:
-    """A hash of each line of ``text`` (the extracted text: one block a line), its whitespace
-    normalised; ``None`` for a line with no text.  Python's own ``hash``: the learner compares
-    hashes only within its process, so a decision never depends on its seed (a 64-bit collision aside)."""
+def _lines(text: str | bytes) -> list[bytes]:
+    """The lines of ``text`` (the extracted text: one block a line) as UTF-8, stripped; blank ones dropped."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return [hash(b" ".join(words)) if (words := line.split()) else None for line in data.split(b"\n")]
+    return [stripped for line in data.split(b"\n") if (stripped := line.strip())]
+
+
+def line_hashes(text: str | bytes) -> list[int]:
+    """A hash of each non-blank line of ``text``, stripped.  Python's own ``hash``: the learner compares
+    hashes only within its process, so a decision never depends on its seed (a 64-bit collision aside)."""
+    return [hash(line) for line in _lines(text)]
 
 
 def host_of(url: str) -> str:
@@ -114,34 +117,29 @@ class HostTemplates:
         if state is None:
             state = self._hosts[host] = _Host()
         article = self._article(state, fingerprint)
-        digests = line_hashes(text)
-        lines = text.split("\n" if isinstance(text, str) else b"\n")  # type: ignore[arg-type]
+        lines = _lines(text)
         known = state.lines
-        kept = [
-            line for line, digest in zip(lines, digests) if digest is None or not _other_article(known.get(digest), article)
-        ]
-        self._learn(state, digests, article)
-        if len(kept) == len(lines):  # nothing is template (blank lines never are)
+        kept = []
+        for line in lines:
+            digest = hash(line)
+            seen = known.get(digest)
+            if seen is None:
+                kept.append(line)
+                if self._lines < self.max_lines:
+                    known[digest] = article << 32  # (first article, no second yet)
+                    self._lines += 1
+                continue
+            if not _other_article(seen, article):
+                kept.append(line)
+            elif (seen & 0xFFFFFFFF) == 0:
+                known[digest] = seen | (article + 1)  # a second article had it
+        if len(kept) == len(lines):  # nothing is template
             return None
-        rest = ("\n" if isinstance(text, str) else b"\n").join(kept)  # type: ignore[attr-defined]
-        hashes, weights, tokens = feature_hashes(rest, self.features, with_token_count=True)
+        hashes, weights, tokens = feature_hashes(b"\n".join(kept), self.features, with_token_count=True)
         if tokens < self.min_tokens:
             return None
         free = simhash_from_features(hashes, weights)
         return None if free == fingerprint else free
-
-    def _learn(self, state: _Host, digests: Iterable[int | None], article: int) -> None:
-        known = state.lines
-        for digest in digests:
-            if digest is None:
-                continue
-            seen = known.get(digest)
-            if seen is None:
-                if self._lines < self.max_lines:
-                    known[digest] = (article << 32) | 0
-                    self._lines += 1
-            elif (seen & 0xFFFFFFFF) == 0 and (seen >> 32) != article:
-                known[digest] = seen | (article + 1)
 
     def __len__(self) -> int:
         """Lines remembered, over all hosts."""
