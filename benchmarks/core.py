@@ -112,6 +112,21 @@ def bench_text(texts: list[str], repeats: int) -> list[dict]:
     return rows
 
 
+def _crawl_defaults(pages: list[bytes]) -> list:
+    from simhash_scrapy.core.analysis import AnalysisOptions
+    from simhash_scrapy.core.sitetemplate import HostTemplates
+
+    options = AnalysisOptions(keep_source=True, second=True)
+    learner = HostTemplates()
+    out = []
+    for page in pages:
+        answer = analyse_html(page, options=options)
+        if answer.fingerprint is not None and not answer.exact and answer.source is not None:
+            learner.check("one.example", answer.fingerprint, answer.source)
+        out.append(answer)
+    return out
+
+
 def bench_html(pages: list[bytes], repeats: int) -> list[dict]:
     import lxml.html
 
@@ -128,6 +143,11 @@ def bench_html(pages: list[bytes], repeats: int) -> list[dict]:
     # The crawl's answer (``analyse_html`` at the defaults): also the one-edit keys of pages of 30..63 tokens.
     runs["analyse_html, main content (the crawl's path, with one-edit keys)"] = (
         contextlib.nullcontext, lambda: [analyse_html(p) for p in pages],
+    )  # fmt: skip
+    # ... with what a crawl adds at the defaults (SIMHASH_SECOND_SIMHASH, SIMHASH_TEMPLATES): the second
+    # simhash and host-template learning, every page taken as one host's (the most learning work).
+    runs["analyse_html + second simhash + host templates (the crawl's defaults)"] = (
+        contextlib.nullcontext, lambda: _crawl_defaults(pages),
     )  # fmt: skip
     # Interleaved rounds, best of each: a slow spell of the machine hits every row alike.
     for _ in range(repeats):

@@ -398,6 +398,8 @@ class SimhashMiddleware:
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
             canonical_link=_canonical_link(response),
+            also=None if answer.exact else self.state.template_free(response.url, answer.fingerprint, answer.source),
+            second=answer.second if self.state.backend.extra_queries else None,
         )
 
     def _decide(

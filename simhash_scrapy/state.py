@@ -39,6 +39,7 @@ from .core.report import (
     write_report,
 )
 from .core.redact import redact
+from .core.sitetemplate import HostTemplates, host_of
 from .core.report_path import expand_report_path, report_params
 from .core.text import parse_html
 from .startup import check_report_folder, warn_at_startup
@@ -107,6 +108,10 @@ class DedupState:
         warn_at_startup(crawler.settings, None if self.error is not None else self.config)
         self.stats = crawler.stats
         self.log_interval = crawler.settings.getfloat("LOGSTATS_INTERVAL", 60.0)
+        #: Cross-page template learning (``SIMHASH_TEMPLATES``), for a backend that matches by it.
+        self.templates: HostTemplates | None = None
+        if self.config.templates and self.backend.extra_queries:
+            self.templates = HostTemplates(self.config.features, self.config.min_tokens)
         #: Pages fingerprinted and near-duplicate pages found in this run.
         self.pages = 0
         self.near_duplicates = 0
@@ -241,7 +246,21 @@ class DedupState:
             self.inc(f"{prefix}distance_count/{verdict.distance}")
             if verdict.one_edit:
                 self.inc(prefix + "one_edit/near_duplicates")
+            elif verdict.via is not None:  # "template" or "second" (core.clustering steps 5 and 6)
+                self.inc(f"{prefix}{verdict.via}/near_duplicates")
         return verdict
+
+    def template_free(self, url: str, fingerprint: int, source: str | bytes | None) -> int | None:
+        """The template-free fingerprint of a simhash page of ``url`` (``core.sitetemplate``), learning
+        from the page; ``None`` without template learning, without text, or when none of its lines is
+        its host's template.  Called once per fingerprinted page, in check order; counts
+        ``simhash/template/pages`` (pages with a template-free fingerprint)."""
+        if self.templates is None or source is None:
+            return None
+        free = self.templates.check(host_of(url), fingerprint, source)
+        if free is not None:
+            self.inc("simhash/template/pages")
+        return free
 
     async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
         """Where a near-duplicate page stands in its cluster (``core.representative.ClusterBook``), else ``None``.

@@ -359,3 +359,26 @@ def test_a_long_page_with_a_refresh_is_content() -> None:
     page = f'<html><head><meta http-equiv="refresh" content="0; url=/elsewhere"></head><body>{LONG_ARTICLE}</body></html>'
     answer = analyse_html(page)
     assert not answer.exact and answer.fingerprint == fingerprint_html(page)
+
+
+@pytest.mark.parametrize("heading", ["<h1>City news</h1>", ""])  # the paragraph walk / the walk down
+def test_the_walks_never_enter_a_comment_thread(heading: str) -> None:
+    """An unmarked page (a table layout) whose comment thread holds most of its paragraphs: the
+    walks stop above the thread, so two articles sharing one thread are not one page."""
+    comments = "".join(
+        f"<p>Comment {n}: I read this on the train and I have to say the second half of the argument "
+        f"about the budget of the city and its harbour did not convince me at all, number {n}.</p>"
+        for n in range(12)
+    )
+
+    def page(story: str) -> str:
+        return (
+            f"<html><body><table><tr><td>{heading}<div><p>{story}</p></div>"
+            f'<div class="comment-list">{comments}</div></td></tr></table></body></html>'
+        )
+
+    harbour = page("The harbour opens a new ferry line to the islands next spring, the council said. " * 4)
+    museum = page("The museum shows a collection of early photographs from the valley this winter. " * 4)
+    assert "ferry line" in extract_text(harbour, main_content=True)
+    assert "early photographs" in extract_text(museum, main_content=True)
+    assert hamming_distance(fingerprint_html(harbour), fingerprint_html(museum)) > 4

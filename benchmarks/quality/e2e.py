@@ -128,6 +128,8 @@ def _settings(setup) -> dict:
         "SIMHASH_MAX_DISTANCE": setup.k,
         "SIMHASH_MIN_TOKENS": setup.min_tokens,
         "SIMHASH_ONE_EDIT_BELOW": setup.one_edit_below,
+        "SIMHASH_TEMPLATES": setup.templates,
+        "SIMHASH_SECOND_SIMHASH": setup.second,
     }
 
 

@@ -43,6 +43,9 @@ from simhash_scrapy.core import defaults  # noqa: E402
 from simhash_scrapy.core.exact import exact_digest  # noqa: E402
 from simhash_scrapy.core.features import DEFAULT_FEATURES, WEIGHTINGS, FeatureConfig, feature_hashes  # noqa: E402
 from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
+from simhash_scrapy.core.second import MIN_TOKENS as SECOND_MIN_TOKENS  # noqa: E402
+from simhash_scrapy.core.second import VERIFY_FACTOR, second_simhash  # noqa: E402
+from simhash_scrapy.core.sitetemplate import HostTemplates, host_of  # noqa: E402
 from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
 
 
@@ -59,6 +62,12 @@ class Setup:
     # Pages of min_tokens (at least 30) up to this many tokens are also flagged when their token sequences are one
     # token apart (a shared one-edit key, core.edits), as the plugin does; 0: off.
     one_edit_below: int = 0
+    # Cross-page template learning (SIMHASH_TEMPLATES, core.sitetemplate): pages are also matched by their
+    # template-free fingerprints, learned per host in the set's crawl order, as the plugin does.
+    templates: bool = False
+    # The second simhash (SIMHASH_SECOND_SIMHASH, core.second): pages whose second simhashes are within k
+    # and first within VERIFY_FACTOR * k are also flagged, as the plugin does.
+    second: bool = False
 
     def describe(self) -> str:
         f = self.features
@@ -66,6 +75,10 @@ class Setup:
         extra = ", short pages exact" if self.exact else ", short pages skipped"
         if self.one_edit_below:
             extra += f", one-edit rule below {self.one_edit_below} tokens"
+        if self.templates:
+            extra += ", host templates learned"
+        if self.second:
+            extra += ", second simhash verified within 2k"
         return f"{self.text_mode} text, {feat}, {f.weighting}, k={self.k}, min_tokens={self.min_tokens}{extra}"
 
 
@@ -73,7 +86,8 @@ def default_setup() -> Setup:
     """The package defaults (``simhash_scrapy.core.defaults``: the library's and the plugin's)."""
     return Setup(
         "defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS,
-        one_edit_below=defaults.ONE_EDIT_BELOW,
+        one_edit_below=defaults.ONE_EDIT_BELOW, templates=defaults.TEMPLATES,
+        second=defaults.SECOND_SIMHASH,
     )  # fmt: skip
 
 
@@ -145,14 +159,57 @@ def exact_pairs(fps: dict) -> set[tuple[int, int]]:
     return out
 
 
-def flagged_pairs(fps: dict, k: int) -> set[tuple[int, int]]:
+def flagged_pairs(fps: dict, k: int, also: dict | None = None) -> set[tuple[int, int]]:
+    """Pairs within k; with ``also`` (page id -> template-free fingerprint), a page is also found by it."""
     ids = [pid for pid, fp in fps.items() if fp is not None and fp[0] == "simhash"]
+    values = [fps[i][1] for i in ids]
+    if also:
+        extra = sorted(also)
+        ids, values = ids + extra, values + [also[i] for i in extra]
     index = BlockPermutedIndex(max_distance=k)
-    index.add_many(ids, np.array([fps[i][1] for i in ids], dtype=np.uint64))
+    index.add_many(list(range(len(ids))), np.array(values, dtype=np.uint64))
     rows_a, rows_b, _ = index.find_all_arrays()
     keys = np.array(ids, dtype=np.int64)
     a, b = keys[rows_a], keys[rows_b]
-    return {common.pair(x, y) for x, y in zip(a.tolist(), b.tolist())} | exact_pairs(fps)
+    return {common.pair(x, y) for x, y in zip(a.tolist(), b.tolist()) if x != y} | exact_pairs(fps)
+
+
+def second_pairs(fps: dict, setup: Setup, texts: Texts) -> set[tuple[int, int]]:
+    """Pairs whose second simhashes (``core.second``) are within k and first within ``VERIFY_FACTOR * k``."""
+    data = texts.get(setup.text_mode)
+    ids, second = [], []
+    for pid, fp in fps.items():
+        if fp is not None and fp[0] == "simhash":
+            hashes, weights, tokens = feature_hashes(data[pid], setup.features, with_token_count=True)
+            if tokens >= SECOND_MIN_TOKENS:
+                ids.append(pid)
+                second.append(second_simhash(hashes, weights))
+    index = BlockPermutedIndex(max_distance=setup.k)
+    index.add_many(list(range(len(ids))), np.array(second, dtype=np.uint64))
+    rows_a, rows_b, _ = index.find_all_arrays()
+    wide = VERIFY_FACTOR * setup.k
+    return {
+        common.pair(ids[a], ids[b]) for a, b in zip(rows_a.tolist(), rows_b.tolist())
+        if (fps[ids[a]][1] ^ fps[ids[b]][1]).bit_count() <= wide
+    }  # fmt: skip
+
+
+def template_free(evalset: common.EvalSet, setup: Setup, fps: dict, texts: Texts) -> dict[int, int]:
+    """page id -> template-free fingerprint (``core.sitetemplate``), learned in the set's crawl order.
+
+    Matching by either fingerprint is what the crawl's rule does (``core.clustering`` step 5: a page
+    is found by its template-free fingerprint, and a canonical page is indexed under both)."""
+    learner = HostTemplates(setup.features, setup.min_tokens)
+    data = texts.get(setup.text_mode)
+    out = {}
+    for page in sorted(evalset.pages, key=lambda p: p.order):
+        fp = fps[page.id]
+        if fp is None or fp[0] != "simhash":
+            continue
+        free = learner.check(host_of(page.url), fp[1], data[page.id])
+        if free is not None:
+            out[page.id] = free
+    return out
 
 
 # --------------------------------------------------------------------------- scoring
@@ -353,7 +410,9 @@ def one_edit_pairs(evalset: common.EvalSet, texts: Texts, setup: Setup) -> set[t
 def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
     t0 = time.perf_counter()
     fps = fingerprint_pages(evalset, setup, texts)
-    flagged = flagged_pairs(fps, setup.k)
+    flagged = flagged_pairs(fps, setup.k, template_free(evalset, setup, fps, texts) if setup.templates else None)
+    if setup.second:
+        flagged |= second_pairs(fps, setup, texts)
     if setup.one_edit_below:
         flagged |= one_edit_pairs(evalset, texts, setup)
     result = evaluate(evalset, setup, fps, flagged)
@@ -526,6 +585,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one-edit-below", type=int, metavar="N",
                         help="the one-edit rule for pages under N tokens (0: off; default: the plugin's)")
     parser.add_argument("--no-exact", action="store_true", help="skip short pages instead of comparing them exactly")
+    parser.add_argument("--no-templates", action="store_true",
+                        help="no cross-page template learning (SIMHASH_TEMPLATES = False)")
+    parser.add_argument("--no-second", action="store_true",
+                        help="no second simhash (SIMHASH_SECOND_SIMHASH = False)")
     args = parser.parse_args(argv)
 
     evalset = common.load_set(args.data, args.half)
@@ -541,6 +604,10 @@ def main(argv: list[str] | None = None) -> int:
         overrides["exact"] = False
     if args.one_edit_below is not None:
         overrides["one_edit_below"] = args.one_edit_below
+    if args.no_templates:
+        overrides["templates"] = False
+    if args.no_second:
+        overrides["second"] = False
     feats = {}
     if args.word_ngram:
         feats["word_ngram"] = args.word_ngram

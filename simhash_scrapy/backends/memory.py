@@ -32,6 +32,8 @@ def _first_not_none(value: int | None, default: int) -> int:
 class MemoryBackend(DedupBackend):
     """In-process index and records (the default, ``SIMHASH_BACKEND = "memory"``)."""
 
+    extra_queries = True
+
     def __init__(self, config: SimhashConfig) -> None:
         super().__init__(config)
         self._clusters = Clusterer(config.max_distance, config.blocks)
@@ -65,12 +67,14 @@ class MemoryBackend(DedupBackend):
             previous_seen=previous_seen,
             one_edit=is_one_edit(decision.distance, self._clusters.max_distance),
             canonical_link=canonical.canonical_link,
+            via=decision.via,
         )
 
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
         """``check`` without the coroutine (the memory backend never waits)."""
         decision = self._clusters.check(
-            record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys, record.digest
+            record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys, record.digest,
+            record.also, record.second,
         )
         verdict = self._verdict(decision)
         entry = decision.entry

@@ -35,6 +35,8 @@ from .fingerprint import simhash_from_features
 from .decode import to_utf8
 from .shared_parse import deeper_than
 from .text import extract_text, extract_text_bytes, text_of_parsed
+from .second import MIN_TOKENS as SECOND_MIN_TOKENS
+from .second import second_simhash
 
 __all__ = [
     "Analysis", "AnalysisOptions", "analyse_html", "analyse_tree", "analyse_text", "fingerprint_html",
@@ -72,6 +74,10 @@ class AnalysisOptions:
     one_edit_below: int = defaults.ONE_EDIT_BELOW
     #: Keep the extracted text in the answer (the HTML report shows diffs).
     keep_text: bool = False
+    #: Keep the text a simhash was computed from in ``Analysis.source`` (template learning).
+    keep_source: bool = False
+    #: Give a simhash page its second simhash (``Analysis.second``, ``core.second``).
+    second: bool = False
 
 
 DEFAULT_OPTIONS = AnalysisOptions()
@@ -94,6 +100,11 @@ class Analysis(NamedTuple):
     #: The content digest (``exact.exact_digest`` of the normalised token sequence; a short page's is
     #: its ``fingerprint``): a re-crawled page within k is ``unchanged`` when it is the same, else ``edited``.
     digest: int | None = None
+    #: The text the simhash was computed from (``str`` or UTF-8 ``bytes``), with ``keep_source`` and
+    #: a simhash only: ``core.sitetemplate`` learns the host's template from it.
+    source: str | bytes | None = None
+    #: The second, independent simhash of a simhash page (``core.second``), with ``second``.
+    second: int | None = None
 
     @property
     def kind(self) -> str:
@@ -122,7 +133,9 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
         return Analysis(digest, True, None, text, (), digest)
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
-    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest)
+    source = data if options.keep_source else None
+    second = second_simhash(hashes, weights) if options.second and tokens >= SECOND_MIN_TOKENS else None
+    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest, source, second)
 
 
 def analyse_html(

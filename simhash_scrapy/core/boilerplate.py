@@ -330,8 +330,8 @@ def _walk_down(root: etree._Element) -> etree._Element:
             if child.tag in _PARAGRAPHS:
                 paragraphs += 1
                 continue
-            if child.tag not in _WRAPPERS or names_boilerplate(child):
-                continue  # never into a footer or a sidebar, however much text it holds
+            if child.tag not in _WRAPPERS or names_boilerplate(child) or _is_thread(child):
+                continue  # never into a footer, a sidebar or a comment thread, however much text it holds
             length = _content_len(child)
             if length > best_len:
                 best, best_len = child, length
@@ -747,7 +747,7 @@ def _paragraph_walk(node: etree._Element) -> etree._Element:
     while True:
         best, best_p = None, 0.0
         for child in node:
-            if child.tag in _WRAPPERS:
+            if child.tag in _WRAPPERS and not _is_thread(child):
                 length = _p_len(child)
                 if length > best_p:
                     best, best_p = child, length

@@ -31,6 +31,19 @@ follows the user's URL canonicalisation):
    its distance is their real Hamming distance, which is then more than k.
    Canonical pages keep their keys in a table per scope.  Whether a page
    re-checked under its identity is unchanged stays a matter of distance.
+5. **The template-free text** (``core.sitetemplate``, in-process backends): a
+   page may also carry ``also``, the simhash of its text without the lines its
+   host repeats across other articles.  A page with no canonical page within k
+   of its fingerprint joins the cluster of the nearest one within k of
+   ``also``; a canonical page is indexed under both (one entry, two rows), so
+   a later page is found by either.  The distance is then the one of the
+   matching pair (within k): the rule is "simhash within k".
+6. **The second simhash** (``core.second``, in-process backends): a page may
+   also carry ``second``, an independent simhash of the same features.  A page
+   still unmatched joins the nearest canonical page whose second simhash is
+   within k of its own, verified: their first simhashes are within
+   ``VERIFY_FACTOR * k``.  Canonical pages' second simhashes have an index of
+   their own per scope; the distance is the second simhashes'.
 
 Which step matched a near-duplicate (``Rule``: ``simhash`` within k,
 ``exact`` short page, ``one_edit``) follows from its kind and distance
@@ -51,6 +64,7 @@ import numpy as np
 from . import defaults
 from .index import BlockPermutedIndex
 from .keytable import KeyTable, pack_keys, unpack_keys
+from .second import VERIFY_FACTOR
 
 __all__ = [
     "Outcome", "RECORDED_OUTCOMES", "Rule", "rule_of", "is_one_edit", "Decision", "Clusterer", "assign_canonicals",
@@ -156,6 +170,9 @@ class Decision:
     #: The fingerprint of this identity's last version (``UNCHANGED`` / ``CHANGED``, and a
     #: ``NEAR_DUPLICATE`` that was recorded before), else ``None``.
     previous_fingerprint: int | None = None
+    #: How a ``NEAR_DUPLICATE`` was found beyond the first simhash: ``"template"`` (step 5),
+    #: ``"second"`` (step 6), else ``None``.
+    via: str | None = None
 
 
 class Clusterer:
@@ -178,6 +195,10 @@ class Clusterer:
         self.indexed_keys: list[bytes] = []  # one-edit keys in the index (canonical entries, pack_keys), else b""
         self.digest: list[int | None] = []  # the latest version's content digest (core.exact), None if unknown
         self._pending: list[tuple[str, int]] = []  # restored canonical entries, indexed by restore_indexes
+        self.also: list[int | None] = []  # a canonical entry's template-free fingerprint in the index, else None
+        self.second: list[int | None] = []  # a canonical entry's second simhash in its index, else None
+        self._seconds: dict[str, BlockPermutedIndex] = {}  # second simhashes of canonical pages, per scope
+        self._also_rows = 0  # index rows holding one (not counted by index_size)
 
     def __len__(self) -> int:
         return len(self.fingerprint)
@@ -188,7 +209,8 @@ class Clusterer:
 
     def index_size(self) -> int:
         """Canonical entries in all scopes (simhash and exact)."""
-        return sum(len(index) for index in self._indexes.values()) + sum(len(t) for t in self._exact.values())
+        indexed = sum(len(index) for index in self._indexes.values()) - self._also_rows
+        return indexed + sum(len(t) for t in self._exact.values())
 
     # ------------------------------------------------------------ lookups
     def _index(self, scope: str) -> BlockPermutedIndex:
@@ -197,31 +219,73 @@ class Clusterer:
             index = self._indexes[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
         return index
 
-    def _nearest(self, scope: str, fingerprint: int, exact: bool, keys: Sequence[int] = ()) -> tuple[int, int] | None:
-        """``(canonical entry, distance)`` of the nearest canonical page, or ``None``."""
+    def _nearest(
+        self,
+        scope: str,
+        fingerprint: int,
+        exact: bool,
+        keys: Sequence[int] = (),
+        also: int | None = None,
+        second: int | None = None,
+    ) -> tuple[int, int, str | None] | None:
+        """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None``."""
         if exact:
             owner = self._exact.get(scope, {}).get(fingerprint)
-            return None if owner is None else (owner, 0)
+            return None if owner is None else (owner, 0, None)
         index = self._indexes.get(scope)
         matches = index.query(fingerprint) if index is not None else []  # nearest first
+        via = None
+        if not matches and also is not None and index is not None:
+            matches, via = index.query(also), "template"  # step 5: the template-free text
+        if not matches and second is not None and scope in self._seconds:
+            # step 6: the second simhash, verified by the first within VERIFY_FACTOR * k
+            wide = VERIFY_FACTOR * self.max_distance
+            matches = [
+                m for m in self._seconds[scope].query(second)
+                if (fingerprint ^ self.indexed[m.key]).bit_count() <= wide  # type: ignore[operator]
+            ]
+            via = "second"
         if matches:
-            nearest = matches[0].distance
+            nearest = min(m.distance for m in matches)
             # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
-            return min(m.key for m in matches if m.distance == nearest), nearest
+            owner = min(m.key for m in matches if m.distance == nearest)
+            if via is None and (fingerprint ^ self.indexed[owner]).bit_count() > self.max_distance:  # type: ignore[operator]
+                via = "template"  # found by the canonical page's template-free row
+            return owner, nearest, via
         table = self._edits.get(scope)
         owner = table.owner(keys) if keys and table is not None else None  # ties: the entry recorded first
         if owner is None:
             return None
         indexed = self.indexed[owner]
         assert indexed is not None
-        return owner, (fingerprint ^ indexed).bit_count()
+        return owner, (fingerprint ^ indexed).bit_count(), None
 
-    def _make_canonical(self, scope: str, entry: int, fingerprint: int, exact: bool, keys: Sequence[int]) -> None:
+    def _make_canonical(
+        self,
+        scope: str,
+        entry: int,
+        fingerprint: int,
+        exact: bool,
+        keys: Sequence[int],
+        also: int | None = None,
+        second: int | None = None,
+    ) -> None:
         if exact:
             self._exact.setdefault(scope, {}).setdefault(fingerprint, entry)
         else:
-            self._index(scope).add(entry, fingerprint)
+            index = self._index(scope)
+            index.add(entry, fingerprint)
             self._add_keys(scope, entry, keys)
+            if also is not None and also != fingerprint:
+                index.add(entry, also)  # removed with the entry (BlockPermutedIndex.remove: every row of a key)
+                self.also[entry] = also
+                self._also_rows += 1
+            if second is not None:
+                table = self._seconds.get(scope)
+                if table is None:
+                    table = self._seconds[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
+                table.add(entry, second)
+                self.second[entry] = second
         self.indexed[entry] = fingerprint
         self.canonical[entry] = self.distance[entry] = -1
 
@@ -250,6 +314,12 @@ class Clusterer:
                 del table[indexed]
         else:
             self._index(scope).remove(entry)
+            if self.also[entry] is not None:
+                self.also[entry] = None
+                self._also_rows -= 1
+            if self.second[entry] is not None:
+                self._seconds[scope].remove(entry)
+                self.second[entry] = None
             table = self._edits.get(scope)
             if table is not None and self.indexed_keys[entry]:
                 table.remove(entry, self.keys_of(entry))
@@ -265,6 +335,8 @@ class Clusterer:
         self.indexed.append(None)
         self.indexed_keys.append(b"")
         self.digest.append(None)
+        self.also.append(None)
+        self.second.append(None)
         return entry
 
     # ---------------------------------------------------------------- rule
@@ -277,31 +349,36 @@ class Clusterer:
         index: bool = True,
         edit_keys: Sequence[int] = (),
         digest: int | None = None,
+        also: int | None = None,
+        second: int | None = None,
     ) -> Decision:
         """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical).
 
         ``edit_keys``: the page's one-edit keys (``core.edits``), for a simhash page of a few dozen tokens.
+        ``also``: its template-free fingerprint (``core.sitetemplate``; step 5), else ``None``.
+        ``second``: its second simhash (``core.second``; step 6), else ``None``.
         ``digest``: its content digest (``core.exact.exact_digest``; a short page's is its fingerprint),
         which tells ``UNCHANGED`` from ``EDITED`` when it is re-checked; ``None``: unknown.
         """
         if exact:
             edit_keys = ()
             digest = fingerprint
+            also = second = None
         key = (scope, identity)
         entry = self._identities.get(key)
         if entry is not None:
-            return self._recheck(scope, entry, fingerprint, exact, index, edit_keys, digest)
-        found = self._nearest(scope, fingerprint, exact, edit_keys)
+            return self._recheck(scope, entry, fingerprint, exact, index, edit_keys, digest, also, second)
+        found = self._nearest(scope, fingerprint, exact, edit_keys, also, second)
         if found is not None:
             entry = self._new_entry(fingerprint, exact, found[0], found[1])
             self.digest[entry] = digest
             self._identities[key] = entry
-            return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1])
+            return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], via=found[2])
         entry = self._new_entry(fingerprint, exact, -1, -1)
         self.digest[entry] = digest
         self._identities[key] = entry
         if index:
-            self._make_canonical(scope, entry, fingerprint, exact, edit_keys)
+            self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second)
         return Decision(Outcome.UNIQUE, entry)
 
     def _recheck(
@@ -313,6 +390,8 @@ class Clusterer:
         index: bool,
         edit_keys: Sequence[int],
         digest: int | None = None,
+        also: int | None = None,
+        second: int | None = None,
     ) -> Decision:
         previous = self.fingerprint[entry]
         old_digest = self.digest[entry]
@@ -334,13 +413,13 @@ class Clusterer:
             return Decision(outcome, entry, canonical, self.distance[entry], previous)
         self._unindex(scope, entry)
         self.exact[entry] = exact
-        found = self._nearest(scope, fingerprint, exact, edit_keys)
+        found = self._nearest(scope, fingerprint, exact, edit_keys, also, second)
         if found is not None:
-            self.canonical[entry], self.distance[entry] = found
-            return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], previous)
+            self.canonical[entry], self.distance[entry] = found[0], found[1]
+            return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], previous, found[2])
         self.canonical[entry] = self.distance[entry] = -1
         if index:
-            self._make_canonical(scope, entry, fingerprint, exact, edit_keys)
+            self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second)
         return Decision(Outcome.CHANGED, entry, previous_fingerprint=previous)
 
     # ------------------------------------------------------------ restore
@@ -374,6 +453,8 @@ class Clusterer:
         else:
             self.indexed_keys.extend(pack_keys(keys) if keys else b"" for keys in indexed_keys)
         self.digest.extend([None] * len(fingerprints) if digests is None else digests)
+        self.also.extend([None] * len(fingerprints))  # a template-free fingerprint is never stored
+        self.second.extend([None] * len(fingerprints))  # nor a second simhash
         self._identities.update(zip(zip(scopes, identities), range(start, start + len(fingerprints))))
         if len(self._identities) != len(self.fingerprint):
             raise ValueError("two entries have the same (scope, identity)")

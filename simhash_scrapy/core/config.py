@@ -170,6 +170,10 @@ class SimhashConfig:
     edited: str = _default("edited")
     #: ``SIMHASH_CONDITIONAL``: send ``If-None-Match`` / ``If-Modified-Since`` on re-crawls.
     conditional: bool = _default("conditional")
+    #: ``SIMHASH_TEMPLATES``: cross-page template learning (``core.sitetemplate``).
+    templates: bool = _default("templates")
+    #: ``SIMHASH_SECOND_SIMHASH``: a second, independent simhash as a verified query (``core.second``).
+    second_simhash: bool = _default("second_simhash")
     #: ``SIMHASH_REPRESENTATIVE``: ``"best"`` or ``"first"`` (``core.representative``).
     representative: str = _default("representative")
     #: ``SIMHASH_KEEP_PER_CLUSTER``: the first N members of a cluster pass.
@@ -243,6 +247,8 @@ class SimhashConfig:
             min_tokens=self.min_tokens,
             one_edit_below=self.one_edit_below,
             keep_text=self.keep_text,
+            keep_source=self.templates,
+            second=self.second_simhash,
         )
 
     @property

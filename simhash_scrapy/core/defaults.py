@@ -81,6 +81,14 @@ EDITED = "pass"
 #: ``SIMHASH_CONDITIONAL``: a re-crawl with a store (``SIMHASH_DIR``, ``JOBDIR``, Redis) sends the
 #: recorded ``ETag`` / ``Last-Modified`` as ``If-None-Match`` / ``If-Modified-Since``; a 304 is unchanged.
 CONDITIONAL = True
+#: ``SIMHASH_TEMPLATES``: learn, per host, the text lines repeated across different articles
+#: (``core.sitetemplate``) and also match a page by its text without them (in-process and store
+#: backends; chosen on the real-web tuning half, ``benchmarks/quality``).
+TEMPLATES = True
+#: ``SIMHASH_SECOND_SIMHASH``: give each page a second, independent simhash (``core.second``) and join a
+#: page to a canonical page whose second simhash is within k when their first ones are within 2k
+#: (in-process and store backends; chosen on the tuning halves, ``benchmarks/quality``).
+SECOND_SIMHASH = True
 #: ``SIMHASH_REPRESENTATIVE``: which member represents a cluster in reports and meta:
 #: ``"best"`` (rel=canonical target, no query, not a print/AMP/mobile copy, shortest, first crawled;
 #: ``core.representative``) or ``"first"`` (the first page crawled, the matching anchor).

@@ -54,6 +54,12 @@ class PageRecord:
     last_modified: str | None = None
     #: The URL the page names as its canonical one (``rel=canonical`` tag or ``Link`` header), else ``None``.
     canonical_link: str | None = None
+    #: The simhash of its text without its host's learned template lines (``core.sitetemplate``): a
+    #: second query of the rule, used by backends with ``extra_queries``; ``None``: none.
+    also: int | None = None
+    #: Its second, independent simhash (``core.second``): a verified query in a wider radius, used by
+    #: backends with ``extra_queries``; ``None``: none.
+    second: int | None = None
 
     @property
     def key(self) -> str:
@@ -80,6 +86,8 @@ class Verdict:
     previous_seen: float | None = None
     #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
     one_edit: bool = False
+    #: Found by the template-free text (``"template"``) or the second simhash (``"second"``), else ``None``.
+    via: str | None = None
     #: The rel=canonical URL that canonical page names, when known.
     canonical_link: str | None = None
 

@@ -379,6 +379,17 @@ SETTINGS: tuple[Setting, ...] = (
       "`If-None-Match` / `If-Modified-Since` when it is fetched again; a 304 is `unchanged` with no body downloaded "
       '(see [Conditional re-crawls](../guides/recurring.md#conditional-re-crawls-a-304-instead-of-the-page)). Off per request with `meta["simhash_conditional"] = False`',
       "False", "glue", boolean, "conditional"),
+    S("SIMHASH_TEMPLATES", "bool", defaults.TEMPLATES,
+      "learn, per host and port, the text lines that came back in different articles of that host (pages more "
+      "than 12 bits apart) and also match a page by the simhash of its text without them (clustering step 5). "
+      "The page's own fingerprint never changes. In-process and store backends (not Redis); learned in the "
+      "crawl's process, not saved, at most 200,000 lines and 64 articles a host. Chosen on the real-web tuning half",
+      "False", "core", boolean, "templates"),
+    S("SIMHASH_SECOND_SIMHASH", "bool", defaults.SECOND_SIMHASH,
+      "give pages of 64 tokens or more a second, independent simhash: with nothing within k, a page joins a "
+      "canonical page whose second simhash is within k and whose simhash is within 2k (clustering step 6; lifts "
+      "1-3%-edit recall). In-process and store backends (not Redis). Chosen on the tuning halves",
+      "False", "core", boolean, "second_simhash"),
     S("SIMHASH_KEEP_PER_CLUSTER", "int >= 1", defaults.KEEP_PER_CLUSTER,
       "the first N members of each cluster pass (the anchor is the first); later ones are dropped or flagged "
       '([The representative](../guides/how-it-works.md#the-representative-the-page-a-person-would-keep))',
