@@ -246,8 +246,10 @@ class DedupState:
             self.inc(f"{prefix}distance_count/{verdict.distance}")
             if verdict.one_edit:
                 self.inc(prefix + "one_edit/near_duplicates")
-            elif verdict.via is not None:  # "template" or "second" (core.clustering steps 5 and 6)
-                self.inc(f"{prefix}{verdict.via}/near_duplicates")
+            elif verdict.via == "template":  # core.clustering step 5: the template-free simhash
+                self.inc(prefix + "template/near_duplicates")
+            elif verdict.via == "second":  # core.clustering step 6: the second simhash
+                self.inc(prefix + "second/near_duplicates")
         return verdict
 
     def template_free(self, url: str, fingerprint: int, source: str | bytes | None) -> int | None:

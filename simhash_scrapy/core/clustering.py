@@ -36,7 +36,8 @@ follows the user's URL canonicalisation):
    host repeats across other articles.  A page with no canonical page within k
    of its fingerprint joins the cluster of the nearest one within k of
    ``also``; a canonical page is indexed under both (one entry, two rows), so
-   a later page is found by either.  The distance is then the one of the
+   a later page is found by either.  The distance is the two fingerprints'
+   own when they are within k (whichever row was nearer), else the one of the
    matching pair (within k): the rule is "simhash within k".
 6. **The second simhash** (``core.second``, in-process backends): a page may
    also carry ``second``, an independent simhash of the same features.  A page
@@ -249,8 +250,14 @@ class Clusterer:
             nearest = min(m.distance for m in matches)
             # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
             owner = min(m.key for m in matches if m.distance == nearest)
-            if via is None and (fingerprint ^ self.indexed[owner]).bit_count() > self.max_distance:  # type: ignore[operator]
-                via = "template"  # found by the canonical page's template-free row
+            if via is None:
+                real = (fingerprint ^ self.indexed[owner]).bit_count()  # type: ignore[operator]
+                if real > self.max_distance:
+                    via = "template"  # found by the canonical page's template-free row
+                else:
+                    # The nearest row may be the owner's template-free one: the distance a report shows
+                    # is the fingerprints' own whenever they are within k (anyone can recompute it).
+                    nearest = real
             return owner, nearest, via
         table = self._edits.get(scope)
         owner = table.owner(keys) if keys and table is not None else None  # ties: the entry recorded first
