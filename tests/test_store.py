@@ -112,7 +112,8 @@ def test_round_trip_and_more_records_across_runs(tmp_path: Path) -> None:
 
 
 def test_one_row_per_identity(tmp_path: Path) -> None:
-    """Putting an entry again replaces its row: N re-crawls keep one row per page."""
+    """Putting an entry again replaces its record: N re-crawls keep one record per page (folded into one chunk
+    at each close: no row of ``pages`` is left behind)."""
     rng = random.Random(2)
     records = [record(i, rng) for i in range(50)]
     path = tmp_path / "s.store"
@@ -128,7 +129,20 @@ def test_one_row_per_identity(tmp_path: Path) -> None:
         store.close()
     assert rows_of(read_store(path)) == records
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT count(*), count(DISTINCT url) FROM pages").fetchone() == (50, 50)
+        assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+        assert db.execute("SELECT count(*), sum(count) FROM chunks").fetchone() == (1, 50)
+        assert sqlite_urls(db) == [r.url for r in records]
+
+
+def sqlite_urls(db: sqlite3.Connection) -> list[str]:
+    """The URLs the sqlite3 library reads from a store: its chunks (decoded), then the rows laid over them."""
+    from simhash_scrapy.core.store_chunks import CHUNK_RECORDS, decode_chunk
+
+    urls: dict[int, str] = {}
+    for chunk, count, data in db.execute("SELECT chunk, count, data FROM chunks ORDER BY chunk"):
+        urls.update(enumerate(decode_chunk(data, chunk, count, "store").url, start=chunk * CHUNK_RECORDS))
+    urls.update(db.execute("SELECT entry, url FROM pages"))
+    return [urls[entry] for entry in sorted(urls)]
 
 
 def test_entries_must_follow_each_other(tmp_path: Path) -> None:
@@ -444,10 +458,10 @@ def test_leftover_frames_after_the_last_commit_are_not_damage(tmp_path: Path) ->
     assert (len(data) - 32) // frame > commits[-1] + 10  # stale frames of this WAL after the last commit
     db = sqlite3.connect(crash_copy(final, tmp_path / "sqlite"))
     assert db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-    sqlite_urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")]
+    urls = sqlite_urls(db)
     db.close()
     assert rows_of(read_store(final)) == records[:21]
-    assert [r.url for r in records[:21]] == sqlite_urls
+    assert [r.url for r in records[:21]] == urls
     third = PageStore(final, CONFIG)
     assert len(third.open()) == 21
     third.close()
@@ -460,7 +474,7 @@ def test_a_failed_commit_names_the_cause_and_keeps_the_records(tmp_path: Path) -
 
     folder = tmp_path / "disk"
     folder.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(folder)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here (the crawl tests use RLIMIT_FSIZE instead)")
     try:
         rng = random.Random(6)
@@ -522,9 +536,9 @@ def test_a_leftover_commit_frame_behind_a_shorter_transaction_is_read_as_sqlite_
     assert len(long_wal) > len(short_wal) and long_wal[:32] == short_wal[:32]  # one WAL generation
     (short_run.parent / "s.store-wal").write_bytes(short_wal + long_wal[len(short_wal) :])
     db = sqlite3.connect(crash_copy(short_run, tmp_path / "sqlite"))
-    sqlite_urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")]
+    urls = sqlite_urls(db)
     db.close()
-    assert sqlite_urls == [r.url for r in records[:11]]
+    assert urls == [r.url for r in records[:11]]
     with caplog.at_level(logging.WARNING):
         assert rows_of(read_store(short_run)) == records[:11]
     assert "do not follow the last commit SQLite reads" in caplog.text

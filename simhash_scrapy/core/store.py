@@ -81,21 +81,27 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .index import block_widths
+from .store_chunks import CHUNK_RECORDS, check_chunk_list, chunk_checksum, decode_chunk, encode_chunk, merge
 from .store_rows import (
     FORMAT_4_COLUMNS,
     INSERT,
     OUTCOMES,
     RESET_HINT,
+    Columns,
     StoreContents,
     StoreError,
     StoreRecord,
     blob_checksum,
     clean_text,
+    concat,
+    contents_from,
     encode_rows,
     fail,
     load_extra,
-    load_rows,
+    read_rows,
 )
 from .store_wal import WalScan, check_wal, scan_wal
 
@@ -116,9 +122,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 4
-#: An older format this version upgrades in place (adding ``FORMAT_4_COLUMNS``) when a crawl opens it.
-UPGRADABLE_VERSION = 3
+FORMAT_VERSION = 5
+#: Older formats this version reads, and upgrades in place when a crawl opens them: 3 -> 4 adds
+#: ``FORMAT_4_COLUMNS``, 4 -> 5 adds the ``chunks`` table (then the rows are folded into chunks).
+UPGRADABLE_VERSIONS = (3, 4)
+#: Rows of ``pages`` (records written since the last fold) that make a flush fold them into chunks.
+FOLD_ROWS = 32_768
 APPLICATION_ID = 0x53484D53  # "SHMS"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _OLD_MAGIC = b"SIMHSTOR"  # format 1 (a custom append-only file)
@@ -148,7 +157,9 @@ CREATE TABLE pages (
     last_modified TEXT
 );
 CREATE TABLE extra (name TEXT PRIMARY KEY, data BLOB NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE chunks (chunk INTEGER PRIMARY KEY, count INTEGER NOT NULL, data BLOB NOT NULL, checksum INTEGER NOT NULL);
 """
+_CHUNKS_TABLE = _SCHEMA.strip().split(";")[-2].strip()
 #: Default setting name of each configuration field (used in error messages).
 DEFAULT_SETTING_NAMES: dict[str, str] = {
     "max_distance": "SIMHASH_MAX_DISTANCE",
@@ -192,6 +203,7 @@ class StoreConfig:
     def meta(self) -> dict[str, str]:
         return {
             "format": str(FORMAT_VERSION),
+            "chunk_records": str(CHUNK_RECORDS),
             "max_distance": str(self.max_distance),
             "blocks": str(self.blocks),
             "block_widths": ",".join(map(str, block_widths(self.blocks))),
@@ -391,23 +403,27 @@ def _open_image(image: bytearray) -> tuple[sqlite3.Connection, str | None]:
     return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False), name
 
 
-def _upgrade(db: sqlite3.Connection, path: object) -> None:
-    """Format 3 -> 4 in one transaction: add the digest and validator columns (NULL: every row keeps its checksum)."""
+def _upgrade(db: sqlite3.Connection, path: object, version: int) -> None:
+    """Format 3 or 4 -> 5 in one transaction: the format-4 columns (NULL: every row keeps its checksum), then
+    the ``chunks`` table (empty: every record stays a row of ``pages`` until it is folded)."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        for name, kind in FORMAT_4_COLUMNS:
-            db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+        if version == 3:
+            for name, kind in FORMAT_4_COLUMNS:
+                db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+        db.execute(_CHUNKS_TABLE)
         meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
         meta["format"] = str(FORMAT_VERSION)
+        meta["chunk_records"] = str(CHUNK_RECORDS)
         meta["checksum"] = _meta_checksum(meta)
         db.executemany("INSERT OR REPLACE INTO simhash_meta (key, value) VALUES (?, ?)",
-                       [("format", meta["format"]), ("checksum", meta["checksum"])])
+                       [(key, meta[key]) for key in ("format", "chunk_records", "checksum")])
         db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
         db.execute("COMMIT")
     except BaseException:
         _rollback(db)
         raise
-    logger.info("%s: upgraded the simhash store from format %d to %d", path, UPGRADABLE_VERSION, FORMAT_VERSION)
+    logger.info("%s: upgraded the simhash store from format %d to %d", path, version, FORMAT_VERSION)
 
 
 def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, int] | None:
@@ -417,11 +433,12 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, 
         return None
     (app,) = db.execute("PRAGMA application_id").fetchone()
     (version,) = db.execute("PRAGMA user_version").fetchone()
-    if app != APPLICATION_ID or not {"simhash_meta", "pages", "extra"} <= tables:
+    needed = {"simhash_meta", "pages", "extra", *(["chunks"] if version == FORMAT_VERSION else [])}
+    if app != APPLICATION_ID or not needed <= tables:
         if app == APPLICATION_ID:
-            raise fail(path, f"corrupt simhash store (tables missing: {sorted({'simhash_meta', 'pages', 'extra'} - tables)})")
+            raise fail(path, f"corrupt simhash store (tables missing: {sorted(needed - tables)})")
         raise StoreError(f"{path}: not a simhash-scrapy store (an SQLite database of another program)")
-    if version not in (FORMAT_VERSION, UPGRADABLE_VERSION):
+    if version not in (FORMAT_VERSION, *UPGRADABLE_VERSIONS):
         raise StoreError(
             f"{path}: store format version {version}; this version of simhash-scrapy reads version "
             f"{FORMAT_VERSION}. Start afresh with SIMHASH_RESET = True (or -a simhash_reset=1)."
@@ -440,6 +457,8 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, 
         raise fail(path, f"corrupt store header ({exc})") from None
     if widths != block_widths(config.blocks):
         raise StoreError(f"{path}: block layout {widths} is not the layout this version uses")
+    if version == FORMAT_VERSION and meta.get("chunk_records") != str(CHUNK_RECORDS):
+        raise fail(path, f"corrupt store header (chunk_records {meta.get('chunk_records')!r}, not {CHUNK_RECORDS})")
     return config, pages, version
 
 
@@ -449,18 +468,74 @@ def _quick_check(db: sqlite3.Connection, path: object) -> None:
         raise fail(path, "corrupt SQLite file (PRAGMA quick_check: " + "; ".join(map(str, problems)) + ")")
 
 
-def _read(db: sqlite3.Connection, path: Path) -> StoreContents:
-    """Header, pages and extras of an open store, all checked (``config=None``: no simhash tables yet)."""
+def _read_chunks(db: sqlite3.Connection, path: object, pages: int) -> Columns:
+    """Every chunk, checked (numbers, counts, checksums, contents), as one ``Columns`` from entry 0."""
+    listing = db.execute("SELECT chunk, count, data, checksum FROM chunks ORDER BY chunk").fetchall()
+    check_chunk_list([row[0] for row in listing], [row[1] for row in listing], pages, path)
+    parts = []
+    for number, count, data, checksum in listing:
+        if type(data) is not bytes or type(checksum) is not int or chunk_checksum(number, count, data) != checksum:
+            raise fail(path, f"corrupt chunk {number} (checksum mismatch)")
+        parts.append(decode_chunk(data, number, count, path))
+    return concat(parts)
+
+
+def _read_columns(db: sqlite3.Connection, path: Path) -> tuple[StoreContents, Columns | None, np.ndarray]:
+    """Header, records and extras of an open store, all checked; with the records as ``Columns`` and the
+    number of rows not yet folded into chunks (``config=None``: no simhash tables yet)."""
     try:
         _quick_check(db, path)  # first: a damaged schema can hide the tables (its pages are then "never used")
         found = _read_meta(db, path)
         if found is None:
-            return StoreContents(config=None, path=str(path))
-        contents = load_rows(db, path, *found)
+            return StoreContents(config=None, path=str(path)), None, np.zeros(0, dtype=np.int64)
+        config, pages, version = found
+        chunks = _read_chunks(db, path, pages) if version == FORMAT_VERSION else concat([])
+        rows = read_rows(db, path, version)
+        records = merge(chunks, rows, 0, pages, path)
+        contents = contents_from(records, config, path, version)
         contents.extra = load_extra(db, path)
     except (sqlite3.DatabaseError, UnicodeError) as exc:  # a damaged schema can hold invalid UTF-8
         raise fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
-    return contents
+    return contents, records, rows.entry
+
+
+def _read(db: sqlite3.Connection, path: Path) -> StoreContents:
+    """Header, pages and extras of an open store, all checked (``config=None``: no simhash tables yet)."""
+    return _read_columns(db, path)[0]
+
+
+def _write_chunks(db: sqlite3.Connection, records: Columns, chunks: list[int], total: int) -> None:
+    """Chunks ``chunks`` made anew from ``records`` (entries 0..total-1, or the entries of those chunks)."""
+    first = int(records.entry[0]) if len(records) else 0
+    for chunk in chunks:
+        start = chunk * CHUNK_RECORDS
+        end = min(start + CHUNK_RECORDS, total)
+        part = records.take(np.arange(start - first, end - first))
+        data = encode_chunk(part)
+        db.execute("INSERT OR REPLACE INTO chunks (chunk, count, data, checksum) VALUES (?, ?, ?, ?)",
+                   (chunk, end - start, data, chunk_checksum(chunk, end - start, data)))  # fmt: skip
+
+
+def _fold(db: sqlite3.Connection, path: Path, total: int) -> None:
+    """Fold every row of ``pages`` into its chunk (inside the caller's transaction); rows and chunks read checked."""
+    rows = read_rows(db, path, FORMAT_VERSION)
+    if not len(rows):
+        return
+    touched = sorted(set((rows.entry // CHUNK_RECORDS).tolist()))
+    for chunk in touched:
+        start = chunk * CHUNK_RECORDS
+        end = min(start + CHUNK_RECORDS, total)
+        found = db.execute("SELECT count, data, checksum FROM chunks WHERE chunk = ?", (chunk,)).fetchone()
+        if found is None:
+            base = concat([])
+        else:
+            count, data, checksum = found
+            if type(data) is not bytes or chunk_checksum(chunk, count, data) != checksum:
+                raise fail(path, f"corrupt chunk {chunk} (checksum mismatch)")
+            base = decode_chunk(data, chunk, count, path)
+        mine = np.flatnonzero((rows.entry >= start) & (rows.entry < end))
+        _write_chunks(db, merge(base, rows.take(mine), start, end - start, path), [chunk], total)
+    db.execute("DELETE FROM pages")
 
 
 def read_store(path: str | PathLike[str]) -> StoreContents:
@@ -521,7 +596,8 @@ class PageStore:
         self._db: sqlite3.Connection | None = None
         self._lock_handle: Any = None
         self._pending: dict[int, StoreRecord] = {}
-        self._pending_extra: dict[str, bytes] = {}
+        self._pending_extra: dict[str, bytes | None] = {}
+        self._unfolded: set[int] = set()  # entries written as rows since the last fold
 
     def open(self, reset: bool = False) -> StoreContents:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -535,7 +611,7 @@ class PageStore:
             check_wal(self.path)
             db = _connect(self.path)
             try:
-                contents = _read(db, self.path)
+                contents, records, unfolded = _read_columns(db, self.path)
                 if contents.config is None:
                     self.empty_file = existed and not reset
                     if self.empty_file:
@@ -547,8 +623,18 @@ class PageStore:
                     contents = StoreContents(config=self.config, path=str(self.path))
                 else:
                     check_config(contents.config, self.config, self.path, self.setting_names)
-                    if contents.version == UPGRADABLE_VERSION:  # read and checked whole: now upgraded
-                        _upgrade(db, self.path)
+                    if contents.version in UPGRADABLE_VERSIONS:  # read and checked whole: now upgraded
+                        _upgrade(db, self.path, contents.version)
+                    if len(unfolded):  # rows a crash (or the upgrade) left: folded now, from what was read
+                        assert records is not None
+                        chunks = sorted(set((unfolded // CHUNK_RECORDS).tolist()))
+
+                        def fold(db: sqlite3.Connection) -> None:
+                            _write_chunks(db, records, chunks, len(records))
+                            db.execute("DELETE FROM pages")
+
+                        self._transaction(db, fold)
+                    del records
                     if not len(contents):
                         self.empty_file = True
                         logger.warning("%s holds no pages yet (a store with its header only)", self.path)
@@ -563,6 +649,7 @@ class PageStore:
         self.count = len(contents)
         self._pending = {}
         self._pending_extra = {}
+        self._unfolded = set()
         return contents
 
     def _move_away(self) -> None:
@@ -639,18 +726,23 @@ class PageStore:
         """Records put since the last commit (what a ``kill -9`` now would lose)."""
         return len(self._pending)
 
-    def flush(self) -> None:
+    def flush(self, fold: bool = False) -> None:
         """Commit every record put (and extra saved) since the last commit in one transaction.
 
-        On failure (a full disk, a read-only file) raises ``StoreError`` naming the file and the
-        cause; nothing is lost from memory: the records stay pending for the next ``flush``.
+        The records are written as rows of ``pages``; once ``FOLD_ROWS`` of them wait (or with
+        ``fold``), the same transaction folds them into their chunks.  On failure (a full disk, a
+        read-only file) raises ``StoreError`` naming the file and the cause; nothing is lost from
+        memory: the records stay pending for the next ``flush``.
         """
         db = self._require()
-        if not self._pending and not self._pending_extra:
+        unfolded = self._unfolded | self._pending.keys()
+        fold = bool(unfolded) and (fold or len(unfolded) >= FOLD_ROWS)
+        if not self._pending and not self._pending_extra and not fold:
             return
         records = list(self._pending.values())
         rows = encode_rows(records)
-        extras = [(name, data, blob_checksum(name, data)) for name, data in self._pending_extra.items()]
+        extras = [(name, data, blob_checksum(name, data)) for name, data in self._pending_extra.items() if data is not None]
+        dropped = [(name,) for name, data in self._pending_extra.items() if data is None]
         try:
             meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
         except sqlite3.Error as exc:
@@ -667,8 +759,13 @@ class PageStore:
                 )
             if extras:
                 db.executemany("INSERT OR REPLACE INTO extra (name, data, checksum) VALUES (?, ?, ?)", extras)
+            if dropped:
+                db.executemany("DELETE FROM extra WHERE name = ?", dropped)
+            if fold:
+                _fold(db, self.path, self.count)
 
         self._transaction(db, write)
+        self._unfolded = set() if fold else unfolded
         self._pending = {}
         self._pending_extra = {}
 
@@ -676,6 +773,11 @@ class PageStore:
         """Queue a named blob (written by the next ``flush``, with the pending records)."""
         self._require()
         self._pending_extra[clean_text(name) or ""] = bytes(data)
+
+    def drop_extra(self, name: str) -> None:
+        """Queue the removal of a named blob (by the next ``flush``)."""
+        self._require()
+        self._pending_extra[clean_text(name) or ""] = None
 
     def save_extra(self, name: str, data: bytes) -> None:
         """Keep a named blob, committed at once (with the pending records; kept pending if that fails)."""
@@ -690,7 +792,7 @@ class PageStore:
         if self._db is None:
             return
         try:
-            self.flush()
+            self.flush(fold=True)
             try:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:  # only tidiness: the WAL is read back at the next open
