@@ -134,6 +134,30 @@ def test_one_row_per_identity(tmp_path: Path) -> None:
         assert sqlite_urls(db) == [r.url for r in records]
 
 
+def format_4_store(path: Path, records: list[StoreRecord], config: StoreConfig = CONFIG) -> None:
+    """A store as format 4 wrote it: every record a row of ``pages``, no ``chunks`` table, user_version 4."""
+    from simhash_scrapy.core.store import FOLD_ROWS, _meta_checksum
+
+    assert len(records) < FOLD_ROWS
+    store = PageStore(path, config)
+    store.open()
+    for r in records:
+        store.put(r)
+    store.flush()  # rows only: no fold below FOLD_ROWS
+    store.abandon()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("DROP TABLE chunks")
+    meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+    del meta["chunk_records"]
+    meta["format"] = "4"
+    meta["checksum"] = _meta_checksum(meta)
+    db.execute("DELETE FROM simhash_meta")
+    db.executemany("INSERT INTO simhash_meta (key, value) VALUES (?, ?)", sorted(meta.items()))
+    db.execute("PRAGMA user_version = 4")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
 def sqlite_urls(db: sqlite3.Connection) -> list[str]:
     """The URLs the sqlite3 library reads from a store: its chunks (decoded), then the rows laid over them."""
     from simhash_scrapy.core.store_chunks import CHUNK_RECORDS, decode_chunk

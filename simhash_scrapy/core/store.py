@@ -101,6 +101,7 @@ from .store_rows import (
     encode_rows,
     fail,
     load_extra,
+    paused_gc,
     read_rows,
 )
 from .store_wal import WalScan, check_wal, scan_wal
@@ -483,19 +484,20 @@ def _read_chunks(db: sqlite3.Connection, path: object, pages: int) -> Columns:
 def _read_columns(db: sqlite3.Connection, path: Path) -> tuple[StoreContents, Columns | None, np.ndarray]:
     """Header, records and extras of an open store, all checked; with the records as ``Columns`` and the
     number of rows not yet folded into chunks (``config=None``: no simhash tables yet)."""
-    try:
-        _quick_check(db, path)  # first: a damaged schema can hide the tables (its pages are then "never used")
-        found = _read_meta(db, path)
-        if found is None:
-            return StoreContents(config=None, path=str(path)), None, np.zeros(0, dtype=np.int64)
-        config, pages, version = found
-        chunks = _read_chunks(db, path, pages) if version == FORMAT_VERSION else concat([])
-        rows = read_rows(db, path, version)
-        records = merge(chunks, rows, 0, pages, path)
-        contents = contents_from(records, config, path, version)
-        contents.extra = load_extra(db, path)
-    except (sqlite3.DatabaseError, UnicodeError) as exc:  # a damaged schema can hold invalid UTF-8
-        raise fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
+    with paused_gc():
+        try:
+            _quick_check(db, path)  # first: a damaged schema can hide the tables (its pages are then "never used")
+            found = _read_meta(db, path)
+            if found is None:
+                return StoreContents(config=None, path=str(path)), None, np.zeros(0, dtype=np.int64)
+            config, pages, version = found
+            chunks = _read_chunks(db, path, pages) if version == FORMAT_VERSION else concat([])
+            rows = read_rows(db, path, version)
+            records = merge(chunks, rows, 0, pages, path)
+            contents = contents_from(records, config, path, version)
+            contents.extra = load_extra(db, path)
+        except (sqlite3.DatabaseError, UnicodeError) as exc:  # a damaged schema can hold invalid UTF-8
+            raise fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
     return contents, records, rows.entry
 
 

@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import struct
 import zlib
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from typing import Any
 
 import numpy as np
 
-from .store_rows import NUMERIC_COLUMNS, OUTCOMES, TEXT_COLUMNS, Columns, StoreError, fail
+from .store_rows import NUMERIC_COLUMNS, OUTCOMES, TEXT_COLUMNS, Columns, StoreError, fail, key_hashes
 
-__all__ = ["CHUNK_RECORDS", "chunk_checksum", "decode_chunk", "encode_chunk", "merge"]
+__all__ = ["CHUNK_RECORDS", "TextColumn", "chunk_checksum", "decode_chunk", "encode_chunk", "merge"]
 
 #: Records per chunk (entries ``chunk * CHUNK_RECORDS`` onwards).
 CHUNK_RECORDS = 4096
@@ -68,7 +70,9 @@ def merge(base: Columns, rows: Columns, start: int, length: int, path: object) -
     values: dict[str, Any] = {}
     for f in fields(Columns):
         old, new = getattr(base, f.name), getattr(rows, f.name)
-        if isinstance(old, np.ndarray):
+        if isinstance(old, TextColumn):
+            column = old.overlaid(at.tolist(), new, length)
+        elif isinstance(old, np.ndarray):
             column = np.zeros(length, dtype=old.dtype)
             column[: len(old)] = old
             column[at] = new
@@ -81,6 +85,72 @@ def merge(base: Columns, rows: Columns, start: int, length: int, path: object) -
     return Columns(**values)
 
 
+class TextColumn(Sequence[str]):
+    """One text column of many chunks, decoded a chunk at a time when first read; values laid over them.
+
+    Opening a store needs the identities only: the URLs, referers, texts and validators of a million
+    pages stay bytes (checked by their chunk's checksum) until a report or a conditional request reads them.
+    ``nones``: where the value is ``None`` (a NULL of the record).
+    """
+
+    __slots__ = ("_parts", "_starts", "_decoded", "_over", "_len", "_nones")
+
+    def __init__(self, parts: list[tuple[memoryview, int]], over: dict[int, str] | None = None,
+                 length: int | None = None, nones: np.ndarray | None = None,
+                 decoded: dict[int, list[str]] | None = None) -> None:  # fmt: skip
+        self._parts = parts
+        starts = [0]
+        for _, n in parts:
+            starts.append(starts[-1] + n)
+        self._starts = starts
+        self._decoded: dict[int, list[str]] = {} if decoded is None else decoded
+        self._over = over or {}
+        self._len = starts[-1] if length is None else length
+        self._nones = nones
+
+    @classmethod
+    def join(cls, columns: list[TextColumn]) -> TextColumn:
+        assert not any(c._over or c._nones is not None for c in columns)
+        return cls([part for c in columns for part in c._parts])
+
+    def overlaid(self, at: list[int], values: Sequence[str], length: int) -> TextColumn:
+        """These texts with ``values`` at positions ``at``, ``length`` of them in all."""
+        return TextColumn(self._parts, {**self._over, **dict(zip(at, values))}, length, self._nones, self._decoded)
+
+    def with_nones(self, nones: np.ndarray) -> TextColumn:
+        return TextColumn(self._parts, self._over, self._len, nones, self._decoded)
+
+    def _part(self, index: int) -> list[str]:
+        values = self._decoded.get(index)
+        if values is None:
+            section, n = self._parts[index]
+            values = self._decoded[index] = _read_text(section, n)
+        return values
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, row: int) -> str:  # type: ignore[override]
+        if row < 0:
+            row += self._len
+        if not 0 <= row < self._len:
+            raise IndexError(row)
+        if self._nones is not None and self._nones[row]:
+            return None  # type: ignore[return-value]
+        value = self._over.get(row)
+        if value is not None:
+            return value
+        index = bisect_right(self._starts, row) - 1
+        return self._part(index)[row - self._starts[index]]
+
+    def __iter__(self) -> Iterator[str]:
+        if self._over or self._nones is not None or self._len != self._starts[-1]:
+            yield from map(self.__getitem__, range(self._len))
+            return
+        for index in range(len(self._parts)):
+            yield from self._part(index)
+
+
 def chunk_checksum(chunk: int, count: int, data: bytes) -> int:
     """The chunk's 64-bit checksum (signed, as stored): CRC-32 and Adler-32 of its bytes, seeded with where it is."""
     seed = struct.pack("<qI", chunk, count)
@@ -90,18 +160,25 @@ def chunk_checksum(chunk: int, count: int, data: bytes) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _text_section(values: list[str]) -> bytes:
+def _text_section(values: Sequence[str], compress: bool = False) -> bytes:
+    """Texts as a section: mode 0 (NUL-joined) or 1 (byte lengths, then the texts), +2 when deflated (zlib)."""
     joined = "\x00".join(values)
     if joined.count("\x00") == max(len(values) - 1, 0):
-        return b"\x00" + joined.encode("utf-8", "surrogatepass")
-    encoded = [v.encode("utf-8", "surrogatepass") for v in values]
-    return b"\x01" + np.array([len(e) for e in encoded], dtype="<u4").tobytes() + b"".join(encoded)
+        mode, body = 0, joined.encode("utf-8", "surrogatepass")
+    else:
+        encoded = [v.encode("utf-8", "surrogatepass") for v in values]
+        mode, body = 1, np.array([len(e) for e in encoded], dtype="<u4").tobytes() + b"".join(encoded)
+    if compress and len(body) > 64:
+        return bytes([mode + 2]) + zlib.compress(body, 1)
+    return bytes([mode]) + body
 
 
 def _read_text(data: memoryview, n: int) -> list[str]:
     if not n:
         return []
     mode, body = data[0], bytes(data[1:])
+    if mode in (2, 3):
+        mode, body = mode - 2, zlib.decompress(body)
     if mode == 0:
         values = body.decode("utf-8", "surrogatepass").split("\x00")
     elif mode == 1:
@@ -121,12 +198,18 @@ def encode_chunk(columns: Columns) -> bytes:
     """One chunk's blob (its records' entries must follow each other)."""
     n = len(columns)
     first = int(columns.entry[0]) if n else 0
+    columns.key_hash = key_hashes(columns.scope, columns.identity, columns.url)  # always of what is written
+    for name, low, high in (("distance", -1, 64), ("exact", 0, 1), ("nulls", 0, 255), ("present", 0, 7),
+                            ("outcome", 0, len(OUTCOMES) - 1)):  # fmt: skip
+        values = np.asarray(getattr(columns, name))
+        if n and (int(values.min()) < low or int(values.max()) > high):
+            raise ValueError(f"{name} out of range")
     sections = [np.ascontiguousarray(getattr(columns, name), dtype=kind).tobytes() for name, kind in _NUMERIC]
     names = sorted(set(columns.scope))
     codes = {name: code for code, name in enumerate(names)}
     sections.append(_LEN.pack(len(names)) + _text_section(names))
     sections.append(np.array([codes[s] for s in columns.scope], dtype="<u4").tobytes())
-    sections += [_text_section(getattr(columns, name)) for name in _TEXT]
+    sections += [_text_section(getattr(columns, name), compress=True) for name in _TEXT]
     sections.append(np.array([len(k) for k in columns.edit_keys], dtype="<u4").tobytes())
     sections.append(b"".join(columns.edit_keys))
     out = [_HEAD.pack(_MAGIC, n, first)]
@@ -170,7 +253,10 @@ def _decode(data: memoryview, chunk: int, count: int) -> Columns:
         raise ValueError("scope codes out of range")
     values["scope"] = np.array(names, dtype=object)[codes].tolist() if n else []
     for name, section in zip(_TEXT, rest[2:]):
-        values[name] = _read_text(section, n)
+        # Decoded when first read (``TextColumn``): the index needs the ``key_hash`` column only.
+        values[name] = TextColumn([(section, n)])
+        if n and (not len(section) or section[0] not in (0, 1, 2, 3)):
+            raise ValueError(f"unknown text mode {section[0] if len(section) else None}")
     sizes = np.frombuffer(rest[-2], dtype="<u4", count=n)
     keys = bytes(rest[-1])
     if len(rest[-2]) != 4 * n or int(sizes.sum()) != len(keys):

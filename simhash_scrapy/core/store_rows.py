@@ -14,7 +14,8 @@ import gc
 import math
 import sqlite3
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from itertools import chain
 from operator import methodcaller
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .clustering import identity_hash
 from .keytable import KEY, pack_keys, unpack_keys
 
 if TYPE_CHECKING:
@@ -281,6 +283,8 @@ class StoreContents:
     edit_keys: Sequence[tuple[int, ...]] = ()
     #: The same keys packed (``keytable.KEY``), b"" for none.
     packed_keys: Sequence[bytes] = ()
+    #: ``clustering.identity_hash`` of each record's scope and key (identity, or else URL).
+    key_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     #: Content digests (``None``: unknown, e.g. rows of a format-3 store) and HTTP validators.
     digests: Sequence[int | None] = ()
     etags: Sequence[str | None] = ()
@@ -309,7 +313,7 @@ class StoreContents:
 
 #: The numeric columns of ``Columns`` and their types in a chunk (little-endian; ``core.store_chunks``).
 NUMERIC_COLUMNS = (
-    ("fingerprint", "<u8"), ("indexed", "<u8"), ("previous", "<u8"), ("digest", "<u8"),
+    ("key_hash", "<u8"), ("fingerprint", "<u8"), ("indexed", "<u8"), ("previous", "<u8"), ("digest", "<u8"),
     ("canonical", "<i8"), ("depth", "<i8"), ("first_seen", "<f8"), ("last_seen", "<f8"),
     ("distance", "i1"), ("exact", "u1"), ("outcome", "u1"), ("nulls", "u1"), ("present", "u1"),
 )  # fmt: skip
@@ -327,6 +331,7 @@ class Columns:
     """
 
     entry: np.ndarray
+    key_hash: np.ndarray  # ``clustering.identity_hash`` of (scope, identity or else url)
     fingerprint: np.ndarray
     indexed: np.ndarray
     previous: np.ndarray
@@ -370,7 +375,11 @@ def concat(parts: list[Columns]) -> Columns:
     values: dict[str, Any] = {}
     for f in fields(Columns):
         if f.name in ("scope", "edit_keys", *TEXT_COLUMNS):
-            values[f.name] = list(chain.from_iterable(getattr(p, f.name) for p in parts))
+            column = [getattr(p, f.name) for p in parts]
+            if column and all(type(c).__name__ == "TextColumn" for c in column):
+                values[f.name] = type(column[0]).join(column)  # type: ignore[attr-defined]
+            else:
+                values[f.name] = list(chain.from_iterable(column))
         else:
             dtype = np.int64 if f.name == "entry" else np.dtype(dict(NUMERIC_COLUMNS)[f.name]).newbyteorder("=")
             values[f.name] = (
@@ -420,6 +429,18 @@ def _typed(column: tuple[Any, ...], kind: type, path: object, name: str) -> np.n
         row = next((i for i, v in enumerate(column) if type(v) is not kind), 0)
         raise fail(path, f"corrupt record #{row} ({name} is {type(column[row]).__name__}, not {kind.__name__})")
     return array
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic collector off meanwhile: a load makes millions of objects and no cycle."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def read_rows(db: sqlite3.Connection, path: object, version: int = 4, where: str = "") -> Columns:
@@ -494,13 +515,20 @@ def read_rows(db: sqlite3.Connection, path: object, version: int = 4, where: str
         if out.any():
             raise fail(path, f"corrupt record #{int(entry[np.flatnonzero(out)[0]])} ({name} out of range)")
     return Columns(
-        entry=entry, fingerprint=fps.view(np.uint64), indexed=indexed.view(np.uint64),
+        entry=entry, key_hash=key_hashes(scopes, identities, urls), fingerprint=fps.view(np.uint64), indexed=indexed.view(np.uint64),
         previous=previous.view(np.uint64), digest=digests.view(np.uint64), canonical=canonical, depth=depth,
         first_seen=first_seen, last_seen=last_seen, distance=distance.astype(np.int8), exact=exact.astype(np.uint8),
         outcome=outcome_codes(list(outcomes), path), nulls=nulls.astype(np.uint8), present=present.astype(np.uint8),
         scope=list(scopes), identity=list(identities), url=list(urls), referer=list(referers), text=list(texts),
         etag=list(etags), last_modified=list(modified), edit_keys=list(blobs),
     )  # fmt: skip
+
+
+def key_hashes(scopes: Sequence[str], identities: Sequence[str], urls: Sequence[str]) -> np.ndarray:
+    """``clustering.identity_hash`` of each record's scope and key (its identity, or else its URL)."""
+    return np.fromiter(
+        (identity_hash(s, i or u) for s, i, u in zip(scopes, identities, urls)), dtype=np.uint64, count=len(scopes)
+    )
 
 
 def contents_from(c: Columns, config: StoreConfig, path: object, version: int) -> StoreContents:
@@ -537,10 +565,10 @@ def contents_from(c: Columns, config: StoreConfig, path: object, version: int) -
     contents.scopes, contents.identities, contents.url_list = c.scope, c.identity, c.url
     contents.outcomes = outcome_names(c.outcome)
     ref_null, text_null = (nulls & 16) != 0, (nulls & 32) != 0
-    referers = c.referer
-    contents.referers = [None if z else r for r, z in zip(referers, ref_null.tolist())] if ref_null.any() else referers
-    contents.texts = [None if z else t for t, z in zip(c.text, text_null.tolist())] if not text_null.all() else (None,) * n
+    contents.referers = _with_nones(c.referer, ref_null)
+    contents.texts = _with_nones(c.text, text_null) if not text_null.all() else (None,) * n
     contents.fingerprints = c.fingerprint
+    contents.key_hashes = c.key_hash
     contents.exact = exact.astype(bool)
     contents.canonical = np.where(has_canonical, canonical, -1)
     contents.distance = np.where(has_canonical, distance, -1)
@@ -564,11 +592,19 @@ def contents_from(c: Columns, config: StoreConfig, path: object, version: int) -
         digests = np.array(c.digest.tolist(), dtype=object)
         digests[(present & 1) == 0] = None
         contents.digests = digests.tolist()
-    contents.etags = [e if p & 2 else None for e, p in zip(c.etag, present.tolist())] if (present & 2).any() else [None] * n
-    contents.last_modified = (
-        [m if p & 4 else None for m, p in zip(c.last_modified, present.tolist())] if (present & 4).any() else [None] * n
-    )
+    contents.etags = _with_nones(c.etag, (present & 2) == 0) if (present & 2).any() else [None] * n
+    contents.last_modified = _with_nones(c.last_modified, (present & 4) == 0) if (present & 4).any() else [None] * n
     return contents
+
+
+def _with_nones(column: Sequence[str], nones: np.ndarray) -> Sequence[str | None]:
+    """``column`` with ``None`` where ``nones`` (a chunk's ``TextColumn`` stays undecoded)."""
+    if not nones.any():
+        return column
+    with_nones = getattr(column, "with_nones", None)
+    if with_nones is not None:
+        return with_nones(nones)  # type: ignore[no-any-return]
+    return [None if z else v for v, z in zip(column, nones.tolist())]
 
 
 def load_extra(db: sqlite3.Connection, path: object) -> dict[str, bytes]:
