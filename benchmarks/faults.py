@@ -561,6 +561,11 @@ def _sqlite_urls(folder: Path) -> tuple[str, set[str]]:
     try:
         check = db.execute("PRAGMA quick_check").fetchone()[0]
         urls = {row[0] for row in db.execute("SELECT url FROM pages")}
+        # Format 5: the records folded into chunks (the blobs as SQLite gives them, unpacked).
+        from simhash_scrapy.core.store_chunks import decode_chunk  # noqa: PLC0415
+
+        for chunk, count, data in db.execute("SELECT chunk, count, data FROM chunks"):
+            urls.update(decode_chunk(data, chunk, count, copy).url)
     finally:
         db.close()
         shutil.rmtree(copy)

@@ -455,7 +455,7 @@ def test_a_store_that_fills_up_then_gets_room_loses_nothing(tmp_path: Path, capl
     there is room the pending records are committed: every page is in the store."""
     folder = tmp_path / "disk"
     folder.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(folder)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here (the crawl tests use RLIMIT_FSIZE instead)")
     try:
         settings = {"SIMHASH_DIR": str(folder), "SIMHASH_FLUSH_INTERVAL": 0}
