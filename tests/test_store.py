@@ -605,3 +605,124 @@ def test_reading_without_deserialize_uses_an_immutable_copy(tmp_path: Path, monk
     assert rows_of(read_store(copy)) == records
     assert hashes(copy.parent) == before
     assert set(temporary.glob("simhash-store-*")) == leftovers
+
+
+# ----------------------------------------------------------------- format 5: chunks
+def test_a_format_4_store_is_read_then_upgraded_and_folded(tmp_path: Path) -> None:
+    """A format-4 store (every record a row): a reader changes nothing; a crawl upgrades it in place to
+    format 5 and folds its rows into chunks, every record as it was."""
+    rng = random.Random(21)
+    records = [record(i, rng) for i in range(70)]
+    path = tmp_path / "s.store"
+    format_4_store(path, records)
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    contents = read_store(path)
+    assert contents.version == 4 and rows_of(contents) == records
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == files  # not a byte, not a file more
+    store = PageStore(path, CONFIG)
+    assert rows_of(store.open()) == records
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (5,)
+        assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+        assert db.execute("SELECT chunk, count FROM chunks").fetchall() == [(0, 70)]
+    db.close()
+    again = read_store(path)
+    assert again.version == 5 and rows_of(again) == records
+
+
+def test_rows_are_folded_into_chunks_and_a_crash_keeps_every_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows wait in ``pages`` until FOLD_ROWS of them (then one transaction folds them into the chunks they
+    touch, across a chunk boundary); re-checked records are laid over their chunk; a crash between folds
+    loses nothing committed, and the next crawl folds what it finds."""
+    import simhash_scrapy.core.store as store_module
+    import simhash_scrapy.core.store_chunks as chunks_module
+
+    monkeypatch.setattr(store_module, "FOLD_ROWS", 12)
+    monkeypatch.setattr(store_module, "CHUNK_RECORDS", 16)
+    monkeypatch.setattr(chunks_module, "CHUNK_RECORDS", 16)
+    rng = random.Random(22)
+    records = [record(i, rng) for i in range(40)]
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for n, r in enumerate(records, start=1):
+        store.put(r)
+        if n % 5 == 0:
+            store.flush()
+        if n % 7 == 0:  # a record of an earlier chunk, checked again
+            old = records[n // 3]
+            old.last_seen += 1.0
+            old.outcome = "unchanged"
+            store.put(old)
+    store.flush()
+    crashed = crash_copy(path, tmp_path / "crash")
+    store.abandon()
+    with sqlite3.connect(crash_copy(crashed, tmp_path / "look")) as db:
+        folded = db.execute("SELECT chunk, count FROM chunks ORDER BY chunk").fetchall()
+        rows = db.execute("SELECT count(*) FROM pages").fetchone()[0]
+    db.close()
+    assert folded[0] == (0, 16) and len(folded) >= 2 and 0 < rows < 12  # folded over a boundary, rows waiting
+    assert rows_of(read_store(crashed)) == records
+    again = PageStore(crashed, CONFIG)
+    assert rows_of(again.open()) == records  # ... and folded now
+    again.abandon()
+    with sqlite3.connect(crashed) as db:
+        assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+        assert db.execute("SELECT chunk, count FROM chunks ORDER BY chunk").fetchall() == [(0, 16), (1, 16), (2, 8)]
+        assert sqlite_urls(db) == [r.url for r in records]
+    db.close()
+
+
+def _edit_chunks(path: Path, sql: str, *args: object) -> bytes:
+    with sqlite3.connect(path) as db:
+        db.execute(sql, args)
+    db.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("flip", r"corrupt chunk 0 \(checksum mismatch\)"),
+        ("cut", r"corrupt chunk 0 \(checksum mismatch\)"),
+        ("renumber", r"chunk 0 is missing"),
+        ("drop", r"record #0 is missing"),
+        ("recount", r"corrupt chunk 0 \(checksum mismatch\)"),
+        ("header", r"record #30 is missing"),
+    ],
+)
+def test_a_damaged_chunk_is_named_and_the_file_left_as_it_is(tmp_path: Path, damage: str, message: str) -> None:
+    from simhash_scrapy.core.store import _meta_checksum
+
+    rng = random.Random(23)
+    records = [record(i, rng) for i in range(30)]
+    path = tmp_path / "s.store"
+    write(path, records)
+    (data,) = sqlite3.connect(path).execute("SELECT data FROM chunks").fetchone()
+    if damage == "flip":
+        before = _edit_chunks(path, "UPDATE chunks SET data = ?", data[:100] + bytes([data[100] ^ 8]) + data[101:])
+    elif damage == "cut":
+        before = _edit_chunks(path, "UPDATE chunks SET data = ?", data[:-1])
+    elif damage == "renumber":
+        before = _edit_chunks(path, "UPDATE chunks SET chunk = 1")
+    elif damage == "drop":
+        before = _edit_chunks(path, "DELETE FROM chunks")
+    elif damage == "recount":
+        before = _edit_chunks(path, "UPDATE chunks SET count = 29")
+    else:  # the header counts one page more than the chunks hold
+        with sqlite3.connect(path) as db:
+            meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+            meta["pages"] = "31"
+            db.execute("UPDATE simhash_meta SET value = '31' WHERE key = 'pages'")
+            db.execute("UPDATE simhash_meta SET value = ? WHERE key = 'checksum'", (_meta_checksum(meta),))
+        db.close()
+        before = path.read_bytes()
+    with pytest.raises(StoreError, match=message) as info:
+        read_store(path)
+    assert str(path) in str(info.value)
+    with pytest.raises(StoreError, match=message):
+        PageStore(path, CONFIG).open()
+    assert path.read_bytes() == before
