@@ -446,12 +446,10 @@ class Clusterer:
         self.exact.extend(exact.tolist())
         self.canonical.extend(canonical.tolist())
         self.distance.extend(distance.tolist())
-        if bool(is_indexed.all()):
-            self.indexed.extend(indexed.tolist())
-        else:
-            column = np.array(indexed.tolist(), dtype=object)
-            column[~is_indexed] = None
-            self.indexed.extend(column.tolist())
+        column: list[int | None] = indexed.tolist()
+        for row in np.flatnonzero(~is_indexed).tolist():
+            column[row] = None
+        self.indexed.extend(column)
         self.indexed_keys.extend(packed_keys)
         self.digest.extend(digests)
         if identity_hashes is None:
