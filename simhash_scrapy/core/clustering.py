@@ -47,6 +47,7 @@ import gc
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -417,7 +418,7 @@ class Clusterer:
         if self._pending:
             self.restore_indexes()
         enabled = gc.isenabled()
-        gc.disable()  # a million tuples of identities and no cycle: the collector would only slow this down
+        gc.disable()  # a million objects and no cycle: the collector would only slow this down
         try:
             self._restore_arrays(scopes, identities, fingerprints, exact, canonical, distance, is_indexed, indexed,
                                  packed_keys, digests, identity_hashes)  # fmt: skip
@@ -425,20 +426,8 @@ class Clusterer:
             if enabled:
                 gc.enable()
 
-    def _restore_arrays(
-        self,
-        scopes: Sequence[str],
-        identities: Sequence[str],
-        fingerprints: np.ndarray,
-        exact: np.ndarray,
-        canonical: np.ndarray,
-        distance: np.ndarray,
-        is_indexed: np.ndarray,
-        indexed: np.ndarray,
-        packed_keys: Sequence[bytes],
-        digests: Sequence[int | None],
-        identity_hashes: np.ndarray | None,
-    ) -> None:
+    def _restore_arrays(self, scopes: Sequence[str], identities: Sequence[str], *arrays: Any) -> None:
+        fingerprints, exact, canonical, distance, is_indexed, indexed, packed_keys, digests, identity_hashes = arrays
         start, n = len(self.fingerprint), len(fingerprints)
         if start or len(self._restored_hashes):
             identity_hashes = None  # only a first restore into an empty rule keeps the table
