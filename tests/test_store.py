@@ -726,3 +726,36 @@ def test_a_damaged_chunk_is_named_and_the_file_left_as_it_is(tmp_path: Path, dam
     with pytest.raises(StoreError, match=message):
         PageStore(path, CONFIG).open()
     assert path.read_bytes() == before
+
+
+def test_rows_spread_thin_over_old_chunks_wait_for_the_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flush folds the chunks many rows wait for and the new pages' chunks; a row or two in an old chunk
+    (a re-crawl spread over the whole store) waits for ``close`` instead of rewriting that chunk."""
+    import simhash_scrapy.core.store as store_module
+    import simhash_scrapy.core.store_chunks as chunks_module
+
+    monkeypatch.setattr(store_module, "FOLD_ROWS", 12)
+    monkeypatch.setattr(store_module, "CHUNK_RECORDS", 16)
+    monkeypatch.setattr(chunks_module, "CHUNK_RECORDS", 16)
+    rng = random.Random(24)
+    records = [record(i, rng) for i in range(76)]
+    path = tmp_path / "s.store"
+    write(path, records[:64])
+    store = PageStore(path, CONFIG)
+    store.open()
+    for chunk in range(4):  # one row in each old chunk
+        records[chunk * 16 + 5].last_seen += 1.0
+        store.put(records[chunk * 16 + 5])
+    for r in records[64:]:  # twelve new pages
+        store.put(r)
+    store.flush()
+    with sqlite3.connect(path) as db:
+        assert sorted(e for (e,) in db.execute("SELECT entry FROM pages")) == [5, 21, 37]
+        assert db.execute("SELECT chunk, count FROM chunks ORDER BY chunk").fetchall() == [(0, 16), (1, 16), (2, 16), (3, 16), (4, 12)]
+    db.close()
+    assert rows_of(read_store(path)) == records
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+    db.close()
+    assert rows_of(read_store(path)) == records

@@ -92,6 +92,7 @@ import sqlite3
 import sys
 import tempfile
 import zlib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
@@ -535,13 +536,17 @@ def _write_chunks(db: sqlite3.Connection, records: Columns, chunks: list[int], t
                    (chunk, end - start, data, chunk_checksum(chunk, end - start, data)))  # fmt: skip
 
 
-def _fold(db: sqlite3.Connection, path: Path, total: int) -> None:
-    """Fold every row of ``pages`` into its chunk (inside the caller's transaction); rows and chunks read checked."""
-    rows = read_rows(db, path, FORMAT_VERSION)
-    if not len(rows):
-        return
-    touched = sorted(set((rows.entry // CHUNK_RECORDS).tolist()))
-    for chunk in touched:
+def _fold(db: sqlite3.Connection, path: Path, total: int, chunks: list[int] | None = None) -> None:
+    """Fold the rows of ``pages`` into their chunks (inside the caller's transaction), every row or those of
+    ``chunks``; rows and chunks are read checked."""
+    if chunks is None:
+        rows = read_rows(db, path, FORMAT_VERSION)
+        parts = [(chunk, rows) for chunk in sorted(set((rows.entry // CHUNK_RECORDS).tolist()))]
+    else:
+        where = "entry >= {0} AND entry < {1}"
+        parts = [(c, read_rows(db, path, FORMAT_VERSION, where.format(c * CHUNK_RECORDS, (c + 1) * CHUNK_RECORDS)))
+                 for c in chunks]  # fmt: skip
+    for chunk, rows in parts:
         start = chunk * CHUNK_RECORDS
         end = min(start + CHUNK_RECORDS, total)
         found = db.execute("SELECT count, data, checksum FROM chunks WHERE chunk = ?", (chunk,)).fetchone()
@@ -554,7 +559,10 @@ def _fold(db: sqlite3.Connection, path: Path, total: int) -> None:
             base = decode_chunk(data, chunk, count, path)
         mine = np.flatnonzero((rows.entry >= start) & (rows.entry < end))
         _write_chunks(db, merge(base, rows.take(mine), start, end - start, path), [chunk], total)
-    db.execute("DELETE FROM pages")
+        if chunks is not None:
+            db.execute("DELETE FROM pages WHERE entry >= ? AND entry < ?", (start, start + CHUNK_RECORDS))
+    if chunks is None:
+        db.execute("DELETE FROM pages")
 
 
 def read_store(path: str | PathLike[str]) -> StoreContents:
@@ -617,6 +625,7 @@ class PageStore:
         self._pending: dict[int, StoreRecord] = {}
         self._pending_extra: dict[str, bytes | None] = {}
         self._unfolded: set[int] = set()  # entries written as rows since the last fold
+        self._tail = -1  # the last chunk in the file
 
     def open(self, reset: bool = False) -> StoreContents:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -669,6 +678,7 @@ class PageStore:
         self._pending = {}
         self._pending_extra = {}
         self._unfolded = set()
+        self._tail = (self.count - 1) // CHUNK_RECORDS
         return contents
 
     def _move_away(self) -> None:
@@ -755,7 +765,8 @@ class PageStore:
         """
         db = self._require()
         unfolded = self._unfolded | self._pending.keys()
-        fold = bool(unfolded) and (fold or len(unfolded) >= FOLD_ROWS)
+        chunks = None if fold or len(unfolded) >= 4 * FOLD_ROWS else self._foldable(unfolded)
+        fold = bool(unfolded) and (chunks is None or bool(chunks))
         if not self._pending and not self._pending_extra and not fold:
             return
         records = list(self._pending.values())
@@ -781,12 +792,30 @@ class PageStore:
             if dropped:
                 db.executemany("DELETE FROM extra WHERE name = ?", dropped)
             if fold:
-                _fold(db, self.path, self.count)
+                _fold(db, self.path, self.count, chunks)
 
         self._transaction(db, write)
-        self._unfolded = set() if fold else unfolded
+        if not fold:
+            self._unfolded = unfolded
+        elif chunks is None:
+            self._unfolded = set()
+        else:
+            done = set(chunks)
+            self._unfolded = {e for e in unfolded if e // CHUNK_RECORDS not in done}
+        if fold:
+            self._tail = max(self._tail, (self.count - 1) // CHUNK_RECORDS if chunks is None else max(chunks))
         self._pending = {}
         self._pending_extra = {}
+
+    def _foldable(self, unfolded: set[int]) -> list[int]:
+        """The chunks a flush folds once ``FOLD_ROWS`` rows wait: those with an eighth of a chunk of rows
+        waiting (a chunk is rewritten for many rows, never for a few), and every chunk from the last one on
+        (new pages: chunks stay full but the last).  Rows spread thin over old chunks wait for ``close``
+        (or for ``4 * FOLD_ROWS`` rows)."""
+        if len(unfolded) < FOLD_ROWS:
+            return []
+        counts = Counter(entry // CHUNK_RECORDS for entry in unfolded)
+        return sorted(c for c, k in counts.items() if k >= CHUNK_RECORDS // 8 or c >= self._tail)
 
     def keep_extra(self, name: str, data: bytes) -> None:
         """Queue a named blob (written by the next ``flush``, with the pending records)."""
