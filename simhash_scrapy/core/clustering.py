@@ -431,11 +431,14 @@ class Clusterer:
         start, n = len(self.fingerprint), len(fingerprints)
         if start or len(self._restored_hashes):
             identity_hashes = None  # only a first restore into an empty rule keeps the table
-        self.fingerprint.extend(fingerprints.tolist())
+        values: list[int] = fingerprints.tolist()
+        self.fingerprint.extend(values)
         self.exact.extend(exact.tolist())
         self.canonical.extend(canonical.tolist())
         self.distance.extend(distance.tolist())
-        column: list[int | None] = indexed.tolist()
+        column: list[int | None] = list(values)  # a canonical page's indexed fingerprint is mostly its own
+        for row in np.flatnonzero(is_indexed & (indexed != fingerprints)).tolist():
+            column[row] = int(indexed[row])
         for row in np.flatnonzero(~is_indexed).tolist():
             column[row] = None
         self.indexed.extend(column)
