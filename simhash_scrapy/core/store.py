@@ -638,6 +638,7 @@ class PageStore:
             self._probe_write()
             check_wal(self.path)
             db = _connect(self.path)
+            leftover: set[int] = set()
             try:
                 contents, records, unfolded = _read_columns(db, self.path)
                 if contents.config is None:
@@ -661,11 +662,16 @@ class PageStore:
                             _write_chunks(db, records, chunks, len(records))
                             db.execute("DELETE FROM pages")
 
-                        self._transaction(db, fold)
+                        try:
+                            self._transaction(db, fold)
+                        except StoreError as exc:  # a full disk: the rows stay rows, folded by a later flush
+                            leftover = set(unfolded.tolist())
+                            logger.warning("%s; its %d rows are folded into chunks later", exc, len(leftover))
                     del records
                     if not len(contents):
                         self.empty_file = True
                         logger.warning("%s holds no pages yet (a store with its header only)", self.path)
+                tail = db.execute("SELECT ifnull(max(chunk), -1) FROM chunks").fetchone()[0]  # the last chunk
             except BaseException:
                 db.close()
                 raise
@@ -677,8 +683,8 @@ class PageStore:
         self.count = len(contents)
         self._pending = {}
         self._pending_extra = {}
-        self._unfolded = set()
-        self._tail = (self.count - 1) // CHUNK_RECORDS
+        self._unfolded = leftover
+        self._tail = tail
         return contents
 
     def _move_away(self) -> None:
