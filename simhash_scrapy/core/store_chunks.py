@@ -12,12 +12,16 @@ The blob (little-endian)::
 
     b"SHC5", u32 count, i64 first entry,
     then sections, each u32 length + bytes, in this order:
-    fingerprint, indexed, previous, digest (u64), canonical, depth (i64), first_seen, last_seen (f64),
-    distance (i8), exact, outcome (u8, an index into ``OUTCOMES``), nulls (u8: the NULL mask of a
-    format-4 row), present (u8: which of digest / etag / last_modified it has),
-    scope names (NUL-joined UTF-8), scope codes (u32),
-    identity, url, referer, text, etag, last_modified (text: b"\\0" + NUL-joined UTF-8, or b"\\1" + u32
-    byte lengths + UTF-8 when a value holds a NUL), edit-key sizes (u32 bytes) + keys (``KEY``, packed).
+    key_hash (u64: ``clustering.identity_hash`` of scope and identity, or URL when none), fingerprint,
+    indexed, previous, digest (u64), canonical, depth (i64), first_seen, last_seen (f64), distance (i8),
+    exact, outcome (u8, an index into ``OUTCOMES``), nulls (u8: the NULL mask of a format-4 row), present
+    (u8: which of digest / etag / last_modified it has), scope names (u32 count + text), scope codes (u32),
+    identity, url, referer, text, etag, last_modified (text: mode 0 NUL-joined UTF-8, or mode 1 u32 byte
+    lengths + UTF-8 when a value holds a NUL; modes 2 and 3 the same deflated with zlib), edit-key sizes
+    (u32 bytes), edit keys (``KEY``, packed).
+
+Opening a store decodes the numbers (``np.frombuffer``) and the scope codes; the texts stay
+bytes until first read (``TextColumn``), and the rule finds a restored page by its ``key_hash``.
 
 ``Columns`` is the common shape of records in memory: what rows of ``pages``
 read back as (``store_rows.read_rows``), what a chunk decodes to, and what
