@@ -846,7 +846,11 @@ class PageStore:
         if self._db is None:
             return
         try:
-            self.flush(fold=True)
+            try:
+                self.flush(fold=True)
+            except StoreError as exc:  # a full disk: the rows alone may still fit (folded by a later crawl)
+                logger.warning("%s (folding the rows into chunks at close)", exc)
+                self.flush()
             try:
                 # Rows folded into chunks leave free pages (SQLite reuses them); an upgraded store, most of the file.
                 free, total = (self._db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("freelist_count", "page_count"))
