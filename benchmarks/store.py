@@ -8,7 +8,7 @@ What it does, in one run, for each ``--entries`` size:
 1. Writes a store of that many pages (the rows a crawl writes: URL, 40-hex
    request-fingerprint identity, referer, depth, 80% canonical pages, 20%
    near-duplicates) with ``PageStore``, committed every 10,000 pages.
-2. Times ``PersistentBackend.open`` (what a resumed crawl does: every record
+2. Times, in a fresh process, ``PersistentBackend.open`` (what a resumed crawl does: every record
    read and checked - chunk checksums, types, ranges, ``PRAGMA quick_check`` -
    then the clustering state and the index of canonical pages rebuilt) and
    ``read_store`` alone; median of ``--reps``, CPU and wall time.
@@ -41,8 +41,9 @@ ROOT = HERE.parent.parent
 #: The last commit whose store is format 4 (rows of ``pages`` only).
 FORMAT_4_REF = "4394f4f"
 
-# Run in a subprocess with PYTHONPATH set to the tree under test: writes (unless the folder holds a
-# store already) and opens a store; prints one JSON line.
+# Run in a subprocess with PYTHONPATH set to the tree under test; prints one JSON line.  Mode "write":
+# writes the store (unless the folder holds one: then its first open, timed alone, e.g. an upgrade);
+# mode "open": times the opens, in a fresh process as a resumed crawl is.
 _RUN = textwrap.dedent(
     """
     import json, statistics, sys, time
@@ -51,7 +52,7 @@ _RUN = textwrap.dedent(
     from simhash_scrapy.backends.persistent import PersistentBackend
     from simhash_scrapy.config import SimhashConfig
     from simhash_scrapy.core.store import PageStore, StoreRecord, read_store
-    folder, entries, reps = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    folder, entries, reps, mode = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     def drive(coro):
         try:
             coro.send(None)
@@ -61,7 +62,9 @@ _RUN = textwrap.dedent(
     config = SimhashConfig(jobdir=str(folder))
     path = folder / "simhash.store"
     out = {"entries": entries}
-    if not path.exists():
+    if mode == "open":
+        pass
+    elif not path.exists():
         store = PageStore(path, PersistentBackend(config).store_config())
         store.open()
         rng = np.random.default_rng(3)
@@ -89,6 +92,9 @@ _RUN = textwrap.dedent(
         out["first_open_seconds"], out["first_open_cpu_seconds"] = time.perf_counter() - t, time.process_time() - c
         drive(backend.close())
     out["file_bytes"] = path.stat().st_size
+    if mode == "write":
+        print(json.dumps(out))
+        sys.exit(0)
     load, cpu, read, read_cpu = [], [], [], []
     for _ in range(reps):
         t, c = time.perf_counter(), time.process_time()
@@ -108,14 +114,18 @@ _RUN = textwrap.dedent(
 
 
 def run_tree(tree: Path, folder: Path, entries: int, reps: int) -> dict[str, Any]:
+    """Write the store (or open an existing one the first time), then time its opens in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.run(
-        [sys.executable, "-c", _RUN, str(folder), str(entries), str(reps)], cwd=tree, env=env,
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if proc.returncode:
-        raise RuntimeError(f"{tree}: the store could not be timed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    out: dict[str, Any] = {}
+    for mode in ("write", "open"):
+        proc = subprocess.run(
+            [sys.executable, "-c", _RUN, str(folder), str(entries), str(reps), mode], cwd=tree, env=env,
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if proc.returncode:
+            raise RuntimeError(f"{tree}: the store could not be timed: {proc.stderr[-2000:]}")
+        out.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return out
 
 
 def extract(ref: str, repo: Path) -> Path:
