@@ -195,13 +195,69 @@ def _serial_size(code: int) -> int:
     return {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8, 7: 8, 8: 0, 9: 0}.get(code, (code - 12 - (code & 1)) // 2 if code >= 12 else 0)
 
 
+#: Labels of a chunk's sections (``core.store_chunks``, format 5), in their order in the blob.
+CHUNK_SECTIONS = (
+    "identities, scopes", "fingerprints", "fingerprints", "fingerprints", "digests, validators",  # key_hash, fp, ...
+    "other values", "other values", "other values", "other values",  # canonical, depth, first_seen, last_seen
+    "other values", "other values", "other values", "other values", "other values",  # distance .. present
+    "identities, scopes", "identities, scopes",  # scope names, scope codes
+    "identities, scopes", "URLs", "URLs", "other values", "digests, validators", "digests, validators",
+    "one-edit keys", "one-edit keys",
+)  # fmt: skip
+
+
+def _chunk_labels(blob: bytes) -> list[tuple[int, int, str]]:
+    """Labelled byte ranges inside a chunk's blob (offsets in the blob)."""
+    out = [(0, 16, "record header")]
+    pos = 16
+    for label in CHUNK_SECTIONS:
+        if pos + 4 > len(blob):
+            break
+        size = int.from_bytes(blob[pos : pos + 4], "little")
+        out.append((pos, pos + 4, "record header"))
+        out.append((pos + 4, pos + 4 + size, label))
+        pos += 4 + size
+    return out
+
+
 def regions(path: Path) -> list[tuple[int, int, str]]:
-    """Labelled byte ranges of an SQLite store (``sqlite.org/fileformat2.html``)."""
+    """Labelled byte ranges of an SQLite store (``sqlite.org/fileformat2.html``), chunk blobs by section."""
     data = path.read_bytes()
     page_size = int.from_bytes(data[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     usable = page_size - data[20]
     out: list[tuple[int, int, str]] = [(0, 100, "file header")]
+    other: list[int] = []
+    overflow: set[int] = set()
+
+    def payload_segments(local_at: int, size: int) -> list[tuple[int, int]]:
+        """File ranges holding a cell's payload in order: its local part, then its overflow chain."""
+        most, least = usable - 35, ((usable - 12) * 32 // 255) - 23
+        if size <= most:
+            return [(local_at, size)]
+        k = least + (size - least) % (usable - 4)
+        local = k if k <= most else least
+        segments, left = [(local_at, local)], size - local
+        number = int.from_bytes(data[local_at + local : local_at + local + 4], "big")
+        out.append((local_at + local, local_at + local + 4, "page header, cell pointers"))
+        while left > 0 and 0 < number <= len(data) // page_size:
+            overflow.add(number)
+            base = (number - 1) * page_size
+            out.append((base, base + 4, "page header, cell pointers"))
+            take = min(left, usable - 4)
+            segments.append((base + 4, take))
+            left -= take
+            number = int.from_bytes(data[base : base + 4], "big")
+        return segments
+
+    def to_file(segments: list[tuple[int, int]], start: int, end: int, label: str) -> None:
+        at = 0
+        for offset, length in segments:
+            lo, hi = max(start, at), min(end, at + length)
+            if lo < hi:
+                out.append((offset + lo - at, offset + hi - at, label))
+            at += length
+
     for number in range(len(data) // page_size):
         base = number * page_size
         head = 100 if number == 0 else 0
@@ -213,7 +269,7 @@ def regions(path: Path) -> list[tuple[int, int, str]]:
             out.append((base, base + page_size, "interior or index page"))
             continue
         if kind != 0x0D:
-            out.append((base, base + page_size, "other page (free list, overflow)"))
+            other.append(number)
             continue
         cells = int.from_bytes(data[base + 3 : base + 5], "big")
         content = int.from_bytes(data[base + 5 : base + 7], "big") or 65536
@@ -224,24 +280,37 @@ def regions(path: Path) -> list[tuple[int, int, str]]:
             pos = base + start
             payload, p = _varint(data, pos)
             _rowid, p = _varint(data, p)
-            if payload > usable - 35:
-                out.append((pos, min(pos + payload + 16, base + page_size), "other page (free list, overflow)"))
-                continue
             out.append((pos, p, "cell header"))
-            header_len, q = _varint(data, p)
+            segments = payload_segments(p, payload)
+            body = b"".join(data[o : o + n] for o, n in segments)
+            header_len, q = _varint(body, 0)
             codes = []
-            while q < p + header_len:
-                code, q = _varint(data, q)
+            while q < header_len:
+                code, q = _varint(body, q)
                 codes.append(code)
-            out.append((p, p + header_len, "record header"))
-            value = p + header_len
-            names = _COLUMNS if len(codes) == len(_COLUMNS) else ("meta key", "meta value", "extra")[: len(codes)]
+            to_file(segments, 0, header_len, "record header")
+            value = header_len
+            if len(codes) == len(_COLUMNS):
+                names: tuple[str, ...] = _COLUMNS
+            elif len(codes) == 4:  # a chunk: (chunk = rowid, count, data, checksum)
+                names = ("chunk", "count", "chunk data", "checksum")
+            else:
+                names = ("meta key", "meta value", "extra")[: len(codes)]
             for name, code in zip(names, codes):
                 size = _serial_size(code)
-                if size:
-                    label = GROUPS.get(name, "other values") if len(codes) == len(_COLUMNS) else "meta and extra tables"
-                    out.append((value, value + size, label))
+                if not size:
+                    continue
+                if name == "chunk data":
+                    for lo, hi, label in _chunk_labels(body[value : value + size]):
+                        to_file(segments, value + lo, value + hi, label)
+                elif len(codes) in (4, len(_COLUMNS)):
+                    to_file(segments, value, value + size, GROUPS.get(name, "other values"))
+                else:
+                    to_file(segments, value, value + size, "meta and extra tables")
                 value += size
+    for number in other:
+        if number + 1 not in overflow:
+            out.append((number * page_size, (number + 1) * page_size, "other page (free list, overflow)"))
     return [r for r in out if r[1] > r[0]]
 
 
@@ -561,6 +630,11 @@ def _sqlite_urls(folder: Path) -> tuple[str, set[str]]:
     try:
         check = db.execute("PRAGMA quick_check").fetchone()[0]
         urls = {row[0] for row in db.execute("SELECT url FROM pages")}
+        # Format 5: the records folded into chunks (the blobs as SQLite gives them, unpacked).
+        from simhash_scrapy.core.store_chunks import decode_chunk  # noqa: PLC0415
+
+        for chunk, count, data in db.execute("SELECT chunk, count, data FROM chunks"):
+            urls.update(decode_chunk(data, chunk, count, copy).url)
     finally:
         db.close()
         shutil.rmtree(copy)

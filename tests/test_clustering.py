@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -127,3 +128,73 @@ def test_assign_canonicals_is_the_same_rule_in_batch() -> None:
     canonical, distance = assign_canonicals(fps, None, K)
     assert canonical.tolist() == [-1, 0, -1, -1, 0]
     assert distance.tolist()[1] == 2 and distance.tolist()[4] == 0
+
+
+def _restored(source: Clusterer, bulk: bool) -> Clusterer:
+    """A rule restored from ``source``'s entries: entry by entry (``restore_many``) or from arrays."""
+    import numpy as np
+
+    from simhash_scrapy.core.clustering import identity_hash
+    from simhash_scrapy.core.keytable import unpack_keys
+
+    n = len(source)
+    keys = sorted(source._identities.items(), key=lambda item: item[1])
+    scopes, identities = [s for (s, _), _ in keys], [i for (_, i), _ in keys]
+    restored = Clusterer(source.max_distance, source.blocks)
+    if not bulk:
+        restored.restore_many(scopes, identities, source.fingerprint, source.exact, source.canonical, source.distance,
+                              source.indexed, [unpack_keys(k) for k in source.indexed_keys], source.digest)  # fmt: skip
+        restored.restore_indexes()
+        return restored
+    is_indexed = np.array([fp is not None for fp in source.indexed])
+    restored.restore_arrays(
+        scopes, identities, np.array(source.fingerprint, dtype=np.uint64), np.array(source.exact, dtype=bool),
+        np.array(source.canonical, dtype=np.int64), np.array(source.distance, dtype=np.int64), is_indexed,
+        np.array([fp or 0 for fp in source.indexed], dtype=np.uint64), list(source.indexed_keys), list(source.digest),
+        np.fromiter((identity_hash(s, i) for s, i in zip(scopes, identities)), dtype=np.uint64, count=n),
+    )  # fmt: skip
+    return restored
+
+
+def test_restoring_from_arrays_decides_as_restoring_entry_by_entry() -> None:
+    """``restore_arrays`` (a store's columns, identities found through their hashes) gives the same entries,
+    indexes and decisions as ``restore_many``: re-checks of restored pages, exact pages, one-edit keys, scopes."""
+    rng = random.Random(5)
+    first = Clusterer(3, 4)
+    fps: list[int] = []
+    for i in range(400):
+        scope = rng.choice(["a", "b", "ü"])
+        fp = flip(rng.choice(fps), rng.randint(0, 5), rng) if fps and rng.random() < 0.5 else rng.getrandbits(64)
+        fps.append(fp)
+        exact = rng.random() < 0.1
+        keys = tuple(rng.getrandbits(64) for _ in range(3)) if not exact and rng.random() < 0.2 else ()
+        first.check(scope, f"id{i % 350}", fp, exact, index=rng.random() > 0.05, edit_keys=keys,
+                    digest=rng.choice([None, rng.getrandbits(64)]))  # fmt: skip
+    one, bulk = _restored(first, False), _restored(first, True)
+    assert len(bulk._identities) == 0 and len(bulk._restored_hashes) == len(first)  # no dict of a million keys
+    assert [one.entry_of(s, i) for (s, i) in first._identities] == [bulk.entry_of(s, i) for (s, i) in first._identities]
+    assert bulk.entry_of("a", "never seen") is None and bulk.entry_of("b", "id1") == one.entry_of("b", "id1")
+    for name in ("fingerprint", "exact", "canonical", "distance", "indexed", "indexed_keys", "digest"):
+        assert getattr(one, name) == getattr(bulk, name), name
+    assert one.index_size() == bulk.index_size()
+    for i in range(300):  # the next crawl: pages seen before (same identities) and new ones
+        scope = rng.choice(["a", "b", "ü"])
+        fp = flip(rng.choice(fps), rng.randint(0, 6), rng)
+        exact = rng.random() < 0.05
+        keys = tuple(rng.getrandbits(64) for _ in range(3)) if not exact and rng.random() < 0.2 else ()
+        args = (scope, f"id{rng.randrange(500)}", fp, exact, True, keys, rng.choice([None, 7]))
+        assert one.check(*args) == bulk.check(*args), (i, args)
+    assert len(one) == len(bulk)
+
+
+def test_restoring_two_entries_with_one_identity_is_refused() -> None:
+    import numpy as np
+
+    from simhash_scrapy.core.clustering import identity_hash
+
+    rule = Clusterer(3, 4)
+    hashes = np.array([identity_hash("s", "x"), identity_hash("s", "y"), identity_hash("s", "x")], dtype=np.uint64)
+    with pytest.raises(ValueError, match="same"):
+        rule.restore_arrays(["s"] * 3, ["x", "y", "x"], np.arange(3, dtype=np.uint64), np.zeros(3, dtype=bool),
+                            np.full(3, -1), np.full(3, -1), np.ones(3, dtype=bool), np.arange(3, dtype=np.uint64),
+                            [b""] * 3, [None] * 3, hashes)  # fmt: skip

@@ -280,17 +280,15 @@ def _format_3_store(path: Path) -> list[Any]:
     """A store as format 3 wrote it: rows without the format-4 columns, user_version 3."""
     import sqlite3
 
-    from simhash_scrapy.core.store import PageStore, StoreConfig, StoreRecord
+    from simhash_scrapy.core.store import StoreConfig, StoreRecord
     from simhash_scrapy.core.store_rows import FORMAT_4_COLUMNS
 
+    from test_store import format_4_store
+
     config = StoreConfig(3, 4, "w1-c0-tf-j2", "visible")
-    store = PageStore(path, config)
-    store.open()
     records = [StoreRecord(i, "s", f"id{i}", f"https://x/{i}", 0x1234 + i, indexed=0x1234 + i, first_seen=1.0 + i,
                            last_seen=2.0 + i) for i in range(3)]  # fmt: skip
-    for record in records:
-        store.put(record)
-    store.close()
+    format_4_store(path, records, config)
     db = sqlite3.connect(path, isolation_level=None)
     for name, _ in FORMAT_4_COLUMNS:
         db.execute(f"ALTER TABLE pages DROP COLUMN {name}")
@@ -322,16 +320,18 @@ def test_a_format_3_store_is_read_then_upgraded_in_place(tmp_path: Path) -> None
     store.put(StoreRecord(3, "s", "id3", "https://x/3", 99, digest=2**64 - 1, etag='W/"e"', last_modified="Mon"))
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (4,)
+    assert db.execute("PRAGMA user_version").fetchone() == (5,)  # via format 4
     db.close()
     again = read_store(path)
-    assert again.version == 4 and again.digests == [None, None, None, 2**64 - 1]
+    assert again.version == 5 and again.digests == [None, None, None, 2**64 - 1]
     assert again.etags[3] == 'W/"e"' and again.last_modified[3] == "Mon"
-    # A validator changed behind the store's back is caught by the row checksum.
+    # A validator changed behind the store's back is caught by the chunk's checksum.
     db = sqlite3.connect(path, isolation_level=None)
-    db.execute("UPDATE pages SET etag = 'W/\"f\"' WHERE entry = 3")
+    (data,) = db.execute("SELECT data FROM chunks WHERE chunk = 0").fetchone()
+    at = data.index(b'W/"e"')
+    db.execute("UPDATE chunks SET data = ? WHERE chunk = 0", (data[:at] + b'W/"f"' + data[at + 5 :],))
     db.close()
-    with pytest.raises(ValueError, match=r"corrupt record #3 \(checksum mismatch\)"):
+    with pytest.raises(ValueError, match=r"corrupt chunk 0 \(checksum mismatch\)"):
         read_store(path)
 
 

@@ -67,7 +67,7 @@ def test_single_bit_flips_in_every_region(stores: dict[str, Any]) -> None:
     bad = [r for r in results if r[1] not in ALLOWED]
     assert not bad, bad
     by_region = {label for label, category, _ in results if category == "detected"}
-    # A flipped bit in any value of a record is detected (per-row checksums), naming the file.
+    # A flipped bit in any value of a record is detected (per-chunk and per-row checksums), naming the file.
     assert {"URLs", "fingerprints", "identities, scopes", "checksums", "record header", "digests, validators"} <= by_region
     assert all(str(stores["tmp"] / "work" / store) in detail for _, category, detail in results if category == "detected")
 
@@ -77,10 +77,10 @@ def test_flipped_value_names_the_record(stores: dict[str, Any], tmp_path: Path) 
     work = faults._copy(stores["clean"], tmp_path / "w")
     faults.flip("faults.store", spans[len(spans) // 2][0] + 3, 1)(work)
     before = (work / "faults.store").read_bytes()
-    with pytest.raises(StoreError, match=r"faults\.store: corrupt record #\d+ \(checksum mismatch\)") as info:
+    with pytest.raises(StoreError, match=r"faults\.store: corrupt chunk \d+ \(checksum mismatch\)") as info:
         read_store(work / "faults.store")
     assert "SIMHASH_RESET" in str(info.value)
-    with pytest.raises(Exception, match="corrupt record"):
+    with pytest.raises(Exception, match="corrupt chunk"):
         faults.load_members(work)
     assert (work / "faults.store").read_bytes() == before  # never cut, never rewritten
 

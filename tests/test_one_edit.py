@@ -172,13 +172,14 @@ def test_keys_are_kept_in_the_store_and_damage_to_them_is_detected(tmp_path: Pat
     run(second.close())
     # One flipped bit in a stored key: the store is refused, naming the file and the record, and left as it is.
     path = tmp_path / "spider.store"
-    with sqlite3.connect(path) as db:
-        (blob,) = db.execute("SELECT edit_keys FROM pages WHERE entry = 0").fetchone()
-        db.execute("UPDATE pages SET edit_keys = ? WHERE entry = 0", (bytes([blob[0] ^ 4]) + blob[1:],))
+    with sqlite3.connect(path) as db:  # the keys are the chunk's last section
+        (blob,) = db.execute("SELECT data FROM chunks WHERE chunk = 0").fetchone()
+        at = len(blob) - 8 * len(a.edit_keys)
+        db.execute("UPDATE chunks SET data = ? WHERE chunk = 0", (blob[:at] + bytes([blob[at] ^ 4]) + blob[at + 1 :],))
     before = path.read_bytes()
-    with pytest.raises(StoreError, match=rf"{path}: corrupt record #0 \(checksum mismatch\)"):
+    with pytest.raises(StoreError, match=rf"{path}: corrupt chunk 0 \(checksum mismatch\)"):
         read_store(path)
-    with pytest.raises(Exception, match="corrupt record #0"):
+    with pytest.raises(Exception, match="corrupt chunk 0"):
         run(PersistentBackend(config).open("spider"))
     assert path.read_bytes() == before
 

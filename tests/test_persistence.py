@@ -455,7 +455,7 @@ def test_a_store_that_fills_up_then_gets_room_loses_nothing(tmp_path: Path, capl
     there is room the pending records are committed: every page is in the store."""
     folder = tmp_path / "disk"
     folder.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(folder)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here (the crawl tests use RLIMIT_FSIZE instead)")
     try:
         settings = {"SIMHASH_DIR": str(folder), "SIMHASH_FLUSH_INTERVAL": 0}
@@ -491,3 +491,36 @@ def test_a_store_that_fills_up_then_gets_room_loses_nothing(tmp_path: Path, capl
         assert all(links[row] == url + "/canon" for row, url in enumerate(stored.urls()))
     finally:
         subprocess.run(["umount", str(folder)], check=False)
+
+
+def test_rel_canonical_blobs_are_folded_into_one_when_a_crawl_opens_the_store(tmp_path: Path) -> None:
+    """One ``rel_canonical/<n>`` blob per flush that changed a link; the next crawl folds them into one
+    (the links as loaded), and later changes are laid over it as before."""
+    settings = {"SIMHASH_DIR": str(tmp_path / "state"), "SIMHASH_FLUSH_INTERVAL": 0}
+    pages = [(replace(r, canonical_link=f"{r.url}/canon"), i) for r, i in page_sequence(31, 12)]
+    backend = backend_for(settings)
+    run(backend.open("s"))
+    for r, i in pages:
+        run(backend.check(r, i))
+    run(backend.close())
+    path = tmp_path / "state" / "s.store"
+    first = read_store(path)
+    names = sorted(n for n in first.extra if n.startswith("rel_canonical/"))
+    assert len(names) == 12
+    links = stored_links(first)
+    assert sorted(links.values()) == sorted(f"{r.url}/canon" for r, _ in pages)
+    backend = backend_for(settings)
+    run(backend.open("s"))
+    run(backend.close())
+    second = read_store(path)
+    assert sorted(n for n in second.extra if n.startswith("rel_canonical/")) == ["rel_canonical/0"]
+    assert stored_links(second) == links
+    backend = backend_for(settings)  # a link that changes: one more blob over the folded one
+    run(backend.open("s"))
+    record, index = pages[3]
+    run(backend.check(replace(record, canonical_link=None), index))
+    run(backend.close())
+    third = read_store(path)
+    assert sorted(n for n in third.extra if n.startswith("rel_canonical/")) == ["rel_canonical/0", "rel_canonical/1"]
+    del links[next(row for row, url in enumerate(third.urls()) if url == record.url)]
+    assert stored_links(third) == links

@@ -85,8 +85,10 @@ def copy_project(tmp_path: Path) -> Path:
 
 
 def store_urls(path: Path) -> list[str]:
-    with sqlite3.connect(path) as db:  # what a user sees with any SQL tool
-        urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")]
+    from test_store import sqlite_urls
+
+    with sqlite3.connect(path) as db:  # what the sqlite3 library reads: chunks and rows
+        urls = sqlite_urls(db)
     db.close()
     return urls
 

@@ -112,7 +112,8 @@ def test_round_trip_and_more_records_across_runs(tmp_path: Path) -> None:
 
 
 def test_one_row_per_identity(tmp_path: Path) -> None:
-    """Putting an entry again replaces its row: N re-crawls keep one row per page."""
+    """Putting an entry again replaces its record: N re-crawls keep one record per page (folded into one chunk
+    at each close: no row of ``pages`` is left behind)."""
     rng = random.Random(2)
     records = [record(i, rng) for i in range(50)]
     path = tmp_path / "s.store"
@@ -128,7 +129,44 @@ def test_one_row_per_identity(tmp_path: Path) -> None:
         store.close()
     assert rows_of(read_store(path)) == records
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT count(*), count(DISTINCT url) FROM pages").fetchone() == (50, 50)
+        assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+        assert db.execute("SELECT count(*), sum(count) FROM chunks").fetchone() == (1, 50)
+        assert sqlite_urls(db) == [r.url for r in records]
+
+
+def format_4_store(path: Path, records: list[StoreRecord], config: StoreConfig = CONFIG) -> None:
+    """A store as format 4 wrote it: every record a row of ``pages``, no ``chunks`` table, user_version 4."""
+    from simhash_scrapy.core.store import FOLD_ROWS, _meta_checksum
+
+    assert len(records) < FOLD_ROWS
+    store = PageStore(path, config)
+    store.open()
+    for r in records:
+        store.put(r)
+    store.flush()  # rows only: no fold below FOLD_ROWS
+    store.abandon()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("DROP TABLE chunks")
+    meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+    del meta["chunk_records"]
+    meta["format"] = "4"
+    meta["checksum"] = _meta_checksum(meta)
+    db.execute("DELETE FROM simhash_meta")
+    db.executemany("INSERT INTO simhash_meta (key, value) VALUES (?, ?)", sorted(meta.items()))
+    db.execute("PRAGMA user_version = 4")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+def sqlite_urls(db: sqlite3.Connection) -> list[str]:
+    """The URLs the sqlite3 library reads from a store: its chunks (decoded), then the rows laid over them."""
+    from simhash_scrapy.core.store_chunks import CHUNK_RECORDS, decode_chunk
+
+    urls: dict[int, str] = {}
+    for chunk, count, data in db.execute("SELECT chunk, count, data FROM chunks ORDER BY chunk"):
+        urls.update(enumerate(decode_chunk(data, chunk, count, "store").url, start=chunk * CHUNK_RECORDS))
+    urls.update(db.execute("SELECT entry, url FROM pages"))
+    return [urls[entry] for entry in sorted(urls)]
 
 
 def test_entries_must_follow_each_other(tmp_path: Path) -> None:
@@ -444,10 +482,10 @@ def test_leftover_frames_after_the_last_commit_are_not_damage(tmp_path: Path) ->
     assert (len(data) - 32) // frame > commits[-1] + 10  # stale frames of this WAL after the last commit
     db = sqlite3.connect(crash_copy(final, tmp_path / "sqlite"))
     assert db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-    sqlite_urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")]
+    urls = sqlite_urls(db)
     db.close()
     assert rows_of(read_store(final)) == records[:21]
-    assert [r.url for r in records[:21]] == sqlite_urls
+    assert [r.url for r in records[:21]] == urls
     third = PageStore(final, CONFIG)
     assert len(third.open()) == 21
     third.close()
@@ -460,7 +498,7 @@ def test_a_failed_commit_names_the_cause_and_keeps_the_records(tmp_path: Path) -
 
     folder = tmp_path / "disk"
     folder.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(folder)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here (the crawl tests use RLIMIT_FSIZE instead)")
     try:
         rng = random.Random(6)
@@ -522,9 +560,9 @@ def test_a_leftover_commit_frame_behind_a_shorter_transaction_is_read_as_sqlite_
     assert len(long_wal) > len(short_wal) and long_wal[:32] == short_wal[:32]  # one WAL generation
     (short_run.parent / "s.store-wal").write_bytes(short_wal + long_wal[len(short_wal) :])
     db = sqlite3.connect(crash_copy(short_run, tmp_path / "sqlite"))
-    sqlite_urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY entry")]
+    urls = sqlite_urls(db)
     db.close()
-    assert sqlite_urls == [r.url for r in records[:11]]
+    assert urls == [r.url for r in records[:11]]
     with caplog.at_level(logging.WARNING):
         assert rows_of(read_store(short_run)) == records[:11]
     assert "do not follow the last commit SQLite reads" in caplog.text
@@ -567,3 +605,157 @@ def test_reading_without_deserialize_uses_an_immutable_copy(tmp_path: Path, monk
     assert rows_of(read_store(copy)) == records
     assert hashes(copy.parent) == before
     assert set(temporary.glob("simhash-store-*")) == leftovers
+
+
+# ----------------------------------------------------------------- format 5: chunks
+def test_a_format_4_store_is_read_then_upgraded_and_folded(tmp_path: Path) -> None:
+    """A format-4 store (every record a row): a reader changes nothing; a crawl upgrades it in place to
+    format 5 and folds its rows into chunks, every record as it was."""
+    rng = random.Random(21)
+    records = [record(i, rng) for i in range(70)]
+    path = tmp_path / "s.store"
+    format_4_store(path, records)
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    contents = read_store(path)
+    assert contents.version == 4 and rows_of(contents) == records
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == files  # not a byte, not a file more
+    store = PageStore(path, CONFIG)
+    assert rows_of(store.open()) == records
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (5,)
+        assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+        assert db.execute("SELECT chunk, count FROM chunks").fetchall() == [(0, 70)]
+    db.close()
+    again = read_store(path)
+    assert again.version == 5 and rows_of(again) == records
+
+
+def test_rows_are_folded_into_chunks_and_a_crash_keeps_every_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows wait in ``pages`` until FOLD_ROWS of them (then one transaction folds them into the chunks they
+    touch, across a chunk boundary); re-checked records are laid over their chunk; a crash between folds
+    loses nothing committed, and the next crawl folds what it finds."""
+    import simhash_scrapy.core.store as store_module
+    import simhash_scrapy.core.store_chunks as chunks_module
+
+    monkeypatch.setattr(store_module, "FOLD_ROWS", 12)
+    monkeypatch.setattr(store_module, "CHUNK_RECORDS", 16)
+    monkeypatch.setattr(chunks_module, "CHUNK_RECORDS", 16)
+    rng = random.Random(22)
+    records = [record(i, rng) for i in range(40)]
+    path = tmp_path / "s.store"
+    store = PageStore(path, CONFIG)
+    store.open()
+    for n, r in enumerate(records, start=1):
+        store.put(r)
+        if n % 5 == 0:
+            store.flush()
+        if n % 7 == 0:  # a record of an earlier chunk, checked again
+            old = records[n // 3]
+            old.last_seen += 1.0
+            old.outcome = "unchanged"
+            store.put(old)
+    store.flush()
+    crashed = crash_copy(path, tmp_path / "crash")
+    store.abandon()
+    with sqlite3.connect(crash_copy(crashed, tmp_path / "look")) as db:
+        folded = db.execute("SELECT chunk, count FROM chunks ORDER BY chunk").fetchall()
+        rows = db.execute("SELECT count(*) FROM pages").fetchone()[0]
+    db.close()
+    assert folded[0] == (0, 16) and len(folded) >= 2 and 0 < rows < 12  # folded over a boundary, rows waiting
+    assert rows_of(read_store(crashed)) == records
+    again = PageStore(crashed, CONFIG)
+    assert rows_of(again.open()) == records  # ... and folded now
+    again.abandon()
+    with sqlite3.connect(crashed) as db:
+        assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+        assert db.execute("SELECT chunk, count FROM chunks ORDER BY chunk").fetchall() == [(0, 16), (1, 16), (2, 8)]
+        assert sqlite_urls(db) == [r.url for r in records]
+    db.close()
+
+
+def _edit_chunks(path: Path, sql: str, *args: object) -> bytes:
+    with sqlite3.connect(path) as db:
+        db.execute(sql, args)
+    db.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("flip", r"corrupt chunk 0 \(checksum mismatch\)"),
+        ("cut", r"corrupt chunk 0 \(checksum mismatch\)"),
+        ("renumber", r"chunk 0 is missing"),
+        ("drop", r"record #0 is missing"),
+        ("recount", r"corrupt chunk 0 \(checksum mismatch\)"),
+        ("header", r"record #30 is missing"),
+    ],
+)
+def test_a_damaged_chunk_is_named_and_the_file_left_as_it_is(tmp_path: Path, damage: str, message: str) -> None:
+    from simhash_scrapy.core.store import _meta_checksum
+
+    rng = random.Random(23)
+    records = [record(i, rng) for i in range(30)]
+    path = tmp_path / "s.store"
+    write(path, records)
+    (data,) = sqlite3.connect(path).execute("SELECT data FROM chunks").fetchone()
+    if damage == "flip":
+        before = _edit_chunks(path, "UPDATE chunks SET data = ?", data[:100] + bytes([data[100] ^ 8]) + data[101:])
+    elif damage == "cut":
+        before = _edit_chunks(path, "UPDATE chunks SET data = ?", data[:-1])
+    elif damage == "renumber":
+        before = _edit_chunks(path, "UPDATE chunks SET chunk = 1")
+    elif damage == "drop":
+        before = _edit_chunks(path, "DELETE FROM chunks")
+    elif damage == "recount":
+        before = _edit_chunks(path, "UPDATE chunks SET count = 29")
+    else:  # the header counts one page more than the chunks hold
+        with sqlite3.connect(path) as db:
+            meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
+            meta["pages"] = "31"
+            db.execute("UPDATE simhash_meta SET value = '31' WHERE key = 'pages'")
+            db.execute("UPDATE simhash_meta SET value = ? WHERE key = 'checksum'", (_meta_checksum(meta),))
+        db.close()
+        before = path.read_bytes()
+    with pytest.raises(StoreError, match=message) as info:
+        read_store(path)
+    assert str(path) in str(info.value)
+    with pytest.raises(StoreError, match=message):
+        PageStore(path, CONFIG).open()
+    assert path.read_bytes() == before
+
+
+def test_rows_spread_thin_over_old_chunks_wait_for_the_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flush folds the chunks many rows wait for and the new pages' chunks; a row or two in an old chunk
+    (a re-crawl spread over the whole store) waits for ``close`` instead of rewriting that chunk."""
+    import simhash_scrapy.core.store as store_module
+    import simhash_scrapy.core.store_chunks as chunks_module
+
+    monkeypatch.setattr(store_module, "FOLD_ROWS", 12)
+    monkeypatch.setattr(store_module, "CHUNK_RECORDS", 16)
+    monkeypatch.setattr(chunks_module, "CHUNK_RECORDS", 16)
+    rng = random.Random(24)
+    records = [record(i, rng) for i in range(76)]
+    path = tmp_path / "s.store"
+    write(path, records[:64])
+    store = PageStore(path, CONFIG)
+    store.open()
+    for chunk in range(4):  # one row in each old chunk
+        records[chunk * 16 + 5].last_seen += 1.0
+        store.put(records[chunk * 16 + 5])
+    for r in records[64:]:  # twelve new pages
+        store.put(r)
+    store.flush()
+    with sqlite3.connect(path) as db:
+        assert sorted(e for (e,) in db.execute("SELECT entry FROM pages")) == [5, 21, 37]
+        assert db.execute("SELECT chunk, count FROM chunks ORDER BY chunk").fetchall() == [(0, 16), (1, 16), (2, 16), (3, 16), (4, 12)]
+    db.close()
+    assert rows_of(read_store(path)) == records
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+    db.close()
+    assert rows_of(read_store(path)) == records

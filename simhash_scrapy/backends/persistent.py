@@ -43,7 +43,7 @@ import logging
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,7 @@ import numpy as np
 
 from ..core import defaults
 from ..core.defaults import default_blocks
+from ..core.keytable import pack_keys
 from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
 from ..core.store_rows import fail
 from .base import BackendError, ClusterMember, Outcome
@@ -86,6 +87,25 @@ def _make_folder(folder: Path, setting: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BackendError(f"{setting}={str(folder)!r}: cannot make the folder: {exc.strerror or exc}") from None
+
+
+class _Keys(Sequence[str]):
+    """Each record's key: its identity, or else its URL (read when asked: the columns may decode lazily)."""
+
+    __slots__ = ("identities", "urls")
+
+    def __init__(self, identities: Sequence[str], urls: Sequence[str]) -> None:
+        self.identities, self.urls = identities, urls
+
+    def __len__(self) -> int:
+        return len(self.identities)
+
+    def __getitem__(self, row: int) -> str:  # type: ignore[override]
+        return self.identities[row] or self.urls[row]
+
+    def __iter__(self) -> Iterator[str]:
+        for identity, url in zip(self.identities, self.urls):
+            yield identity or url
 
 
 class _Members:
@@ -159,6 +179,7 @@ class _Members:
 #: Names of the extra blobs holding the entries' rel=canonical URLs: ``rel_canonical/<n>``, each a JSON
 #: list of ``[entry, url or null]`` written at a flush (later blobs win).  Kept in blobs, not a column of
 #: ``pages``, so the store's format (version) is unchanged: a store without them names no rel=canonical URL.
+#: A crawl that opens a store with several folds them into one (``rel_canonical/0``, the links as loaded).
 _LINKS = "rel_canonical/"
 
 
@@ -254,6 +275,13 @@ class PersistentBackend(MemoryBackend):
         self._extra.update(contents.extra)
         chunks = _link_chunks(contents.extra)
         self._link_chunk = chunks[-1][0] + 1 if chunks else 0
+        if len(chunks) > 1:  # one blob per flush that changed a link: folded into one, with the next commit
+            for _, name in chunks:
+                store.drop_extra(name)
+                self._extra.pop(name, None)
+            self._pending_links = dict(sorted(self._links.items()))
+            self._link_chunk = 0
+            self._write_links()
         atexit.register(self._flush_at_exit)
         if store.empty_file and self.crawler is not None and self.crawler.stats is not None:
             self.crawler.stats.set_value("simhash/store_empty", 1)
@@ -274,22 +302,14 @@ class PersistentBackend(MemoryBackend):
         if len(self._members):
             raise RuntimeError("the store must be loaded before the first check")
         c = contents
-        keys = [i or u for i, u in zip(c.identities, c.url_list)] if not all(c.identities) else c.identities
-        indexed = np.where(c.is_indexed, c.indexed, 0).tolist()
-        if not c.is_indexed.all():
-            indexed = [fp if ok else None for fp, ok in zip(indexed, c.is_indexed.tolist())]
+        keys = _Keys(c.identities, c.url_list)
+        packed = c.packed_keys if len(c.packed_keys) == len(c) else [pack_keys(k) if k else b"" for k in c.edit_keys]
+        hashes = c.key_hashes if len(c.key_hashes) == len(c) else None
         try:
-            self._clusters.restore_many(
-                c.scopes,
-                keys,
-                c.fingerprints.tolist(),
-                c.exact.tolist(),
-                c.canonical.tolist(),
-                c.distance.tolist(),
-                indexed,
-                c.edit_keys,
-                c.digests,
-            )
+            self._clusters.restore_arrays(
+                c.scopes, keys, c.fingerprints, c.exact, c.canonical, c.distance, c.is_indexed, c.indexed, packed,
+                c.digests, hashes,
+            )  # fmt: skip
         except ValueError:
             seen: dict[tuple[str, str], int] = {}
             for row, key in enumerate(zip(c.scopes, keys)):
@@ -300,7 +320,6 @@ class PersistentBackend(MemoryBackend):
                     ) from None
                 seen[key] = row
             raise
-        self._clusters.restore_indexes()
         try:
             self._members = _Members(contents)  # type: ignore[assignment]
         except StoreError as exc:

@@ -57,8 +57,11 @@ a site N times keeps one entry per URL.
 from __future__ import annotations
 
 import enum
+import gc
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -187,6 +190,12 @@ class Clusterer:
         self._exact: dict[str, dict[int, int]] = {}
         self._edits: dict[str, KeyTable] = {}  # one-edit key -> canonical entry, per scope
         self._identities: dict[tuple[str, str], int] = {}
+        # Entries restored in bulk (``restore_arrays``): their ``identity_hash`` sorted, with the entry of
+        # each, and their scopes and identities (looked up, never made into a million dict keys).
+        self._restored_hashes = np.zeros(0, dtype=np.uint64)
+        self._restored_entries = np.zeros(0, dtype=np.int64)
+        self._restored_scopes: Sequence[str] = ()
+        self._restored_keys: Sequence[str] = ()
         # Per entry (parallel lists, indexed by entry number):
         self.fingerprint: list[int] = []  # the latest version's fingerprint (or digest)
         self.exact: list[bool] = []
@@ -206,7 +215,21 @@ class Clusterer:
 
     def entry_of(self, scope: str, identity: str) -> int | None:
         """The entry of ``identity`` in ``scope``, or ``None`` if it was never checked."""
-        return self._identities.get((scope, identity))
+        entry = self._identities.get((scope, identity))
+        if entry is None and len(self._restored_hashes):
+            return self._restored_entry(scope, identity)
+        return entry
+
+    def _restored_entry(self, scope: str, identity: str) -> int | None:
+        hashes = self._restored_hashes
+        h = np.uint64(identity_hash(scope, identity))
+        at = int(hashes.searchsorted(h))
+        while at < len(hashes) and hashes[at] == h:
+            entry = int(self._restored_entries[at])
+            if self._restored_keys[entry] == identity and self._restored_scopes[entry] == scope:
+                return entry
+            at += 1
+        return None
 
     def index_size(self) -> int:
         """Canonical entries in all scopes (simhash and exact)."""
@@ -373,6 +396,8 @@ class Clusterer:
             also = second = None
         key = (scope, identity)
         entry = self._identities.get(key)
+        if entry is None and len(self._restored_hashes):
+            entry = self._restored_entry(scope, identity)
         if entry is not None:
             return self._recheck(scope, entry, fingerprint, exact, index, edit_keys, digest, also, second)
         found = self._nearest(scope, fingerprint, exact, edit_keys, also, second)
@@ -467,6 +492,97 @@ class Clusterer:
             raise ValueError("two entries have the same (scope, identity)")
         self._pending.extend((scopes[i], start + i) for i, fp in enumerate(indexed) if fp is not None)
 
+    def restore_arrays(
+        self,
+        scopes: Sequence[str],
+        identities: Sequence[str],
+        fingerprints: np.ndarray,
+        exact: np.ndarray,
+        canonical: np.ndarray,
+        distance: np.ndarray,
+        is_indexed: np.ndarray,
+        indexed: np.ndarray,
+        packed_keys: Sequence[bytes],
+        digests: Sequence[int | None],
+        identity_hashes: np.ndarray | None = None,
+    ) -> None:
+        """``restore_many`` then ``restore_indexes`` for entries given as arrays (a store's columns), in bulk.
+
+        ``identity_hashes``: ``identity_hash`` of each entry's scope and identity (a store keeps them):
+        the entries of a first restore into an empty rule are then found through them, and
+        ``identities`` is read only to confirm a match (it may decode lazily).
+
+        ``fingerprints``/``indexed`` uint64, ``exact``/``is_indexed`` bool, ``canonical``/``distance``
+        int64 (-1: none); ``packed_keys`` the one-edit keys packed (``keytable.pack_keys``), b"" for none.
+        The same entries, indexes and ties as entry-by-entry restoring; ``ValueError`` if two entries
+        share an identity.
+        """
+        if self._pending:
+            self.restore_indexes()
+        enabled = gc.isenabled()
+        gc.disable()  # a million objects and no cycle: the collector would only slow this down
+        try:
+            self._restore_arrays(scopes, identities, fingerprints, exact, canonical, distance, is_indexed, indexed,
+                                 packed_keys, digests, identity_hashes)  # fmt: skip
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _restore_arrays(self, scopes: Sequence[str], identities: Sequence[str], *arrays: Any) -> None:
+        fingerprints, exact, canonical, distance, is_indexed, indexed, packed_keys, digests, identity_hashes = arrays
+        start, n = len(self.fingerprint), len(fingerprints)
+        if start or len(self._restored_hashes):
+            identity_hashes = None  # only a first restore into an empty rule keeps the table
+        values: list[int] = fingerprints.tolist()
+        self.fingerprint.extend(values)
+        self.exact.extend(exact.tolist())
+        self.canonical.extend(canonical.tolist())
+        self.distance.extend(distance.tolist())
+        column: list[int | None] = list(values)  # a canonical page's indexed fingerprint is mostly its own
+        for row in np.flatnonzero(is_indexed & (indexed != fingerprints)).tolist():
+            column[row] = int(indexed[row])
+        for row in np.flatnonzero(~is_indexed).tolist():
+            column[row] = None
+        self.indexed.extend(column)
+        self.indexed_keys.extend(packed_keys)
+        self.digest.extend(digests)
+        # Restored pages carry no template-free or second simhash (neither is stored: steps 5 and 6
+        # serve pages checked in this process).
+        self.also.extend([None] * n)
+        self.second.extend([None] * n)
+        if identity_hashes is None:
+            self._identities.update(zip(zip(scopes, identities), range(start, start + n)))
+            if len(self._identities) != len(self.fingerprint):
+                raise ValueError("two entries have the same (scope, identity)")
+        elif n:
+            order = np.argsort(identity_hashes)
+            hashes = identity_hashes[order]
+            for at in np.flatnonzero(hashes[1:] == hashes[:-1]).tolist():  # the same hash: the same page?
+                a, b = int(order[at]), int(order[at + 1])
+                if scopes[a] == scopes[b] and identities[a] == identities[b]:
+                    raise ValueError("two entries have the same (scope, identity)")
+            self._restored_hashes, self._restored_entries = hashes, order
+            self._restored_scopes, self._restored_keys = scopes, identities
+        names = list(dict.fromkeys(scopes))
+        if len(names) == 1:
+            codes = np.zeros(n, dtype=np.int64)
+        else:
+            number = {name: code for code, name in enumerate(names)}
+            codes = np.fromiter(map(number.__getitem__, scopes), dtype=np.int64, count=n)
+        with_keys = np.fromiter(map(bool, packed_keys), dtype=bool, count=n) if any(packed_keys) else None
+        for code, scope in enumerate(names):
+            mine = is_indexed & (codes == code)
+            simhash = np.flatnonzero(mine & ~exact)
+            if len(simhash):
+                self._index(scope).add_many(simhash + start, indexed[simhash])
+            for row in np.flatnonzero(mine & exact).tolist():
+                self._exact.setdefault(scope, {}).setdefault(self.indexed[start + row], start + row)
+            if with_keys is not None:
+                owners = (np.flatnonzero(with_keys[simhash]) if len(simhash) else simhash)
+                owners = (simhash[owners] + start).tolist()
+                if owners:
+                    self._key_table(scope).add_many(owners, [self.keys_of(entry) for entry in owners])
+
     def restore_indexes(self) -> None:
         """Index the canonical entries given to ``restore_many`` (one bulk add per scope)."""
         by_scope: dict[str, tuple[list[int], list[int]]] = {}
@@ -489,6 +605,12 @@ class Clusterer:
         for scope, (owners, key_lists) in keyed.items():
             self._key_table(scope).add_many(owners, key_lists)
         self._pending = []
+
+
+def identity_hash(scope: str, identity: str) -> int:
+    """A 64-bit hash of a page's scope and identity, the same in every process (BLAKE2b)."""
+    data = f"{scope}\x1f{identity}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
 def assign_canonicals(

@@ -1,22 +1,30 @@
 """The persistent store: one SQLite file per job or spider (no Scrapy import).
 
 A store is a plain SQLite 3 database (stdlib ``sqlite3``, WAL journal), so
-its crash safety is SQLite's and any SQL tool can read a crawl's record::
+its crash safety is SQLite's.  Since format 5 most records sit in chunk blobs
+(read in bulk: a 1,000,000-page store opens in about a second of CPU), so an SQL
+tool sees the rows written since the last fold only; ``read_store`` (or
+``scrapy simhash report``) reads every record.
 
-    sqlite3 .scrapy/simhash/myspider.store \\
-      "SELECT url, outcome, printf('%016x', fingerprint) FROM pages WHERE outcome = 'changed'"
-
-Tables (format version 4, ``PRAGMA user_version``; a format-3 store is upgraded in
-place when a crawl opens it: the three columns format 4 added are added, NULL; ``PRAGMA application_id``
+Tables (format version 5, ``PRAGMA user_version``; a format-4 store is upgraded in
+place when a crawl opens it: the ``chunks`` table is added and its rows folded into chunks;
+a format-3 store goes through format 4 (its three new columns added, NULL); ``PRAGMA application_id``
 is ``0x53484D53``, "SHMS"):
 
 ``simhash_meta (key, value)``
     the settings the fingerprints depend on (``max_distance``, ``blocks``,
     ``block_widths``, ``features``, ``text_mode``), the number of pages
-    (``pages``) and ``checksum`` (CRC-32 of the other rows).  A store written
-    with other settings is refused with an error naming the setting.
+    (``pages``), ``chunk_records`` (4096: records per chunk) and ``checksum``
+    (CRC-32 of the other rows).  A store written with other settings is refused
+    with an error naming the setting.
+``chunks (chunk, count, data, checksum)``
+    the records of entries ``chunk * 4096`` onwards (``count`` of them, every
+    chunk full but the last), column by column in one blob (``core.store_chunks``:
+    little-endian arrays, the texts NUL-joined and deflated), with a 64-bit
+    checksum (CRC-32 and Adler-32, seeded with the chunk's number and count).
 ``pages``
-    **one row per (scope, identity)**, its latest version: ``entry`` (first-
+    the records written since the last fold, **one row per (scope, identity)**,
+    its latest version, laid over the chunk's record of that entry: ``entry`` (first-
     check order, 0..n-1), ``scope``, ``identity``, ``url``, ``fingerprint``
     (signed 64-bit: ``printf('%016x', fingerprint)`` shows the usual hex),
     ``exact`` (short page matched by digest), ``outcome`` of the latest check
@@ -34,13 +42,21 @@ is ``0x53484D53``, "SHMS"):
 ``extra (name, data, checksum)``
     named blobs of the backend (``load_extra`` / ``save_extra``).
 
+**Folding.**  A flush writes its records as rows of ``pages`` (one transaction);
+once ``FOLD_ROWS`` rows wait, and at ``close``, the same transaction folds them:
+each chunk they touch is read (checked), laid under its rows and written anew,
+and the rows are deleted.  A crawl that opens a store with rows left (a crash, an
+upgrade) folds them at once from what it read.  ``close`` compacts the file
+(``VACUUM``) when over a quarter of it is free pages (after an upgrade).
+
 **Nothing unreadable is destroyed, nothing bad is accepted.**  SQLite has no
 per-value checksum (a flipped bit inside a URL would be read back as
-another URL), so every row carries a 64-bit checksum over all its fields,
-verified for every row at load, with ``PRAGMA quick_check`` for the b-tree
-structure, the column types, the value ranges and the page count.  Any
-failure is a ``StoreError`` naming the file (and the record when one is to
-blame); the file is left as it is.  A torn last transaction (``kill -9``,
+another URL), so every chunk carries a 64-bit checksum over its bytes and every
+row one over all its fields, verified for every chunk and row at load, with
+``PRAGMA quick_check`` for the b-tree structure, the chunk numbers and counts
+(0..k-1, full but the last, every entry in a chunk or a row), the column types,
+the value ranges and the page count.  Any failure is a ``StoreError`` naming the
+file (and the chunk or record to blame); the file is left as it is.  A torn last transaction (``kill -9``,
 power loss) is rolled back by SQLite itself: the store loads as of the last
 commit.  Pages reach the OS in one transaction per flush interval (see
 ``PageStore.flush``), so a ``kill -9`` loses at most the pages checked since
@@ -61,8 +77,9 @@ cause and the room left, with the records still pending for the next
 ``flush``; a store file that cannot be written is refused at ``open``.
 
 Modules: this one (the file: schema, header, opening, locking, writing,
-read-only reading), ``store_rows`` (checksums, row encoding, the checked load)
-and ``store_wal`` (the WAL as SQLite reads it).
+folding, read-only reading), ``store_rows`` (checksums, row encoding, the checked
+load, the range checks), ``store_chunks`` (the chunk blobs) and ``store_wal``
+(the WAL as SQLite reads it).
 It is ~500 lines because opening a store is one sequence of checks (lock,
 WAL, SQLite, quick_check, header, settings, rows) that reads best in one place.
 """
@@ -75,29 +92,37 @@ import sqlite3
 import sys
 import tempfile
 import zlib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .index import block_widths
 from .settings import FEATURE_SETTINGS
 from .settings import setting_names as _setting_names
+from .store_chunks import CHUNK_RECORDS, check_chunk_list, chunk_checksum, decode_chunk, encode_chunk, merge
 from .store_rows import (
     FORMAT_4_COLUMNS,
     INSERT,
     OUTCOMES,
     RESET_HINT,
+    Columns,
     StoreContents,
     StoreError,
     StoreRecord,
     blob_checksum,
     clean_text,
+    concat,
+    contents_from,
     encode_rows,
     fail,
     load_extra,
-    load_rows,
+    paused_gc,
+    read_rows,
 )
 from .store_wal import WalScan, check_wal, scan_wal
 
@@ -118,9 +143,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 4
-#: An older format this version upgrades in place (adding ``FORMAT_4_COLUMNS``) when a crawl opens it.
-UPGRADABLE_VERSION = 3
+FORMAT_VERSION = 5
+#: Older formats this version reads, and upgrades in place when a crawl opens them: 3 -> 4 adds
+#: ``FORMAT_4_COLUMNS``, 4 -> 5 adds the ``chunks`` table (then the rows are folded into chunks).
+UPGRADABLE_VERSIONS = (3, 4)
+#: Rows of ``pages`` (records written since the last fold) that make a flush fold them into chunks.
+FOLD_ROWS = 32_768
 APPLICATION_ID = 0x53484D53  # "SHMS"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _OLD_MAGIC = b"SIMHSTOR"  # format 1 (a custom append-only file)
@@ -150,7 +178,9 @@ CREATE TABLE pages (
     last_modified TEXT
 );
 CREATE TABLE extra (name TEXT PRIMARY KEY, data BLOB NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE chunks (chunk INTEGER PRIMARY KEY, count INTEGER NOT NULL, data BLOB NOT NULL, checksum INTEGER NOT NULL);
 """
+_CHUNKS_TABLE = _SCHEMA.strip().split(";")[-2].strip()
 #: The setting name of each header field (in error messages), from the settings table.
 DEFAULT_SETTING_NAMES: dict[str, str] = {
     name: _setting_names(name) for name in ("max_distance", "blocks", "features", "text_mode")
@@ -191,6 +221,7 @@ class StoreConfig:
     def meta(self) -> dict[str, str]:
         return {
             "format": str(FORMAT_VERSION),
+            "chunk_records": str(CHUNK_RECORDS),
             "max_distance": str(self.max_distance),
             "blocks": str(self.blocks),
             "block_widths": ",".join(map(str, block_widths(self.blocks))),
@@ -390,23 +421,27 @@ def _open_image(image: bytearray) -> tuple[sqlite3.Connection, str | None]:
     return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False), name
 
 
-def _upgrade(db: sqlite3.Connection, path: object) -> None:
-    """Format 3 -> 4 in one transaction: add the digest and validator columns (NULL: every row keeps its checksum)."""
+def _upgrade(db: sqlite3.Connection, path: object, version: int) -> None:
+    """Format 3 or 4 -> 5 in one transaction: the format-4 columns (NULL: every row keeps its checksum), then
+    the ``chunks`` table (empty: every record stays a row of ``pages`` until it is folded)."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        for name, kind in FORMAT_4_COLUMNS:
-            db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+        if version == 3:
+            for name, kind in FORMAT_4_COLUMNS:
+                db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+        db.execute(_CHUNKS_TABLE)
         meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
         meta["format"] = str(FORMAT_VERSION)
+        meta["chunk_records"] = str(CHUNK_RECORDS)
         meta["checksum"] = _meta_checksum(meta)
         db.executemany("INSERT OR REPLACE INTO simhash_meta (key, value) VALUES (?, ?)",
-                       [("format", meta["format"]), ("checksum", meta["checksum"])])
+                       [(key, meta[key]) for key in ("format", "chunk_records", "checksum")])
         db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
         db.execute("COMMIT")
     except BaseException:
         _rollback(db)
         raise
-    logger.info("%s: upgraded the simhash store from format %d to %d", path, UPGRADABLE_VERSION, FORMAT_VERSION)
+    logger.info("%s: upgraded the simhash store from format %d to %d", path, version, FORMAT_VERSION)
 
 
 def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, int] | None:
@@ -416,11 +451,12 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, 
         return None
     (app,) = db.execute("PRAGMA application_id").fetchone()
     (version,) = db.execute("PRAGMA user_version").fetchone()
-    if app != APPLICATION_ID or not {"simhash_meta", "pages", "extra"} <= tables:
+    needed = {"simhash_meta", "pages", "extra", *(["chunks"] if version == FORMAT_VERSION else [])}
+    if app != APPLICATION_ID or not needed <= tables:
         if app == APPLICATION_ID:
-            raise fail(path, f"corrupt simhash store (tables missing: {sorted({'simhash_meta', 'pages', 'extra'} - tables)})")
+            raise fail(path, f"corrupt simhash store (tables missing: {sorted(needed - tables)})")
         raise StoreError(f"{path}: not a simhash-scrapy store (an SQLite database of another program)")
-    if version not in (FORMAT_VERSION, UPGRADABLE_VERSION):
+    if version not in (FORMAT_VERSION, *UPGRADABLE_VERSIONS):
         raise StoreError(
             f"{path}: store format version {version}; this version of simhash-scrapy reads version "
             f"{FORMAT_VERSION}. Start afresh with SIMHASH_RESET = True (or -a simhash_reset=1)."
@@ -439,6 +475,8 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, 
         raise fail(path, f"corrupt store header ({exc})") from None
     if widths != block_widths(config.blocks):
         raise StoreError(f"{path}: block layout {widths} is not the layout this version uses")
+    if version == FORMAT_VERSION and meta.get("chunk_records") != str(CHUNK_RECORDS):
+        raise fail(path, f"corrupt store header (chunk_records {meta.get('chunk_records')!r}, not {CHUNK_RECORDS})")
     return config, pages, version
 
 
@@ -448,18 +486,82 @@ def _quick_check(db: sqlite3.Connection, path: object) -> None:
         raise fail(path, "corrupt SQLite file (PRAGMA quick_check: " + "; ".join(map(str, problems)) + ")")
 
 
+def _read_chunks(db: sqlite3.Connection, path: object, pages: int) -> Columns:
+    """Every chunk, checked (numbers, counts, checksums, contents), as one ``Columns`` from entry 0."""
+    listing = db.execute("SELECT chunk, count, data, checksum FROM chunks ORDER BY chunk").fetchall()
+    check_chunk_list([row[0] for row in listing], [row[1] for row in listing], pages, path)
+    parts = []
+    for number, count, data, checksum in listing:
+        if type(data) is not bytes or type(checksum) is not int or chunk_checksum(number, count, data) != checksum:
+            raise fail(path, f"corrupt chunk {number} (checksum mismatch)")
+        parts.append(decode_chunk(data, number, count, path))
+    return concat(parts)
+
+
+def _read_columns(db: sqlite3.Connection, path: Path) -> tuple[StoreContents, Columns | None, np.ndarray]:
+    """Header, records and extras of an open store, all checked; with the records as ``Columns`` and the
+    number of rows not yet folded into chunks (``config=None``: no simhash tables yet)."""
+    with paused_gc():
+        try:
+            _quick_check(db, path)  # first: a damaged schema can hide the tables (its pages are then "never used")
+            found = _read_meta(db, path)
+            if found is None:
+                return StoreContents(config=None, path=str(path)), None, np.zeros(0, dtype=np.int64)
+            config, pages, version = found
+            chunks = _read_chunks(db, path, pages) if version == FORMAT_VERSION else concat([])
+            rows = read_rows(db, path, version)
+            records = merge(chunks, rows, 0, pages, path)
+            contents = contents_from(records, config, path, version)
+            contents.extra = load_extra(db, path)
+        except (sqlite3.DatabaseError, UnicodeError) as exc:  # a damaged schema can hold invalid UTF-8
+            raise fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
+    return contents, records, rows.entry
+
+
 def _read(db: sqlite3.Connection, path: Path) -> StoreContents:
     """Header, pages and extras of an open store, all checked (``config=None``: no simhash tables yet)."""
-    try:
-        _quick_check(db, path)  # first: a damaged schema can hide the tables (its pages are then "never used")
-        found = _read_meta(db, path)
+    return _read_columns(db, path)[0]
+
+
+def _write_chunks(db: sqlite3.Connection, records: Columns, chunks: list[int], total: int) -> None:
+    """Chunks ``chunks`` made anew from ``records`` (entries 0..total-1, or the entries of those chunks)."""
+    first = int(records.entry[0]) if len(records) else 0
+    for chunk in chunks:
+        start = chunk * CHUNK_RECORDS
+        end = min(start + CHUNK_RECORDS, total)
+        part = records.take(np.arange(start - first, end - first))
+        data = encode_chunk(part)
+        db.execute("INSERT OR REPLACE INTO chunks (chunk, count, data, checksum) VALUES (?, ?, ?, ?)",
+                   (chunk, end - start, data, chunk_checksum(chunk, end - start, data)))  # fmt: skip
+
+
+def _fold(db: sqlite3.Connection, path: Path, total: int, chunks: list[int] | None = None) -> None:
+    """Fold the rows of ``pages`` into their chunks (inside the caller's transaction), every row or those of
+    ``chunks``; rows and chunks are read checked."""
+    if chunks is None:
+        rows = read_rows(db, path, FORMAT_VERSION)
+        parts = [(chunk, rows) for chunk in sorted(set((rows.entry // CHUNK_RECORDS).tolist()))]
+    else:
+        where = "entry >= {0} AND entry < {1}"
+        parts = [(c, read_rows(db, path, FORMAT_VERSION, where.format(c * CHUNK_RECORDS, (c + 1) * CHUNK_RECORDS)))
+                 for c in chunks]  # fmt: skip
+    for chunk, rows in parts:
+        start = chunk * CHUNK_RECORDS
+        end = min(start + CHUNK_RECORDS, total)
+        found = db.execute("SELECT count, data, checksum FROM chunks WHERE chunk = ?", (chunk,)).fetchone()
         if found is None:
-            return StoreContents(config=None, path=str(path))
-        contents = load_rows(db, path, *found)
-        contents.extra = load_extra(db, path)
-    except (sqlite3.DatabaseError, UnicodeError) as exc:  # a damaged schema can hold invalid UTF-8
-        raise fail(path, f"corrupt SQLite file ({type(exc).__name__}: {exc})") from None
-    return contents
+            base = concat([])
+        else:
+            count, data, checksum = found
+            if type(data) is not bytes or chunk_checksum(chunk, count, data) != checksum:
+                raise fail(path, f"corrupt chunk {chunk} (checksum mismatch)")
+            base = decode_chunk(data, chunk, count, path)
+        mine = np.flatnonzero((rows.entry >= start) & (rows.entry < end))
+        _write_chunks(db, merge(base, rows.take(mine), start, end - start, path), [chunk], total)
+        if chunks is not None:
+            db.execute("DELETE FROM pages WHERE entry >= ? AND entry < ?", (start, start + CHUNK_RECORDS))
+    if chunks is None:
+        db.execute("DELETE FROM pages")
 
 
 def read_store(path: str | PathLike[str]) -> StoreContents:
@@ -520,7 +622,9 @@ class PageStore:
         self._db: sqlite3.Connection | None = None
         self._lock_handle: Any = None
         self._pending: dict[int, StoreRecord] = {}
-        self._pending_extra: dict[str, bytes] = {}
+        self._pending_extra: dict[str, bytes | None] = {}
+        self._unfolded: set[int] = set()  # entries written as rows since the last fold
+        self._tail = -1  # the last chunk in the file
 
     def open(self, reset: bool = False) -> StoreContents:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -533,8 +637,9 @@ class PageStore:
             self._probe_write()
             check_wal(self.path)
             db = _connect(self.path)
+            leftover: set[int] = set()
             try:
-                contents = _read(db, self.path)
+                contents, records, unfolded = _read_columns(db, self.path)
                 if contents.config is None:
                     self.empty_file = existed and not reset
                     if self.empty_file:
@@ -546,11 +651,26 @@ class PageStore:
                     contents = StoreContents(config=self.config, path=str(self.path))
                 else:
                     check_config(contents.config, self.config, self.path, self.setting_names)
-                    if contents.version == UPGRADABLE_VERSION:  # read and checked whole: now upgraded
-                        _upgrade(db, self.path)
+                    if contents.version in UPGRADABLE_VERSIONS:  # read and checked whole: now upgraded
+                        _upgrade(db, self.path, contents.version)
+                    if len(unfolded):  # rows a crash (or the upgrade) left: folded now, from what was read
+                        assert records is not None
+                        chunks = sorted(set((unfolded // CHUNK_RECORDS).tolist()))
+
+                        def fold(db: sqlite3.Connection) -> None:
+                            _write_chunks(db, records, chunks, len(records))
+                            db.execute("DELETE FROM pages")
+
+                        try:
+                            self._transaction(db, fold)
+                        except StoreError as exc:  # a full disk: the rows stay rows, folded by a later flush
+                            leftover = set(unfolded.tolist())
+                            logger.warning("%s; its %d rows are folded into chunks later", exc, len(leftover))
+                    del records
                     if not len(contents):
                         self.empty_file = True
                         logger.warning("%s holds no pages yet (a store with its header only)", self.path)
+                tail = db.execute("SELECT ifnull(max(chunk), -1) FROM chunks").fetchone()[0]  # the last chunk
             except BaseException:
                 db.close()
                 raise
@@ -562,6 +682,8 @@ class PageStore:
         self.count = len(contents)
         self._pending = {}
         self._pending_extra = {}
+        self._unfolded = leftover
+        self._tail = tail
         return contents
 
     def _move_away(self) -> None:
@@ -638,18 +760,24 @@ class PageStore:
         """Records put since the last commit (what a ``kill -9`` now would lose)."""
         return len(self._pending)
 
-    def flush(self) -> None:
+    def flush(self, fold: bool = False) -> None:
         """Commit every record put (and extra saved) since the last commit in one transaction.
 
-        On failure (a full disk, a read-only file) raises ``StoreError`` naming the file and the
-        cause; nothing is lost from memory: the records stay pending for the next ``flush``.
+        The records are written as rows of ``pages``; once ``FOLD_ROWS`` of them wait (or with
+        ``fold``), the same transaction folds them into their chunks.  On failure (a full disk, a
+        read-only file) raises ``StoreError`` naming the file and the cause; nothing is lost from
+        memory: the records stay pending for the next ``flush``.
         """
         db = self._require()
-        if not self._pending and not self._pending_extra:
+        unfolded = self._unfolded | self._pending.keys()
+        chunks = None if fold or len(unfolded) >= 4 * FOLD_ROWS else self._foldable(unfolded)
+        fold = bool(unfolded) and (chunks is None or bool(chunks))
+        if not self._pending and not self._pending_extra and not fold:
             return
         records = list(self._pending.values())
         rows = encode_rows(records)
-        extras = [(name, data, blob_checksum(name, data)) for name, data in self._pending_extra.items()]
+        extras = [(name, data, blob_checksum(name, data)) for name, data in self._pending_extra.items() if data is not None]
+        dropped = [(name,) for name, data in self._pending_extra.items() if data is None]
         try:
             meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
         except sqlite3.Error as exc:
@@ -666,15 +794,43 @@ class PageStore:
                 )
             if extras:
                 db.executemany("INSERT OR REPLACE INTO extra (name, data, checksum) VALUES (?, ?, ?)", extras)
+            if dropped:
+                db.executemany("DELETE FROM extra WHERE name = ?", dropped)
+            if fold:
+                _fold(db, self.path, self.count, chunks)
 
         self._transaction(db, write)
+        if not fold:
+            self._unfolded = unfolded
+        elif chunks is None:
+            self._unfolded = set()
+        else:
+            done = set(chunks)
+            self._unfolded = {e for e in unfolded if e // CHUNK_RECORDS not in done}
+        if fold:
+            self._tail = max(self._tail, (self.count - 1) // CHUNK_RECORDS if chunks is None else max(chunks))
         self._pending = {}
         self._pending_extra = {}
+
+    def _foldable(self, unfolded: set[int]) -> list[int]:
+        """The chunks a flush folds once ``FOLD_ROWS`` rows wait: those with an eighth of a chunk of rows
+        waiting (a chunk is rewritten for many rows, never for a few), and every chunk from the last one on
+        (new pages: chunks stay full but the last).  Rows spread thin over old chunks wait for ``close``
+        (or for ``4 * FOLD_ROWS`` rows)."""
+        if len(unfolded) < FOLD_ROWS:
+            return []
+        counts = Counter(entry // CHUNK_RECORDS for entry in unfolded)
+        return sorted(c for c, k in counts.items() if k >= CHUNK_RECORDS // 8 or c >= self._tail)
 
     def keep_extra(self, name: str, data: bytes) -> None:
         """Queue a named blob (written by the next ``flush``, with the pending records)."""
         self._require()
         self._pending_extra[clean_text(name) or ""] = bytes(data)
+
+    def drop_extra(self, name: str) -> None:
+        """Queue the removal of a named blob (by the next ``flush``)."""
+        self._require()
+        self._pending_extra[clean_text(name) or ""] = None
 
     def save_extra(self, name: str, data: bytes) -> None:
         """Keep a named blob, committed at once (with the pending records; kept pending if that fails)."""
@@ -689,7 +845,18 @@ class PageStore:
         if self._db is None:
             return
         try:
-            self.flush()
+            try:
+                self.flush(fold=True)
+            except StoreError as exc:  # a full disk: the rows alone may still fit (folded by a later crawl)
+                logger.warning("%s (folding the rows into chunks at close)", exc)
+                self.flush()
+            try:
+                # Rows folded into chunks leave free pages (SQLite reuses them); an upgraded store, most of the file.
+                free, total = (self._db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("freelist_count", "page_count"))
+                if free > max(256, total // 4):
+                    self._db.execute("VACUUM")
+            except sqlite3.Error as exc:  # only tidiness: the file is as good without
+                logger.warning("%s: cannot compact the store: %s", self.path, cause(exc))
             try:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:  # only tidiness: the WAL is read back at the next open

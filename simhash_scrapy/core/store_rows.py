@@ -14,14 +14,16 @@ import gc
 import math
 import sqlite3
 import zlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from itertools import chain
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .clustering import RECORDED_OUTCOMES
+from .clustering import RECORDED_OUTCOMES, identity_hash
 from .keytable import KEY, pack_keys, unpack_keys
 
 if TYPE_CHECKING:
@@ -258,8 +260,8 @@ class StoreContents:
 
     config: StoreConfig | None
     path: str = ""
-    #: The store's format version as read (3: upgraded to 4 when a crawl opens it).
-    version: int = 4
+    #: The store's format version as read (3 and 4: upgraded to 5 when a crawl opens it).
+    version: int = 5
     scopes: Sequence[str] = ()
     identities: Sequence[str] = ()
     url_list: Sequence[str] = ()
@@ -279,6 +281,10 @@ class StoreContents:
     last_seen: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     #: The one-edit keys each row has in the index (canonical pages of a few dozen tokens), else ().
     edit_keys: Sequence[tuple[int, ...]] = ()
+    #: The same keys packed (``keytable.KEY``), b"" for none.
+    packed_keys: Sequence[bytes] = ()
+    #: ``clustering.identity_hash`` of each record's scope and key (identity, or else URL).
+    key_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     #: Content digests (``None``: unknown, e.g. rows of a format-3 store) and HTTP validators.
     digests: Sequence[int | None] = ()
     etags: Sequence[str | None] = ()
@@ -303,6 +309,97 @@ class StoreContents:
 
     def text(self, row: int) -> str | None:
         return self.texts[row]
+
+
+#: The numeric columns of ``Columns`` and their types in a chunk (little-endian; ``core.store_chunks``).
+NUMERIC_COLUMNS = (
+    ("key_hash", "<u8"), ("fingerprint", "<u8"), ("indexed", "<u8"), ("previous", "<u8"), ("digest", "<u8"),
+    ("canonical", "<i8"), ("depth", "<i8"), ("first_seen", "<f8"), ("last_seen", "<f8"),
+    ("distance", "i1"), ("exact", "u1"), ("outcome", "u1"), ("nulls", "u1"), ("present", "u1"),
+)  # fmt: skip
+#: Its text columns besides the scope.
+TEXT_COLUMNS = ("identity", "url", "referer", "text", "etag", "last_modified")
+_CODES = {name: code for code, name in enumerate(OUTCOMES)}
+
+
+@dataclass
+class Columns:
+    """Records column by column, NULLs as the row load gives them (-1, 0 or ''), with their masks.
+
+    ``nulls``: bits of ``store_rows._NULL_BITS``; ``present``: bits of ``store_rows._PRESENT_BITS``;
+    ``outcome``: codes (positions in ``OUTCOMES``); ``edit_keys``: packed (``KEY``), b"" for none.
+    """
+
+    entry: np.ndarray
+    key_hash: np.ndarray  # ``clustering.identity_hash`` of (scope, identity or else url)
+    fingerprint: np.ndarray
+    indexed: np.ndarray
+    previous: np.ndarray
+    digest: np.ndarray
+    canonical: np.ndarray
+    depth: np.ndarray
+    first_seen: np.ndarray
+    last_seen: np.ndarray
+    distance: np.ndarray
+    exact: np.ndarray
+    outcome: np.ndarray
+    nulls: np.ndarray
+    present: np.ndarray
+    scope: list[str]
+    identity: list[str]
+    url: list[str]
+    referer: list[str]
+    text: list[str]
+    etag: list[str]
+    last_modified: list[str]
+    edit_keys: list[bytes]
+
+    def __len__(self) -> int:
+        return len(self.entry)
+
+    @classmethod
+    def empty(cls) -> Columns:
+        return concat([])
+
+    def take(self, rows: np.ndarray) -> Columns:
+        """The records at positions ``rows``."""
+        picked = rows.tolist()
+        values: dict[str, Any] = {}
+        for f in fields(self):
+            column = getattr(self, f.name)
+            values[f.name] = column[rows] if isinstance(column, np.ndarray) else [column[i] for i in picked]
+        return Columns(**values)
+
+
+def concat(parts: list[Columns]) -> Columns:
+    values: dict[str, Any] = {}
+    for f in fields(Columns):
+        if f.name in ("scope", "edit_keys", *TEXT_COLUMNS):
+            column = [getattr(p, f.name) for p in parts]
+            if column and all(type(c).__name__ == "TextColumn" for c in column):
+                values[f.name] = type(column[0]).join(column)  # type: ignore[attr-defined]
+            else:
+                values[f.name] = list(chain.from_iterable(column))
+        else:
+            dtype = np.int64 if f.name == "entry" else np.dtype(dict(NUMERIC_COLUMNS)[f.name]).newbyteorder("=")
+            values[f.name] = (
+                np.concatenate([getattr(p, f.name) for p in parts]).astype(dtype, copy=False)
+                if parts else np.zeros(0, dtype=dtype)
+            )  # fmt: skip
+    return Columns(**values)
+
+
+def outcome_codes(outcomes: list[str], path: object) -> np.ndarray:
+    """Outcome names (rows of ``pages``) as codes; an unknown name is a corrupt record."""
+    try:
+        return np.fromiter(map(_CODES.__getitem__, outcomes), dtype=np.uint8, count=len(outcomes))
+    except KeyError:
+        first = next(i for i, o in enumerate(outcomes) if o not in _CODES)
+        raise fail(path, f"corrupt record #{first} (unknown outcome {outcomes[first]!r})") from None
+
+
+def outcome_names(codes: np.ndarray) -> list[str]:
+    return np.array(OUTCOMES, dtype=object)[codes].tolist()
 
 
 def _locate_bad_row(db: sqlite3.Connection, path: object, why: str, version: int = 4) -> StoreError:
@@ -334,9 +431,27 @@ def _typed(column: tuple[Any, ...], kind: type, path: object, name: str) -> np.n
     return array
 
 
-def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: int, version: int = 4) -> StoreContents:
-    """Every row, checked: types, UTF-8, ranges, entry numbers, count and checksums (``version``: the format)."""
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic collector off meanwhile: a load makes millions of objects and no cycle."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def read_rows(db: sqlite3.Connection, path: object, version: int = 4, where: str = "") -> Columns:
+    """The rows of ``pages`` (``where``: an SQL condition on ``entry``), checked: types, UTF-8, checksums.
+
+    ``version``: the format (3: the format-4 columns as absent).  In format 5 the rows are the
+    records written since the last fold into chunks (``core.store_chunks``), any entries.
+    """
     query = LOAD_3 if version == 3 else LOAD
+    if where:
+        query = query.replace("FROM pages ORDER BY entry", f"FROM pages WHERE {where} ORDER BY entry")
     enabled = gc.isenabled()
     gc.disable()  # a million rows of tuples: the cyclic collector would only slow this down
     try:
@@ -352,15 +467,12 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
     finally:
         if enabled:
             gc.enable()
-    if n != count:
-        raise fail(path, f"the store holds {n} pages but its header says {count} (pages are missing or extra)")
-    contents = StoreContents(config=config, path=str(path), version=version)
     if not n:
-        return contents
+        return Columns.empty()
     entry = _typed(cols[0], int, path, "entry")
-    if not np.array_equal(entry, np.arange(n)):
-        first = int(np.flatnonzero(entry != np.arange(n))[0])
-        raise fail(path, f"corrupt record #{first} (entry numbers are not 0..{n - 1}: found {int(entry[first])})")
+    if n > 1 and not bool(np.all(entry[1:] > entry[:-1])) or int(entry[0]) < 0:
+        first = int(np.flatnonzero(np.diff(entry) <= 0)[0]) + 1 if int(entry[0]) >= 0 else 0
+        raise fail(path, f"corrupt record #{first} (entry numbers out of order: found {int(entry[first])})")
     names = ("fingerprint", "exact", "canonical", "distance", "indexed", "previous", "depth")
     fps, exact, canonical, distance, indexed, previous, depth = (
         _typed(cols[i], int, path, name) for i, name in zip((4, 5, 7, 8, 9, 10, 12), names)
@@ -376,12 +488,12 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
         for column in (scopes, identities, urls, outcomes, referers, texts):
             for row, value in enumerate(column):
                 if type(value) is not str:
-                    raise fail(path, f"corrupt record #{row} (a text field is {type(value).__name__})") from None
+                    raise fail(path, f"corrupt record #{int(entry[row])} (a text field is {type(value).__name__})") from None
         raise
     blobs = cols[18]
     if not all(type(b) is bytes for b in blobs):
         row = next(i for i, b in enumerate(blobs) if type(b) is not bytes)
-        raise fail(path, f"corrupt record #{row} (edit_keys is {type(blobs[row]).__name__}, not a blob)")
+        raise fail(path, f"corrupt record #{int(entry[row])} (edit_keys is {type(blobs[row]).__name__}, not a blob)")
     digests = _typed(cols[19], int, path, "digest")
     present = _typed(cols[22], int, path, "format-4 mask")
     etags, modified = cols[20], cols[21]
@@ -389,15 +501,46 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
         validators = _string_crcs((etags, modified))
     except TypeError:
         row = next(i for i, (a, b) in enumerate(zip(etags, modified)) if type(a) is not str or type(b) is not str)
-        raise fail(path, f"corrupt record #{row} (a validator is not text)") from None
+        raise fail(path, f"corrupt record #{int(entry[row])} (a validator is not text)") from None
     sums = row_checksums(
         entry, fps, exact, canonical, distance, indexed, previous, depth, first_seen, last_seen, nulls, strings,
         _blob_crcs(blobs), present, digests, validators,
     )  # fmt: skip
     bad = sums != stored
     if bad.any():
-        raise fail(path, f"corrupt record #{int(np.flatnonzero(bad)[0])} (checksum mismatch)")
-    # Ranges (a row with a valid checksum was written so; these guard what the checksum cannot see).
+        raise fail(path, f"corrupt record #{int(entry[np.flatnonzero(bad)[0]])} (checksum mismatch)")
+    for column, name, low, high in ((distance, "distance", -1, 64), (exact, "exact", 0, 1), (nulls, "NULL mask", 0, 255),
+                                    (present, "format-4 mask", 0, 7)):  # fmt: skip
+        out = (column < low) | (column > high)
+        if out.any():
+            raise fail(path, f"corrupt record #{int(entry[np.flatnonzero(out)[0]])} ({name} out of range)")
+    return Columns(
+        entry=entry, key_hash=key_hashes(scopes, identities, urls), fingerprint=fps.view(np.uint64), indexed=indexed.view(np.uint64),
+        previous=previous.view(np.uint64), digest=digests.view(np.uint64), canonical=canonical, depth=depth,
+        first_seen=first_seen, last_seen=last_seen, distance=distance.astype(np.int8), exact=exact.astype(np.uint8),
+        outcome=outcome_codes(list(outcomes), path), nulls=nulls.astype(np.uint8), present=present.astype(np.uint8),
+        scope=list(scopes), identity=list(identities), url=list(urls), referer=list(referers), text=list(texts),
+        etag=list(etags), last_modified=list(modified), edit_keys=list(blobs),
+    )  # fmt: skip
+
+
+def key_hashes(scopes: Sequence[str], identities: Sequence[str], urls: Sequence[str]) -> np.ndarray:
+    """``clustering.identity_hash`` of each record's scope and key (its identity, or else its URL)."""
+    return np.fromiter(
+        (identity_hash(s, i or u) for s, i, u in zip(scopes, identities, urls)), dtype=np.uint64, count=len(scopes)
+    )
+
+
+def contents_from(c: Columns, config: StoreConfig, path: object, version: int) -> StoreContents:
+    """Every record of a store (entries 0..n-1, in order) checked for what no checksum sees, as ``StoreContents``."""
+    n = len(c)
+    contents = StoreContents(config=config, path=str(path), version=version)
+    if not n:
+        return contents
+    nulls = c.nulls.astype(np.int64)
+    exact, canonical, distance, depth = c.exact, c.canonical, c.distance.astype(np.int64), c.depth
+    first_seen, last_seen = c.first_seen, c.last_seen
+    # Ranges (a record with a valid checksum was written so; these guard what the checksum cannot see).
     rows_ = np.arange(n)
     has_canonical = (nulls & 1) == 0
     problems = [
@@ -410,42 +553,58 @@ def load_rows(db: sqlite3.Connection, path: object, config: StoreConfig, count: 
     ]
     has_keys = (nulls & 128) == 0
     if has_keys.any():
-        sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=n)
+        sizes = np.fromiter(map(len, c.edit_keys), dtype=np.int64, count=n)
         problems += [
             (has_keys & ((sizes == 0) | (sizes % KEY.itemsize != 0)), "edit_keys is not a list of 64-bit keys"),
             (has_keys & (((nulls & 4) != 0) | (exact != 0)), "edit_keys on a page that is not a canonical simhash page"),
+            (~has_keys & (sizes != 0), "edit_keys on a page without them"),
         ]
     for mask, why in problems:
         if mask.any():
             raise fail(path, f"corrupt record #{int(np.flatnonzero(mask)[0])} ({why})")
-    known = set(OUTCOMES)
-    if not set(outcomes) <= known:
-        first = next(i for i, o in enumerate(outcomes) if o not in known)
-        raise fail(path, f"corrupt record #{first} (unknown outcome {outcomes[first]!r})")
-    contents.scopes, contents.identities, contents.url_list, contents.outcomes = scopes, identities, urls, outcomes
+    contents.scopes, contents.identities, contents.url_list = c.scope, c.identity, c.url
+    contents.outcomes = outcome_names(c.outcome)
     ref_null, text_null = (nulls & 16) != 0, (nulls & 32) != 0
-    contents.referers = [None if z else r for r, z in zip(referers, ref_null.tolist())] if ref_null.any() else referers
-    contents.texts = [None if z else t for t, z in zip(texts, text_null.tolist())] if not text_null.all() else (None,) * n
-    contents.fingerprints = fps.view(np.uint64)
+    contents.referers = _with_nones(c.referer, ref_null)
+    contents.texts = _with_nones(c.text, text_null) if not text_null.all() else (None,) * n
+    contents.fingerprints = c.fingerprint
+    contents.key_hashes = c.key_hash
     contents.exact = exact.astype(bool)
     contents.canonical = np.where(has_canonical, canonical, -1)
     contents.distance = np.where(has_canonical, distance, -1)
     contents.is_indexed = (nulls & 4) == 0
-    contents.indexed = indexed.view(np.uint64)
+    contents.indexed = c.indexed
     contents.has_previous = (nulls & 8) == 0
-    contents.previous = previous.view(np.uint64)
+    contents.previous = c.previous
     contents.depth = np.where((nulls & 64) == 0, depth, -1)
     contents.first_seen, contents.last_seen = first_seen, last_seen
+    contents.packed_keys = c.edit_keys
     if has_keys.any():
-        contents.edit_keys = [unpack_keys(b) for b in blobs]
+        contents.edit_keys = [unpack_keys(b) for b in c.edit_keys]
     else:
         contents.edit_keys = ((),) * n
-    has = present.tolist()
-    unsigned = digests.view(np.uint64).tolist()
-    contents.digests = [d if p & 1 else None for d, p in zip(unsigned, has)]
-    contents.etags = [e if p & 2 else None for e, p in zip(etags, has)]
-    contents.last_modified = [m if p & 4 else None for m, p in zip(modified, has)]
+    present = c.present
+    if (present & 1).all():
+        contents.digests = c.digest.tolist()
+    elif not (present & 1).any():
+        contents.digests = [None] * n
+    else:
+        digests = np.array(c.digest.tolist(), dtype=object)
+        digests[(present & 1) == 0] = None
+        contents.digests = digests.tolist()
+    contents.etags = _with_nones(c.etag, (present & 2) == 0) if (present & 2).any() else [None] * n
+    contents.last_modified = _with_nones(c.last_modified, (present & 4) == 0) if (present & 4).any() else [None] * n
     return contents
+
+
+def _with_nones(column: Sequence[str], nones: np.ndarray) -> Sequence[str | None]:
+    """``column`` with ``None`` where ``nones`` (a chunk's ``TextColumn`` stays undecoded)."""
+    if not nones.any():
+        return column
+    with_nones = getattr(column, "with_nones", None)
+    if with_nones is not None:
+        return with_nones(nones)  # type: ignore[no-any-return]
+    return [None if z else v for v, z in zip(column, nones.tolist())]
 
 
 def load_extra(db: sqlite3.Connection, path: object) -> dict[str, bytes]:
