@@ -200,3 +200,16 @@ def test_the_readme_tables_agree_with_the_references() -> None:
     # Its links to the docs point at pages that exist.
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / target).exists(), target
+
+
+def test_the_readme_defaults_are_the_tables() -> None:
+    # The README's ten settings repeat their defaults: each must be the table's (``Setting.default_text``,
+    # which the settings reference shows; the README may leave off its parenthesis, e.g. "(no report)").
+    from simhash_scrapy.core.settings import setting
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \| (`[^|]*`) \| ", readme, re.MULTILINE)
+    assert len(rows) == 10
+    wrong = [(name, default, setting(name).default_text) for name, default in rows
+             if not setting(name).default_text.startswith(default)]
+    assert wrong == []
