@@ -3,7 +3,7 @@
 ``DedupState`` calls ``warn_at_startup`` when it is made (the first of our
 components built by the crawler), and ``check_report_folder`` when the spider
 opens.  Each warning is one log line at WARNING naming the setting, what goes
-wrong and the line to change (README, "First-run warnings"):
+wrong and the line to change (docs: ``getting-started.md``, "First-run warnings"):
 
 * an unknown ``SIMHASH_*`` name, with the closest known one (the settings table, ``core.settings``);
 * a half-configured plugin: the spider middleware or the pipeline without the

@@ -1,7 +1,7 @@
 """``UrlRulesMiddleware``: learn URL rules from the duplicates found, skip predicted duplicates before download.
 
 Enabled by the add-on when ``SIMHASH_URL_RULES`` is ``"learn"`` or
-``"skip"`` (README, "URL rules").  It feeds ``core.urlrules.UrlRuleLearner``
+``"skip"`` (docs: ``guides/url-rules.md``).  It feeds ``core.urlrules.UrlRuleLearner``
 with every verdict ``SimhashMiddleware`` reaches (through
 ``DedupState.page_listeners``), with ``<link rel="canonical">`` declarations
 read from Scrapy's own parse, and with every scheduled request.  In

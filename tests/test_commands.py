@@ -447,6 +447,10 @@ def test_report_from_a_jobdir_store_equals_the_crawls_report(serve: Any, tmp_pat
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert len(rows) == sum(c["size"] for c in expected)
     assert [r["url"] for r in rows] == [m["url"] for c in expected for m in c["members"]]
+    # The tools work in a project that turned the plugin off (SIMHASH_ENABLED = False): it was NotConfigured.
+    proc = simhash("report", "-s", f"JOBDIR={job}", "-s", "SIMHASH_ENABLED=False", cwd=PROJECT, project=True)
+    assert proc.returncode == 0, proc.stderr
+    assert read_jsonl(proc.stdout) == expected
     html_out = tmp_path / "out.html"
     proc = simhash("report", str(job), "--format", "html", "-o", str(html_out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

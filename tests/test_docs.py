@@ -26,8 +26,8 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
-from simhash_scrapy import config as config_module
-from simhash_scrapy.config import SimhashConfig
+from simhash_scrapy.config import from_settings
+from simhash_scrapy.core.settings import NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -141,7 +141,7 @@ def test_the_settings_reference_lists_every_setting_the_plugin_reads() -> None:
     records, layers = docs.load_settings()
     names = [s.name for s in records]
     assert len(names) == len(set(names))
-    known = {getattr(s, "name", s) for s in config_module.SETTINGS}
+    known = set(NAMES)
     assert sorted(known - set(names)) == []
     assert sorted(n for n in set(names) - known if n.startswith("SIMHASH_")) == []
     assert {s.layer for s in records} <= set(layers)
@@ -153,13 +153,13 @@ def test_the_settings_reference_lists_every_setting_the_plugin_reads() -> None:
         assert f"({label})=" in markdown
 
 
-@pytest.mark.parametrize("name", sorted({getattr(s, "name", s) for s in config_module.SETTINGS}))
+@pytest.mark.parametrize("name", sorted(NAMES))
 def test_each_settings_example_is_a_valid_value(name: str) -> None:
     records, _ = _generator().load_settings()
     (record,) = [s for s in records if s.name == name]
     value = ast.literal_eval(record.example)
     try:
-        config = SimhashConfig.from_settings(Settings({name: value}))
+        config = from_settings(Settings({name: value}))
     except NotConfigured as exc:
         # SIMHASH_ENABLED = False, the example, turns the plugin off: said as Scrapy's NotConfigured.
         assert name == "SIMHASH_ENABLED" and "SIMHASH_ENABLED" in str(exc)
@@ -179,7 +179,7 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-5000:]
     assert "WARNING" not in proc.stderr
     settings_page = (tmp_path / "reference" / "settings.html").read_text(encoding="utf-8")
-    for name in {getattr(s, "name", s) for s in config_module.SETTINGS}:
+    for name in set(NAMES):
         assert f">{name}<" in settings_page
     # The README's picture of the HTML report is in the site too.
     assert (tmp_path / "_images" / "html-report.png").exists()
@@ -195,8 +195,21 @@ def test_the_readme_tables_agree_with_the_references() -> None:
     assert len(stats_rows) > 30 and [row for row in stats_rows if row not in reference] == []
     # Its ten settings are settings the plugin reads.
     ten = re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \| ", readme, re.MULTILINE)
-    known = {getattr(s, "name", s) for s in config_module.SETTINGS}
+    known = set(NAMES)
     assert len(ten) == 10 and set(ten) <= known
     # Its links to the docs point at pages that exist.
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / target).exists(), target
+
+
+def test_the_readme_defaults_are_the_tables() -> None:
+    # The README's ten settings repeat their defaults: each must be the table's (``Setting.default_text``,
+    # which the settings reference shows; the README may leave off its parenthesis, e.g. "(no report)").
+    from simhash_scrapy.core.settings import setting
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \| (`[^|]*`) \| ", readme, re.MULTILINE)
+    assert len(rows) == 10
+    wrong = [(name, default, setting(name).default_text) for name, default in rows
+             if not setting(name).default_text.startswith(default)]
+    assert wrong == []

@@ -700,6 +700,56 @@ async def test_close_ends_when_the_heartbeat_loses_its_cancellation(redis_server
     assert int(redis_server.command("ZCARD", "{s:simhash}:workers")) == 0  # close.lua ran: deregistered
 
 
+@async_test
+async def test_close_ends_when_the_outage_probe_loses_its_cancellation(redis_server: RedisServer) -> None:
+    # The probe that waits for a lost Redis pings it through redis-py (asyncio.wait_for, as above) with a
+    # Retry that never gives up.  A ping failing in the loop turn close() cancels the probe raised its
+    # ConnectionError instead of CancelledError (Python < 3.12), the Retry pinged on, and close() waited
+    # for the probe for as long as Redis stayed down.  Here Redis "stays down" for the probe's pings.
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    backend = make_backend(redis_server, SIMHASH_REDIS_HEARTBEAT=0.05)
+    await backend.open("s")
+    pinging = asyncio.Event()
+    failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    pings = 0
+
+    async def ping(*args: Any, **kwargs: Any) -> Any:
+        nonlocal pings
+        pings += 1
+        if not failed.done():
+            pinging.set()
+            await asyncio.wait_for(failed, 60)  # as redis-py sends it
+        raise RedisConnectionError("Redis is down")
+
+    class Probe:
+        """The probe task, whose ping fails in the loop turn close() cancels it (the window that loses it)."""
+
+        def __init__(self, task: asyncio.Task[None]) -> None:
+            self.task = task
+
+        def done(self) -> bool:
+            return self.task.done()
+
+        def cancel(self) -> bool:
+            failed.set_exception(RedisConnectionError("Redis is down"))
+            return self.task.cancel()
+
+        def __await__(self) -> Any:
+            return self.task.__await__()
+
+    backend.client.ping = ping  # type: ignore[method-assign]
+    backend._mark_down(RedisConnectionError("Redis is down"))
+    probe = backend._probe
+    assert probe is not None
+    await asyncio.wait_for(pinging.wait(), 60)
+    backend._probe = Probe(probe)  # type: ignore[assignment]
+    closing = asyncio.ensure_future(backend.close())
+    await asyncio.wait({closing}, timeout=60)  # a deadline, not a timing: it ends at once
+    assert closing.done() and probe.done(), f"close() still waits for the probe after {pings} pings"
+    assert int(redis_server.command("ZCARD", "{s:simhash}:workers")) == 0  # close.lua ran: deregistered
+
+
 # -------------------------------------------------------------- real crawls
 def redis_pages(server: RedisServer, spider: str = "pages") -> list[Any]:
     """Every page recorded in Redis under a spider's key (members, first-check order)."""

@@ -203,6 +203,9 @@ AGREED = [
     (b"<html><head><title>none</title></head><body><p>x</p></body></html>", None),
     (b'<link rel="canonical" href="/implied-head"><p>text</p>', "https://x.example/implied-head"),
     (b'<html><head><link rel="canonicalish" href="/no"></head></html>', None),
+    # A tracking pixel inside <noscript> leaves the head open: the link after it is still in it.
+    (b'<html><head><noscript><img src="/p.gif"></noscript><link rel="canonical" href="/nine"></head></html>',
+     "https://x.example/nine"),
 ]  # fmt: skip
 DECIDED = [
     # rel is a list of tokens: "canonical nofollow" names a canonical URL (urlrules missed it).
@@ -210,6 +213,10 @@ DECIDED = [
     (b'<html><head><link rel="NOFOLLOW\tCanonical" href="/six"></head></html>', "https://x.example/six"),
     # A link outside the head is not one (representative counted it).
     (b'<html><head><title>t</title></head><body><p>x</p><link rel="canonical" href="/late"></body></html>', None),
+    # An element that cannot be in a head (an <img>, a <div>, text) ends it as libxml2 (and a browser, and
+    # search engines) read the page: a link written after it is in the body (representative counted it).
+    (b'<html><head><title>t</title><img src="/p.gif"><link rel="canonical" href="/after-img"></head></html>', None),
+    (b'<html><head><title>t</title><div></div><link rel="canonical" href="/after-div"></head></html>', None),
     # A link with no URL is passed over; the next one counts (urlrules stopped at it).
     (b'<html><head><link rel="canonical" href=" "><link rel="canonical" href="/seven"></head></html>',
      "https://x.example/seven"),

@@ -2,14 +2,13 @@
 
 ``reference/settings.md`` holds a ``{simhash-settings}`` block; before the page is parsed it is
 replaced by one section per layer (``render_settings``), made from ``simhash_scrapy.core.settings.SETTINGS``
-(records with ``name, type, default, doc, example, layer``; ``default_doc``, when a record has it,
-is how the default is written) and ``LAYERS`` (the layers' titles, in the order shown). Each layer gets the label ``settings-<layer>`` and each setting ``setting-<name>`` (lower case,
+(records with ``name, type, doc, example, layer`` and ``default_text``, the default as the
+documentation writes it) and ``LAYERS`` (the layers' titles, in the order shown). Each layer gets the label ``settings-<layer>`` and each setting ``setting-<name>`` (lower case,
 ``_`` and spaces as ``-``): ``[SIMHASH_DIR](#setting-simhash-dir)`` links to one.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -22,17 +21,6 @@ def load_settings() -> tuple[Sequence[Any], dict[str, str]]:
     from simhash_scrapy.core import settings as table
 
     return tuple(table.SETTINGS), dict(table.LAYERS)
-
-
-def literal(value: Any) -> str:
-    """A default value as Python source, strings in double quotes (``"drop"``, ``None``, ``[200, 203]``)."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(literal(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
-    return repr(value)
 
 
 def _one_line(text: str) -> str:
@@ -64,7 +52,7 @@ def render_settings(settings: Sequence[Any], layers: dict[str, str]) -> str:
             continue
         out += [f"({layer_label(layer)})=", "", f"## {layers.get(layer, layer)}", ""]
         for s in rows:
-            default = getattr(s, "default_doc", "") or _code(literal(s.default))
+            default = s.default_text  # the table's own rendering of the default (``Setting.default_text``)
             example = s.example if s.example.startswith("`") else _code(f"{s.name} = {s.example}")
             out += [f"({setting_label(s.name)})=", "", f"### {_code(s.name)}", "", _one_line(s.doc), ""]
             out += [f"**Type:** {_one_line(s.type)} · **Default:** {_one_line(default)} · **Example:** {example}", ""]

@@ -1,1 +1,1 @@
-"""Example Scrapy project for simhash-scrapy (see the README, "The example project")."""
+"""Example Scrapy project for simhash-scrapy (see the docs: ``getting-started.md``, "The example project")."""

@@ -2,5 +2,5 @@
 
 Registered through the ``scrapy.commands`` entry point group
 (``simhash = "simhash_scrapy.commands.simhash:Command"``), so they work inside
-and outside a Scrapy project.  See the README, "Command-line tools".
+and outside a Scrapy project.  See the docs, ``guides/commands.md``.
 """

@@ -63,12 +63,9 @@ def store_members(contents: Any) -> list[Any]:
 def _settings_store(settings: Any, spider: str | None) -> str:
     """The store this project's settings point at (``JOBDIR``, or ``SIMHASH_DIR`` with ``--spider``)."""
     from ..backends.persistent import store_path
-    from ..config import from_settings
+    from ._common import load_config
 
-    try:
-        config = from_settings(settings)
-    except ValueError as exc:
-        raise CommandError(str(exc), EXIT_USAGE) from None
+    config = load_config(settings)  # as every tool reads them: SIMHASH_ENABLED = False does not stop it
     if not config.persistent:
         raise CommandError(
             "report needs a STORE (JOBDIR, SIMHASH_DIR or a store file) or --redis URL "

@@ -148,7 +148,7 @@ def _check_blocks(max_distance: int, blocks: int | None) -> None:
 
 @dataclass(frozen=True)
 class SimhashConfig:
-    """The validated settings of one crawler (the table, ``core.settings``; README, "Settings")."""
+    """The validated settings of one crawler (the table, ``core.settings``; docs: ``reference/settings.md``)."""
 
     action: str = _default("action")
     max_distance: int = _default("max_distance")

@@ -5,7 +5,7 @@
 defaults from here, so the same page gets the same fingerprint and the same
 decision on every path.  The detection defaults (text mode, k, minimum
 tokens, features) were chosen on the tuning half of the evaluation set
-(``benchmarks/quality``; README, "Detection quality").
+(``benchmarks/quality``; docs: ``quality.md``).
 
 This module imports nothing: plain values, and one rule (``default_blocks``).
 """
@@ -29,9 +29,9 @@ def default_blocks(max_distance: int) -> int:
 
     At k = 4, k + 1 = 5 blocks give 13-bit table keys (~120 rows a bucket at 1M
     stored); 3 blocks, each matched within one bit, give ~21-bit keys in 3 tables
-    (``core/index.py``): about 3x the queries/s at 1M and less memory
+    (``core/index_layout.py``): about 3x the queries/s at 1M and less memory
     (``python benchmarks/core.py``).  The Redis backend's layout needs B > k and
-    keeps k + 1 (``backends/redis.py``).
+    keeps k + 1 (``backends/redis/``).
     """
     return 3 if max_distance == 4 else max_distance + 1
 #: ``SIMHASH_MIN_TOKENS``: pages with fewer tokens than this (but at least one)
@@ -39,11 +39,11 @@ def default_blocks(max_distance: int) -> int:
 MIN_TOKENS = 30
 #: ``SIMHASH_ONE_EDIT_BELOW``: pages of ``MIN_TOKENS`` (at least 30) up to this many tokens (exclusive) are
 #: also near-duplicates when their token sequences are one token apart (``core.edits``); 0: off.
-#: Chosen on the tuning half (README, "Detection quality").
+#: Chosen on the tuning half (docs: ``quality.md``).
 ONE_EDIT_BELOW = 64
 #: The one-edit rule never applies below this many tokens, whatever ``SIMHASH_MIN_TOKENS``: in a
 #: shorter page one word is what the page says (soft-404 shells of two sites that differ in the
-#: site's name, "Size: 3 dwords" / "Size: 4 dwords"; README, "Detection quality").
+#: site's name, "Size: 3 dwords" / "Size: 4 dwords"; docs: ``quality.md``).
 ONE_EDIT_MIN_TOKENS = 30
 
 #: Feature settings (``SIMHASH_WORD_NGRAM``, ``SIMHASH_CHAR_NGRAM``,
@@ -53,8 +53,8 @@ CHAR_NGRAM = 0
 WEIGHTING = "log"
 CJK_NGRAM = 2
 #: The ``"log"`` weighting's slope: a feature seen ``tf`` times weighs ``1 + LOG_WEIGHT_SLOPE * ln(tf)``.
-#: Chosen on the tuning half as the slope with the highest expected F1 at k = 4 (README,
-#: "Detection quality"); 1 is the classic sublinear tf (``"sublinear"``).
+#: Chosen on the tuning half as the slope with the highest expected F1 at k = 4 (docs:
+#: ``quality.md``); 1 is the classic sublinear tf (``"sublinear"``).
 LOG_WEIGHT_SLOPE = 6.0
 
 # ---------------------------------------------------------------- page input

@@ -329,7 +329,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("SIMHASH_CHAR_NGRAM", "int >= 0", defaults.CHAR_NGRAM, "if > 0, character n-grams replace word n-grams",
       "4", "core", integer(0), "char_ngram"),
     S("SIMHASH_WEIGHTING", _one_of(WEIGHTINGS), defaults.WEIGHTING,
-      'feature weight: 1 + 6 ln(tf), 1 + ln(tf), term frequency, or 1 ("Detection quality", "Weights")',
+      'feature weight: 1 + 6 ln(tf), 1 + ln(tf), term frequency, or 1 (see [Weights](../quality.md#weights-why-1-6-ln-tf-figures-from-the-tuning-half))',
       '"sublinear"', "core", choice(WEIGHTINGS), "weighting",
       default_doc="`\"log\"` (the core's `FeatureConfig` default)"),
     S("SIMHASH_CJK_NGRAM", "int >= 1", defaults.CJK_NGRAM,
@@ -399,7 +399,7 @@ SETTINGS: tuple[Setting, ...] = (
       "level of the near-duplicate log lines and of dropped items' log lines",
       '"INFO"', "glue", log_level, "log_level", default_doc=f'`"{defaults.LOG_LEVEL}"`'),
     S("SIMHASH_BACKEND", "str", defaults.BACKEND,
-      'where the index lives: `"memory"` (this process), `"redis"` (shared, see the Redis section) or the import '
+      'where the index lives: `"memory"` (this process), `"redis"` (shared, see [Distributed crawls with Redis](../guides/redis.md)) or the import '
       "path of a `simhash_scrapy.backends.DedupBackend` subclass",
       '"redis"', "glue", _backend, "backend"),
     S("SIMHASH_THREADS", "bool", defaults.THREADS,
@@ -481,7 +481,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("SCHEDULER_FLUSH_ON_START", "bool", False,
       "scrapy-redis' setting (empty the queue when a crawl starts): the default of `SIMHASH_REDIS_FLUSH_ON_START`",
       "True", "redis", boolean),
-    S("SIMHASH_REDIS_TTL", "float (seconds)", defaults.REDIS_TTL,
+    S("SIMHASH_REDIS_TTL", "float (seconds) >= 0", defaults.REDIS_TTL,
       "every write sets this expiry on the keys it touches, so an abandoned index disappears that long after its "
       "last page",
       "604800", "redis", _ttl, "redis.ttl", default_doc="`0` (no expiry)"),
@@ -501,7 +501,7 @@ SETTINGS: tuple[Setting, ...] = (
       "(`benchmarks/redis_shards.py`). Every worker and the report must use the same value (the report reads it "
       "from Redis)",
       "6", "redis", integer(1, 1024), "redis.shards"),
-    S("SIMHASH_REDIS_CAPACITY", "int (pages per scope)", defaults.REDIS_CAPACITY,
+    S("SIMHASH_REDIS_CAPACITY", "int >= 1 (pages per scope)", defaults.REDIS_CAPACITY,
       "what the identity records are sized for: about 64 identities per hash bucket at this many pages (2^4..2^24 "
       "buckets). Far more pages than this cost memory (buckets leave Redis' compact encoding), never correctness "
       "or speed. Fixed by the first worker of a key",

@@ -28,12 +28,14 @@ async def ignore(error: BaseException) -> None:
 
 
 class Outages:
-    """Mixin of ``RedisBackend``: needs ``settings``, ``stats``, ``crawler`` and ``client``."""
+    """Mixin of ``RedisBackend``: needs ``settings``, ``stats``, ``crawler``, ``client`` and ``_closing_backend``."""
 
     settings: Any
     stats: Any
     crawler: Any
     client: Any
+    #: ``True`` once ``RedisBackend.close`` started (it cancels the probe and waits for it).
+    _closing_backend: bool
 
     def _init_outages(self) -> None:
         self._probe: asyncio.Task[None] | None = None
@@ -71,13 +73,23 @@ class Outages:
     async def _wait_for_redis(self) -> None:
         """Ping Redis with back-off (capped at one heartbeat) until it answers, then let checks through."""
         retry = connection.probe_retry(self.settings.heartbeat)
+
+        async def failed(error: BaseException) -> None:
+            # ``close`` cancels this probe and waits for it, and the cancellation can be lost: a ping failing
+            # in the loop turn of the cancel raises its error instead of CancelledError (redis-py's
+            # ``asyncio.wait_for`` before Python 3.12, as in ``RedisBackend._beat``).  The Retry never gives
+            # up, so without this the probe pinged on, and ``close`` waited, as long as Redis stayed down.
+            if self._closing_backend:
+                raise asyncio.CancelledError
+
         while True:
             try:
-                await retry.call_with_retry(self.client.ping, ignore)
+                await retry.call_with_retry(self.client.ping, failed)
                 break
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - not a connection error (e.g. LOADING): ask again later
+            except Exception as exc:  # noqa: BLE001 - not a connection error (e.g. LOADING): ask again later
+                await failed(exc)
                 await asyncio.sleep(self.settings.heartbeat)
         pool = getattr(self.client, "connection_pool", None)
         if pool is not None:

@@ -9,7 +9,7 @@ from ...core.config import RedisConfig
 __all__ = ["RedisConfig", "RedisSettings"]
 
 
-def RedisSettings(settings: RedisConfig | Any) -> RedisConfig:  # noqa: N802 - the name scripts and the README use
+def RedisSettings(settings: RedisConfig | Any) -> RedisConfig:  # noqa: N802 - the name the benchmarks and older code use
     """The ``RedisConfig`` of ``settings`` (a Scrapy ``Settings`` object or a mapping), or ``settings`` itself
     when it is one already."""
     return RedisConfig.of(settings)
