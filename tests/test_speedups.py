@@ -427,3 +427,31 @@ def test_main_content_walks_cover_the_rules() -> None:
             assert [(s, e.tag) for s, e in boilerplate._markers(root) if s] == [(2, "main")]
             assert (boilerplate._text_len(main), boilerplate._LINK_LEN(main), boilerplate._p_len(main)) == (19, 13, 13)
             assert boilerplate._has_text(main, 17) and not boilerplate._has_text(main, 18)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.integers(0, 2**64 - 1), max_size=400), repeats=st.integers(1, 4), small=st.booleans())
+def test_count_distinct_is_numpy_unique_with_counts(values: list[int], repeats: int, small: bool) -> None:
+    seq = np.array(values * repeats, dtype=np.uint64)
+    if small:  # few distinct values, many repeats, values sharing most bytes
+        seq = seq % np.uint64(7) + np.uint64(2**63)
+    fast = features._distinct(seq)
+    expected = np.unique(seq, return_counts=True)
+    assert fast[0].dtype == np.uint64 and fast[1].dtype == np.int64
+    assert np.array_equal(fast[0], expected[0]) and np.array_equal(fast[1], expected[1])
+    assert fast[0].flags.writeable and fast[1].flags.writeable
+
+
+def test_count_distinct_on_real_token_hashes_and_on_values_made_to_collide() -> None:
+    for path in REAL_PAGES:
+        hashes = features.token_hashes(text.extract_text(path.read_bytes()))
+        fast = features._distinct(hashes)
+        expected = np.unique(hashes, return_counts=True)
+        assert np.array_equal(fast[0], expected[0]) and np.array_equal(fast[1], expected[1])
+    # Values that all land in a few slots of the C hash table: it gives up (None) and numpy counts them.
+    colliding = np.arange(20_000, dtype=np.uint64) << np.uint64(40)
+    assert FAST.count_distinct(colliding) is None
+    fast = features._distinct(np.concatenate([colliding, colliding[:10]]))
+    assert np.array_equal(fast[0], colliding) and fast[1].sum() == 20_010
+    with pytest.raises(ValueError, match="uint64"):
+        FAST.count_distinct(b"12345")

@@ -17,6 +17,11 @@
  *       (``set_separators``: punctuation such as a pilcrow or a curly quote),
  *       which are split at them here, as the Unicode rules would split them.
  *
+ *   count_distinct(hashes) -> (features, counts)
+ *       np.unique(hashes, return_counts=True) of a uint64 array (features.py:
+ *       each distinct feature and how often it occurs): a hash table, then a
+ *       radix sort of the distinct values.
+ *
  *   is_utf8(data) -> bool
  *       whether ``data.decode("utf-8")`` would succeed, without building the str
  *       (simhash_scrapy/core/text.py's to_utf8 checks every page's bytes).
@@ -211,6 +216,107 @@ static PyObject *is_utf8(PyObject *module, PyObject *arg) {
     }
     PyBuffer_Release(&view);
     return PyBool_FromLong(valid);
+}
+
+/* ----------------------------------------------------------- features */
+
+/* count_distinct(hashes) -> (features, counts)
+ * np.unique(hashes, return_counts=True) for a uint64 buffer: the distinct values in ascending
+ * order and how often each occurs (int64), as two bytearrays (writable: numpy wraps them as they
+ * are).  The values are counted in a hash table (token hashes are well mixed: their low bits
+ * index it), then only the distinct ones are sorted, by an LSD radix sort (one byte a pass).
+ * None when the values collide in the table far more than hashes do by chance (values chosen to,
+ * by a hostile page): the caller then uses np.unique, never a quadratic count. */
+static PyObject *count_distinct(PyObject *module, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (view.len % (Py_ssize_t)sizeof(uint64_t) != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "count_distinct: the buffer must hold uint64 values");
+        return NULL;
+    }
+    const uint64_t *values = view.buf;
+    size_t n = (size_t)view.len / sizeof(uint64_t);
+    size_t size = 16;
+    while (size < 2 * n) size *= 2;
+    uint64_t *keys = PyMem_Malloc(size * sizeof(uint64_t));
+    int64_t *tally = PyMem_Calloc(size, sizeof(int64_t)); /* 0: empty slot */
+    uint64_t *key_b = NULL;
+    int64_t *tally_b = NULL;
+    PyObject *features = NULL, *tallies = NULL, *result = NULL;
+    if (keys == NULL || tally == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t mask = size - 1, distinct = 0, probes = 0, probe_limit = 32 * n + 1024;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v;
+        memcpy(&v, values + i, sizeof v);
+        size_t slot = (size_t)(v ^ (v >> 29)) & mask;
+        while (tally[slot] != 0 && keys[slot] != v) {
+            slot = (slot + 1) & mask;
+            if (++probes > probe_limit) { /* values chosen to collide (a hostile page): let numpy sort them */
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+        }
+        if (tally[slot] == 0) {
+            keys[slot] = v;
+            distinct++;
+        }
+        tally[slot]++;
+    }
+    /* The occupied slots to the front, then sorted by value (LSD radix, counts carried along). */
+    size_t k = 0;
+    for (size_t slot = 0; slot < size; slot++) {
+        if (tally[slot] != 0) {
+            keys[k] = keys[slot];
+            tally[k] = tally[slot];
+            k++;
+        }
+    }
+    key_b = PyMem_Malloc((distinct ? distinct : 1) * sizeof(uint64_t));
+    tally_b = PyMem_Malloc((distinct ? distinct : 1) * sizeof(int64_t));
+    if (key_b == NULL || tally_b == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint64_t *ka = keys, *kb = key_b;
+    int64_t *ta = tally, *tb = tally_b;
+    for (int d = 0; d < 8 && k > 1; d++) {
+        size_t offsets[256] = {0};
+        for (size_t i = 0; i < k; i++) offsets[(ka[i] >> (8 * d)) & 0xFF]++;
+        if (offsets[(ka[0] >> (8 * d)) & 0xFF] == k) continue; /* the same byte everywhere: order kept */
+        size_t total = 0;
+        for (int b = 0; b < 256; b++) {
+            size_t c = offsets[b];
+            offsets[b] = total;
+            total += c;
+        }
+        for (size_t i = 0; i < k; i++) {
+            size_t to = offsets[(ka[i] >> (8 * d)) & 0xFF]++;
+            kb[to] = ka[i];
+            tb[to] = ta[i];
+        }
+        uint64_t *kt = ka;
+        ka = kb;
+        kb = kt;
+        int64_t *tt = ta;
+        ta = tb;
+        tb = tt;
+    }
+    features = PyByteArray_FromStringAndSize((const char *)ka, (Py_ssize_t)(k * sizeof(uint64_t)));
+    tallies = PyByteArray_FromStringAndSize((const char *)ta, (Py_ssize_t)(k * sizeof(int64_t)));
+    if (features != NULL && tallies != NULL) result = PyTuple_Pack(2, features, tallies);
+done:
+    Py_XDECREF(features);
+    Py_XDECREF(tallies);
+    PyMem_Free(keys);
+    PyMem_Free(tally);
+    PyMem_Free(key_b);
+    PyMem_Free(tally_b);
+    PyBuffer_Release(&view);
+    return result;
 }
 
 /* set_separators(code_points): the sorted non-ASCII code points hash_tokens splits pieces at. */
@@ -869,6 +975,7 @@ static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
     {"set_separators", set_separators, METH_O, "set_separators(code_points) -> None"},
     {"is_utf8", is_utf8, METH_O, "is_utf8(data) -> bool"},
+    {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
