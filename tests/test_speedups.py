@@ -455,3 +455,18 @@ def test_count_distinct_on_real_token_hashes_and_on_values_made_to_collide() -> 
     assert np.array_equal(fast[0], colliding) and fast[1].sum() == 20_010
     with pytest.raises(ValueError, match="uint64"):
         FAST.count_distinct(b"12345")
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3)), min_size=1, max_size=12),
+       probe=st.integers(0, 90), comment=st.booleans())
+def test_deeper_than_is_the_xpath_depth_probe(shape: list[tuple[int, int]], probe: int, comment: bool) -> None:
+    # Branches of nested <div>s (depth, then siblings at the bottom), text and comments between them.
+    body = "".join("<div>" * depth + "<p>x</p>" * siblings + "t" + "</div>" * depth for depth, siblings in shape)
+    markup = f"<html><head>{'<!-- c -->' if comment else ''}</head><body>{body}</body></html>"
+    root = etree.fromstring(markup, etree.HTMLParser())
+    some = next(iter(root.iter("p", "div", "body")))  # any element of the document: the probe is absolute
+    for element in (root, some):
+        fast, slow = both(text.deeper_than, element, probe)
+        assert fast is slow
+    assert text.deeper_than(root, probe) is bool(text._depth_probe(probe)(root))

@@ -39,6 +39,12 @@
  *   text_count(element, limit) -> int
  *       the characters other than " " and "\n" of ``element.itertext()``, counted up to ``limit``.
  *
+ * Depth (simhash_scrapy/core/text.py, for the crawl's shared-parse checks):
+ *
+ *   deeper_than(element, depth) -> bool
+ *       whether the element's document has an element ``depth`` levels deep (text.deeper_than's
+ *       XPath, an absolute path of ``depth`` "*" steps), with an early stop.
+ *
  * The rules are the Python path's, and the tests compare both on real pages.
  * Style and aria-hidden values with non-ASCII characters are handed to the
  * Python functions (Unicode whitespace and case rules), so the two paths can
@@ -659,6 +665,45 @@ static PyObject *text_count(PyObject *module, PyObject *args) {
 }
 
 
+/* ------------------------------------------------------------- depth */
+
+/* deeper_than(element, depth) -> bool
+ * text.deeper_than's XPath (an absolute path of ``depth`` "*" steps, as a boolean) on ``element``'s
+ * document: whether an element sits ``depth`` levels deep (the root element is level 1; only
+ * elements count).  A walk that stops at the first such element and never goes below ``depth``. */
+static PyObject *deeper_than(PyObject *module, PyObject *args) {
+    PyObject *element;
+    long depth;
+    if (!PyArg_ParseTuple(args, "Ol:deeper_than", &element, &depth)) return NULL;
+    xmlNode *start = node_of(element);
+    if (start == NULL) return NULL;
+    if (depth <= 0) Py_RETURN_TRUE; /* (no step: the document node itself) */
+    xmlDoc *doc = start->doc;
+    if (doc == NULL) Py_RETURN_FALSE;
+    xmlNode *parent = (xmlNode *)doc;
+    xmlNode *node = doc->children;
+    long level = 1; /* of ``node`` */
+    for (;;) {
+        if (node == NULL) {
+            if (parent == (xmlNode *)doc) Py_RETURN_FALSE;
+            node = parent->next;
+            parent = parent->parent;
+            level--;
+            continue;
+        }
+        if (node->type == XML_ELEMENT_NODE) {
+            if (level >= depth) Py_RETURN_TRUE;
+            if (node->children != NULL) {
+                parent = node;
+                node = node->children;
+                level++;
+                continue;
+            }
+        }
+        node = node->next;
+    }
+}
+
 /* configure(not_rendered_tags, block_tags, hidden_style, aria_hidden) */
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *not_rendered, *blocks, *hidden_style, *aria_hidden;
@@ -693,6 +738,7 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "scan(root, tags, classify, cache) -> [(flags, element), ...]"},
     {"text_length", text_length, METH_VARARGS, "text_length(element, within) -> int"},
     {"text_count", text_count, METH_VARARGS, "text_count(element, limit) -> int"},
+    {"deeper_than", deeper_than, METH_VARARGS, "deeper_than(element, depth) -> bool"},
     {NULL, NULL, 0, NULL},
 };
 

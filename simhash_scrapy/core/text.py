@@ -628,6 +628,8 @@ def _depth_probe(depth: int) -> etree.XPath:
 
 def deeper_than(root: etree._Element, depth: int) -> bool:
     """Whether the document of ``root`` has elements ``depth`` levels deep (one XPath walk, in C)."""
+    if _native.walker is not None:
+        return _native.walker.deeper_than(root, depth)  # type: ignore[no-any-return]  # (stops early)
     return bool(_depth_probe(depth)(root))
 
 
