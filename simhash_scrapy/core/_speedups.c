@@ -22,6 +22,10 @@
  *       each distinct feature and how often it occurs): a hash table, then a
  *       radix sort of the distinct values.
  *
+ *   may_hold_date_label(data, labels, window) -> bool
+ *       False when features._drop_dates has nothing to drop in ``data`` (no
+ *       "ed on"/"ed at" after a date label): the regex then need not run.
+ *
  *   is_utf8(data) -> bool
  *       whether ``data.decode("utf-8")`` would succeed, without building the str
  *       (simhash_scrapy/core/text.py's to_utf8 checks every page's bytes).
@@ -44,6 +48,7 @@
  *
  * Nothing here depends on lxml or Scrapy: Python's headers only.
  */
+#define _GNU_SOURCE /* memmem */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -317,6 +322,55 @@ done:
     PyMem_Free(tally_b);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* may_hold_date_label(data, labels, window) -> bool
+ * False when features._drop_dates certainly finds nothing to drop in ``data``: no "ed on" / "ed at"
+ * whose preceding ``window`` bytes end in a token that, lower-cased (ASCII), ends with one of
+ * ``labels`` (lower-case bytes, each ending in "ed").  _drop_dates accepts a match only when the
+ * last token of at most ``window`` bytes before its "ed" end (a suffix of that token when an
+ * earlier match ends inside the window) lower-cased is a label: such a token ends with the label. */
+static PyObject *may_hold_date_label(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    PyObject *labels;
+    Py_ssize_t window;
+    if (!PyArg_ParseTuple(args, "y*O!n:may_hold_date_label", &view, &PyTuple_Type, &labels, &window)) return NULL;
+    const unsigned char *s = view.buf;
+    Py_ssize_t n = view.len, count = PyTuple_GET_SIZE(labels);
+    int found = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(labels, i))) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_TypeError, "may_hold_date_label: labels must be a tuple of bytes");
+            return NULL;
+        }
+    }
+    const unsigned char *at = s;
+    while (!found && n - (at - s) >= 5) {
+        const unsigned char *hit = memmem(at, (size_t)(n - (at - s)), "ed ", 3);
+        if (hit == NULL || hit + 5 > s + n) break;
+        at = hit + 1;
+        if (!((hit[3] == 'o' && hit[4] == 'n') || (hit[3] == 'a' && hit[4] == 't'))) continue;
+        Py_ssize_t end = (hit - s) + 2, start = end > window ? end - window : 0, begin = end;
+        /* the last token of s[start:end] (bytes.split()'s whitespace) */
+        while (begin > start && !(s[begin - 1] == ' ' || (s[begin - 1] >= '\t' && s[begin - 1] <= '\r'))) begin--;
+        for (Py_ssize_t i = 0; i < count && !found; i++) {
+            PyObject *label = PyTuple_GET_ITEM(labels, i);
+            Py_ssize_t len = PyBytes_GET_SIZE(label);
+            const unsigned char *word = (const unsigned char *)PyBytes_AS_STRING(label);
+            if (end - begin < len) continue;
+            found = 1;
+            for (Py_ssize_t j = 0; j < len; j++) {
+                unsigned char c = s[end - len + j];
+                if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != word[j]) {
+                    found = 0;
+                    break;
+                }
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
 }
 
 /* set_separators(code_points): the sorted non-ASCII code points hash_tokens splits pieces at. */
@@ -976,6 +1030,7 @@ static PyMethodDef methods[] = {
     {"set_separators", set_separators, METH_O, "set_separators(code_points) -> None"},
     {"is_utf8", is_utf8, METH_O, "is_utf8(data) -> bool"},
     {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},
+    {"may_hold_date_label", may_hold_date_label, METH_VARARGS, "may_hold_date_label(data, labels, window) -> bool"},
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},

@@ -306,7 +306,11 @@ def strip_not_content(data: bytes) -> bytes:
         data = _FOOTNOTE.sub(b" ", data)
     if b"URL" in data:
         data = _URL_LINE.sub(b" ", data)
-    if b"ed on" in data or b"ed at" in data:
+    if _native.speedups is not None:  # (the C check also looks at the label before "ed on")
+        dates = _native.speedups.may_hold_date_label(data, _DATE_LABELS, _DATE_LABEL_MAX)
+    else:
+        dates = b"ed on" in data or b"ed at" in data
+    if dates:
         data = _drop_dates(data)
     if b"etrieved from" in data:
         data = _FROM_URL.sub(b" ", data)
