@@ -470,3 +470,20 @@ def test_deeper_than_is_the_xpath_depth_probe(shape: list[tuple[int, int]], prob
         fast, slow = both(text.deeper_than, element, probe)
         assert fast is slow
     assert text.deeper_than(root, probe) is bool(text._depth_probe(probe)(root))
+
+
+_DATE_PHRASES = [
+    "Printed on 2024-05-01", "printed at 12 May 2024 10:30", "PRINTED on May 3, 2023", "misprinted on 2024", "xxdownloaded on 1999",
+    "Retrieved on 2020-01-01 12:00:01", "Accessed\ton 2021", "accessed  on 2022", "based on 2024", "used on", "ed on 2020",
+    "Retrieved from http://a.example/x", "[3] http://b.example/y", "Source URL: http://c.example", "Links:", "word", "e d",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(phrases=st.lists(st.sampled_from(_DATE_PHRASES), max_size=12),
+       gaps=st.lists(st.sampled_from([" ", "  ", "\t", "\n", "\x0b", "\x1c", ""]), min_size=12, max_size=12))
+@example(phrases=["Printed on 2024-05-01"], gaps=[" "] * 12)
+def test_date_label_check_gives_the_pure_rules_text(phrases: list[str], gaps: list[str]) -> None:
+    data = "".join(phrase + gap for phrase, gap in zip(phrases, gaps)).encode()
+    fast, slow = both(features.strip_not_content, data)
+    assert fast == slow
