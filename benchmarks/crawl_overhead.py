@@ -460,6 +460,21 @@ def main() -> int:
               f"{1000 * (t - off_t) / pages:+.2f} ms per page fetched. Target: at most +10%. "
               f"Per pair (each crawl against the 'off' crawl just before it): median {100 * (statistics.median(pair_ratios) - 1):+.1f}%, "
               f"range {100 * (pair_ratios[0] - 1):+.1f}% to {100 * (pair_ratios[-1] - 1):+.1f}%.")  # fmt: skip
+        # CPU per page: the crawl process's CPU time (all threads) over the pages fetched, steadier than wall
+        # time on a shared machine; best (least disturbed) and median crawl of each mode.
+        def cpu_per_page(m: str) -> list[float]:
+            return sorted(1000 * float(s["bench/crawl_cpu_seconds"]) / float(s.get("downloader/response_count") or 1)
+                          for s in runs[m])  # fmt: skip
+
+        on_cpu, off_cpu_pp = cpu_per_page(mode), cpu_per_page("off")
+        cpu_pairs = sorted(float(on["bench/crawl_cpu_seconds"]) / float(off["bench/crawl_cpu_seconds"])
+                           for off, on in zip(runs["off"], runs[mode]))  # fmt: skip
+        print(f"{mode}: CPU per page fetched {on_cpu[0]:.2f} ms best, {statistics.median(on_cpu):.2f} ms median, "
+              f"against {off_cpu_pp[0]:.2f} / {statistics.median(off_cpu_pp):.2f} ms without the plugin "
+              f"(best {on_cpu[0] / off_cpu_pp[0]:.3f}x, median {statistics.median(on_cpu) / statistics.median(off_cpu_pp):.3f}x); "
+              f"wall time, best-of-{len(pair_ratios)} pairs {pair_ratios[0]:.3f}x, best crawl against best crawl "
+              f"{min(float(s['elapsed_time_seconds']) for s in runs[mode]) / min(float(s['elapsed_time_seconds']) for s in runs['off']):.3f}x; "
+              f"CPU per pair: median {statistics.median(cpu_pairs):.3f}x.")
         simhash = {k: v for k, v in sorted(runs[mode][-1].items()) if k.startswith("simhash/") and "/distance_count/" not in k}
         print(f"Plugin stats of the last '{mode}' crawl: {json.dumps(simhash)}")
     if args.profile:
