@@ -70,6 +70,9 @@ class AnalysisOptions:
     one_edit_below: int = defaults.ONE_EDIT_BELOW
     #: Keep the extracted text in the answer (the HTML report shows diffs).
     keep_text: bool = False
+    #: Give a simhash page's content ``digest`` too (False: ``None``, for callers that only want the
+    #: fingerprint; a short page's digest is its fingerprint and is always given).
+    content_digest: bool = True
 
 
 DEFAULT_OPTIONS = AnalysisOptions()
@@ -115,9 +118,10 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
             return Analysis(stub_digest, True, None, stub if text is not None else None, (), stub_digest)
     if tokens == 0:
         return Analysis(None, False, "empty", None)
-    digest = exact_digest_of_tokens(token_array)
     if tokens < options.min_tokens:
+        digest = exact_digest_of_tokens(token_array)
         return Analysis(digest, True, None, text, (), digest)
+    digest = exact_digest_of_tokens(token_array) if options.content_digest else None
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
     return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest)
@@ -171,6 +175,7 @@ def fingerprint_html(
     Returns ``None`` for a page with fewer than ``min_tokens`` tokens: such a
     page has no stable simhash.  ``analyse_html`` gives its exact digest.
     """
-    options = AnalysisOptions(main_content, features, min_tokens, one_edit_below=0)  # keys: not returned
+    # Keys and a simhash page's content digest: not returned.
+    options = AnalysisOptions(main_content, features, min_tokens, one_edit_below=0, content_digest=False)
     answer = analyse_html(html, encoding, options)
     return None if answer.exact else answer.fingerprint
