@@ -1,17 +1,22 @@
-"""Build script for the optional C speed-up (everything else is in pyproject.toml).
+"""Build script for the optional C helpers (everything else is in pyproject.toml).
 
-``simhash_scrapy.core._speedups`` walks the lxml tree in C (see the file's header).
-It is optional: without a C compiler the package installs all the same and
-uses the pure-Python path, which gives the same results, only slower.
+Two extensions, each optional and each loaded on its own by
+``simhash_scrapy.core._native`` (see the files' headers):
 
-It is compiled against the lxml of the build environment, through lxml's own
-headers (``lxml.get_include()``: ``lxml.etree_api.h``, ``lxml-version.h`` and
-the libxml2 headers lxml was built with).  An isolated build installs the
-newest lxml, which may not be the one installed at run time: the module
-records the versions it was built against and ``simhash_scrapy.core._native``
-uses it only when they are the running ones (else the pure-Python path, with
-one logged warning).  ``pip install --no-build-isolation`` builds against the
-installed lxml.
+- ``simhash_scrapy.core._speedups`` (``core/_speedups.c``): the tokeniser's
+  hashes, the UTF-8 check and the index's query loop; Python's headers only.
+- ``simhash_scrapy.core._walker`` (``core/_walker.c``): the walks over lxml's
+  trees (visible text, main content), compiled against the lxml of the build
+  environment through lxml's own headers (``lxml.get_include()``:
+  ``lxml.etree_api.h``, ``lxml-version.h`` and the libxml2 headers lxml was
+  built with).  An isolated build installs the newest lxml, which may not be
+  the one installed at run time: the module records the versions it was built
+  against and ``_native`` uses it only when they are the running ones (else
+  the pure-Python walks, with one logged warning; ``_speedups`` stays on).
+  ``pip install --no-build-isolation`` builds against the installed lxml.
+
+Without a C compiler the package installs all the same and uses the
+pure-Python path, which gives the same results, only slower.
 """
 
 import os
@@ -21,7 +26,7 @@ from setuptools.command.build_ext import build_ext
 
 
 class OptionalBuildExt(build_ext):
-    """Build the optional extension; on failure say once, plainly, what that means (shown by ``pip -v``).
+    """Build the optional extensions; on failure say once each, plainly, what that means (shown by ``pip -v``).
 
     At run time ``simhash_scrapy.core._native`` logs the same fact once at import.
     """
@@ -49,7 +54,7 @@ class OptionalBuildExt(build_ext):
 def _lxml_includes() -> list[str]:
     try:
         import lxml
-    except ImportError:  # not in the build environment: the extension is skipped
+    except ImportError:  # not in the build environment: the walker fails to compile and is skipped
         return []
     return lxml.get_include()
 
@@ -57,11 +62,12 @@ def _lxml_includes() -> list[str]:
 setup(
     cmdclass={"build_ext": OptionalBuildExt},
     ext_modules=[
+        Extension("simhash_scrapy.core._speedups", ["simhash_scrapy/core/_speedups.c"], optional=True),
         Extension(
-            "simhash_scrapy.core._speedups",
-            ["simhash_scrapy/core/_speedups.c"],
+            "simhash_scrapy.core._walker",
+            ["simhash_scrapy/core/_walker.c"],
             include_dirs=_lxml_includes(),
             optional=True,
-        )
+        ),
     ]
 )

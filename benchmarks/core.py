@@ -2,7 +2,7 @@
 
     python benchmarks/core.py            # full run (about 3-5 minutes)
     python benchmarks/core.py --quick    # smaller index sizes
-    python benchmarks/core.py --index-only / --html-only   # one section
+    python benchmarks/core.py --index-only / --html-only / --text-only   # one section
     python benchmarks/core.py --answers OUT.jsonl [--answer-dirs DIR ...]   # every page's answer
     python benchmarks/core.py --compare A.jsonl B.jsonl    # two such files: pages compared, differences
 
@@ -401,6 +401,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=300, help="HTML pages to use (default 300)")
     parser.add_argument("--index-only", action="store_true", help="only the index figures (no text, no HTML)")
     parser.add_argument("--html-only", action="store_true", help="only the HTML page -> fingerprint figures")
+    parser.add_argument("--text-only", action="store_true", help="only the text -> fingerprint figures")
     parser.add_argument("--answers", metavar="OUT", help="write every page's answers to OUT (JSON lines) and stop")
     parser.add_argument("--answer-dirs", nargs="*", default=[], metavar="DIR", help="with --answers: more pages")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two --answers files and stop")
@@ -426,6 +427,8 @@ def main() -> None:
         results["text"] = rows
         print("## Text -> fingerprint\n\n" + table(rows) + "\n")
 
+    if args.text_only:
+        return
     if not args.index_only:
         rows = bench_html(pages, repeats=5)
         results["html"] = rows

@@ -368,6 +368,8 @@ def main() -> int:
                         help="also: per-page cost of each step on a sample of pages, and one profiled crawl "
                              "(plugin on, SIMHASH_THREADS=False so cProfile sees the plugin's work)")
     parser.add_argument("--site", type=Path, help="reuse a site folder built by an earlier run (--keep)")
+    parser.add_argument("--costs-only", action="store_true",
+                        help="with --site: only the per-page cost table (single thread, CPU time), no crawl")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (site, stats, reports)")
     args = parser.parse_args()  # fmt: skip
 
@@ -389,6 +391,11 @@ def main() -> int:
         modes["on, pure Python"] = dict(modes["on"])
         mode_env["on, pure Python"] = {"SIMHASH_SCRAPY_PURE_PYTHON": "1"}
 
+    if args.costs_only:
+        if not args.site:
+            parser.error("--costs-only needs --site")
+        per_page_costs(args.site)
+        return 0
     work = Path(tempfile.mkdtemp(prefix="simhash-bench-"))
     if args.site:
         site = args.site
@@ -460,6 +467,21 @@ def main() -> int:
               f"{1000 * (t - off_t) / pages:+.2f} ms per page fetched. Target: at most +10%. "
               f"Per pair (each crawl against the 'off' crawl just before it): median {100 * (statistics.median(pair_ratios) - 1):+.1f}%, "
               f"range {100 * (pair_ratios[0] - 1):+.1f}% to {100 * (pair_ratios[-1] - 1):+.1f}%.")  # fmt: skip
+        # CPU per page: the crawl process's CPU time (all threads) over the pages fetched, steadier than wall
+        # time on a shared machine; best (least disturbed) and median crawl of each mode.
+        def cpu_per_page(m: str) -> list[float]:
+            return sorted(1000 * float(s["bench/crawl_cpu_seconds"]) / float(s.get("downloader/response_count") or 1)
+                          for s in runs[m])  # fmt: skip
+
+        on_cpu, off_cpu_pp = cpu_per_page(mode), cpu_per_page("off")
+        cpu_pairs = sorted(float(on["bench/crawl_cpu_seconds"]) / float(off["bench/crawl_cpu_seconds"])
+                           for off, on in zip(runs["off"], runs[mode]))  # fmt: skip
+        print(f"{mode}: CPU per page fetched {on_cpu[0]:.2f} ms best, {statistics.median(on_cpu):.2f} ms median, "
+              f"against {off_cpu_pp[0]:.2f} / {statistics.median(off_cpu_pp):.2f} ms without the plugin "
+              f"(best {on_cpu[0] / off_cpu_pp[0]:.3f}x, median {statistics.median(on_cpu) / statistics.median(off_cpu_pp):.3f}x); "
+              f"wall time, best-of-{len(pair_ratios)} pairs {pair_ratios[0]:.3f}x, best crawl against best crawl "
+              f"{min(float(s['elapsed_time_seconds']) for s in runs[mode]) / min(float(s['elapsed_time_seconds']) for s in runs['off']):.3f}x; "
+              f"CPU per pair: median {statistics.median(cpu_pairs):.3f}x.")
         simhash = {k: v for k, v in sorted(runs[mode][-1].items()) if k.startswith("simhash/") and "/distance_count/" not in k}
         print(f"Plugin stats of the last '{mode}' crawl: {json.dumps(simhash)}")
     if args.profile:
@@ -488,12 +510,35 @@ def per_page_costs(site: Path, sample: int = 600) -> None:
     from scrapy.linkextractors import LinkExtractor
 
     from simhash_scrapy.config import SimhashConfig
-    from simhash_scrapy.core.analysis import analyse_html
+    from simhash_scrapy.core.analysis import SLOW_DEPTH, analyse_html, analyse_tree, may_take_long, tree_may_take_long
+    from simhash_scrapy.core.text import shared_parse_usable
 
     routes = json.loads((site / "routes.json").read_text(encoding="utf-8"))
     files = sorted(r["file"] for r in routes.values() if r["content_type"].startswith("text/html"))
     bodies = [(site / "pages" / f).read_bytes() for f in random.Random(1).sample(files, min(sample, len(files)))]
     extractor = LinkExtractor()
+    analysis = SimhashConfig.from_settings({}).analysis
+
+    def response(body: bytes) -> HtmlResponse:
+        return HtmlResponse("http://127.0.0.1/library/x.html", body=body, headers={"Content-Type": "text/html; charset=utf-8"})
+
+    def inline_path(r: HtmlResponse) -> object:
+        # The middleware's checks and analysis of a page on Scrapy's shared parse (SimhashMiddleware._analyse).
+        root = r.selector.root
+        if may_take_long(r.body) or tree_may_take_long(root):
+            return None
+        if shared_parse_usable(root, r.body, "utf-8", r.encoding, r.text, depth_checked=SLOW_DEPTH):
+            return analyse_tree(root, r.body, analysis)
+        return None
+
+    parsed = [response(b) for b in bodies]
+    for r in parsed:
+        r.selector.root  # noqa: B018 (Scrapy's parse, which the spider's selectors share: not the plugin's cost)
+    print(f"\n### The crawl's inline path on Scrapy's shared parse, single thread, {len(parsed)} pages "
+          "(checks + analyse_tree, default settings), best of 5\n\n| step | CPU ms per page |\n|---|---:|")
+    best = min(_cpu(lambda: [inline_path(r) for r in parsed]) for _ in range(5))
+    print(f"| plugin: may_take_long + tree_may_take_long + shared_parse_usable + analyse_tree | "
+          f"{1000 * best / len(parsed):.3f} |")
     steps = {
         "plugin: analyse_html, SIMHASH_TEXT_MODE=main (extract + fingerprint)": (
             lambda b, c=SimhashConfig.from_settings({"SIMHASH_TEXT_MODE": "main"}).analysis: analyse_html(b, "utf-8", c)
@@ -514,6 +559,12 @@ def per_page_costs(site: Path, sample: int = 600) -> None:
         for body in bodies:
             func(body)
         print(f"| {name} | {1000 * (time.process_time() - t0) / len(bodies):.2f} |")
+
+
+def _cpu(func) -> float:
+    t0 = time.process_time()
+    func()
+    return time.process_time() - t0
 
 
 if __name__ == "__main__":

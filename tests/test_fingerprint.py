@@ -189,3 +189,20 @@ def test_default_log_weights_golden_value_and_signature() -> None:
     # The slope is part of the signature stores and Redis keys are checked against.
     assert FeatureConfig().signature() == "w1-c0-log6-j2"
     assert FeatureConfig(weighting="sublinear").signature() == "w1-c0-sublinear-j2"
+
+
+def test_fingerprint_html_skips_only_the_content_digest_it_does_not_return() -> None:
+    from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html
+    from simhash_scrapy.core.exact import exact_digest
+
+    words = " ".join(f"word{i}" for i in range(120))
+    page = f"<html><body><main><p>{words}</p></main></body></html>".encode()
+    full = analyse_html(page)
+    lean = analyse_html(page, options=AnalysisOptions(content_digest=False))
+    assert full.digest == exact_digest(words) and lean.digest is None
+    assert (lean.fingerprint, lean.exact, lean.edit_keys) == (full.fingerprint, full.exact, full.edit_keys)
+    assert fingerprint_html(page) == full.fingerprint
+    # A short page's digest is its fingerprint: always given.
+    short = b"<html><body><p>only a few words here</p></body></html>"
+    assert analyse_html(short, options=AnalysisOptions(content_digest=False)).digest == analyse_html(short).digest
+    assert analyse_html(short).digest is not None

@@ -1,4 +1,4 @@
-"""The optional C helpers (``_speedups.c``) give exactly what the pure-Python path gives.
+"""The optional C helpers (``_speedups.c``, ``_walker.c``) give exactly what the pure-Python path gives.
 
 Both paths are compared on real pages and on generated markup full of the
 cases the rules are about (hidden attributes, inline styles, non-ASCII
@@ -9,6 +9,7 @@ testing the Python path twice.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -22,9 +23,10 @@ from lxml import etree, html as lxml_html
 import simhash_scrapy
 from simhash_scrapy.core import _native, features, text
 
-pytestmark = pytest.mark.skipif(_native.speedups is None, reason="the C extension is not built")
+pytestmark = pytest.mark.skipif(not _native.speedups_enabled(), reason="the C extensions are not built")
 
 FAST = _native.speedups
+WALKER = _native.walker
 REAL_PAGES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "quality" / "sample" / "pages").rglob("*.html"))
 
 
@@ -47,52 +49,95 @@ def test_the_extension_was_built() -> None:
 
 
 def test_pure_python_can_be_forced_by_environment() -> None:
-    code = "from simhash_scrapy.core import _native; print(_native.speedups_enabled(), _native.speedups is None)"
+    code = ("from simhash_scrapy.core import _native; "
+            "print(_native.speedups_enabled(), _native.speedups is None, _native.walker is None)")
     env = {**os.environ, "SIMHASH_SCRAPY_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "True", "True"]
 
 
 def test_built_against_the_running_lxml() -> None:
     import lxml
 
-    assert FAST.BUILT_LXML_VERSION == lxml.__version__
-    assert FAST.BUILT_LIBXML_VERSION == ".".join(map(str, etree.LIBXML_COMPILED_VERSION))
-    assert _native.build_mismatch(FAST) is None
+    assert WALKER.BUILT_LXML_VERSION == lxml.__version__
+    assert WALKER.BUILT_LIBXML_VERSION == ".".join(map(str, etree.LIBXML_COMPILED_VERSION))
+    assert _native.build_mismatch(WALKER) is None
 
 
-def test_another_lxml_at_run_time_means_the_pure_path_with_one_warning(monkeypatch, caplog) -> None:
-    monkeypatch.setattr(FAST, "BUILT_LXML_VERSION", "5.0.0")
+def test_the_lxml_free_helpers_are_built_without_lxml() -> None:
+    # _speedups.c needs no lxml header and records no lxml version: nothing there to mismatch.
+    assert not hasattr(FAST, "BUILT_LXML_VERSION")
+    source = (Path(_native.__file__).parent / "_speedups.c").read_text(encoding="utf-8")
+    assert "#include <libxml" not in source and "#include \"lxml" not in source
+
+
+def test_another_lxml_at_run_time_turns_off_the_walker_alone_with_one_warning(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(WALKER, "BUILT_LXML_VERSION", "5.0.0")
     with caplog.at_level("WARNING", logger="simhash_scrapy"):
-        assert _native._load() is None
+        speedups, walker = _native._load()
+    assert walker is None
+    assert speedups is FAST
     records = [r for r in caplog.records if r.name.startswith("simhash_scrapy")]
     assert len(records) == 1
     assert records[0].levelname == "WARNING"
-    assert "built against lxml 5.0.0" in records[0].getMessage()
-    assert "pure-Python path" in records[0].getMessage()
+    message = records[0].getMessage()
+    assert "built against lxml 5.0.0" in message
+    assert "tree walks use the pure-Python path" in message and "not affected" in message
 
 
-def test_lxml_mismatch_in_a_fresh_process_falls_back_and_gives_the_same_fingerprint() -> None:
-    # A real import of the package with the running lxml reporting another version than the build's.
+def test_lxml_mismatch_in_a_fresh_process_keeps_the_index_and_tokeniser_helpers_on() -> None:
+    # A real import of the package with the running lxml reporting another version than the walker's
+    # build (what _native compares): only the walker falls back, with one warning; the tokeniser, the
+    # UTF-8 check and the index queries stay in C and give the same answers.
     page = REAL_PAGES[0] if REAL_PAGES else None
     code = (
         "import logging, sys; logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format='%(levelname)s %(message)s')\n"
         "import lxml; lxml.__version__ = '4.9.0'\n"
-        "from simhash_scrapy import fingerprint_html\n"
-        "from simhash_scrapy.core import _native\n"
-        "print(_native.speedups_enabled(), _native.speedups is None)\n"
-        f"print(fingerprint_html(open({str(page)!r}, 'rb').read()) if {page is not None} else 0)\n"
+        "import json, numpy as np\n"
+        "from simhash_scrapy import BlockPermutedIndex, fingerprint, fingerprint_html\n"
+        "from simhash_scrapy.core import _native, features, text\n"
+        "print(json.dumps([_native.speedups is not None, _native.walker is None, _native.speedups_enabled()]))\n"
+        "page = open(sys.argv[1], 'rb').read() if sys.argv[1] else b''\n"
+        "words = text.extract_text(page) if page else 'one two three'\n"
+        "index = BlockPermutedIndex(max_distance=4)\n"
+        "fps = np.random.default_rng(7).integers(0, 2**64, 5000, dtype=np.uint64)\n"
+        "index.add_many(range(len(fps)), fps)\n"
+        "near = [int(f) ^ (1 << 3) ^ (1 << 40) for f in fps[:50]]\n"
+        "answers = [sorted((m.key, m.distance) for m in index.query(q)) for q in near]\n"
+        "print(json.dumps({'fp': fingerprint_html(page) if page else 0, 'text_fp': fingerprint(words),\n"
+        "                  'tokens': features.token_hashes(words).tolist(), 'utf8': text.to_utf8(page)[:64].hex(),\n"
+        "                  'answers': answers}))\n"
     )
-    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True)
-    lines = out.stdout.split("\n")
-    assert lines[0].split() == ["False", "True"]
+    env = {**os.environ, "SIMHASH_SCRAPY_PURE_PYTHON": ""}
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code, str(page or "")], capture_output=True, text=True,
+                         check=True, env=env)  # fmt: skip
+    lines = out.stdout.strip().split("\n")
+    assert json.loads(lines[0]) == [True, True, False]  # the lxml-free helpers on, the walker off
     warnings = [line for line in out.stderr.splitlines() if line.startswith("WARNING")]
     assert len(warnings) == 1
-    assert f"built against lxml {FAST.BUILT_LXML_VERSION}" in warnings[0] and "but lxml 4.9.0" in warnings[0]
-    if page is not None:
-        with _native.switched(False):
-            expected = simhash_scrapy.fingerprint_html(page.read_bytes())
-        assert int(lines[1]) == expected
+    assert f"built against lxml {WALKER.BUILT_LXML_VERSION}" in warnings[0] and "but lxml 4.9.0" in warnings[0]
+    assert "tree walks use the pure-Python path" in warnings[0]
+    got = json.loads(lines[1])
+    # The same answers as in this process, on the pure path and with every C helper.
+    from simhash_scrapy import BlockPermutedIndex
+
+    raw = page.read_bytes() if page is not None else b""
+    words = text.extract_text(raw) if raw else "one two three"
+    fps = np.random.default_rng(7).integers(0, 2**64, 5000, dtype=np.uint64)
+    near = [int(f) ^ (1 << 3) ^ (1 << 40) for f in fps[:50]]
+    for compiled in (True, False):
+        with _native.switched(compiled):
+            index = BlockPermutedIndex(max_distance=4)
+            index.add_many(range(len(fps)), fps)
+            expected = {
+                "fp": simhash_scrapy.fingerprint_html(raw) if raw else 0,
+                "text_fp": simhash_scrapy.fingerprint(words),
+                "tokens": features.token_hashes(words).tolist(),
+                "utf8": text.to_utf8(raw)[:64].hex(),
+                "answers": [sorted([m.key, m.distance] for m in index.query(q)) for q in near],
+            }
+        assert got == expected
+    assert all(any(key == i for key, _ in answer) for i, answer in enumerate(got["answers"]))
 
 
 # ------------------------------------------------------------------ real pages
@@ -274,7 +319,7 @@ def test_same_token_hashes_on_real_text() -> None:
 
 def test_walk_rejects_what_is_not_an_element() -> None:
     with pytest.raises(TypeError, match="lxml element"):
-        FAST.visible_text("<p>x</p>", b"\n")
+        WALKER.visible_text("<p>x</p>", b"\n")
     with pytest.raises(TypeError):
         FAST.hash_tokens("not bytes")
 
@@ -382,3 +427,63 @@ def test_main_content_walks_cover_the_rules() -> None:
             assert [(s, e.tag) for s, e in boilerplate._markers(root) if s] == [(2, "main")]
             assert (boilerplate._text_len(main), boilerplate._LINK_LEN(main), boilerplate._p_len(main)) == (19, 13, 13)
             assert boilerplate._has_text(main, 17) and not boilerplate._has_text(main, 18)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.integers(0, 2**64 - 1), max_size=400), repeats=st.integers(1, 4), small=st.booleans())
+def test_count_distinct_is_numpy_unique_with_counts(values: list[int], repeats: int, small: bool) -> None:
+    seq = np.array(values * repeats, dtype=np.uint64)
+    if small:  # few distinct values, many repeats, values sharing most bytes
+        seq = seq % np.uint64(7) + np.uint64(2**63)
+    fast = features._distinct(seq)
+    expected = np.unique(seq, return_counts=True)
+    assert fast[0].dtype == np.uint64 and fast[1].dtype == np.int64
+    assert np.array_equal(fast[0], expected[0]) and np.array_equal(fast[1], expected[1])
+    assert fast[0].flags.writeable and fast[1].flags.writeable
+
+
+def test_count_distinct_on_real_token_hashes_and_on_values_made_to_collide() -> None:
+    for path in REAL_PAGES:
+        hashes = features.token_hashes(text.extract_text(path.read_bytes()))
+        fast = features._distinct(hashes)
+        expected = np.unique(hashes, return_counts=True)
+        assert np.array_equal(fast[0], expected[0]) and np.array_equal(fast[1], expected[1])
+    # Values that all land in a few slots of the C hash table: it gives up (None) and numpy counts them.
+    colliding = np.arange(20_000, dtype=np.uint64) << np.uint64(40)
+    assert FAST.count_distinct(colliding) is None
+    fast = features._distinct(np.concatenate([colliding, colliding[:10]]))
+    assert np.array_equal(fast[0], colliding) and fast[1].sum() == 20_010
+    with pytest.raises(ValueError, match="uint64"):
+        FAST.count_distinct(b"12345")
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3)), min_size=1, max_size=12),
+       probe=st.integers(0, 90), comment=st.booleans())
+def test_deeper_than_is_the_xpath_depth_probe(shape: list[tuple[int, int]], probe: int, comment: bool) -> None:
+    # Branches of nested <div>s (depth, then siblings at the bottom), text and comments between them.
+    body = "".join("<div>" * depth + "<p>x</p>" * siblings + "t" + "</div>" * depth for depth, siblings in shape)
+    markup = f"<html><head>{'<!-- c -->' if comment else ''}</head><body>{body}</body></html>"
+    root = etree.fromstring(markup, etree.HTMLParser())
+    some = next(iter(root.iter("p", "div", "body")))  # any element of the document: the probe is absolute
+    for element in (root, some):
+        fast, slow = both(text.deeper_than, element, probe)
+        assert fast is slow
+    assert text.deeper_than(root, probe) is bool(text._depth_probe(probe)(root))
+
+
+_DATE_PHRASES = [
+    "Printed on 2024-05-01", "printed at 12 May 2024 10:30", "PRINTED on May 3, 2023", "misprinted on 2024", "xxdownloaded on 1999",
+    "Retrieved on 2020-01-01 12:00:01", "Accessed\ton 2021", "accessed  on 2022", "based on 2024", "used on", "ed on 2020",
+    "Retrieved from http://a.example/x", "[3] http://b.example/y", "Source URL: http://c.example", "Links:", "word", "e d",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(phrases=st.lists(st.sampled_from(_DATE_PHRASES), max_size=12),
+       gaps=st.lists(st.sampled_from([" ", "  ", "\t", "\n", "\x0b", "\x1c", ""]), min_size=12, max_size=12))
+@example(phrases=["Printed on 2024-05-01"], gaps=[" "] * 12)
+def test_date_label_check_gives_the_pure_rules_text(phrases: list[str], gaps: list[str]) -> None:
+    data = "".join(phrase + gap for phrase, gap in zip(phrases, gaps)).encode()
+    fast, slow = both(features.strip_not_content, data)
+    assert fast == slow

@@ -78,6 +78,9 @@ class AnalysisOptions:
     keep_source: bool = False
     #: Give a simhash page its second simhash (``Analysis.second``, ``core.second``).
     second: bool = False
+    #: Give a simhash page's content ``digest`` too (False: ``None``, for callers that only want the
+    #: fingerprint; a short page's digest is its fingerprint and is always given).
+    content_digest: bool = True
 
 
 DEFAULT_OPTIONS = AnalysisOptions()
@@ -128,9 +131,10 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
             return Analysis(stub_digest, True, None, stub if text is not None else None, (), stub_digest)
     if tokens == 0:
         return Analysis(None, False, "empty", None)
-    digest = exact_digest_of_tokens(token_array)
     if tokens < options.min_tokens:
+        digest = exact_digest_of_tokens(token_array)
         return Analysis(digest, True, None, text, (), digest)
+    digest = exact_digest_of_tokens(token_array) if options.content_digest else None
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
     source = data if options.keep_source else None
@@ -186,6 +190,7 @@ def fingerprint_html(
     Returns ``None`` for a page with fewer than ``min_tokens`` tokens: such a
     page has no stable simhash.  ``analyse_html`` gives its exact digest.
     """
-    options = AnalysisOptions(main_content, features, min_tokens, one_edit_below=0)  # keys: not returned
+    # Keys and a simhash page's content digest: not returned.
+    options = AnalysisOptions(main_content, features, min_tokens, one_edit_below=0, content_digest=False)
     answer = analyse_html(html, encoding, options)
     return None if answer.exact else answer.fingerprint

@@ -7,7 +7,7 @@ share bars in plain ``div``s, so tag names alone find little.  A few passes
 over the cleaned lxml tree, each a handful of XPath queries that libxml2
 evaluates in C (text and link-text lengths use EXSLT ``str:concat``), so the
 Python side only touches the few elements that are removed.  With the C
-helpers (``_speedups``: ``scan``, ``text_length``, ``text_count``) the walks
+helpers (``_walker``: ``scan``, ``text_length``, ``text_count``) the walks
 and lengths are C loops over the tree that give the same answers, and each
 distinct tag + class/id/role/itemprop combination is judged once:
 
@@ -137,8 +137,8 @@ _LINK_XPATH_MAX = 2000
 
 def _LINK_LEN(element: etree._Element) -> int:  # noqa: N802 (was an XPath object; the same number)
     """``_LINK_LEN_XPATH`` in linear time (with 100,000 links the XPath alone took 11 s)."""
-    if _native.speedups is not None:
-        return _native.speedups.text_length(element, "a")  # the same number, one C walk
+    if _native.walker is not None:
+        return _native.walker.text_length(element, "a")  # the same number, one C walk
     if _LINK_COUNT(element) <= _LINK_XPATH_MAX:
         return int(_LINK_LEN_XPATH(element))
     texts = _LINK_TEXTS(element, above=_LINKS_ABOVE(element))
@@ -162,15 +162,15 @@ _DOMINANT = 0.7
 
 def _text_len(element: etree._Element) -> int:
     """``string-length(normalize-space(.))`` (a C walk when the C helpers are built: no string)."""
-    if _native.speedups is not None:
-        return _native.speedups.text_length(element, None)
+    if _native.walker is not None:
+        return _native.walker.text_length(element, None)
     return int(_TEXT_LEN(element))
 
 
 def _p_len(element: etree._Element) -> float:
     """The length of the element's paragraph (<p>) text, ``_P_LEN``."""
-    if _native.speedups is not None:
-        return _native.speedups.text_length(element, "p")
+    if _native.walker is not None:
+        return _native.walker.text_length(element, "p")
     return _P_LEN(element)
 
 
@@ -238,15 +238,15 @@ def _marker_of(tag: str, names: str | None, ident: str | None, role: str | None,
 
 
 _MARKED_TAGS = ("div", "main", "section", "article", "td")
-# Verdicts of the C scan (``_speedups.scan``), per distinct tag and class, id, role, itemprop values.
+# Verdicts of the C scan (``_walker.scan``), per distinct tag and class, id, role, itemprop values.
 _MARKER_CACHE: dict[bytes, int] = {}
 
 
 def _markers(root: etree._Element):
     """(strength, element) of the elements of ``root`` that may be marked, in document order (the
     C scan leaves out those of strength 0)."""
-    if _native.speedups is not None:
-        return _native.speedups.scan(root, _MARKED_TAGS, _marker_of, _MARKER_CACHE)
+    if _native.walker is not None:
+        return _native.walker.scan(root, _MARKED_TAGS, _marker_of, _MARKER_CACHE)
     return ((_marker(element), element) for element in root.iter(*_MARKED_TAGS))
 
 
@@ -287,8 +287,8 @@ def _pick_marked(root: etree._Element) -> etree._Element | None:
 
 def _has_text(element: etree._Element, chars: int) -> bool:
     """True when ``element`` holds at least ``chars`` non-space characters (stops early)."""
-    if _native.speedups is not None and chars > 0:  # (0: whether there is any text node at all)
-        return _native.speedups.text_count(element, chars) >= chars
+    if _native.walker is not None and chars > 0:  # (0: whether there is any text node at all)
+        return _native.walker.text_count(element, chars) >= chars
     count = pending = 0
     batch: list[str] = []
     for text in element.itertext():
@@ -689,8 +689,8 @@ def _scan(container: etree._Element) -> tuple[list[etree._Element], list[etree._
     named: list[etree._Element] = []
     bodies: list[etree._Element] = []
     headings: list[etree._Element] = []
-    if _native.speedups is not None:
-        for flags, element in _native.speedups.scan(container, _SCAN_TAGS, _scan_flags, _SCAN_CACHE):
+    if _native.walker is not None:
+        for flags, element in _native.walker.scan(container, _SCAN_TAGS, _scan_flags, _SCAN_CACHE):
             if flags & _HEADING:
                 headings.append(element)
                 continue

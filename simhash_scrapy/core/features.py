@@ -306,7 +306,11 @@ def strip_not_content(data: bytes) -> bytes:
         data = _FOOTNOTE.sub(b" ", data)
     if b"URL" in data:
         data = _URL_LINE.sub(b" ", data)
-    if b"ed on" in data or b"ed at" in data:
+    if _native.speedups is not None:  # (the C check also looks at the label before "ed on")
+        dates = _native.speedups.may_hold_date_label(data, _DATE_LABELS, _DATE_LABEL_MAX)
+    else:
+        dates = b"ed on" in data or b"ed at" in data
+    if dates:
         data = _drop_dates(data)
     if b"etrieved from" in data:
         data = _FROM_URL.sub(b" ", data)
@@ -414,6 +418,15 @@ def _char_hashes(text: str | bytes, n: int, cjk_ngram: int) -> np.ndarray:
     return _mix64(_shingle(_mix64(codes + _GOLDEN), n))
 
 
+def _distinct(seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(seq, return_counts=True)``: the distinct hashes in ascending order, and their counts."""
+    if _native.speedups is not None:
+        counted = _native.speedups.count_distinct(np.ascontiguousarray(seq, dtype=np.uint64))
+        if counted is not None:  # (None: hashes made to collide in its table, see _speedups.c)
+            return np.frombuffer(counted[0], dtype=np.uint64), np.frombuffer(counted[1], dtype=np.int64)
+    return np.unique(seq, return_counts=True)  # type: ignore[no-any-return]
+
+
 def feature_hashes(
     text: str | bytes,
     config: FeatureConfig = DEFAULT_FEATURES,
@@ -433,7 +446,7 @@ def feature_hashes(
     if len(seq) == 0:
         features, weights = seq, np.zeros(0, dtype=np.float64)
     else:
-        features, counts = np.unique(seq, return_counts=True)
+        features, counts = _distinct(seq)
         if config.weighting == "tf":
             weights = counts.astype(np.float64)
         elif config.weighting == "log":

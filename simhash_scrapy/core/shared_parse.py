@@ -17,6 +17,7 @@ from typing import Any
 
 from lxml import etree
 
+from . import _native
 from .decode import looks_binary, source_codec
 
 __all__ = ["shared_parse_usable", "deeper_than", "SHARED_PARSE_MAX_DEPTH"]
@@ -33,6 +34,8 @@ def _depth_probe(depth: int) -> etree.XPath:
 
 def deeper_than(root: etree._Element, depth: int) -> bool:
     """Whether the document of ``root`` has elements ``depth`` levels deep (one XPath walk, in C)."""
+    if _native.walker is not None:
+        return _native.walker.deeper_than(root, depth)  # type: ignore[no-any-return]  # (stops early)
     return bool(_depth_probe(depth)(root))
 
 

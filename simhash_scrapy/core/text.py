@@ -274,9 +274,9 @@ def remove_invisible(root: etree._Element, data: bytes | None = None, strip: boo
     walks for markup the page does not contain.  ``strip=False``: the caller
     removed the non-rendered elements already.
     """
-    if _native.speedups is not None:
+    if _native.walker is not None:
         # One C walk finds the outermost elements to remove (hidden ones included).
-        for element in _native.speedups.invisible_elements(root):
+        for element in _native.walker.invisible_elements(root):
             drop_element(element)
         return
     if strip:
@@ -342,8 +342,8 @@ def _text_bytes(tree: etree._Element, marker: str) -> bytes:
     The C walk skips non-rendered and hidden elements itself; the XSLT
     stylesheet needs them removed from the tree first.
     """
-    if _native.speedups is not None:
-        return _native.speedups.visible_text(tree, _MARKER_BYTES[marker])
+    if _native.walker is not None:
+        return _native.walker.visible_text(tree, _MARKER_BYTES[marker])
     return bytes(_stylesheet(_STYLESHEET_NAMES[marker], marker)(tree))
 
 
@@ -359,7 +359,7 @@ def _prepared(root: etree._Element, data: bytes | None, main_content: bool, stri
 
         remove_invisible(root, data, strip=strip)  # the layout is judged on what is shown
         return keep_main_content(root)
-    if _native.speedups is None:
+    if _native.walker is None:
         remove_invisible(root, data, strip=strip)
     return root  # the C walk skips invisible elements: the tree is left as it is
 
@@ -402,12 +402,12 @@ def text_of_parsed(
     """
     if root is None or not isinstance(root.tag, str):
         return b"" if as_bytes else ""
-    if _native.speedups is not None and not main_content:
+    if _native.walker is not None and not main_content:
         return _text_of_cleaned(root, raw, main_content, as_bytes, strip=False)
     try:
         with UndoableDrops() as drops:
             try:
-                if _native.speedups is None:
+                if _native.walker is None:
                     for element in list(root.iter(*NOT_RENDERED_TAGS)):
                         drop_element(element)  # strip_elements would not be undoable
                 return _text_of_cleaned(root, raw, main_content, as_bytes, strip=False)
@@ -439,6 +439,6 @@ def extract_text_bytes(html: str | bytes, encoding: str | None = None, main_cont
     return _text_bytes(tree, "\n")  # any whitespace separates tokens
 
 
-#: The compiled walk when available (see ``_speedups.c``); both paths give the same text.
-if _native.speedups is not None:
-    _native.speedups.configure(NOT_RENDERED_TAGS, BLOCK_TAGS, hidden_style, aria_hidden)
+#: The compiled walk when available (see ``_walker.c``); both paths give the same text.
+if _native.walker is not None:
+    _native.walker.configure(NOT_RENDERED_TAGS, BLOCK_TAGS, hidden_style, aria_hidden)
