@@ -170,14 +170,14 @@ def test_genre_of() -> None:
 
 
 def test_missing_snapshot_says_how_to_get_it(tmp_path) -> None:
-    with pytest.raises(SystemExit, match="git clone https://github.com/mozilla/readability"):
+    with pytest.raises(SystemExit, match=r"git clone https://github\.com/mozilla/readability"):
         brw.Snapshot(tmp_path, "mozilla/readability")
 
 
 def test_snapshot_without_the_pinned_commit_is_named(collection, monkeypatch) -> None:
     mirror, _, _ = collection
     monkeypatch.setattr(brw, "SOURCES", {"mozilla/readability": "0" * 40})
-    with pytest.raises(SystemExit, match="0{40} of mozilla/readability is not in this snapshot"):
+    with pytest.raises(SystemExit, match=r"0{40} of mozilla/readability is not in this snapshot"):
         brw.Snapshot(mirror, "mozilla/readability")
 
 
@@ -212,7 +212,7 @@ def test_variants_are_duplicates_of_their_source(built) -> None:
     positive = {(a, c): kind for a, c, kind in truth["positive"]}
     kinds = collections.Counter(positive.values())
     assert set(kinds) >= {"template", "tracking", "print", "edit"}
-    for (a, c), kind in positive.items():
+    for (a, c), _kind in positive.items():
         assert by_id[a]["source"] == by_id[c]["source"]  # random articles: only one page's copies are alike
         assert by_id[a]["half"] == by_id[c]["half"]
     texts = {json.loads(line)["id"]: json.loads(line)["text"] for line in (out / "texts.jsonl").read_text().splitlines()}

@@ -72,10 +72,10 @@ def reference(pages: list[tuple[str, int, bool]], k: int) -> list[tuple[str, int
             best = None
             for pos, name in enumerate(order):
                 other = entries[name]
-                if name == identity or other["indexed"] is None or other["exact"] != exact:
+                if name == identity or other["indexed"] is None or other["exact"] != exact:  # noqa: B023 - called in this iteration
                     continue
-                d = 0 if exact and other["indexed"] == fp else (64 if exact else bin(other["indexed"] ^ fp).count("1"))
-                if d <= (0 if exact else k) and (best is None or d < best[1]):
+                d = 0 if exact and other["indexed"] == fp else (64 if exact else bin(other["indexed"] ^ fp).count("1"))  # noqa: B023
+                if d <= (0 if exact else k) and (best is None or d < best[1]):  # noqa: B023
                     best = (pos, d)
             return best
 

@@ -90,7 +90,7 @@ def change_one_word(root: Path, n: int) -> None:
 def http_server(tmp_path: Path) -> Iterator[Any]:
     servers: list[Server] = []
 
-    def start(root: Path) -> HttpServer:
+    def start(root: Path) -> Server:
         server = Server(root, tmp_path / f"http-{len(servers)}.log")
         servers.append(server)
         return server

@@ -182,7 +182,7 @@ def test_default_log_weights_golden_value_and_signature() -> None:
     text = "the cat and the dog and the bird saw the cat again and again"
     assert fingerprint(text) == 3939471543819031462
     assert fingerprint(text, FeatureConfig(weighting="sublinear")) == 480709229021746086
-    hashes, weights = feature_hashes(text)
+    _, weights = feature_hashes(text)
     assert sorted(set(round(w, 6) for w in weights.tolist())) == sorted(
         {round(1 + 6 * math.log(n), 6) for n in (1, 2, 3, 4)}
     )

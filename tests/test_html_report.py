@@ -393,7 +393,7 @@ HOSTILE = [
     f'"><svg onload="{PWN}"></svg>',
     f"'><body onload='{PWN}'>",
     f"</script><script>{PWN}</script><!--",
-    f"</textarea></title><iframe srcdoc=\"<script>parent.__pwned=1</script>\"></iframe>",
+    "</textarea></title><iframe srcdoc=\"<script>parent.__pwned=1</script>\"></iframe>",
     "<style>body{display:none}</style>${title}]]>\u2028\u2029",
     f"<a href=\"javascript:{PWN}\">click</a>",
 ]  # fmt: skip

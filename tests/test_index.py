@@ -318,7 +318,7 @@ def test_every_spread_of_errors_over_the_blocks_is_found(k: int, blocks: int) ->
     index.add_many(range(len(stored)), stored)
     for query in base[:300]:
         assert [(m.distance, m.key) for m in index.query(query)] == brute(stored, query, k)
-    q, r, d = index.query_many_arrays(base[:300])
+    q, r, _ = index.query_many_arrays(base[:300])
     got = sorted(zip(q.tolist(), r.tolist()))
     want = sorted((i, row) for i, query in enumerate(base[:300]) for _, row in brute(stored, query, k))
     assert got == want

@@ -263,7 +263,7 @@ async def test_visible_mode_and_features_change_the_fingerprint() -> None:
 
 @pytest_twisted.ensureDeferred
 async def test_domain_scope() -> None:
-    mw, crawler = await make({"SIMHASH_SCOPE": "domain"})
+    mw, _ = await make({"SIMHASH_SCOPE": "domain"})
     await process(mw, *html("http://one.example/a"))
     request, response = html("http://two.example/a", PAGE_VARIANT)
     await process(mw, request, response)  # another domain: its own index
@@ -393,7 +393,7 @@ SHARED_PAGE = """<html><head><title>T</title><script>var s = 1;</script></head><
 async def test_pages_are_fingerprinted_from_scrapys_own_parse(mode: str) -> None:
     from simhash_scrapy import fingerprint_html
 
-    mw, crawler = await make({"SIMHASH_TEXT_MODE": mode})
+    mw, _ = await make({"SIMHASH_TEXT_MODE": mode})
     request, response = html("http://site/shared", SHARED_PAGE)
     assert await process(mw, request, response) is response
     # The spider's selector was built once, here, and is reused as it is:
@@ -412,7 +412,7 @@ async def test_pages_are_fingerprinted_from_scrapys_own_parse(mode: str) -> None
 @pytest_twisted.ensureDeferred
 async def test_very_large_pages_are_parsed_by_the_plugin_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("simhash_scrapy.middleware.SHARED_PARSE_MAX_BYTES", 100)
-    mw, crawler = await make()
+    mw, _ = await make()
     request, response = html("http://site/big", SHARED_PAGE)
     assert await process(mw, request, response) is response
     assert response._cached_selector is None  # left for the spider to build, if it wants it

@@ -7,6 +7,7 @@ against a local site, stop one with SIGINT halfway and resume it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -16,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
@@ -107,7 +107,7 @@ def test_resumed_runs_decide_like_one_uninterrupted_run(tmp_path: Path, seed: in
     rng = random.Random(seed)
     cuts = [0, *sorted(rng.sample(range(1, len(pages)), 4)), len(pages)]
     settings = {"JOBDIR": str(tmp_path / "job")}
-    for run_number, (start, end) in enumerate(zip(cuts, cuts[1:])):
+    for run_number, (start, end) in enumerate(itertools.pairwise(cuts)):
         backend = backend_for(settings, config)
         run(backend.open("spider"))
         assert backend.initial == start
@@ -346,7 +346,7 @@ def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) ->
     assert len(read_store(jobdir / "simhash.store")) == first_pages
 
     # The same command again resumes the job.
-    stats, log = run_crawl_cli(args[:-4] + ["-s", "DOWNLOAD_DELAY=0", args[-2], args[-1]])
+    stats, _ = run_crawl_cli(args[:-4] + ["-s", "DOWNLOAD_DELAY=0", args[-2], args[-1]])
     assert stats["finish_reason"] == "finished"
     assert stats["simhash/initial"] == first_pages
     assert first_pages + stats["simhash/fingerprinted"] == 2 * count

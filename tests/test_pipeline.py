@@ -65,7 +65,7 @@ async def test_text_field_drop() -> None:
 
 @pytest_twisted.ensureDeferred
 async def test_html_field_is_detected_and_items_without_url_are_numbered() -> None:
-    pipeline, crawler = await make({"SIMHASH_ITEM_FIELD": "html"})
+    pipeline, _ = await make({"SIMHASH_ITEM_FIELD": "html"})
     await pipeline.process_item({"html": article_html("T", WORDS, "v1")})
     with pytest.raises(NearDuplicateItem, match=r"^Near-duplicate of item-1 \(simhash within k=4, distance \d\)$"):
         await pipeline.process_item({"html": article_html("T", WORDS, "v2").encode()})

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -124,7 +123,7 @@ def test_short_pages_match_only_by_equal_digest() -> None:
     assert score.flagged_pairs(fps, 3) == {(1, 2), (4, 5)}
 
 
-def _page(pid: int, url: str, category: str = "original", role: str = "original") -> "common.Page":
+def _page(pid: int, url: str, category: str = "original", role: str = "original") -> common.Page:
     return common.Page(id=pid, url=url, file="", host=url.split("/")[2], category=category, role=role, group=None,
                        source="", words=100, family="f")  # fmt: skip
 

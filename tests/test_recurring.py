@@ -183,7 +183,7 @@ def test_jobdir_paused_and_resumed(serve: Any, tmp_path: Path) -> None:
     first = parse_stats(first_log)
     assert first["finish_reason"] == "shutdown"
 
-    second, log = crawl(args, project)
+    second, _ = crawl(args, project)
     assert second["finish_reason"] == "finished"
     assert second["simhash/initial"] == first["simhash/fingerprinted"]
     # The start URL is fetched again on resume (dont_filter): unchanged, not its own duplicate.

@@ -11,7 +11,6 @@ import asyncio
 import random
 from typing import Any
 
-import pytest
 from redis_server import RedisCluster
 from test_redis_backend import async_test, make_backend, recrawl_sequence
 

@@ -209,9 +209,9 @@ def test_values_cannot_leave_the_folder(tmp_path: Path) -> None:
 
 def test_template_that_leaves_its_folder_is_refused(tmp_path: Path) -> None:
     params = report_params(FakeSpider(), NOW)
-    with pytest.raises(ValueError, match="^uri=.*not a file inside"):  # the argument's name, from the library
+    with pytest.raises(ValueError, match=r"^uri=.*not a file inside"):  # the argument's name, from the library
         expand_report_path("reports/%(name)s/../../../outside.jsonl", params, cwd=tmp_path)
-    with pytest.raises(ValueError, match="^SIMHASH_REPORT_URI=.*not a file inside"):  # the glue passes its setting
+    with pytest.raises(ValueError, match=r"^SIMHASH_REPORT_URI=.*not a file inside"):  # the glue passes its setting
         expand_report_path("reports/%(name)s/../../../outside.jsonl", params, cwd=tmp_path, name="SIMHASH_REPORT_URI")
     with pytest.raises(ValueError, match="not a file inside"):
         expand_report_path("reports/%(name)s/..", params, cwd=tmp_path)
@@ -240,7 +240,7 @@ def test_html_format_without_the_renderer_fails_at_start(monkeypatch: pytest.Mon
 
     monkeypatch.setitem(sys.modules, "simhash_scrapy.core.html_report", None)  # import now raises ImportError
     # The core names its argument; the crawl names the setting.
-    with pytest.raises(ValueError, match="report_format='html' needs simhash_scrapy.core.html_report"):
+    with pytest.raises(ValueError, match=r"report_format='html' needs simhash_scrapy\.core\.html_report"):
         check_format_available("html")
     crawler = get_crawler(settings_dict={"SIMHASH_REPORT_URI": "reports/%(name)s.html"})
     # In a crawl the error waits for the spider to open, which then logs it and closes (simhash_error).

@@ -294,7 +294,7 @@ async def test_resumed_store_keeps_positions_and_the_choice(serve: Any, tmp_path
 # ------------------------------------------------------------------------ units
 def test_choose_follows_the_order_of_the_rules() -> None:
     a = "https://x.example/doc/a.html"
-    tracking, printed, amp = a + "?utm_source=x", "https://x.example/print/doc/a.html", "https://x.example/doc/a.amp.html"
+    tracking, printed, _amp = a + "?utm_source=x", "https://x.example/print/doc/a.html", "https://x.example/doc/a.amp.html"
     mirror = "https://x.example/mirror/doc/a.html"
     assert choose([Candidate(tracking), Candidate(printed), Candidate(a)]) == (2, Reason.NOT_VARIANT)
     assert choose([Candidate(tracking), Candidate(a + "?p=1")]) == (1, Reason.SHORTEST)

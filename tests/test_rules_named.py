@@ -235,7 +235,7 @@ async def test_every_rule_is_named_in_log_lines_and_report_rows(
             crawler = await run_crawl(
                 RecordingSpider,
                 {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_REPORT_URI": str(report), "SIMHASH_ACTION": "flag",
-                 "SIMHASH_DEBUG": True},  # fmt: skip
+                 "SIMHASH_DEBUG": True},
                 start_urls=[site.url(path) for path in paths],
             )
         assert simhash_stats(crawler)["simhash/flagged"] == 4

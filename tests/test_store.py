@@ -218,7 +218,7 @@ def test_not_a_store_other_version_old_format(tmp_path: Path) -> None:
     old = tmp_path / "old.store"
     old.write_bytes(b"SIMHSTOR\x01\x00" + bytes(40))
     assert is_store_file(old)
-    with pytest.raises(StoreError, match="format version 1.*SIMHASH_RESET"):
+    with pytest.raises(StoreError, match=r"format version 1.*SIMHASH_RESET"):
         PageStore(old, CONFIG).open()
     write(path := tmp_path / "v.store", [])
     with sqlite3.connect(path) as db:

@@ -151,7 +151,8 @@ def _serialised(root: Any) -> bytes:
     """The page's markup as UTF-8 bytes, for a tree whose raw bytes are not ASCII-based (UTF-16)."""
     if root is None or not isinstance(getattr(root, "tag", None), str):
         return b""
-    return etree.tostring(root.getroottree(), encoding="utf-8")
+    markup: bytes = etree.tostring(root.getroottree(), encoding="utf-8")
+    return markup
 
 
 def analyse_text(text: str, options: AnalysisOptions = DEFAULT_OPTIONS) -> Analysis:

@@ -236,9 +236,9 @@ class Clusterer:
                 del table[indexed]
         else:
             self._index(scope).remove(entry)
-            table = self._edits.get(scope)
-            if table is not None and self.indexed_keys[entry]:
-                table.remove(entry, self.keys_of(entry))
+            key_table = self._edits.get(scope)
+            if key_table is not None and self.indexed_keys[entry]:
+                key_table.remove(entry, self.keys_of(entry))
             self.indexed_keys[entry] = b""
         self.indexed[entry] = None
 
@@ -414,7 +414,7 @@ def assign_canonicals(
     for page in range(n):
         keys = edit_keys[page] if edit_keys is not None else ()
         decision = clusterer.check(str(scope_list[page]), str(page), fps[page], exact_list[page], edit_keys=keys)
-        if decision.canonical is not None:
+        if decision.canonical is not None and decision.distance is not None:
             canonical[page] = decision.canonical  # entries are numbered in page order
             distance[page] = decision.distance
     return canonical, distance

@@ -139,13 +139,14 @@ class _Table:
         return self.key(fp) >> (self.key_bits - self.dir_bits)
 
     def keys(self, fps: np.ndarray) -> np.ndarray:
-        key = np.zeros(len(fps), dtype=np.uint64)
+        key: np.ndarray = np.zeros(len(fps), dtype=np.uint64)
         for shift, mask, width in self.spans:
             key = (key << np.uint64(width)) | ((fps >> np.uint64(shift)) & np.uint64(mask))
         return key
 
     def buckets_of_keys(self, keys: np.ndarray) -> np.ndarray:
-        return (keys >> np.uint64(self.key_bits - self.dir_bits)).astype(np.int64)
+        buckets: np.ndarray = (keys >> np.uint64(self.key_bits - self.dir_bits)).astype(np.int64)
+        return buckets
 
     def buckets(self, fps: np.ndarray) -> np.ndarray:
         return self.buckets_of_keys(self.keys(fps))
@@ -173,7 +174,8 @@ class _Table:
         read (two random loads each)."""
         low, width = self.filter_low_bits(), self.filter_sample_bits()
         sample = (fps >> np.uint64(self.sample[0])) & np.uint64((1 << width) - 1)
-        return ((sample << np.uint64(low)) | (keys & np.uint64((1 << low) - 1))).astype(np.uint16)
+        values: np.ndarray = ((sample << np.uint64(low)) | (keys & np.uint64((1 << low) - 1))).astype(np.uint16)
+        return values
 
 
 #: Rows sorted at a time when the tables are rebuilt (small: the temporaries are ~100 bytes a row).
@@ -324,7 +326,8 @@ class _Keys:
                 return []
             if self.ints.dtype == np.uint32 and not 0 <= key <= _UINT32_MAX:
                 return []
-            return np.flatnonzero(self.ints[:n] == key).tolist()
+            rows: list[int] = np.flatnonzero(self.ints[:n] == key).tolist()
+            return rows
         assert self.objects is not None
         return [row for row, stored in enumerate(self.objects) if stored == key]
 
@@ -381,7 +384,7 @@ class BlockPermutedIndex:
             for b in chosen:
                 width, shift = self.widths[b], lows[b]
                 if spans and spans[-1][0] == shift + width:  # adjacent to the previous run: extend it
-                    prev_shift, _, prev_width = spans[-1]
+                    _, _, prev_width = spans[-1]
                     width, shift = prev_width + width, shift
                     spans[-1] = (shift, (1 << width) - 1, width)
                 else:
@@ -610,6 +613,7 @@ class BlockPermutedIndex:
         counts = table.bounds[probed + 1].astype(np.int64) - lo
         owners, positions = _ragged(lo, counts)
         wanted = table.filter_values(keys, queries)
+        assert table.filter is not None  # a table whose keys may differ keeps a filter
         probe_query = np.repeat(np.arange(len(queries)), len(masks))
         differ = table.filter[positions] ^ wanted[probe_query[owners]]
         key_budget = budget[owners]  # errors - spent, so k - spent is k - errors + key_budget
@@ -648,8 +652,8 @@ class BlockPermutedIndex:
 
     def _query_rows(self, fp: int) -> tuple[list[int], list[int]]:
         if _native.speedups is not None:
-            _, rows, distances = self._compiled_columns(fp.to_bytes(8, _BYTE_ORDER))
-            return memoryview(rows).cast("q").tolist(), memoryview(distances).cast("q").tolist()
+            _, row_bytes, distance_bytes = self._compiled_columns(fp.to_bytes(8, _BYTE_ORDER))
+            return memoryview(row_bytes).cast("q").tolist(), memoryview(distance_bytes).cast("q").tolist()
         rows = self._candidate_rows(fp)
         if len(rows) == 0:
             return [], []
@@ -772,7 +776,7 @@ class BlockPermutedIndex:
         found_a, found_b, found_d = [], [], []
         fps = self._fps
         for table in self._tables:
-            counts = np.diff(table.bounds.astype(np.int64))
+            counts: np.ndarray = np.diff(table.bounds.astype(np.int64))
             # For each position p in a bucket [lo, hi): partners at positions p+1 .. hi-1.
             bucket_of_position = np.repeat(np.arange(len(counts)), counts)
             ends = table.bounds[1:][bucket_of_position].astype(np.int64)

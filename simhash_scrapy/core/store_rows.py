@@ -89,7 +89,8 @@ def _mix(h: np.ndarray, x: np.ndarray) -> np.ndarray:
     h = (h ^ x) * _M1
     h ^= h >> np.uint64(31)
     h = (h + _GOLDEN) * _M2
-    return h ^ (h >> np.uint64(29))
+    mixed: np.ndarray = h ^ (h >> np.uint64(29))
+    return mixed
 
 
 def _string_crcs(columns: Iterable[Iterable[str]]) -> np.ndarray:
@@ -246,7 +247,7 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
             None if r.previous is None else signed(r.previous), r.referer, r.depth, r.text,
             r.first_seen, r.last_seen, b, int(s), None if r.digest is None else signed(r.digest), r.etag,
             r.last_modified,
-        )  # fmt: skip
+        )
         for r, b, s in zip(records, blobs, sums.tolist())
     ]
 

@@ -37,13 +37,14 @@ import functools
 import html as html_lib
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from lxml import etree
 
 from . import _native
 from .boilerplate import keep_main_content
-from .dom import NotUndoable, UndoableDrops, drop_element, xml_safe
+from .dom import NotUndoable, UndoableDrops, drop_element
 
 __all__ = [
     "extract_text", "extract_text_bytes", "parse_html", "to_utf8", "visible_text_of", "NOT_RENDERED_TAGS",
@@ -100,7 +101,7 @@ class _InTag:
         return self.last_lt > self.last_gt
 
 
-def _occurrences(data: bytes, word: bytes):
+def _occurrences(data: bytes, word: bytes) -> Iterator[int]:
     """Positions of ``word`` in ``data``, in increasing order."""
     pos = data.find(word)
     while pos >= 0:
@@ -359,7 +360,8 @@ def _choose_codec(raw: bytes, encoding: str | None) -> str | None:
 def _is_utf8(raw: bytes) -> bool:
     """Whether ``raw`` is well-formed UTF-8 (the C check builds no str; both give the same answer)."""
     if _native.speedups is not None:
-        return _native.speedups.is_utf8(raw)
+        utf8: bool = _native.speedups.is_utf8(raw)
+        return utf8
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -541,7 +543,8 @@ def _text_bytes(tree: etree._Element, marker: str) -> bytes:
     stylesheet needs them removed from the tree first.
     """
     if _native.speedups is not None:
-        return _native.speedups.visible_text(tree, _MARKER_BYTES[marker])
+        text: bytes = _native.speedups.visible_text(tree, _MARKER_BYTES[marker])
+        return text
     return bytes(_stylesheet(_STYLESHEET_NAMES[marker], marker)(tree))
 
 

@@ -197,8 +197,8 @@ class Replica:
             for key, owner in zip(entries["fp"][keyed].tolist(), entries["owner"][keyed].tolist()):
                 if owner not in removed:
                     by_owner.setdefault(owner, []).append(key)
-            for owner, keys in by_owner.items():
-                self.edits.add(owner, keys)
+            for owner, owner_keys in by_owner.items():
+                self.edits.add(owner, owner_keys)
                 # A chunk of the log can end between an add entry's keys: they are kept together.
                 self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(keys)
         self.sync = first + len(entries)
