@@ -16,11 +16,10 @@ from __future__ import annotations
 import mimetypes
 import random
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import pytest
