@@ -31,7 +31,7 @@ from simhash_scrapy.core.store import read_store
 
 pytest_plugins = ["conftest_redis"]
 
-PROJECT = Path(__file__).parent / "crawl_project"
+PROJECT = Path(__file__).parents[1] / "crawl_project"
 #: The defaults the commands run with (the tests follow them when they change).
 DEFAULTS = SimhashConfig.from_settings({})
 K = DEFAULTS.max_distance

@@ -21,7 +21,7 @@ import pytest
 
 from simhash_scrapy import hamming_distance
 
-PROJECT = Path(__file__).resolve().parent.parent / "example_project"
+PROJECT = Path(__file__).resolve().parents[2] / "example_project"
 SITE = PROJECT / "sample_site"
 TRUTH = json.loads((SITE / "ground_truth.json").read_text(encoding="utf-8"))
 ROUTES = json.loads((SITE / "routes.json").read_text(encoding="utf-8"))

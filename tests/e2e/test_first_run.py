@@ -24,11 +24,11 @@ import pytest
 from conftest import Page, article_html, article_words  # noqa: E402  (tests/ is on sys.path)
 from simhash_scrapy.core.defaults import MAX_DISTANCE
 
-PROJECT = Path(__file__).parent / "crawl_project"
+PROJECT = Path(__file__).parents[1] / "crawl_project"
 
 
 def crawl(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env_path = [str(project), str(Path(__file__).resolve().parent.parent)]
+    env_path = [str(project), str(Path(__file__).resolve().parents[2])]
     proc = subprocess.run(
         [sys.executable, "-m", "scrapy.cmdline", "crawl", "pages", *args],
         cwd=project, capture_output=True, text=True, timeout=300,
@@ -133,7 +133,7 @@ def test_a_recrawl_with_simhash_dir_lists_the_changed_pages(serve: Any, tmp_path
     report = subprocess.run(
         [sys.executable, "-m", "scrapy.cmdline", "simhash", "report", "--spider", "pages", "-s", "SIMHASH_DIR=simhash"],
         cwd=project, capture_output=True, text=True, timeout=300,
-        env={**_env(), "PYTHONPATH": ":".join([str(project), str(Path(__file__).resolve().parent.parent), _env().get("PYTHONPATH", "")])},
+        env={**_env(), "PYTHONPATH": ":".join([str(project), str(Path(__file__).resolve().parents[2]), _env().get("PYTHONPATH", "")])},
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
     assert "has 6 pages: 6 unique, 0 near-duplicates in 0 clusters; since the last crawl: 2 changed, 4 unchanged" in report.stderr
@@ -161,7 +161,7 @@ def test_a_wrong_setting_is_one_line_not_a_traceback(serve: Any, tmp_path: Path)
 #: The CI recipe of the README ("When it cannot start, and CI"), run as it is printed there.
 CI_SCRIPT = next(
     block
-    for block in re.findall(r"```py\n(.*?)```", (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8"), re.DOTALL)
+    for block in re.findall(r"```py\n(.*?)```", (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8"), re.DOTALL)
     if "finish_reason" in block
 )
 
@@ -171,7 +171,7 @@ def test_the_ci_recipe_fails_on_a_simhash_error(serve: Any, tmp_path: Path) -> N
     project = copy_project(tmp_path)
     script = project / "ci_crawl.py"
     script.write_text(CI_SCRIPT, encoding="utf-8")
-    env = {**_env(), "PYTHONPATH": ":".join([str(project), str(Path(__file__).resolve().parent.parent), _env().get("PYTHONPATH", "")])}
+    env = {**_env(), "PYTHONPATH": ":".join([str(project), str(Path(__file__).resolve().parents[2]), _env().get("PYTHONPATH", "")])}
     args = [sys.executable, str(script), "pages", f"base={site.base}", "paths=/a"]
     good = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert good.returncode == 0, good.stderr[-3000:]
@@ -193,7 +193,7 @@ def test_scrapy_simhash_says_when_the_addon_line_was_replaced(tmp_path: Path) ->
     settings.write_text(text, encoding="utf-8")
     (project / "site").mkdir()
     (project / "site" / "a.html").write_text(article_html("A", article_words(3)), encoding="utf-8")
-    env = {**_env(), "PYTHONPATH": ":".join([str(project), str(Path(__file__).resolve().parent.parent), _env().get("PYTHONPATH", "")])}
+    env = {**_env(), "PYTHONPATH": ":".join([str(project), str(Path(__file__).resolve().parents[2]), _env().get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "scrapy.cmdline", "simhash", "dedup", "site", "-o", "out.jsonl"]
     proc = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -29,7 +29,7 @@ from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.clustering import Rule
 from simhash_scrapy.core.html_report import render_html, report_numbers
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 def cluster(cid: int, urls: list[str], distances: list[int], texts: list[str] | None = None) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def test_the_templates_ship_in_the_package() -> None:
     import fnmatch
 
     tomllib = pytest.importorskip("tomllib")
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["simhash_scrapy"]
     templates = [p.relative_to(root / "simhash_scrapy").as_posix() for p in (root / "simhash_scrapy/core/templates").iterdir()]
     assert sorted(templates) == ["core/templates/report.css", "core/templates/report.html", "core/templates/report.js"]
@@ -326,7 +326,7 @@ def test_a_crawl_writes_the_html_report_with_texts(serve: Any, tmp_path: Path) -
         {"/a": article_html("Story", words), "/b": article_html("Story", edited), "/c": article_html("Other", article_words(902))}
     )
     report = tmp_path / "report.html"
-    project = Path(__file__).parent / "crawl_project"
+    project = Path(__file__).parents[1] / "crawl_project"
     env = dict(os.environ)
     env.pop("SCRAPY_SETTINGS_MODULE", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project), env.get("PYTHONPATH", "")]))

@@ -34,7 +34,7 @@ from simhash_scrapy.core.store import read_store
 from conftest import article_html  # noqa: E402  (tests/ is on sys.path)
 
 T = TypeVar("T")
-PROJECT = Path(__file__).parent / "crawl_project"
+PROJECT = Path(__file__).parents[1] / "crawl_project"
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -366,7 +366,7 @@ def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) ->
 
 # ---------------------------- the store under a full disk, a read-only file, repeated crashes
 def _faults() -> Any:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import faults  # noqa: PLC0415 - benchmarks/faults.py: the same trials, with a table
 
     return faults

@@ -32,7 +32,7 @@ from simhash_scrapy.config import SETTINGS, unknown_settings
 
 pytest_plugins = ["conftest_redis"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MIDDLEWARE = {"simhash_scrapy.SimhashMiddleware": 540}
 SPIDER_MW = {"simhash_scrapy.SimhashSpiderMiddleware": 950}
 PIPELINE = {"simhash_scrapy.SimhashPipeline": 200}

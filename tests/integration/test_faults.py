@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import faults  # noqa: E402
 

@@ -33,7 +33,7 @@ from simhash_scrapy.core.exact import exact_digest
 from simhash_scrapy.core.features import token_hashes
 from simhash_scrapy.core.store import StoreError, read_store
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "quality"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "quality"
 GFX10 = (FIXTURES / "amdgpu_vdst_gfx10.html").read_bytes()  # "... Operands: v"
 GFX940 = (FIXTURES / "amdgpu_vdst_gfx940.html").read_bytes()  # "... Operands: v, a"
 # The same page with two words changed: two edits apart, not a one-edit duplicate.

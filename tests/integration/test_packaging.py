@@ -16,7 +16,7 @@ from pathlib import Path
 import simhash_scrapy
 from simhash_scrapy.core import _native
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_installed_metadata_carries_the_package_version() -> None:

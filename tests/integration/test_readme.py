@@ -22,7 +22,7 @@ from simhash_scrapy.config import SimhashConfig
 
 pytest_plugins = ["conftest_redis"]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
 _SETTING_LINE = re.compile(r"^\s*(#.*)?$|^[A-Z][A-Z0-9_]* = ")
 

@@ -29,7 +29,7 @@ from test_persistence import PROJECT, crawl_command, crawl_env, make_site, parse
 
 pytest_plugins = ["conftest_redis"]
 
-PACKAGE = Path(__file__).parent.parent / "simhash_scrapy"
+PACKAGE = Path(__file__).parents[2] / "simhash_scrapy"
 
 DEFAULT_PW = "Sekr1t-default-7f3a"
 ALICE_PW = "Alice-Pw-91c2"
@@ -266,6 +266,7 @@ def test_report_command_never_prints_the_password(serve: Any, locked_redis: Any,
         assert_hidden(secrets, proc.stdout, proc.stderr)
 
 
+@pytest.mark.redis
 @pytest_twisted.ensureDeferred
 async def test_redis_dying_mid_crawl_logs_no_password(serve: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     server = RedisServer(tmp_path / "redis", password=DEFAULT_PW).start()

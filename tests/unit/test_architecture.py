@@ -1,7 +1,12 @@
-"""The layers are enforced: import-linter's contracts, and the core imported where Scrapy cannot be."""
+"""The layers are enforced: import-linter's contracts, and the core imported where Scrapy cannot be.
+
+The static checks CI runs first (``.ci/run``: ``ruff check``, ``mypy``, ``lint-imports``) pass on
+this tree, and each fails on a planted violation.
+"""
 
 from __future__ import annotations
 
+import pkgutil
 import shutil
 import subprocess
 import sys
@@ -9,8 +14,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LINT = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+RUFF = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # import-linter needs tomli on Python 3.10
+    import tomli as tomllib
 
 BLOCK_SCRAPY = """
 import sys
@@ -77,3 +88,85 @@ print(fp is not None, [m.key for m in index.query(fp)], analyse_html("<p>Not fou
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "True ['a'] True"
+
+
+# ------------------------------------------------------------------ every module in a layer
+def _contracts() -> list[dict[str, object]]:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        contracts: list[dict[str, object]] = tomllib.load(f)["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def test_every_top_level_module_is_in_the_layers_contract() -> None:
+    """A new module of ``simhash_scrapy`` must be placed in a layer, or nothing checks its imports."""
+    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
+    named = {m.strip() for layer in layers["layers"] for m in str(layer).strip("()").split("|")}  # type: ignore[attr-defined]
+    modules = {f"simhash_scrapy.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "simhash_scrapy")])}
+    assert "simhash_scrapy.core" in modules and "simhash_scrapy.state" in modules
+    assert sorted(modules - named) == [], "add these modules to a layer in pyproject.toml [tool.importlinter]"
+    assert sorted(named - modules) == [], "the layers contract names modules that do not exist"
+
+
+def _copy_repo(tmp_path: Path) -> Path:
+    """The package and pyproject.toml, without built files (the checks read sources only)."""
+    copy = tmp_path / "repo"
+    copy.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", copy)
+    shutil.copytree(ROOT / "simhash_scrapy", copy / "simhash_scrapy", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    return copy
+
+
+def test_an_upward_import_breaks_the_layers_contract(tmp_path: Path) -> None:
+    """_compat sits below the Scrapy glue: importing the crawl state from it is upward."""
+    copy = _copy_repo(tmp_path)
+    compat = copy / "simhash_scrapy" / "_compat.py"
+    compat.write_text(compat.read_text(encoding="utf-8") + "\nfrom . import state  # deliberately wrong\n", encoding="utf-8")
+    proc = subprocess.run(
+        [LINT, "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(copy), "PATH": str(Path(sys.executable).parent)},
+    )
+    assert proc.returncode != 0
+    assert "simhash_scrapy._compat -> simhash_scrapy.state" in proc.stdout
+
+
+# ------------------------------------------------------------------ ruff
+def ruff(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RUFF, "check", "--no-cache", *args], cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=300)
+
+
+def test_ruff_passes() -> None:
+    proc = ruff()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_ruff_fails_on_a_planted_violation() -> None:
+    """The repository's configuration (rules, per-file ignores) applied to a planted core module."""
+    planted = "import os\n\n\ndef first(items=[]):\n    return items[0]\n"
+    proc = ruff("--stdin-filename", "simhash_scrapy/core/_planted.py", "-", stdin=planted)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "F401" in proc.stdout and "B006" in proc.stdout  # unused import, mutable default
+    proc = ruff("--stdin-filename", "simhash_scrapy/core/_planted.py", "-", stdin="import os\n\nprint(os.sep)\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------ mypy
+def mypy(root: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    """``mypy`` as CI runs it (files and options from ``pyproject.toml``), in ``root``."""
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(cache)], cwd=root, capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.mark.slow  # one mypy run over the package without a cache: about 20 s of CPU
+def test_mypy_is_clean_and_strict_on_the_core(tmp_path: Path) -> None:
+    """One run on a copy of the package with an untyped function (an error only under ``--strict``)
+    planted in the core and in the glue: the planted core function is the only error, so the rest
+    of the tree is clean, the core is strict and the glue is not."""
+    copy = _copy_repo(tmp_path)
+    untyped = "def double(x):\n    return x * 2\n"
+    (copy / "simhash_scrapy" / "core" / "_planted.py").write_text(untyped, encoding="utf-8")
+    (copy / "simhash_scrapy" / "_planted_glue.py").write_text(untyped, encoding="utf-8")
+    proc = mypy(copy, tmp_path / "mypy-cache")
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert errors == ["simhash_scrapy/core/_planted.py:1: error: Function is missing a type annotation  [no-untyped-def]"], proc.stdout[-3000:]

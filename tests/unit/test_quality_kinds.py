@@ -31,9 +31,9 @@ import pytest
 from simhash_scrapy import hamming_distance, tokenize
 from simhash_scrapy.core.text import extract_text
 
-QUALITY = Path(__file__).resolve().parent.parent / "benchmarks" / "quality"
+QUALITY = Path(__file__).resolve().parents[2] / "benchmarks" / "quality"
 SAMPLE = QUALITY / "sample_wide"
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "quality"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "quality"
 
 
 def _load(name: str):

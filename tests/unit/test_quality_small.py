@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-QUALITY = Path(__file__).resolve().parent.parent / "benchmarks" / "quality"
+QUALITY = Path(__file__).resolve().parents[2] / "benchmarks" / "quality"
 SAMPLE = QUALITY / "sample"
 
 

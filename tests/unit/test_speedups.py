@@ -25,7 +25,7 @@ from simhash_scrapy.core import _native, features, text
 pytestmark = pytest.mark.skipif(_native.speedups is None, reason="the C extension is not built")
 
 FAST = _native.speedups
-REAL_PAGES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "quality" / "sample" / "pages").rglob("*.html"))
+REAL_PAGES = sorted((Path(__file__).resolve().parents[2] / "benchmarks" / "quality" / "sample" / "pages").rglob("*.html"))
 
 
 def tokens_of(data: bytes) -> list[str]:

@@ -169,7 +169,7 @@ def test_elements_cut_from_bytes_follow_html_rules() -> None:
     assert extract_text("<p>a</p><noscript>enable js</noscript>b") == "a\nb"
 
 
-REAL_PAGES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "quality" / "sample" / "pages").rglob("*.html"))
+REAL_PAGES = sorted((Path(__file__).resolve().parents[2] / "benchmarks" / "quality" / "sample" / "pages").rglob("*.html"))
 
 
 def test_real_sample_pages_are_committed() -> None:
