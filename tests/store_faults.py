@@ -1,5 +1,8 @@
 """Fault injection against the persistent store: bit flips, truncations, empty files, ``kill -9``.
 
+The trials, shared by the tests (``tests/integration/test_faults.py``, ``tests/e2e/test_persistence.py``)
+and the benchmark ``benchmarks/faults.py``, which runs ``main()`` with its tables:
+
     python benchmarks/faults.py                    # 300 flips over a 2,000-record store, truncations, 5 kills
     python benchmarks/faults.py --flips 1000 --kills 10 --json benchmarks/results/faults.json
 
@@ -574,7 +577,7 @@ def double_crash_trial(tmp: Path, seed: int, kill_after: int) -> dict[str, Any]:
     if state.exists():
         shutil.rmtree(state)
     state.mkdir(parents=True)
-    code = f"import sys; sys.path.insert(0, {str(HERE.parent)!r}); import faults; faults.torn_writer({str(state)!r}, 200, 600, {seed})"
+    code = f"import sys; sys.path.insert(0, {str(HERE.parent)!r}); import store_faults; store_faults.torn_writer({str(state)!r}, 200, 600, {seed})"
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     result: dict[str, Any] = {"kill_after": kill_after, "first_returncode": first.returncode}
     wal = state / "pages.store-wal"

@@ -36,8 +36,7 @@ from test_recurring import copy_project, recorded_urls
 from simhash_scrapy.core.store import read_store
 from simhash_scrapy.middleware import NOT_MODIFIED_FLAG, EditedPage, NotModifiedPage
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from recrawl import Server  # noqa: E402 - benchmarks/recrawl.py: python -m http.server in a subprocess
+from static_server import Server  # tests/static_server.py: python -m http.server in a subprocess
 
 pytest_plugins = ["conftest_redis"]
 

@@ -366,10 +366,9 @@ def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) ->
 
 # ---------------------------- the store under a full disk, a read-only file, repeated crashes
 def _faults() -> Any:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import faults  # noqa: PLC0415 - benchmarks/faults.py: the same trials, with a table
+    import store_faults  # noqa: PLC0415 - tests/store_faults.py: the trials benchmarks/faults.py runs at scale
 
-    return faults
+    return store_faults
 
 
 @pytest.mark.parametrize("mount", [True, False], ids=["tmpfs", "rlimit_fsize"])

@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import logging
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from packaging.version import Version
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import faults  # noqa: E402
+import store_faults as faults  # noqa: E402 - tests/store_faults.py: the trials benchmarks/faults.py runs at scale
 
 from simhash_scrapy import _compat  # noqa: E402
 from simhash_scrapy.core.store import StoreError, check_wal, read_store  # noqa: E402
