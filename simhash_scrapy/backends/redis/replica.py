@@ -200,7 +200,7 @@ class Replica:
             for owner, owner_keys in by_owner.items():
                 self.edits.add(owner, owner_keys)
                 # A chunk of the log can end between an add entry's keys: they are kept together.
-                self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(keys)
+                self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(owner_keys)
         self.sync = first + len(entries)
 
     def _remove(self, pos: int) -> None:
