@@ -82,6 +82,7 @@ def test_flipped_value_names_the_record(stores: dict[str, Any], tmp_path: Path) 
     assert (work / "faults.store").read_bytes() == before  # never cut, never rewritten
 
 
+@pytest.mark.slow  # hundreds of store copies, or real crawls
 def test_cuts_inside_the_last_transaction_lose_only_it(stores: dict[str, Any]) -> None:
     crashed = stores["crashed"]
     start, end = faults.last_transaction(crashed)
@@ -133,6 +134,7 @@ def test_empty_and_header_only_stores_are_reported(tmp_path: Path, caplog: pytes
         caplog.clear()
 
 
+@pytest.mark.slow  # hundreds of store copies, or real crawls
 def test_kill_9_of_a_real_crawl(tmp_path: Path) -> None:
     """``kill -9`` at a random moment: the store loads; with SIMHASH_FLUSH_INTERVAL = 0 nothing is lost."""
     rng = random.Random()

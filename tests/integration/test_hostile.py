@@ -80,6 +80,7 @@ def assert_not_pathological(body: bytes) -> None:
                 assert seconds < PATHOLOGICAL_SECONDS, f"{name} ({implementation}) took {seconds:.1f} s of CPU"
 
 
+@pytest.mark.slow  # pages of 32,000 repeats
 @pytest.mark.parametrize("after_text", [False, True], ids=["bare", "after text"])
 @pytest.mark.parametrize("unit", UNITS)
 def test_32000_repeats_of_any_unit_take_linear_time(unit: str, after_text: bool) -> None:
@@ -116,6 +117,7 @@ def hostile_pages(draw: Any) -> bytes:
     return "".join(parts).encode("utf-8")[:300_000]
 
 
+@pytest.mark.slow  # pages of 32,000 repeats
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(hostile_pages())
 @example(b"<svg x>" * 32_000)

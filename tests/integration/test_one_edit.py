@@ -183,6 +183,7 @@ def test_keys_are_kept_in_the_store_and_damage_to_them_is_detected(tmp_path: Pat
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow  # the commands in subprocesses
 def test_the_commands_decide_as_the_crawl(tmp_path: Path) -> None:
     from test_commands import read_jsonl, simhash  # the commands' own helpers (a real ``scrapy`` process)
 

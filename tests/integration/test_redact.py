@@ -212,6 +212,7 @@ def crawl(site: Any, settings: dict[str, Any], tmp_path: Path, name: str) -> tup
     return proc.returncode, proc.stdout, proc.stderr, report.read_text(encoding="utf-8") if report.exists() else ""
 
 
+@pytest.mark.slow  # many crawls and commands in subprocesses
 def test_crawls_with_a_wrong_and_a_right_password_in_each_form(serve: Any, locked_redis: Any, tmp_path: Path) -> None:
     site = serve(make_site(2))
     forms = settings_forms(locked_redis)
@@ -240,6 +241,7 @@ def test_crawls_with_a_wrong_and_a_right_password_in_each_form(serve: Any, locke
             assert f"Redis backend at redis://127.0.0.1:{locked_redis.port}/0?password=***" in err
 
 
+@pytest.mark.slow  # many crawls and commands in subprocesses
 def test_report_command_never_prints_the_password(serve: Any, locked_redis: Any, tmp_path: Path) -> None:
     site = serve(make_site(2))
     forms = settings_forms(locked_redis)

@@ -321,6 +321,7 @@ async def same_as_memory(backends: list[RedisBackend], config: SimhashConfig, pa
         assert backend.stats.values["simhash/backend_errors"] == 0
 
 
+@pytest.mark.slow  # long sequences against a real Redis
 @pytest.mark.parametrize(("k", "blocks", "seed"), [(4, None, 1), (3, None, 2), (3, 6, 3), (4, 5, 4), (0, None, 5), (6, 8, 6)])
 @async_test
 async def test_same_decisions_as_the_in_process_backend(redis_server: RedisServer, k: int, blocks: int | None, seed: int) -> None:
@@ -746,6 +747,7 @@ async def test_in_process_crawl_when_redis_dies(serve: Any, tmp_path: Path, fail
         assert len(crawler.spider.seen) <= stats["simhash/fingerprinted"]
 
 
+@pytest.mark.slow  # long sequences against a real Redis
 def test_two_workers_share_one_index(serve: Any, redis_server: RedisServer, tmp_path: Path) -> None:
     count = 12
     site = serve(make_site(2 * count))
@@ -790,6 +792,7 @@ def test_two_workers_share_one_index(serve: Any, redis_server: RedisServer, tmp_
     assert all(c["size"] == 2 and c["members"][0]["url"] == c["canonical"] for c in full)
 
 
+@pytest.mark.slow  # long sequences against a real Redis
 def test_redis_killed_and_restarted_during_a_crawl(serve: Any, persistent_redis_server: RedisServer, tmp_path: Path) -> None:
     server = persistent_redis_server
     count = 20

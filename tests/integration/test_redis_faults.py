@@ -275,6 +275,7 @@ async def test_global_keys_lost_alone(redis_server: RedisServer, caplog: pytest.
 
 
 # -------------------------------------------------------------- real crawls
+@pytest.mark.slow  # a crawl across a Redis restart
 @pytest.mark.parametrize("shards", [1, 3])
 def test_crawl_goes_on_after_redis_restarted_empty(serve: Any, tmp_path: Path, shards: int) -> None:
     server = RedisServer(tmp_path / "redis").start()  # no AOF

@@ -167,6 +167,7 @@ def bodies(draw: Any) -> tuple[bytes, str]:
     return body, "text/html" if charset is None else f"text/html; charset={charset}"
 
 
+@pytest.mark.slow  # many generated pages
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(bodies(), st.booleans())
 def test_generated_bodies(case: tuple[bytes, str], main_content: bool) -> None:

@@ -39,6 +39,7 @@ def test_tokenize_unicode() -> None:
     assert tokenize("") == [] and tokenize("!!! ...") == []
 
 
+@pytest.mark.slow  # 200 examples on both paths
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300), st.booleans())
 def test_vectorised_token_hashes_equal_per_token_hashes(text: str, compiled: bool) -> None:
@@ -47,6 +48,7 @@ def test_vectorised_token_hashes_equal_per_token_hashes(text: str, compiled: boo
         assert token_hashes(text).tolist() == expected
 
 
+@pytest.mark.slow  # megabytes of text, or fresh processes
 def test_long_text_is_hashed_in_chunks_identically() -> None:
     words = ["alpha", "beta", "gamma", "délta", "ε", "日本語"]
     text = " ".join(words[i % len(words)] for i in range(400_000))  # > 1 MiB of UTF-8
@@ -148,6 +150,7 @@ def test_no_words_gives_zero() -> None:
     assert fingerprint("") == 0 and fingerprint("--- !!!") == 0
 
 
+@pytest.mark.slow  # megabytes of text, or fresh processes
 def test_huge_document() -> None:
     paragraph = "<p>" + ARTICLE + "</p>\n"
     html = "<html><body>" + paragraph * (50_000_000 // len(paragraph)) + "</body></html>"
@@ -156,6 +159,7 @@ def test_huge_document() -> None:
     assert fingerprint_html(html, features=tf) == fingerprint(ARTICLE, tf)
 
 
+@pytest.mark.slow  # megabytes of text, or fresh processes
 def test_fingerprints_are_stable_across_processes_and_hash_seeds() -> None:
     script = textwrap.dedent(
         """

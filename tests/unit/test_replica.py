@@ -122,6 +122,7 @@ def assert_same(replica: Replica, model: Model, rng: random.Random, k: int, dige
         assert int.from_bytes(found[4:8], "big") == model.seq[model.edits[k]]
 
 
+@pytest.mark.slow  # a long random log
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32), loaded=st.integers(0, 1500), later=st.integers(0, 600), k=st.sampled_from([3, 4]),
        recent=st.sampled_from([16, 1 << 18]), settle=st.booleans(), compiled=st.booleans())

@@ -435,6 +435,7 @@ def test_jsonl_report_keeps_one_record_a_line_for_every_line_splitter(tmp_path: 
     assert not any(ch in text for ch in LINE_BREAKS if ch not in ("\n",))
 
 
+@pytest.mark.slow  # the dedup command in a subprocess
 def test_dedup_of_hostile_items_writes_safe_csv_and_jsonl(tmp_path: Path) -> None:
     """Item URLs taken from page data (``scrapy simhash dedup items.jsonl``): read back with csv and splitlines."""
     from conftest import article_html, article_words

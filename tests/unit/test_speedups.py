@@ -257,6 +257,7 @@ _UTF8_EDGES = st.lists(
 ).map(bytes)
 
 
+@pytest.mark.slow  # 2,000 examples
 @settings(max_examples=2000, deadline=None)
 @given(data=st.one_of(_UTF8_EDGES, st.text(max_size=30).map(lambda t: t.encode("utf-8", "surrogatepass"))), ascii_run=st.integers(0, 19))
 def test_is_utf8_accepts_exactly_what_decode_accepts(data: bytes, ascii_run: int) -> None:
