@@ -7,7 +7,7 @@ from a local git snapshot of its repository (``--mirror DIR``: ``DIR/<owner>+<na
 ``DIR/<owner>+<name>``, a bare git directory or a clone; nothing is downloaded by this script).  To get
 one: ``git clone https://github.com/<owner>/<name> DIR/<owner>+<name>`` (the pinned commit must be in
 it).  CI has no snapshots: the set is a benchmark, not a test (the variant logic is unit-tested on
-synthetic pages, ``tests/test_build_realweb.py``).  No page of these collections is in this repository.
+synthetic pages, ``tests/unit/test_build_realweb.py``).  No page of these collections is in this repository.
 
 =============================  ==========================================  ================================
 collection (pinned)            pages                                       main content (truth)

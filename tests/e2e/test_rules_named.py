@@ -29,7 +29,7 @@ from simhash_scrapy.core.text import parse_html
 pytest_plugins = ["conftest_redis"]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "quality"
-# A real pair of 31 and 32 tokens one word apart, 11 bits apart (tests/test_one_edit.py).
+# A real pair of 31 and 32 tokens one word apart, 11 bits apart (tests/integration/test_one_edit.py).
 GFX10 = (FIXTURES / "amdgpu_vdst_gfx10.html").read_bytes()
 GFX940 = (FIXTURES / "amdgpu_vdst_gfx940.html").read_bytes()
 
