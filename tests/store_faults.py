@@ -91,11 +91,32 @@ def drive(coro: Any) -> Any:
 
 
 # ---------------------------------------------------------------- the store
+def pages(seed: int, count: int, start: int = 0, earlier: list[int] | None = None) -> list[PageRecord]:
+    """Pages like a crawl's: 30% within 0..5 bits of an earlier page (``benchmarks/backends.py`` uses them too)."""
+    rng = random.Random(seed)
+    fps = earlier if earlier is not None else []
+    out = []
+    for i in range(start, start + count):
+        if fps and rng.random() < 0.3:
+            fp = rng.choice(fps)
+            for bit in rng.sample(range(64), rng.randint(0, 5)):
+                fp ^= 1 << bit
+        else:
+            fp = rng.getrandbits(64)
+        fps.append(fp)
+        out.append(PageRecord(
+            url=f"https://www.example.com/section-{i % 50}/article-{i}.html",
+            fingerprint=fp,
+            scope="spider",
+            referer=f"https://www.example.com/section-{i % 50}/",
+            depth=2,
+        ))
+    return out
+
+
 def page_records(count: int, seed: int) -> list[PageRecord]:
     """Pages like a crawl's (``benchmarks/backends.py``'s: 30% within 0..5 bits of an earlier page), with
     request-fingerprint identities, some without referer or depth, some text, some short pages."""
-    from backends import pages  # noqa: PLC0415 - benchmarks/backends.py
-
     rng = random.Random(seed)
     key_rng = random.Random(seed + 1)  # its own stream: the other fields are as before
     http_rng = random.Random(seed + 2)  # content digests and HTTP validators (store format 4): their own stream
