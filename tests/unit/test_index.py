@@ -205,11 +205,12 @@ def test_bulk_load_into_reserved_room_then_build_matches_brute_force(k: int, blo
                 assert [(m.distance, m.key) for m in index.query(query)] == brute(fps[: start + len(chunk)], query, k)
     index.build()
     assert len(index) == len(fps)
+    every = np.array(fps, dtype=np.uint64)
     for query in rng.sample(fps, 200) + [flip(fp, k, rng) for fp in rng.sample(fps, 100)]:
-        assert [(m.distance, m.key) for m in index.query(query)] == brute(fps, query, k)
+        assert [(m.distance, m.key) for m in index.query(query)] == brute_array(every, query, k)
     q, r, d = index.query_many_arrays(fps[:50])
     assert sorted(zip(q.tolist(), r.tolist(), d.tolist())) == sorted(
-        (i, row, dist) for i, fp in enumerate(fps[:50]) for dist, row in brute(fps, fp, k))
+        (i, row, dist) for i, fp in enumerate(fps[:50]) for dist, row in brute_array(every, fp, k))
 
 
 def test_memory_per_fingerprint_is_small() -> None:
@@ -326,11 +327,12 @@ def test_every_spread_of_errors_over_the_blocks_is_found(k: int, blocks: int) ->
         stored.append(flipped)
     index = BlockPermutedIndex(k, blocks)
     index.add_many(range(len(stored)), stored)
+    every = np.array(stored, dtype=np.uint64)
     for query in base[:300]:
-        assert [(m.distance, m.key) for m in index.query(query)] == brute(stored, query, k)
+        assert [(m.distance, m.key) for m in index.query(query)] == brute_array(every, query, k)
     q, r, _ = index.query_many_arrays(base[:300])
     got = sorted(zip(q.tolist(), r.tolist()))
-    want = sorted((i, row) for i, query in enumerate(base[:300]) for _, row in brute(stored, query, k))
+    want = sorted((i, row) for i, query in enumerate(base[:300]) for _, row in brute_array(every, query, k))
     assert got == want
 
 
