@@ -33,10 +33,8 @@ import argparse
 import asyncio
 import json
 import os
-import random
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +48,10 @@ sys.path.insert(0, str(HERE.parent.parent))
 from simhash_scrapy.backends.base import PageRecord  # noqa: E402
 from simhash_scrapy.backends.memory import MemoryBackend  # noqa: E402
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
+
+# Pages like a crawl's, shared with the store's fault trials (tests/store_faults.py).
+sys.path.insert(0, str(HERE.parent.parent / "tests"))
+from store_faults import pages  # noqa: E402
 
 
 # --------------------------------------------------------------------- redis-server
@@ -106,28 +108,6 @@ def redis_version(url: str) -> str:
 
 
 # ------------------------------------------------------------------------ pages
-def pages(seed: int, count: int, start: int = 0, earlier: list[int] | None = None) -> list[PageRecord]:
-    rng = random.Random(seed)
-    fps = earlier if earlier is not None else []
-    out = []
-    for i in range(start, start + count):
-        if fps and rng.random() < 0.3:
-            fp = rng.choice(fps)
-            for bit in rng.sample(range(64), rng.randint(0, 5)):
-                fp ^= 1 << bit
-        else:
-            fp = rng.getrandbits(64)
-        fps.append(fp)
-        out.append(PageRecord(
-            url=f"https://www.example.com/section-{i % 50}/article-{i}.html",
-            fingerprint=fp,
-            scope="spider",
-            referer=f"https://www.example.com/section-{i % 50}/",
-            depth=2,
-        ))
-    return out
-
-
 async def fill(backend: Any, records: list[PageRecord], in_flight: int = 64) -> None:
     queue = iter(records)
 

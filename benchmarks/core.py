@@ -170,7 +170,7 @@ def answer_pages(dirs: list[str]) -> list[tuple[str, bytes]]:
     the ``*.html`` files under ``dirs`` (e.g. the quality sets' ``pages`` folders)."""
     import hostile
 
-    source, pages = corpus.html_pages(None)
+    _, pages = corpus.html_pages(None)
     out = [(f"corpus/{i}", page) for i, page in enumerate(pages)]
     for n in (1_000, 3_000):
         out += [(f"hostile/{n}/{kind}", page) for kind, page in hostile.kinds(n).items()]

@@ -9,7 +9,7 @@ loopback, crawls it with ``tests/crawl_project`` and ``SIMHASH_BACKEND =
 starts it again ``--outage`` seconds after the first Redis error, then prints
 the backend's log lines, the stats, and how many pages recorded before the
 kill are still in Redis.  The same steps, with assertions, are
-``tests/test_redis_backend.py::test_redis_killed_and_restarted_during_a_crawl``.
+``tests/integration/test_redis_backend.py::test_redis_killed_and_restarted_during_a_crawl``.
 """
 
 from __future__ import annotations

@@ -415,7 +415,7 @@ ADV_TEXTS = 2 * ADV_NEWS + ADV_PRODUCTS + 2
 # -------------------------------------------------------------------- server
 def serve(kind: str, articles: list[tuple[str, list[str]]], port_queue: Any, log_path: str) -> None:
     model = SiteModel(kind, articles)
-    log = open(log_path, "a", buffering=1, encoding="utf-8")
+    log = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - the server's log, open while it serves
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
@@ -678,8 +678,8 @@ def main() -> None:
                 server.join()
 
     print()
-    print(f"| site | rules | downloads | duplicate downloads | avoided | contents never downloaded | "
-          f"skipped | explored | trusted rules | crawl CPU s | of which URL rules |")
+    print("| site | rules | downloads | duplicate downloads | avoided | contents never downloaded | "
+          "skipped | explored | trusted rules | crawl CPU s | of which URL rules |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     summary: dict[str, Any] = {}
     for kind in args.sites.split(","):

@@ -64,7 +64,7 @@ def close_spider_soon(crawler: Crawler, spider: Spider, reason: str) -> None:
         starting = engine is not None and not engine.running and getattr(crawler, "crawling", False) is True
         if starting and tries[0] < 100:
             tries[0] += 1
-            reactor.callLater(0.01, close)  # type: ignore[attr-defined]
+            reactor.callLater(0.01, close)  # type: ignore[arg-type]
             return
         if HAS_CLOSE_SPIDER_ASYNC:
             from scrapy.utils.defer import deferred_from_coro
@@ -73,4 +73,4 @@ def close_spider_soon(crawler: Crawler, spider: Spider, reason: str) -> None:
         else:
             engine.close_spider(spider, reason)
 
-    reactor.callLater(0, close)  # type: ignore[attr-defined]
+    reactor.callLater(0, close)  # type: ignore[arg-type]

@@ -136,7 +136,7 @@ class SimhashPipeline:
         if checked is None or checked[0].canonical_url is None:
             return item
         verdict, exact = checked
-        assert verdict.distance is not None
+        assert verdict.distance is not None and verdict.canonical_url is not None
         if self.config.item_action == "drop":
             state.inc("simhash/items/dropped")
             raise NearDuplicateItem(

@@ -65,7 +65,7 @@ class Chromium:
             "import os, sys; r, w = int(sys.argv[1]), int(sys.argv[2]); "
             "os.dup2(r, 3); os.dup2(w, 4); os.execv(sys.argv[3], sys.argv[3:])"
         )
-        self.stderr = tempfile.TemporaryFile()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-c", trampoline, str(to_browser_r), str(from_browser_w), *args],
             pass_fds=(to_browser_r, from_browser_w),

@@ -16,11 +16,11 @@ from __future__ import annotations
 import mimetypes
 import random
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import scrapy
@@ -279,3 +279,42 @@ def implementation(request) -> Iterator[str]:
         pytest.skip("the C extensions are not built")
     with _native.switched(request.param == "compiled"):
         yield request.param
+
+
+# ---------------------------------------------------------------- layers and markers
+#: The layer of a test is the folder its file is in (``pyproject.toml`` registers the markers).
+LAYERS = ("unit", "integration", "e2e")
+#: Fixtures that start a real redis-server (and, for ``cluster``, a three-node Redis Cluster).
+REDIS_FIXTURES = frozenset({"redis_server", "persistent_redis_server", "redis_cluster", "locked_redis"})
+#: Fixtures that start a real headless Chromium.
+BROWSER_FIXTURES = frozenset({"browser"})
+#: What a unit test must not use: a crawl of the local site, a server or a browser.
+NOT_UNIT = frozenset({"serve"}) | REDIS_FIXTURES | BROWSER_FIXTURES
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test with its layer (its folder) and with what it needs, from its fixtures:
+    ``redis`` (a real redis-server; every test of a ``test_redis_*`` file), ``cluster``, ``browser``.
+    ``slow``: every e2e test (whole crawls, scrapy commands in subprocesses), every Redis Cluster
+    test (three servers per test), and the tests marked so in their files (measured: several
+    seconds each).  A test file outside the layer folders, or a unit test that crawls or starts
+    a server, is an error (``-m unit`` must stay fast and self-contained)."""
+    for item in items:
+        parts = item.path.resolve().relative_to(_TESTS).parts
+        layer = parts[0] if len(parts) > 1 else None
+        if layer not in LAYERS:
+            raise pytest.UsageError(f"{item.nodeid}: a test file belongs in tests/unit, tests/integration or tests/e2e")
+        item.add_marker(layer)
+        if layer == "e2e":
+            item.add_marker("slow")
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if layer == "unit" and fixtures & NOT_UNIT:
+            raise pytest.UsageError(f"{item.nodeid}: a unit test uses {sorted(fixtures & NOT_UNIT)}; move it to tests/integration")
+        if fixtures & REDIS_FIXTURES or item.path.name.startswith("test_redis_"):
+            item.add_marker("redis")
+        if "redis_cluster" in fixtures:
+            item.add_marker("cluster")
+            item.add_marker("slow")
+        if fixtures & BROWSER_FIXTURES:
+            item.add_marker("browser")

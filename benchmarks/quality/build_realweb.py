@@ -7,7 +7,7 @@ from a local git snapshot of its repository (``--mirror DIR``: ``DIR/<owner>+<na
 ``DIR/<owner>+<name>``, a bare git directory or a clone; nothing is downloaded by this script).  To get
 one: ``git clone https://github.com/<owner>/<name> DIR/<owner>+<name>`` (the pinned commit must be in
 it).  CI has no snapshots: the set is a benchmark, not a test (the variant logic is unit-tested on
-synthetic pages, ``tests/test_build_realweb.py``).  No page of these collections is in this repository.
+synthetic pages, ``tests/unit/test_build_realweb.py``).  No page of these collections is in this repository.
 
 =============================  ==========================================  ================================
 collection (pinned)            pages                                       main content (truth)
@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import copy
 import hashlib
 import json
 import os
@@ -86,7 +85,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -96,7 +95,7 @@ from lxml import etree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_wide  # noqa: E402
 import common  # noqa: E402
-from build_set import _esc, drop_headerlinks, set_title  # noqa: E402
+from build_set import drop_headerlinks, set_title  # noqa: E402
 
 DEFAULT_OUT = common.DEFAULT_DATA / "realweb"
 DEFAULT_MIRROR = Path(os.environ.get("SIMHASH_MIRROR", "/work/.mirror"))
@@ -913,7 +912,7 @@ def assemble(b: RealBuilder, sources: dict[str, RealSource], seed: int) -> dict:
             src = sources[k]
             kinds = [kd for kd in KINDS if not (kd == "edit" and src.cjk)]
             kind = kinds[turn % len(kinds)]
-            turn += 1
+            turn += 1  # noqa: SIM113 - counts across all pools, not this loop's
             group = f"{kind}:{k}"
             b.pages[original_ids[k]]["group"] = group
             if kind == "template":

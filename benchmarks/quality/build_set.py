@@ -697,15 +697,15 @@ def build(out: Path, cache: Path, seed: int) -> dict:
         hn_title_pairs.append((original_ids[a_key], pid))
 
     # --- (nearly) empty pages: 404 and JavaScript shells in each site's chrome
-    for n, (chrome, host_prefix) in enumerate(((chrome_py, "http://docs.python.test/3.11/"), (chrome_llvm, "http://llvm.test/15/"))):
-        for i, missing in enumerate(("library/urllib3.html", "howto/asyncio.html", "reference/macros.html")):
+    for _n, (chrome, host_prefix) in enumerate(((chrome_py, "http://docs.python.test/3.11/"), (chrome_llvm, "http://llvm.test/15/"))):
+        for _i, missing in enumerate(("library/urllib3.html", "howto/asyncio.html", "reference/macros.html")):
             tree = chrome.tree()
             body = content_node(tree)
             replace_children(body, [frag("<h1>Page not found</h1>"), frag(
                 f"<p>Sorry, the page {missing} does not exist.</p>")])  # fmt: skip
             set_title(tree, "404 Not Found")
             b.add(serialize(tree), f"{host_prefix}{missing}", node_text(body), "empty", "empty", None, f"404:{missing}")
-    for i, name in enumerate(("dashboard", "search", "settings", "playground")):
+    for _i, name in enumerate(("dashboard", "search", "settings", "playground")):
         html = (
             f"<!DOCTYPE html><html><head><title>Python Digest {name}</title></head><body>"
             "<noscript>You need to enable JavaScript to run this app.</noscript><div id='root'></div>"

@@ -74,7 +74,6 @@ import json
 import random
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -722,7 +721,7 @@ def build(out: Path, cache: Path, seed: int) -> dict:
     hn_pool: list[str] = []
     title_bodies: list[str] = []
     reserved: set[str] = set()
-    for fam, ks in sorted(by_family.items()):
+    for _fam, ks in sorted(by_family.items()):
         single = [k for k in ks if sources[k].site.name not in ("llvm14", "clang14")]
         mid = [k for k in single if 60 <= sources[k].nwords <= 600]
         rng.shuffle(mid)
@@ -735,7 +734,7 @@ def build(out: Path, cache: Path, seed: int) -> dict:
         reserved.update(take, bodies)
     # A release's twin of a reserved page is reserved too (it would be its duplicate).
     for k in list(reserved):
-        site, rel = k.split(":", 1)
+        _, rel = k.split(":", 1)
         for other in keys:
             if other.endswith(":" + rel) and sources[other].site.project == sources[k].site.project:
                 reserved.add(other)
@@ -785,7 +784,7 @@ def build(out: Path, cache: Path, seed: int) -> dict:
                     b.edited(src, rng.uniform(0.01, 0.017), group, 2)
                     b.edited(src, rng.uniform(0.023, 0.03), group, 3)
     # soft-404 shells in each family's chrome, for each half
-    for fam, ks in sorted(by_family.items()):
+    for _fam, ks in sorted(by_family.items()):
         chrome = sources[next(k for k in ks if k not in reserved)]
         for half in ("tune", "test"):
             b.soft404(chrome, half, SOFT404_URLS)

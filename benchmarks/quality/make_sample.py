@@ -5,7 +5,7 @@
 
 The sample (about 20 pages: one group of each constructed category, a pair of
 releases, hard negatives and empty pages, with the truth restricted to them)
-is committed for ``tests/test_quality_small.py``.  Pages come from the Python
+is committed for ``tests/unit/test_quality_small.py``.  Pages come from the Python
 3.11 documentation (PSF License) and the LLVM 14/15 documentation (Apache 2.0
 with LLVM exceptions), as shipped by Debian.
 """

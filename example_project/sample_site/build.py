@@ -437,7 +437,7 @@ def build() -> tuple[dict[str, bytes], dict, dict]:
             edited = light_edit(blocks)
             page = desktop(
                 vurl, f"Repost: {title}", article_main(key, edited, title=f"Repost: {title}", extra_top=note, links=False, url=vurl),
-                ad=next(ad), crumbs=f'<a href="/community/">Community</a> &rsaquo; Repost', popular=ARTICLES[4:12],
+                ad=next(ad), crumbs='<a href="/community/">Community</a> &rsaquo; Repost', popular=ARTICLES[4:12],
             )  # fmt: skip
             add(vurl, f"community/{slug}.html", page, "duplicate", kind="lightly-edited-copy", of=url)
             members[vurl] = "lightly edited copy: new title, editor's note, words changed, last paragraph cut"

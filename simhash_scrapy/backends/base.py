@@ -80,7 +80,7 @@ class DedupBackend(abc.ABC):
     async def index_size(self) -> int:
         """Number of canonical pages in all scopes."""
 
-    async def previous(self, scope: str, identity: str) -> ClusterMember | None:
+    async def previous(self, scope: str, identity: str) -> ClusterMember | None:  # noqa: B027 - optional lookup
         """The record of ``identity`` in ``scope`` (its latest version), or ``None``.
 
         Conditional re-crawls read its validators (``etag``, ``last_modified``)

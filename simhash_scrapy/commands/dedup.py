@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -213,7 +213,8 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             else:
                 out.append((value,))
             continue
-        fingerprint, exact, keys, protected = None, False, (), None
+        keys: tuple[int, ...] = ()
+        fingerprint, exact, protected = None, False, None
         if reason is None:
             answer = analyse_html(value, None, config.analysis) if is_html else analyse_text(value, config.analysis)
             fingerprint, exact, reason, keys = answer.fingerprint, answer.exact, answer.skip_reason, answer.edit_keys
@@ -247,8 +248,7 @@ def _run_tasks(
     done = 0
     if jobs <= 1:
         for positions, task in tasks():
-            for position, result in zip(positions, _work(task)):  # type: ignore[arg-type]
-                yield position, result
+            yield from zip(positions, _work(task))
             done += len(positions)
             if progress:
                 progress.update(done)
@@ -258,7 +258,7 @@ def _run_tasks(
     try:
         pending: deque[tuple[list[int], Future[list[tuple[Any, ...]]]]] = deque()
         for positions, task in tasks():
-            pending.append((positions, pool.submit(_work, task)))  # type: ignore[arg-type]
+            pending.append((positions, pool.submit(_work, task)))
             while len(pending) >= 4 * jobs:
                 done += yield from _drain(pending.popleft())
                 if progress:
@@ -294,11 +294,10 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
     return pool
 
 
-def _drain(entry: tuple[list[int], Future[list[tuple[Any, ...]]]]) -> Iterator[tuple[int, tuple[Any, ...]]]:
+def _drain(entry: tuple[list[int], Future[list[tuple[Any, ...]]]]) -> Generator[tuple[int, tuple[Any, ...]], None, int]:
     positions, future = entry
-    for position, result in zip(positions, future.result()):
-        yield position, result
-    return len(positions)  # type: ignore[return-value]
+    yield from zip(positions, future.result())
+    return len(positions)
 
 
 # ------------------------------------------------------------------- command

@@ -132,9 +132,9 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
     if tokens == 0:
         return Analysis(None, False, "empty", None)
     if tokens < options.min_tokens:
-        digest = exact_digest_of_tokens(token_array)
-        return Analysis(digest, True, None, text, (), digest)
-    digest = exact_digest_of_tokens(token_array) if options.content_digest else None
+        short_digest = exact_digest_of_tokens(token_array)
+        return Analysis(short_digest, True, None, text, (), short_digest)
+    digest: int | None = exact_digest_of_tokens(token_array) if options.content_digest else None
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
     source = data if options.keep_source else None
@@ -170,7 +170,8 @@ def _serialised(root: Any) -> bytes:
     """The page's markup as UTF-8 bytes, for a tree whose raw bytes are not ASCII-based (UTF-16)."""
     if root is None or not isinstance(getattr(root, "tag", None), str):
         return b""
-    return etree.tostring(root.getroottree(), encoding="utf-8")
+    markup: bytes = etree.tostring(root.getroottree(), encoding="utf-8")
+    return markup
 
 
 def analyse_text(text: str, options: AnalysisOptions = DEFAULT_OPTIONS) -> Analysis:

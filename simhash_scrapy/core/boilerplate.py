@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from html import unescape as html_unescape
 
 from lxml import etree
@@ -138,7 +139,8 @@ _LINK_XPATH_MAX = 2000
 def _LINK_LEN(element: etree._Element) -> int:  # noqa: N802 (was an XPath object; the same number)
     """``_LINK_LEN_XPATH`` in linear time (with 100,000 links the XPath alone took 11 s)."""
     if _native.walker is not None:
-        return _native.walker.text_length(element, "a")  # the same number, one C walk
+        n: int = _native.walker.text_length(element, "a")  # the same number, one C walk
+        return n
     if _LINK_COUNT(element) <= _LINK_XPATH_MAX:
         return int(_LINK_LEN_XPATH(element))
     texts = _LINK_TEXTS(element, above=_LINKS_ABOVE(element))
@@ -163,15 +165,18 @@ _DOMINANT = 0.7
 def _text_len(element: etree._Element) -> int:
     """``string-length(normalize-space(.))`` (a C walk when the C helpers are built: no string)."""
     if _native.walker is not None:
-        return _native.walker.text_length(element, None)
+        n: int = _native.walker.text_length(element, None)
+        return n
     return int(_TEXT_LEN(element))
 
 
 def _p_len(element: etree._Element) -> float:
     """The length of the element's paragraph (<p>) text, ``_P_LEN``."""
     if _native.walker is not None:
-        return _native.walker.text_length(element, "p")
-    return _P_LEN(element)
+        n: int = _native.walker.text_length(element, "p")
+        return n
+    length: float = _P_LEN(element)
+    return length
 
 
 def _content_len(element: etree._Element) -> int:
@@ -242,11 +247,12 @@ _MARKED_TAGS = ("div", "main", "section", "article", "td")
 _MARKER_CACHE: dict[bytes, int] = {}
 
 
-def _markers(root: etree._Element):
+def _markers(root: etree._Element) -> Iterable[tuple[int, etree._Element]]:
     """(strength, element) of the elements of ``root`` that may be marked, in document order (the
     C scan leaves out those of strength 0)."""
     if _native.walker is not None:
-        return _native.walker.scan(root, _MARKED_TAGS, _marker_of, _MARKER_CACHE)
+        scanned: list[tuple[int, etree._Element]] = _native.walker.scan(root, _MARKED_TAGS, _marker_of, _MARKER_CACHE)
+        return scanned
     return ((_marker(element), element) for element in root.iter(*_MARKED_TAGS))
 
 
@@ -288,7 +294,7 @@ def _pick_marked(root: etree._Element) -> etree._Element | None:
 def _has_text(element: etree._Element, chars: int) -> bool:
     """True when ``element`` holds at least ``chars`` non-space characters (stops early)."""
     if _native.walker is not None and chars > 0:  # (0: whether there is any text node at all)
-        return _native.walker.text_count(element, chars) >= chars
+        return bool(_native.walker.text_count(element, chars) >= chars)
     count = pending = 0
     batch: list[str] = []
     for text in element.itertext():
@@ -574,7 +580,7 @@ def _teasers(container: etree._Element, headings: list[etree._Element]) -> list[
         linked = _linked_heading(heading)
         if linked is None:
             continue
-        chain = []
+        chain: list[etree._Element] = []
         node = linked
         while node is not None and node is not container and len(chain) < _TEASER_DEPTH:
             chain.append(node)
@@ -661,7 +667,7 @@ def _is_body_of(tag: str, names: str | None, itemprop: str | None) -> bool:
     """``_is_body`` of an element from its tag and its class and itemprop values."""
     if tag == "article" or (itemprop or "").lower() == "articlebody":
         return True
-    return bool(names) and _BODY_NAMES.search(names.lower()) is not None
+    return bool(names and _BODY_NAMES.search(names.lower()) is not None)
 
 
 _SCAN_TAGS = tuple(dict.fromkeys(_BLOCK_TAGS + _TEASER_HEADINGS))
@@ -710,9 +716,8 @@ def _scan(container: etree._Element) -> tuple[list[etree._Element], list[etree._
             continue
         if names_boilerplate(element):
             named.append(element)
-        if tag in _BODY_TAGS and (tag == "article" or element.get("class") or element.get("itemprop")):
-            if _is_body(element):
-                bodies.append(element)
+        if tag in _BODY_TAGS and (tag == "article" or element.get("class") or element.get("itemprop")) and _is_body(element):
+            bodies.append(element)
     return named, bodies, headings
 
 

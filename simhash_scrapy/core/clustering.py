@@ -266,7 +266,7 @@ class Clusterer:
             wide = VERIFY_FACTOR * self.max_distance
             matches = [
                 m for m in self._seconds[scope].query(second)
-                if (fingerprint ^ self.indexed[m.key]).bit_count() <= wide  # type: ignore[operator]
+                if (fingerprint ^ self.indexed[m.key]).bit_count() <= wide
             ]
             via = "second"
         if matches:
@@ -274,7 +274,7 @@ class Clusterer:
             # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
             owner = min(m.key for m in matches if m.distance == nearest)
             if via is None:
-                real = (fingerprint ^ self.indexed[owner]).bit_count()  # type: ignore[operator]
+                real = (fingerprint ^ self.indexed[owner]).bit_count()
                 if real > self.max_distance:
                     via = "template"  # found by the canonical page's template-free row
                 else:
@@ -350,9 +350,9 @@ class Clusterer:
             if self.second[entry] is not None:
                 self._seconds[scope].remove(entry)
                 self.second[entry] = None
-            table = self._edits.get(scope)
-            if table is not None and self.indexed_keys[entry]:
-                table.remove(entry, self.keys_of(entry))
+            key_table = self._edits.get(scope)
+            if key_table is not None and self.indexed_keys[entry]:
+                key_table.remove(entry, self.keys_of(entry))
             self.indexed_keys[entry] = b""
         self.indexed[entry] = None
 
@@ -638,7 +638,7 @@ def assign_canonicals(
     for page in range(n):
         keys = edit_keys[page] if edit_keys is not None else ()
         decision = clusterer.check(str(scope_list[page]), str(page), fps[page], exact_list[page], edit_keys=keys)
-        if decision.canonical is not None:
+        if decision.canonical is not None and decision.distance is not None:
             canonical[page] = decision.canonical  # entries are numbered in page order
             distance[page] = decision.distance
     return canonical, distance

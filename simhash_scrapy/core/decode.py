@@ -164,7 +164,8 @@ def _choose_codec(raw: bytes, encoding: str | None) -> str | None:
 def _is_utf8(raw: bytes) -> bool:
     """Whether ``raw`` is well-formed UTF-8 (the C check builds no str; both give the same answer)."""
     if _native.speedups is not None:
-        return _native.speedups.is_utf8(raw)
+        utf8: bool = _native.speedups.is_utf8(raw)
+        return utf8
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -152,7 +152,8 @@ def _mix64(z: np.ndarray) -> np.ndarray:
     z = z * _M1
     z = z ^ (z >> np.uint64(27))
     z = z * _M2
-    return z ^ (z >> np.uint64(31))
+    mixed: np.ndarray = z ^ (z >> np.uint64(31))
+    return mixed
 
 
 def _mix64_int(z: int) -> int:
@@ -217,7 +218,7 @@ SEPARATOR_CODE_POINTS = tuple(
 )
 
 
-class _PieceHashCache(dict):
+class _PieceHashCache(dict[bytes, np.ndarray]):
     """non-ASCII piece (bytes) -> uint64 array of its tokens' hashes; computed on first use."""
 
     def __init__(self, cjk_ngram: int) -> None:
@@ -406,7 +407,7 @@ def _shingle(seq: np.ndarray, n: int) -> np.ndarray:
         if n <= 1:
             return seq
     count = len(seq) - n + 1
-    acc = seq[:count].copy()
+    acc: np.ndarray = seq[:count].copy()
     for j in range(1, n):
         acc = _mix64(acc * _GOLDEN + seq[j : j + count])
     return acc
@@ -424,7 +425,7 @@ def _distinct(seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         counted = _native.speedups.count_distinct(np.ascontiguousarray(seq, dtype=np.uint64))
         if counted is not None:  # (None: hashes made to collide in its table, see _speedups.c)
             return np.frombuffer(counted[0], dtype=np.uint64), np.frombuffer(counted[1], dtype=np.int64)
-    return np.unique(seq, return_counts=True)  # type: ignore[no-any-return]
+    return np.unique(seq, return_counts=True)
 
 
 def feature_hashes(

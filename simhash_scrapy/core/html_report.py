@@ -44,7 +44,7 @@ import json
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from string import Template
 from typing import Any
@@ -66,10 +66,10 @@ _KNOWN_SUMMARY_KEYS = (
 )  # fmt: skip
 
 
-@lru_cache(maxsize=None)
+@cache
 def _template_file(name: str) -> str:
     """A file of ``templates/`` (package data), read once."""
-    return resources.files(__package__).joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("templates").joinpath(name).read_text(encoding="utf-8")
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -196,7 +196,8 @@ class _Keys:
                 return []
             if self.ints.dtype == np.uint32 and not 0 <= key <= _UINT32_MAX:
                 return []
-            return np.flatnonzero(self.ints[:n] == key).tolist()
+            rows: list[int] = np.flatnonzero(self.ints[:n] == key).tolist()
+            return rows
         assert self.objects is not None
         return [row for row, stored in enumerate(self.objects) if stored == key]
 
@@ -463,6 +464,7 @@ class BlockPermutedIndex:
         counts = table.bounds[probed + 1].astype(np.int64) - lo
         owners, positions = _ragged(lo, counts)
         wanted = table.filter_values(keys, queries)
+        assert table.filter is not None  # a table whose keys may differ keeps a filter
         probe_query = np.repeat(np.arange(len(queries)), len(masks))
         differ = table.filter[positions] ^ wanted[probe_query[owners]]
         key_budget = budget[owners]  # errors - spent, so k - spent is k - errors + key_budget
@@ -501,8 +503,8 @@ class BlockPermutedIndex:
 
     def _query_rows(self, fp: int) -> tuple[list[int], list[int]]:
         if _native.speedups is not None:
-            _, rows, distances = self._compiled_columns(fp.to_bytes(8, _BYTE_ORDER))
-            return memoryview(rows).cast("q").tolist(), memoryview(distances).cast("q").tolist()
+            _, row_bytes, distance_bytes = self._compiled_columns(fp.to_bytes(8, _BYTE_ORDER))
+            return memoryview(row_bytes).cast("q").tolist(), memoryview(distance_bytes).cast("q").tolist()
         rows = self._candidate_rows(fp)
         if len(rows) == 0:
             return [], []
@@ -625,7 +627,7 @@ class BlockPermutedIndex:
         found_a, found_b, found_d = [], [], []
         fps = self._fps
         for table in self._tables:
-            counts = np.diff(table.bounds.astype(np.int64))
+            counts: np.ndarray = np.diff(table.bounds.astype(np.int64))
             # For each position p in a bucket [lo, hi): partners at positions p+1 .. hi-1.
             bucket_of_position = np.repeat(np.arange(len(counts)), counts)
             ends = table.bounds[1:][bucket_of_position].astype(np.int64)

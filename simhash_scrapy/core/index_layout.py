@@ -81,7 +81,7 @@ def tables_for(max_distance: int, blocks: int) -> tuple[int, list[Table]]:
         for b in chosen:
             width, shift = widths[b], lows[b]
             if spans and spans[-1][0] == shift + width:  # adjacent to the previous run: extend it
-                prev_shift, _, prev_width = spans[-1]
+                _, _, prev_width = spans[-1]
                 width, shift = prev_width + width, shift
                 spans[-1] = (shift, (1 << width) - 1, width)
             else:
@@ -138,7 +138,8 @@ class Table:
         return key
 
     def buckets_of_keys(self, keys: np.ndarray) -> np.ndarray:
-        return (keys >> np.uint64(self.key_bits - self.dir_bits)).astype(np.int64)
+        buckets: np.ndarray = (keys >> np.uint64(self.key_bits - self.dir_bits)).astype(np.int64)
+        return buckets
 
     def buckets(self, fps: np.ndarray) -> np.ndarray:
         return self.buckets_of_keys(self.keys(fps))
@@ -166,7 +167,8 @@ class Table:
         read (two random loads each)."""
         low, width = self.filter_low_bits(), self.filter_sample_bits()
         sample = (fps >> np.uint64(self.sample[0])) & np.uint64((1 << width) - 1)
-        return ((sample << np.uint64(low)) | (keys & np.uint64((1 << low) - 1))).astype(np.uint16)
+        values: np.ndarray = ((sample << np.uint64(low)) | (keys & np.uint64((1 << low) - 1))).astype(np.uint16)
+        return values
 
     def dir_bits_for(self, rows: int) -> int:
         """Bits of the bucket directory for a table of ``rows`` rows."""

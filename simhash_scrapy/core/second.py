@@ -45,7 +45,8 @@ def _mix(hashes: np.ndarray) -> np.ndarray:
         z = np.asarray(hashes, dtype=np.uint64) ^ _SEED
         z = (z ^ (z >> np.uint64(30))) * _M1
         z = (z ^ (z >> np.uint64(27))) * _M2
-        return z ^ (z >> np.uint64(31))
+        mixed: np.ndarray = z ^ (z >> np.uint64(31))
+        return mixed
 
 
 def second_simhash(features: np.ndarray, weights: np.ndarray) -> int:

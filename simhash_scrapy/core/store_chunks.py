@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .store_rows import NUMERIC_COLUMNS, OUTCOMES, TEXT_COLUMNS, Columns, StoreError, fail, key_hashes
+from .store_rows import NUMERIC_COLUMNS, OUTCOMES, TEXT_COLUMNS, Columns, fail, key_hashes
 
 __all__ = ["CHUNK_RECORDS", "TextColumn", "chunk_checksum", "decode_chunk", "encode_chunk", "merge"]
 
@@ -75,16 +75,17 @@ def merge(base: Columns, rows: Columns, start: int, length: int, path: object) -
     for f in fields(Columns):
         old, new = getattr(base, f.name), getattr(rows, f.name)
         if isinstance(old, TextColumn):
-            column = old.overlaid(at.tolist(), new, length)
+            values[f.name] = old.overlaid(at.tolist(), new, length)
         elif isinstance(old, np.ndarray):
-            column = np.zeros(length, dtype=old.dtype)
-            column[: len(old)] = old
-            column[at] = new
+            array = np.zeros(length, dtype=old.dtype)
+            array[: len(old)] = old
+            array[at] = new
+            values[f.name] = array
         else:
-            column = list(old) + [None] * (length - len(old)) if len(old) < length else list(old)
+            items = list(old) + [None] * (length - len(old)) if len(old) < length else list(old)
             for i, value in zip(at.tolist(), new):
-                column[i] = value
-        values[f.name] = column
+                items[i] = value
+            values[f.name] = items
     values["entry"] = np.arange(start, start + length, dtype=np.int64)
     return Columns(**values)
 

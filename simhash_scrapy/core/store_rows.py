@@ -92,7 +92,8 @@ def _mix(h: np.ndarray, x: np.ndarray) -> np.ndarray:
     h = (h ^ x) * _M1
     h ^= h >> np.uint64(31)
     h = (h + _GOLDEN) * _M2
-    return h ^ (h >> np.uint64(29))
+    mixed: np.ndarray = h ^ (h >> np.uint64(29))
+    return mixed
 
 
 def _string_crcs(columns: Iterable[Iterable[str]]) -> np.ndarray:
@@ -249,7 +250,7 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
             None if r.previous is None else signed(r.previous), r.referer, r.depth, r.text,
             r.first_seen, r.last_seen, b, int(s), None if r.digest is None else signed(r.digest), r.etag,
             r.last_modified,
-        )  # fmt: skip
+        )
         for r, b, s in zip(records, blobs, sums.tolist())
     ]
 
@@ -377,7 +378,7 @@ def concat(parts: list[Columns]) -> Columns:
         if f.name in ("scope", "edit_keys", *TEXT_COLUMNS):
             column = [getattr(p, f.name) for p in parts]
             if column and all(type(c).__name__ == "TextColumn" for c in column):
-                values[f.name] = type(column[0]).join(column)  # type: ignore[attr-defined]
+                values[f.name] = type(column[0]).join(column)
             else:
                 values[f.name] = list(chain.from_iterable(column))
         else:
@@ -399,7 +400,8 @@ def outcome_codes(outcomes: list[str], path: object) -> np.ndarray:
 
 
 def outcome_names(codes: np.ndarray) -> list[str]:
-    return np.array(OUTCOMES, dtype=object)[codes].tolist()
+    names: list[str] = np.array(OUTCOMES, dtype=object)[codes].tolist()
+    return names
 
 
 def _locate_bad_row(db: sqlite3.Connection, path: object, why: str, version: int = 4) -> StoreError:
@@ -470,7 +472,7 @@ def read_rows(db: sqlite3.Connection, path: object, version: int = 4, where: str
     if not n:
         return Columns.empty()
     entry = _typed(cols[0], int, path, "entry")
-    if n > 1 and not bool(np.all(entry[1:] > entry[:-1])) or int(entry[0]) < 0:
+    if (n > 1 and not bool(np.all(entry[1:] > entry[:-1]))) or int(entry[0]) < 0:
         first = int(np.flatnonzero(np.diff(entry) <= 0)[0]) + 1 if int(entry[0]) >= 0 else 0
         raise fail(path, f"corrupt record #{first} (entry numbers out of order: found {int(entry[first])})")
     names = ("fingerprint", "exact", "canonical", "distance", "indexed", "previous", "depth")
@@ -509,9 +511,9 @@ def read_rows(db: sqlite3.Connection, path: object, version: int = 4, where: str
     bad = sums != stored
     if bad.any():
         raise fail(path, f"corrupt record #{int(entry[np.flatnonzero(bad)[0]])} (checksum mismatch)")
-    for column, name, low, high in ((distance, "distance", -1, 64), (exact, "exact", 0, 1), (nulls, "NULL mask", 0, 255),
-                                    (present, "format-4 mask", 0, 7)):  # fmt: skip
-        out = (column < low) | (column > high)
+    for values_of, name, low, high in ((distance, "distance", -1, 64), (exact, "exact", 0, 1), (nulls, "NULL mask", 0, 255),
+                                       (present, "format-4 mask", 0, 7)):  # fmt: skip
+        out = (values_of < low) | (values_of > high)
         if out.any():
             raise fail(path, f"corrupt record #{int(entry[np.flatnonzero(out)[0]])} ({name} out of range)")
     return Columns(

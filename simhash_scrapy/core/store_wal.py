@@ -69,7 +69,8 @@ def _parts(words: np.ndarray, table: np.ndarray) -> np.ndarray:
     SQLite's checksum is linear (s0 += x0 + s1; s1 += x1 + s0, mod 2^32): after a frame it is
     ``A^pairs @ before + part``, so every frame can be checked against its predecessor at once.
     """
-    return np.einsum("kij,fkj->fi", table[::-1], words.astype(np.uint64)) & _MASK32
+    parts: np.ndarray = np.einsum("kij,fkj->fi", table[::-1], words.astype(np.uint64)) & _MASK32
+    return parts
 
 
 def _one_bit_away(words: np.ndarray, before: np.ndarray, stored: np.ndarray, table: np.ndarray, power: np.ndarray) -> tuple[bool, bool]:

@@ -28,13 +28,14 @@ import copy
 import html as html_lib
 import re
 import threading
+from collections.abc import Iterator
 
 from lxml import etree
 
 from . import _native
 from .boilerplate import keep_main_content
 from .decode import charset_of, source_codec, to_utf8
-from .dom import NotUndoable, UndoableDrops, drop_element, xml_safe
+from .dom import NotUndoable, UndoableDrops, drop_element
 from .shared_parse import deeper_than, shared_parse_usable
 
 __all__ = [
@@ -92,7 +93,7 @@ class _InTag:
         return self.last_lt > self.last_gt
 
 
-def _occurrences(data: bytes, word: bytes):
+def _occurrences(data: bytes, word: bytes) -> Iterator[int]:
     """Positions of ``word`` in ``data``, in increasing order."""
     pos = data.find(word)
     while pos >= 0:
@@ -343,7 +344,8 @@ def _text_bytes(tree: etree._Element, marker: str) -> bytes:
     stylesheet needs them removed from the tree first.
     """
     if _native.walker is not None:
-        return _native.walker.visible_text(tree, _MARKER_BYTES[marker])
+        text: bytes = _native.walker.visible_text(tree, _MARKER_BYTES[marker])
+        return text
     return bytes(_stylesheet(_STYLESHEET_NAMES[marker], marker)(tree))
 
 

@@ -48,7 +48,7 @@ def parse_url(url: str) -> tuple[str, str, str, list[tuple[str, str]]] | None:
         return None
     scheme = scheme.lower()
     rest, _, query = rest.partition("#")[0].partition("?")
-    host, slash, path = rest.partition("/")
+    host, _, path = rest.partition("/")
     host = host.lower()
     if ":" in host:
         port = _DEFAULT_PORTS.get(scheme)
@@ -331,12 +331,12 @@ class RuleIndex:
         if not params:
             return f"{scheme}://{host}{path}"
         if self.params or self.values:
-            tokens = []
+            tokens: list[str] = []
             for name, token in params:
-                rule = self.param_rule(name, token, path)
-                if rule is None:
+                param_rule = self.param_rule(name, token, path)
+                if param_rule is None:
                     tokens.append(token)
-                elif rule not in fired:
-                    fired.append(rule)
+                elif param_rule not in fired:
+                    fired.append(param_rule)
             return make_key(scheme, host, path, tokens)
         return make_key(scheme, host, path, [t for _, t in params])

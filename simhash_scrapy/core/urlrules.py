@@ -136,7 +136,7 @@ def is_listing(hrefs: Iterable[str]) -> bool:
         if not href or href in seen or href.lower().startswith(("javascript:", "mailto:", "tel:")):
             continue
         seen.add(href)
-        scheme, sep, rest = href.partition("://")
+        _, sep, rest = href.partition("://")
         path = "/" + rest.partition("/")[2] if sep else href if href.startswith("/") else "/" + href
         kind = page_kind(path)
         shapes[kind] = shapes.get(kind, 0) + 1
@@ -438,7 +438,8 @@ class UrlRuleLearner:
         self._evidence(rule, target == cluster, params, listing=listing)
 
     # ------------------------------------------------------------ learning
-    def _explain(self, host: str, a: tuple[Any, ...], b: tuple[Any, ...]) -> list[Rule]:
+    def _explain(self, host: str, a: tuple[str, str, str, list[tuple[str, str]]],
+                 b: tuple[str, str, str, list[tuple[str, str]]]) -> list[Rule]:
         """Candidate rules (unregistered) for two URLs of one host with the same content ([] if none explains it)."""
         _, _, path_a, params_a = a
         _, _, path_b, params_b = b
@@ -614,14 +615,14 @@ class UrlRuleLearner:
         self._scheduled.discard(url)
         parts = parse_url(url)
         hr = self._hosts.get(site_of(parts[1])) if parts is not None else None
-        if hr is None:
+        if hr is None or parts is None:
             return
         raw = url_key(url)
         if raw in hr.known and hr.known[raw] is None:
             del hr.known[raw]
             if hr.trusted:
                 fired: list[Rule] = []
-                norm = hr.trusted.normalise(*parts, fired)  # type: ignore[misc]
+                norm = hr.trusted.normalise(*parts, fired)
                 entry = hr.norm.get(norm)
                 if entry is not None and entry[0] == raw:
                     del hr.norm[norm]

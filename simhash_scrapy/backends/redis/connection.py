@@ -85,7 +85,8 @@ def read_retry() -> Any:
     from redis.backoff import ExponentialWithJitterBackoff
     from redis.exceptions import ConnectionError, TimeoutError
 
-    return Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 3, supported_errors=(ConnectionError, TimeoutError, OSError))
+    # (redis's annotation names RedisError subclasses only; Retry catches any exception class.)
+    return Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 3, supported_errors=(ConnectionError, TimeoutError, OSError))  # type: ignore[arg-type]
 
 
 def probe_retry(heartbeat: float) -> Any:
@@ -96,7 +97,7 @@ def probe_retry(heartbeat: float) -> Any:
 
     return Retry(
         ExponentialWithJitterBackoff(base=min(0.05, heartbeat), cap=heartbeat), -1,
-        supported_errors=(ConnectionError, TimeoutError, OSError),
+        supported_errors=(ConnectionError, TimeoutError, OSError),  # type: ignore[arg-type]
     )
 
 

@@ -310,7 +310,7 @@ class Codec:
 
     def decode(self, payload: bytes, field: bytes) -> tuple[str, str, str | None, int | None, str | None]:
         """``(url, identity ("" when it is the URL), referer, depth, text)``; ``field`` rebuilds a hex identity."""
-        return self.decode_all(payload, field)[:5]  # type: ignore[return-value]
+        return self.decode_all(payload, field)[:5]
 
     def decode_all(self, payload: bytes, field: bytes) -> tuple[Any, ...]:
         """``decode``'s values, then ``digest`` (``None``: not recorded), ``etag``, ``last_modified`` and the

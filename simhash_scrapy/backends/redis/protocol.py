@@ -13,7 +13,7 @@ The reply: see ``parse_verdicts``.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ...core.clustering import RECORDED_OUTCOMES, is_one_edit
 from ..base import Verdict
@@ -97,7 +97,7 @@ def pack_page(field: bytes, fingerprint: int, index: bool, exact: bool, seen: fl
 def verdict(codec: Codec, k: int, outcome: int, distance: int, canon_fp: bytes | None, field: bytes,
             payload: bytes | None, prev: bytes | None) -> Verdict:
     """The ``Verdict`` of one row of ``parse_verdicts`` (``codec`` decodes the canonical page's payload)."""
-    previous = dict(
+    previous: dict[str, Any] = dict(
         previous_fingerprint=int.from_bytes(prev[:8], "big") if prev else None,
         previous_seen=(unpack_seen(prev[8:]) or None) if prev else None,
     )

@@ -205,11 +205,11 @@ class Replica:
             for key, owner in zip(entries["fp"][keyed].tolist(), entries["owner"][keyed].tolist()):
                 if owner not in removed:
                     by_owner.setdefault(owner, []).append(key)
-            for owner, keys in by_owner.items():
-                for held in self.edits.add(owner, keys):  # keys another live entry holds too
+            for owner, owner_keys in by_owner.items():
+                for held in self.edits.add(owner, owner_keys):  # keys another live entry holds too
                     self.edits_more.setdefault(held, []).append(owner)
                 # A chunk of the log can end between an add entry's keys: they are kept together.
-                self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(keys)
+                self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(owner_keys)
         self.sync = first + len(entries)
 
     def _hold_exact(self, digest: int, pos: int) -> None:
@@ -237,17 +237,17 @@ class Replica:
                     del self.edits_more[key]
         digest = self.exact_of.pop(pos, None)
         if digest is not None:
-            others = self.exact_more.get(digest)
+            holders = self.exact_more.get(digest)
             if self.exact.get(digest) == pos:
-                if others:
-                    best = min(others, key=lambda p: (self.seq[p], p))
-                    others.remove(best)
+                if holders:
+                    best = min(holders, key=lambda p: (self.seq[p], p))
+                    holders.remove(best)
                     self.exact[digest] = best
                 else:
                     del self.exact[digest]
-            elif others:
-                others.remove(pos)
-            if others is not None and not others:
+            elif holders:
+                holders.remove(pos)
+            if holders is not None and not holders:
                 del self.exact_more[digest]
             return
         if not self.recent.remove(pos):

@@ -1,0 +1,200 @@
+"""The clustering rule (core.clustering): identity first, nearest canonical page, exact short pages."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_scrapy.core.clustering import Clusterer, Outcome, assign_canonicals
+
+K = 4
+
+
+def flip(fp: int, bits: int, rng: random.Random) -> int:
+    for bit in rng.sample(range(64), bits):
+        fp ^= 1 << bit
+    return fp
+
+
+def test_a_page_is_never_its_own_near_duplicate() -> None:
+    c = Clusterer(K)
+    assert c.check("s", "/a", 0xFF00).outcome is Outcome.UNIQUE
+    again = c.check("s", "/a", 0xFF00)
+    assert again.outcome is Outcome.UNCHANGED and again.canonical is None and again.previous_fingerprint == 0xFF00
+    assert c.check("s", "/a", 0xFF01).outcome is Outcome.UNCHANGED  # within k of its last version
+    assert len(c) == 1 and c.index_size() == 1  # one entry per identity
+
+
+def test_changed_unchanged_and_duplicate_are_three_answers() -> None:
+    rng = random.Random(1)
+    base = rng.getrandbits(64)
+    other = rng.getrandbits(64)
+    c = Clusterer(K)
+    assert c.check("s", "/a", base).outcome is Outcome.UNIQUE
+    assert c.check("s", "/b", other).outcome is Outcome.UNIQUE
+    dup = c.check("s", "/a?utm=1", flip(base, 2, rng))
+    assert dup.outcome is Outcome.NEAR_DUPLICATE and dup.canonical == 0 and dup.distance == 2
+    # /b changes completely: CHANGED, still canonical, with its new content indexed
+    new_b = rng.getrandbits(64)
+    changed = c.check("s", "/b", new_b)
+    assert changed.outcome is Outcome.CHANGED and changed.previous_fingerprint == other
+    assert c.check("s", "/c", flip(new_b, 1, rng)).canonical == 1
+    assert c.check("s", "/d", other).outcome is Outcome.UNIQUE  # the old content is gone from the index
+    # /b changes into a copy of /a: a near-duplicate of another page, its own entry unindexed
+    moved = c.check("s", "/b", flip(base, 1, rng))
+    assert moved.outcome is Outcome.NEAR_DUPLICATE and moved.canonical == 0 and moved.previous_fingerprint == new_b
+    # an unchanged near-duplicate keeps its role
+    again = c.check("s", "/a?utm=1", c.fingerprint[2])
+    assert again.outcome is Outcome.UNCHANGED and again.canonical == 0
+
+
+def test_exact_pages_match_only_equal_digests() -> None:
+    c = Clusterer(K)
+    assert c.check("s", "/404/1", 12345, exact=True).outcome is Outcome.UNIQUE
+    hit = c.check("s", "/404/2", 12345, exact=True)
+    assert hit.outcome is Outcome.NEAR_DUPLICATE and hit.canonical == 0 and hit.distance == 0
+    assert c.check("s", "/404/3", 12344, exact=True).outcome is Outcome.UNIQUE  # 1 bit away: another text
+    assert c.check("s", "/long", 12345).outcome is Outcome.UNIQUE  # a simhash never meets an exact digest
+    assert c.check("other", "/404/4", 12345, exact=True).outcome is Outcome.UNIQUE  # scopes never meet
+
+
+def reference(pages: list[tuple[str, int, bool]], k: int) -> list[tuple[str, int | None]]:
+    """The rule written the slow, obvious way (brute force over canonical pages)."""
+    entries: dict[str, dict] = {}
+    order: list[str] = []
+    out = []
+    for identity, fp, exact in pages:
+        e = entries.get(identity)
+
+        def nearest() -> tuple[int, int] | None:
+            best = None
+            for pos, name in enumerate(order):
+                other = entries[name]
+                if name == identity or other["indexed"] is None or other["exact"] != exact:  # noqa: B023 - called in this iteration
+                    continue
+                d = 0 if exact and other["indexed"] == fp else (64 if exact else bin(other["indexed"] ^ fp).count("1"))  # noqa: B023
+                if d <= (0 if exact else k) and (best is None or d < best[1]):  # noqa: B023
+                    best = (pos, d)
+            return best
+
+        if e is not None:
+            moved = 64 if e["exact"] != exact else (0 if exact and e["fp"] == fp else (64 if exact else bin(e["fp"] ^ fp).count("1")))
+            e["fp"] = fp
+            if moved <= k:
+                out.append(("unchanged", e["canonical"]))
+                continue
+            e["indexed"], e["exact"] = None, exact
+            found = nearest()
+            if found:
+                e["canonical"] = found[0]
+                out.append(("near_duplicate", found[0]))
+            else:
+                e["canonical"], e["indexed"] = None, fp
+                out.append(("changed", None))
+            continue
+        found = nearest()
+        entries[identity] = {"fp": fp, "exact": exact, "canonical": found[0] if found else None,
+                             "indexed": None if found else fp}  # fmt: skip
+        order.append(identity)
+        out.append(("near_duplicate", found[0]) if found else ("unique", None))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(0, 6), st.integers(5, 60))
+def test_the_rule_matches_a_brute_force_reference(seed: int, k: int, count: int) -> None:
+    rng = random.Random(seed)
+    bases = [rng.getrandbits(64) for _ in range(4)]
+    pages = []
+    for _ in range(count):
+        exact = rng.random() < 0.2
+        fp = rng.choice([1, 2, 3]) if exact else flip(rng.choice(bases), rng.randint(0, k + 3), rng)
+        pages.append((f"/p{rng.randint(0, count // 2)}", fp, exact))
+    c = Clusterer(k, None if k < 5 else k + 1)
+    got = []
+    for identity, fp, exact in pages:
+        d = c.check("s", identity, fp, exact)
+        got.append((d.outcome.value, d.canonical))
+    assert got == reference(pages, k)
+
+
+def test_assign_canonicals_is_the_same_rule_in_batch() -> None:
+    rng = random.Random(7)
+    base = rng.getrandbits(64)
+    fps = [base, flip(base, 2, rng), rng.getrandbits(64), flip(base, 6, rng), base]
+    canonical, distance = assign_canonicals(fps, None, K)
+    assert canonical.tolist() == [-1, 0, -1, -1, 0]
+    assert distance.tolist()[1] == 2 and distance.tolist()[4] == 0
+
+
+def _restored(source: Clusterer, bulk: bool) -> Clusterer:
+    """A rule restored from ``source``'s entries: entry by entry (``restore_many``) or from arrays."""
+    import numpy as np
+
+    from simhash_scrapy.core.clustering import identity_hash
+    from simhash_scrapy.core.keytable import unpack_keys
+
+    n = len(source)
+    keys = sorted(source._identities.items(), key=lambda item: item[1])
+    scopes, identities = [s for (s, _), _ in keys], [i for (_, i), _ in keys]
+    restored = Clusterer(source.max_distance, source.blocks)
+    if not bulk:
+        restored.restore_many(scopes, identities, source.fingerprint, source.exact, source.canonical, source.distance,
+                              source.indexed, [unpack_keys(k) for k in source.indexed_keys], source.digest)  # fmt: skip
+        restored.restore_indexes()
+        return restored
+    is_indexed = np.array([fp is not None for fp in source.indexed])
+    restored.restore_arrays(
+        scopes, identities, np.array(source.fingerprint, dtype=np.uint64), np.array(source.exact, dtype=bool),
+        np.array(source.canonical, dtype=np.int64), np.array(source.distance, dtype=np.int64), is_indexed,
+        np.array([fp or 0 for fp in source.indexed], dtype=np.uint64), list(source.indexed_keys), list(source.digest),
+        np.fromiter((identity_hash(s, i) for s, i in zip(scopes, identities)), dtype=np.uint64, count=n),
+    )  # fmt: skip
+    return restored
+
+
+def test_restoring_from_arrays_decides_as_restoring_entry_by_entry() -> None:
+    """``restore_arrays`` (a store's columns, identities found through their hashes) gives the same entries,
+    indexes and decisions as ``restore_many``: re-checks of restored pages, exact pages, one-edit keys, scopes."""
+    rng = random.Random(5)
+    first = Clusterer(3, 4)
+    fps: list[int] = []
+    for i in range(400):
+        scope = rng.choice(["a", "b", "ü"])
+        fp = flip(rng.choice(fps), rng.randint(0, 5), rng) if fps and rng.random() < 0.5 else rng.getrandbits(64)
+        fps.append(fp)
+        exact = rng.random() < 0.1
+        keys = tuple(rng.getrandbits(64) for _ in range(3)) if not exact and rng.random() < 0.2 else ()
+        first.check(scope, f"id{i % 350}", fp, exact, index=rng.random() > 0.05, edit_keys=keys,
+                    digest=rng.choice([None, rng.getrandbits(64)]))  # fmt: skip
+    one, bulk = _restored(first, False), _restored(first, True)
+    assert len(bulk._identities) == 0 and len(bulk._restored_hashes) == len(first)  # no dict of a million keys
+    assert [one.entry_of(s, i) for (s, i) in first._identities] == [bulk.entry_of(s, i) for (s, i) in first._identities]
+    assert bulk.entry_of("a", "never seen") is None and bulk.entry_of("b", "id1") == one.entry_of("b", "id1")
+    for name in ("fingerprint", "exact", "canonical", "distance", "indexed", "indexed_keys", "digest"):
+        assert getattr(one, name) == getattr(bulk, name), name
+    assert one.index_size() == bulk.index_size()
+    for i in range(300):  # the next crawl: pages seen before (same identities) and new ones
+        scope = rng.choice(["a", "b", "ü"])
+        fp = flip(rng.choice(fps), rng.randint(0, 6), rng)
+        exact = rng.random() < 0.05
+        keys = tuple(rng.getrandbits(64) for _ in range(3)) if not exact and rng.random() < 0.2 else ()
+        args = (scope, f"id{rng.randrange(500)}", fp, exact, True, keys, rng.choice([None, 7]))
+        assert one.check(*args) == bulk.check(*args), (i, args)
+    assert len(one) == len(bulk)
+
+
+def test_restoring_two_entries_with_one_identity_is_refused() -> None:
+    import numpy as np
+
+    from simhash_scrapy.core.clustering import identity_hash
+
+    rule = Clusterer(3, 4)
+    hashes = np.array([identity_hash("s", "x"), identity_hash("s", "y"), identity_hash("s", "x")], dtype=np.uint64)
+    with pytest.raises(ValueError, match="same"):
+        rule.restore_arrays(["s"] * 3, ["x", "y", "x"], np.arange(3, dtype=np.uint64), np.zeros(3, dtype=bool),
+                            np.full(3, -1), np.full(3, -1), np.ones(3, dtype=bool), np.arange(3, dtype=np.uint64),
+                            [b""] * 3, [None] * 3, hashes)  # fmt: skip
