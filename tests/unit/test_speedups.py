@@ -21,7 +21,7 @@ from hypothesis import example, given, settings, strategies as st
 from lxml import etree, html as lxml_html
 
 import simhash_scrapy
-from simhash_scrapy.core import _native, features, text
+from simhash_scrapy.core import _native, features, shared_parse, text
 
 pytestmark = pytest.mark.skipif(not _native.speedups_enabled(), reason="the C extensions are not built")
 
@@ -468,9 +468,9 @@ def test_deeper_than_is_the_xpath_depth_probe(shape: list[tuple[int, int]], prob
     root = etree.fromstring(markup, etree.HTMLParser())
     some = next(iter(root.iter("p", "div", "body")))  # any element of the document: the probe is absolute
     for element in (root, some):
-        fast, slow = both(text.deeper_than, element, probe)
+        fast, slow = both(shared_parse.deeper_than, element, probe)
         assert fast is slow
-    assert text.deeper_than(root, probe) is bool(text._depth_probe(probe)(root))
+    assert shared_parse.deeper_than(root, probe) is bool(shared_parse._depth_probe(probe)(root))
 
 
 _DATE_PHRASES = [
