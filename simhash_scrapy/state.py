@@ -278,14 +278,12 @@ class DedupState:
         anchor = verdict.canonical_identity or verdict.canonical_url
         if not self.book.known(record.scope, anchor):
             # A cluster this process has not seen: start from what the backend recorded (a resumed
-            # store), this page left out so that its own arrival is what the book decides on.
+            # store), this page included when it was recorded before: a page re-checked in a later
+            # crawl keeps its place (its first-crawled order) and, if it was the representative
+            # already, did not "replace" anyone now.
             recorded = await self.backend.cluster_members(record.scope, anchor)
             if recorded:
-                self.book.seed(
-                    record.scope,
-                    anchor,
-                    [(m.key, m.url, m.canonical_link) for m in recorded if m.key != record.key],
-                )
+                self.book.seed(record.scope, anchor, [(m.key, m.url, m.canonical_link) for m in recorded])
         placement = self.book.place(
             record.scope,
             anchor,

@@ -268,6 +268,13 @@ async def test_resumed_store_keeps_positions_and_the_choice(serve: Any, tmp_path
     clusters = read_jsonl(tmp_path / "clusters.jsonl")
     assert {c["representative"] for c in clusters} == {site.url(_path(i, "original")) for i in range(ARTICLES)}
     assert simhash_stats(second)["simhash/canonical/replaced"] >= ARTICLES
+    # A third run re-checks every page, unchanged: the representatives stay where they were, and no
+    # page "replaced" one (a page re-checked first in its cluster is part of what the store recorded).
+    # (The originals first: a cluster's first re-checked page is its representative.)
+    originals = [site.url(_path(i, "original")) for i in range(ARTICLES)]
+    third = await run_crawl(RecordingSpider, settings, start_urls=originals + [u for u in urls if u not in originals])
+    assert simhash_stats(third).get("simhash/canonical/replaced", 0) == 0
+    assert {c["representative"] for c in read_jsonl(tmp_path / "clusters.jsonl")} == set(originals)
     # The store alone (what `scrapy simhash report STORE` reads) gives the same choice: the
     # rel=canonical URLs are in the store.
     members = load_members(tmp_path / "stores" / "recording.store")
