@@ -173,14 +173,21 @@ class RedisCluster:
         process.kill()
         process.wait(timeout=20)
         self.processes[n] = self._node(self.ports[n])
-        deadline = time.monotonic() + timeout
+        if not self._wait_ok(time.monotonic() + timeout):
+            raise RuntimeError(f"cluster node {self.ports[n]} did not come back")
+
+    def _wait_ok(self, deadline: float) -> bool:
+        """Wait until EVERY node says cluster_state:ok (one node's view is not enough: a client
+        sent to a node still converging gets CLUSTERDOWN)."""
         while time.monotonic() < deadline:
-            info = subprocess.run([self.cli, "-p", str(self.ports[n]), "cluster", "info"],
-                                  capture_output=True, text=True, timeout=10).stdout
-            if "cluster_state:ok" in info:
-                return
+            if all(
+                "cluster_state:ok" in subprocess.run([self.cli, "-p", str(port), "cluster", "info"],
+                                                     capture_output=True, text=True, timeout=10).stdout
+                for port in self.ports
+            ):
+                return True
             time.sleep(0.05)
-        raise RuntimeError(f"cluster node {self.ports[n]} did not come back")
+        return False
 
     def start(self, timeout: float = 30.0) -> RedisCluster:
         for port in self.ports:
@@ -197,12 +204,8 @@ class RedisCluster:
              "--cluster-replicas", "0", "--cluster-yes"],
             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout,
         )
-        while time.monotonic() < deadline:
-            info = subprocess.run([self.cli, "-p", str(self.ports[0]), "cluster", "info"],
-                                  capture_output=True, text=True, timeout=10).stdout
-            if "cluster_state:ok" in info:
-                return self
-            time.sleep(0.1)
+        if self._wait_ok(deadline):
+            return self
         self.stop()
         raise RuntimeError("the Redis cluster did not reach cluster_state:ok")
 
