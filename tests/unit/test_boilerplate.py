@@ -382,3 +382,22 @@ def test_the_walks_never_enter_a_comment_thread(heading: str) -> None:
     assert "ferry line" in extract_text(harbour, main_content=True)
     assert "early photographs" in extract_text(museum, main_content=True)
     assert hamming_distance(fingerprint_html(harbour), fingerprint_html(museum)) > 4
+
+
+@pytest.mark.parametrize(
+    "chrome",
+    [
+        '<div class="article-inline-byline">By Alyssa Newcomb</div>',
+        '<div class="PostByline"><a class="PostByline__author">Ashley Brown</a> Oct 13, 2016</div>',
+        '<div class="postedby">Posted by jrmylmb - Tuesday, January 08, 2008</div>',
+        '<div class="trackbacks"><p>TrackBack URL for this entry: http://example.com/tb/6a00d8</p></div>',
+        '<div class="expanded-byline"><p>Alyssa Newcomb is a contributor who writes about business.</p></div>',
+    ],
+)
+def test_bylines_author_bios_and_trackbacks_are_not_content(chrome: str) -> None:
+    # A print view or a syndicated copy of an article drops its byline, the author's bio and the
+    # trackback box: they are the page's chrome around the article, named so by their class.
+    page = f"<html><body><article>{chrome}{ARTICLE}</article></body></html>"
+    text = extract_text(page, main_content=True)
+    assert "configparser module" in text
+    assert not any(word in text for word in ("Newcomb", "Ashley", "jrmylmb", "TrackBack"))
