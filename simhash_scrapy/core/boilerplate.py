@@ -90,7 +90,7 @@ BOILERPLATE_WORDS = frozenset({
     "sponsor", "sponsored", "widget", "widgets", "comments", "disqus", "pagination", "pager",
     "skiplink", "outbrain", "taboola", "tagcloud", "login", "copyright", "legal", "modal", "popup",
     "overlay", "sphinxsidebar", "sphinxsidebarwrapper", "related-posts", "yarpp", "secondary",
-    "byline", "bylines", "trackback", "trackbacks", "postedby",
+    "byline", "bylines", "trackback", "trackbacks", "postedby", "commentlist", "respond", "postmetadata",
 })  # fmt: skip
 # Class/id words are split at whitespace, '-' and '_' and compared whole.
 _NAME_WORDS = re.compile(r"[^\s_\-]+")
@@ -98,7 +98,7 @@ _NAME_WORDS = re.compile(r"[^\s_\-]+")
 # ("headerlink", Sphinx's pilcrow, and "menuselection" are not: few words work as a prefix.)
 # One search over the lower-cased class/id string (words are split at whitespace, '-' and '_').
 _COMPOUND = re.compile(
-    r"(?:^|[\s_\-])(?:nav|footer|sidebar|toolbar)[a-z]"
+    r"(?:^|[\s_\-])(?:nav|footer|sidebar|toolbar|related)[a-z]"
     r"|[a-z](?:nav|menu|footer|header|sidebar|breadcrumbs?|toolbar|byline)(?=$|[\s_\-])"
 )
 

@@ -392,11 +392,16 @@ def test_the_walks_never_enter_a_comment_thread(heading: str) -> None:
         '<div class="postedby">Posted by jrmylmb - Tuesday, January 08, 2008</div>',
         '<div class="trackbacks"><p>TrackBack URL for this entry: http://example.com/tb/6a00d8</p></div>',
         '<div class="expanded-byline"><p>Alyssa Newcomb is a contributor who writes about business.</p></div>',
+        '<div class="postmetadata">Posted in Contagious Disease, Ashley | 1 Comment</div>',
+        '<ol class="commentlist"><li><cite>Ashley</cite> says: Agree that this is a concern.</li></ol>',
+        '<div id="respond"><h3>Leave a Reply to Ashley</h3></div>',
+        '<div class="post relatedContent"><a href="/x"><span>Ashley on the new tests</span></a></div>',
+        '<div id="relatedNews"><ul><li><a href="/y">Airbus to work with Ashley</a></li></ul></div>',
     ],
 )
-def test_bylines_author_bios_and_trackbacks_are_not_content(chrome: str) -> None:
-    # A print view or a syndicated copy of an article drops its byline, the author's bio and the
-    # trackback box: they are the page's chrome around the article, named so by their class.
+def test_post_chrome_named_by_its_class_is_not_content(chrome: str) -> None:
+    # A print view or a syndicated copy of an article drops its byline, the author's bio, the trackback
+    # box, the post's metadata line, the comments and "related" boxes: chrome named so by its class or id.
     page = f"<html><body><article>{chrome}{ARTICLE}</article></body></html>"
     text = extract_text(page, main_content=True)
     assert "configparser module" in text
