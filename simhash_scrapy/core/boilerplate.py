@@ -202,12 +202,22 @@ def _named_by(tag: str, names: str | None, ident: str | None, role: str | None) 
     if role and role.strip().lower() in _BOILERPLATE_ROLES:
         return True
     names = names or ""
-    # Section ids (and those of docutils' div.section) are slugs of their heading.
-    if ident and tag != "section" and "section" not in names:
+    # Section ids (and those of docutils' div.section, pandoc's "section level2") are slugs of their
+    # heading; a div whose classes say more ("section bleeding" id="footer") is named by its id too.
+    if ident and tag != "section" and not _is_section_class(names):
         names = f"{names} {ident}"
     if not names:
         return False
     return _names_boilerplate(names)
+
+
+_SECTION_CLASSES = frozenset({"section", "level1", "level2", "level3", "level4", "level5", "level6"})
+
+
+def _is_section_class(names: str) -> bool:
+    """Whether a class string is a document generator's section (``section``, ``section level2``)."""
+    words = names.lower().split()
+    return "section" in words and _SECTION_CLASSES.issuperset(words)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -186,6 +186,13 @@ def test_empty_marked_id_is_a_false_lead() -> None:
         ('<div id="div-gpt-ad-1591-0"></div>', True),
         ('<section id="related-work"></section>', False),  # a heading slug
         ('<div class="section" id="navigation"></div>', False),  # docutils' old section markup
+        ('<div class="section level2" id="sharing"></div>', False),  # pandoc's
+        ('<div class="section bleeding" id="footer"></div>', True),  # a page builder's, named by its id
+        ('<div class="sectionColumns" id="footer"></div>', True),
+        ('<div class="byline"></div>', True),
+        ('<div class="PostByline"></div>', True),
+        ('<div class="relatedRail" id="editorialRelatedNews"></div>', True),
+        ('<div class="relation"></div>', False),
         ('<div class="highlight-python3 notranslate"></div>', False),
         ('<div class="headerlink"></div>', False),
         ('<nav class="contents"></nav>', True),
