@@ -529,6 +529,19 @@ _PROSE = frozenset({"p", "pre", "blockquote", "dl", "h1", "h2", "h3", "h4", "h5"
 _EDGE_MAX_SHARE = 0.25
 
 
+# Tables and lists whose text is mostly not links are the text's own (a data table, a list of
+# points), never chrome at an edge (menus and link bars are links).
+_TEXT_BLOCKS = frozenset({"table", "ul", "ol", "dl"})
+_TEXT_BLOCK_MAX_LINK_SHARE = 0.2
+
+
+def _is_text_block(element: etree._Element) -> bool:
+    if element.tag not in _TEXT_BLOCKS:
+        return False
+    length = _text_len(element)
+    return length > 0 and _LINK_LEN(element) <= _TEXT_BLOCK_MAX_LINK_SHARE * length
+
+
 def _drop_edges(container: etree._Element) -> None:
     """Remove the chrome before the first heading and after the last <hr> of a flat container."""
     children = [child for child in container if isinstance(child.tag, str)]
@@ -537,7 +550,7 @@ def _drop_edges(container: etree._Element) -> None:
     edges = children[:first] if first is not None else []
     if last is not None and (first is None or last > first):
         edges += children[last + 1 :]
-    edges = [child for child in edges if child.tag not in _PROSE]
+    edges = [child for child in edges if child.tag not in _PROSE and not _is_text_block(child)]
     if not edges:
         return
     total = _text_len(container)

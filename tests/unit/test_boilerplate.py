@@ -413,3 +413,20 @@ def test_post_chrome_named_by_its_class_is_not_content(chrome: str) -> None:
     text = extract_text(page, main_content=True)
     assert "configparser module" in text
     assert not any(word in text for word in ("Newcomb", "Ashley", "jrmylmb", "TrackBack"))
+
+
+def test_a_data_table_or_a_list_of_points_before_the_first_heading_is_text() -> None:
+    # An unmarked page (a table layout) whose article opens without a heading: the chrome before
+    # the first heading is dropped, but a data table and a list of points there are the text's own.
+    intro = "".join(f"<p>{s}</p>" for s in ARTICLE.split("</p>")[0].split("<p>")[1:])
+    table = "<table><tr><th>format</th><th>end 2013</th></tr><tr><td>HTML</td><td>57Kb</td></tr></table>"
+    points = "<ul><li>Pages contain more than fifty images, which seems excessive.</li></ul>"
+    bar = '<div class="c-x1"><a href="/">Home</a> | <a href="/print">Print</a></div>'
+    page = (
+        "<html><body><table><tr><td>" + PLAIN_NAV + "</td><td>"
+        + bar + intro + table + points + ARTICLE.split("</h1>", 1)[1]
+        + "</td></tr></table></body></html>"
+    )  # fmt: skip
+    text = extract_text(page, main_content=True)
+    assert "57Kb" in text and "fifty images" in text
+    assert "round-trip mode." in text and "Print" not in text  # the link bar is still chrome
