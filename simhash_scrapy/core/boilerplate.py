@@ -498,6 +498,19 @@ def _names_toc(element: etree._Element) -> bool:
     return "toc" in _NAME_WORDS.findall(names)
 
 
+def _between_paragraphs(element: etree._Element) -> bool:
+    """Whether ``element`` has a <p> sibling before it and one after it (it is in the text's flow)."""
+    before = element.getprevious()
+    while before is not None and before.tag != "p":
+        before = before.getprevious()
+    if before is None:
+        return False
+    after = element.getnext()
+    while after is not None and after.tag != "p":
+        after = after.getnext()
+    return after is not None
+
+
 def _drop_link_lists(container: etree._Element) -> None:
     """Remove menus, tag clouds and "popular pages" lists standing next to the content."""
     lists: list[tuple[etree._Element, int]] = []
@@ -507,6 +520,8 @@ def _drop_link_lists(container: etree._Element) -> None:
             continue
         if _names_toc(element):
             continue  # the page's own table of contents
+        if _between_paragraphs(element):
+            continue  # a list in the text's flow (the sources it cites), not beside it
         links = element.iter("a")
         if next(links, None) is None or next(links, None) is None:
             continue  # fewer than two links

@@ -430,3 +430,18 @@ def test_a_data_table_or_a_list_of_points_before_the_first_heading_is_text() -> 
     text = extract_text(page, main_content=True)
     assert "57Kb" in text and "fifty images" in text
     assert "round-trip mode." in text and "Print" not in text  # the link bar is still chrome
+
+
+def test_a_link_list_between_paragraphs_is_the_texts_own() -> None:
+    # A list of links in the article's flow (the reports it cites, between two paragraphs) is text;
+    # the same list standing after the article is a "more links" box beside it.
+    cited = (
+        '<ul><li><a href="http://a.example/r1">Meeting report from the Osaka venue (a reader blog)</a></li>'
+        '<li><a href="http://b.example/r2">Slides of the meeting published (another blog)</a></li>'
+        '<li><a href="http://c.example/r3">I joined the Tokyo meeting (a third blog)</a></li></ul>'
+    )
+    head, tail = ARTICLE.split("<h2>", 1)
+    inside = f"<html><body><div class='x'>{head}{cited}<h2>{tail}</div></body></html>"
+    assert "Osaka venue" in extract_text(inside, main_content=True)
+    beside = f"<html><body><div class='x'>{ARTICLE}{cited}</div></body></html>"
+    assert "Osaka venue" not in extract_text(beside, main_content=True)
