@@ -693,7 +693,7 @@ def _fallback(body: etree._Element) -> etree._Element:
 _NARROW_P_SHARE = 0.5
 _P_LEN = etree.XPath("string-length(normalize-space(str:concat(.//p//text())))", namespaces=_NS)
 _BODY_NAMES = re.compile(
-    r"(?:^|[\s_\-])(?:(?:article|entry|post|story|blog|news)[_\-]?(?:body|content|text|entry)|articlebody|storybody|postbody|entrycontent)(?=$|[\s_\-])"
+    r"(?:^|[\s_\-])(?:(?:article|entry|post|story|blog|news)[_\-]{0,2}(?:body|content|text|entry)|articlebody|storybody|postbody|entrycontent)(?=$|[\s_\-])"
 )
 
 

@@ -445,3 +445,16 @@ def test_a_link_list_between_paragraphs_is_the_texts_own() -> None:
     assert "Osaka venue" in extract_text(inside, main_content=True)
     beside = f"<html><body><div class='x'>{ARTICLE}{cited}</div></body></html>"
     assert "Osaka venue" not in extract_text(beside, main_content=True)
+
+
+@pytest.mark.parametrize("name", ["post__content", "article__body", "entry-content", "story_text"])
+def test_the_article_body_class_narrows_the_article_bem_names_too(name: str) -> None:
+    # <article> holds the post's details column (kicker, date, category links) beside the text; a
+    # block named as the article's body (BEM's double "__" too) holds the text alone.
+    details = (
+        '<div class="c-details"><span>Reader Submissions</span> <span>Oct 13, 2016</span> <span>House Call, '
+        "Living Rooms, Kitchens and Dining Rooms, Small Space Living, Renovations and Makeovers</span></div>"
+    )
+    page = f'<html><body><article class="post">{details}<div class="{name}">{ARTICLE}</div></article></body></html>'
+    text = extract_text(page, main_content=True)
+    assert "round-trip mode." in text and "Reader Submissions" not in text
