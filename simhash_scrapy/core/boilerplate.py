@@ -498,17 +498,22 @@ def _names_toc(element: etree._Element) -> bool:
     return "toc" in _NAME_WORDS.findall(names)
 
 
+# How far (in siblings) _between_paragraphs looks each way (bounds the work on long sibling runs).
+_FLOW_REACH = 20
+
+
 def _between_paragraphs(element: etree._Element) -> bool:
-    """Whether ``element`` has a <p> sibling before it and one after it (it is in the text's flow)."""
-    before = element.getprevious()
-    while before is not None and before.tag != "p":
-        before = before.getprevious()
-    if before is None:
-        return False
-    after = element.getnext()
-    while after is not None and after.tag != "p":
-        after = after.getnext()
-    return after is not None
+    """Whether ``element`` has a <p> among its ``_FLOW_REACH`` siblings before it and one among
+    those after it (it is in the text's flow)."""
+    for step in (etree._Element.getprevious, etree._Element.getnext):
+        sibling = step(element)
+        for _ in range(_FLOW_REACH):
+            if sibling is None or sibling.tag == "p":
+                break
+            sibling = step(sibling)
+        if sibling is None or sibling.tag != "p":
+            return False
+    return True
 
 
 def _drop_link_lists(container: etree._Element) -> None:
@@ -520,13 +525,13 @@ def _drop_link_lists(container: etree._Element) -> None:
             continue
         if _names_toc(element):
             continue  # the page's own table of contents
-        if _between_paragraphs(element):
-            continue  # a list in the text's flow (the sources it cites), not beside it
         links = element.iter("a")
         if next(links, None) is None or next(links, None) is None:
             continue  # fewer than two links
         length = _text_len(element)
         if 0 < length <= _LINK_LIST_MAX_CHARS and _LINK_LEN(element) >= _LINK_DENSITY * length:
+            if _between_paragraphs(element):
+                continue  # a list in the text's flow (the sources it cites), not beside it
             lists.append((element, length))
             done = element
     if not lists:
