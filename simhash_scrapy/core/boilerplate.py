@@ -204,7 +204,7 @@ def _named_by(tag: str, names: str | None, ident: str | None, role: str | None) 
     names = names or ""
     # Section ids (and those of docutils' div.section, pandoc's "section level2") are slugs of their
     # heading; a div whose classes say more ("section bleeding" id="footer") is named by its id too.
-    if ident and tag != "section" and not _is_section_class(names):
+    if ident and tag != "section" and not ("ection" in names and _is_section_class(names)):
         names = f"{names} {ident}"
     if not names:
         return False
