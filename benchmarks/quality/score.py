@@ -260,6 +260,7 @@ class Result:
     # the natural duplicates split by whether their main texts are word-for-word the same
     natural_split: dict[str, Counts] = field(default_factory=dict)
     found: set[tuple[int, int]] = field(default_factory=set, repr=False)  # the duplicate pairs flagged
+    fps: dict = field(default_factory=dict, repr=False)  # page id -> fingerprint (library mode; for --misses)
 
     def hard_share(self, name: str) -> float:
         flagged, pairs = self.hard[name]
@@ -417,7 +418,25 @@ def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
         flagged |= one_edit_pairs(evalset, texts, setup)
     result = evaluate(evalset, setup, fps, flagged)
     result.extra["seconds"] = round(time.perf_counter() - t0, 2)
+    result.fps = fps
     return result
+
+
+def misses_listing(evalset: common.EvalSet, result: Result, kinds: set[str] | None = None) -> str:
+    """The duplicate pairs the setup missed: kind, distance (library mode) and both URLs, one pair a line."""
+    pages = evalset.by_id()
+    fps = result.fps
+    rows = []
+    for key, cat in sorted(evalset.positive.items(), key=lambda kv: (kv[1], kv[0])):
+        if key in result.found or (kinds and cat not in kinds):
+            continue
+        fa, fb = fps.get(key[0]), fps.get(key[1])
+        if fa and fb and fa[0] == fb[0] == "simhash":
+            dist = str(bin(fa[1] ^ fb[1]).count("1"))
+        else:
+            dist = f"{fa[0] if fa else 'none'}/{fb[0] if fb else 'none'}"
+        rows.append(f"{cat}\t{dist}\t{key[0]} {pages[key[0]].url}\t{key[1]} {pages[key[1]].url}")
+    return "\n".join(rows)
 
 
 # --------------------------------------------------------------------------- output
@@ -584,6 +603,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also recall per kind and Jaccard band of the pairs (wide set)")
     parser.add_argument("--one-edit-below", type=int, metavar="N",
                         help="the one-edit rule for pages under N tokens (0: off; default: the plugin's)")
+    parser.add_argument("--misses", nargs="?", const="", metavar="KINDS",
+                        help="also list the missed duplicate pairs (optionally only these comma-separated kinds)")
     parser.add_argument("--no-exact", action="store_true", help="skip short pages instead of comparing them exactly")
     parser.add_argument("--no-templates", action="store_true",
                         help="no cross-page template learning (SIMHASH_TEMPLATES = False)")
@@ -647,6 +668,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.by_jaccard:
         print()
         print(jaccard_table(evalset, results[-1]))
+    if args.misses is not None:
+        print()
+        print(misses_listing(evalset, results[-1], set(filter(None, args.misses.split(",")))))
     if args.json:
         args.json.write_text(json.dumps([r.as_dict() for r in results], indent=1))
     return 0

@@ -90,6 +90,7 @@ BOILERPLATE_WORDS = frozenset({
     "sponsor", "sponsored", "widget", "widgets", "comments", "disqus", "pagination", "pager",
     "skiplink", "outbrain", "taboola", "tagcloud", "login", "copyright", "legal", "modal", "popup",
     "overlay", "sphinxsidebar", "sphinxsidebarwrapper", "related-posts", "yarpp", "secondary",
+    "byline", "bylines", "trackback", "trackbacks", "postedby", "commentlist", "respond", "postmetadata",
 })  # fmt: skip
 # Class/id words are split at whitespace, '-' and '_' and compared whole.
 _NAME_WORDS = re.compile(r"[^\s_\-]+")
@@ -97,8 +98,8 @@ _NAME_WORDS = re.compile(r"[^\s_\-]+")
 # ("headerlink", Sphinx's pilcrow, and "menuselection" are not: few words work as a prefix.)
 # One search over the lower-cased class/id string (words are split at whitespace, '-' and '_').
 _COMPOUND = re.compile(
-    r"(?:^|[\s_\-])(?:nav|footer|sidebar|toolbar)[a-z]"
-    r"|[a-z](?:nav|menu|footer|header|sidebar|breadcrumbs?|toolbar)(?=$|[\s_\-])"
+    r"(?:^|[\s_\-])(?:nav|footer|sidebar|toolbar|related)[a-z]"
+    r"|[a-z](?:nav|menu|footer|header|sidebar|breadcrumbs?|toolbar|byline)(?=$|[\s_\-])"
 )
 
 _BOILERPLATE_TAGS = frozenset({"nav", "aside", "header", "footer", "form", "menu", "dialog", "button", "select"})
@@ -201,12 +202,22 @@ def _named_by(tag: str, names: str | None, ident: str | None, role: str | None) 
     if role and role.strip().lower() in _BOILERPLATE_ROLES:
         return True
     names = names or ""
-    # Section ids (and those of docutils' div.section) are slugs of their heading.
-    if ident and tag != "section" and "section" not in names:
+    # Section ids (and those of docutils' div.section, pandoc's "section level2") are slugs of their
+    # heading; a div whose classes say more ("section bleeding" id="footer") is named by its id too.
+    if ident and tag != "section" and not ("ection" in names and _is_section_class(names)):
         names = f"{names} {ident}"
     if not names:
         return False
     return _names_boilerplate(names)
+
+
+_SECTION_CLASSES = frozenset({"section", "level1", "level2", "level3", "level4", "level5", "level6"})
+
+
+def _is_section_class(names: str) -> bool:
+    """Whether a class string is a document generator's section (``section``, ``section level2``)."""
+    words = names.lower().split()
+    return "section" in words and _SECTION_CLASSES.issuperset(words)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -487,6 +498,24 @@ def _names_toc(element: etree._Element) -> bool:
     return "toc" in _NAME_WORDS.findall(names)
 
 
+# How far (in siblings) _between_paragraphs looks each way (bounds the work on long sibling runs).
+_FLOW_REACH = 20
+
+
+def _between_paragraphs(element: etree._Element) -> bool:
+    """Whether ``element`` has a <p> among its ``_FLOW_REACH`` siblings before it and one among
+    those after it (it is in the text's flow)."""
+    for step in (etree._Element.getprevious, etree._Element.getnext):
+        sibling = step(element)
+        for _ in range(_FLOW_REACH):
+            if sibling is None or sibling.tag == "p":
+                break
+            sibling = step(sibling)
+        if sibling is None or sibling.tag != "p":
+            return False
+    return True
+
+
 def _drop_link_lists(container: etree._Element) -> None:
     """Remove menus, tag clouds and "popular pages" lists standing next to the content."""
     lists: list[tuple[etree._Element, int]] = []
@@ -501,6 +530,8 @@ def _drop_link_lists(container: etree._Element) -> None:
             continue  # fewer than two links
         length = _text_len(element)
         if 0 < length <= _LINK_LIST_MAX_CHARS and _LINK_LEN(element) >= _LINK_DENSITY * length:
+            if _between_paragraphs(element):
+                continue  # a list in the text's flow (the sources it cites), not beside it
             lists.append((element, length))
             done = element
     if not lists:
@@ -518,6 +549,19 @@ _PROSE = frozenset({"p", "pre", "blockquote", "dl", "h1", "h2", "h3", "h4", "h5"
 _EDGE_MAX_SHARE = 0.25
 
 
+# Tables and lists whose text is mostly not links are the text's own (a data table, a list of
+# points), never chrome at an edge (menus and link bars are links).
+_TEXT_BLOCKS = frozenset({"table", "ul", "ol", "dl"})
+_TEXT_BLOCK_MAX_LINK_SHARE = 0.2
+
+
+def _is_text_block(element: etree._Element) -> bool:
+    if element.tag not in _TEXT_BLOCKS:
+        return False
+    length = _text_len(element)
+    return length > 0 and _LINK_LEN(element) <= _TEXT_BLOCK_MAX_LINK_SHARE * length
+
+
 def _drop_edges(container: etree._Element) -> None:
     """Remove the chrome before the first heading and after the last <hr> of a flat container."""
     children = [child for child in container if isinstance(child.tag, str)]
@@ -526,7 +570,7 @@ def _drop_edges(container: etree._Element) -> None:
     edges = children[:first] if first is not None else []
     if last is not None and (first is None or last > first):
         edges += children[last + 1 :]
-    edges = [child for child in edges if child.tag not in _PROSE]
+    edges = [child for child in edges if child.tag not in _PROSE and not _is_text_block(child)]
     if not edges:
         return
     total = _text_len(container)
@@ -654,7 +698,7 @@ def _fallback(body: etree._Element) -> etree._Element:
 _NARROW_P_SHARE = 0.5
 _P_LEN = etree.XPath("string-length(normalize-space(str:concat(.//p//text())))", namespaces=_NS)
 _BODY_NAMES = re.compile(
-    r"(?:^|[\s_\-])(?:(?:article|entry|post|story|blog|news)[_\-]?(?:body|content|text|entry)|articlebody|storybody|postbody|entrycontent)(?=$|[\s_\-])"
+    r"(?:^|[\s_\-])(?:(?:article|entry|post|story|blog|news)[_\-]{0,2}(?:body|content|text|entry)|articlebody|storybody|postbody|entrycontent)(?=$|[\s_\-])"
 )
 
 

@@ -186,6 +186,13 @@ def test_empty_marked_id_is_a_false_lead() -> None:
         ('<div id="div-gpt-ad-1591-0"></div>', True),
         ('<section id="related-work"></section>', False),  # a heading slug
         ('<div class="section" id="navigation"></div>', False),  # docutils' old section markup
+        ('<div class="section level2" id="sharing"></div>', False),  # pandoc's
+        ('<div class="section bleeding" id="footer"></div>', True),  # a page builder's, named by its id
+        ('<div class="sectionColumns" id="footer"></div>', True),
+        ('<div class="byline"></div>', True),
+        ('<div class="PostByline"></div>', True),
+        ('<div class="relatedRail" id="editorialRelatedNews"></div>', True),
+        ('<div class="relation"></div>', False),
         ('<div class="highlight-python3 notranslate"></div>', False),
         ('<div class="headerlink"></div>', False),
         ('<nav class="contents"></nav>', True),
@@ -382,3 +389,72 @@ def test_the_walks_never_enter_a_comment_thread(heading: str) -> None:
     assert "ferry line" in extract_text(harbour, main_content=True)
     assert "early photographs" in extract_text(museum, main_content=True)
     assert hamming_distance(fingerprint_html(harbour), fingerprint_html(museum)) > 4
+
+
+@pytest.mark.parametrize(
+    "chrome",
+    [
+        '<div class="article-inline-byline">By Alyssa Newcomb</div>',
+        '<div class="PostByline"><a class="PostByline__author">Ashley Brown</a> Oct 13, 2016</div>',
+        '<div class="postedby">Posted by jrmylmb - Tuesday, January 08, 2008</div>',
+        '<div class="trackbacks"><p>TrackBack URL for this entry: http://example.com/tb/6a00d8</p></div>',
+        '<div class="expanded-byline"><p>Alyssa Newcomb is a contributor who writes about business.</p></div>',
+        '<div class="postmetadata">Posted in Contagious Disease, Ashley | 1 Comment</div>',
+        '<ol class="commentlist"><li><cite>Ashley</cite> says: Agree that this is a concern.</li></ol>',
+        '<div id="respond"><h3>Leave a Reply to Ashley</h3></div>',
+        '<div class="post relatedContent"><a href="/x"><span>Ashley on the new tests</span></a></div>',
+        '<div id="relatedNews"><ul><li><a href="/y">Airbus to work with Ashley</a></li></ul></div>',
+    ],
+)
+def test_post_chrome_named_by_its_class_is_not_content(chrome: str) -> None:
+    # A print view or a syndicated copy of an article drops its byline, the author's bio, the trackback
+    # box, the post's metadata line, the comments and "related" boxes: chrome named so by its class or id.
+    page = f"<html><body><article>{chrome}{ARTICLE}</article></body></html>"
+    text = extract_text(page, main_content=True)
+    assert "configparser module" in text
+    assert not any(word in text for word in ("Newcomb", "Ashley", "jrmylmb", "TrackBack"))
+
+
+def test_a_data_table_or_a_list_of_points_before_the_first_heading_is_text() -> None:
+    # An unmarked page (a table layout) whose article opens without a heading: the chrome before
+    # the first heading is dropped, but a data table and a list of points there are the text's own.
+    intro = "".join(f"<p>{s}</p>" for s in ARTICLE.split("</p>")[0].split("<p>")[1:])
+    table = "<table><tr><th>format</th><th>end 2013</th></tr><tr><td>HTML</td><td>57Kb</td></tr></table>"
+    points = "<ul><li>Pages contain more than fifty images, which seems excessive.</li></ul>"
+    bar = '<div class="c-x1"><a href="/">Home</a> | <a href="/print">Print</a></div>'
+    page = (
+        "<html><body><table><tr><td>" + PLAIN_NAV + "</td><td>"
+        + bar + intro + table + points + ARTICLE.split("</h1>", 1)[1]
+        + "</td></tr></table></body></html>"
+    )  # fmt: skip
+    text = extract_text(page, main_content=True)
+    assert "57Kb" in text and "fifty images" in text
+    assert "round-trip mode." in text and "Print" not in text  # the link bar is still chrome
+
+
+def test_a_link_list_between_paragraphs_is_the_texts_own() -> None:
+    # A list of links in the article's flow (the reports it cites, between two paragraphs) is text;
+    # the same list standing after the article is a "more links" box beside it.
+    cited = (
+        '<ul><li><a href="http://a.example/r1">Meeting report from the Osaka venue (a reader blog)</a></li>'
+        '<li><a href="http://b.example/r2">Slides of the meeting published (another blog)</a></li>'
+        '<li><a href="http://c.example/r3">I joined the Tokyo meeting (a third blog)</a></li></ul>'
+    )
+    head, tail = ARTICLE.split("<h2>", 1)
+    inside = f"<html><body><div class='x'>{head}{cited}<h2>{tail}</div></body></html>"
+    assert "Osaka venue" in extract_text(inside, main_content=True)
+    beside = f"<html><body><div class='x'>{ARTICLE}{cited}</div></body></html>"
+    assert "Osaka venue" not in extract_text(beside, main_content=True)
+
+
+@pytest.mark.parametrize("name", ["post__content", "article__body", "entry-content", "story_text"])
+def test_the_article_body_class_narrows_the_article_bem_names_too(name: str) -> None:
+    # <article> holds the post's details column (kicker, date, category links) beside the text; a
+    # block named as the article's body (BEM's double "__" too) holds the text alone.
+    details = (
+        '<div class="c-details"><span>Reader Submissions</span> <span>Oct 13, 2016</span> <span>House Call, '
+        "Living Rooms, Kitchens and Dining Rooms, Small Space Living, Renovations and Makeovers</span></div>"
+    )
+    page = f'<html><body><article class="post">{details}<div class="{name}">{ARTICLE}</div></article></body></html>'
+    text = extract_text(page, main_content=True)
+    assert "round-trip mode." in text and "Reader Submissions" not in text
