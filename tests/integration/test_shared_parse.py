@@ -16,7 +16,7 @@ import zlib
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
@@ -25,6 +25,7 @@ from conftest import RecordingSpider, article_html, article_words, run_crawl
 from simhash_scrapy import fingerprint_html
 from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html
 from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.sitetemplate import line_hashes
 from simhash_scrapy.core.text import charset_of, shared_parse_usable
 from simhash_scrapy.middleware import SimhashMiddleware
 
@@ -91,6 +92,16 @@ def crawl_answer(body: bytes, content_type: str, main_content: bool) -> Any:
     raise AssertionError("the analysis waited for something")
 
 
+def same_answer(crawl: Any, library: Any) -> bool:
+    """The same answer, field by field; the source text (kept for template learning) may differ in
+    whitespace the two parses keep differently (a vertical tab before a line's text), so it is compared
+    as the template learner reads it: its stripped, non-blank lines."""
+    if (crawl.source is None) != (library.source is None):
+        return False
+    lines_equal = crawl.source is None or line_hashes(crawl.source) == line_hashes(library.source)
+    return bool(lines_equal and crawl._replace(source=None) == library._replace(source=None))
+
+
 def library_answer(body: bytes, content_type: str, main_content: bool) -> Any:
     options = MIDDLEWARES[main_content].config.analysis
     assert options.main_content == main_content
@@ -102,7 +113,8 @@ def library_answer(body: bytes, content_type: str, main_content: bool) -> Any:
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_corpus(name: str, content_type: str, main_content: bool) -> None:
     body = HOSTILE[name]
-    assert crawl_answer(body, content_type, main_content) == library_answer(body, content_type, main_content)
+    crawl, library = crawl_answer(body, content_type, main_content), library_answer(body, content_type, main_content)
+    assert same_answer(crawl, library), (crawl, library)
 
 
 def test_the_reported_cases_give_the_librarys_answer() -> None:
@@ -170,9 +182,12 @@ def bodies(draw: Any) -> tuple[bytes, str]:
 @pytest.mark.slow  # many generated pages
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(bodies(), st.booleans())
+# Found by CI: a vertical tab before the text, kept by one parse, dropped by the other.
+@example((b"\x0b0<p></p>" + b" ".join([b"mamen", b"bota", b"kunan"] * 12), "text/html"), False)
 def test_generated_bodies(case: tuple[bytes, str], main_content: bool) -> None:
     body, content_type = case
-    assert crawl_answer(body, content_type, main_content) == library_answer(body, content_type, main_content)
+    crawl, library = crawl_answer(body, content_type, main_content), library_answer(body, content_type, main_content)
+    assert same_answer(crawl, library), (crawl, library)
 
 
 @pytest.mark.parametrize("text_mode", ["visible", "main"])

@@ -170,6 +170,15 @@ def test_mypy_is_clean_and_strict_on_the_core(tmp_path: Path) -> None:
     proc = mypy(copy, tmp_path / "mypy-cache")
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    import scrapy
+    from packaging.version import Version
+
+    if Version(scrapy.__version__) < Version("2.19"):
+        # mypy reads the installed Scrapy's annotations: the glue is typed against the newest
+        # supported Scrapy (CI's static checks run there, .ci/run); an older one annotates some
+        # attributes differently (Crawler.stats as Optional, engine methods it lacks). The core
+        # imports no Scrapy, so its errors are the same on every version: checked here.
+        errors = [line for line in errors if line.startswith("simhash_scrapy/core/")]
     assert errors == ["simhash_scrapy/core/_planted.py:1: error: Function is missing a type annotation  [no-untyped-def]"], proc.stdout[-3000:]
 
 
