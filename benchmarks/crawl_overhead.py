@@ -5,6 +5,9 @@
     python benchmarks/crawl_overhead.py --also inline:SIMHASH_THREADS=False   # a third mode
     python benchmarks/crawl_overhead.py --pure-too      # also: plugin on without its C helpers
     python benchmarks/crawl_overhead.py --keep ...; then --site /tmp/simhash-bench-*/site to reuse the site
+    python benchmarks/crawl_overhead.py --costs-only --site DIR [--set SIMHASH_...=...]   # per-page costs only:
+        # the crawl's inline path (with the template learner) at those settings and with SIMHASH_TEMPLATES,
+        # SIMHASH_SECOND_SIMHASH and both off
 
 What it does, in one run:
 
@@ -28,7 +31,8 @@ What it does, in one run:
 4. Prints a markdown table: median crawl time (engine start to finish, the
    ``elapsed_time_seconds`` stat), median process wall time (interpreter and
    imports included), median CPU time of the crawl process (all its threads),
-   pages/s and the overhead ratios.  Target: <= +10% crawl time.
+   pages/s and the overhead ratios.  Target (issue #25): <= 1.05x the crawl time
+   without the plugin; CPU time per page fetched is the steadier figure on a shared machine.
 
 ``--profile`` adds the single-threaded cost per page of each step (the
 plugin's extraction + fingerprint, a bare lxml parse, Scrapy's link
@@ -464,7 +468,7 @@ def main() -> int:
             float(on["elapsed_time_seconds"]) / float(off["elapsed_time_seconds"]) for off, on in zip(runs["off"], runs[mode])
         )
         print(f"\n{mode}: crawl time {100 * (t / off_t - 1):+.1f}% (process wall {100 * (w / off_w - 1):+.1f}%), "
-              f"{1000 * (t - off_t) / pages:+.2f} ms per page fetched. Target: at most +10%. "
+              f"{1000 * (t - off_t) / pages:+.2f} ms per page fetched. Target: at most +5%. "
               f"Per pair (each crawl against the 'off' crawl just before it): median {100 * (statistics.median(pair_ratios) - 1):+.1f}%, "
               f"range {100 * (pair_ratios[0] - 1):+.1f}% to {100 * (pair_ratios[-1] - 1):+.1f}%.")  # fmt: skip
         # CPU per page: the crawl process's CPU time (all threads) over the pages fetched, steadier than wall
