@@ -51,7 +51,7 @@ _NONE = -1
 def _lines(text: str | bytes) -> list[bytes]:
     """The lines of ``text`` (the extracted text: one block a line) as UTF-8, stripped; blank ones dropped."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return [stripped for line in data.split(b"\n") if (stripped := line.strip())]
+    return list(filter(None, map(bytes.strip, data.split(b"\n"))))
 
 
 def line_hashes(text: str | bytes) -> list[int]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 from conftest import article_words
 
 from simhash_scrapy.core.clustering import Clusterer, Outcome
-from simhash_scrapy.core.fingerprint import fingerprint
+from simhash_scrapy.core.features import feature_hashes
+from simhash_scrapy.core.fingerprint import fingerprint, simhash_from_features
 from simhash_scrapy.core.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of
 
 #: A "most popular" box a host puts beside every article (14 lines, ~60 words).
@@ -112,3 +115,75 @@ def test_a_canonical_page_is_found_by_its_template_free_fingerprint() -> None:
     # its old template-free row is gone too: the article text finds nothing now
     assert clusters.check("s", "other", article ^ 0b1).outcome is Outcome.UNIQUE
     assert clusters.check("s", "short", 7, exact=True, also=article).outcome is Outcome.UNIQUE  # exact: no also
+
+
+class StraightforwardTemplates:
+    """The learner spelled out (one Python step a line, the page's text left tokenised anew): the
+    specification a faster ``HostTemplates`` must match, decision for decision."""
+
+    def __init__(self, max_lines: int, max_articles: int) -> None:
+        self.max_lines, self.max_articles = max_lines, max_articles
+        self.hosts: dict[str, tuple[list[int], dict[int, int]]] = {}
+        self.count = 0
+
+    def check(self, host: str, fingerprint: int, text: str | bytes) -> int | None:
+        articles, known = self.hosts.setdefault(host, ([], {}))
+        article = next((n for n, o in enumerate(articles) if (fingerprint ^ o).bit_count() <= ARTICLE_DISTANCE), None)
+        if article is None:
+            article = len(articles) if len(articles) < self.max_articles else self.max_articles
+            if article < self.max_articles:
+                articles.append(fingerprint)
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        lines = [stripped for line in data.split(b"\n") if (stripped := line.strip())]
+        kept = []
+        for line in lines:
+            seen = known.get(hash(line))
+            if seen is None:
+                kept.append(line)
+                if self.count < self.max_lines:
+                    known[hash(line)] = article << 32
+                    self.count += 1
+                continue
+            second = (seen & 0xFFFFFFFF) - 1
+            if (seen >> 32) == article and (second == -1 or second == article):
+                kept.append(line)
+            elif second == -1:
+                known[hash(line)] = seen | (article + 1)
+        if len(kept) == len(lines):
+            return None
+        hashes, weights, tokens = feature_hashes(b"\n".join(kept), with_token_count=True)
+        if tokens < 30:
+            return None
+        free = simhash_from_features(hashes, weights)
+        return None if free == fingerprint else free
+
+
+def test_the_learner_decides_as_the_straightforward_one_on_many_pages() -> None:
+    """Hundreds of pages of 3 hosts (shared boxes, copies of articles, repeated and blank lines, non-ASCII,
+    text that is not content), str and bytes, with room for few lines and articles and with plenty: every
+    template-free fingerprint is the straightforward learner's, and the two remember as many lines."""
+    rng = random.Random(7)
+    boxes = [[f"Box {b} line {n}: {' '.join(article_words(5000 + 40 * b + n, 5))}" for n in range(12)] for b in range(6)]
+    boxes.append(["Source URL", ": http://box.example/a", "[12] http://box.example/b", "Printed on 12 May 2024"])
+    pages = []
+    for number in range(400):
+        seed = rng.randrange(120)  # articles come back: copies and near copies
+        body = article_words(seed, rng.randrange(20, 300))
+        lines = [" ".join(body[i : i + 25]) for i in range(0, len(body), 25)]
+        if rng.random() < 0.3:
+            lines.insert(rng.randrange(len(lines) + 1), f"edited {number} \u2014 d\u00e9j\u00e0 vu \u65e5\u672c\u8a9e")
+        for box in rng.sample(boxes, rng.randrange(3)):
+            lines.extend(rng.sample(box, rng.randrange(1, len(box))))
+        lines += [lines[0], "", "   \t"] if rng.random() < 0.2 else []
+        if rng.random() < 0.1:
+            rng.shuffle(lines)
+        page = "\n".join(f"  {line} " for line in lines)
+        host = rng.choice(("a.example", "b.example", "c.example:8080"))
+        pages.append((host, fp(page), page.encode() if rng.random() < 0.5 else page))
+    for max_lines, max_articles in ((150, 4), (2_000, 20), (200_000, 64)):
+        learner = HostTemplates(max_lines=max_lines, max_articles=max_articles)
+        reference = StraightforwardTemplates(max_lines, max_articles)
+        answers = [learner.check(*page) for page in pages]
+        assert answers == [reference.check(*page) for page in pages]
+        assert len(learner) == reference.count
+        assert sum(a is not None for a in answers) > 20  # the learner did find templates
