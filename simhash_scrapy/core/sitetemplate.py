@@ -115,6 +115,8 @@ class HostTemplates:
         """
         state = self._hosts.get(host)
         if state is None:
+            if self._lines >= self.max_lines:  # it could remember none of its lines: nothing to learn, nor to keep
+                return None
             state = self._hosts[host] = _Host()
         article = self._article(state, fingerprint)
         lines = _lines(text)

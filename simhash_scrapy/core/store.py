@@ -760,17 +760,21 @@ class PageStore:
         """Records put since the last commit (what a ``kill -9`` now would lose)."""
         return len(self._pending)
 
-    def flush(self, fold: bool = False) -> None:
+    def flush(self, fold: bool | None = False) -> None:
         """Commit every record put (and extra saved) since the last commit in one transaction.
 
         The records are written as rows of ``pages``; once ``FOLD_ROWS`` of them wait (or with
-        ``fold``), the same transaction folds them into their chunks.  On failure (a full disk, a
-        read-only file) raises ``StoreError`` naming the file and the cause; nothing is lost from
-        memory: the records stay pending for the next ``flush``.
+        ``fold``), the same transaction folds them into their chunks; ``fold=None``: rows only, never
+        a fold (what still fits on a full disk).  On failure (a full disk, a read-only file) raises
+        ``StoreError`` naming the file and the cause; nothing is lost from memory: the records stay
+        pending for the next ``flush``.
         """
         db = self._require()
         unfolded = self._unfolded | self._pending.keys()
-        chunks = None if fold or len(unfolded) >= 4 * FOLD_ROWS else self._foldable(unfolded)
+        if fold is None:
+            chunks: list[int] | None = []
+        else:
+            chunks = None if fold or len(unfolded) >= 4 * FOLD_ROWS else self._foldable(unfolded)
         fold = bool(unfolded) and (chunks is None or bool(chunks))
         if not self._pending and not self._pending_extra and not fold:
             return
@@ -849,7 +853,7 @@ class PageStore:
                 self.flush(fold=True)
             except StoreError as exc:  # a full disk: the rows alone may still fit (folded by a later crawl)
                 logger.warning("%s (folding the rows into chunks at close)", exc)
-                self.flush()
+                self.flush(fold=None)
             try:
                 # Rows folded into chunks leave free pages (SQLite reuses them); an upgraded store, most of the file.
                 free, total = (self._db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("freelist_count", "page_count"))

@@ -82,6 +82,33 @@ def test_learning_is_deterministic_and_bounded() -> None:
     assert len(small) == 5
 
 
+def test_hosts_met_once_the_lines_are_full_cost_no_memory() -> None:
+    """Once ``max_lines`` lines are remembered, a host met for the first time can learn nothing (none of
+    its lines is remembered): its pages get ``None`` and the learner keeps nothing for it, so a broad crawl
+    of millions of hosts does not grow the learner past its bound."""
+    import tracemalloc
+
+    learner = HostTemplates(max_lines=40)
+    for seed in (1, 2, 3):
+        page = text(seed)
+        learner.check("news.example", fp(page), page)
+    assert len(learner) == 40
+    pages = [text(seed, words=60) for seed in range(3, 13)]
+    prints = [fp(page) for page in pages]
+    learner.check("warm-up.example", prints[0], pages[0])
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        answers = [learner.check(f"host{n}.example", prints[n % 10], pages[n % 10]) for n in range(5000)]
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert answers == [None] * 5000
+    assert grown < 64 * 1024  # the answers list (40 KB) and little else; ~350 bytes a host before
+    page = text(20)  # the hosts met before the bound still learn
+    assert learner.check("news.example", fp(page), page) is not None
+
+
 def test_host_of() -> None:
     assert host_of("https://User:secret@News.Example/a?b") == "news.example"
     assert host_of("http://127.0.0.1:8081/x") == "127.0.0.1:8081"

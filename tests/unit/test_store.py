@@ -759,3 +759,57 @@ def test_rows_spread_thin_over_old_chunks_wait_for_the_close(tmp_path: Path, mon
         assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
     db.close()
     assert rows_of(read_store(path)) == records
+
+
+def test_a_full_disk_at_close_keeps_the_rows_when_only_the_fold_does_not_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``close`` folds the waiting rows into chunks; when that does not fit (SQLite's "database or disk is
+    full", here from ``max_page_count``: a file that may not grow) but the rows alone do, the rows are
+    committed (folded by a later crawl): no page the crawl checked is lost at close."""
+    import dataclasses
+
+    import simhash_scrapy.core.store as store_module
+    import simhash_scrapy.core.store_chunks as chunks_module
+
+    monkeypatch.setattr(store_module, "CHUNK_RECORDS", 16)
+    monkeypatch.setattr(chunks_module, "CHUNK_RECORDS", 16)
+    rng = random.Random(25)
+    records = [dataclasses.replace(record(i, rng), text=f"{rng.getrandbits(8000):x}") for i in range(76)]
+    clean = tmp_path / "clean" / "s.store"
+    clean.parent.mkdir()
+    write(clean, records[:64])
+    with sqlite3.connect(clean) as db:
+        db.execute("VACUUM")  # no free pages: whatever is written makes the file grow
+    db.close()
+
+    def opened(name: str, fold_rows: int) -> tuple[PageStore, int]:
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copyfile(clean, folder / "s.store")
+        monkeypatch.setattr(store_module, "FOLD_ROWS", fold_rows)
+        store = PageStore(folder / "s.store", CONFIG)
+        store.open()
+        for r in records[64:]:
+            store.put(r)
+        assert store._db is not None
+        return store, store._db.execute("PRAGMA page_count").fetchone()[0]
+
+    # The room the twelve new records need as rows alone (FOLD_ROWS above them: a flush writes rows only).
+    room = 0
+    while True:
+        store, pages = opened(f"rows{room}", 13)
+        assert store._db is not None
+        store._db.execute(f"PRAGMA max_page_count = {pages + room}")
+        try:
+            store.flush()
+            break
+        except StoreError:
+            room += 1
+        finally:
+            store.abandon()
+    store, pages = opened("close", 12)  # close folds them: more room than the rows alone
+    assert store._db is not None
+    store._db.execute(f"PRAGMA max_page_count = {pages + room}")
+    store.close()
+    assert rows_of(read_store(tmp_path / "close" / "s.store")) == records
