@@ -871,26 +871,28 @@ def test_two_workers_share_one_index(serve: Any, redis_server: RedisServer, tmp_
     assert all(c["size"] == 2 and c["members"][0]["url"] == c["canonical"] for c in full)
 
 
-@pytest.mark.slow  # long sequences against a real Redis
-def test_redis_killed_and_restarted_during_a_crawl(serve: Any, persistent_redis_server: RedisServer, tmp_path: Path) -> None:
-    server = persistent_redis_server
-    count = 20
-    site = serve(make_site(count))
+def crawl_across_a_redis_restart(
+    site: Any, server: RedisServer, count: int, *settings: str
+) -> tuple[int | None, str, list[str]]:
+    """Crawl ``count`` pages and ``count`` copies in a subprocess with the Redis backend; once 8 pages
+    reached the spider, kill ``server`` (SIGKILL), and start it again as soon as the crawl logs a Redis
+    error (a few pages go through unchecked meanwhile).  ``(exit code, log, URLs reached before the kill)``."""
     paths = [f"/a{i}" for i in range(count)] + [f"/b{i}" for i in range(count)]
     args = [
         "-a", f"base={site.base}", "-a", "paths=" + ",".join(paths),
         "-s", "SIMHASH_BACKEND=redis", "-s", f"SIMHASH_REDIS_URL={server.url}",
-        "-s", "SIMHASH_REDIS_PERSIST=True", "-s", "DOWNLOAD_DELAY=0.2",
+        "-s", "SIMHASH_REDIS_PERSIST=True", "-s", "DOWNLOAD_DELAY=0.2", *settings,
     ]
     proc = subprocess.Popen(crawl_command(*args), cwd=PROJECT, env=crawl_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
+    rest = ""
+    killed_after: list[str] = []
     assert proc.stderr is not None
     try:
-        killed_after: list[str] = []
         for line in proc.stderr:
             lines.append(line)
-            if "Reached the spider" in line and len(reached("".join(lines))) == 8:
+            if not killed_after and "Reached the spider" in line and len(reached("".join(lines))) == 8:
                 killed_after = reached("".join(lines))
                 server.stop()  # SIGKILL, mid-crawl
             if killed_after and "Redis error" in line:
@@ -901,8 +903,16 @@ def test_redis_killed_and_restarted_during_a_crawl(serve: Any, persistent_redis_
     finally:
         if proc.poll() is None:
             proc.kill()
-    log = "".join(lines) + rest
-    assert proc.returncode == 0, log[-3000:]
+    return proc.returncode, "".join(lines) + rest, killed_after
+
+
+@pytest.mark.slow  # long sequences against a real Redis
+def test_redis_killed_and_restarted_during_a_crawl(serve: Any, persistent_redis_server: RedisServer, tmp_path: Path) -> None:
+    server = persistent_redis_server
+    count = 20
+    site = serve(make_site(count))
+    returncode, log, killed_after = crawl_across_a_redis_restart(site, server, count)
+    assert returncode == 0, log[-3000:]
     stats = parse_stats(log)
     assert stats["finish_reason"] == "finished"
     errors = stats["simhash/backend_errors"]

@@ -12,14 +12,15 @@ import asyncio
 import logging
 import random
 import re
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from redis_server import RedisServer
-from test_redis_backend import async_test, make_backend, recrawl_sequence, redis_pages, wait_until_up
+from test_redis_backend import (
+    async_test, crawl_across_a_redis_restart, make_backend, recrawl_sequence, redis_pages, wait_until_up,
+)
 
 from simhash_scrapy.backends import PageRecord
 from simhash_scrapy.backends.base import Outcome
@@ -27,7 +28,7 @@ from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.redis import RedisBackend
 from simhash_scrapy.config import SimhashConfig
 
-from test_persistence import PROJECT, crawl_command, crawl_env, make_site, parse_stats, reached  # noqa: E402
+from test_persistence import make_site, parse_stats  # noqa: E402
 
 pytest_plugins = ["conftest_redis"]
 
@@ -278,37 +279,14 @@ async def test_global_keys_lost_alone(redis_server: RedisServer, caplog: pytest.
 @pytest.mark.slow  # a crawl across a Redis restart
 @pytest.mark.parametrize("shards", [1, 3])
 def test_crawl_goes_on_after_redis_restarted_empty(serve: Any, tmp_path: Path, shards: int) -> None:
-    server = RedisServer(tmp_path / "redis").start()  # no AOF
+    server = RedisServer(tmp_path / "redis").start()  # no AOF: it comes back empty
     count = 20
     site = serve(make_site(count))
-    paths = [f"/a{i}" for i in range(count)] + [f"/b{i}" for i in range(count)]
-    args = [
-        "-a", f"base={site.base}", "-a", "paths=" + ",".join(paths),
-        "-s", "SIMHASH_BACKEND=redis", "-s", f"SIMHASH_REDIS_URL={server.url}", "-s", f"SIMHASH_REDIS_SHARDS={shards}",
-        "-s", "SIMHASH_REDIS_PERSIST=True", "-s", "DOWNLOAD_DELAY=0.2", "-s", "SIMHASH_REDIS_HEARTBEAT=0.2",
-    ]
-    proc = subprocess.Popen(crawl_command(*args), cwd=PROJECT, env=crawl_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    assert proc.stderr is not None
     try:
-        killed_after: list[str] = []
-        for line in proc.stderr:
-            lines.append(line)
-            if not killed_after and "Reached the spider" in line and len(reached("".join(lines))) == 8:
-                killed_after = reached("".join(lines))
-                server.stop()  # SIGKILL, mid-crawl
-            if killed_after and "Redis error" in line:
-                time.sleep(0.6)  # a few pages go through unchecked
-                server.start()  # empty: no append-only file
-                break
-        rest = proc.communicate(timeout=300)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        log = "".join(lines) + (locals().get("rest") or "")
-    try:
-        assert proc.returncode == 0, log[-3000:]
+        returncode, log, killed_after = crawl_across_a_redis_restart(
+            site, server, count, "-s", f"SIMHASH_REDIS_SHARDS={shards}", "-s", "SIMHASH_REDIS_HEARTBEAT=0.2"
+        )
+        assert returncode == 0, log[-3000:]
         stats = parse_stats(log)
         assert stats["finish_reason"] == "finished"
         assert stats["simhash/fingerprinted"] == 2 * count
