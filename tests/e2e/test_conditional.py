@@ -31,7 +31,7 @@ import pytest_twisted
 
 from conftest import RecordingSpider, article_html, article_words, run_crawl, simhash_stats
 from test_persistence import crawl_env, parse_stats, reached
-from test_recurring import copy_project, recorded_urls
+from test_recurring import backend_args, copy_project, recorded_urls
 
 from simhash_scrapy.core.store import read_store
 from simhash_scrapy.middleware import NOT_MODIFIED_FLAG, EditedPage, NotModifiedPage
@@ -121,13 +121,8 @@ def test_a_second_crawl_gets_304s_and_edits_are_not_unchanged(
     write_site(root)
     server = http_server(root)
     project = copy_project(tmp_path)
-    args = ["-a", f"base={server.base}"]
-    redis_url = None
-    if backend == "redis":
-        redis_url = request.getfixturevalue("redis_server").url
-        args += ["-s", "SIMHASH_BACKEND=redis", "-s", f"SIMHASH_REDIS_URL={redis_url}", "-s", "SIMHASH_REDIS_PERSIST=1"]
-    else:
-        args += ["-s", f"SIMHASH_DIR={tmp_path / 'state'}"]
+    options, redis_url = backend_args(backend, tmp_path, request)
+    args = ["-a", f"base={server.base}", *options]
     every = {f"{server.base}/"} | {f"{server.base}/{page_name(n)}" for n in range(PAGES)}
 
     # First crawl: nothing recorded, so no validators sent; every page is new.

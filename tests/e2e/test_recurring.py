@@ -93,6 +93,15 @@ def store_urls(path: Path) -> list[str]:
     return urls
 
 
+def backend_args(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[list[str], str | None]:
+    """The ``-s`` options of a recurring crawl's backend: a ``SIMHASH_DIR`` store under ``tmp_path``, or a
+    real Redis (the ``redis_server`` fixture) whose keys are kept between crawls; ``(options, Redis URL)``."""
+    if backend == "redis":
+        redis_url = request.getfixturevalue("redis_server").url
+        return ["-s", "SIMHASH_BACKEND=redis", "-s", f"SIMHASH_REDIS_URL={redis_url}", "-s", "SIMHASH_REDIS_PERSIST=1"], redis_url
+    return ["-s", f"SIMHASH_DIR={tmp_path / 'state'}"], None
+
+
 def recorded_urls(backend: str, tmp_path: Path, redis_url: str | None) -> list[str]:
     """Every URL the backend keeps a record of (one record per identity)."""
     if backend == "simhash_dir":
@@ -118,13 +127,8 @@ def test_recurring_crawls(backend: str, serve: Any, tmp_path: Path, request: pyt
     site = serve(site_pages)
     project = copy_project(tmp_path)
     store = tmp_path / "state" / "links.store"
-    args = ["-a", f"base={site.base}"]
-    redis_url = None
-    if backend == "redis":
-        redis_url = request.getfixturevalue("redis_server").url
-        args += ["-s", "SIMHASH_BACKEND=redis", "-s", f"SIMHASH_REDIS_URL={redis_url}", "-s", "SIMHASH_REDIS_PERSIST=1"]
-    else:
-        args += ["-s", f"SIMHASH_DIR={tmp_path / 'state'}"]
+    options, redis_url = backend_args(backend, tmp_path, request)
+    args = ["-a", f"base={site.base}", *options]
     everything = {site.url(p) for p in site_pages if not p.startswith("/s0/copy")}
     assert len(everything) == 1 + SECTIONS + SECTIONS * ARTICLES
 
