@@ -7,25 +7,13 @@ pages sharing one heavy template, a same-title pair and (nearly) empty pages.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-QUALITY = Path(__file__).resolve().parents[2] / "benchmarks" / "quality"
+from test_quality_kinds import QUALITY, _load  # loads benchmarks/quality/<name>.py once
+
 SAMPLE = QUALITY / "sample"
-
-
-def _load(name: str):
-    if str(QUALITY) not in sys.path:
-        sys.path.insert(0, str(QUALITY))
-    spec = importlib.util.spec_from_file_location(name, QUALITY / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
 
 
 common = _load("common")
