@@ -29,15 +29,9 @@ from .distinct import DistinctSelectors
 from .features import FeatureConfig
 from .index import MAX_TABLES, BlockPermutedIndex
 from .redact import redact, secrets_in
-from .settings import SETTINGS, Lookup, setting_names, setting_of
+from .settings import REPORT_EXTENSION_FORMATS, SETTINGS, Lookup, setting_names, setting_of
 
 __all__ = ["SimhashConfig", "RedisConfig", "report_format_for"]
-
-# Report file extension -> format, used when SIMHASH_REPORT_FORMAT is not set.
-_EXTENSION_FORMATS = {
-    ".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl", ".csv": "csv", ".html": "html", ".htm": "html",
-}  # fmt: skip
-
 
 def _default(name: str) -> Any:
     """The table's default of a config field (a dataclass field default)."""
@@ -57,7 +51,7 @@ def report_format_for(uri: str) -> str:
     """The report format implied by ``uri``'s extension (``jsonl`` when there is none we know)."""
     path = urlparse(uri).path if "://" in uri else uri
     ext = posixpath.splitext(path.replace("\\", "/"))[1].lower()
-    return _EXTENSION_FORMATS.get(ext, "jsonl")
+    return REPORT_EXTENSION_FORMATS.get(ext, "jsonl")
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ __all__ = [
     "ACTIONS",
     "TEXT_MODES",
     "SCOPES",
+    "REPORT_EXTENSION_FORMATS",
     "REPORT_FORMATS",
     "ITEM_FORMATS",
     "UNCHANGED_ACTIONS",
@@ -85,6 +86,16 @@ BACKENDS = {
 _REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 #: The layers that read settings, in the order the documentation shows them: ``Setting.layer``.
+#: Report file extension -> format, when ``SIMHASH_REPORT_FORMAT`` is not set (``core.config.report_format_for``).
+REPORT_EXTENSION_FORMATS = {
+    ".jsonl": "jsonl", ".jl": "jsonl", ".json": "jsonl", ".csv": "csv", ".html": "html", ".htm": "html",
+}  # fmt: skip
+#: The same, as the settings reference writes it: "`.jsonl`/`.jl`/`.json`, `.csv`, `.html`/`.htm`".
+_EXTENSIONS_DOC = ", ".join(
+    "/".join(f"`{ext}`" for ext, fmt in REPORT_EXTENSION_FORMATS.items() if fmt == name)
+    for name in dict.fromkeys(REPORT_EXTENSION_FORMATS.values())
+)
+
 LAYERS: dict[str, str] = {
     "core": "Detection: what is fingerprinted and how (the algorithm core)",
     "glue": "The crawl: what happens to near-duplicates, re-crawled pages, logs and threads",
@@ -340,7 +351,8 @@ SETTINGS: tuple[Setting, ...] = (
       "50", "core", integer(1), "min_tokens", default_doc="`30` (`simhash_scrapy.MIN_TOKENS`)"),
     # n + 1 keys a page: the cap keeps a page's keys (and a Redis record's) small.
     S("SIMHASH_ONE_EDIT_BELOW", f"int 0..{MAX_EDIT_KEYS - 1}", defaults.ONE_EDIT_BELOW,
-      "pages of 30 (or `SIMHASH_MIN_TOKENS`, if higher) up to this many tokens (exclusive) are also near-duplicates "
+      f"pages of {defaults.ONE_EDIT_MIN_TOKENS} (or `SIMHASH_MIN_TOKENS`, if higher) up to this many tokens (exclusive) "
+      "are also near-duplicates "
       'when their token sequences are one token apart ([The canonical rule](../guides/how-it-works.md#the-canonical-rule)); `0` turns the rule off',
       "0", "core", integer(0, MAX_EDIT_KEYS - 1), "one_edit_below"),
     S("SIMHASH_MAX_BYTES", "int >= 1", defaults.MAX_BYTES, "larger bodies are skipped as `too_large`",
@@ -424,7 +436,7 @@ SETTINGS: tuple[Setting, ...] = (
       '"reports/%(name)s-%(time)s.jsonl"', "report", _report_uri, "report_uri", default_doc="`None` (no report)"),
     S("SIMHASH_REPORT_FORMAT", _one_of(REPORT_FORMATS), None, "report format",
       '"csv"', "report", _report_format, "report_format",
-      default_doc='from the URI\'s extension (`.jsonl`/`.jl`/`.json`, `.csv`, `.html`/`.htm`), else `"jsonl"`'),
+      default_doc=f"from the URI's extension ({_EXTENSIONS_DOC}), else `\"jsonl\"`"),
     S("SIMHASH_REPRESENTATIVE", _one_of(REPRESENTATIVES), defaults.REPRESENTATIVE,
       "which member represents a cluster in reports and meta: the best URL (rel=canonical target, no query, not a "
       'print/AMP/mobile copy, shortest, first crawled) or the first page crawled ([The representative](../guides/how-it-works.md#the-representative-the-page-a-person-would-keep))',
