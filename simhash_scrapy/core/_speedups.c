@@ -22,9 +22,12 @@
  *       each distinct feature and how often it occurs): a hash table, then a
  *       radix sort of the distinct values.
  *
- *   may_hold_date_label(data, labels, window) -> bool
- *       False when features._drop_dates has nothing to drop in ``data`` (no
- *       "ed on"/"ed at" after a date label): the regex then need not run.
+ *   not_content_rules(data, labels, window, rules) -> int
+ *       which of features.strip_not_content's rules (bits of ``rules``) may change
+ *       ``data``: each bit is kept only when the text holds what its regex must
+ *       start with ("[" and a digit; "URL", an optional ASCII space, ":"; "ed on"/"ed
+ *       at" after a date label of ``labels``; "etrieved from"; "Links:"), so the
+ *       regexes run only on the texts they may change.
  *
  *   is_utf8(data) -> bool
  *       whether ``data.decode("utf-8")`` would succeed, without building the str
@@ -324,53 +327,108 @@ done:
     return result;
 }
 
-/* may_hold_date_label(data, labels, window) -> bool
- * False when features._drop_dates certainly finds nothing to drop in ``data``: no "ed on" / "ed at"
- * whose preceding ``window`` bytes end in a token that, lower-cased (ASCII), ends with one of
- * ``labels`` (lower-case bytes, each ending in "ed").  _drop_dates accepts a match only when the
- * last token of at most ``window`` bytes before its "ed" end (a suffix of that token when an
- * earlier match ends inside the window) lower-cased is a label: such a token ends with the label. */
-static PyObject *may_hold_date_label(PyObject *module, PyObject *args) {
-    Py_buffer view;
-    PyObject *labels;
-    Py_ssize_t window;
-    if (!PyArg_ParseTuple(args, "y*O!n:may_hold_date_label", &view, &PyTuple_Type, &labels, &window)) return NULL;
-    const unsigned char *s = view.buf;
-    Py_ssize_t n = view.len, count = PyTuple_GET_SIZE(labels);
-    int found = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (!PyBytes_Check(PyTuple_GET_ITEM(labels, i))) {
-            PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_TypeError, "may_hold_date_label: labels must be a tuple of bytes");
-            return NULL;
-        }
-    }
-    const unsigned char *at = s;
-    while (!found && n - (at - s) >= 5) {
-        const unsigned char *hit = memmem(at, (size_t)(n - (at - s)), "ed ", 3);
-        if (hit == NULL || hit + 5 > s + n) break;
-        at = hit + 1;
-        if (!((hit[3] == 'o' && hit[4] == 'n') || (hit[3] == 'a' && hit[4] == 't'))) continue;
-        Py_ssize_t end = (hit - s) + 2, start = end > window ? end - window : 0, begin = end;
-        /* the last token of s[start:end] (bytes.split()'s whitespace) */
-        while (begin > start && !(s[begin - 1] == ' ' || (s[begin - 1] >= '\t' && s[begin - 1] <= '\r'))) begin--;
-        for (Py_ssize_t i = 0; i < count && !found; i++) {
-            PyObject *label = PyTuple_GET_ITEM(labels, i);
-            Py_ssize_t len = PyBytes_GET_SIZE(label);
-            const unsigned char *word = (const unsigned char *)PyBytes_AS_STRING(label);
-            if (end - begin < len) continue;
-            found = 1;
-            for (Py_ssize_t j = 0; j < len; j++) {
-                unsigned char c = s[end - len + j];
-                if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != word[j]) {
-                    found = 0;
-                    break;
+/* Whether ``data`` holds "ed on" / "ed at" whose preceding ``window`` bytes end in a token that,
+ * lower-cased (ASCII), ends with one of ``labels`` (lower-case bytes, each ending in "ed").
+ * features._drop_dates accepts a match only when the last token of at most ``window`` bytes before
+ * its "ed" end (a suffix of that token when an earlier match ends inside the window) lower-cased is
+ * a label: such a token ends with the label.  So without one, _drop_dates has nothing to drop. */
+static int has_date_label(const unsigned char *s, Py_ssize_t n, PyObject *labels, Py_ssize_t window) {
+    Py_ssize_t count = PyTuple_GET_SIZE(labels);
+    static const char *const tails[2] = {"ed on", "ed at"};
+    for (int t = 0; t < 2; t++) {
+        const unsigned char *at = s;
+        while (n - (at - s) >= 5) {
+            const unsigned char *hit = memmem(at, (size_t)(n - (at - s)), tails[t], 5);
+            if (hit == NULL) break;
+            at = hit + 1;
+            Py_ssize_t end = (hit - s) + 2, start = end > window ? end - window : 0, begin = end;
+            /* the last token of s[start:end] (bytes.split()'s whitespace) */
+            while (begin > start && !(s[begin - 1] == ' ' || (s[begin - 1] >= '\t' && s[begin - 1] <= '\r'))) begin--;
+            for (Py_ssize_t i = 0; i < count; i++) {
+                PyObject *label = PyTuple_GET_ITEM(labels, i);
+                Py_ssize_t len = PyBytes_GET_SIZE(label);
+                const unsigned char *word = (const unsigned char *)PyBytes_AS_STRING(label);
+                if (end - begin < len) continue;
+                Py_ssize_t j = 0;
+                for (; j < len; j++) {
+                    unsigned char c = s[end - len + j];
+                    if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != word[j]) break;
                 }
+                if (j == len) return 1;
             }
         }
     }
+    return 0;
+}
+
+/* Whether ``s`` holds "URL", at most one ASCII whitespace byte (bytes regex \s), then ":". */
+static int has_url_colon(const unsigned char *s, Py_ssize_t n) {
+    const unsigned char *at = s, *stop = s + n;
+    while (at < stop) {
+        const unsigned char *hit = memchr(at, 'U', (size_t)(stop - at));
+        if (hit == NULL || stop - hit < 4) return 0;
+        at = hit + 1;
+        if (hit[1] != 'R' || hit[2] != 'L') continue;
+        const unsigned char *next = hit + 3;
+        if (*next == ':') return 1;
+        if ((*next == ' ' || (*next >= '\t' && *next <= '\r')) && next + 1 < stop && next[1] == ':') return 1;
+    }
+    return 0;
+}
+
+/* Whether some ``last`` byte in ``s`` comes right after ``before`` (``before_len`` bytes). */
+static int has_before_byte(const unsigned char *s, Py_ssize_t n, unsigned char last, const char *before,
+                           Py_ssize_t before_len) {
+    const unsigned char *at = s + before_len, *stop = s + n;
+    while (at < stop) {
+        const unsigned char *hit = memchr(at, last, (size_t)(stop - at));
+        if (hit == NULL) return 0;
+        if (memcmp(hit - before_len, before, (size_t)before_len) == 0) return 1;
+        at = hit + 1;
+    }
+    return 0;
+}
+
+/* The rule bits of features.strip_not_content (features._RULE_*). */
+enum { RULE_FOOTNOTE = 1, RULE_URL = 2, RULE_DATE = 4, RULE_FROM = 8, RULE_LINKS = 16 };
+
+/* not_content_rules(data, labels, window, rules) -> int: the bits of ``rules`` whose regex may match
+ * ``data`` (see the top of this file); a bit left out means the rule certainly changes nothing. */
+static PyObject *not_content_rules(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    PyObject *labels;
+    Py_ssize_t window;
+    long rules;
+    if (!PyArg_ParseTuple(args, "y*O!nl:not_content_rules", &view, &PyTuple_Type, &labels, &window, &rules))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(labels); i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(labels, i))) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_TypeError, "not_content_rules: labels must be a tuple of bytes");
+            return NULL;
+        }
+    }
+    const unsigned char *s = view.buf;
+    Py_ssize_t n = view.len;
+    long found = 0;
+    if (rules & RULE_FOOTNOTE) { /* \[\d */
+        const unsigned char *at = s, *stop = s + n;
+        while (at < stop) {
+            const unsigned char *hit = memchr(at, '[', (size_t)(stop - at));
+            if (hit == NULL || hit + 1 >= stop) break;
+            if (hit[1] >= '0' && hit[1] <= '9') {
+                found |= RULE_FOOTNOTE;
+                break;
+            }
+            at = hit + 1;
+        }
+    }
+    if ((rules & RULE_URL) && has_url_colon(s, n)) found |= RULE_URL;
+    if ((rules & RULE_DATE) && has_date_label(s, n, labels, window)) found |= RULE_DATE;
+    if ((rules & RULE_FROM) && memmem(s, (size_t)n, "etrieved from", 13) != NULL) found |= RULE_FROM;
+    if ((rules & RULE_LINKS) && has_before_byte(s, n, ':', "Links", 5)) found |= RULE_LINKS;
     PyBuffer_Release(&view);
-    return PyBool_FromLong(found);
+    return PyLong_FromLong(found);
 }
 
 /* set_separators(code_points): the sorted non-ASCII code points hash_tokens splits pieces at. */
@@ -1030,7 +1088,7 @@ static PyMethodDef methods[] = {
     {"set_separators", set_separators, METH_O, "set_separators(code_points) -> None"},
     {"is_utf8", is_utf8, METH_O, "is_utf8(data) -> bool"},
     {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},
-    {"may_hold_date_label", may_hold_date_label, METH_VARARGS, "may_hold_date_label(data, labels, window) -> bool"},
+    {"not_content_rules", not_content_rules, METH_VARARGS, "not_content_rules(data, labels, window, rules) -> int"},
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},

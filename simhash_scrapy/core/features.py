@@ -32,6 +32,7 @@ hashes with a SplitMix64 mixer, vectorised with numpy.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -278,6 +279,9 @@ _DATE_LABEL_MAX = max(map(len, _DATE_LABELS))
 _FROM_URL = re.compile(rb"[Rr]etrieved from\s+" + _URL)
 # The "Links:" heading of a print view's link list.
 _LINKS = b"Links:"
+_FOOTNOTE_STRIP = functools.partial(_FOOTNOTE.sub, b" ")
+_URL_STRIP = functools.partial(_URL_LINE.sub, b" ")
+_FROM_STRIP = functools.partial(_FROM_URL.sub, b" ")
 
 
 def _drop_dates(data: bytes) -> bytes:
@@ -297,25 +301,46 @@ def _drop_dates(data: bytes) -> bytes:
     return b" ".join(parts)
 
 
+# The rules' bits for ``_speedups.not_content_rules`` (the same values as its RULE_* constants).
+_RULE_FOOTNOTE, _RULE_URL, _RULE_DATE, _RULE_FROM, _RULE_LINKS = 1, 2, 4, 8, 16
+_ALL_RULES = 31
+
+
 def strip_not_content(data: bytes) -> bytes:
     """``data`` (UTF-8 text) without the text that is not content (see the module docstring).
 
     Footnote markers (with the URL after them), "URL:" lines, "Printed on/Retrieved
     from/Accessed on <date>" and a "Links:" heading become spaces.
     """
+    if _native.speedups is not None:
+        return _strip_marked(data, _native.speedups.not_content_rules)
     if b"[" in data:
         data = _FOOTNOTE.sub(b" ", data)
     if b"URL" in data:
         data = _URL_LINE.sub(b" ", data)
-    if _native.speedups is not None:  # (the C check also looks at the label before "ed on")
-        dates = _native.speedups.may_hold_date_label(data, _DATE_LABELS, _DATE_LABEL_MAX)
-    else:
-        dates = b"ed on" in data or b"ed at" in data
-    if dates:
+    if b"ed on" in data or b"ed at" in data:
         data = _drop_dates(data)
     if b"etrieved from" in data:
         data = _FROM_URL.sub(b" ", data)
     if _LINKS in data:
+        data = data.replace(_LINKS, b" ")
+    return data
+
+
+def _strip_marked(data: bytes, rules_of: Any) -> bytes:
+    """``strip_not_content`` with one C scan telling which rules may change the text: the same
+    rules in the same order, each skipped only when the text lacks what its regex must start
+    with.  A rule that removed text may have joined the start of a later one ("URL[1]:" becomes
+    "URL :"), so the later rules are looked for again in the new text."""
+    rules = rules_of(data, _DATE_LABELS, _DATE_LABEL_MAX, _ALL_RULES)
+    for rule, strip in ((_RULE_FOOTNOTE, _FOOTNOTE_STRIP), (_RULE_URL, _URL_STRIP), (_RULE_DATE, _drop_dates),
+                        (_RULE_FROM, _FROM_STRIP)):
+        if rules & rule:
+            stripped = strip(data)
+            if len(stripped) != len(data):  # every rule's removal is longer than the space left for it
+                data = stripped
+                rules = rules_of(data, _DATE_LABELS, _DATE_LABEL_MAX, _ALL_RULES & ~(2 * rule - 1))
+    if rules & _RULE_LINKS:
         data = data.replace(_LINKS, b" ")
     return data
 
