@@ -17,10 +17,18 @@
  *       (``set_separators``: punctuation such as a pilcrow or a curly quote),
  *       which are split at them here, as the Unicode rules would split them.
  *
+ *   hash_text(data, table) -> (hashes, specials)
+ *       hash_tokens(data.translate(table)) (``table``: features._ASCII_TABLE), reading
+ *       each byte through the table instead of making the translated copy.
+ *
  *   count_distinct(hashes) -> (features, counts)
  *       np.unique(hashes, return_counts=True) of a uint64 array (features.py:
  *       each distinct feature and how often it occurs): a hash table, then a
  *       radix sort of the distinct values.
+ *
+ *   vote(features, weights) -> int or None
+ *       the simhash bit vote (simhash_scrapy/core/fingerprint.py), or None when a bit's sum is
+ *       too near a tie to be sure of numpy's rounding (the caller then lets numpy decide).
  *
  *   not_content_rules(data, labels, window, rules) -> int
  *       which of features.strip_not_content's rules (bits of ``rules``) may change
@@ -55,6 +63,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <float.h>
 #include <string.h>
 
 /* ------------------------------------------------------------- tokens */
@@ -140,30 +149,54 @@ static int split_at_separators(const unsigned char *s, Py_ssize_t start, Py_ssiz
     return 1;
 }
 
-static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *s = view.buf;
-    Py_ssize_t n = view.len;
+/* P**0 .. P**(POWERS - 1) modulo 2**64: a token's bytes are multiplied by them independently of
+ * each other, not through a running product (the same sums, without a chain of multiplications). */
+#define POWERS 64
+static uint64_t powers[POWERS + 1];
+/* Each byte as itself (hash_tokens reads text already put through the table). */
+static unsigned char identity[256];
+
+static void fill_tables(void) {
+    powers[0] = 1;
+    for (int k = 1; k <= POWERS; k++) powers[k] = powers[k - 1] * POLY_BASE;
+    for (int c = 0; c < 256; c++) identity[c] = (unsigned char)c;
+}
+
+/* The tokens of ``s`` read through ``table`` (each byte ``s[i]`` as ``table[s[i]]``): (hashes, specials),
+ * as hash_tokens gives them for the text put through the table. */
+static PyObject *hash_pieces(const unsigned char *s, Py_ssize_t n, const unsigned char *table) {
     /* At most one token per two bytes (a separator inside a piece takes at least two): the hashes
      * never need more room than that. */
     PyObject *hashes = PyBytes_FromStringAndSize(NULL, ((n + 1) / 2) * (Py_ssize_t)sizeof(uint64_t));
     PyObject *specials = PyList_New(0);
+    unsigned char *piece = NULL; /* a special piece through the table, for split_at_separators */
     if (hashes == NULL || specials == NULL) goto fail;
     uint64_t *out = (uint64_t *)PyBytes_AS_STRING(hashes);
     Py_ssize_t count = 0, i = 0;
     while (i < n) {
-        if (s[i] == ' ') {
+        if (table[s[i]] == ' ') {
             i++;
             continue;
         }
         Py_ssize_t start = i;
-        uint64_t acc = 0, power = 1;
+        uint64_t acc = 0;
         unsigned char high = 0;
-        for (; i < n && s[i] != ' '; i++) {
-            acc += (uint64_t)s[i] * power; /* wraps modulo 2**64, as in numpy */
-            power *= POLY_BASE;
-            high |= s[i];
+        Py_ssize_t short_end = n - start > POWERS ? start + POWERS : n;
+        for (; i < short_end; i++) {
+            unsigned char c = table[s[i]];
+            if (c == ' ') break;
+            acc += (uint64_t)c * powers[i - start]; /* wraps modulo 2**64, as in numpy */
+            high |= c;
+        }
+        if (i == start + POWERS) { /* a long token: on with a running power */
+            uint64_t power = powers[POWERS];
+            for (; i < n; i++) {
+                unsigned char c = table[s[i]];
+                if (c == ' ') break;
+                acc += (uint64_t)c * power;
+                power *= POLY_BASE;
+                high |= c;
+            }
         }
         if (!(high & 0x80)) {
             out[count++] = mix64(acc + (uint64_t)(i - start));
@@ -171,7 +204,20 @@ static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
         }
         /* Non-ASCII: punctuation such as a pilcrow or curly quote only separates words, as the
          * Unicode path would find; anything else is listed for the Python side. */
-        if (split_at_separators(s, start, i, out, &count)) continue;
+        const unsigned char *text = s + start;
+        if (table != identity) {
+            piece = PyMem_Malloc((size_t)(i - start));
+            if (piece == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            for (Py_ssize_t j = start; j < i; j++) piece[j - start] = table[s[j]];
+            text = piece;
+        }
+        int split = split_at_separators(text, 0, i - start, out, &count);
+        PyMem_Free(piece);
+        piece = NULL;
+        if (split) continue;
         PyObject *item = Py_BuildValue("(nnn)", count, start, i);
         if (item == NULL || PyList_Append(specials, item) < 0) {
             Py_XDECREF(item);
@@ -180,17 +226,37 @@ static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
         Py_DECREF(item);
         out[count++] = 0; /* replaced by the Python side */
     }
-    PyBuffer_Release(&view);
     if (_PyBytes_Resize(&hashes, count * (Py_ssize_t)sizeof(uint64_t)) < 0) {
         Py_DECREF(specials);
         return NULL;
     }
     return Py_BuildValue("(NN)", hashes, specials);
 fail:
-    PyBuffer_Release(&view);
     Py_XDECREF(hashes);
     Py_XDECREF(specials);
     return NULL;
+}
+
+static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *result = hash_pieces(view.buf, view.len, identity);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* hash_text(data, table) -> (hashes, specials): hash_tokens(data.translate(table)) without making
+ * the translated copy (specials' offsets are the same in both). */
+static PyObject *hash_text(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    const char *table;
+    Py_ssize_t table_len;
+    if (!PyArg_ParseTuple(args, "y*y#:hash_text", &view, &table, &table_len)) return NULL;
+    PyObject *result = NULL;
+    if (table_len != 256) PyErr_SetString(PyExc_ValueError, "hash_text: the table must hold 256 bytes");
+    else result = hash_pieces(view.buf, view.len, (const unsigned char *)table);
+    PyBuffer_Release(&view);
+    return result;
 }
 
 /* is_utf8(data) -> bool: whether ``data`` is well-formed UTF-8, exactly as ``data.decode("utf-8")``
@@ -227,6 +293,79 @@ static PyObject *is_utf8(PyObject *module, PyObject *arg) {
 }
 
 /* ----------------------------------------------------------- features */
+
+/* vote(features, weights) -> int or None
+ * fingerprint.simhash_from_features's bit vote: bit j is set when sum_i w_i * (+1 if bit j of
+ * features[i] else -1) > 0.  numpy sums in its own order (einsum, then a pairwise sum), and a sum
+ * of floats depends on the order only by rounding: each sum here and numpy's differs from the
+ * exact one by at most 2 * (n + 258) * eps * sum(w) (n + 258 bounds the additions a term goes
+ * through, in either order), so when every bit's sum here is further than twice that from zero
+ * (four times, for room), numpy finds the same signs.  Otherwise (a near tie), or for a weight that is not a finite number >= 0,
+ * None: the caller lets numpy decide.  With many features each weight is added to one bin per
+ * byte of its hash (8 additions, not 64), and each bit's sum is then the bins whose byte has it. */
+static PyObject *vote(PyObject *module, PyObject *args) {
+    Py_buffer fv, wv;
+    if (!PyArg_ParseTuple(args, "y*y*:vote", &fv, &wv)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = fv.len / (Py_ssize_t)sizeof(uint64_t);
+    if (fv.len % (Py_ssize_t)sizeof(uint64_t) != 0 || wv.len != n * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "vote: features must be uint64 and weights float64 of the same length");
+        goto done;
+    }
+    const unsigned char *fb = fv.buf, *wb = wv.buf;
+    double sums[64] = {0}, total = 0.0;
+    double (*bins)[256] = NULL;
+    if (n >= 128) {
+        bins = PyMem_Calloc(8, sizeof(*bins));
+        if (bins == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t h;
+        double w;
+        memcpy(&h, fb + i * 8, 8);
+        memcpy(&w, wb + i * 8, 8);
+        if (!(w >= 0.0 && w <= DBL_MAX)) { /* NaN, infinite or negative */
+            PyMem_Free(bins);
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        total += w;
+        if (bins != NULL) {
+            for (int b = 0; b < 8; b++) bins[b][(h >> (8 * b)) & 0xFF] += w;
+        } else {
+            for (int j = 0; j < 64; j++)
+                if ((h >> j) & 1) sums[j] += w;
+        }
+    }
+    if (bins != NULL) {
+        for (int b = 0; b < 8; b++)
+            for (int k = 0; k < 8; k++) {
+                double sum = 0.0;
+                for (int v = 0; v < 256; v++)
+                    if ((v >> k) & 1) sum += bins[b][v];
+                sums[8 * b + k] = sum;
+            }
+        PyMem_Free(bins);
+    }
+    double margin = 2.0 * ((double)n + 258.0) * DBL_EPSILON * total * 4.0;
+    uint64_t fingerprint = 0;
+    for (int j = 0; j < 64; j++) {
+        double votes = 2.0 * sums[j] - total;
+        if (!(votes > margin || votes < -margin)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (votes > 0) fingerprint |= (uint64_t)1 << j;
+    }
+    result = PyLong_FromUnsignedLongLong(fingerprint);
+done:
+    PyBuffer_Release(&fv);
+    PyBuffer_Release(&wv);
+    return result;
+}
 
 /* count_distinct(hashes) -> (features, counts)
  * np.unique(hashes, return_counts=True) for a uint64 buffer: the distinct values in ascending
@@ -1085,9 +1224,11 @@ done:
 
 static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
+    {"hash_text", hash_text, METH_VARARGS, "hash_text(data, table) -> (hashes, specials)"},
     {"set_separators", set_separators, METH_O, "set_separators(code_points) -> None"},
     {"is_utf8", is_utf8, METH_O, "is_utf8(data) -> bool"},
     {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},
+    {"vote", vote, METH_VARARGS, "vote(features, weights) -> int or None"},
     {"not_content_rules", not_content_rules, METH_VARARGS, "not_content_rules(data, labels, window, rules) -> int"},
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
@@ -1098,4 +1239,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy.core._speedups", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    fill_tables();
+    return PyModule_Create(&module_def);
+}

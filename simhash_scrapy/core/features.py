@@ -359,11 +359,7 @@ def tokenize(text: str | bytes, cjk_ngram: int = defaults.CJK_NGRAM) -> list[str
 def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
     if _native.speedups is not None:
         packed, specials = _native.speedups.hash_tokens(chunk)
-        hashes = np.frombuffer(packed, dtype=np.uint64)
-        if not specials:
-            return hashes
-        index, starts, ends = (np.array(column, dtype=np.int64) for column in zip(*specials))
-        return _with_unicode_tokens(hashes, chunk, index, starts, ends, cjk_ngram)
+        return _with_specials(np.frombuffer(packed, dtype=np.uint64), chunk, specials, cjk_ngram)
     codes = np.frombuffer(chunk, dtype=np.uint8)
     n = len(codes)
     if n == 0:
@@ -391,12 +387,26 @@ def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
     return _with_unicode_tokens(hashes, chunk, special, starts[special], ends[special], cjk_ngram)
 
 
-def _with_unicode_tokens(
-    hashes: np.ndarray, chunk: bytes, special: np.ndarray, starts: np.ndarray, ends: np.ndarray, cjk_ngram: int
+def _with_specials(
+    hashes: np.ndarray, chunk: bytes, specials: list[tuple[int, int, int]], cjk_ngram: int, translate: bool = False
 ) -> np.ndarray:
-    """``hashes`` with the tokens at ``special`` (pieces with non-ASCII bytes) re-tokenised with Unicode rules."""
+    """The C hashes with its ``specials`` (index, start, end) re-tokenised with Unicode rules;
+    ``translate``: ``chunk`` has not been put through ``_ASCII_TABLE`` (each piece then is)."""
+    if not specials:
+        return hashes
+    index, starts, ends = (np.array(column, dtype=np.int64) for column in zip(*specials))
+    return _with_unicode_tokens(hashes, chunk, index, starts, ends, cjk_ngram, translate)
+
+
+def _with_unicode_tokens(
+    hashes: np.ndarray, chunk: bytes, special: np.ndarray, starts: np.ndarray, ends: np.ndarray, cjk_ngram: int,
+    translate: bool = False,
+) -> np.ndarray:
+    """``hashes`` with the tokens at ``special`` (pieces with non-ASCII bytes) re-tokenised with Unicode rules
+    (``translate``: the pieces of ``chunk`` are put through ``_ASCII_TABLE`` first)."""
     cache = _cache_for(cjk_ngram)
-    replacements = [cache[chunk[s:e]] for s, e in zip(starts.tolist(), ends.tolist())]
+    pieces = [chunk[s:e] for s, e in zip(starts.tolist(), ends.tolist())]
+    replacements = [cache[piece.translate(_ASCII_TABLE) if translate else piece] for piece in pieces]
     counts = np.ones(len(hashes), dtype=np.int64)
     counts[special] = [len(r) for r in replacements]
     is_special = np.zeros(len(hashes), dtype=bool)
@@ -408,7 +418,12 @@ def _with_unicode_tokens(
 
 def token_hashes(text: str | bytes, cjk_ngram: int = defaults.CJK_NGRAM) -> np.ndarray:
     """The stable 64-bit hash of every token of ``text``, in order (uint64 array)."""
-    data = strip_not_content(_to_bytes(text)).translate(_ASCII_TABLE)
+    data = strip_not_content(_to_bytes(text))
+    if len(data) <= _CHUNK and _native.speedups is not None:
+        # The C hash reads the text through _ASCII_TABLE itself (no translated copy).
+        packed, specials = _native.speedups.hash_text(data, _ASCII_TABLE)
+        return _with_specials(np.frombuffer(packed, dtype=np.uint64), data, specials, cjk_ngram, translate=True)
+    data = data.translate(_ASCII_TABLE)
     if len(data) <= _CHUNK:
         return _chunk_hashes(data, cjk_ngram)
     parts = []
