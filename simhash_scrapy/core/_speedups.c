@@ -64,6 +64,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <float.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string.h>
 
 /* ------------------------------------------------------------- tokens */
@@ -466,38 +469,71 @@ done:
     return result;
 }
 
-/* Whether ``data`` holds "ed on" / "ed at" whose preceding ``window`` bytes end in a token that,
- * lower-cased (ASCII), ends with one of ``labels`` (lower-case bytes, each ending in "ed").
- * features._drop_dates accepts a match only when the last token of at most ``window`` bytes before
- * its "ed" end (a suffix of that token when an earlier match ends inside the window) lower-cased is
- * a label: such a token ends with the label.  So without one, _drop_dates has nothing to drop. */
-static int has_date_label(const unsigned char *s, Py_ssize_t n, PyObject *labels, Py_ssize_t window) {
-    Py_ssize_t count = PyTuple_GET_SIZE(labels);
-    static const char *const tails[2] = {"ed on", "ed at"};
-    for (int t = 0; t < 2; t++) {
-        const unsigned char *at = s;
-        while (n - (at - s) >= 5) {
-            const unsigned char *hit = memmem(at, (size_t)(n - (at - s)), tails[t], 5);
-            if (hit == NULL) break;
-            at = hit + 1;
-            Py_ssize_t end = (hit - s) + 2, start = end > window ? end - window : 0, begin = end;
-            /* the last token of s[start:end] (bytes.split()'s whitespace) */
-            while (begin > start && !(s[begin - 1] == ' ' || (s[begin - 1] >= '\t' && s[begin - 1] <= '\r'))) begin--;
-            for (Py_ssize_t i = 0; i < count; i++) {
-                PyObject *label = PyTuple_GET_ITEM(labels, i);
-                Py_ssize_t len = PyBytes_GET_SIZE(label);
-                const unsigned char *word = (const unsigned char *)PyBytes_AS_STRING(label);
-                if (end - begin < len) continue;
-                Py_ssize_t j = 0;
-                for (; j < len; j++) {
-                    unsigned char c = s[end - len + j];
-                    if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != word[j]) break;
-                }
-                if (j == len) return 1;
-            }
+/* Whether the "ed on" / "ed at" at ``s[hit]`` comes after a date label: the ``window`` bytes before
+ * its "ed" end end in a token that, lower-cased (ASCII), ends with one of ``labels`` (lower-case
+ * bytes, each ending in "ed").  features._drop_dates accepts a match only when the last token of
+ * at most ``window`` bytes before its "ed" end (a suffix of that token when an earlier match ends
+ * inside the window) lower-cased is a label: such a token ends with the label.  So without one,
+ * _drop_dates has nothing to drop. */
+static int date_label_before(const unsigned char *s, Py_ssize_t hit, PyObject *labels, Py_ssize_t window) {
+    Py_ssize_t end = hit + 2, start = end > window ? end - window : 0, begin = end;
+    /* the last token of s[start:end] (bytes.split()'s whitespace) */
+    while (begin > start && !(s[begin - 1] == ' ' || (s[begin - 1] >= '\t' && s[begin - 1] <= '\r'))) begin--;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(labels); i++) {
+        PyObject *label = PyTuple_GET_ITEM(labels, i);
+        Py_ssize_t len = PyBytes_GET_SIZE(label);
+        const unsigned char *word = (const unsigned char *)PyBytes_AS_STRING(label);
+        if (end - begin < len) continue;
+        Py_ssize_t j = 0;
+        for (; j < len; j++) {
+            unsigned char c = s[end - len + j];
+            if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != word[j]) break;
         }
+        if (j == len) return 1;
     }
     return 0;
+}
+
+enum { RULE_FOOTNOTE = 1, RULE_URL = 2, RULE_DATE = 4, RULE_FROM = 8, RULE_LINKS = 16 };
+
+/* Of RULE_DATE and RULE_FROM in ``want``, the ones the "d" at ``s[p]`` (followed by " o", " a" or
+ * " f") starts: "ed on" / "ed at" after a date label, "etrieved from". */
+static long ed_rules_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t p, PyObject *labels, Py_ssize_t window,
+                        long want) {
+    if (p < 1 || s[p - 1] != 'e') return 0;
+    long found = 0;
+    if ((want & RULE_DATE) && p + 3 < n && ((s[p + 2] == 'o' && s[p + 3] == 'n') || (s[p + 2] == 'a' && s[p + 3] == 't')) &&
+        date_label_before(s, p - 1, labels, window))
+        found |= RULE_DATE;
+    if ((want & RULE_FROM) && p >= 7 && p + 5 < n && memcmp(s + p - 7, "etrieved from", 13) == 0) found |= RULE_FROM;
+    return found;
+}
+
+/* RULE_DATE and RULE_FROM (of ``want``) found in ``s``: every "d" followed by " o", " a" or " f" is
+ * looked at (sixteen bytes a step with SSE2), found in one pass for both rules. */
+static long ed_rules(const unsigned char *s, Py_ssize_t n, PyObject *labels, Py_ssize_t window, long want) {
+    long found = 0;
+    Py_ssize_t i = 0;
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+    const __m128i d = _mm_set1_epi8('d'), space = _mm_set1_epi8(' ');
+    const __m128i o = _mm_set1_epi8('o'), a = _mm_set1_epi8('a'), f = _mm_set1_epi8('f');
+    for (; i + 18 <= n && found != want; i += 16) {
+        __m128i at0 = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i at1 = _mm_loadu_si128((const __m128i *)(s + i + 1));
+        __m128i at2 = _mm_loadu_si128((const __m128i *)(s + i + 2));
+        __m128i next = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(at2, o), _mm_cmpeq_epi8(at2, a)), _mm_cmpeq_epi8(at2, f));
+        __m128i hits = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(at0, d), _mm_cmpeq_epi8(at1, space)), next);
+        unsigned mask = (unsigned)_mm_movemask_epi8(hits);
+        while (mask != 0) {
+            found |= ed_rules_at(s, n, i + __builtin_ctz(mask), labels, window, want & ~found);
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i + 2 < n && found != want; i++)
+        if (s[i] == 'd' && s[i + 1] == ' ' && (s[i + 2] == 'o' || s[i + 2] == 'a' || s[i + 2] == 'f'))
+            found |= ed_rules_at(s, n, i, labels, window, want & ~found);
+    return found;
 }
 
 /* Whether ``s`` holds "URL", at most one ASCII whitespace byte (bytes regex \s), then ":". */
@@ -527,9 +563,6 @@ static int has_before_byte(const unsigned char *s, Py_ssize_t n, unsigned char l
     }
     return 0;
 }
-
-/* The rule bits of features.strip_not_content (features._RULE_*). */
-enum { RULE_FOOTNOTE = 1, RULE_URL = 2, RULE_DATE = 4, RULE_FROM = 8, RULE_LINKS = 16 };
 
 /* not_content_rules(data, labels, window, rules) -> int: the bits of ``rules`` whose regex may match
  * ``data`` (see the top of this file); a bit left out means the rule certainly changes nothing. */
@@ -563,8 +596,7 @@ static PyObject *not_content_rules(PyObject *module, PyObject *args) {
         }
     }
     if ((rules & RULE_URL) && has_url_colon(s, n)) found |= RULE_URL;
-    if ((rules & RULE_DATE) && has_date_label(s, n, labels, window)) found |= RULE_DATE;
-    if ((rules & RULE_FROM) && memmem(s, (size_t)n, "etrieved from", 13) != NULL) found |= RULE_FROM;
+    if (rules & (RULE_DATE | RULE_FROM)) found |= ed_rules(s, n, labels, window, rules & (RULE_DATE | RULE_FROM));
     if ((rules & RULE_LINKS) && has_before_byte(s, n, ':', "Links", 5)) found |= RULE_LINKS;
     PyBuffer_Release(&view);
     return PyLong_FromLong(found);

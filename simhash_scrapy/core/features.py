@@ -260,8 +260,9 @@ _URL_END = rb"[^\s<>\"'\])]+"
 _URL = rb"(?:[A-Za-z]{2,6}://|www\.)" + _URL_END
 # Every rule is whitespace-agnostic (a newline counts as a space): the fingerprint path keeps the
 # page's source newlines, the display path (``extract_text``) makes them spaces, and both must
-# give the same tokens.  Each rule runs only when the text holds its literal (bytes.find, in C),
-# and each regex starts with that literal, so the regex engine skips ahead to candidates.
+# give the same tokens.  Each rule runs only when the text holds its literal (with the C helpers,
+# what its regex must start with: one scan, ``_speedups.not_content_rules``), and each regex starts
+# with that literal, so the regex engine skips ahead to candidates.
 #
 # Link-footnote markers, "[12]" (at most four digits), with the URL printed after one, if any.
 _FOOTNOTE = re.compile(rb"\[\d{1,4}\](?:\s*" + _URL + rb")?")

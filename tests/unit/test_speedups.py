@@ -559,3 +559,14 @@ def test_date_label_check_gives_the_pure_rules_text(phrases: list[str], gaps: li
     data = "".join(phrase + gap for phrase, gap in zip(phrases, gaps)).encode()
     fast, slow = both(features.strip_not_content, data)
     assert fast == slow
+
+
+def test_not_content_rules_find_each_rule_at_every_offset() -> None:
+    # The C scan reads sixteen bytes a step and the rest one by one: each rule's start at each offset.
+    for phrase in (b"Printed on 2024", b"retrieved at 1 May 2020", b"Retrieved from http://a.example/x", b"URL: www.b.example",
+                   b"[12]", b"Links:"):
+        for offset in range(40):
+            for after in (b"", b" tail", b" " * 20):
+                data = b"w" * offset + b" " + phrase + after
+                fast, slow = both(features.strip_not_content, data)
+                assert fast == slow != data, (phrase, offset, after)
