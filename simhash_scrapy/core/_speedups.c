@@ -17,14 +17,25 @@
  *       (``set_separators``: punctuation such as a pilcrow or a curly quote),
  *       which are split at them here, as the Unicode rules would split them.
  *
+ *   hash_text(data, table) -> (hashes, specials)
+ *       hash_tokens(data.translate(table)) (``table``: features._ASCII_TABLE), reading
+ *       each byte through the table instead of making the translated copy.
+ *
  *   count_distinct(hashes) -> (features, counts)
  *       np.unique(hashes, return_counts=True) of a uint64 array (features.py:
  *       each distinct feature and how often it occurs): a hash table, then a
  *       radix sort of the distinct values.
  *
- *   may_hold_date_label(data, labels, window) -> bool
- *       False when features._drop_dates has nothing to drop in ``data`` (no
- *       "ed on"/"ed at" after a date label): the regex then need not run.
+ *   vote(features, weights) -> int or None
+ *       the simhash bit vote (simhash_scrapy/core/fingerprint.py), or None when a bit's sum is
+ *       too near a tie to be sure of numpy's rounding (the caller then lets numpy decide).
+ *
+ *   not_content_rules(data, labels, window, rules) -> int
+ *       which of features.strip_not_content's rules (bits of ``rules``) may change
+ *       ``data``: each bit is kept only when the text holds what its regex must
+ *       start with ("[" and a digit; "URL", an optional ASCII space, ":"; "ed on"/"ed
+ *       at" after a date label of ``labels``; "etrieved from"; "Links:"), so the
+ *       regexes run only on the texts they may change.
  *
  *   is_utf8(data) -> bool
  *       whether ``data.decode("utf-8")`` would succeed, without building the str
@@ -52,6 +63,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <float.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string.h>
 
 /* ------------------------------------------------------------- tokens */
@@ -137,30 +152,54 @@ static int split_at_separators(const unsigned char *s, Py_ssize_t start, Py_ssiz
     return 1;
 }
 
-static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *s = view.buf;
-    Py_ssize_t n = view.len;
+/* P**0 .. P**(POWERS - 1) modulo 2**64: a token's bytes are multiplied by them independently of
+ * each other, not through a running product (the same sums, without a chain of multiplications). */
+#define POWERS 64
+static uint64_t powers[POWERS + 1];
+/* Each byte as itself (hash_tokens reads text already put through the table). */
+static unsigned char identity[256];
+
+static void fill_tables(void) {
+    powers[0] = 1;
+    for (int k = 1; k <= POWERS; k++) powers[k] = powers[k - 1] * POLY_BASE;
+    for (int c = 0; c < 256; c++) identity[c] = (unsigned char)c;
+}
+
+/* The tokens of ``s`` read through ``table`` (each byte ``s[i]`` as ``table[s[i]]``): (hashes, specials),
+ * as hash_tokens gives them for the text put through the table. */
+static PyObject *hash_pieces(const unsigned char *s, Py_ssize_t n, const unsigned char *table) {
     /* At most one token per two bytes (a separator inside a piece takes at least two): the hashes
      * never need more room than that. */
     PyObject *hashes = PyBytes_FromStringAndSize(NULL, ((n + 1) / 2) * (Py_ssize_t)sizeof(uint64_t));
     PyObject *specials = PyList_New(0);
+    unsigned char *piece = NULL; /* a special piece through the table, for split_at_separators */
     if (hashes == NULL || specials == NULL) goto fail;
     uint64_t *out = (uint64_t *)PyBytes_AS_STRING(hashes);
     Py_ssize_t count = 0, i = 0;
     while (i < n) {
-        if (s[i] == ' ') {
+        if (table[s[i]] == ' ') {
             i++;
             continue;
         }
         Py_ssize_t start = i;
-        uint64_t acc = 0, power = 1;
+        uint64_t acc = 0;
         unsigned char high = 0;
-        for (; i < n && s[i] != ' '; i++) {
-            acc += (uint64_t)s[i] * power; /* wraps modulo 2**64, as in numpy */
-            power *= POLY_BASE;
-            high |= s[i];
+        Py_ssize_t short_end = n - start > POWERS ? start + POWERS : n;
+        for (; i < short_end; i++) {
+            unsigned char c = table[s[i]];
+            if (c == ' ') break;
+            acc += (uint64_t)c * powers[i - start]; /* wraps modulo 2**64, as in numpy */
+            high |= c;
+        }
+        if (i == start + POWERS) { /* a long token: on with a running power */
+            uint64_t power = powers[POWERS];
+            for (; i < n; i++) {
+                unsigned char c = table[s[i]];
+                if (c == ' ') break;
+                acc += (uint64_t)c * power;
+                power *= POLY_BASE;
+                high |= c;
+            }
         }
         if (!(high & 0x80)) {
             out[count++] = mix64(acc + (uint64_t)(i - start));
@@ -168,7 +207,20 @@ static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
         }
         /* Non-ASCII: punctuation such as a pilcrow or curly quote only separates words, as the
          * Unicode path would find; anything else is listed for the Python side. */
-        if (split_at_separators(s, start, i, out, &count)) continue;
+        const unsigned char *text = s + start;
+        if (table != identity) {
+            piece = PyMem_Malloc((size_t)(i - start));
+            if (piece == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            for (Py_ssize_t j = start; j < i; j++) piece[j - start] = table[s[j]];
+            text = piece;
+        }
+        int split = split_at_separators(text, 0, i - start, out, &count);
+        PyMem_Free(piece);
+        piece = NULL;
+        if (split) continue;
         PyObject *item = Py_BuildValue("(nnn)", count, start, i);
         if (item == NULL || PyList_Append(specials, item) < 0) {
             Py_XDECREF(item);
@@ -177,17 +229,37 @@ static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
         Py_DECREF(item);
         out[count++] = 0; /* replaced by the Python side */
     }
-    PyBuffer_Release(&view);
     if (_PyBytes_Resize(&hashes, count * (Py_ssize_t)sizeof(uint64_t)) < 0) {
         Py_DECREF(specials);
         return NULL;
     }
     return Py_BuildValue("(NN)", hashes, specials);
 fail:
-    PyBuffer_Release(&view);
     Py_XDECREF(hashes);
     Py_XDECREF(specials);
     return NULL;
+}
+
+static PyObject *hash_tokens(PyObject *module, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *result = hash_pieces(view.buf, view.len, identity);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* hash_text(data, table) -> (hashes, specials): hash_tokens(data.translate(table)) without making
+ * the translated copy (specials' offsets are the same in both). */
+static PyObject *hash_text(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    const char *table;
+    Py_ssize_t table_len;
+    if (!PyArg_ParseTuple(args, "y*y#:hash_text", &view, &table, &table_len)) return NULL;
+    PyObject *result = NULL;
+    if (table_len != 256) PyErr_SetString(PyExc_ValueError, "hash_text: the table must hold 256 bytes");
+    else result = hash_pieces(view.buf, view.len, (const unsigned char *)table);
+    PyBuffer_Release(&view);
+    return result;
 }
 
 /* is_utf8(data) -> bool: whether ``data`` is well-formed UTF-8, exactly as ``data.decode("utf-8")``
@@ -224,6 +296,79 @@ static PyObject *is_utf8(PyObject *module, PyObject *arg) {
 }
 
 /* ----------------------------------------------------------- features */
+
+/* vote(features, weights) -> int or None
+ * fingerprint.simhash_from_features's bit vote: bit j is set when sum_i w_i * (+1 if bit j of
+ * features[i] else -1) > 0.  numpy sums in its own order (einsum, then a pairwise sum), and a sum
+ * of floats depends on the order only by rounding: each sum here and numpy's differs from the
+ * exact one by at most 2 * (n + 258) * eps * sum(w) (n + 258 bounds the additions a term goes
+ * through, in either order), so when every bit's sum here is further than twice that from zero
+ * (four times, for room), numpy finds the same signs.  Otherwise (a near tie), or for a weight that is not a finite number >= 0,
+ * None: the caller lets numpy decide.  With many features each weight is added to one bin per
+ * byte of its hash (8 additions, not 64), and each bit's sum is then the bins whose byte has it. */
+static PyObject *vote(PyObject *module, PyObject *args) {
+    Py_buffer fv, wv;
+    if (!PyArg_ParseTuple(args, "y*y*:vote", &fv, &wv)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = fv.len / (Py_ssize_t)sizeof(uint64_t);
+    if (fv.len % (Py_ssize_t)sizeof(uint64_t) != 0 || wv.len != n * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "vote: features must be uint64 and weights float64 of the same length");
+        goto done;
+    }
+    const unsigned char *fb = fv.buf, *wb = wv.buf;
+    double sums[64] = {0}, total = 0.0;
+    double (*bins)[256] = NULL;
+    if (n >= 128) {
+        bins = PyMem_Calloc(8, sizeof(*bins));
+        if (bins == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t h;
+        double w;
+        memcpy(&h, fb + i * 8, 8);
+        memcpy(&w, wb + i * 8, 8);
+        if (!(w >= 0.0 && w <= DBL_MAX)) { /* NaN, infinite or negative */
+            PyMem_Free(bins);
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        total += w;
+        if (bins != NULL) {
+            for (int b = 0; b < 8; b++) bins[b][(h >> (8 * b)) & 0xFF] += w;
+        } else {
+            for (int j = 0; j < 64; j++)
+                if ((h >> j) & 1) sums[j] += w;
+        }
+    }
+    if (bins != NULL) {
+        for (int b = 0; b < 8; b++)
+            for (int k = 0; k < 8; k++) {
+                double sum = 0.0;
+                for (int v = 0; v < 256; v++)
+                    if ((v >> k) & 1) sum += bins[b][v];
+                sums[8 * b + k] = sum;
+            }
+        PyMem_Free(bins);
+    }
+    double margin = 2.0 * ((double)n + 258.0) * DBL_EPSILON * total * 4.0;
+    uint64_t fingerprint = 0;
+    for (int j = 0; j < 64; j++) {
+        double votes = 2.0 * sums[j] - total;
+        if (!(votes > margin || votes < -margin)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (votes > 0) fingerprint |= (uint64_t)1 << j;
+    }
+    result = PyLong_FromUnsignedLongLong(fingerprint);
+done:
+    PyBuffer_Release(&fv);
+    PyBuffer_Release(&wv);
+    return result;
+}
 
 /* count_distinct(hashes) -> (features, counts)
  * np.unique(hashes, return_counts=True) for a uint64 buffer: the distinct values in ascending
@@ -324,53 +469,137 @@ done:
     return result;
 }
 
-/* may_hold_date_label(data, labels, window) -> bool
- * False when features._drop_dates certainly finds nothing to drop in ``data``: no "ed on" / "ed at"
- * whose preceding ``window`` bytes end in a token that, lower-cased (ASCII), ends with one of
- * ``labels`` (lower-case bytes, each ending in "ed").  _drop_dates accepts a match only when the
- * last token of at most ``window`` bytes before its "ed" end (a suffix of that token when an
- * earlier match ends inside the window) lower-cased is a label: such a token ends with the label. */
-static PyObject *may_hold_date_label(PyObject *module, PyObject *args) {
+/* Whether the "ed on" / "ed at" at ``s[hit]`` comes after a date label: the ``window`` bytes before
+ * its "ed" end end in a token that, lower-cased (ASCII), ends with one of ``labels`` (lower-case
+ * bytes, each ending in "ed").  features._drop_dates accepts a match only when the last token of
+ * at most ``window`` bytes before its "ed" end (a suffix of that token when an earlier match ends
+ * inside the window) lower-cased is a label: such a token ends with the label.  So without one,
+ * _drop_dates has nothing to drop. */
+static int date_label_before(const unsigned char *s, Py_ssize_t hit, PyObject *labels, Py_ssize_t window) {
+    Py_ssize_t end = hit + 2, start = end > window ? end - window : 0, begin = end;
+    /* the last token of s[start:end] (bytes.split()'s whitespace) */
+    while (begin > start && !(s[begin - 1] == ' ' || (s[begin - 1] >= '\t' && s[begin - 1] <= '\r'))) begin--;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(labels); i++) {
+        PyObject *label = PyTuple_GET_ITEM(labels, i);
+        Py_ssize_t len = PyBytes_GET_SIZE(label);
+        const unsigned char *word = (const unsigned char *)PyBytes_AS_STRING(label);
+        if (end - begin < len) continue;
+        Py_ssize_t j = 0;
+        for (; j < len; j++) {
+            unsigned char c = s[end - len + j];
+            if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != word[j]) break;
+        }
+        if (j == len) return 1;
+    }
+    return 0;
+}
+
+enum { RULE_FOOTNOTE = 1, RULE_URL = 2, RULE_DATE = 4, RULE_FROM = 8, RULE_LINKS = 16 };
+
+/* Of RULE_DATE and RULE_FROM in ``want``, the ones the "d" at ``s[p]`` (followed by " o", " a" or
+ * " f") starts: "ed on" / "ed at" after a date label, "etrieved from". */
+static long ed_rules_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t p, PyObject *labels, Py_ssize_t window,
+                        long want) {
+    if (p < 1 || s[p - 1] != 'e') return 0;
+    long found = 0;
+    if ((want & RULE_DATE) && p + 3 < n && ((s[p + 2] == 'o' && s[p + 3] == 'n') || (s[p + 2] == 'a' && s[p + 3] == 't')) &&
+        date_label_before(s, p - 1, labels, window))
+        found |= RULE_DATE;
+    if ((want & RULE_FROM) && p >= 7 && p + 5 < n && memcmp(s + p - 7, "etrieved from", 13) == 0) found |= RULE_FROM;
+    return found;
+}
+
+/* RULE_DATE and RULE_FROM (of ``want``) found in ``s``: every "d" followed by " o", " a" or " f" is
+ * looked at (sixteen bytes a step with SSE2), found in one pass for both rules. */
+static long ed_rules(const unsigned char *s, Py_ssize_t n, PyObject *labels, Py_ssize_t window, long want) {
+    long found = 0;
+    Py_ssize_t i = 0;
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+    const __m128i d = _mm_set1_epi8('d'), space = _mm_set1_epi8(' ');
+    const __m128i o = _mm_set1_epi8('o'), a = _mm_set1_epi8('a'), f = _mm_set1_epi8('f');
+    for (; i + 18 <= n && found != want; i += 16) {
+        __m128i at0 = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i at1 = _mm_loadu_si128((const __m128i *)(s + i + 1));
+        __m128i at2 = _mm_loadu_si128((const __m128i *)(s + i + 2));
+        __m128i next = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(at2, o), _mm_cmpeq_epi8(at2, a)), _mm_cmpeq_epi8(at2, f));
+        __m128i hits = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(at0, d), _mm_cmpeq_epi8(at1, space)), next);
+        unsigned mask = (unsigned)_mm_movemask_epi8(hits);
+        while (mask != 0) {
+            found |= ed_rules_at(s, n, i + __builtin_ctz(mask), labels, window, want & ~found);
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i + 2 < n && found != want; i++)
+        if (s[i] == 'd' && s[i + 1] == ' ' && (s[i + 2] == 'o' || s[i + 2] == 'a' || s[i + 2] == 'f'))
+            found |= ed_rules_at(s, n, i, labels, window, want & ~found);
+    return found;
+}
+
+/* Whether ``s`` holds "URL", at most one ASCII whitespace byte (bytes regex \s), then ":". */
+static int has_url_colon(const unsigned char *s, Py_ssize_t n) {
+    const unsigned char *at = s, *stop = s + n;
+    while (at < stop) {
+        const unsigned char *hit = memchr(at, 'U', (size_t)(stop - at));
+        if (hit == NULL || stop - hit < 4) return 0;
+        at = hit + 1;
+        if (hit[1] != 'R' || hit[2] != 'L') continue;
+        const unsigned char *next = hit + 3;
+        if (*next == ':') return 1;
+        if ((*next == ' ' || (*next >= '\t' && *next <= '\r')) && next + 1 < stop && next[1] == ':') return 1;
+    }
+    return 0;
+}
+
+/* Whether some ``last`` byte in ``s`` comes right after ``before`` (``before_len`` bytes). */
+static int has_before_byte(const unsigned char *s, Py_ssize_t n, unsigned char last, const char *before,
+                           Py_ssize_t before_len) {
+    const unsigned char *at = s + before_len, *stop = s + n;
+    while (at < stop) {
+        const unsigned char *hit = memchr(at, last, (size_t)(stop - at));
+        if (hit == NULL) return 0;
+        if (memcmp(hit - before_len, before, (size_t)before_len) == 0) return 1;
+        at = hit + 1;
+    }
+    return 0;
+}
+
+/* not_content_rules(data, labels, window, rules) -> int: the bits of ``rules`` whose regex may match
+ * ``data`` (see the top of this file); a bit left out means the rule certainly changes nothing. */
+static PyObject *not_content_rules(PyObject *module, PyObject *args) {
     Py_buffer view;
     PyObject *labels;
     Py_ssize_t window;
-    if (!PyArg_ParseTuple(args, "y*O!n:may_hold_date_label", &view, &PyTuple_Type, &labels, &window)) return NULL;
-    const unsigned char *s = view.buf;
-    Py_ssize_t n = view.len, count = PyTuple_GET_SIZE(labels);
-    int found = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
+    long rules;
+    if (!PyArg_ParseTuple(args, "y*O!nl:not_content_rules", &view, &PyTuple_Type, &labels, &window, &rules))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(labels); i++) {
         if (!PyBytes_Check(PyTuple_GET_ITEM(labels, i))) {
             PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_TypeError, "may_hold_date_label: labels must be a tuple of bytes");
+            PyErr_SetString(PyExc_TypeError, "not_content_rules: labels must be a tuple of bytes");
             return NULL;
         }
     }
-    const unsigned char *at = s;
-    while (!found && n - (at - s) >= 5) {
-        const unsigned char *hit = memmem(at, (size_t)(n - (at - s)), "ed ", 3);
-        if (hit == NULL || hit + 5 > s + n) break;
-        at = hit + 1;
-        if (!((hit[3] == 'o' && hit[4] == 'n') || (hit[3] == 'a' && hit[4] == 't'))) continue;
-        Py_ssize_t end = (hit - s) + 2, start = end > window ? end - window : 0, begin = end;
-        /* the last token of s[start:end] (bytes.split()'s whitespace) */
-        while (begin > start && !(s[begin - 1] == ' ' || (s[begin - 1] >= '\t' && s[begin - 1] <= '\r'))) begin--;
-        for (Py_ssize_t i = 0; i < count && !found; i++) {
-            PyObject *label = PyTuple_GET_ITEM(labels, i);
-            Py_ssize_t len = PyBytes_GET_SIZE(label);
-            const unsigned char *word = (const unsigned char *)PyBytes_AS_STRING(label);
-            if (end - begin < len) continue;
-            found = 1;
-            for (Py_ssize_t j = 0; j < len; j++) {
-                unsigned char c = s[end - len + j];
-                if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != word[j]) {
-                    found = 0;
-                    break;
-                }
+    const unsigned char *s = view.buf;
+    Py_ssize_t n = view.len;
+    long found = 0;
+    if (rules & RULE_FOOTNOTE) { /* \[\d */
+        const unsigned char *at = s, *stop = s + n;
+        while (at < stop) {
+            const unsigned char *hit = memchr(at, '[', (size_t)(stop - at));
+            if (hit == NULL || hit + 1 >= stop) break;
+            if (hit[1] >= '0' && hit[1] <= '9') {
+                found |= RULE_FOOTNOTE;
+                break;
             }
+            at = hit + 1;
         }
     }
+    if ((rules & RULE_URL) && has_url_colon(s, n)) found |= RULE_URL;
+    if (rules & (RULE_DATE | RULE_FROM)) found |= ed_rules(s, n, labels, window, rules & (RULE_DATE | RULE_FROM));
+    if ((rules & RULE_LINKS) && has_before_byte(s, n, ':', "Links", 5)) found |= RULE_LINKS;
     PyBuffer_Release(&view);
-    return PyBool_FromLong(found);
+    return PyLong_FromLong(found);
 }
 
 /* set_separators(code_points): the sorted non-ASCII code points hash_tokens splits pieces at. */
@@ -1027,10 +1256,12 @@ done:
 
 static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
+    {"hash_text", hash_text, METH_VARARGS, "hash_text(data, table) -> (hashes, specials)"},
     {"set_separators", set_separators, METH_O, "set_separators(code_points) -> None"},
     {"is_utf8", is_utf8, METH_O, "is_utf8(data) -> bool"},
     {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},
-    {"may_hold_date_label", may_hold_date_label, METH_VARARGS, "may_hold_date_label(data, labels, window) -> bool"},
+    {"vote", vote, METH_VARARGS, "vote(features, weights) -> int or None"},
+    {"not_content_rules", not_content_rules, METH_VARARGS, "not_content_rules(data, labels, window, rules) -> int"},
     {"query_tables", query_tables, METH_VARARGS,
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
@@ -1040,4 +1271,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy.core._speedups", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    fill_tables();
+    return PyModule_Create(&module_def);
+}

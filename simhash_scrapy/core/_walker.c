@@ -328,10 +328,31 @@ static xmlNode *node_of(PyObject *element) {
     return node;
 }
 
+/* tag_kind of the names one walk meets, kept by address: libxml2's parser keeps each distinct name
+ * once (its dictionary), so a page's few tag names are hashed once each, not once an element.  The
+ * tree does not change during a walk, so an address names one string throughout; a name not from
+ * the dictionary only misses the cache.  All zero is a valid start: tag_kind(NULL) is TAG_OTHER. */
+#define KIND_SLOTS 64
+typedef struct {
+    const xmlChar *name;
+    int kind;
+} KindSlot;
+
+static int cached_tag_kind(KindSlot *cache, const xmlChar *name) {
+    KindSlot *slot = &cache[((uintptr_t)name >> 4) & (KIND_SLOTS - 1)];
+    if (slot->name != name) {
+        slot->name = name;
+        slot->kind = tag_kind(name);
+    }
+    return slot->kind;
+}
+
 /* Depth-first over the subtree of ``root`` (iterative: trees can be 2048 levels deep).
  * With ``out`` set, writes the visible text; with ``found`` set, collects invisible elements. */
 static int walk(PyObject *root_object, xmlNode *root, const char *marker, size_t marker_len, Buffer *out,
                 PyObject *found) {
+    KindSlot kinds[KIND_SLOTS];
+    memset(kinds, 0, sizeof(kinds));
     int root_block = tag_kind(root->name) == TAG_BLOCK;
     if (out && root_block && buffer_add(out, marker, marker_len) < 0) return -1;
     xmlNode *parent = root;
@@ -340,14 +361,14 @@ static int walk(PyObject *root_object, xmlNode *root, const char *marker, size_t
         if (child == NULL) {
             if (parent == root) break;
             /* Leaving ``parent``: close its block, go on with its next sibling. */
-            if (out && tag_kind(parent->name) == TAG_BLOCK && buffer_add(out, marker, marker_len) < 0) return -1;
+            if (out && cached_tag_kind(kinds, parent->name) == TAG_BLOCK && buffer_add(out, marker, marker_len) < 0) return -1;
             child = parent->next;
             parent = parent->parent;
             continue;
         }
         switch (child->type) {
             case XML_ELEMENT_NODE: {
-                int kind = tag_kind(child->name);
+                int kind = cached_tag_kind(kinds, child->name);
                 int hide = invisible(child, kind);
                 if (hide < 0) return -1;
                 if (hide) {

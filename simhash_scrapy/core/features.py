@@ -32,6 +32,7 @@ hashes with a SplitMix64 mixer, vectorised with numpy.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -259,8 +260,9 @@ _URL_END = rb"[^\s<>\"'\])]+"
 _URL = rb"(?:[A-Za-z]{2,6}://|www\.)" + _URL_END
 # Every rule is whitespace-agnostic (a newline counts as a space): the fingerprint path keeps the
 # page's source newlines, the display path (``extract_text``) makes them spaces, and both must
-# give the same tokens.  Each rule runs only when the text holds its literal (bytes.find, in C),
-# and each regex starts with that literal, so the regex engine skips ahead to candidates.
+# give the same tokens.  Each rule runs only when the text holds its literal (with the C helpers,
+# what its regex must start with: one scan, ``_speedups.not_content_rules``), and each regex starts
+# with that literal, so the regex engine skips ahead to candidates.
 #
 # Link-footnote markers, "[12]" (at most four digits), with the URL printed after one, if any.
 _FOOTNOTE = re.compile(rb"\[\d{1,4}\](?:\s*" + _URL + rb")?")
@@ -278,6 +280,9 @@ _DATE_LABEL_MAX = max(map(len, _DATE_LABELS))
 _FROM_URL = re.compile(rb"[Rr]etrieved from\s+" + _URL)
 # The "Links:" heading of a print view's link list.
 _LINKS = b"Links:"
+_FOOTNOTE_STRIP = functools.partial(_FOOTNOTE.sub, b" ")
+_URL_STRIP = functools.partial(_URL_LINE.sub, b" ")
+_FROM_STRIP = functools.partial(_FROM_URL.sub, b" ")
 
 
 def _drop_dates(data: bytes) -> bytes:
@@ -297,25 +302,46 @@ def _drop_dates(data: bytes) -> bytes:
     return b" ".join(parts)
 
 
+# The rules' bits for ``_speedups.not_content_rules`` (the same values as its RULE_* constants).
+_RULE_FOOTNOTE, _RULE_URL, _RULE_DATE, _RULE_FROM, _RULE_LINKS = 1, 2, 4, 8, 16
+_ALL_RULES = 31
+
+
 def strip_not_content(data: bytes) -> bytes:
     """``data`` (UTF-8 text) without the text that is not content (see the module docstring).
 
     Footnote markers (with the URL after them), "URL:" lines, "Printed on/Retrieved
     from/Accessed on <date>" and a "Links:" heading become spaces.
     """
+    if _native.speedups is not None:
+        return _strip_marked(data, _native.speedups.not_content_rules)
     if b"[" in data:
         data = _FOOTNOTE.sub(b" ", data)
     if b"URL" in data:
         data = _URL_LINE.sub(b" ", data)
-    if _native.speedups is not None:  # (the C check also looks at the label before "ed on")
-        dates = _native.speedups.may_hold_date_label(data, _DATE_LABELS, _DATE_LABEL_MAX)
-    else:
-        dates = b"ed on" in data or b"ed at" in data
-    if dates:
+    if b"ed on" in data or b"ed at" in data:
         data = _drop_dates(data)
     if b"etrieved from" in data:
         data = _FROM_URL.sub(b" ", data)
     if _LINKS in data:
+        data = data.replace(_LINKS, b" ")
+    return data
+
+
+def _strip_marked(data: bytes, rules_of: Any) -> bytes:
+    """``strip_not_content`` with one C scan telling which rules may change the text: the same
+    rules in the same order, each skipped only when the text lacks what its regex must start
+    with.  A rule that removed text may have joined the start of a later one ("URL[1]:" becomes
+    "URL :"), so the later rules are looked for again in the new text."""
+    rules = rules_of(data, _DATE_LABELS, _DATE_LABEL_MAX, _ALL_RULES)
+    for rule, strip in ((_RULE_FOOTNOTE, _FOOTNOTE_STRIP), (_RULE_URL, _URL_STRIP), (_RULE_DATE, _drop_dates),
+                        (_RULE_FROM, _FROM_STRIP)):
+        if rules & rule:
+            stripped = strip(data)
+            if len(stripped) != len(data):  # every rule's removal is longer than the space left for it
+                data = stripped
+                rules = rules_of(data, _DATE_LABELS, _DATE_LABEL_MAX, _ALL_RULES & ~(2 * rule - 1))
+    if rules & _RULE_LINKS:
         data = data.replace(_LINKS, b" ")
     return data
 
@@ -334,11 +360,7 @@ def tokenize(text: str | bytes, cjk_ngram: int = defaults.CJK_NGRAM) -> list[str
 def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
     if _native.speedups is not None:
         packed, specials = _native.speedups.hash_tokens(chunk)
-        hashes = np.frombuffer(packed, dtype=np.uint64)
-        if not specials:
-            return hashes
-        index, starts, ends = (np.array(column, dtype=np.int64) for column in zip(*specials))
-        return _with_unicode_tokens(hashes, chunk, index, starts, ends, cjk_ngram)
+        return _with_specials(np.frombuffer(packed, dtype=np.uint64), chunk, specials, cjk_ngram)
     codes = np.frombuffer(chunk, dtype=np.uint8)
     n = len(codes)
     if n == 0:
@@ -366,12 +388,26 @@ def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
     return _with_unicode_tokens(hashes, chunk, special, starts[special], ends[special], cjk_ngram)
 
 
-def _with_unicode_tokens(
-    hashes: np.ndarray, chunk: bytes, special: np.ndarray, starts: np.ndarray, ends: np.ndarray, cjk_ngram: int
+def _with_specials(
+    hashes: np.ndarray, chunk: bytes, specials: list[tuple[int, int, int]], cjk_ngram: int, translate: bool = False
 ) -> np.ndarray:
-    """``hashes`` with the tokens at ``special`` (pieces with non-ASCII bytes) re-tokenised with Unicode rules."""
+    """The C hashes with its ``specials`` (index, start, end) re-tokenised with Unicode rules;
+    ``translate``: ``chunk`` has not been put through ``_ASCII_TABLE`` (each piece then is)."""
+    if not specials:
+        return hashes
+    index, starts, ends = (np.array(column, dtype=np.int64) for column in zip(*specials))
+    return _with_unicode_tokens(hashes, chunk, index, starts, ends, cjk_ngram, translate)
+
+
+def _with_unicode_tokens(
+    hashes: np.ndarray, chunk: bytes, special: np.ndarray, starts: np.ndarray, ends: np.ndarray, cjk_ngram: int,
+    translate: bool = False,
+) -> np.ndarray:
+    """``hashes`` with the tokens at ``special`` (pieces with non-ASCII bytes) re-tokenised with Unicode rules
+    (``translate``: the pieces of ``chunk`` are put through ``_ASCII_TABLE`` first)."""
     cache = _cache_for(cjk_ngram)
-    replacements = [cache[chunk[s:e]] for s, e in zip(starts.tolist(), ends.tolist())]
+    pieces = [chunk[s:e] for s, e in zip(starts.tolist(), ends.tolist())]
+    replacements = [cache[piece.translate(_ASCII_TABLE) if translate else piece] for piece in pieces]
     counts = np.ones(len(hashes), dtype=np.int64)
     counts[special] = [len(r) for r in replacements]
     is_special = np.zeros(len(hashes), dtype=bool)
@@ -383,7 +419,12 @@ def _with_unicode_tokens(
 
 def token_hashes(text: str | bytes, cjk_ngram: int = defaults.CJK_NGRAM) -> np.ndarray:
     """The stable 64-bit hash of every token of ``text``, in order (uint64 array)."""
-    data = strip_not_content(_to_bytes(text)).translate(_ASCII_TABLE)
+    data = strip_not_content(_to_bytes(text))
+    if len(data) <= _CHUNK and _native.speedups is not None:
+        # The C hash reads the text through _ASCII_TABLE itself (no translated copy).
+        packed, specials = _native.speedups.hash_text(data, _ASCII_TABLE)
+        return _with_specials(np.frombuffer(packed, dtype=np.uint64), data, specials, cjk_ngram, translate=True)
+    data = data.translate(_ASCII_TABLE)
     if len(data) <= _CHUNK:
         return _chunk_hashes(data, cjk_ngram)
     parts = []

@@ -22,6 +22,7 @@ from lxml import etree, html as lxml_html
 
 import simhash_scrapy
 from simhash_scrapy.core import _native, features, shared_parse, text
+from simhash_scrapy.core import fingerprint as fingerprint_module
 
 pytestmark = pytest.mark.skipif(not _native.speedups_enabled(), reason="the C extensions are not built")
 
@@ -282,6 +283,73 @@ def test_separators_split_words_as_the_unicode_rules_do() -> None:
     assert len(fast) == 5
 
 
+# Words longer than the C hash's table of powers (64 bytes), upper case, punctuation, separators
+# and non-ASCII letters: hash_text reads each byte through _ASCII_TABLE instead of a translated copy.
+_LONG_PIECES = st.one_of(
+    st.text(alphabet="aZ9", min_size=60, max_size=140),
+    st.sampled_from(["Word", "UPPER", "x-Y", "a.B,c", " ", "\n", "\u00b6", "\u2019S", "\u00c9t\u00c9", "\u4e2d\u6587"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_LONG_PIECES, max_size=12))
+def test_hash_text_is_hash_tokens_of_the_translated_text(pieces: list[str]) -> None:
+    data = "".join(pieces).encode("utf-8")
+    assert FAST.hash_text(data, features._ASCII_TABLE) == FAST.hash_tokens(data.translate(features._ASCII_TABLE))
+    fast, slow = both(features.token_hashes, data)
+    assert np.array_equal(fast, slow)
+
+
+def test_hash_text_refuses_a_table_of_another_size() -> None:
+    with pytest.raises(ValueError, match="256"):
+        FAST.hash_text(b"a b", b"abc")
+
+
+def _numpy_vote(hashes: np.ndarray, weights: np.ndarray) -> int:
+    with _native.switched(False):
+        return fingerprint_module.simhash_from_features(hashes, weights)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=600), counts=st.lists(st.integers(1, 9), min_size=1),
+       weighting=st.sampled_from(features.WEIGHTINGS))
+def test_vote_is_numpy_vote(values: list[int], counts: list[int], weighting: str) -> None:
+    hashes = np.array(values, dtype=np.uint64)
+    tally = np.resize(np.array(counts, dtype=np.int64), len(hashes))
+    weights = {"log": 1.0 + 6.0 * np.log(tally), "sublinear": 1.0 + np.log(tally), "tf": tally.astype(np.float64),
+               "binary": np.ones(len(hashes))}[weighting]
+    voted = FAST.vote(hashes, weights)
+    expected = _numpy_vote(hashes, weights)
+    assert voted is None or voted == expected
+    assert fingerprint_module.simhash_from_features(hashes, weights) == expected
+
+
+def test_vote_leaves_ties_to_numpy() -> None:
+    # Two features of equal weight with opposite bits: every bit's sum is exactly 0, numpy says 0.
+    hashes = np.array([0x0F0F0F0F0F0F0F0F, 0xF0F0F0F0F0F0F0F0], dtype=np.uint64)
+    weights = np.ones(2)
+    assert FAST.vote(hashes, weights) is None
+    assert fingerprint_module.simhash_from_features(hashes, weights) == 0
+    # One more feature decides every bit (its hash's bits), with many features (the binned sums) too.
+    assert FAST.vote(np.append(hashes, np.uint64(0x1234)), np.ones(3)) == 0x1234
+    many = np.tile(hashes, 100)
+    assert FAST.vote(np.append(many, np.uint64(0xFFFF)), np.ones(201)) == 0xFFFF
+    assert FAST.vote(hashes, np.array([1.0, float("nan")])) is None
+    with pytest.raises(ValueError, match="same length"):
+        FAST.vote(hashes, np.ones(3))
+
+
+def test_vote_on_real_pages_is_numpy_vote() -> None:
+    decided = 0
+    for path in REAL_PAGES:
+        hashes, weights = features.feature_hashes(text.extract_text(path.read_bytes()))
+        if len(hashes):
+            voted = FAST.vote(hashes, weights)
+            decided += voted is not None
+            assert voted in (None, _numpy_vote(hashes, weights))
+    assert decided >= len(REAL_PAGES) // 2
+
+
 def _decodes(data: bytes) -> bool:
     try:
         data.decode("utf-8")
@@ -477,6 +545,9 @@ _DATE_PHRASES = [
     "Printed on 2024-05-01", "printed at 12 May 2024 10:30", "PRINTED on May 3, 2023", "misprinted on 2024", "xxdownloaded on 1999",
     "Retrieved on 2020-01-01 12:00:01", "Accessed\ton 2021", "accessed  on 2022", "based on 2024", "used on", "ed on 2020",
     "Retrieved from http://a.example/x", "[3] http://b.example/y", "Source URL: http://c.example", "Links:", "word", "e d",
+    # A footnote marker's removal leaves a space that completes a later rule's start.
+    "URL[1]: http://d.example", "URL [2]: www.e.example", "Printed[3]on 2024", "Retrieved[4]from http://f.example",
+    "Links[5]:", "[", "[x]", "URL", "URL\t:", "ed[6]at 2020",
 ]
 
 
@@ -488,3 +559,14 @@ def test_date_label_check_gives_the_pure_rules_text(phrases: list[str], gaps: li
     data = "".join(phrase + gap for phrase, gap in zip(phrases, gaps)).encode()
     fast, slow = both(features.strip_not_content, data)
     assert fast == slow
+
+
+def test_not_content_rules_find_each_rule_at_every_offset() -> None:
+    # The C scan reads sixteen bytes a step and the rest one by one: each rule's start at each offset.
+    for phrase in (b"Printed on 2024", b"retrieved at 1 May 2020", b"Retrieved from http://a.example/x", b"URL: www.b.example",
+                   b"[12]", b"Links:"):
+        for offset in range(40):
+            for after in (b"", b" tail", b" " * 20):
+                data = b"w" * offset + b" " + phrase + after
+                fast, slow = both(features.strip_not_content, data)
+                assert fast == slow != data, (phrase, offset, after)
