@@ -658,6 +658,77 @@ def _teasers(container: etree._Element, headings: list[etree._Element]) -> list[
     return out
 
 
+# The main text's frame: before its first block of prose and after its last one, the headline,
+# the date and byline rows and the link bars (previous/next, "Email | Print | Share") that each
+# template, print view or other site's copy of an article puts differently around it.  They are
+# removed at both edges of every main text alike (``_trim_frame``), so an article and its copies
+# keep the same words.  A frame block is: the edge's first heading; a link bar (at most
+# ``_FRAME_BAR_MAX_CHARS`` characters, at least ``_FRAME_BAR_LINK_SHARE`` of them link text); or a
+# row of fewer than ``_FRAME_MAX_CHARS`` characters holding a date or a time ("November 06, 2012",
+# "Posted by ... at 7:43 PM").  Any other block is where the text starts (or ends).
+_FRAME_MAX_CHARS = 100
+_FRAME_BAR_MAX_CHARS = 300
+_FRAME_BAR_LINK_SHARE = 0.5
+_DATE_OR_TIME = re.compile(r"(?:19|20)\d\d|\d\d?[:./]\d\d")
+# A frame is not removed when less than this many characters would be left (a stub page is not
+# cut down to what its neighbours share).
+_FRAME_MIN_LEFT = 300
+
+
+def _is_frame(element: etree._Element, length: int, heading_seen: bool) -> bool:
+    """Whether a block of ``length`` characters at an edge of the main text frames it
+    (``heading_seen``: the edge's frame has a heading already)."""
+    if element.tag in _HEADINGS:
+        return not heading_seen  # one heading: the headline (a second one starts a section)
+    if length < _FRAME_MAX_CHARS:
+        return _DATE_OR_TIME.search("".join(element.itertext())) is not None
+    return length <= _FRAME_BAR_MAX_CHARS and _LINK_LEN(element) >= _FRAME_BAR_LINK_SHARE * length
+
+
+def _has_words(text: str | None) -> bool:
+    return bool(text and not text.isspace())
+
+
+def _frame_at(node: etree._Element, forward: bool, out: list[tuple[etree._Element, int]]) -> bool:
+    """Collect in ``out`` the frame blocks at the start (``forward``) or the end of ``node``, from
+    the edge inwards and down through the blocks that hold the text; True when the walk reached
+    the text, False when all of ``node`` is frame."""
+    if forward and _has_words(node.text):
+        return True  # the node's own text before its first block
+    children = [child for child in node if isinstance(child.tag, str)]
+    for child in children if forward else reversed(children):
+        if not forward and _has_words(child.tail):
+            return True
+        length = _text_len(child)
+        if length:
+            if _is_frame(child, length, any(element.tag in _HEADINGS for element, _ in out)):
+                out.append((child, length))
+            elif child.tag in _PARAGRAPHS or not len(child) or _frame_at(child, forward, out):
+                return True
+        if forward and _has_words(child.tail):
+            return True
+    return not forward and _has_words(node.text)
+
+
+def _trim_frame(container: etree._Element) -> None:
+    """Remove the frame blocks at both edges of the main text (see ``_FRAME_MAX_CHARS``)."""
+    total = -1
+    for forward in (True, False):
+        frame: list[tuple[etree._Element, int]] = []
+        if not _frame_at(container, forward, frame):
+            return  # all of it is frame (a list of dated links): nothing frames it
+        if not frame:
+            continue
+        if total < 0:
+            total = _text_len(container)
+        trimmed = sum(length for _, length in frame)
+        if total - trimmed < _FRAME_MIN_LEFT:
+            return
+        for element, _ in frame:
+            drop_element(element)
+        total -= trimmed
+
+
 # Extraction failures: a main text shorter than this share of the page's visible text is lost...
 _LOST_SHARE = 0.1
 # ... and so is a short one (under this many characters) from a page with this many times more text.
@@ -839,6 +910,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
         _drop_edges(container)
     for element in teasers:
         drop_element(element)
+    _trim_frame(container)
     return container
 
 
