@@ -302,6 +302,23 @@ def _pick_marked(root: etree._Element) -> etree._Element | None:
     return best if best_len else None
 
 
+_COUNT_ALL = 1 << 62
+
+
+def _count_text(element: etree._Element, limit: int) -> int:
+    """The characters other than " " and "\\n" in the text of ``element``, counted up to ``limit``
+    (the walk stops there; the C helper's ``text_count``)."""
+    if _native.walker is not None:
+        n: int = _native.walker.text_count(element, limit)
+        return n
+    count = 0
+    for text in element.itertext():
+        count += len(text) - text.count(" ") - text.count("\n")
+        if count >= limit:
+            return limit
+    return count
+
+
 def _has_text(element: etree._Element, chars: int) -> bool:
     """True when ``element`` holds at least ``chars`` non-space characters (stops early)."""
     if _native.walker is not None and chars > 0:  # (0: whether there is any text node at all)
@@ -662,27 +679,34 @@ def _teasers(container: etree._Element, headings: list[etree._Element]) -> list[
 # the date and byline rows and the link bars (previous/next, "Email | Print | Share") that each
 # template, print view or other site's copy of an article puts differently around it.  They are
 # removed at both edges of every main text alike (``_trim_frame``), so an article and its copies
-# keep the same words.  A frame block is: the edge's first heading; a link bar (at most
-# ``_FRAME_BAR_MAX_CHARS`` characters, at least ``_FRAME_BAR_LINK_SHARE`` of them link text); or a
-# row of fewer than ``_FRAME_MAX_CHARS`` characters holding a date or a time ("November 06, 2012",
-# "Posted by ... at 7:43 PM").  Any other block is where the text starts (or ends).
+# keep the same words.  A frame block is: the edge's first heading; a row of fewer than
+# ``_FRAME_MAX_CHARS`` characters holding a date or a time ("November 06, 2012", "Posted by ... at
+# 7:43 PM"); or a link bar (at most ``_FRAME_BAR_MAX_CHARS`` characters, at least
+# ``_FRAME_BAR_LINK_SHARE`` of its text in links).  Any other block is where the text starts (or
+# ends).  Characters here are ``_count_text``'s (spaces and newlines do not count): the walk reads
+# no further into a block than it needs.
 _FRAME_MAX_CHARS = 100
 _FRAME_BAR_MAX_CHARS = 300
 _FRAME_BAR_LINK_SHARE = 0.5
 _DATE_OR_TIME = re.compile(r"(?:19|20)\d\d|\d\d?[:./]\d\d")
-# A frame is not removed when less than this many characters would be left (a stub page is not
+# A frame is not removed when fewer than this many characters would be left (a stub page is not
 # cut down to what its neighbours share).
 _FRAME_MIN_LEFT = 300
 
 
-def _is_frame(element: etree._Element, length: int, heading_seen: bool) -> bool:
-    """Whether a block of ``length`` characters at an edge of the main text frames it
-    (``heading_seen``: the edge's frame has a heading already)."""
+def _frame_size(element: etree._Element, heading_seen: bool) -> int:
+    """The size (``_count_text``) of a block at an edge of the main text when it frames the text,
+    0 when it has no text, -1 when it is text (``heading_seen``: the edge's frame has a heading)."""
     if element.tag in _HEADINGS:
-        return not heading_seen  # one heading: the headline (a second one starts a section)
-    if length < _FRAME_MAX_CHARS:
-        return _DATE_OR_TIME.search("".join(element.itertext())) is not None
-    return length <= _FRAME_BAR_MAX_CHARS and _LINK_LEN(element) >= _FRAME_BAR_LINK_SHARE * length
+        return -1 if heading_seen else _count_text(element, _COUNT_ALL)  # one: the headline
+    size = _count_text(element, _FRAME_BAR_MAX_CHARS + 1)
+    if size > _FRAME_BAR_MAX_CHARS:
+        return -1
+    if size == 0:
+        return 0
+    if size < _FRAME_MAX_CHARS:
+        return size if _DATE_OR_TIME.search("".join(element.itertext())) is not None else -1
+    return size if _LINK_LEN(element) >= _FRAME_BAR_LINK_SHARE * _text_len(element) else -1
 
 
 def _has_words(text: str | None) -> bool:
@@ -690,21 +714,20 @@ def _has_words(text: str | None) -> bool:
 
 
 def _frame_at(node: etree._Element, forward: bool, out: list[tuple[etree._Element, int]]) -> bool:
-    """Collect in ``out`` the frame blocks at the start (``forward``) or the end of ``node``, from
-    the edge inwards and down through the blocks that hold the text; True when the walk reached
-    the text, False when all of ``node`` is frame."""
+    """Collect in ``out`` the frame blocks (and their sizes) at the start (``forward``) or the end of
+    ``node``, from the edge inwards and down through the blocks that hold the text; True when the
+    walk reached the text, False when all of ``node`` is frame."""
     if forward and _has_words(node.text):
         return True  # the node's own text before its first block
     children = [child for child in node if isinstance(child.tag, str)]
     for child in children if forward else reversed(children):
         if not forward and _has_words(child.tail):
             return True
-        length = _text_len(child)
-        if length:
-            if _is_frame(child, length, any(element.tag in _HEADINGS for element, _ in out)):
-                out.append((child, length))
-            elif child.tag in _PARAGRAPHS or not len(child) or _frame_at(child, forward, out):
-                return True
+        size = _frame_size(child, any(element.tag in _HEADINGS for element, _ in out))
+        if size > 0:
+            out.append((child, size))
+        elif size < 0 and (child.tag in _PARAGRAPHS or not len(child) or _frame_at(child, forward, out)):
+            return True
         if forward and _has_words(child.tail):
             return True
     return not forward and _has_words(node.text)
@@ -712,21 +735,17 @@ def _frame_at(node: etree._Element, forward: bool, out: list[tuple[etree._Elemen
 
 def _trim_frame(container: etree._Element) -> None:
     """Remove the frame blocks at both edges of the main text (see ``_FRAME_MAX_CHARS``)."""
-    total = -1
     for forward in (True, False):
         frame: list[tuple[etree._Element, int]] = []
         if not _frame_at(container, forward, frame):
             return  # all of it is frame (a list of dated links): nothing frames it
         if not frame:
             continue
-        if total < 0:
-            total = _text_len(container)
-        trimmed = sum(length for _, length in frame)
-        if total - trimmed < _FRAME_MIN_LEFT:
+        need = sum(size for _, size in frame) + _FRAME_MIN_LEFT
+        if _count_text(container, need) < need:
             return
         for element, _ in frame:
             drop_element(element)
-        total -= trimmed
 
 
 # Extraction failures: a main text shorter than this share of the page's visible text is lost...
