@@ -467,6 +467,7 @@ BODY = (
     "petition signed by four thousand residents asked it to wait for the new building's budget.</p>"
     "<p>The library will open on Saturdays again from March, and its reading room, closed since the "
     "roof leaked in the autumn storms, is to be repaired with money from the maintenance fund.</p>"
+    "<p>The council will vote on the new building again in the spring, when the budget is known.</p>"
 )
 
 
@@ -474,15 +475,16 @@ def blog_post(body: str) -> str:
     """A blog template that frames its post: a previous/next bar, a date row and the headline above
     it, a "posted by" row and a tag bar below it, all in the marked container."""
     return f"""<html><body><div id="content">
-      <p class="nav"><a href="/older">&laquo; Storm damage closes the coast road for a week</a> | <a href="/">Main</a> |
-        <a href="/newer">The primary school reopens after the holidays &raquo;</a></p>
+      <p class="nav"><a href="/older">&laquo; Storm damage closes the coast road between the harbour and the lighthouse</a> |
+        <a href="/">Main</a> | <a href="/newer">The primary school on Mill Lane reopens after the holidays &raquo;</a></p>
       <p class="date-header">November 06, 2012</p>
       <h3 class="entry-header">Library stays open for another year</h3>
       <div class="entry">{body}</div>
       <p class="posted">Posted by Ann Lee at 7:43 PM</p>
       <p class="tags">Tags: <a href="/t/city">City council</a>, <a href="/t/library">Public library</a>,
         <a href="/t/budget">Library budget</a>, <a href="/t/storms">Autumn storms</a>,
-        <a href="/t/hours">Saturday opening hours</a>, <a href="/t/roof">Roof repairs</a></p>
+        <a href="/t/hours">Saturday opening hours</a>, <a href="/t/roof">Roof repairs</a>,
+        <a href="/t/petitions">Petitions</a>, <a href="/t/maintenance">Maintenance fund</a></p>
     </div></body></html>"""
 
 
@@ -495,7 +497,7 @@ def test_the_frame_around_an_article_is_not_its_text() -> None:
     # template; its print view has none of them.  Both give the article's paragraphs, word for word.
     post = extract_text(blog_post(BODY), main_content=True)
     assert post == extract_text(print_view(BODY), main_content=True)
-    assert post.startswith("The city council voted") and post.endswith("maintenance fund.")
+    assert post.startswith("The city council voted") and post.endswith("when the budget is known.")
     assert fingerprint_html(blog_post(BODY), main_content=True) == fingerprint_html(print_view(BODY), main_content=True)
     visible = extract_text(blog_post(BODY))
     assert "Posted by Ann Lee" in visible and "November 06, 2012" in visible
