@@ -713,11 +713,15 @@ def _has_words(text: str | None) -> bool:
     return bool(text and not text.isspace())
 
 
-def _frame_at(node: etree._Element, forward: bool, out: list[tuple[etree._Element, int]]) -> bool:
+# The walk goes down at most this many blocks (deeper markup is taken as text: no recursion limit).
+_FRAME_MAX_DEPTH = 32
+
+
+def _frame_at(node: etree._Element, forward: bool, out: list[tuple[etree._Element, int]], depth: int = 0) -> bool:
     """Collect in ``out`` the frame blocks (and their sizes) at the start (``forward``) or the end of
     ``node``, from the edge inwards and down through the blocks that hold the text; True when the
     walk reached the text, False when all of ``node`` is frame."""
-    if forward and _has_words(node.text):
+    if (forward and _has_words(node.text)) or depth > _FRAME_MAX_DEPTH:
         return True  # the node's own text before its first block
     children = [child for child in node if isinstance(child.tag, str)]
     for child in children if forward else reversed(children):
@@ -726,7 +730,7 @@ def _frame_at(node: etree._Element, forward: bool, out: list[tuple[etree._Elemen
         size = _frame_size(child, any(element.tag in _HEADINGS for element, _ in out))
         if size > 0:
             out.append((child, size))
-        elif size < 0 and (child.tag in _PARAGRAPHS or not len(child) or _frame_at(child, forward, out)):
+        elif size < 0 and (child.tag in _PARAGRAPHS or not len(child) or _frame_at(child, forward, out, depth + 1)):
             return True
         if forward and _has_words(child.tail):
             return True

@@ -526,3 +526,12 @@ def test_a_page_of_dated_rows_only_is_not_trimmed() -> None:
     rows = "".join(f"<p>Meeting minutes of March {day}, 2024 (two pages)</p>" for day in range(1, 20))
     text = extract_text(f"<html><body><main><h1>Minutes</h1>{rows}</main></body></html>", main_content=True)
     assert text.startswith("Minutes\nMeeting minutes of March 1, 2024") and text.endswith("March 19, 2024 (two pages)")
+
+
+def test_the_frame_walk_stops_in_deep_markup() -> None:
+    # 1,500 nested wrappers (libxml2 builds up to 2,048 levels): the walk down to the text is
+    # bounded, never Python's recursion limit.
+    deep = "<div>" * 1500 + BODY + "</div>" * 1500
+    page = f"<html><body><main><h1>Library stays open</h1>{deep}</main></body></html>"
+    text = extract_text(page, main_content=True)
+    assert "The city council voted" in text and text.endswith("when the budget is known.")
