@@ -47,6 +47,12 @@ distinct tag + class/id/role/itemprop combination is judged once:
    heading linking to another page with a short text ("more stories", a
    category's latest posts), are removed unless they are most of the page.
 
+7. **The frame** (``_trim_frame``): before the main text's first block of
+   prose and after its last one, the edge's first heading (the headline),
+   short rows with a date or a time and link bars are removed, at both edges
+   of every page alike, so an article, its print view and its copies on other
+   sites keep the same words (not when under 300 characters would be left).
+
 **Extraction failures never become a decision** (``_lost``, ``_fallback``): a
 main text under 10% of the page's visible text, or under 200 characters from a
 page with five times more, is taken as lost (on pages of at least 1,000
