@@ -47,6 +47,12 @@ distinct tag + class/id/role/itemprop combination is judged once:
    heading linking to another page with a short text ("more stories", a
    category's latest posts), are removed unless they are most of the page.
 
+7. **The frame** (``_trim_frame``): before the main text's first block of
+   prose and after its last one, the edge's first heading (the headline),
+   short rows with a date or a time and link bars are removed, at both edges
+   of every page alike, so an article, its print view and its copies on other
+   sites keep the same words (not when under 300 characters would be left).
+
 **Extraction failures never become a decision** (``_lost``, ``_fallback``): a
 main text under 10% of the page's visible text, or under 200 characters from a
 page with five times more, is taken as lost (on pages of at least 1,000
@@ -300,6 +306,23 @@ def _pick_marked(root: etree._Element) -> etree._Element | None:
         if length >= 0.5 * best_len and _is_inside(candidate, best):
             best, best_len = candidate, length
     return best if best_len else None
+
+
+_COUNT_ALL = 1 << 62
+
+
+def _count_text(element: etree._Element, limit: int) -> int:
+    """The characters other than " " and "\\n" in the text of ``element``, counted up to ``limit``
+    (the walk stops there; the C helper's ``text_count``)."""
+    if _native.walker is not None:
+        n: int = _native.walker.text_count(element, limit)
+        return n
+    count = 0
+    for text in element.itertext():
+        count += len(text) - text.count(" ") - text.count("\n")
+        if count >= limit:
+            return limit
+    return count
 
 
 def _has_text(element: etree._Element, chars: int) -> bool:
@@ -658,6 +681,83 @@ def _teasers(container: etree._Element, headings: list[etree._Element]) -> list[
     return out
 
 
+# The main text's frame: before its first block of prose and after its last one, the headline,
+# the date and byline rows and the link bars (previous/next, "Email | Print | Share") that each
+# template, print view or other site's copy of an article puts differently around it.  They are
+# removed at both edges of every main text alike (``_trim_frame``), so an article and its copies
+# keep the same words.  A frame block is: the edge's first heading; a row of fewer than
+# ``_FRAME_MAX_CHARS`` characters holding a date or a time ("November 06, 2012", "Posted by ... at
+# 7:43 PM"); or a link bar (at most ``_FRAME_BAR_MAX_CHARS`` characters, at least
+# ``_FRAME_BAR_LINK_SHARE`` of its text in links).  Any other block is where the text starts (or
+# ends).  Characters here are ``_count_text``'s (spaces and newlines do not count): the walk reads
+# no further into a block than it needs.
+_FRAME_MAX_CHARS = 100
+_FRAME_BAR_MAX_CHARS = 300
+_FRAME_BAR_LINK_SHARE = 0.5
+_DATE_OR_TIME = re.compile(r"(?:19|20)\d\d|\d\d?[:./]\d\d")
+# A frame is not removed when fewer than this many characters would be left (a stub page is not
+# cut down to what its neighbours share).
+_FRAME_MIN_LEFT = 300
+
+
+def _frame_size(element: etree._Element, heading_seen: bool) -> int:
+    """The size (``_count_text``) of a block at an edge of the main text when it frames the text,
+    0 when it has no text, -1 when it is text (``heading_seen``: the edge's frame has a heading)."""
+    if element.tag in _HEADINGS:
+        return -1 if heading_seen else _count_text(element, _COUNT_ALL)  # one: the headline
+    size = _count_text(element, _FRAME_BAR_MAX_CHARS + 1)
+    if size > _FRAME_BAR_MAX_CHARS:
+        return -1
+    if size == 0:
+        return 0
+    if size < _FRAME_MAX_CHARS:
+        return size if _DATE_OR_TIME.search("".join(element.itertext())) is not None else -1
+    return size if _LINK_LEN(element) >= _FRAME_BAR_LINK_SHARE * _text_len(element) else -1
+
+
+def _has_words(text: str | None) -> bool:
+    return bool(text and not text.isspace())
+
+
+# The walk goes down at most this many blocks (deeper markup is taken as text: no recursion limit).
+_FRAME_MAX_DEPTH = 32
+
+
+def _frame_at(node: etree._Element, forward: bool, out: list[tuple[etree._Element, int]], depth: int = 0) -> bool:
+    """Collect in ``out`` the frame blocks (and their sizes) at the start (``forward``) or the end of
+    ``node``, from the edge inwards and down through the blocks that hold the text; True when the
+    walk reached the text, False when all of ``node`` is frame."""
+    if (forward and _has_words(node.text)) or depth > _FRAME_MAX_DEPTH:
+        return True  # the node's own text before its first block
+    children = [child for child in node if isinstance(child.tag, str)]
+    for child in children if forward else reversed(children):
+        if not forward and _has_words(child.tail):
+            return True
+        size = _frame_size(child, any(element.tag in _HEADINGS for element, _ in out))
+        if size > 0:
+            out.append((child, size))
+        elif size < 0 and (child.tag in _PARAGRAPHS or not len(child) or _frame_at(child, forward, out, depth + 1)):
+            return True
+        if forward and _has_words(child.tail):
+            return True
+    return not forward and _has_words(node.text)
+
+
+def _trim_frame(container: etree._Element) -> None:
+    """Remove the frame blocks at both edges of the main text (see ``_FRAME_MAX_CHARS``)."""
+    for forward in (True, False):
+        frame: list[tuple[etree._Element, int]] = []
+        if not _frame_at(container, forward, frame):
+            return  # all of it is frame (a list of dated links): nothing frames it
+        if not frame:
+            continue
+        need = sum(size for _, size in frame) + _FRAME_MIN_LEFT
+        if _count_text(container, need) < need:
+            return
+        for element, _ in frame:
+            drop_element(element)
+
+
 # Extraction failures: a main text shorter than this share of the page's visible text is lost...
 _LOST_SHARE = 0.1
 # ... and so is a short one (under this many characters) from a page with this many times more text.
@@ -839,6 +939,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
         _drop_edges(container)
     for element in teasers:
         drop_element(element)
+    _trim_frame(container)
     return container
 
 

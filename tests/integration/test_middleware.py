@@ -23,8 +23,9 @@ from simhash_scrapy.state import DedupState
 
 
 WORDS = article_words(1)
-PAGE = article_html("Harbour budget", WORDS, "Published 10:00", links=["/a", "/b"])
-PAGE_VARIANT = article_html("Harbour budget", WORDS, "Published 10:05 session 99812", links=["/a", "/b"])
+# (the variant's difference is a line of text: a row with a date or a time would be the article's frame)
+PAGE = article_html("Harbour budget", WORDS, "Filed by the harbour desk", links=["/a", "/b"])
+PAGE_VARIANT = article_html("Harbour budget", WORDS, "Filed by the harbour desk, session 99812", links=["/a", "/b"])
 OTHER = article_html("Railway", article_words(2))
 
 

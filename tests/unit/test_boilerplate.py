@@ -102,7 +102,9 @@ def words(text: str) -> list[str]:
 @pytest.mark.parametrize("template", [wordpress, sphinx, unmarked])
 def test_boilerplate_is_dropped_and_article_kept(template) -> None:
     main = extract_text(template(ARTICLE), main_content=True)
-    assert main.startswith("Reading configuration files")
+    # the headline is the frame's (test_the_frame_around_an_article_is_not_its_text), the rest is text
+    assert main.startswith("The configparser module reads INI-style files.")
+    assert "Reading configuration files" not in main and "\nWriting files\n" in main
     assert "round-trip mode." in main
     for junk in ("cookies", "Tutorials", "Share this", "Related posts", "Advertisement", "Archives",
                  "Popular this week", "Privacy policy", "Proudly powered", "Documentation", "Copyright",
@@ -458,3 +460,78 @@ def test_the_article_body_class_narrows_the_article_bem_names_too(name: str) -> 
     page = f'<html><body><article class="post">{details}<div class="{name}">{ARTICLE}</div></article></body></html>'
     text = extract_text(page, main_content=True)
     assert "round-trip mode." in text and "Reader Submissions" not in text
+
+
+BODY = (
+    "<p>The city council voted on Monday to keep the old library open for another year, after a "
+    "petition signed by four thousand residents asked it to wait for the new building's budget.</p>"
+    "<p>The library will open on Saturdays again from March, and its reading room, closed since the "
+    "roof leaked in the autumn storms, is to be repaired with money from the maintenance fund.</p>"
+    "<p>The council will vote on the new building again in the spring, when the budget is known.</p>"
+)
+
+
+def blog_post(body: str) -> str:
+    """A blog template that frames its post: a previous/next bar, a date row and the headline above
+    it, a "posted by" row and a tag bar below it, all in the marked container."""
+    return f"""<html><body><div id="content">
+      <p class="nav"><a href="/older">&laquo; Storm damage closes the coast road between the harbour and the lighthouse</a> |
+        <a href="/">Main</a> | <a href="/newer">The primary school on Mill Lane reopens after the holidays &raquo;</a></p>
+      <p class="date-header">November 06, 2012</p>
+      <h3 class="entry-header">Library stays open for another year</h3>
+      <div class="entry">{body}</div>
+      <p class="posted">Posted by Ann Lee at 7:43 PM</p>
+      <p class="tags">Tags: <a href="/t/city">City council</a>, <a href="/t/library">Public library</a>,
+        <a href="/t/budget">Library budget</a>, <a href="/t/storms">Autumn storms</a>,
+        <a href="/t/hours">Saturday opening hours</a>, <a href="/t/roof">Roof repairs</a>,
+        <a href="/t/petitions">Petitions</a>, <a href="/t/maintenance">Maintenance fund</a></p>
+    </div></body></html>"""
+
+
+def print_view(body: str) -> str:
+    return f'<html><body class="print"><div id="print-content">{body}</div></body></html>'
+
+
+def test_the_frame_around_an_article_is_not_its_text() -> None:
+    # Its headline, date rows and link bars at both edges frame an article differently in every
+    # template; its print view has none of them.  Both give the article's paragraphs, word for word.
+    post = extract_text(blog_post(BODY), main_content=True)
+    assert post == extract_text(print_view(BODY), main_content=True)
+    assert post.startswith("The city council voted") and post.endswith("when the budget is known.")
+    assert fingerprint_html(blog_post(BODY), main_content=True) == fingerprint_html(print_view(BODY), main_content=True)
+    visible = extract_text(blog_post(BODY))
+    assert "Posted by Ann Lee" in visible and "November 06, 2012" in visible
+
+
+def test_a_second_heading_at_the_edge_starts_the_text() -> None:
+    # One heading is the frame's (the headline); the next one is the first section's title.
+    page = f"<html><body><main><h1>Library stays open</h1><h2>The vote</h2>{BODY}</main></body></html>"
+    text = extract_text(page, main_content=True)
+    assert text.startswith("The vote\nThe city council voted")
+
+
+def test_a_short_row_without_a_date_is_text_not_frame() -> None:
+    page = f"<html><body><main><p>Dear residents,</p>{BODY}<p>Thank you!</p></main></body></html>"
+    text = extract_text(page, main_content=True)
+    assert text.startswith("Dear residents,") and text.endswith("Thank you!")
+
+
+def test_a_stub_page_keeps_its_frame() -> None:
+    # Cut down to under 300 characters, stubs of one generator would be one page: kept whole.
+    stub = "<html><body><main><h1>Class Widget</h1><p>Updated 2021-04-02</p><p>A widget of the toolkit, drawn by its parent.</p></main></body></html>"
+    assert extract_text(stub, main_content=True) == "Class Widget\nUpdated 2021-04-02\nA widget of the toolkit, drawn by its parent."
+
+
+def test_a_page_of_dated_rows_only_is_not_trimmed() -> None:
+    rows = "".join(f"<p>Meeting minutes of March {day}, 2024 (two pages)</p>" for day in range(1, 20))
+    text = extract_text(f"<html><body><main><h1>Minutes</h1>{rows}</main></body></html>", main_content=True)
+    assert text.startswith("Minutes\nMeeting minutes of March 1, 2024") and text.endswith("March 19, 2024 (two pages)")
+
+
+def test_the_frame_walk_stops_in_deep_markup() -> None:
+    # 1,500 nested wrappers (libxml2 builds up to 2,048 levels): the walk down to the text is
+    # bounded, never Python's recursion limit.
+    deep = "<div>" * 1500 + BODY + "</div>" * 1500
+    page = f"<html><body><main><h1>Library stays open</h1>{deep}</main></body></html>"
+    text = extract_text(page, main_content=True)
+    assert "The city council voted" in text and text.endswith("when the budget is known.")
