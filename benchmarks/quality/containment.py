@@ -30,6 +30,67 @@ import score  # noqa: E402
 from simhash_scrapy.core import containment as c  # noqa: E402
 
 
+def cost(evalset: common.EvalSet, rounds: int = 5) -> int:
+    """CPU time of the step per page, against the page's whole analysis, and its memory per canonical page.
+
+    Every page of the half in crawl order: ``analyse_html`` as the crawl runs it (defaults, sketch off, then
+    on: the sketch is the difference), ``sketch_of`` of the main text alone, and the rule's check
+    (``Clusterer.check``) with and without sketches; best of ``rounds``, process CPU time.  Memory: the
+    traced allocations of a ``ContainmentIndex`` holding every sketched page, per page.
+    """
+    import time  # noqa: PLC0415
+    import tracemalloc  # noqa: PLC0415
+    from dataclasses import replace as _replace  # noqa: PLC0415
+
+    from simhash_scrapy.core.analysis import analyse_html  # noqa: PLC0415
+    from simhash_scrapy.core.clustering import Clusterer  # noqa: PLC0415
+    from simhash_scrapy.core.config import SimhashConfig  # noqa: PLC0415
+
+    pages = sorted(evalset.pages, key=lambda p: p.order)
+    bodies = [evalset.html(p) for p in pages]
+    options = SimhashConfig.from_settings({}).analysis
+    without = _replace(options, sketch=False)
+
+    def best(run) -> float:  # noqa: ANN001
+        times = []
+        for _ in range(rounds):
+            t0 = time.process_time()
+            run()
+            times.append(time.process_time() - t0)
+        return min(times)
+
+    answers = [analyse_html(body, options=options) for body in bodies]
+    texts = [a.source for a in answers]
+    t_with = best(lambda: [analyse_html(body, options=options) for body in bodies])
+    t_without = best(lambda: [analyse_html(body, options=without) for body in bodies])
+    t_sketch = best(lambda: [c.sketch_of(text) for text in texts if text is not None])
+
+    def rule(sketches: bool) -> None:
+        clusters = Clusterer()
+        for n, a in enumerate(answers):
+            if a.fingerprint is not None:
+                clusters.check("s", str(n), a.fingerprint, a.exact, edit_keys=a.edit_keys, second=a.second,
+                               sketch=a.sketch if sketches else None)
+
+    t_rule = best(lambda: rule(True)) - best(lambda: rule(False))
+    n = len(pages)
+    sketched = [a.sketch for a in answers if a.sketch is not None]
+    tracemalloc.start()
+    index = c.ContainmentIndex()
+    for entry, sketch in enumerate(sketched):
+        index.add(entry, sketch)
+    size, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"{n} pages ({len(sketched)} with a sketch), CPU seconds, best of {rounds}:")
+    print(f"  analyse_html, defaults: {t_with:.3f} s ({1000 * t_with / n:.3f} ms a page); without the sketch "
+          f"{t_without:.3f} s: the sketch is {100 * (t_with - t_without) / t_without:+.1f}%")
+    print(f"  sketch_of alone: {1000 * t_sketch / n:.3f} ms a page ({100 * t_sketch / t_without:.1f}% of analysis)")
+    print(f"  the rule's step 7 (check with sketches minus without): {1000 * t_rule / n:.3f} ms a page")
+    print(f"  ContainmentIndex: {size / max(1, len(sketched)):.0f} bytes a canonical page (traced, "
+          f"{len(sketched)} pages); SentenceCounts: {c.SentenceCounts().nbytes()} bytes, fixed")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
@@ -41,9 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared", default="2,3,4,6")
     parser.add_argument("--min-sentences", default="2,4")
     parser.add_argument("--common", default="0,3", help="a sentence in this many pages is common (0: no counts)")
+    parser.add_argument("--cost", action="store_true",
+                        help="only the step's cost: CPU time per page and bytes per canonical page (defaults)")
     args = parser.parse_args(argv)
     evalset = common.load_set(args.data, args.half)
     texts = score.Texts(evalset)
+    if args.cost:
+        return cost(evalset)
     setup = replace(score.default_setup(), containment=False)
     base = score.run_library(evalset, setup, texts)
     fps = base.fps

@@ -11,8 +11,9 @@ containment of documents", 1997), estimated from small sketches:
 * A page's **sentences** are the pieces of its text (the main text the
   fingerprint is made from) between line breaks and sentence ends, of at least
   ``MIN_WORDS`` words (a character of a script written without spaces counts
-  as a word), lower-cased and reduced to their words: menu items, bylines and
-  dates are shorter and never count.  Each is hashed to 64 bits (BLAKE2b: the
+  as a word), lower-cased, their spacing normalised: menu items, bylines and
+  dates are shorter and never count.  (Sentence ends are ``. ! ?`` before a
+  space and the full-width ones.)  Each is hashed to 64 bits (BLAKE2b: the
   same in every process).
 * Its **sketch** is the ``SKETCH`` smallest of those distinct hashes (all of
   them when it has fewer) and their number.  The ``ANCHORS`` smallest are its
@@ -72,8 +73,12 @@ MAX_OWNERS = 8
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
-# A sentence ends at a line break, or after . ! ? (and their full-width forms) followed by a space.
-_SPLIT = re.compile("\n|(?<=[.!?])\\s+|(?<=[\u3002\uff01\uff1f])")
+# A word: a run of ASCII letters, digits and underscores, or of other bytes than ASCII (UTF-8 letters of
+# other scripts, with whatever punctuation they hold: both copies of a sentence have the same).
+_ASCII_WORD = re.compile(rb"[0-9A-Za-z_\x80-\xff]+")
+# Where a sentence ends (besides a line break): . ! ? before a space, and the full-width 。！？ (UTF-8).
+# Replaced by line breaks with bytes.replace: a regex scan costs several times more.
+_WIDE_ENDS = ("\u3002".encode(), "\uff01".encode(), "\uff1f".encode())
 
 
 class Sketch(NamedTuple):
@@ -84,15 +89,32 @@ class Sketch(NamedTuple):
 
 
 def sentence_hashes(text: str | bytes, min_words: int = MIN_WORDS) -> list[int]:
-    """The distinct 64-bit hashes of the sentences of ``text`` with at least ``min_words`` words, ascending."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
+    """The distinct 64-bit hashes of the sentences of ``text`` with at least ``min_words`` words, ascending.
+
+    A sentence is its words (runs of ASCII letters, digits and ``_``, or of bytes of other characters;
+    ASCII letters lower-cased) joined by one space.  In a piece with too few of them that is not ASCII,
+    a character of a script written without spaces counts as a word (the sentence is then its ``\\w``
+    runs and those characters, so joined).  UTF-8 bytes and ``str`` give the same hashes.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    data = data.lower().replace(b". ", b"\n").replace(b"! ", b"\n").replace(b"? ", b"\n")
+    if not data.isascii():
+        for end in _WIDE_ENDS:
+            data = data.replace(end, b"\n")
     out = set()
-    for piece in _SPLIT.split(text.lower()):
-        words = _WORD.findall(piece)
-        if len(words) >= min_words:
-            data = " ".join(words).encode("utf-8", "surrogatepass")
-            out.add(int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little"))
+    short = 3 * min_words  # bytes: a CJK character is three of them in UTF-8
+    spaces = min_words - 1
+    for piece in data.split(b"\n"):
+        # most pieces are menu items and captions: one count in C tells they are too short
+        words = _ASCII_WORD.findall(piece) if piece.count(b" ") >= spaces else ()
+        if len(words) < min_words:
+            if len(piece) < short or piece.isascii():
+                continue
+            words = [w.encode("utf-8", "surrogatepass") for w in _WORD.findall(piece.decode("utf-8", "replace"))]
+            if len(words) < min_words:
+                continue
+        key = b" ".join(words)
+        out.add(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little"))
     return sorted(out)
 
 
@@ -110,13 +132,13 @@ def estimate(
     a: Sketch, b: Sketch, size: int = SKETCH, common: Callable[[int], bool] | None = None
 ) -> tuple[float, int]:
     """``(containment, shared)``: the estimated share of the smaller page's sentences in the larger's, and how
-    many hashes of the sample (the ``size`` smallest of both sketches; without those ``common`` says are
-    common sentences) the two share."""
+    many hashes of the sample (the ``size`` smallest of both sketches, without the shared ones ``common``
+    says are common sentences) the two share."""
     small, large = (a, b) if a.sentences <= b.sentences else (b, a)
     sample = sorted(set(a.hashes) | set(b.hashes))[:size]
-    if common is not None:
-        sample = [h for h in sample if not common(h)]
     in_small, in_large = set(small.hashes), set(large.hashes)
+    if common is not None:  # a common sentence both have says nothing; one only one has still differs
+        sample = [h for h in sample if not (h in in_small and h in in_large and common(h))]
     mine = [h for h in sample if h in in_small]
     shared = sum(1 for h in mine if h in in_large)
     return (shared / len(mine) if mine else 0.0), shared
