@@ -11,7 +11,7 @@ containment of documents", 1997), estimated from small sketches:
 * A page's **sentences** are the pieces of its text (the main text the
   fingerprint is made from) between line breaks and sentence ends, of at least
   ``MIN_WORDS`` words (a character of a script written without spaces counts
-  as a word), lower-cased, their spacing normalised: menu items, bylines and
+  as a word), reduced to their words, lower-cased: menu items, bylines and
   dates are shorter and never count.  (Sentence ends are ``. ! ?`` before a
   space and the full-width ones.)  Each is hashed to 64 bits (BLAKE2b: the
   same in every process).
@@ -30,6 +30,17 @@ containment of documents", 1997), estimated from small sketches:
   shared, and the smaller page has at least ``MIN_RATIO`` times the larger's
   sentences: a listing page that holds a whole article among others contains
   it, but is not a copy of it.
+* **Common sentences** (``SentenceCounts``): the rule counts the sentences of
+  every page that reaches step 7; a sentence both pages have that ``COMMON``
+  such pages had is left out of the sample (a host's teaser box, a site-wide
+  "about these documents" section say nothing about the article), while one
+  only one of them has still counts against the pair.
+
+Bounded memory: a canonical page's sketch and anchors take about 470 bytes
+(``containment.py --cost``), at most ``MAX_PAGES`` canonical pages a scope
+(then later canonical pages are not sketched: fewer pairs found, never a
+wrong one); the counts are two fixed tables of 2 MB.  Nothing is saved: pages
+restored from a store have no sketch.
 
 Every threshold was chosen on the tuning halves of the real-web and
 documentation sets (``benchmarks/quality/containment.py``).
@@ -66,7 +77,7 @@ MIN_SENTENCES = 4
 #: A sentence counted in this many pages checked by step 7 is common (a host's widget, a site-wide
 #: section): it is left out of the verification.
 COMMON = 3
-#: The most canonical pages' sketches a rule keeps per scope (about 800 bytes each).
+#: The most canonical pages' sketches a rule keeps per scope (about 470 bytes each).
 MAX_PAGES = 100_000
 #: The most pages an anchor remembers.
 MAX_OWNERS = 8
@@ -76,7 +87,7 @@ _WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 # A word: a run of ASCII letters, digits and underscores, or of other bytes than ASCII (UTF-8 letters of
 # other scripts, with whatever punctuation they hold: both copies of a sentence have the same).
 _ASCII_WORD = re.compile(rb"[0-9A-Za-z_\x80-\xff]+")
-# Where a sentence ends (besides a line break): . ! ? before a space, and the full-width 。！？ (UTF-8).
+# Where a sentence ends (besides a line break): . ! ? before a space, and the full-width stop, exclamation and question marks (UTF-8).
 # Replaced by line breaks with bytes.replace: a regex scan costs several times more.
 _WIDE_ENDS = ("\u3002".encode(), "\uff01".encode(), "\uff1f".encode())
 
