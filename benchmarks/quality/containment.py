@@ -27,14 +27,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import score  # noqa: E402
 
-from simhash_scrapy.core import containment as c  # noqa: E402
+from simhash_scrapy.core import _native, containment as c  # noqa: E402
 
 
 def cost(evalset: common.EvalSet, rounds: int = 5) -> int:
     """CPU time of the step per page, against the page's whole analysis, and its memory per canonical page.
 
     Every page of the half in crawl order: ``analyse_html`` as the crawl runs it (defaults, sketch off, then
-    on: the sketch is the difference), ``sketch_of`` of the main text alone, and the rule's check
+    on: the sketch is the difference), ``sketch_of`` of the main text alone (with the C helper, and on the
+    pure-Python path), and the rule's check
     (``Clusterer.check``) with and without sketches; best of ``rounds``, process CPU time.  Memory: the
     traced allocations of a ``ContainmentIndex`` holding every sketched page, per page.
     """
@@ -64,6 +65,8 @@ def cost(evalset: common.EvalSet, rounds: int = 5) -> int:
     t_with = best(lambda: [analyse_html(body, options=options) for body in bodies])
     t_without = best(lambda: [analyse_html(body, options=without) for body in bodies])
     t_sketch = best(lambda: [c.sketch_of(text) for text in texts if text is not None])
+    with _native.switched(False):  # the pure-Python twin, the path without the C helpers
+        t_pure = best(lambda: [c.sketch_of(text) for text in texts if text is not None])
 
     def rule(sketches: bool) -> None:
         clusters = Clusterer()
@@ -84,10 +87,53 @@ def cost(evalset: common.EvalSet, rounds: int = 5) -> int:
     print(f"{n} pages ({len(sketched)} with a sketch), CPU seconds, best of {rounds}:")
     print(f"  analyse_html, defaults: {t_with:.3f} s ({1000 * t_with / n:.3f} ms a page); without the sketch "
           f"{t_without:.3f} s: the sketch is {100 * (t_with - t_without) / t_without:+.1f}%")
-    print(f"  sketch_of alone: {1000 * t_sketch / n:.3f} ms a page ({100 * t_sketch / t_without:.1f}% of analysis)")
+    print(f"  sketch_of alone: {1000 * t_sketch / n:.3f} ms a page ({100 * t_sketch / t_without:.1f}% of analysis); "
+          f"pure-Python path {1000 * t_pure / n:.3f} ms a page")
     print(f"  the rule's step 7 (check with sketches minus without): {1000 * t_rule / n:.3f} ms a page")
     print(f"  ContainmentIndex: {size / max(1, len(sketched)):.0f} bytes a canonical page (traced, "
           f"{len(sketched)} pages); SentenceCounts: {c.SentenceCounts().nbytes()} bytes, fixed")
+    return 0
+
+
+def seeded(evalset: common.EvalSet, texts: score.Texts, seeds: int, grid: list[dict]) -> int:
+    """How the pairs step 7 adds vary with which sentences the sketches sample: per grid point, the pairs
+    added (true, false, of which hard negatives, gray) averaged over ``seeds`` hashings of the same sentences
+    (every sentence hash h re-mixed as ``mix64(h ^ seed * golden)``, seed 0 the hash itself: another
+    uniform sample each time) and the most false pairs any one of them added."""
+    from simhash_scrapy.core.features import _mix64_int  # noqa: PLC0415
+
+    setup = replace(score.default_setup(), containment=False)
+    fps = score.run_library(evalset, setup, texts).fps
+    flagged = score.flagged_pairs(fps, setup.k, score.template_free(evalset, setup, fps, texts))
+    flagged |= score.second_pairs(fps, setup, texts) | score.one_edit_pairs(evalset, texts, setup)
+    hard = set(evalset.hn_shared) | {common.pair(a, b) for a, b in evalset.hn_title}
+    for rows in evalset.hard_pairs.values():
+        hard |= set(rows)
+    plain = c.sentence_hashes
+    cache: dict[tuple[int, int], list[int]] = {}
+    print(f"{seeds} hashings of the sentences, pairs added a hashing on average:")
+    try:
+        for params in grid:
+            true = false = hn = gray = worst = 0
+            for seed in range(seeds):
+                salt = (seed * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)
+
+                def hashes(text: str | bytes, min_words: int = c.MIN_WORDS, salt: int = salt) -> list[int]:
+                    key = (id(text), min_words)
+                    if key not in cache:
+                        cache[key] = plain(text, min_words)
+                    return sorted(_mix64_int(h ^ salt) for h in cache[key]) if salt else cache[key]
+
+                c.sentence_hashes = hashes  # type: ignore[assignment]  # sketch_of reads the module's name
+                added = score.containment_pairs(evalset, fps, flagged, texts, setup, params)
+                t, g = len(added & set(evalset.positive)), len(added & set(evalset.gray))
+                true, gray, hn = true + t, gray + g, hn + len(added & hard)
+                false += len(added) - t - g
+                worst = max(worst, len(added) - t - g)
+            print(f"  {params}: {true / seeds:.2f} true, {false / seeds:.2f} false (at most {worst}), of which "
+                  f"{hn / seeds:.2f} hard negatives, {gray / seeds:.2f} gray", flush=True)
+    finally:
+        c.sentence_hashes = plain  # type: ignore[assignment]
     return 0
 
 
@@ -104,11 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--common", default="0,3", help="a sentence in this many pages is common (0: no counts)")
     parser.add_argument("--cost", action="store_true",
                         help="only the step's cost: CPU time per page and bytes per canonical page (defaults)")
+    parser.add_argument("--seeds", type=int, default=0,
+                        help="only the grid's pairs averaged over this many hashings of the sentences (sketch t, "
+                             "theta: the sampling's variance)")
     args = parser.parse_args(argv)
     evalset = common.load_set(args.data, args.half)
     texts = score.Texts(evalset)
     if args.cost:
         return cost(evalset)
+    if args.seeds:
+        grid = [dict(t=int(t), theta=float(theta)) for t in args.sketch.split(",") for theta in args.theta.split(",")]
+        return seeded(evalset, texts, args.seeds, grid)
     setup = replace(score.default_setup(), containment=False)
     base = score.run_library(evalset, setup, texts)
     fps = base.fps

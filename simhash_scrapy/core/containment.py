@@ -13,8 +13,9 @@ containment of documents", 1997), estimated from small sketches:
   ``MIN_WORDS`` words (a character of a script written without spaces counts
   as a word), reduced to their words, lower-cased: menu items, bylines and
   dates are shorter and never count.  (Sentence ends are ``. ! ?`` before a
-  space and the full-width ones.)  Each is hashed to 64 bits (BLAKE2b: the
-  same in every process).
+  space and the full-width ones.)  Each is hashed to 64 bits (the
+  tokeniser's ``stable_hash64``: the same in every process), in C when the
+  helpers are built (the same hashes).
 * Its **sketch** is the ``SKETCH`` smallest of those distinct hashes (all of
   them when it has fewer) and their number.  The ``ANCHORS`` smallest are its
   **anchors**: the clustering rule finds candidates by looking a new page's
@@ -48,11 +49,15 @@ documentation sets (``benchmarks/quality/containment.py``).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
+
+import numpy as np
+
+from . import _native
+from .features import _INV_POWERS, _POWERS, _mix64, stable_hash64
 
 __all__ = [
     "Sketch", "SentenceCounts", "ContainmentIndex", "sentence_hashes", "sketch_of", "verify", "estimate",
@@ -63,11 +68,13 @@ __all__ = [
 #: A sentence counts when it has at least this many words.
 MIN_WORDS = 8
 #: A sketch keeps this many of a page's smallest sentence hashes.
-SKETCH = 24
+SKETCH = 32
 #: The smallest hashes of a canonical page's sketch that candidates are found by.
 ANCHORS = 4
-#: A page is a copy when at least this share of its sampled sentences is in the other page ...
-MIN_CONTAINMENT = 0.95
+#: A page is a copy when at least this share of its sampled sentences is in the other page (all of them: a
+#: page that shares most of its sentences with another, such as a long section common to a site's
+#: pages, is not a copy) ...
+MIN_CONTAINMENT = 1.0
 #: ... it has at least this many times the other page's sentences (or the other way round) ...
 MIN_RATIO = 0.5
 #: ... and the two share at least this many sampled sentences.
@@ -105,14 +112,26 @@ def sentence_hashes(text: str | bytes, min_words: int = MIN_WORDS) -> list[int]:
     A sentence is its words (runs of ASCII letters, digits and ``_``, or of bytes of other characters;
     ASCII letters lower-cased) joined by one space.  In a piece with too few of them that is not ASCII,
     a character of a script written without spaces counts as a word (the sentence is then its ``\\w``
-    runs and those characters, so joined).  UTF-8 bytes and ``str`` give the same hashes.
+    runs and those characters, so joined).  Each is hashed with ``features.stable_hash64`` (the
+    tokeniser's hash).  UTF-8 bytes and ``str`` give the same hashes; the C helper
+    (``_speedups.sentence_hashes``) gives the same as the pure-Python path.
     """
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    if _native.speedups is not None:
+        hashes: list[int] = _native.speedups.sentence_hashes(data, min_words)
+        return hashes
+    return _sentence_hashes_python(data, min_words)
+
+
+def _sentence_hashes_python(data: bytes, min_words: int) -> list[int]:
+    """``sentence_hashes`` of UTF-8 ``data`` in pure Python (the C helper's twin)."""
+    if min_words < 0:
+        raise ValueError("sentence_hashes: min_words must not be negative")
     data = data.lower().replace(b". ", b"\n").replace(b"! ", b"\n").replace(b"? ", b"\n")
     if not data.isascii():
         for end in _WIDE_ENDS:
             data = data.replace(end, b"\n")
-    out = set()
+    keys = []
     short = 3 * min_words  # bytes: a CJK character is three of them in UTF-8
     spaces = min_words - 1
     for piece in data.split(b"\n"):
@@ -124,9 +143,24 @@ def sentence_hashes(text: str | bytes, min_words: int = MIN_WORDS) -> list[int]:
             words = [w.encode("utf-8", "surrogatepass") for w in _WORD.findall(piece.decode("utf-8", "replace"))]
             if len(words) < min_words:
                 continue
-        key = b" ".join(words)
-        out.add(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little"))
-    return sorted(out)
+        keys.append(b" ".join(words))
+    return sorted(set(_stable_hashes(keys)))
+
+
+def _stable_hashes(keys: list[bytes]) -> list[int]:
+    """``features.stable_hash64`` of every key: vectorised with its power tables (one numpy pass for all),
+    key by key when they are longer together than the tables."""
+    joined = b"".join(keys)
+    if not keys or len(joined) >= len(_POWERS):
+        return [stable_hash64(key) for key in keys]
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    prefix = np.zeros(len(joined) + 1, dtype=np.uint64)
+    np.cumsum(np.multiply(np.frombuffer(joined, dtype=np.uint8), _POWERS[: len(joined)], dtype=np.uint64), out=prefix[1:])
+    poly = (prefix[ends] - prefix[starts]) * _INV_POWERS[starts]
+    hashes: list[int] = _mix64(poly + lengths.astype(np.uint64)).tolist()
+    return hashes
 
 
 def sketch_of(
