@@ -12,7 +12,9 @@ needs, and after how many pages a sentence is common; 0: never) the pairs
 added (true, false, gray), F1, the hard negatives flagged and recall by kind.
 The figures of ``docs/quality.md``: ``--words 6,8,10 --sketch 16,24,32 --theta
 0.9,0.95 --rho 0.4,0.5,0.6 --shared 3,4 --min-sentences 3,4 --common 3`` on
-both sets (``--mode e2e`` of ``score.py`` is the crawl's own figure).
+both sets (``--mode e2e`` of ``score.py`` is the crawl's own figure); ``--seeds 40
+--sketch 24,32 --theta 0.95,1.0``: the same pairs over 40 hashings of the
+sentences (how much a result owes to which sentences one hash samples).
 """
 
 from __future__ import annotations

@@ -27,7 +27,9 @@ containment of documents", 1997), estimated from small sketches:
   smallest).  The share of the sample's hashes of the *smaller* page that
   the larger one has too estimates how much of the smaller page is in the
   larger (its containment).  A pair is a duplicate when that share is at
-  least ``MIN_CONTAINMENT``, at least ``MIN_SHARED`` sampled hashes are
+  least ``MIN_CONTAINMENT`` (1.0: all of them; two pages of one site that
+  are mostly a long common section share most of their sentences, copies
+  share all), at least ``MIN_SHARED`` sampled hashes are
   shared, and the smaller page has at least ``MIN_RATIO`` times the larger's
   sentences: a listing page that holds a whole article among others contains
   it, but is not a copy of it.
@@ -37,7 +39,7 @@ containment of documents", 1997), estimated from small sketches:
   "about these documents" section say nothing about the article), while one
   only one of them has still counts against the pair.
 
-Bounded memory: a canonical page's sketch and anchors take about 470 bytes
+Bounded memory: a canonical page's sketch and anchors take about 500 bytes
 (``containment.py --cost``), at most ``MAX_PAGES`` canonical pages a scope
 (then later canonical pages are not sketched: fewer pairs found, never a
 wrong one); the counts are two fixed tables of 2 MB.  Nothing is saved: pages
@@ -84,7 +86,7 @@ MIN_SENTENCES = 4
 #: A sentence counted in this many pages checked by step 7 is common (a host's widget, a site-wide
 #: section): it is left out of the verification.
 COMMON = 3
-#: The most canonical pages' sketches a rule keeps per scope (about 470 bytes each).
+#: The most canonical pages' sketches a rule keeps per scope (about 500 bytes each).
 MAX_PAGES = 100_000
 #: The most pages an anchor remembers.
 MAX_OWNERS = 8
