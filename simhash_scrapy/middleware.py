@@ -400,6 +400,7 @@ class SimhashMiddleware:
             canonical_link=_canonical_link(response),
             also=None if answer.exact else self.state.template_free(response.url, answer.fingerprint, answer.source),
             second=answer.second if self.state.backend.extra_queries else None,
+            sketch=answer.sketch if self.state.backend.extra_queries else None,
         )
 
     def _decide(
@@ -421,7 +422,8 @@ class SimhashMiddleware:
         meta["simhash_one_edit"] = verdict.one_edit
         # Which step of the rule matched (core.clustering.Rule's value), for near-duplicates only.
         meta["simhash_rule"] = (
-            rule_of(answer.exact, verdict.distance, self.config.max_distance).value if verdict.is_duplicate else None
+            rule_of(answer.exact, verdict.distance, self.config.max_distance, verdict.via).value
+            if verdict.is_duplicate else None
         )
         if verdict.previous_fingerprint is not None:
             meta["simhash_previous"] = verdict.previous_fingerprint

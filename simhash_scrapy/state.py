@@ -250,6 +250,8 @@ class DedupState:
                 self.inc(prefix + "template/near_duplicates")
             elif verdict.via == "second":  # core.clustering step 6: the second simhash
                 self.inc(prefix + "second/near_duplicates")
+            elif verdict.via == "containment":  # core.clustering step 7: sentence containment
+                self.inc(prefix + "containment/near_duplicates")
         return verdict
 
     def template_free(self, url: str, fingerprint: int, source: str | bytes | None) -> int | None:
@@ -310,7 +312,7 @@ class DedupState:
     def describe_rule(self, verdict: Verdict, exact: bool = False) -> str:
         """The rule that matched a near-duplicate, and k: ``"simhash within k=4, distance 3"`` (``core.clustering.Rule``)."""
         k = self.config.max_distance
-        return rule_of(exact, verdict.distance, k).describe(verdict.distance, k)
+        return rule_of(exact, verdict.distance, k, verdict.via).describe(verdict.distance, k)
 
     def log_duplicate(self, what: str, url: str, verdict: Verdict, outcome: str, exact: bool = False) -> None:
         """Log a near-duplicate at SIMHASH_LOG_LEVEL: all of them with SIMHASH_DEBUG, else the first one.

@@ -130,6 +130,7 @@ def _settings(setup) -> dict:
         "SIMHASH_ONE_EDIT_BELOW": setup.one_edit_below,
         "SIMHASH_TEMPLATES": setup.templates,
         "SIMHASH_SECOND_SIMHASH": setup.second,
+        "SIMHASH_CONTAINMENT": setup.containment,
     }
 
 

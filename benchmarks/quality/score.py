@@ -43,6 +43,7 @@ from simhash_scrapy.core import defaults  # noqa: E402
 from simhash_scrapy.core.exact import exact_digest  # noqa: E402
 from simhash_scrapy.core.features import DEFAULT_FEATURES, WEIGHTINGS, FeatureConfig, feature_hashes  # noqa: E402
 from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
+from simhash_scrapy.core import containment as contain  # noqa: E402
 from simhash_scrapy.core.second import MIN_TOKENS as SECOND_MIN_TOKENS  # noqa: E402
 from simhash_scrapy.core.second import VERIFY_FACTOR, second_simhash  # noqa: E402
 from simhash_scrapy.core.sitetemplate import HostTemplates, host_of  # noqa: E402
@@ -68,6 +69,9 @@ class Setup:
     # The second simhash (SIMHASH_SECOND_SIMHASH, core.second): pages whose second simhashes are within k
     # and first within VERIFY_FACTOR * k are also flagged, as the plugin does.
     second: bool = False
+    # Sentence containment (SIMHASH_CONTAINMENT, core.containment, clustering step 7): a page that steps 1-6
+    # left unmatched is verified against the canonical pages' sentence sketches, in the set's crawl order.
+    containment: bool = False
 
     def describe(self) -> str:
         f = self.features
@@ -79,6 +83,8 @@ class Setup:
             extra += ", host templates learned"
         if self.second:
             extra += ", second simhash verified within 2k"
+        if self.containment:
+            extra += ", sentence containment"
         return f"{self.text_mode} text, {feat}, {f.weighting}, k={self.k}, min_tokens={self.min_tokens}{extra}"
 
 
@@ -87,7 +93,7 @@ def default_setup() -> Setup:
     return Setup(
         "defaults", defaults.TEXT_MODE, DEFAULT_FEATURES, defaults.MAX_DISTANCE, defaults.MIN_TOKENS,
         one_edit_below=defaults.ONE_EDIT_BELOW, templates=defaults.TEMPLATES,
-        second=defaults.SECOND_SIMHASH,
+        second=defaults.SECOND_SIMHASH, containment=defaults.CONTAINMENT,
     )  # fmt: skip
 
 
@@ -210,6 +216,68 @@ def template_free(evalset: common.EvalSet, setup: Setup, fps: dict, texts: Texts
         if free is not None:
             out[page.id] = free
     return out
+
+
+#: The parameters of clustering step 7 (``core.containment``'s constants; ``containment.py`` tries others).
+CONTAINMENT = dict(
+    words=contain.MIN_WORDS, t=contain.SKETCH, theta=contain.MIN_CONTAINMENT, rho=contain.MIN_RATIO,
+    m=contain.MIN_SHARED, min_sentences=contain.MIN_SENTENCES, common=contain.COMMON,
+)
+
+
+def containment_pairs(
+    evalset: common.EvalSet, fps: dict, flagged: set[tuple[int, int]], texts: Texts, setup: Setup,
+    params: dict | None = None,
+) -> set[tuple[int, int]]:
+    """The pairs clustering step 7 adds, in the set's crawl order, as the crawl's rule does.
+
+    A page none of whose flagged partners (steps 1-6, ``flagged``) is canonical yet is verified against
+    the canonical pages' sentence sketches found by their anchors (``ContainmentIndex``), sentences
+    counted on ``common`` such pages left out (``SentenceCounts``); it joins the verified one with the
+    highest containment (and is paired with that page's cluster), else becomes canonical.  (The crawl
+    compares steps 1-6 with canonical pages only; this takes every flagged pair: ``--mode e2e`` is exact.)
+    """
+    p = dict(CONTAINMENT, **(params or {}))
+    data = texts.get(setup.text_mode)
+    partners: dict[int, set[int]] = {}
+    for a, b in flagged:
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
+    index = contain.ContainmentIndex()
+    counts = contain.SentenceCounts() if p["common"] else None
+    is_common = None if counts is None else (lambda h: counts.count(h) >= p["common"])
+    cluster: dict[int, set[int]] = {}  # canonical page -> its members
+    added = set()
+    for page in sorted(evalset.pages, key=lambda q: q.order):
+        pid = page.id
+        fp = fps.get(pid)
+        if fp is None:
+            continue
+        near = [q for q in partners.get(pid, ()) if q in cluster]
+        if near:
+            cluster[min(near)].add(pid)
+            continue
+        sketch = None
+        if fp[0] == "simhash":
+            sketch = contain.sketch_of(data[pid], p["t"], p["words"], p["min_sentences"])
+        best = None
+        for entry in index.candidates(sketch) if sketch is not None else ():
+            other = index.sketch(entry)
+            assert other is not None
+            if contain.verify(sketch, other, p["theta"], p["rho"], p["m"], p["t"], is_common):
+                contained = contain.estimate(sketch, other, p["t"], is_common)[0]
+                if best is None or contained > best[1]:
+                    best = (entry, contained)
+        if counts is not None and sketch is not None:
+            counts.add(sketch.hashes)
+        if best is None:
+            cluster[pid] = {pid}
+            if sketch is not None:
+                index.add(pid, sketch)
+            continue
+        added.update(common.pair(pid, x) for x in cluster[best[0]])
+        cluster[best[0]].add(pid)
+    return added
 
 
 # --------------------------------------------------------------------------- scoring
@@ -416,6 +484,8 @@ def run_library(evalset: common.EvalSet, setup: Setup, texts: Texts) -> Result:
         flagged |= second_pairs(fps, setup, texts)
     if setup.one_edit_below:
         flagged |= one_edit_pairs(evalset, texts, setup)
+    if setup.containment:
+        flagged |= containment_pairs(evalset, fps, flagged, texts, setup)
     result = evaluate(evalset, setup, fps, flagged)
     result.extra["seconds"] = round(time.perf_counter() - t0, 2)
     result.fps = fps
@@ -610,6 +680,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="no cross-page template learning (SIMHASH_TEMPLATES = False)")
     parser.add_argument("--no-second", action="store_true",
                         help="no second simhash (SIMHASH_SECOND_SIMHASH = False)")
+    parser.add_argument("--no-containment", action="store_true",
+                        help="no sentence containment step (SIMHASH_CONTAINMENT = False)")
     args = parser.parse_args(argv)
 
     evalset = common.load_set(args.data, args.half)
@@ -629,6 +701,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["templates"] = False
     if args.no_second:
         overrides["second"] = False
+    if args.no_containment:
+        overrides["containment"] = False
     feats = {}
     if args.word_ngram:
         feats["word_ngram"] = args.word_ngram

@@ -52,8 +52,9 @@ class DedupBackend(abc.ABC):
 
     #: Entries loaded at ``open`` (persistent backends); reported as the stat ``simhash/initial``.
     initial: int = 0
-    #: Whether ``check`` also matches by ``PageRecord.also`` and ``PageRecord.second`` (``core.clustering``
-    #: steps 5 and 6); the crawl learns host templates and sends second simhashes only to such a backend.
+    #: Whether ``check`` also matches by ``PageRecord.also``, ``PageRecord.second`` and ``PageRecord.sketch``
+    #: (``core.clustering`` steps 5-7); the crawl learns host templates and sends second simhashes and
+    #: sentence sketches only to such a backend.
     extra_queries: bool = False
 
     def __init__(self, config: SimhashConfig) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..core.clustering import Clusterer, Decision, is_one_edit
+from ..core.clustering import Clusterer, Decision, Outcome, is_one_edit
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class MemoryBackend(DedupBackend):
     async def open(self, spider_name: str) -> None:
         pass
 
-    def _verdict(self, decision: Decision) -> Verdict:
+    def _verdict(self, decision: Decision, via: str | None = None) -> Verdict:
         previous_seen = None
         if decision.previous_fingerprint is not None:
             previous_seen = self._members[decision.entry].last_seen or None
@@ -65,20 +65,23 @@ class MemoryBackend(DedupBackend):
             canonical_identity=canonical.key,
             previous_fingerprint=decision.previous_fingerprint,
             previous_seen=previous_seen,
-            one_edit=is_one_edit(decision.distance, self._clusters.max_distance),
+            one_edit=via is None and is_one_edit(decision.distance, self._clusters.max_distance),
             canonical_link=canonical.canonical_link,
-            via=decision.via,
+            via=via,
         )
 
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
         """``check`` without the coroutine (the memory backend never waits)."""
         decision = self._clusters.check(
             record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys, record.digest,
-            record.also, record.second,
+            record.also, record.second, record.sketch,
         )
-        verdict = self._verdict(decision)
         entry = decision.entry
         new = entry == len(self._members)
+        via = decision.via
+        if via is None and not new and decision.outcome is not Outcome.NEAR_DUPLICATE and decision.canonical is not None:
+            via = self._members[entry].via  # still in the cluster step 7 put it in
+        verdict = self._verdict(decision, via)
         fields = dict(
             url=record.url,
             fingerprint=record.fingerprint,
@@ -98,6 +101,7 @@ class MemoryBackend(DedupBackend):
             etag=record.etag,
             last_modified=record.last_modified,
             canonical_link=record.canonical_link,
+            via=via if via == "containment" else None,
         )
         if new:
             member = ClusterMember(first_seen=record.seen, **fields)  # type: ignore[arg-type]

@@ -1254,6 +1254,204 @@ done:
     return result;
 }
 
+/* ================================================================ sentences (clustering step 7)
+ *
+ *   sentence_hashes(data, min_words) -> list[int]
+ *       core/containment.py's sentence_hashes of UTF-8 ``data`` (its pure-Python twin gives the same list):
+ *       ASCII letters lower-cased; pieces between line breaks, ". " "! " "? " and the full-width
+ *       U+3002/U+FF01/U+FF1F; a piece with at least min_words - 1 spaces and min_words runs of
+ *       [0-9a-z_] or non-ASCII bytes is those runs joined by a space; else a non-ASCII piece of at least
+ *       3 * min_words bytes is its Unicode words (a CJK character alone, or a run of other \w characters,
+ *       as Python's re finds them in the piece decoded with errors="replace"), when min_words or more;
+ *       each such sentence hashed as features.stable_hash64 (mix64(polynomial hash + length), the
+ *       tokeniser's hash_run); the distinct hashes, ascending.
+ */
+typedef struct {
+    uint64_t *data;
+    size_t len, cap;
+} HashList;
+
+static int hash_list_push(HashList *list, uint64_t value) {
+    if (list->len == list->cap) {
+        size_t cap = list->cap ? 2 * list->cap : 64;
+        uint64_t *grown = PyMem_Realloc(list->data, cap * sizeof(uint64_t));
+        if (grown == NULL) return -1;
+        list->data = grown;
+        list->cap = cap;
+    }
+    list->data[list->len++] = value;
+    return 0;
+}
+
+/* hash_run of key[0..len): the polynomial hash four bytes a step (the same sum modulo 2**64). */
+#define POLY_BASE2 (POLY_BASE * POLY_BASE)
+#define POLY_BASE3 (POLY_BASE2 * POLY_BASE)
+#define POLY_BASE4 (POLY_BASE2 * POLY_BASE2)
+static uint64_t sentence_key_hash(const unsigned char *key, Py_ssize_t len) {
+    uint64_t acc = 0, power = 1;
+    Py_ssize_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        acc += (key[i] + key[i + 1] * POLY_BASE + key[i + 2] * POLY_BASE2 + key[i + 3] * POLY_BASE3) * power;
+        power *= POLY_BASE4;
+    }
+    for (; i < len; i++) {
+        acc += key[i] * power;
+        power *= POLY_BASE;
+    }
+    return mix64(acc + (uint64_t)len);
+}
+
+/* containment.py's _CJK: scripts written without spaces, each character a word */
+static inline int sentence_cjk(uint32_t cp) {
+    return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x4E00 && cp <= 0x9FFF) ||
+           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xAC00 && cp <= 0xD7AF);
+}
+
+static inline unsigned char ascii_lower(unsigned char b) { return (b >= 'A' && b <= 'Z') ? (unsigned char)(b + 32) : b; }
+
+/* A non-ASCII piece [start, end) the ASCII runs did not make a sentence of: its Unicode words (a CJK
+ * character alone, or a run of other characters re's \w matches; invalid UTF-8 is a non-word
+ * character, as errors="replace" decodes it) joined by a space into ``key``; their number. */
+static Py_ssize_t sentence_unicode_key(const unsigned char *s, Py_ssize_t start, Py_ssize_t end, unsigned char *key,
+                                       Py_ssize_t *key_len) {
+    Py_ssize_t words = 0, k = 0;
+    int in_word = 0;
+    for (Py_ssize_t j = start; j < end;) {
+        uint32_t cp = s[j];
+        int len = 1;
+        if (cp >= 0x80) {
+            len = utf8_sequence(s + j, end - j, &cp);
+            if (len == 0) cp = 0xFFFD, len = 1;
+        }
+        int cjk = sentence_cjk(cp);
+        if (cjk || cp == '_' || Py_UNICODE_ISALNUM(cp)) {
+            if (cjk || !in_word) {
+                if (words++) key[k++] = ' ';
+            }
+            for (int b = 0; b < len; b++) key[k++] = ascii_lower(s[j + b]);
+            in_word = !cjk;
+        } else {
+            in_word = 0;
+        }
+        j += len;
+    }
+    *key_len = k;
+    return words;
+}
+
+/* The lower-cased byte of an ASCII word run ([0-9A-Za-z_]), 0 for other bytes (non-ASCII bytes are in runs
+ * too, but also mark the piece as not ASCII: the scan handles them on their own). */
+static unsigned char sentence_run_byte[256];
+
+static void sentence_tables(void) {
+    for (int b = 0; b < 256; b++) {
+        int run = (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || b == '_';
+        sentence_run_byte[b] = run ? ascii_lower((unsigned char)b) : 0;
+    }
+}
+
+static int compare_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static PyObject *sentence_hashes(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t min_words;
+    if (!PyArg_ParseTuple(args, "y*n:sentence_hashes", &view, &min_words)) return NULL;
+    if (min_words < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "sentence_hashes: min_words must not be negative");
+        return NULL;
+    }
+    if (sentence_run_byte['a'] == 0) sentence_tables();
+    const unsigned char *s = view.buf;
+    Py_ssize_t n = view.len;
+    HashList out = {NULL, 0, 0};
+    PyObject *result = NULL;
+    /* One pass: the piece's ASCII-run key is built as its bytes are read (never longer than the piece; a
+     * Unicode key adds a space to a CJK character's three bytes at most: 4/3 of the piece). */
+    unsigned char *key = PyMem_Malloc(2 * (size_t)n + 1);
+    if (key == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t i = 0, start = 0, spaces = 0, words = 0, k = 0;
+    int high = 0, in_word = 0;
+    for (;;) {
+        int cut = 0; /* bytes of the sentence end at i, 0 when none */
+        if (i < n) {
+            unsigned char b = s[i], v = sentence_run_byte[b];
+            if (v != 0) { /* most bytes: a run of ASCII letters and digits, copied at once */
+                if (!in_word) {
+                    if (words++) key[k++] = ' ';
+                    in_word = 1;
+                }
+                do {
+                    key[k++] = v;
+                    i++;
+                } while (i < n && (v = sentence_run_byte[s[i]]) != 0);
+                continue;
+            }
+            if (b == '\n') cut = 1;
+            else if ((b == '.' || b == '!' || b == '?') && i + 1 < n && s[i + 1] == ' ') cut = 2;
+            else if (b >= 0x80 && i + 2 < n &&
+                     ((b == 0xE3 && s[i + 1] == 0x80 && s[i + 2] == 0x82) ||
+                      (b == 0xEF && s[i + 1] == 0xBC && (s[i + 2] == 0x81 || s[i + 2] == 0x9F))))
+                cut = 3;
+            if (!cut) {
+                if (b >= 0x80) { /* part of a run, and the piece is not ASCII */
+                    high = 1;
+                    if (!in_word) {
+                        if (words++) key[k++] = ' ';
+                        in_word = 1;
+                    }
+                    key[k++] = b;
+                } else {
+                    spaces += b == ' ';
+                    in_word = 0;
+                }
+                i++;
+                continue;
+            }
+        }
+        Py_ssize_t end = i < n ? i : n;
+        if (!(spaces >= min_words - 1 && words >= min_words)) { /* else the ASCII runs make the sentence */
+            words = 0;
+            if (high && end - start >= 3 * min_words) words = sentence_unicode_key(s, start, end, key, &k);
+        }
+        if (words >= min_words && hash_list_push(&out, sentence_key_hash(key, k)) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (i >= n) break;
+        i += cut;
+        start = i;
+        spaces = words = k = 0;
+        high = in_word = 0;
+    }
+    if (out.len > 1) qsort(out.data, out.len, sizeof(uint64_t), compare_u64);
+    size_t distinct = 0;
+    for (size_t j = 0; j < out.len; j++)
+        if (distinct == 0 || out.data[j] != out.data[distinct - 1]) out.data[distinct++] = out.data[j];
+    result = PyList_New((Py_ssize_t)distinct);
+    if (result == NULL) goto done;
+    for (size_t j = 0; j < distinct; j++) {
+        PyObject *value = PyLong_FromUnsignedLongLong(out.data[j]);
+        if (value == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, (Py_ssize_t)j, value);
+    }
+done:
+    PyMem_Free(key);
+    PyMem_Free(out.data);
+    PyBuffer_Release(&view);
+    return result;
+}
+/* ============================================================ end of sentences (clustering step 7) */
+
 static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
     {"hash_text", hash_text, METH_VARARGS, "hash_text(data, table) -> (hashes, specials)"},
@@ -1266,6 +1464,7 @@ static PyMethodDef methods[] = {
      "query_tables(queries, fingerprints, alive, tables, max_distance, tail_start) -> (query, row, distance)"},
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
     {"prepare_tables", prepare_tables, METH_O, "prepare_tables(tables) -> capsule for query_tables"},
+    {"sentence_hashes", sentence_hashes, METH_VARARGS, "sentence_hashes(data, min_words) -> sorted distinct hashes"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,6 +35,7 @@ from .fingerprint import simhash_from_features
 from .decode import to_utf8
 from .shared_parse import deeper_than
 from .text import extract_text, extract_text_bytes, text_of_parsed
+from .containment import Sketch, sketch_of
 from .second import MIN_TOKENS as SECOND_MIN_TOKENS
 from .second import second_simhash
 
@@ -78,6 +79,8 @@ class AnalysisOptions:
     keep_source: bool = False
     #: Give a simhash page its second simhash (``Analysis.second``, ``core.second``).
     second: bool = False
+    #: Give a simhash page its sentence sketch (``Analysis.sketch``, ``core.containment``).
+    sketch: bool = False
     #: Give a simhash page's content ``digest`` too (False: ``None``, for callers that only want the
     #: fingerprint; a short page's digest is its fingerprint and is always given).
     content_digest: bool = True
@@ -108,6 +111,9 @@ class Analysis(NamedTuple):
     source: str | bytes | None = None
     #: The second, independent simhash of a simhash page (``core.second``), with ``second``.
     second: int | None = None
+    #: The sentence sketch of a simhash page (``core.containment``), with ``sketch``; ``None`` when it has
+    #: too few sentences.
+    sketch: Sketch | None = None
 
     @property
     def kind(self) -> str:
@@ -139,7 +145,8 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
     source = data if options.keep_source else None
     second = second_simhash(hashes, weights) if options.second and tokens >= SECOND_MIN_TOKENS else None
-    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest, source, second)
+    sketch = sketch_of(data) if options.sketch else None
+    return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest, source, second, sketch)
 
 
 def analyse_html(

@@ -45,6 +45,16 @@ follows the user's URL canonicalisation):
    within k of its own, verified: their first simhashes are within
    ``VERIFY_FACTOR * k``.  Canonical pages' second simhashes have an index of
    their own per scope; the distance is the second simhashes'.
+7. **Sentence containment** (``core.containment``, in-process backends): a
+   page may also carry ``sketch``, the smallest hashes of its sentences.  A
+   page that steps 1-6 left unmatched joins the canonical page, found by a
+   shared anchor (one of its few smallest sentence hashes), whose sentences
+   hold nearly all of its own or whose own it holds (``containment.verify``:
+   estimated containment, comparable size, enough shared sentences; sentences
+   counted on ``COMMON`` pages that came this far are left out); several:
+   the highest containment, then the canonical page checked first.  The
+   distance is the two fingerprints' real Hamming distance (``rule_of``
+   names the step when given ``via``).
 
 Which step matched a near-duplicate (``Rule``: ``simhash`` within k,
 ``exact`` short page, ``one_edit``) follows from its kind and distance
@@ -68,6 +78,7 @@ import numpy as np
 from . import defaults
 from .index import BlockPermutedIndex
 from .keytable import KeyTable, pack_keys, unpack_keys
+from .containment import ContainmentIndex, SentenceCounts, Sketch
 from .second import VERIFY_FACTOR
 
 __all__ = [
@@ -113,6 +124,8 @@ class Rule(str, enum.Enum):
     EXACT = "exact"
     #: Step 4: one token apart (``core.edits``); the distance is then more than k.
     ONE_EDIT = "one_edit"
+    #: Step 7: the sentences of one page hold the other's (``core.containment``); any distance.
+    CONTAINMENT = "containment"
 
     def __str__(self) -> str:
         return self.value
@@ -125,30 +138,36 @@ class Rule(str, enum.Enum):
         """The rule and k as logs, reports and ``compare`` print them (the distance when given).
 
         ``"simhash within k=4, distance 3"``, ``"exact short page, distance 0, k=4"``,
-        ``"one edit, distance 9 > k=4"``; without a distance ``"simhash within k=4"``,
-        ``"exact short page, k=4"``, ``"one edit, beyond k=4"``.
+        ``"one edit, distance 9 > k=4"``, ``"sentence containment, distance 17, k=4"``; without a
+        distance ``"simhash within k=4"``, ``"exact short page, k=4"``, ``"one edit, beyond k=4"``.
         """
         k = "?" if max_distance is None else str(max_distance)
         d = "" if distance is None else f", distance {distance}"
         if self is Rule.SIMHASH:
             return f"simhash within k={k}{d}"
-        if self is Rule.EXACT:
+        if self is Rule.EXACT or self is Rule.CONTAINMENT:
             return f"{self.label}{d}, k={k}"
         return f"{self.label}{d} > k={k}" if d else f"{self.label}, beyond k={k}"
 
 
-_RULE_LABELS = {Rule.SIMHASH: "simhash within k", Rule.EXACT: "exact short page", Rule.ONE_EDIT: "one edit"}
+_RULE_LABELS = {
+    Rule.SIMHASH: "simhash within k", Rule.EXACT: "exact short page", Rule.ONE_EDIT: "one edit",
+    Rule.CONTAINMENT: "sentence containment",
+}
 
 
-def rule_of(exact: bool, distance: int | None, max_distance: int) -> Rule:
+def rule_of(exact: bool, distance: int | None, max_distance: int, via: str | None = None) -> Rule:
     """The rule that matched a near-duplicate, from what every backend records (kind, distance) and k.
 
     A short page is matched by its exact digest; a simhash page within k by
-    distance; a simhash page farther than k can only have been found by the
-    one-edit rule (its distance is the real Hamming distance, see step 4).
+    distance; a simhash page farther than k was found by the one-edit rule
+    (its distance is the real Hamming distance, see step 4), unless ``via``
+    (the verdict's, when known) says step 7 found it: ``"containment"``.
     """
     if exact:
         return Rule.EXACT
+    if via == "containment":
+        return Rule.CONTAINMENT
     if is_one_edit(distance, max_distance):
         return Rule.ONE_EDIT
     return Rule.SIMHASH
@@ -175,7 +194,7 @@ class Decision:
     #: ``NEAR_DUPLICATE`` that was recorded before), else ``None``.
     previous_fingerprint: int | None = None
     #: How a ``NEAR_DUPLICATE`` was found beyond the first simhash: ``"template"`` (step 5),
-    #: ``"second"`` (step 6), else ``None``.
+    #: ``"second"`` (step 6), ``"containment"`` (step 7), else ``None``.
     via: str | None = None
 
 
@@ -209,6 +228,8 @@ class Clusterer:
         self.second: list[int | None] = []  # a canonical entry's second simhash in its index, else None
         self._seconds: dict[str, BlockPermutedIndex] = {}  # second simhashes of canonical pages, per scope
         self._also_rows = 0  # index rows holding one (not counted by index_size)
+        self._contained: dict[str, ContainmentIndex] = {}  # canonical pages' sentence sketches, per scope (step 7)
+        self._sentences: SentenceCounts | None = None  # sentences of the pages step 7 saw (made at the first)
 
     def __len__(self) -> int:
         return len(self.fingerprint)
@@ -251,6 +272,7 @@ class Clusterer:
         keys: Sequence[int] = (),
         also: int | None = None,
         second: int | None = None,
+        sketch: Sketch | None = None,
     ) -> tuple[int, int, str | None] | None:
         """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None``."""
         if exact:
@@ -284,11 +306,28 @@ class Clusterer:
             return owner, nearest, via
         table = self._edits.get(scope)
         owner = table.owner(keys) if keys and table is not None else None  # ties: the entry recorded first
+        via = None
         if owner is None:
-            return None
+            if sketch is None:
+                return None
+            owner = self._contains(scope, sketch)  # step 7
+            if owner is None:
+                return None
+            via = "containment"
         indexed = self.indexed[owner]
         assert indexed is not None
-        return owner, (fingerprint ^ indexed).bit_count(), None
+        return owner, (fingerprint ^ indexed).bit_count(), via
+
+    def _contains(self, scope: str, sketch: Sketch) -> int | None:
+        """Step 7: the canonical entry whose sentences hold this page's (or the other way round), else ``None``;
+        the page's sentences are then counted (``SentenceCounts``)."""
+        counts = self._sentences
+        if counts is None:
+            counts = self._sentences = SentenceCounts()
+        index = self._contained.get(scope)
+        found = index.match(sketch, counts) if index is not None else None
+        counts.add(sketch.hashes)
+        return None if found is None else found[0]
 
     def _make_canonical(
         self,
@@ -299,6 +338,7 @@ class Clusterer:
         keys: Sequence[int],
         also: int | None = None,
         second: int | None = None,
+        sketch: Sketch | None = None,
     ) -> None:
         if exact:
             self._exact.setdefault(scope, {}).setdefault(fingerprint, entry)
@@ -316,6 +356,11 @@ class Clusterer:
                     table = self._seconds[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
                 table.add(entry, second)
                 self.second[entry] = second
+            if sketch is not None:
+                contained = self._contained.get(scope)
+                if contained is None:
+                    contained = self._contained[scope] = ContainmentIndex()
+                contained.add(entry, sketch)
         self.indexed[entry] = fingerprint
         self.canonical[entry] = self.distance[entry] = -1
 
@@ -350,6 +395,8 @@ class Clusterer:
             if self.second[entry] is not None:
                 self._seconds[scope].remove(entry)
                 self.second[entry] = None
+            if scope in self._contained:
+                self._contained[scope].remove(entry)
             key_table = self._edits.get(scope)
             if key_table is not None and self.indexed_keys[entry]:
                 key_table.remove(entry, self.keys_of(entry))
@@ -381,26 +428,28 @@ class Clusterer:
         digest: int | None = None,
         also: int | None = None,
         second: int | None = None,
+        sketch: Sketch | None = None,
     ) -> Decision:
         """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical).
 
         ``edit_keys``: the page's one-edit keys (``core.edits``), for a simhash page of a few dozen tokens.
         ``also``: its template-free fingerprint (``core.sitetemplate``; step 5), else ``None``.
         ``second``: its second simhash (``core.second``; step 6), else ``None``.
+        ``sketch``: its sentence sketch (``core.containment``; step 7), else ``None``.
         ``digest``: its content digest (``core.exact.exact_digest``; a short page's is its fingerprint),
         which tells ``UNCHANGED`` from ``EDITED`` when it is re-checked; ``None``: unknown.
         """
         if exact:
             edit_keys = ()
             digest = fingerprint
-            also = second = None
+            also = second = sketch = None
         key = (scope, identity)
         entry = self._identities.get(key)
         if entry is None and len(self._restored_hashes):
             entry = self._restored_entry(scope, identity)
         if entry is not None:
-            return self._recheck(scope, entry, fingerprint, exact, index, edit_keys, digest, also, second)
-        found = self._nearest(scope, fingerprint, exact, edit_keys, also, second)
+            return self._recheck(scope, entry, fingerprint, exact, index, edit_keys, digest, also, second, sketch)
+        found = self._nearest(scope, fingerprint, exact, edit_keys, also, second, sketch)
         if found is not None:
             entry = self._new_entry(fingerprint, exact, found[0], found[1])
             self.digest[entry] = digest
@@ -410,7 +459,7 @@ class Clusterer:
         self.digest[entry] = digest
         self._identities[key] = entry
         if index:
-            self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second)
+            self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second, sketch)
         return Decision(Outcome.UNIQUE, entry)
 
     def _recheck(
@@ -424,6 +473,7 @@ class Clusterer:
         digest: int | None = None,
         also: int | None = None,
         second: int | None = None,
+        sketch: Sketch | None = None,
     ) -> Decision:
         previous = self.fingerprint[entry]
         old_digest = self.digest[entry]
@@ -445,13 +495,13 @@ class Clusterer:
             return Decision(outcome, entry, canonical, self.distance[entry], previous)
         self._unindex(scope, entry)
         self.exact[entry] = exact
-        found = self._nearest(scope, fingerprint, exact, edit_keys, also, second)
+        found = self._nearest(scope, fingerprint, exact, edit_keys, also, second, sketch)
         if found is not None:
             self.canonical[entry], self.distance[entry] = found[0], found[1]
             return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], previous, found[2])
         self.canonical[entry] = self.distance[entry] = -1
         if index:
-            self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second)
+            self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second, sketch)
         return Decision(Outcome.CHANGED, entry, previous_fingerprint=previous)
 
     # ------------------------------------------------------------ restore
@@ -546,8 +596,8 @@ class Clusterer:
         self.indexed.extend(column)
         self.indexed_keys.extend(packed_keys)
         self.digest.extend(digests)
-        # Restored pages carry no template-free or second simhash (neither is stored: steps 5 and 6
-        # serve pages checked in this process).
+        # Restored pages carry no template-free or second simhash nor sentence sketch (none is stored:
+        # steps 5-7 serve pages checked in this process).
         self.also.extend([None] * n)
         self.second.extend([None] * n)
         if identity_hashes is None:

@@ -168,6 +168,8 @@ class SimhashConfig:
     templates: bool = _default("templates")
     #: ``SIMHASH_SECOND_SIMHASH``: a second, independent simhash as a verified query (``core.second``).
     second_simhash: bool = _default("second_simhash")
+    #: ``SIMHASH_CONTAINMENT``: sentence sketches and the containment step (``core.containment``).
+    containment: bool = _default("containment")
     #: ``SIMHASH_REPRESENTATIVE``: ``"best"`` or ``"first"`` (``core.representative``).
     representative: str = _default("representative")
     #: ``SIMHASH_KEEP_PER_CLUSTER``: the first N members of a cluster pass.
@@ -243,6 +245,7 @@ class SimhashConfig:
             keep_text=self.keep_text,
             keep_source=self.templates,
             second=self.second_simhash,
+            sketch=self.containment,
         )
 
     @property

@@ -89,6 +89,10 @@ TEMPLATES = True
 #: page to a canonical page whose second simhash is within k when their first ones are within 2k
 #: (in-process and store backends; chosen on the tuning halves, ``benchmarks/quality``).
 SECOND_SIMHASH = True
+#: ``SIMHASH_CONTAINMENT``: give each page a sketch of its sentences (``core.containment``) and join a page
+#: that nothing else matched to a canonical page whose sentences hold its own, or the other way round
+#: (in-process and store backends; chosen on the tuning halves, ``benchmarks/quality/containment.py``).
+CONTAINMENT = True
 #: ``SIMHASH_REPRESENTATIVE``: which member represents a cluster in reports and meta:
 #: ``"best"`` (rel=canonical target, no query, not a print/AMP/mobile copy, shortest, first crawled;
 #: ``core.representative``) or ``"first"`` (the first page crawled, the matching anchor).

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .clustering import Outcome
+from .containment import Sketch
 
 __all__ = [
     "PageRecord", "Verdict", "ClusterMember", "UNCHECKED", "page_scope", "item_scope", "is_item_scope",
@@ -60,6 +61,9 @@ class PageRecord:
     #: Its second, independent simhash (``core.second``): a verified query in a wider radius, used by
     #: backends with ``extra_queries``; ``None``: none.
     second: int | None = None
+    #: Its sentence sketch (``core.containment``): clustering step 7, used by backends with
+    #: ``extra_queries``; ``None``: none.
+    sketch: Sketch | None = None
 
     @property
     def key(self) -> str:
@@ -86,7 +90,8 @@ class Verdict:
     previous_seen: float | None = None
     #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
     one_edit: bool = False
-    #: Found by the template-free text (``"template"``) or the second simhash (``"second"``), else ``None``.
+    #: Found by the template-free text (``"template"``), the second simhash (``"second"``) or sentence
+    #: containment (``"containment"``), else ``None``.
     via: str | None = None
     #: The rel=canonical URL that canonical page names, when known.
     canonical_link: str | None = None
@@ -137,6 +142,9 @@ class ClusterMember:
     last_modified: str | None = None
     #: The rel=canonical URL the page names (``PageRecord.canonical_link``), else ``None``.
     canonical_link: str | None = None
+    #: How it was found (``Verdict.via``), as far as this process knows: ``"containment"`` for a member
+    #: matched by clustering step 7 in this crawl (the rule reports name), else ``None``.
+    via: str | None = None
 
     @property
     def key(self) -> str:

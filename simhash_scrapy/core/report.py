@@ -195,7 +195,8 @@ def build_clusters(
             if _get(member, "canonical_url") is not None:
                 exact = bool(_get(member, "exact"))
                 if exact or max_distance is not None:
-                    rule = rule_of(exact, int(distance), max_distance if max_distance is not None else 64).value
+                    k = max_distance if max_distance is not None else 64
+                    rule = rule_of(exact, int(distance), k, _get(member, "via")).value
             row: dict[str, Any] = {
                 "url": _get(member, "url"),
                 "fingerprint": f"{fp:016x}",

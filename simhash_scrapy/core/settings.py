@@ -402,6 +402,13 @@ SETTINGS: tuple[Setting, ...] = (
       "canonical page whose second simhash is within k and whose simhash is within 2k (clustering step 6; lifts "
       "1-3%-edit recall). In-process and store backends (not Redis). Chosen on the tuning halves",
       "False", "core", boolean, "second_simhash"),
+    S("SIMHASH_CONTAINMENT", "bool", defaults.CONTAINMENT,
+      "give pages a sketch of their sentences (8 words or more): a page nothing else matched joins a canonical "
+      "page whose sentences hold at least 95% of its own (or the other way round), the smaller having at least "
+      "half the larger's sentences (clustering step 7; print views, syndicated copies in another site's "
+      "template). In-process and store backends (not Redis); kept in the crawl's process, not saved, at most "
+      "100,000 canonical pages a scope. Chosen on the tuning halves",
+      "False", "core", boolean, "containment"),
     S("SIMHASH_KEEP_PER_CLUSTER", "int >= 1", defaults.KEEP_PER_CLUSTER,
       "the first N members of each cluster pass (the anchor is the first); later ones are dropped or flagged "
       '([The representative](../guides/how-it-works.md#the-representative-the-page-a-person-would-keep))',

@@ -570,3 +570,63 @@ def test_not_content_rules_find_each_rule_at_every_offset() -> None:
                 data = b"w" * offset + b" " + phrase + after
                 fast, slow = both(features.strip_not_content, data)
                 assert fast == slow != data, (phrase, offset, after)
+
+
+# ------------------------------------------------------------------- sentences (clustering step 7)
+_SENTENCE_PIECES = st.one_of(
+    st.sampled_from(["a", "Word", "X1", "42", "_", " ", "  ", "\n", "\t"]),
+    st.sampled_from([". ", "! ", "? ", ".", "!", "?", "..", "\u3002", "\uff01", "\uff1f"]),  # sentence ends, or not
+    # other scripts: CJK, kana, hangul, letters, a combining mark, a superscript, punctuation, no-break space
+    st.sampled_from(["\u4e2d", "\u6587", "\u3042", "\u30fc", "\uac00", "\u00e9", "\u00c9", "\u00df", "\u03c0",
+                     "\u0301", "\u00b2", "\u2019", "\u00a0", "\ufffd"]),
+)
+_INVALID_UTF8 = st.sampled_from([b"", b"\xc2", b"\xe3\x80", b"\xef\xbc", b"\xed\xa0\x80", b"\xff", b"\xe0\x80\x80"])
+
+
+def _sentence_hashes_both(data: bytes, min_words: int) -> tuple[list[int], list[int]]:
+    from simhash_scrapy.core import containment
+
+    fast, slow = both(containment.sentence_hashes, data, min_words)
+    assert fast == FAST.sentence_hashes(data, min_words)  # the C helper ran on the first
+    return fast, slow
+
+
+@settings(max_examples=1000, deadline=None)
+@given(pieces=st.lists(_SENTENCE_PIECES, max_size=60), invalid=_INVALID_UTF8, at=st.floats(0, 1),
+       min_words=st.integers(0, 9))
+@example(pieces=["\uff1f", "Word", "?", "_", "\uff1f"], invalid=b"", at=0, min_words=2)  # a full-width end is no
+def test_same_sentence_hashes(pieces: list[str], invalid: bytes, at: float, min_words: int) -> None:  # part of the piece
+    data = "".join(pieces).encode("utf-8")
+    cut = int(at * len(data))
+    data = data[:cut] + invalid + data[cut:]
+    fast, slow = _sentence_hashes_both(data, min_words)
+    assert fast == slow
+    assert fast == sorted(set(fast))
+
+
+def test_same_sentence_hashes_on_real_text_and_each_is_the_tokeniser_hash_of_its_words() -> None:
+    from simhash_scrapy.core import containment
+
+    found = 0
+    for path in REAL_PAGES:
+        words = text.extract_text(path.read_bytes())
+        for min_words in (4, containment.MIN_WORDS):
+            fast, slow = _sentence_hashes_both(words.encode("utf-8", "surrogatepass"), min_words)
+            assert fast == slow
+            found += len(fast)
+    assert found > 100
+    mixed = ("The Council approved the new harbour plan on Tuesday. 今日は天気がとても良いです。"
+             "Ünïcode wörds stay as they are here, too! short one.\nA__b c-d e f g h i j")
+    expected = sorted({features.stable_hash64(key.encode()) for key in (
+        "the council approved the new harbour plan on tuesday", "今 日 は 天 気 が と て も 良 い で す",
+        "Ünïcode wörds stay as they are here too", "a__b c d e f g h i j")})  # ASCII lower-cased only
+    fast, slow = _sentence_hashes_both(mixed.encode(), 8)
+    assert fast == slow == expected
+
+
+def test_sentence_hashes_refuse_a_negative_length() -> None:
+    from simhash_scrapy.core import containment
+
+    for compiled in (True, False):
+        with _native.switched(compiled), pytest.raises(ValueError, match="min_words"):
+            containment.sentence_hashes(b"text", -1)
