@@ -1057,7 +1057,7 @@ static PyObject *template_lines(PyObject *module, PyObject *args) {
     const unsigned char *s = view.buf;
     Py_ssize_t n = view.len, lines = 0, kept = 0, kept_bytes = 0, added = 0, cap = 0;
     Py_ssize_t *spans = NULL; /* start, end of each kept line */
-    PyObject *result = NULL, *out = NULL;
+    PyObject *result = NULL, *out = NULL, *first_seen = NULL;
     Py_ssize_t pos = 0;
     for (;;) {
         const unsigned char *newline = pos < n ? memchr(s + pos, '\n', (size_t)(n - pos)) : NULL;
@@ -1076,10 +1076,9 @@ static PyObject *template_lines(PyObject *module, PyObject *args) {
                     goto done;
                 }
                 if (added < room) {
-                    PyObject *value = PyLong_FromUnsignedLongLong(article << 32);
-                    int failed = value == NULL || PyDict_SetItem(known, digest, value) < 0;
-                    Py_XDECREF(value);
-                    if (failed) {
+                    /* (one value object for all the lines this page adds: they share it) */
+                    if (first_seen == NULL) first_seen = PyLong_FromUnsignedLongLong(article << 32);
+                    if (first_seen == NULL || PyDict_SetItem(known, digest, first_seen) < 0) {
                         Py_DECREF(digest);
                         goto done;
                     }
@@ -1140,6 +1139,7 @@ static PyObject *template_lines(PyObject *module, PyObject *args) {
     result = Py_BuildValue("(On)", out, added);
 done:
     Py_XDECREF(out);
+    Py_XDECREF(first_seen);
     PyMem_Free(spans);
     PyBuffer_Release(&view);
     return result;
