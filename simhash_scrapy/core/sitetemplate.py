@@ -21,10 +21,13 @@ copy of an article never teaches the learner that the article is template):
 a line repeated only among copies of one article stays article text.
 
 Decisions are deterministic: the learner's state is a function of the pages
-checked before (their order, host, fingerprint and text), nothing else; it
-is bounded (``MAX_LINES`` lines over all hosts, ``MAX_ARTICLES`` remembered
-articles per host: after that, new lines and articles are not learned, known
-ones still are) and lives in the crawl's process (it is not persisted).
+checked before (their order, host, fingerprint and text), nothing else: a line
+is keyed by ``features.stable_hash64`` of its bytes, the same in every process
+(the pass over a page's lines runs in C, ``_speedups.template_lines``, or in
+its pure-Python twin).  It is bounded (``MAX_LINES`` lines over all hosts,
+``MAX_ARTICLES`` remembered articles per host: after that, new lines and
+articles are not learned, known ones still are) and lives in the crawl's
+process (it is not persisted).
 """
 
 from __future__ import annotations
