@@ -132,12 +132,13 @@ def _header(response: Response, name: bytes) -> str | None:
     return raw.decode("latin-1") if raw else None
 
 
-def _canonical_link(response: Response) -> str | None:
+def _canonical_link(response: Response, slow: bool | None = None) -> str | None:
     """The URL the page names as canonical: a ``Link: <…>; rel="canonical"`` header first, else the
     ``<link rel="canonical">`` tag of an HTML page, from the parse Scrapy shares with the spider.  A page
     that parse is not used for (over ``SHARED_PARSE_MAX_BYTES``, or whose analysis may take long: it is
     analysed off the event loop) is not parsed whole on the event loop for it: only its head is (up to its
-    ``<body>`` tag, at most ``CANONICAL_HEAD_BYTES``), where the tag belongs."""
+    ``<body>`` tag, at most ``CANONICAL_HEAD_BYTES``), where the tag belongs.  ``slow``: ``may_take_long`` of
+    the body when the caller has it (it counts the body's tags)."""
     values = [v.decode("latin-1") for v in response.headers.getlist(b"Link")]
     target = link_header_canonical(values) if values else None
     if target is not None:
@@ -145,7 +146,7 @@ def _canonical_link(response: Response) -> str | None:
     if not isinstance(response, HtmlResponse):
         return None
     body = response.body
-    if len(body) > SHARED_PARSE_MAX_BYTES or may_take_long(body):
+    if len(body) > SHARED_PARSE_MAX_BYTES or (may_take_long(body) if slow is None else slow):
         head = body[:CANONICAL_HEAD_BYTES]
         found = _BODY_TAG.search(head)
         response = response.replace(body=head[: found.start()] if found else head)
@@ -308,7 +309,7 @@ class SimhashMiddleware:
             html_class=isinstance(response, HtmlResponse),
         )
 
-    async def _analyse(self, response: Response) -> Analysis:
+    async def _analyse(self, response: Response, slow: bool | None = None) -> Analysis:
         """Fingerprint a response; reuse Scrapy's own parse of it when that is cheap to share.
 
         The spider's ``response.css()`` / ``xpath()`` / link extractors parse the
@@ -322,6 +323,7 @@ class SimhashMiddleware:
         by the plugin itself, in a worker thread when ``SIMHASH_THREADS`` is on,
         so they never block the event loop for long; so are pages whose analysis may
         take long (``core.analysis.may_take_long``: many tags, deep nesting), whatever their size.
+        ``slow``: ``may_take_long(response.body)`` when the caller has it.
         """
         state = self.state
         body = response.body
@@ -330,7 +332,7 @@ class SimhashMiddleware:
         # What the library is given for these bytes: the HTTP charset (fingerprint_html(body, charset)).
         declared = charset_of(response.headers.get(b"Content-Type"))
         # Markup that may take long to analyse goes to a worker thread, never the shared parse.
-        slow = may_take_long(body)
+        slow = may_take_long(body) if slow is None else slow
         if isinstance(response, HtmlResponse) and size <= SHARED_PARSE_MAX_BYTES and not slow:
             root = response.selector.root
             slow = tree_may_take_long(root)
@@ -352,10 +354,11 @@ class SimhashMiddleware:
         reason = "unavailable" if state.error is not None else self._skip_reason(request, response)
         if reason is None:
             try:
-                answer = await self._analyse(response)
+                slow = may_take_long(response.body)  # (one count of the body's tags, for both)
+                answer = await self._analyse(response, slow)
                 reason = answer.skip_reason
                 if reason is None:
-                    record = self._record(request, response, answer)
+                    record = self._record(request, response, answer, slow)
                     verdict = await state.check(record)
                     placement = await state.place(record, verdict)
             except BackendError as exc:
@@ -380,7 +383,7 @@ class SimhashMiddleware:
             return response
         return self._decide(request, response, answer, verdict, placement)
 
-    def _record(self, request: Request, response: Response, answer: Analysis) -> PageRecord:
+    def _record(self, request: Request, response: Response, answer: Analysis, slow: bool) -> PageRecord:
         assert answer.fingerprint is not None
         referer = request.headers.get(b"Referer")
         return PageRecord(
@@ -397,7 +400,7 @@ class SimhashMiddleware:
             digest=answer.digest,
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
-            canonical_link=_canonical_link(response),
+            canonical_link=_canonical_link(response, slow),
             also=None if answer.exact else self.state.template_free(response.url, answer.fingerprint, answer.source),
             second=answer.second if self.state.backend.extra_queries else None,
             sketch=answer.sketch if self.state.backend.extra_queries else None,

@@ -57,6 +57,10 @@
  *       yet) are scanned; pairs are returned once, sorted by query, distance,
  *       row, as three int64 arrays (bytes).  The loop runs without the GIL.
  *
+ *   template_lines(data, known, article, room) -> (kept, added)
+ *       the template learner's pass over a page's lines (simhash_scrapy/core/sitetemplate.py,
+ *       whose _template_lines is the pure-Python twin): see the block "template lines" below.
+ *
  * Nothing here depends on lxml or Scrapy: Python's headers only.
  */
 #define _GNU_SOURCE /* memmem */
@@ -1452,6 +1456,123 @@ done:
 }
 /* ============================================================ end of sentences (clustering step 7) */
 
+/* ----------------------------------------------------- template lines */
+/* (simhash_scrapy/core/sitetemplate.py: the learner's pass over a page's lines; its pure-Python twin
+ * is sitetemplate._template_lines_py, and the tests compare both.)
+ *
+ * template_lines(data, known, article, room) -> (kept, added)
+ *     ``data`` (UTF-8 bytes) is split at "\n"; each line is stripped of ASCII whitespace as
+ *     bytes.strip() does (space, \t, \n, \r, \v, \f) and blank lines are dropped.  Each line's digest
+ *     is hash_run (features.stable_hash64 of its bytes).  ``known`` (dict: digest -> first article
+ *     * 2**32 + second article + 1, or + 0 without a second) is updated in line order: a line not
+ *     in it is kept and, while fewer than ``room`` lines were added, added as seen in ``article``
+ *     alone; a line seen in no article other than ``article`` is kept; a line seen in another
+ *     article is the host's template (dropped), and gets ``article`` as its second article when it
+ *     had none.  ``kept``: the kept lines joined by "\n" (bytes), or None when every line was kept;
+ *     ``added``: the number of lines added to ``known``. */
+
+static inline int line_space(unsigned char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static PyObject *template_lines(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    PyObject *known;
+    unsigned long long article;
+    Py_ssize_t room;
+    if (!PyArg_ParseTuple(args, "y*O!Kn:template_lines", &view, &PyDict_Type, &known, &article, &room)) return NULL;
+    const unsigned char *s = view.buf;
+    Py_ssize_t n = view.len, lines = 0, kept = 0, kept_bytes = 0, added = 0, cap = 0;
+    Py_ssize_t *spans = NULL; /* start, end of each kept line */
+    PyObject *result = NULL, *out = NULL, *first_seen = NULL;
+    Py_ssize_t pos = 0;
+    for (;;) {
+        const unsigned char *newline = pos < n ? memchr(s + pos, '\n', (size_t)(n - pos)) : NULL;
+        Py_ssize_t end = newline != NULL ? newline - s : n, a = pos, b = end;
+        while (a < b && line_space(s[a])) a++;
+        while (b > a && line_space(s[b - 1])) b--;
+        if (a < b) {
+            lines++;
+            int keep = 1;
+            PyObject *digest = PyLong_FromUnsignedLongLong(hash_run(s, a, b));
+            if (digest == NULL) goto done;
+            PyObject *seen = PyDict_GetItemWithError(known, digest); /* borrowed */
+            if (seen == NULL) {
+                if (PyErr_Occurred()) {
+                    Py_DECREF(digest);
+                    goto done;
+                }
+                if (added < room) {
+                    /* (one value object for all the lines this page adds: they share it) */
+                    if (first_seen == NULL) first_seen = PyLong_FromUnsignedLongLong(article << 32);
+                    if (first_seen == NULL || PyDict_SetItem(known, digest, first_seen) < 0) {
+                        Py_DECREF(digest);
+                        goto done;
+                    }
+                    added++;
+                }
+            } else {
+                unsigned long long packed = PyLong_AsUnsignedLongLong(seen);
+                if (packed == (unsigned long long)-1 && PyErr_Occurred()) {
+                    Py_DECREF(digest);
+                    goto done;
+                }
+                unsigned long long second = packed & 0xFFFFFFFFULL; /* second article + 1, 0: none */
+                if ((packed >> 32) != article || (second != 0 && second - 1 != article)) {
+                    keep = 0; /* seen in another article: the host's template */
+                    if (second == 0) {
+                        PyObject *value = PyLong_FromUnsignedLongLong(packed | (article + 1));
+                        int failed = value == NULL || PyDict_SetItem(known, digest, value) < 0;
+                        Py_XDECREF(value);
+                        if (failed) {
+                            Py_DECREF(digest);
+                            goto done;
+                        }
+                    }
+                }
+            }
+            Py_DECREF(digest);
+            if (keep) {
+                if (kept == cap) {
+                    Py_ssize_t *more = PyMem_Realloc(spans, (size_t)(cap ? 2 * cap : 64) * 2 * sizeof(Py_ssize_t));
+                    if (more == NULL) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    spans = more;
+                    cap = cap ? 2 * cap : 64;
+                }
+                spans[2 * kept] = a;
+                spans[2 * kept + 1] = b;
+                kept++;
+                kept_bytes += b - a;
+            }
+        }
+        if (newline == NULL) break;
+        pos = end + 1;
+    }
+    if (kept == lines) {
+        out = Py_NewRef(Py_None);
+    } else {
+        out = PyBytes_FromStringAndSize(NULL, kept ? kept_bytes + kept - 1 : 0);
+        if (out == NULL) goto done;
+        char *to = PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < kept; i++) {
+            if (i) *to++ = '\n';
+            memcpy(to, s + spans[2 * i], (size_t)(spans[2 * i + 1] - spans[2 * i]));
+            to += spans[2 * i + 1] - spans[2 * i];
+        }
+    }
+    result = Py_BuildValue("(On)", out, added);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(first_seen);
+    PyMem_Free(spans);
+    PyBuffer_Release(&view);
+    return result;
+}
+/* ------------------------------------------------ end of template lines */
+
 static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
     {"hash_text", hash_text, METH_VARARGS, "hash_text(data, table) -> (hashes, specials)"},
@@ -1465,6 +1586,7 @@ static PyMethodDef methods[] = {
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
     {"prepare_tables", prepare_tables, METH_O, "prepare_tables(tables) -> capsule for query_tables"},
     {"sentence_hashes", sentence_hashes, METH_VARARGS, "sentence_hashes(data, min_words) -> sorted distinct hashes"},
+    {"template_lines", template_lines, METH_VARARGS, "template_lines(data, known, article, room) -> (kept, added)"},
     {NULL, NULL, 0, NULL},
 };
 

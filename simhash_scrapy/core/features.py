@@ -50,6 +50,7 @@ __all__ = [
     "tokenize",
     "feature_hashes",
     "stable_hash64",
+    "span_hashes",
     "strip_not_content",
     "WEIGHTINGS",
 ]
@@ -375,17 +376,28 @@ def _chunk_hashes(chunk: bytes, cjk_ngram: int) -> np.ndarray:
     starts, ends = edges[0::2], edges[1::2]
     if len(starts) == 0:
         return np.zeros(0, dtype=np.uint64)
-    prefix = np.empty(n + 1, dtype=np.uint64)
-    prefix[0] = 0
-    np.cumsum(np.multiply(codes, _POWERS[:n], dtype=np.uint64), out=prefix[1:])
-    poly = (prefix[ends] - prefix[starts]) * _INV_POWERS[starts]
-    hashes = _mix64(poly + (ends - starts).astype(np.uint64))
+    hashes = span_hashes(chunk, starts, ends)
     if chunk.isascii():
         return hashes
     high = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(codes >= 128, out=high[1:])
     special = np.flatnonzero(high[ends] != high[starts])
     return _with_unicode_tokens(hashes, chunk, special, starts[special], ends[special], cjk_ngram)
+
+
+def span_hashes(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``stable_hash64(data[start:end])`` of each span (int64 offset arrays), vectorised (uint64 array)."""
+    codes = np.frombuffer(data, dtype=np.uint8)
+    n = len(codes)
+    if n < len(_POWERS):
+        powers, inverse = _POWERS, _INV_POWERS
+    else:  # (longer than a token chunk: a page's lines, for core.sitetemplate)
+        powers, inverse = _power_table(_P, n + 1), _power_table(_P_INV, n + 1)
+    prefix = np.empty(n + 1, dtype=np.uint64)
+    prefix[0] = 0
+    np.cumsum(np.multiply(codes, powers[:n], dtype=np.uint64), out=prefix[1:])
+    poly = (prefix[ends] - prefix[starts]) * inverse[starts]
+    return _mix64(poly + (ends - starts).astype(np.uint64))
 
 
 def _with_specials(

@@ -76,7 +76,8 @@ def shared_parse_usable(
     used = _codec_name(decoded_with)  # the codec really used (no windows-1252 for "ascii" here)
     if used != codec and not (raw.isascii() and _ascii_compatible(codec) and _ascii_compatible(used)):
         return False
-    if "\x00" in text:
+    # (UTF-8 decodes to U+0000 from a NUL byte only: the bytes are searched then, one memchr, not the str)
+    if (b"\x00" in raw) if used == "utf-8" else ("\x00" in text):
         return False
     return (depth_checked is not None and depth_checked <= SHARED_PARSE_MAX_DEPTH) or not deeper_than(
         root, SHARED_PARSE_MAX_DEPTH

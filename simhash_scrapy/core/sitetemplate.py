@@ -21,18 +21,23 @@ copy of an article never teaches the learner that the article is template):
 a line repeated only among copies of one article stays article text.
 
 Decisions are deterministic: the learner's state is a function of the pages
-checked before (their order, host, fingerprint and text), nothing else; it
-is bounded (``MAX_LINES`` lines over all hosts, ``MAX_ARTICLES`` remembered
-articles per host: after that, new lines and articles are not learned, known
-ones still are) and lives in the crawl's process (it is not persisted).
+checked before (their order, host, fingerprint and text), nothing else: a line
+is keyed by ``features.stable_hash64`` of its bytes, the same in every process
+(the pass over a page's lines runs in C, ``_speedups.template_lines``, or in
+its pure-Python twin).  It is bounded (``MAX_LINES`` lines over all hosts,
+``MAX_ARTICLES`` remembered articles per host: after that, new lines and
+articles are not learned, known ones still are) and lives in the crawl's
+process (it is not persisted).
 """
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from . import defaults
-from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes
+import numpy as np
+
+from . import _native, defaults
+from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, span_hashes
 from .fingerprint import simhash_from_features
 
 __all__ = ["HostTemplates", "host_of", "line_hashes", "ARTICLE_DISTANCE", "MAX_LINES", "MAX_ARTICLES"]
@@ -48,16 +53,58 @@ MAX_ARTICLES = 64
 _NONE = -1
 
 
-def _lines(text: str | bytes) -> list[bytes]:
-    """The lines of ``text`` (the extracted text: one block a line) as UTF-8, stripped; blank ones dropped."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+def _utf8(text: str | bytes) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """The lines of ``data`` (the extracted text: one block a line), stripped; blank ones dropped."""
     return list(filter(None, map(bytes.strip, data.split(b"\n"))))
 
 
+def _digests(lines: list[bytes]) -> list[int]:
+    """``features.stable_hash64`` of each line (vectorised over the lines joined by newlines)."""
+    if not lines:
+        return []
+    lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+    ends = np.cumsum(lengths + 1) - 1
+    digests: list[int] = span_hashes(b"\n".join(lines), ends - lengths, ends).tolist()
+    return digests
+
+
 def line_hashes(text: str | bytes) -> list[int]:
-    """A hash of each non-blank line of ``text``, stripped.  Python's own ``hash``: the learner compares
-    hashes only within its process, so a decision never depends on its seed (a 64-bit collision aside)."""
-    return [hash(line) for line in _lines(text)]
+    """The learner's digest of each non-blank line of ``text``, stripped: ``features.stable_hash64`` of its
+    UTF-8 bytes, the same in every process (a decision never depends on a hash seed)."""
+    return _digests(_lines(_utf8(text)))
+
+
+def _template_lines_py(data: bytes, known: dict[int, int], article: int, room: int) -> tuple[bytes | None, int]:
+    """The learner's pass over the lines of ``data`` (UTF-8) for a page of ``article``: its lines
+    without the host's template joined by newlines (``None`` when no line is template), and how many
+    lines it added to ``known`` (at most ``room``).  ``_speedups.template_lines`` is its C twin."""
+    lines = _lines(data)
+    kept = []
+    added = 0
+    for line, digest in zip(lines, _digests(lines)):
+        seen = known.get(digest)
+        if seen is None:
+            kept.append(line)
+            if added < room:
+                known[digest] = article << 32  # (first article, no second yet)
+                added += 1
+            continue
+        if not _other_article(seen, article):
+            kept.append(line)
+        elif (seen & 0xFFFFFFFF) == 0:
+            known[digest] = seen | (article + 1)  # a second article had it
+    return (None if len(kept) == len(lines) else b"\n".join(kept)), added
+
+
+def _template_lines(data: bytes, known: dict[int, int], article: int, room: int) -> tuple[bytes | None, int]:
+    if _native.speedups is not None:
+        result: tuple[bytes | None, int] = _native.speedups.template_lines(data, known, article, room)
+        return result
+    return _template_lines_py(data, known, article, room)
 
 
 def host_of(url: str) -> str:
@@ -119,25 +166,11 @@ class HostTemplates:
                 return None
             state = self._hosts[host] = _Host()
         article = self._article(state, fingerprint)
-        lines = _lines(text)
-        known = state.lines
-        kept = []
-        for line in lines:
-            digest = hash(line)
-            seen = known.get(digest)
-            if seen is None:
-                kept.append(line)
-                if self._lines < self.max_lines:
-                    known[digest] = article << 32  # (first article, no second yet)
-                    self._lines += 1
-                continue
-            if not _other_article(seen, article):
-                kept.append(line)
-            elif (seen & 0xFFFFFFFF) == 0:
-                known[digest] = seen | (article + 1)  # a second article had it
-        if len(kept) == len(lines):  # nothing is template
+        kept, added = _template_lines(_utf8(text), state.lines, article, self.max_lines - self._lines)
+        self._lines += added
+        if kept is None:  # nothing is template
             return None
-        hashes, weights, tokens = feature_hashes(b"\n".join(kept), self.features, with_token_count=True)
+        hashes, weights, tokens = feature_hashes(kept, self.features, with_token_count=True)
         if tokens < self.min_tokens:
             return None
         free = simhash_from_features(hashes, weights)

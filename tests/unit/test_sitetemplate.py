@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from conftest import article_words
 
+from simhash_scrapy.core import _native
+
 from simhash_scrapy.core.clustering import Clusterer, Outcome
-from simhash_scrapy.core.features import feature_hashes
+from simhash_scrapy.core.features import feature_hashes, stable_hash64
 from simhash_scrapy.core.fingerprint import fingerprint, simhash_from_features
-from simhash_scrapy.core.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of
+from simhash_scrapy.core.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of, line_hashes
 
 #: A "most popular" box a host puts beside every article (14 lines, ~60 words).
 CHROME = "\n".join(
@@ -185,7 +188,8 @@ class StraightforwardTemplates:
         return None if free == fingerprint else free
 
 
-def test_the_learner_decides_as_the_straightforward_one_on_many_pages() -> None:
+@pytest.mark.parametrize("compiled", [True, False], ids=["C", "pure"])
+def test_the_learner_decides_as_the_straightforward_one_on_many_pages(compiled: bool) -> None:
     """Hundreds of pages of 3 hosts (shared boxes, copies of articles, repeated and blank lines, non-ASCII,
     text that is not content), str and bytes, with room for few lines and articles and with plenty: every
     template-free fingerprint is the straightforward learner's, and the two remember as many lines."""
@@ -210,7 +214,21 @@ def test_the_learner_decides_as_the_straightforward_one_on_many_pages() -> None:
     for max_lines, max_articles in ((150, 4), (2_000, 20), (200_000, 64)):
         learner = HostTemplates(max_lines=max_lines, max_articles=max_articles)
         reference = StraightforwardTemplates(max_lines, max_articles)
-        answers = [learner.check(*page) for page in pages]
+        with _native.switched(compiled):
+            answers = [learner.check(*page) for page in pages]
         assert answers == [reference.check(*page) for page in pages]
         assert len(learner) == reference.count
         assert sum(a is not None for a in answers) > 20  # the learner did find templates
+
+
+def test_a_lines_digest_is_its_stable_hash_in_every_process() -> None:
+    """The learner keys a line by ``stable_hash64`` of its stripped UTF-8 bytes (no per-process seed), also
+    on a text longer than the tokeniser's chunk (1 MB)."""
+    page = "  Most read \t\n\n caf\u00e9 \u2014 \u65e5\u672c\r\n\x0bx\x0c\n\x1c"
+    expected = [stable_hash64(line) for line in (b"Most read", "caf\u00e9 \u2014 \u65e5\u672c".encode(), b"x", b"\x1c")]
+    assert line_hashes(page) == line_hashes(page.encode()) == expected
+    long_text = "\n".join(f"line {n} {'words ' * 10}" for n in range(25_000))
+    assert len(long_text) > 1 << 20
+    digests = line_hashes(long_text)
+    assert len(digests) == 25_000
+    assert all(digests[n] == stable_hash64(f"line {n} {'words ' * 10}".strip().encode()) for n in range(0, 25_000, 997))

@@ -630,3 +630,49 @@ def test_sentence_hashes_refuse_a_negative_length() -> None:
     for compiled in (True, False):
         with _native.switched(compiled), pytest.raises(ValueError, match="min_words"):
             containment.sentence_hashes(b"text", -1)
+
+
+# ------------------------------------------------------------ template lines
+# Lines of a page's text: words, repeated lines, blank lines and the white space bytes.strip() strips
+# (\t \r \v \f, around lines and alone) or keeps (\x1c, a no-break space: text, not white space here).
+_LINE_PIECES = st.sampled_from(["Most read", "word", "caf\u00e9 \u2014 \u65e5\u672c", "x", " ", "\t", "\r", "\x0b", "\x0c",
+                                "\x1c", "\u00a0", "\n", "\n\n", "  \n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(pages=st.lists(st.tuples(st.lists(_LINE_PIECES, max_size=30), st.integers(0, 5)), min_size=1, max_size=8),
+       room=st.integers(0, 40))
+def test_template_lines_is_its_pure_twin(pages: list[tuple[list[str], int]], room: int) -> None:
+    """The learner's pass over a page's lines in C gives the pure path's kept text and count, and leaves the
+    host's lines (the dict it updates) the same, page after page; each line's key is its stable hash."""
+    from simhash_scrapy.core import sitetemplate
+
+    fast_known: dict[int, int] = {}
+    slow_known: dict[int, int] = {}
+    for pieces, article in pages:
+        data = "".join(pieces).encode("utf-8")
+        fast = FAST.template_lines(data, fast_known, article, room)
+        slow = sitetemplate._template_lines_py(data, slow_known, article, room)
+        assert fast == slow
+        assert fast_known == slow_known
+        room -= fast[1]
+    lines = [line.strip() for pieces, _ in pages for line in "".join(pieces).encode("utf-8").split(b"\n")]
+    assert set(fast_known) <= {features.stable_hash64(line) for line in lines if line}
+
+
+def test_template_lines_on_real_text_and_what_it_refuses() -> None:
+    from simhash_scrapy.core import sitetemplate
+
+    fast_known: dict[int, int] = {}
+    slow_known: dict[int, int] = {}
+    for number, path in enumerate(REAL_PAGES):
+        data = text.extract_text_bytes(path.read_bytes())
+        for article in (number % 3, 7):  # a second article of the same text: its lines are template then
+            assert FAST.template_lines(data, fast_known, article, 10**6) == sitetemplate._template_lines_py(
+                data, slow_known, article, 10**6
+            )
+    assert fast_known == slow_known and len(fast_known) > 100
+    with pytest.raises(TypeError):
+        FAST.template_lines("text", {}, 0, 10)  # bytes only (the learner encodes a str first)
+    with pytest.raises(TypeError):
+        FAST.template_lines(b"text", [], 0, 10)
