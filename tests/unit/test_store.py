@@ -677,8 +677,11 @@ def test_rows_are_folded_into_chunks_and_a_crash_keeps_every_commit(
 
 
 def _edit_chunks(path: Path, sql: str, *args: object) -> bytes:
+    # The store is in WAL mode: the edit is checkpointed into the file before its bytes are taken, or a
+    # later checkpoint (any connection's) would move it there and the file would look changed.
     with sqlite3.connect(path) as db:
         db.execute(sql, args)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     return path.read_bytes()
 
@@ -701,7 +704,9 @@ def test_a_damaged_chunk_is_named_and_the_file_left_as_it_is(tmp_path: Path, dam
     records = [record(i, rng) for i in range(30)]
     path = tmp_path / "s.store"
     write(path, records)
-    (data,) = sqlite3.connect(path).execute("SELECT data FROM chunks").fetchone()
+    db = sqlite3.connect(path)
+    (data,) = db.execute("SELECT data FROM chunks").fetchone()
+    db.close()  # (closed now, not whenever it is collected: it would hold the WAL's frames out of the file)
     if damage == "flip":
         before = _edit_chunks(path, "UPDATE chunks SET data = ?", data[:100] + bytes([data[100] ^ 8]) + data[101:])
     elif damage == "cut":
