@@ -59,7 +59,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _native
-from .features import _INV_POWERS, _POWERS, _mix64, stable_hash64
+from .features import span_hashes
 
 __all__ = [
     "Sketch", "SentenceCounts", "ContainmentIndex", "sentence_hashes", "sketch_of", "verify", "estimate",
@@ -150,18 +150,12 @@ def _sentence_hashes_python(data: bytes, min_words: int) -> list[int]:
 
 
 def _stable_hashes(keys: list[bytes]) -> list[int]:
-    """``features.stable_hash64`` of every key: vectorised with its power tables (one numpy pass for all),
-    key by key when they are longer together than the tables."""
-    joined = b"".join(keys)
-    if not keys or len(joined) >= len(_POWERS):
-        return [stable_hash64(key) for key in keys]
+    """``features.stable_hash64`` of every key, in one vectorised pass (``features.span_hashes``)."""
+    if not keys:
+        return []
     lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
     ends = np.cumsum(lengths)
-    starts = ends - lengths
-    prefix = np.zeros(len(joined) + 1, dtype=np.uint64)
-    np.cumsum(np.multiply(np.frombuffer(joined, dtype=np.uint8), _POWERS[: len(joined)], dtype=np.uint64), out=prefix[1:])
-    poly = (prefix[ends] - prefix[starts]) * _INV_POWERS[starts]
-    hashes: list[int] = _mix64(poly + lengths.astype(np.uint64)).tolist()
+    hashes: list[int] = span_hashes(b"".join(keys), ends - lengths, ends).tolist()
     return hashes
 
 
