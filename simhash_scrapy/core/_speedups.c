@@ -119,10 +119,20 @@ static int utf8_sequence(const unsigned char *s, Py_ssize_t n, uint32_t *cp) {
     return len;
 }
 
+/* features.stable_hash64 of s[start..end): the polynomial hash (wrapping modulo 2**64, as in numpy), four
+ * bytes a step and then one by one (the same sum), then mixed with the length. */
+#define POLY_BASE2 (POLY_BASE * POLY_BASE)
+#define POLY_BASE3 (POLY_BASE2 * POLY_BASE)
+#define POLY_BASE4 (POLY_BASE2 * POLY_BASE2)
 static uint64_t hash_run(const unsigned char *s, Py_ssize_t start, Py_ssize_t end) {
     uint64_t acc = 0, power = 1;
-    for (Py_ssize_t i = start; i < end; i++) {
-        acc += (uint64_t)s[i] * power; /* wraps modulo 2**64, as in numpy */
+    Py_ssize_t i = start;
+    for (; i + 4 <= end; i += 4) {
+        acc += (s[i] + s[i + 1] * POLY_BASE + s[i + 2] * POLY_BASE2 + s[i + 3] * POLY_BASE3) * power;
+        power *= POLY_BASE4;
+    }
+    for (; i < end; i++) {
+        acc += (uint64_t)s[i] * power;
         power *= POLY_BASE;
     }
     return mix64(acc + (uint64_t)(end - start));
@@ -1287,24 +1297,6 @@ static int hash_list_push(HashList *list, uint64_t value) {
     return 0;
 }
 
-/* hash_run of key[0..len): the polynomial hash four bytes a step (the same sum modulo 2**64). */
-#define POLY_BASE2 (POLY_BASE * POLY_BASE)
-#define POLY_BASE3 (POLY_BASE2 * POLY_BASE)
-#define POLY_BASE4 (POLY_BASE2 * POLY_BASE2)
-static uint64_t sentence_key_hash(const unsigned char *key, Py_ssize_t len) {
-    uint64_t acc = 0, power = 1;
-    Py_ssize_t i = 0;
-    for (; i + 4 <= len; i += 4) {
-        acc += (key[i] + key[i + 1] * POLY_BASE + key[i + 2] * POLY_BASE2 + key[i + 3] * POLY_BASE3) * power;
-        power *= POLY_BASE4;
-    }
-    for (; i < len; i++) {
-        acc += key[i] * power;
-        power *= POLY_BASE;
-    }
-    return mix64(acc + (uint64_t)len);
-}
-
 /* containment.py's _CJK: scripts written without spaces, each character a word */
 static inline int sentence_cjk(uint32_t cp) {
     return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x4E00 && cp <= 0x9FFF) ||
@@ -1424,7 +1416,7 @@ static PyObject *sentence_hashes(PyObject *module, PyObject *args) {
             words = 0;
             if (high && end - start >= 3 * min_words) words = sentence_unicode_key(s, start, end, key, &k);
         }
-        if (words >= min_words && hash_list_push(&out, sentence_key_hash(key, k)) < 0) {
+        if (words >= min_words && hash_list_push(&out, hash_run(key, 0, k)) < 0) {
             PyErr_NoMemory();
             goto done;
         }
