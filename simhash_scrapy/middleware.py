@@ -328,7 +328,6 @@ class SimhashMiddleware:
         state = self.state
         body = response.body
         size = len(body)
-        config = self.config
         # What the library is given for these bytes: the HTTP charset (fingerprint_html(body, charset)).
         declared = charset_of(response.headers.get(b"Content-Type"))
         # Markup that may take long to analyse goes to a worker thread, never the shared parse.
@@ -341,8 +340,8 @@ class SimhashMiddleware:
             ):
                 # The raw bytes only serve ASCII-based hints; UTF-16/32 bodies get the full checks.
                 raw = None if response.encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")) else body
-                return analyse_tree(root, raw, config.analysis)
-        return await state.run_analysis(analyse_html, body, declared, config.analysis, size=size, slow=slow)
+                return analyse_tree(root, raw, state.page_analysis)
+        return await state.run_analysis(analyse_html, body, declared, state.page_analysis, size=size, slow=slow)
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
@@ -402,8 +401,8 @@ class SimhashMiddleware:
             last_modified=_header(response, b"Last-Modified"),
             canonical_link=_canonical_link(response, slow),
             also=None if answer.exact else self.state.template_free(response.url, answer.fingerprint, answer.source),
-            second=answer.second if self.state.backend.extra_queries else None,
-            sketch=answer.sketch if self.state.backend.extra_queries else None,
+            second=answer.second,  # (computed only for a backend that uses them: state.page_analysis)
+            sketch=answer.sketch,
         )
 
     def _decide(

@@ -72,7 +72,7 @@ class SimhashPipeline:
         return cls(DedupState.for_crawler(crawler))
 
     def _fingerprint(self, value: str | bytes) -> Analysis:
-        options = self.config.analysis
+        options = self.state.item_analysis
         if item_is_html(value, self.config.item_format):
             return analyse_html(value, None, options)
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value

@@ -112,6 +112,17 @@ class DedupState:
         self.templates: HostTemplates | None = None
         if self.config.templates and self.backend.extra_queries:
             self.templates = HostTemplates(self.config.features, self.config.min_tokens)
+        #: What ``core.analysis`` computes for a crawled page, built once: the source text, the second
+        #: simhash and the sentence sketch only where clustering steps 5-7 use them (template learning,
+        #: a backend with extra queries); an item is checked by steps 1-4, so it gets none of them.
+        extra = self.backend.extra_queries
+        self.page_analysis = replace(
+            self.config.analysis,
+            keep_source=self.templates is not None,
+            second=self.config.second_simhash and extra,
+            sketch=self.config.containment and extra,
+        )
+        self.item_analysis = replace(self.page_analysis, keep_source=False, second=False, sketch=False)
         #: Pages fingerprinted and near-duplicate pages found in this run.
         self.pages = 0
         self.near_duplicates = 0
