@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .core.analysis import Analysis, AnalysisOptions, analyse_html, analyse_text, fingerprint_html
-from .core.clustering import Outcome, assign_canonicals
+from .core.clustering import Outcome
 from .core.defaults import MAX_DISTANCE, MIN_TOKENS
+from .core.detector import Detector, Page, PageDecision, assign_canonicals, decide, decide_html, page_of
 from .core.exact import exact_digest
 from .core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, tokenize
 from .core.fingerprint import fingerprint, hamming_distance, similarity, simhash_from_features
@@ -45,6 +46,12 @@ __all__ = [
     "IndexFormatError",
     "Outcome",
     "assign_canonicals",
+    "Detector",
+    "Page",
+    "PageDecision",
+    "decide",
+    "decide_html",
+    "page_of",
     "MIN_TOKENS",
     "MAX_DISTANCE",
     "Addon",

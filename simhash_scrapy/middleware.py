@@ -400,7 +400,7 @@ class SimhashMiddleware:
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
             canonical_link=_canonical_link(response, slow),
-            also=None if answer.exact else self.state.template_free(response.url, answer.fingerprint, answer.source),
+            source=answer.source,  # the backend learns its host's template from it (core.detector, step 5)
             second=answer.second,  # (computed only for a backend that uses them: state.page_analysis)
             sketch=answer.sketch,
         )

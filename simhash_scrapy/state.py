@@ -39,7 +39,6 @@ from .core.report import (
     write_report,
 )
 from .core.redact import redact
-from .core.sitetemplate import HostTemplates, host_of
 from .core.report_path import expand_report_path, report_params
 from .core.text import parse_html
 from .startup import check_report_folder, warn_at_startup
@@ -108,17 +107,13 @@ class DedupState:
         warn_at_startup(crawler.settings, None if self.error is not None else self.config)
         self.stats = crawler.stats
         self.log_interval = crawler.settings.getfloat("LOGSTATS_INTERVAL", 60.0)
-        #: Cross-page template learning (``SIMHASH_TEMPLATES``), for a backend that matches by it.
-        self.templates: HostTemplates | None = None
-        if self.config.templates and self.backend.extra_queries:
-            self.templates = HostTemplates(self.config.features, self.config.min_tokens)
         #: What ``core.analysis`` computes for a crawled page, built once: the source text, the second
         #: simhash and the sentence sketch only where clustering steps 5-7 use them (template learning,
         #: a backend with extra queries); an item is checked by steps 1-4, so it gets none of them.
         extra = self.backend.extra_queries
         self.page_analysis = replace(
             self.config.analysis,
-            keep_source=self.templates is not None,
+            keep_source=self.config.templates and extra,  # (the backend learns host templates: core.detector)
             second=self.config.second_simhash and extra,
             sketch=self.config.containment and extra,
         )
@@ -263,19 +258,9 @@ class DedupState:
                 self.inc(prefix + "second/near_duplicates")
             elif verdict.via == "containment":  # core.clustering step 7: sentence containment
                 self.inc(prefix + "containment/near_duplicates")
+        if verdict.also is not None:  # a page with a template-free fingerprint (core.detector, step 5)
+            self.inc(prefix + "template/pages")
         return verdict
-
-    def template_free(self, url: str, fingerprint: int, source: str | bytes | None) -> int | None:
-        """The template-free fingerprint of a simhash page of ``url`` (``core.sitetemplate``), learning
-        from the page; ``None`` without template learning, without text, or when none of its lines is
-        its host's template.  Called once per fingerprinted page, in check order; counts
-        ``simhash/template/pages`` (pages with a template-free fingerprint)."""
-        if self.templates is None or source is None:
-            return None
-        free = self.templates.check(host_of(url), fingerprint, source)
-        if free is not None:
-            self.inc("simhash/template/pages")
-        return free
 
     async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
         """Where a near-duplicate page stands in its cluster (``core.representative.ClusterBook``), else ``None``.

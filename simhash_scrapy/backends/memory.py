@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..core.clustering import Clusterer, Decision, Outcome, is_one_edit
+from ..core.clustering import Decision, Outcome, is_one_edit
+from ..core.detector import Detector, Page
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
@@ -36,7 +37,9 @@ class MemoryBackend(DedupBackend):
 
     def __init__(self, config: SimhashConfig) -> None:
         super().__init__(config)
-        self._clusters = Clusterer(config.max_distance, config.blocks)
+        #: Steps 1-7 (``core.detector``): the rule and what steps 5-7 learn.
+        self.detector = Detector.from_config(config)
+        self._clusters = self.detector.rule
         self._members: list[ClusterMember] = []
         #: canonical entry -> entries recorded as its near-duplicates (built at the first
         #: ``cluster_members``; an entry that moved to another cluster is filtered out on reading).
@@ -55,7 +58,10 @@ class MemoryBackend(DedupBackend):
         if decision.previous_fingerprint is not None:
             previous_seen = self._members[decision.entry].last_seen or None
         if decision.canonical is None:
-            return Verdict(decision.outcome, previous_fingerprint=decision.previous_fingerprint, previous_seen=previous_seen)
+            return Verdict(
+                decision.outcome, previous_fingerprint=decision.previous_fingerprint, previous_seen=previous_seen,
+                also=decision.also,
+            )  # fmt: skip
         canonical = self._members[decision.canonical]
         return Verdict(
             decision.outcome,
@@ -68,13 +74,17 @@ class MemoryBackend(DedupBackend):
             one_edit=via is None and is_one_edit(decision.distance, self._clusters.max_distance),
             canonical_link=canonical.canonical_link,
             via=via,
+            also=decision.also,
         )
 
     def check_now(self, record: PageRecord, index: bool = True) -> Verdict:
         """``check`` without the coroutine (the memory backend never waits)."""
-        decision = self._clusters.check(
-            record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys, record.digest,
-            record.also, record.second, record.sketch,
+        decision = self.detector.check(
+            Page(
+                record.scope, record.key, record.fingerprint, record.url, record.exact, record.edit_keys,
+                record.digest, record.source, record.also, record.second, record.sketch,
+            ),
+            index,
         )
         entry = decision.entry
         new = entry == len(self._members)

@@ -65,6 +65,7 @@ class Page:
     text: str = ""
     tokens: int = 0
     weights: dict[int, float] = field(default_factory=dict)
+    answer: Any = None  # the core.analysis answer (the rule's input: core.detector.page_of)
 
 
 # ---------------------------------------------------------------- loading
@@ -181,6 +182,7 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
         return
     # Fingerprint also the pages the crawl would skip for status or type: the comparison is still useful.
     page.fingerprint = fingerprint
+    page.answer = answer
     page.exact = answer.exact
     page.edit_keys = answer.edit_keys
     hashes, weights = feature_hashes(page.text, config.features)
@@ -261,45 +263,80 @@ def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
 
 
 def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]:
-    """What a crawl meeting the pages in this order decides for each one."""
-    from ..core.clustering import assign_canonicals, rule_of
+    """What a crawl meeting the pages in this order decides for each one (``core.detector``: steps 1-7)."""
+    from ..core.clustering import rule_of
+    from ..core.detector import Detector, decide, page_of
     from ..core.distinct import scope_key
     from ..core.records import page_scope
 
     usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
-    fps = np.array([pages[i].fingerprint for i in usable], dtype=np.uint64)
-    scopes = None
-    if config.scope == "domain" or config.distinct is not None:
-        # The crawl's scope: the host (SIMHASH_SCOPE = "domain"), and the protected text's digest.
-        plain = [page_scope(config.scope, pages[i].url) for i in usable]
-        keys_of = [scope_key(p, pages[i].protected) for p, i in zip(plain, usable)]
-        names: dict[str, int] = {}
-        scopes = np.array([names.setdefault(h, len(names)) for h in keys_of], dtype=np.int64)
-    exact = [pages[i].exact for i in usable]
-    keys = [pages[i].edit_keys for i in usable]
-    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact, keys)
+    rule_pages = [
+        page_of(pages[i].answer, scope_key(page_scope(config.scope, pages[i].url), pages[i].protected), str(i),
+                pages[i].url)
+        for i in usable
+    ]  # fmt: skip
+    detector = Detector.from_config(config)
+    templates = detector.templates
+    learned: dict[int, set[int]] = {}  # position -> the template lines of its host when it was checked
+
+    def before(position: int, page: Any) -> None:
+        if templates is not None:
+            learned[position] = templates.template_lines(page.url)
+
     decisions: list[dict[str, Any]] = [{"page": i + 1, "decision": "skipped", "reason": p.skipped} for i, p in enumerate(pages)]
-    for j, i in enumerate(usable):
-        c = int(canonical[j])
-        if c < 0:
+    for d in decide(rule_pages, detector, before):
+        i = usable[d.position]
+        if d.canonical is None:
             decisions[i] = {"page": i + 1, "decision": "unique"}
-        else:
-            rule = rule_of(pages[i].exact, int(distance[j]), config.max_distance)
-            decisions[i] = {
-                "page": i + 1,
-                "decision": "near-duplicate",
-                "canonical": usable[c] + 1,
-                "distance": int(distance[j]),
-                # The rule that matched (core.clustering.Rule) and k; one_edit: farther than k (core.edits).
-                "rule": rule.value,
-                "max_distance": config.max_distance,
-                "one_edit": rule is Rule.ONE_EDIT,
-                "action": config.action,
-            }
+            continue
+        rule = rule_of(pages[i].exact, d.distance, config.max_distance, d.via)
+        c = usable[d.canonical]
+        decisions[i] = {
+            "page": i + 1,
+            "decision": "near-duplicate",
+            "canonical": c + 1,
+            "distance": d.distance,
+            # The rule that matched (core.clustering.Rule) and k; one_edit: farther than k (core.edits).
+            "rule": rule.value,
+            "max_distance": config.max_distance,
+            "one_edit": rule is Rule.ONE_EDIT,
+            "action": config.action,
+        }
+        if d.via is not None:  # found beyond the first simhash: "template", "second" or "containment" (steps 5-7)
+            decisions[i]["via"] = d.via
+            decisions[i]["evidence"] = evidence(d.via, pages[c], pages[i], learned.get(d.position, set()))
     return decisions
 
 
-# ----------------------------------------------------------------- output
+def evidence(via: str, canonical: Page, page: Page, learned: set[int], limit: int = 8) -> dict[str, Any]:
+    """What steps 5-7 matched ``page`` to ``canonical`` by (``compare``'s explanation of the decision).
+
+    ``template``: the lines the host's template held when ``page`` was checked (``learned``: their digests;
+    left out of both texts) and the lines the two share beside them; ``second``: the distances of the second simhashes and of the first; ``containment``: the
+    sentences both have (``core.containment``), how many each has.
+    """
+    from ..core.containment import sentence_texts
+    from ..core.sitetemplate import line_hashes
+
+    a, b = canonical.answer, page.answer
+    if via == "second":
+        return {"second_distance": hamming_distance(a.second, b.second), "first_distance": hamming_distance(a.fingerprint, b.fingerprint)}
+    if via == "containment":
+        mine, theirs = sentence_texts(page.text), sentence_texts(canonical.text)
+        shared = [mine[h] for h in sorted(set(mine) & set(theirs))]
+        return {"shared_sentences": len(shared), "sentences": [len(theirs), len(mine)], "examples": shared[:limit]}
+    lines_a = {h: line for h, line in zip(line_hashes(canonical.text), _nonblank(canonical.text))}
+    lines_b = {h: line for h, line in zip(line_hashes(page.text), _nonblank(page.text))}
+    left_out = [line for h, line in {**lines_a, **lines_b}.items() if h in learned]
+    shared = [lines_b[h] for h in lines_b if h in lines_a and h not in learned]
+    return {"template_lines": len(left_out), "template_examples": left_out[:limit], "shared_lines": len(shared),
+            "shared_examples": shared[:limit]}  # fmt: skip
+
+
+def _nonblank(text: str) -> list[str]:
+    return [line.strip() for line in text.split("\n") if line.strip()]
+
+
 def _short(text: str, width: int) -> str:
     return text if len(text) <= width else "..." + text[-(width - 3) :]
 
@@ -368,16 +405,7 @@ def _print_text(
         w(f"{i:>3}  " + "".join(cells) + "\n")
     w(f"\nwhat a crawl meeting the pages in this order decides (SIMHASH_MAX_DISTANCE={config.max_distance}):\n")
     for decision in decisions:
-        i = decision["page"]
-        if decision["decision"] == "unique":
-            text = "unique: becomes a canonical page"
-        elif decision["decision"] == "near-duplicate":
-            verb = "dropped" if config.action == "drop" else "flagged"
-            rule = Rule(decision["rule"]).describe(decision["distance"], decision["max_distance"])
-            text = f"near-duplicate of {decision['canonical']} ({rule}): {verb}"
-        else:
-            text = f"skipped ({_SKIP_TEXT.get(decision['reason'], decision['reason'])}): never compared"
-        w(f"{i:>3}  {text}\n")
+        w(f"{decision['page']:>3}  {_decision_text(decision, config)}\n")
     for pair in pairs:
         a, b = pair["a"], pair["b"]
         w(f"\n--- page {a} against page {b}: distance {pair['distance']}, similarity {pair['similarity']:.3f}")
@@ -404,6 +432,37 @@ def _print_text(
                     f"  {_short(label, 40):<40} {_num(feature['weight_a']):>6} -> {_num(feature['weight_b']):<6}"
                     f" push {_num(feature['push']):>6}  bits {','.join(map(str, feature['bits']))}\n"
                 )
+
+
+def _decision_text(decision: dict[str, Any], config: SimhashConfig) -> str:
+    """One page's decision as ``compare`` prints it (with the evidence of a step 5-7 match)."""
+    if decision["decision"] == "unique":
+        return "unique: becomes a canonical page"
+    if decision["decision"] != "near-duplicate":
+        return f"skipped ({_SKIP_TEXT.get(decision['reason'], decision['reason'])}): never compared"
+    verb = "dropped" if config.action == "drop" else "flagged"
+    rule = Rule(decision["rule"]).describe(decision["distance"], decision["max_distance"])
+    text = f"near-duplicate of {decision['canonical']} ({rule}): {verb}"
+    if decision.get("evidence"):
+        text += "\n       " + _describe_evidence(decision["via"], decision["evidence"])
+    return text
+
+
+def _describe_evidence(via: str, found: dict[str, Any]) -> str:
+    """One line (then examples) of what steps 5-7 matched by."""
+    if via == "second":
+        return (f"found by the second simhash: {found['second_distance']} bits apart (first simhashes "
+                f"{found['first_distance']} apart)")  # fmt: skip
+    if via == "containment":
+        a, b = found["sentences"]
+        lines = [f"found by sentence containment: {found['shared_sentences']} sentences shared ({a} and {b})"]
+        lines += [f"  = {_short(s, 100)}" for s in found["examples"]]
+        return "\n       ".join(lines)
+    lines = [f"found without the host's template: {found['template_lines']} template lines left out, "
+             f"{found['shared_lines']} other lines shared"]  # fmt: skip
+    lines += [f"  - {_short(s, 100)}" for s in found["template_examples"][:3]]
+    lines += [f"  = {_short(s, 100)}" for s in found["shared_examples"]]
+    return "\n       ".join(lines)
 
 
 def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process: Any = None) -> int:

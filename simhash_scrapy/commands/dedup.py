@@ -5,7 +5,7 @@ feed export output; ``.gz`` and a JSON array feed are read too) whose text or
 HTML is in one field.  Pages are fingerprinted in worker processes with the
 project's ``SIMHASH_*`` settings (``core.analysis``, as the crawl does:
 short pages get exact digests), then the crawl's clustering rule
-(``core.clustering.assign_canonicals``) runs over them in input order, so
+(``core.detector.assign_canonicals``) runs over them in input order, so
 the report is the one a crawl of the same pages in the same order writes.
 
 Why one module of ~480 lines: it is one command whose parts (input sources,
@@ -27,12 +27,13 @@ from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from dataclasses import replace
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from ..config import SimhashConfig
-from ..core.clustering import assign_canonicals
+from ..core.detector import Detector, Page, assign_canonicals
 from ..core.distinct import scope_key
 from ..core.records import page_scope
 from ..core.skip import item_is_html, too_large
@@ -215,12 +216,18 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             continue
         keys: tuple[int, ...] = ()
         fingerprint, exact, protected = None, False, None
+        extra: tuple[Any, ...] = (None, None, None)
         if reason is None:
-            answer = analyse_html(value, None, config.analysis) if is_html else analyse_text(value, config.analysis)
+            # A page gets steps 5-7 as in a crawl; an item, as in the item pipeline, steps 1-4.
+            options = config.analysis if kind == "files" else replace(
+                config.analysis, keep_source=False, second=False, sketch=False
+            )  # fmt: skip
+            answer = analyse_html(value, None, options) if is_html else analyse_text(value, options)
             fingerprint, exact, reason, keys = answer.fingerprint, answer.exact, answer.skip_reason, answer.edit_keys
+            extra = (answer.source, answer.second, answer.sketch)
             if fingerprint is not None and is_html and config.distinct is not None:
                 protected = _protected_digest(value, config)
-        out.append((fingerprint, reason, url, referer, depth, exact, keys, protected))
+        out.append((fingerprint, reason, url, referer, depth, exact, keys, protected, *extra))
     return out
 
 
@@ -385,13 +392,23 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     exact_flags: list[bool] = []
     edit_keys: list[tuple[int, ...]] = []
     protected: list[str | None] = []  # digests of the protected text (SIMHASH_DISTINCT_SELECTORS)
-    for position, (fingerprint, reason, url, referer, depth, exact, keys, digest) in _run_tasks(
+    # Steps 5-7: the template-free fingerprint is learned in input order as the pages come (the text is not
+    # kept); the second simhash and the sentence sketch go to the rule (core.detector).
+    learner = Detector.from_config(config)
+    also: list[int | None] = []
+    seconds: list[int | None] = []
+    sketches: list[Any] = []
+    for position, (fingerprint, reason, url, referer, depth, exact, keys, digest, text, second, sketch) in _run_tasks(
         source, "fingerprint", None, params, 1 if inline else jobs, progress
     ):
         read += 1
         if fingerprint is None:
             skipped[reason or "error"] += 1
             continue
+        host = source.url(position) if source.kind == "files" else url  # type: ignore[attr-defined]
+        also.append(learner.template_free(Page("", "", fingerprint, host or "", exact, source=text)))
+        seconds.append(second)
+        sketches.append(sketch)
         kept.append(position)
         fingerprints.append(fingerprint)
         exact_flags.append(exact)
@@ -424,7 +441,9 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     if config.scope == "domain" or config.distinct is not None:
         numbers: dict[str, int] = {}
         scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
-    canonical, distance = assign_canonicals(fps, scopes, config.max_distance, config.blocks, exact_flags, edit_keys)
+    canonical, distance = assign_canonicals(
+        fps, scopes, config.max_distance, config.blocks, exact_flags, edit_keys, also, seconds, sketches
+    )
     in_cluster = np.zeros(len(urls), dtype=bool)
     in_cluster[canonical[canonical >= 0]] = True
     in_cluster[canonical >= 0] = True

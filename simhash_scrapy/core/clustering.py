@@ -2,7 +2,7 @@
 
 This is the one implementation of the rule in Python: the in-process and
 persistent backends (``backends.memory``) and the ``scrapy simhash dedup`` /
-``compare`` commands (``assign_canonicals``) call it; the Redis backend's Lua
+``compare`` commands (``core.detector``: ``decide``, ``assign_canonicals``) call it; the Redis backend's Lua
 script mirrors it, and a test compares their decisions page by page.
 
 Pages are checked one at a time, each identified by ``(scope, identity)``
@@ -69,7 +69,7 @@ from __future__ import annotations
 import enum
 import gc
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +82,7 @@ from .containment import ContainmentIndex, SentenceCounts, Sketch
 from .second import VERIFY_FACTOR
 
 __all__ = [
-    "Outcome", "RECORDED_OUTCOMES", "Rule", "rule_of", "is_one_edit", "Decision", "Clusterer", "assign_canonicals",
+    "Outcome", "RECORDED_OUTCOMES", "Rule", "rule_of", "is_one_edit", "Decision", "Clusterer",
 ]
 
 #: Distance given to a page whose kind changed (short <-> long): "more than any k".
@@ -196,6 +196,8 @@ class Decision:
     #: How a ``NEAR_DUPLICATE`` was found beyond the first simhash: ``"template"`` (step 5),
     #: ``"second"`` (step 6), ``"containment"`` (step 7), else ``None``.
     via: str | None = None
+    #: The page's template-free fingerprint (step 5), when ``core.detector.Detector`` gave it one.
+    also: int | None = None
 
 
 class Clusterer:
@@ -661,34 +663,3 @@ def identity_hash(scope: str, identity: str) -> int:
     """A 64-bit hash of a page's scope and identity, the same in every process (BLAKE2b)."""
     data = f"{scope}\x1f{identity}".encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
-
-
-def assign_canonicals(
-    fingerprints: Iterable[int] | np.ndarray,
-    scopes: Iterable[int] | np.ndarray | None = None,
-    max_distance: int = defaults.MAX_DISTANCE,
-    blocks: int | None = defaults.BLOCKS,
-    exact: Iterable[bool] | np.ndarray | None = None,
-    edit_keys: Sequence[Sequence[int]] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The crawl's rule over a batch of distinct pages, in order (the ``dedup`` command).
-
-    Returns ``(canonical, distance)``: for each page the position of its
-    canonical page and the distance to it, ``-1`` for canonical pages.  Every
-    page is its own identity (positions), so this is exactly what a crawl of
-    these pages in this order decides.
-    """
-    fps = np.asarray(fingerprints, dtype=np.uint64).tolist()
-    n = len(fps)
-    scope_list = [0] * n if scopes is None else np.asarray(scopes).tolist()
-    exact_list = [False] * n if exact is None else [bool(x) for x in exact]
-    clusterer = Clusterer(max_distance, blocks)
-    canonical = np.full(n, -1, dtype=np.int64)
-    distance = np.full(n, -1, dtype=np.int64)
-    for page in range(n):
-        keys = edit_keys[page] if edit_keys is not None else ()
-        decision = clusterer.check(str(scope_list[page]), str(page), fps[page], exact_list[page], edit_keys=keys)
-        if decision.canonical is not None and decision.distance is not None:
-            canonical[page] = decision.canonical  # entries are numbered in page order
-            distance[page] = decision.distance
-    return canonical, distance

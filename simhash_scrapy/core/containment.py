@@ -62,7 +62,8 @@ from . import _native
 from .features import span_hashes
 
 __all__ = [
-    "Sketch", "SentenceCounts", "ContainmentIndex", "sentence_hashes", "sketch_of", "verify", "estimate",
+    "Sketch", "SentenceCounts", "ContainmentIndex", "sentence_hashes", "sentence_texts", "sketch_of", "verify",
+    "estimate",
     "MIN_WORDS", "SKETCH", "ANCHORS", "MIN_CONTAINMENT", "MIN_RATIO", "MIN_SHARED", "MIN_SENTENCES", "COMMON",
     "MAX_PAGES", "MAX_OWNERS",
 ]  # fmt: skip
@@ -127,6 +128,18 @@ def sentence_hashes(text: str | bytes, min_words: int = MIN_WORDS) -> list[int]:
 
 def _sentence_hashes_python(data: bytes, min_words: int) -> list[int]:
     """``sentence_hashes`` of UTF-8 ``data`` in pure Python (the C helper's twin)."""
+    return sorted(set(_stable_hashes(_sentence_keys(data, min_words))))
+
+
+def sentence_texts(text: str | bytes, min_words: int = MIN_WORDS) -> dict[int, str]:
+    """Each sentence of ``text`` (as ``sentence_hashes`` counts it) by its hash: the evidence ``compare`` shows."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    keys = _sentence_keys(data, min_words)
+    return {h: key.decode("utf-8", "replace") for h, key in zip(_stable_hashes(keys), keys)}
+
+
+def _sentence_keys(data: bytes, min_words: int) -> list[bytes]:
+    """The sentences of UTF-8 ``data`` with at least ``min_words`` words, each its words joined by a space."""
     if min_words < 0:
         raise ValueError("sentence_hashes: min_words must not be negative")
     data = data.lower().replace(b". ", b"\n").replace(b"! ", b"\n").replace(b"? ", b"\n")
@@ -146,7 +159,7 @@ def _sentence_hashes_python(data: bytes, min_words: int) -> list[int]:
             if len(words) < min_words:
                 continue
         keys.append(b" ".join(words))
-    return sorted(set(_stable_hashes(keys)))
+    return keys
 
 
 def _stable_hashes(keys: list[bytes]) -> list[int]:

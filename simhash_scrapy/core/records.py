@@ -64,6 +64,9 @@ class PageRecord:
     #: Its sentence sketch (``core.containment``): clustering step 7, used by backends with
     #: ``extra_queries``; ``None``: none.
     sketch: Sketch | None = None
+    #: The text its simhash was made from (``Analysis.source``): a backend with ``extra_queries`` learns
+    #: its host's template from it (``core.detector``) and gives ``also``; ``None``: none.
+    source: str | bytes | None = None
 
     @property
     def key(self) -> str:
@@ -95,6 +98,8 @@ class Verdict:
     via: str | None = None
     #: The rel=canonical URL that canonical page names, when known.
     canonical_link: str | None = None
+    #: The page's template-free fingerprint (``core.detector``, step 5), when it got one.
+    also: int | None = None
 
     @property
     def is_duplicate(self) -> bool:

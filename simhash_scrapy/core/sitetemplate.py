@@ -176,6 +176,14 @@ class HostTemplates:
         free = simhash_from_features(hashes, weights)
         return None if free == fingerprint else free
 
+    def template_lines(self, url: str) -> set[int]:
+        """The digests (``line_hashes``) of the lines learned as template of ``url``'s host so far: seen in
+        two articles or more (``compare`` shows them)."""
+        state = self._hosts.get(host_of(url))
+        if state is None:
+            return set()
+        return {digest for digest, seen in state.lines.items() if seen & 0xFFFFFFFF}
+
     def __len__(self) -> int:
         """Lines remembered, over all hosts."""
         return self._lines

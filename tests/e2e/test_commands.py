@@ -25,7 +25,7 @@ import pytest
 from conftest import Page, article_html, article_words  # noqa: E402  (tests/ is on sys.path)
 from simhash_scrapy.backends import PageRecord
 from simhash_scrapy.backends.memory import MemoryBackend
-from simhash_scrapy.core.clustering import assign_canonicals
+from simhash_scrapy.core.detector import assign_canonicals
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.store import read_store
 

@@ -27,7 +27,8 @@ from simhash_scrapy.backends.persistent import PersistentBackend
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core import defaults
 from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html, analyse_text
-from simhash_scrapy.core.clustering import Clusterer, Outcome, assign_canonicals
+from simhash_scrapy.core.clustering import Clusterer, Outcome
+from simhash_scrapy.core.detector import assign_canonicals
 from simhash_scrapy.core.edits import edit_keys, edit_keys_of_tokens
 from simhash_scrapy.core.exact import exact_digest
 from simhash_scrapy.core.features import token_hashes

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_scrapy.core.clustering import Clusterer, Outcome, assign_canonicals
+from simhash_scrapy.core.clustering import Clusterer, Outcome
+from simhash_scrapy.core.detector import assign_canonicals
 
 K = 4
 

@@ -1,0 +1,244 @@
+"""The crawl's decisions, steps 1-7: the one place where the clustering rule is applied to pages.
+
+``Detector`` is what the in-process backends (``backends.memory``, and
+through it ``backends.persistent``) apply to every checked page, and what
+the library (``decide``, ``decide_html``) and the ``scrapy simhash
+compare`` / ``dedup`` commands apply to pages given in a fixed order: the
+same pages in the same order get the same decisions everywhere.
+
+A page (``Page``) is what ``core.analysis`` gave for it (fingerprint, short
+or not, one-edit keys, content digest, the text it was made from, second
+simhash, sentence sketch) with its scope, identity and URL.  ``check``
+
+* learns from it its host's template lines (``core.sitetemplate``, step 5:
+  the host is ``host_of(url)``), which gives its template-free fingerprint,
+* then applies the clustering rule (``core.clustering.Clusterer``: identity,
+  nearest canonical page within k, short pages, one edit, the template-free
+  text, the second simhash, sentence containment) and records the page.
+
+What steps 5-7 learn (template lines per host, the canonical pages'
+template-free and second simhashes, their sentence sketches, the common
+sentence counts) is in ``Detector.rule`` and ``Detector.templates``; the
+persistent backend saves and restores it with the store
+(``core.detector_state``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import defaults
+from .analysis import Analysis, AnalysisOptions, analyse_html
+from .clustering import Clusterer, Decision, Outcome, Rule, rule_of
+from .containment import Sketch
+from .features import DEFAULT_FEATURES, FeatureConfig
+from .records import page_scope
+from .sitetemplate import HostTemplates, host_of
+
+if TYPE_CHECKING:
+    from .config import SimhashConfig
+
+__all__ = [
+    "Page", "Detector", "PageDecision", "decide", "decide_html", "page_of", "canonical_positions", "assign_canonicals",
+]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One fingerprinted page, as the rule takes it (``page_of`` builds one from an ``Analysis``)."""
+
+    scope: str
+    #: What makes two checks "the same page" (the crawl: Scrapy's request fingerprint; the library: the URL).
+    identity: str
+    #: The simhash, or a short page's exact digest (``exact``).
+    fingerprint: int
+    #: Its URL: the host its template is learned for (``core.sitetemplate.host_of``).
+    url: str = ""
+    exact: bool = False
+    edit_keys: tuple[int, ...] = ()
+    digest: int | None = None
+    #: The text the simhash was made from (``Analysis.source``): template learning (step 5); ``None``: none.
+    source: str | bytes | None = None
+    #: A template-free fingerprint computed elsewhere (used when there is no ``source``).
+    also: int | None = None
+    second: int | None = None
+    sketch: Sketch | None = None
+
+
+def page_of(analysis: Analysis, scope: str, identity: str, url: str = "") -> Page:
+    """The ``Page`` of a fingerprinted page's ``core.analysis`` answer."""
+    assert analysis.fingerprint is not None, "a skipped page has no decision"
+    return Page(
+        scope, identity, analysis.fingerprint, url, analysis.exact, analysis.edit_keys, analysis.digest,
+        analysis.source, None, analysis.second, analysis.sketch,
+    )  # fmt: skip
+
+
+class Detector:
+    """The clustering rule (``Clusterer``) and the host template learner of one crawl, applied page by page."""
+
+    def __init__(
+        self,
+        max_distance: int = defaults.MAX_DISTANCE,
+        blocks: int | None = defaults.BLOCKS,
+        features: FeatureConfig = DEFAULT_FEATURES,
+        min_tokens: int = defaults.MIN_TOKENS,
+        templates: bool = defaults.TEMPLATES,
+    ) -> None:
+        self.rule = Clusterer(max_distance, blocks)
+        #: The host template learner (``SIMHASH_TEMPLATES``), else ``None``.
+        self.templates = HostTemplates(features, min_tokens) if templates else None
+
+    @classmethod
+    def from_config(cls, config: SimhashConfig) -> Detector:
+        return cls(config.max_distance, config.blocks, config.features, config.min_tokens, config.templates)
+
+    def template_free(self, page: Page) -> int | None:
+        """Learn from ``page`` (a simhash page with its text) and give its template-free fingerprint, else
+        ``page.also``."""
+        if page.exact or page.source is None or self.templates is None:
+            return None if page.exact else page.also
+        return self.templates.check(host_of(page.url), page.fingerprint, page.source)
+
+    def check(self, page: Page, index: bool = True) -> Decision:
+        """Steps 1-7 for one page, in check order: learn, decide, record (``index=False``: a unique page is
+        not made canonical).  ``Decision.also`` is the page's template-free fingerprint, when it has one."""
+        also = self.template_free(page)
+        decision = self.rule.check(
+            page.scope, page.identity, page.fingerprint, page.exact, index, page.edit_keys, page.digest, also,
+            page.second, page.sketch,
+        )  # fmt: skip
+        return decision if also is None else replace(decision, also=also)
+
+
+@dataclass(frozen=True)
+class PageDecision:
+    """What a crawl meeting the pages in this order decides for one of them (``decide``)."""
+
+    #: The page's position in the input.
+    position: int
+    outcome: Outcome
+    #: The position of the canonical page of its cluster (another page), else ``None``.
+    canonical: int | None = None
+    #: The Hamming distance to that canonical page's indexed fingerprint (0 for a short page).
+    distance: int | None = None
+    #: The step that matched beyond the first simhash: ``"template"``, ``"second"``, ``"containment"``.
+    via: str | None = None
+    #: The rule that matched (``core.clustering.Rule``), for a near-duplicate.
+    rule: Rule | None = None
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.canonical is not None
+
+
+def decide(
+    pages: Iterable[Page], detector: Detector | None = None, before: Callable[[int, Page], None] | None = None
+) -> list[PageDecision]:
+    """The crawl's decisions for ``pages`` checked in this order (steps 1-7), one per page.
+
+    A page whose (scope, identity) came before is re-checked as its own later version (``unchanged``,
+    ``edited``, ``changed``), as in a crawl; its ``canonical`` is then the position of the first page of
+    that canonical identity.  ``before(position, page)`` is called before each check (``compare`` reads
+    what the detector knew then).
+    """
+    detector = detector if detector is not None else Detector()
+    rule = detector.rule
+    first: dict[int, int] = {}  # entry -> position of its first page
+    out = []
+    for position, page in enumerate(pages):
+        if before is not None:
+            before(position, page)
+        decision = detector.check(page)
+        first.setdefault(decision.entry, position)
+        if decision.canonical is None:
+            out.append(PageDecision(position, decision.outcome))
+            continue
+        kind = rule_of(page.exact, decision.distance, rule.max_distance, decision.via)
+        out.append(
+            PageDecision(position, decision.outcome, first[decision.canonical], decision.distance, decision.via, kind)
+        )
+    return out
+
+
+def decide_html(
+    pages: Iterable[tuple[str, str | bytes]],
+    config: SimhashConfig | None = None,
+    spider: str = "",
+) -> list[PageDecision | None]:
+    """The crawl's decisions for HTML pages ``(url, body)`` fetched in this order: each page analysed as
+    the crawl does (``core.analysis.analyse_html`` with the config's options) and checked by a
+    ``Detector`` of ``config`` (the settings' defaults when ``None``); the URL is the page's identity, its
+    scope the crawl's (``SIMHASH_SCOPE``; ``spider``: the spider name).  ``None`` for a page with no
+    fingerprint (no text).  Positions count every page given."""
+    from .config import SimhashConfig
+
+    config = config if config is not None else SimhashConfig.from_settings({})
+    options: AnalysisOptions = config.analysis
+    detector = Detector.from_config(config)
+    checked: list[Page] = []
+    where: list[int] = []
+    total = 0
+    for position, (url, body) in enumerate(pages):
+        total = position + 1
+        answer = analyse_html(body, None, options)
+        if answer.fingerprint is None:
+            continue
+        checked.append(page_of(answer, page_scope(config.scope, url, spider), url, url))
+        where.append(position)
+    out: list[PageDecision | None] = [None] * total
+    for d in decide(checked, detector):
+        canonical = None if d.canonical is None else where[d.canonical]
+        out[where[d.position]] = replace(d, position=where[d.position], canonical=canonical)
+    return out
+
+
+def canonical_positions(decisions: Sequence[PageDecision | None]) -> list[tuple[int, int]]:
+    """The (near-duplicate, canonical) position pairs of ``decisions``."""
+    return [(d.position, d.canonical) for d in decisions if d is not None and d.canonical is not None]
+
+
+def assign_canonicals(
+    fingerprints: Iterable[int] | np.ndarray,
+    scopes: Iterable[int] | np.ndarray | None = None,
+    max_distance: int = defaults.MAX_DISTANCE,
+    blocks: int | None = defaults.BLOCKS,
+    exact: Iterable[bool] | np.ndarray | None = None,
+    edit_keys: Sequence[Sequence[int]] | None = None,
+    also: Sequence[int | None] | None = None,
+    second: Sequence[int | None] | None = None,
+    sketches: Sequence[Sketch | None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The crawl's rule over a batch of distinct pages, in order (the ``dedup`` command).
+
+    Returns ``(canonical, distance)``: for each page the position of its
+    canonical page and the distance to it, ``-1`` for canonical pages.  Every
+    page is its own identity (positions), so this is exactly what a crawl of
+    these pages in this order decides.  ``also`` (template-free fingerprints,
+    learned in this order: ``core.sitetemplate``), ``second`` and ``sketches``
+    give steps 5-7 (``core.detector.decide`` applies the rule).
+    """
+    fps = np.asarray(fingerprints, dtype=np.uint64).tolist()
+    n = len(fps)
+    scope_list = [0] * n if scopes is None else np.asarray(scopes).tolist()
+    exact_list = [False] * n if exact is None else [bool(x) for x in exact]
+    none: list[Any] = [None] * n
+    pages = (
+        Page(str(s), str(page), fp, "", x, tuple(keys), None, None, a, b, c)
+        for page, (s, fp, x, keys, a, b, c) in enumerate(zip(
+            scope_list, fps, exact_list, edit_keys if edit_keys is not None else [()] * n,
+            also if also is not None else none, second if second is not None else none,
+            sketches if sketches is not None else none,
+        ))
+    )  # fmt: skip
+    canonical = np.full(n, -1, dtype=np.int64)
+    distance = np.full(n, -1, dtype=np.int64)
+    for decision in decide(pages, Detector(max_distance, blocks, templates=False)):
+        if decision.canonical is not None and decision.distance is not None:
+            canonical[decision.position] = decision.canonical
+            distance[decision.position] = decision.distance
+    return canonical, distance

@@ -1,0 +1,120 @@
+"""One detector everywhere: the library's entry point (``simhash_scrapy.decide_html``) gives the pairs a real
+in-process crawl of the same pages in the same order finds (steps 1-7), on the sample sets of real pages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+from conftest import RecordingSpider, run_crawl
+from urllib.parse import urlsplit
+
+import simhash_scrapy
+
+SETS = Path(__file__).resolve().parents[2] / "benchmarks" / "quality"
+
+
+def steps_pages() -> list[tuple[str, bytes]]:
+    """Pages that steps 5-7 match (the template, second-simhash and containment crawl tests' sites), one
+    host each."""
+    import test_containment_crawl
+    import test_template_crawl
+
+    sites = {
+        "tmpl.test": test_template_crawl.site_pages(),
+        "edits.test": test_template_crawl.edit_pages(),
+        "contain.test": test_containment_crawl.site_pages(),
+    }
+    return [(f"http://{host}{path}", body.encode()) for host, table in sites.items() for path, body in table.items()]
+
+
+def sample_pages(name: str) -> list[tuple[str, bytes]]:
+    """The set's pages, ``(url, body)``, in its crawl order (``"steps"``: ``steps_pages``)."""
+    if name == "steps":
+        return steps_pages()
+    root = SETS / name
+    rows = [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines() if line.strip()]
+    rows.sort(key=lambda row: row["order"])
+    return [(row["url"], (root / row["file"]).read_bytes()) for row in rows]
+
+
+def serve_by_host(serve: Any, pages: list[tuple[str, bytes]]) -> dict[str, str]:
+    """One local site per host of the set (the template learner groups pages by host); set URL -> local URL."""
+    by_host: dict[str, dict[str, bytes]] = {}
+    for url, body in pages:
+        parts = urlsplit(url)
+        by_host.setdefault(parts.netloc, {})[parts.path + (f"?{parts.query}" if parts.query else "")] = body
+    local = {}
+    for host, table in by_host.items():
+        site = serve(table)
+        for path in table:
+            local[f"http://{host}{path}"] = site.url(path)
+    return local
+
+
+async def crawl_pairs(urls: list[str], settings: dict[str, Any] | None = None) -> tuple[list[str], set[tuple[str, str]]]:
+    """The order a real crawl checked ``urls`` in and the (near-duplicate, canonical) pairs it flagged."""
+    crawler = await run_crawl(
+        RecordingSpider, {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag", **(settings or {})},
+        start_urls=urls,
+    )  # fmt: skip
+    seen = crawler.spider.seen  # type: ignore[attr-defined]
+    order = [entry["url"] for entry in seen if entry["simhash"] is not None]
+    return order, {(entry["url"], entry["duplicate_of"]) for entry in seen if entry["duplicate_of"] is not None}
+
+
+def library_pairs(order: list[str], bodies: dict[str, bytes]) -> set[tuple[str, str]]:
+    decisions = simhash_scrapy.decide_html([(url, bodies[url]) for url in order])
+    return {(order[d.position], order[d.canonical]) for d in decisions if d is not None and d.canonical is not None}
+
+
+@pytest_twisted.ensureDeferred
+@pytest.mark.parametrize("name", ["sample", "sample_wide", "steps"])
+async def test_the_library_gives_the_in_process_crawls_pairs(serve: Any, name: str) -> None:
+    pages = sample_pages(name)
+    local = serve_by_host(serve, pages)
+    bodies = {local[url]: body for url, body in pages}
+    order, crawled = await crawl_pairs([local[url] for url, _ in pages])
+    assert len(order) >= len(pages) - 2  # (a page without text has no fingerprint)
+    assert crawled, "the sample set has near-duplicates"
+    assert library_pairs(order, bodies) == crawled
+    if name == "steps":  # every step beyond the first simhash matched a pair
+        vias = {d.via for d in simhash_scrapy.decide_html([(url, bodies[url]) for url in order]) if d is not None}
+        assert {"template", "second", "containment"} <= vias
+
+
+@pytest.mark.parametrize(("paths", "via"), [
+    (["/story/1", "/story/2", "/story/3", "/reader/3"], "template"),
+    (["/article/4", "/edited/4"], "second"),
+    (["/story", "/story/print"], "containment"),
+])  # fmt: skip
+def test_compare_explains_a_step_5_to_7_match_with_its_evidence(tmp_path: Path, paths: list[str], via: str) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from scrapy.settings import Settings
+
+    from simhash_scrapy.commands.compare import run_compare
+
+    pages = dict(steps_pages())
+    host = {"template": "tmpl.test", "second": "edits.test", "containment": "contain.test"}[via]
+    files = []
+    for n, path in enumerate(paths):
+        files.append(tmp_path / f"{n}.html")
+        files[-1].write_bytes(pages[f"http://{host}{path}"])
+    out = io.StringIO()
+    opts = SimpleNamespace(pages=[str(f) for f in files], features=5, diff_lines=5, json=True)
+    assert run_compare(opts, Settings(), out) == 0
+    last = json.loads(out.getvalue())["decisions"][-1]
+    assert last["decision"] == "near-duplicate" and last["via"] == via
+    found = last["evidence"]
+    if via == "template":  # the site's box was left out; the article's own lines are what the two share
+        assert found["template_lines"] >= 10 and all("Most read today" in s for s in found["template_examples"])
+        assert found["shared_lines"] >= 5 and not any("Most read today" in s for s in found["shared_examples"])
+    elif via == "second":
+        assert found["second_distance"] <= 4 < found["first_distance"] <= 8
+    else:
+        assert found["shared_sentences"] >= 20 and found["examples"]
