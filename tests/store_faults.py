@@ -74,6 +74,7 @@ from simhash_scrapy.backends.persistent import PersistentBackend  # noqa: E402
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
 from simhash_scrapy.core.report import build_clusters, render_report  # noqa: E402
 from simhash_scrapy.core.store import StoreError, read_store  # noqa: E402
+from simhash_scrapy.core.containment import Sketch  # noqa: E402
 
 SPIDER = "faults"
 OK_CATEGORIES = ("detected", "harmless", "torn last write dropped", "reported empty")
@@ -120,8 +121,9 @@ def page_records(count: int, seed: int) -> list[PageRecord]:
     rng = random.Random(seed)
     key_rng = random.Random(seed + 1)  # its own stream: the other fields are as before
     http_rng = random.Random(seed + 2)  # content digests and HTTP validators (store format 4): their own stream
+    steps_rng = random.Random(seed + 3)  # what steps 5-7 learn (store format 6): their own stream
     return [
-        replace(
+        _with_steps_5_to_7(steps_rng, i, replace(
             record,
             scope=SPIDER,
             identity=f"{rng.getrandbits(160):040x}",
@@ -134,9 +136,25 @@ def page_records(count: int, seed: int) -> list[PageRecord]:
             digest=http_rng.getrandbits(64) if http_rng.random() < 0.9 else None,
             etag=f'"{http_rng.getrandbits(40):x}"' if http_rng.random() < 0.5 else None,
             last_modified="Tue, 03 Nov 2026 08:00:00 GMT" if http_rng.random() < 0.7 else None,
-        )
+        ))
         for i, record in enumerate(pages(seed, count))
     ]
+
+
+def _with_steps_5_to_7(rng: random.Random, i: int, record: PageRecord) -> PageRecord:
+    """Text lines for the template learner (a host's box, the article's own lines), a second simhash and a
+    sentence sketch for most simhash pages, as a crawl gives them: the store then holds detector blobs."""
+    if record.exact:
+        return record
+    box = "\n".join(f"Most read today {n}: story {rng.randrange(8)} of section {i % 5}" for n in range(4))
+    source = f"{box}\nArticle {i} begins here with its own words\nArticle {i} ends with more of its words"
+    hashes = sorted({rng.getrandbits(64) for _ in range(rng.randrange(4, 33))})
+    return replace(
+        record,
+        source=source if rng.random() < 0.6 else None,
+        second=rng.getrandbits(64) if rng.random() < 0.7 else None,
+        sketch=Sketch(tuple(hashes), len(hashes) + rng.randrange(3)) if rng.random() < 0.5 else None,
+    )
 
 
 def _some_edit_keys(rng: random.Random) -> tuple[int, ...]:

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..core import defaults
 from ..core.defaults import default_blocks
+from ..core.detector_state import COMPACT_BYTES, JOURNAL, SNAPSHOT, Recorder, is_detector_blob, restore
 from ..core.keytable import pack_keys
 from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
 from ..core.store_rows import fail
@@ -240,6 +241,10 @@ class PersistentBackend(MemoryBackend):
         self._links: dict[int, str] = {}  # entry -> rel=canonical URL, as stored
         self._pending_links: dict[int, str | None] = {}
         self._link_chunk = 0
+        #: What steps 5-7 learn, journalled at every flush (``core.detector_state``), made at open.
+        self._recorder: Recorder | None = None
+        self._journals: list[int] = []  # numbers of the journals since the last snapshot
+        self._journal_next = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> PersistentBackend:
@@ -268,11 +273,15 @@ class PersistentBackend(MemoryBackend):
         try:
             if len(contents):
                 self._restore(contents)
+            self._restore_detector(contents)
         except BaseException:
             store.abandon()
             raise
         self.store = store
-        self._extra.update(contents.extra)
+        self._extra.update((k, v) for k, v in contents.extra.items() if not is_detector_blob(k))
+        self._journals = sorted(int(k[len(JOURNAL) :]) for k in contents.extra if k.startswith(JOURNAL))
+        if self._journals:  # journals a crash (or a stop without close) left: one snapshot, with the next commit
+            self._write_snapshot()
         chunks = _link_chunks(contents.extra)
         self._link_chunk = chunks[-1][0] + 1 if chunks else 0
         if len(chunks) > 1:  # one blob per flush that changed a link: folded into one, with the next commit
@@ -327,10 +336,40 @@ class PersistentBackend(MemoryBackend):
         self._links = dict(self._members.links)  # type: ignore[attr-defined]
         self.initial += len(contents)
 
+    def _restore_detector(self, contents: StoreContents) -> None:
+        """What steps 5-7 learned (the store's detector blobs), back in the detector; then recorded anew."""
+        try:
+            self._journal_next = restore(self.detector, contents.extra, contents.scopes, self.path)
+        except StoreError as exc:
+            raise BackendError(f"{exc}. The file was not changed; start afresh with SIMHASH_RESET = True.") from exc
+        self._recorder = Recorder(self.detector)
+
+    def _write_detector(self, snapshot: bool = False) -> None:
+        """Stage what steps 5-7 learned since the last flush (a journal), or all of it (a snapshot)."""
+        recorder, store = self._recorder, self.store
+        if recorder is None or store is None:
+            return
+        data = recorder.journal()
+        if data is not None:
+            store.keep_extra(f"{JOURNAL}{self._journal_next}", data)
+            self._journals.append(self._journal_next)
+            self._journal_next += 1
+        if snapshot or recorder.journal_bytes > COMPACT_BYTES:
+            self._write_snapshot()
+
+    def _write_snapshot(self) -> None:
+        assert self._recorder is not None and self.store is not None
+        self.store.keep_extra(SNAPSHOT, self._recorder.snapshot(self._journal_next))
+        for number in self._journals:  # in it now: dropped in the same commit
+            self.store.drop_extra(f"{JOURNAL}{number}")
+        self._journals = []
+
     def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
         store = self.store
         if store is None:
             return
+        if self._recorder is not None:
+            self._recorder.entries.add(entry)
         clusters = self._clusters
         canonical = clusters.canonical[entry]
         store.put(
@@ -395,6 +434,7 @@ class PersistentBackend(MemoryBackend):
         pending = store.pending
         try:
             self._write_links()
+            self._write_detector()
             store.flush()
         except StoreError as exc:
             self._stat("store_write_errors", 1)
@@ -436,6 +476,7 @@ class PersistentBackend(MemoryBackend):
         if self.store is not None and not self.store.closed:
             try:
                 self._write_links()
+                self._write_detector()
                 self.store.flush()
             except (OSError, ValueError, sqlite3.Error, StoreError):  # pragma: no cover - best effort at exit
                 pass
@@ -450,6 +491,7 @@ class PersistentBackend(MemoryBackend):
         atexit.unregister(self._flush_at_exit)
         if not store.closed:
             self._write_links()
+            self._write_detector(snapshot=True)
         unsaved = store.pending
         try:
             store.close()

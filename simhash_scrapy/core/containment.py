@@ -229,6 +229,8 @@ class SentenceCounts:
         self._bits = bits
         self._low = bytearray(1 << bits)
         self._high = bytearray(1 << bits)
+        #: Every hash counted, in order, when not ``None`` (the store saves them: ``core.detector_state``).
+        self.log: list[int] | None = None
 
     def nbytes(self) -> int:
         return len(self._low) + len(self._high)
@@ -236,6 +238,9 @@ class SentenceCounts:
     def add(self, hashes: Iterable[int]) -> None:
         """Count one page holding ``hashes`` (distinct)."""
         low, high, mask, bits = self._low, self._high, self._mask, self._bits
+        if self.log is not None:
+            hashes = tuple(hashes)
+            self.log.extend(hashes)
         for h in hashes:
             a, b = h & mask, (h >> bits) & mask
             if low[a] < 255:
@@ -245,6 +250,17 @@ class SentenceCounts:
 
     def count(self, h: int) -> int:
         return min(self._low[h & self._mask], self._high[(h >> self._bits) & self._mask])
+
+    def add_many(self, hashes: np.ndarray) -> None:
+        """Count every hash of ``hashes`` (uint64) once, as ``add`` would one by one (saturating at 255)."""
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        if not len(hashes):
+            return
+        mask, size = np.uint64(self._mask), 1 << self._bits
+        for table, keys in ((self._low, hashes & mask), (self._high, (hashes >> np.uint64(self._bits)) & mask)):
+            counts = np.frombuffer(table, dtype=np.uint8).astype(np.int64)
+            counts += np.bincount(keys.astype(np.int64), minlength=size)
+            table[:] = np.minimum(counts, 255).astype(np.uint8).tobytes()
 
 
 class ContainmentIndex:

@@ -142,6 +142,9 @@ class HostTemplates:
         self.max_articles = max_articles
         self._hosts: dict[str, _Host] = {}
         self._lines = 0
+        #: What each ``check`` learned from, ``(host, fingerprint, line digests)``, when not ``None`` (the store
+        #: saves it; ``learn`` replays it: ``core.detector_state``).
+        self.log: list[tuple[str, int, list[int]]] | None = None
 
     def _article(self, host: _Host, fingerprint: int) -> int:
         """The article ``fingerprint`` belongs to (a new one when none is within ``ARTICLE_DISTANCE``)."""
@@ -160,6 +163,8 @@ class HostTemplates:
         host, or when what is left is too short for a simhash (fewer than
         ``min_tokens`` tokens) or has the same fingerprint.
         """
+        if self.log is not None:
+            self.log.append((host, fingerprint, line_hashes(text)))
         state = self._hosts.get(host)
         if state is None:
             if self._lines >= self.max_lines:  # it could remember none of its lines: nothing to learn, nor to keep
@@ -175,6 +180,26 @@ class HostTemplates:
             return None
         free = simhash_from_features(hashes, weights)
         return None if free == fingerprint else free
+
+    def learn(self, host: str, fingerprint: int, digests: list[int]) -> None:
+        """What ``check`` learns from a page of ``host`` whose lines have ``digests`` (``line_hashes``), without
+        its answer: replaying the pages a crawl checked rebuilds its learner exactly."""
+        state = self._hosts.get(host)
+        if state is None:
+            if self._lines >= self.max_lines:
+                return
+            state = self._hosts[host] = _Host()
+        article = self._article(state, fingerprint)
+        known, room, added = state.lines, self.max_lines - self._lines, 0
+        for digest in digests:
+            seen = known.get(digest)
+            if seen is None:
+                if added < room:
+                    known[digest] = article << 32
+                    added += 1
+            elif (seen & 0xFFFFFFFF) == 0 and _other_article(seen, article):
+                known[digest] = seen | (article + 1)
+        self._lines += added
 
     def template_lines(self, url: str) -> set[int]:
         """The digests (``line_hashes``) of the lines learned as template of ``url``'s host so far: seen in

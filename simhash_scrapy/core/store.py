@@ -6,9 +6,9 @@ its crash safety is SQLite's.  Since format 5 most records sit in chunk blobs
 tool sees the rows written since the last fold only; ``read_store`` (or
 ``scrapy simhash report``) reads every record.
 
-Tables (format version 5, ``PRAGMA user_version``; a format-4 store is upgraded in
-place when a crawl opens it: the ``chunks`` table is added and its rows folded into chunks;
-a format-3 store goes through format 4 (its three new columns added, NULL); ``PRAGMA application_id``
+Tables (format version 6, ``PRAGMA user_version``; a format-5 store is upgraded in place
+when a crawl opens it (the version only); a format-4 one too: the ``chunks`` table is added and
+its rows folded into chunks; a format-3 store goes through format 4 (its three new columns added, NULL); ``PRAGMA application_id``
 is ``0x53484D53``, "SHMS"):
 
 ``simhash_meta (key, value)``
@@ -40,7 +40,9 @@ is ``0x53484D53``, "SHMS"):
     validators of the latest version, for conditional re-crawls), each NULL when
     unknown.
 ``extra (name, data, checksum)``
-    named blobs of the backend (``load_extra`` / ``save_extra``).
+    named blobs of the backend (``load_extra`` / ``save_extra``); from format 6 also
+    ``detector/snapshot`` and ``detector/journal/<n>``: what clustering steps 5-7 learned
+    (``core.detector_state``).
 
 **Folding.**  A flush writes its records as rows of ``pages`` (one transaction);
 once ``FOLD_ROWS`` rows wait, and at ``close``, the same transaction folds them:
@@ -143,10 +145,14 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 #: Older formats this version reads, and upgrades in place when a crawl opens them: 3 -> 4 adds
-#: ``FORMAT_4_COLUMNS``, 4 -> 5 adds the ``chunks`` table (then the rows are folded into chunks).
-UPGRADABLE_VERSIONS = (3, 4)
+#: ``FORMAT_4_COLUMNS``, 4 -> 5 adds the ``chunks`` table (then the rows are folded into chunks), 5 -> 6
+#: lets ``extra`` hold what clustering steps 5-7 learned (``core.detector_state``; a version-5 reader
+#: would ignore it and leave it stale, so the version says it).
+UPGRADABLE_VERSIONS = (3, 4, 5)
+#: The first format with the ``chunks`` table.
+CHUNKS_VERSION = 5
 #: Rows of ``pages`` (records written since the last fold) that make a flush fold them into chunks.
 FOLD_ROWS = 32_768
 APPLICATION_ID = 0x53484D53  # "SHMS"
@@ -422,14 +428,16 @@ def _open_image(image: bytearray) -> tuple[sqlite3.Connection, str | None]:
 
 
 def _upgrade(db: sqlite3.Connection, path: object, version: int) -> None:
-    """Format 3 or 4 -> 5 in one transaction: the format-4 columns (NULL: every row keeps its checksum), then
-    the ``chunks`` table (empty: every record stays a row of ``pages`` until it is folded)."""
+    """Format 3, 4 or 5 -> 6 in one transaction: the format-4 columns (NULL: every row keeps its checksum), the
+    ``chunks`` table (empty: every record stays a row of ``pages`` until it is folded), then the version
+    (format 6 adds no table: its steps 5-7 blobs live in ``extra``)."""
     db.execute("BEGIN IMMEDIATE")
     try:
         if version == 3:
             for name, kind in FORMAT_4_COLUMNS:
                 db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
-        db.execute(_CHUNKS_TABLE)
+        if version < CHUNKS_VERSION:
+            db.execute(_CHUNKS_TABLE)
         meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
         meta["format"] = str(FORMAT_VERSION)
         meta["chunk_records"] = str(CHUNK_RECORDS)
@@ -451,7 +459,7 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, 
         return None
     (app,) = db.execute("PRAGMA application_id").fetchone()
     (version,) = db.execute("PRAGMA user_version").fetchone()
-    needed = {"simhash_meta", "pages", "extra", *(["chunks"] if version == FORMAT_VERSION else [])}
+    needed = {"simhash_meta", "pages", "extra", *(["chunks"] if version >= CHUNKS_VERSION else [])}
     if app != APPLICATION_ID or not needed <= tables:
         if app == APPLICATION_ID:
             raise fail(path, f"corrupt simhash store (tables missing: {sorted(needed - tables)})")
@@ -475,7 +483,7 @@ def _read_meta(db: sqlite3.Connection, path: object) -> tuple[StoreConfig, int, 
         raise fail(path, f"corrupt store header ({exc})") from None
     if widths != block_widths(config.blocks):
         raise StoreError(f"{path}: block layout {widths} is not the layout this version uses")
-    if version == FORMAT_VERSION and meta.get("chunk_records") != str(CHUNK_RECORDS):
+    if version >= CHUNKS_VERSION and meta.get("chunk_records") != str(CHUNK_RECORDS):
         raise fail(path, f"corrupt store header (chunk_records {meta.get('chunk_records')!r}, not {CHUNK_RECORDS})")
     return config, pages, version
 
@@ -508,7 +516,7 @@ def _read_columns(db: sqlite3.Connection, path: Path) -> tuple[StoreContents, Co
             if found is None:
                 return StoreContents(config=None, path=str(path)), None, np.zeros(0, dtype=np.int64)
             config, pages, version = found
-            chunks = _read_chunks(db, path, pages) if version == FORMAT_VERSION else concat([])
+            chunks = _read_chunks(db, path, pages) if version >= CHUNKS_VERSION else concat([])
             rows = read_rows(db, path, version)
             records = merge(chunks, rows, 0, pages, path)
             contents = contents_from(records, config, path, version)

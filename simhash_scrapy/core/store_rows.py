@@ -261,8 +261,8 @@ class StoreContents:
 
     config: StoreConfig | None
     path: str = ""
-    #: The store's format version as read (3 and 4: upgraded to 5 when a crawl opens it).
-    version: int = 5
+    #: The store's format version as read (3, 4 and 5: upgraded to 6 when a crawl opens it).
+    version: int = 6
     scopes: Sequence[str] = ()
     identities: Sequence[str] = ()
     url_list: Sequence[str] = ()

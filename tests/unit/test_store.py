@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_scrapy.core.store import (
+    FORMAT_VERSION,
     OUTCOMES,
     PageStore,
     StoreConfig,
@@ -610,7 +611,7 @@ def test_reading_without_deserialize_uses_an_immutable_copy(tmp_path: Path, monk
 # ----------------------------------------------------------------- format 5: chunks
 def test_a_format_4_store_is_read_then_upgraded_and_folded(tmp_path: Path) -> None:
     """A format-4 store (every record a row): a reader changes nothing; a crawl upgrades it in place to
-    format 5 and folds its rows into chunks, every record as it was."""
+    the current format (6) and folds its rows into chunks, every record as it was."""
     rng = random.Random(21)
     records = [record(i, rng) for i in range(70)]
     path = tmp_path / "s.store"
@@ -623,12 +624,12 @@ def test_a_format_4_store_is_read_then_upgraded_and_folded(tmp_path: Path) -> No
     assert rows_of(store.open()) == records
     store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (5,)
+        assert db.execute("PRAGMA user_version").fetchone() == (FORMAT_VERSION,) == (6,)
         assert db.execute("SELECT count(*) FROM pages").fetchone() == (0,)
         assert db.execute("SELECT chunk, count FROM chunks").fetchall() == [(0, 70)]
     db.close()
     again = read_store(path)
-    assert again.version == 5 and rows_of(again) == records
+    assert again.version == FORMAT_VERSION and rows_of(again) == records
 
 
 def test_rows_are_folded_into_chunks_and_a_crash_keeps_every_commit(
