@@ -134,27 +134,74 @@ def _settings(setup) -> dict:
     }
 
 
-def run_e2e(evalset: common.EvalSet, setup):  # -> score.Result
+#: ``--backend``: where the crawl keeps its index.  ``memory``: in process; ``resumed``: a ``SIMHASH_DIR``
+#: store, the crawl stopped after the first half of the pages and run again on the same store for the rest
+#: (the second run's report covers every page); ``redis``: a redis-server started for the run, one worker.
+BACKENDS = ("memory", "resumed", "redis")
+
+
+def _crawl(tmp: Path, urls: list[str], report: Path, settings: dict) -> dict:
+    script = tmp / "spider.py"
+    script.write_text(_SPIDER)
+    listing = tmp / "urls.txt"
+    listing.write_text("\n".join(urls))
+    env = dict(os.environ)
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(listing), str(report), json.dumps(settings)],
+        capture_output=True, text=True, cwd=tmp, env=env, timeout=1800,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise SystemExit(f"crawl failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _redis_server(tmp: Path) -> tuple[subprocess.Popen, str]:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return server, f"redis://127.0.0.1:{port}/0"
+
+
+def _crawl_with(tmp: Path, urls: list[str], report: Path, settings: dict, backend: str) -> dict:
+    """Crawl ``urls`` in order on ``backend`` (``BACKENDS``); the stats (summed over the runs)."""
+    if backend == "memory":
+        return _crawl(tmp, urls, report, settings)
+    if backend == "resumed":
+        settings = {**settings, "SIMHASH_DIR": str(tmp / "store")}
+        half = len(urls) // 2
+        first = _crawl(tmp, urls[:half], tmp / "first.jsonl", settings)
+        stats = _crawl(tmp, urls[half:], report, settings)
+        return {k: first.get(k, 0) + v if isinstance(v, int) else v for k, v in stats.items()}
+    server, url = _redis_server(tmp)
+    try:
+        return _crawl(tmp, urls, report, {**settings, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": url})
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def run_e2e(evalset: common.EvalSet, setup, backend: str = "memory"):  # -> score.Result
     import score
 
     pages = sorted(evalset.pages, key=lambda p: p.order)
     with tempfile.TemporaryDirectory(prefix="simhash-quality-") as tmp, _Site(evalset) as site:
         local = {site.local(p.url): p.id for p in pages}
-        urls = Path(tmp) / "urls.txt"
-        urls.write_text("\n".join(site.local(p.url) for p in pages))
         report = Path(tmp) / "report.jsonl"
-        script = Path(tmp) / "spider.py"
-        script.write_text(_SPIDER)
         t0 = time.perf_counter()
-        env = dict(os.environ)
-        env.pop("SCRAPY_SETTINGS_MODULE", None)
-        proc = subprocess.run(
-            [sys.executable, str(script), str(urls), str(report), json.dumps(_settings(setup))],
-            capture_output=True, text=True, cwd=tmp, env=env, timeout=1800,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            raise SystemExit(f"crawl failed:\n{proc.stderr[-4000:]}")
-        stats = json.loads(proc.stdout.strip().splitlines()[-1])
+        stats = _crawl_with(Path(tmp), [site.local(p.url) for p in pages], report, _settings(setup), backend)
         records = [json.loads(line) for line in report.read_text().splitlines() if line.strip()] if report.exists() else []
         clusters = [r for r in records if r.get("type", "cluster") == "cluster"]  # not the summary line
         seconds = time.perf_counter() - t0
@@ -170,7 +217,7 @@ def run_e2e(evalset: common.EvalSet, setup):  # -> score.Result
     result = score.evaluate(evalset, setup, fps, flagged)
     result.skipped = sum(v for k, v in stats.items() if k.startswith("simhash/skipped/") and isinstance(v, int))
     result.extra.update(
-        mode="e2e", seconds=round(seconds, 1), clusters=len(clusters),
+        mode="e2e", backend=backend, seconds=round(seconds, 1), clusters=len(clusters),
         fingerprinted=stats.get("simhash/fingerprinted"), responses=stats.get("response_received_count"),
     )  # fmt: skip
     return result

@@ -3,6 +3,7 @@
     python benchmarks/quality/score.py                     # naive vs defaults, markdown table
     python benchmarks/quality/score.py --sweep             # every setting's effect
     python benchmarks/quality/score.py --mode e2e          # crawl the set with Scrapy + the plugin
+    python benchmarks/quality/score.py --mode e2e --backend resumed   # ... stopped halfway, resumed (or redis)
     python benchmarks/quality/score.py --data benchmarks/quality/data/wide --half test --families
                                                            # the wide set's test half, per template family
 
@@ -658,6 +659,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
     parser.add_argument("--mode", choices=("library", "e2e"), default="library")
+    parser.add_argument("--no-naive", action="store_true", help="score the chosen setup only (not the naive one)")
+    parser.add_argument("--backend", choices=("memory", "resumed", "redis"), default="memory",
+                        help="e2e: the crawl's backend (resumed: a SIMHASH_DIR store, stopped after half the pages "
+                             "and run again for the rest; redis: a redis-server of its own, one worker)")
     parser.add_argument("--sweep", action="store_true", help="each setting's effect: one setting changed at a time")
     parser.add_argument("--grid", action="store_true", help="every combination of text mode, n-gram, weighting, k")
     parser.add_argument("--text", choices=("main", "visible"), help="override the defaults' text mode")
@@ -724,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "e2e":
         from e2e import run_e2e
 
-        results = [run_e2e(evalset, NAIVE), run_e2e(evalset, base)]
+        results = ([] if args.no_naive else [run_e2e(evalset, NAIVE, args.backend)]) + [run_e2e(evalset, base, args.backend)]
     else:
         results = [run_library(evalset, NAIVE, texts), run_library(evalset, base, texts)]
     for r in results:

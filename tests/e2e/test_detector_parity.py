@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import simhash_scrapy
 
+pytest_plugins = ["conftest_redis"]
+
 SETS = Path(__file__).resolve().parents[2] / "benchmarks" / "quality"
 
 
@@ -118,3 +120,39 @@ def test_compare_explains_a_step_5_to_7_match_with_its_evidence(tmp_path: Path, 
         assert found["second_distance"] <= 4 < found["first_distance"] <= 8
     else:
         assert found["shared_sentences"] >= 20 and found["examples"]
+
+
+STEPS_OFF = {"SIMHASH_TEMPLATES": False, "SIMHASH_SECOND_SIMHASH": False, "SIMHASH_CONTAINMENT": False}
+
+
+@pytest_twisted.ensureDeferred
+async def test_memory_store_and_resumed_store_crawls_give_the_same_pairs(serve: Any, tmp_path: Path) -> None:
+    """The same pages in one order: an in-process crawl, a crawl on a ``SIMHASH_DIR`` store, and a crawl
+    stopped halfway (the spider closed) then resumed on the same ``JOBDIR`` find the same pairs, steps 5-7
+    included (what they learned is restored from the store)."""
+    pages = steps_pages() + sample_pages("sample")
+    local = serve_by_host(serve, pages)
+    urls = [local[url] for url, _ in pages]
+    _, memory = await crawl_pairs(urls)
+    assert memory
+    _, stored = await crawl_pairs(urls, {"SIMHASH_DIR": str(tmp_path / "store")})
+    job = {"JOBDIR": str(tmp_path / "job")}
+    half = len(urls) // 2
+    _, first = await crawl_pairs(urls[:half], job)
+    _, second = await crawl_pairs(urls[half:], job)
+    assert stored == memory
+    assert first | second == memory
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_redis_crawl_with_one_worker_gives_the_in_process_pairs_of_steps_1_to_4(
+    serve: Any, redis_server: Any
+) -> None:
+    """Redis applies steps 1-4 only (its Lua script; steps 5-7 are not shared between workers yet): with
+    steps 5-7 off, one Redis worker finds the in-process crawl's pairs on the same page order."""
+    pages = sample_pages("sample") + sample_pages("sample_wide")
+    local = serve_by_host(serve, pages)
+    urls = [local[url] for url, _ in pages]
+    _, memory = await crawl_pairs(urls, STEPS_OFF)
+    _, redis = await crawl_pairs(urls, {**STEPS_OFF, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url})
+    assert memory and redis == memory
