@@ -221,3 +221,26 @@ def run_e2e(evalset: common.EvalSet, setup, backend: str = "memory"):  # -> scor
         fingerprinted=stats.get("simhash/fingerprinted"), responses=stats.get("response_received_count"),
     )  # fmt: skip
     return result
+
+
+def run_detector(evalset: common.EvalSet, setup):  # -> score.Result
+    """The library's entry point (``simhash_scrapy.decide_html``) on the set's pages in its crawl order, scored
+    as the crawl is: two pages are flagged when they are in one cluster (the same canonical page)."""
+    import score
+    from simhash_scrapy import decide_html
+    from simhash_scrapy.core.config import SimhashConfig
+
+    pages = sorted(evalset.pages, key=lambda p: p.order)
+    t0 = time.perf_counter()
+    config = SimhashConfig.from_settings(_settings(setup))
+    decisions = decide_html([(p.url, (evalset.root / p.file).read_bytes()) for p in pages], config)
+    clusters: dict[int, list[int]] = {}
+    for d in decisions:
+        if d is not None and d.canonical is not None:
+            clusters.setdefault(pages[d.canonical].id, [pages[d.canonical].id]).append(pages[d.position].id)
+    flagged = {common.pair(a, b) for ids in clusters.values() for i, a in enumerate(ids) for b in ids[i + 1 :]}
+    in_cluster = {i for ids in clusters.values() for i in ids}
+    result = score.evaluate(evalset, setup, {p.id: (1 if p.id in in_cluster else None) for p in pages}, flagged)
+    result.skipped = sum(d is None for d in decisions)
+    result.extra.update(mode="detector", seconds=round(time.perf_counter() - t0, 1), clusters=len(clusters))
+    return result

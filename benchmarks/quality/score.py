@@ -658,7 +658,9 @@ def grid(evalset: common.EvalSet, texts: Texts, base: Setup) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
-    parser.add_argument("--mode", choices=("library", "e2e"), default="library")
+    parser.add_argument("--mode", choices=("library", "e2e", "detector"), default="library",
+                        help="detector: simhash_scrapy.decide_html (the crawl's rule, steps 1-7) on the pages in "
+                             "crawl order, scored as e2e scores the crawl")
     parser.add_argument("--no-naive", action="store_true", help="score the chosen setup only (not the naive one)")
     parser.add_argument("--backend", choices=("memory", "resumed", "redis"), default="memory",
                         help="e2e: the crawl's backend (resumed: a SIMHASH_DIR store, stopped after half the pages "
@@ -726,7 +728,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.grid:
         grid(evalset, texts, base)
         return 0
-    if args.mode == "e2e":
+    if args.mode == "detector":
+        from e2e import run_detector
+
+        results = ([] if args.no_naive else [run_detector(evalset, NAIVE)]) + [run_detector(evalset, base)]
+    elif args.mode == "e2e":
         from e2e import run_e2e
 
         results = ([] if args.no_naive else [run_e2e(evalset, NAIVE, args.backend)]) + [run_e2e(evalset, base, args.backend)]
