@@ -41,7 +41,10 @@ class Quality(scrapy.Spider):
             yield scrapy.Request(url, dont_filter=True)
 
     def parse(self, response):
+        seen.append([response.url, response.status, response.meta.get("simhash_skipped")])
         return None
+
+seen = []
 
 settings = {
     "LOG_LEVEL": "WARNING",
@@ -63,6 +66,8 @@ crawler = process.create_crawler(Quality)
 process.crawl(crawler)
 process.start()
 stats = {k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
+with open(report + ".order", "a") as out:  # the pages the spider got, in order (the library replays them)
+    out.writelines(json.dumps(row) + "\n" for row in seen)
 print(json.dumps(stats, default=str))
 """
 
@@ -205,6 +210,10 @@ def run_e2e(evalset: common.EvalSet, setup, backend: str = "memory"):  # -> scor
         records = [json.loads(line) for line in report.read_text().splitlines() if line.strip()] if report.exists() else []
         clusters = [r for r in records if r.get("type", "cluster") == "cluster"]  # not the summary line
         seconds = time.perf_counter() - t0
+        order = [json.loads(line) for line in Path(str(report) + ".order").read_text().splitlines()]
+        first_order = Path(tmp) / "first.jsonl.order"
+        if first_order.exists():
+            order = [json.loads(line) for line in first_order.read_text().splitlines()] + order
     flagged: set[tuple[int, int]] = set()
     in_cluster: set[int] = set()
     for cluster in clusters:
@@ -216,11 +225,30 @@ def run_e2e(evalset: common.EvalSet, setup, backend: str = "memory"):  # -> scor
     fps = {p.id: (1 if p.id in in_cluster else None) for p in pages}
     result = score.evaluate(evalset, setup, fps, flagged)
     result.skipped = sum(v for k, v in stats.items() if k.startswith("simhash/skipped/") and isinstance(v, int))
+    result.extra.update(library_agrees(evalset, setup, local, order, flagged))
     result.extra.update(
         mode="e2e", backend=backend, seconds=round(seconds, 1), clusters=len(clusters),
         fingerprinted=stats.get("simhash/fingerprinted"), responses=stats.get("response_received_count"),
     )  # fmt: skip
     return result
+
+
+def library_agrees(evalset: common.EvalSet, setup, local: dict, order: list, flagged: set) -> dict:
+    """The library's entry point (``decide_html``) on the pages the crawl checked, in the crawl's order: the
+    pairs it flags beside the crawl's (``library_only`` / ``crawl_only``: 0 and 0 when they agree)."""
+    from simhash_scrapy import decide_html
+    from simhash_scrapy.core.config import SimhashConfig
+
+    files = {p.id: evalset.root / p.file for p in evalset.pages}
+    checked = [url for url, status, skipped in order if status == 200 and skipped is None and url in local]
+    config = SimhashConfig.from_settings(_settings(setup))
+    decisions = decide_html([(url, files[local[url]].read_bytes()) for url in checked], config)
+    clusters: dict[int, list[int]] = {}
+    for d in decisions:
+        if d is not None and d.canonical is not None:
+            clusters.setdefault(d.canonical, [local[checked[d.canonical]]]).append(local[checked[d.position]])
+    mine = {common.pair(a, b) for ids in clusters.values() for i, a in enumerate(ids) for b in ids[i + 1 :]}
+    return {"library_pairs": len(mine), "library_only": len(mine - flagged), "crawl_only": len(flagged - mine)}
 
 
 def run_detector(evalset: common.EvalSet, setup):  # -> score.Result

@@ -741,6 +741,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print(f"{r.setup.name}: {r.setup.describe()}")
         print(f"  {one_line(r)}")
+        if "library_pairs" in r.extra:  # e2e: decide_html on the pages the crawl checked, in its order
+            print(f"  library (decide_html) on the crawl's pages and order: {r.extra['library_pairs']} pairs, "
+                  f"{r.extra['library_only']} not flagged by the crawl, {r.extra['crawl_only']} flagged by the crawl only")
     print()
     print(markdown_table(results))
     if args.genres:

@@ -45,7 +45,7 @@ from .clustering import Clusterer
 from .containment import ContainmentIndex, SentenceCounts, Sketch
 from .detector import Detector
 from .index import BlockPermutedIndex
-from .sitetemplate import HostTemplates, _Host
+from .sitetemplate import HostTemplates, _Host, line_hashes_many
 
 __all__ = ["Recorder", "restore", "JOURNAL", "SNAPSHOT", "COMPACT_BYTES", "is_detector_blob"]
 
@@ -180,7 +180,7 @@ class Recorder:
         arrays = _extras_arrays(entries, [extras_of(rule, e) for e in entries])
         arrays["counted"] = np.array(counts.log, dtype=np.uint64)
         hosts = _strings([host for host, _, _ in learned])
-        digests, lengths = _ragged([d for _, _, d in learned])
+        digests, lengths = _ragged(line_hashes_many([text for _, _, text in learned]))
         arrays.update(
             hosts=hosts["text"], host_lengths=hosts["lengths"], digests=digests, digest_lengths=lengths,
             fingerprints=np.array([fp for _, fp, _ in learned], dtype=np.uint64),

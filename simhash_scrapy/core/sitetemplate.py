@@ -40,7 +40,9 @@ from . import _native, defaults
 from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, span_hashes
 from .fingerprint import simhash_from_features
 
-__all__ = ["HostTemplates", "host_of", "line_hashes", "ARTICLE_DISTANCE", "MAX_LINES", "MAX_ARTICLES"]
+__all__ = [
+    "HostTemplates", "host_of", "line_hashes", "line_hashes_many", "ARTICLE_DISTANCE", "MAX_LINES", "MAX_ARTICLES",
+]
 
 #: Pages whose fingerprints are within this many bits are copies of one article (print views,
 #: edits, tracking variants: at most ~12 bits apart on the real-web tuning half), never two articles.
@@ -76,6 +78,17 @@ def line_hashes(text: str | bytes) -> list[int]:
     """The learner's digest of each non-blank line of ``text``, stripped: ``features.stable_hash64`` of its
     UTF-8 bytes, the same in every process (a decision never depends on a hash seed)."""
     return _digests(_lines(_utf8(text)))
+
+
+def line_hashes_many(texts: list[str | bytes]) -> list[list[int]]:
+    """``line_hashes`` of each text, in one vectorised pass over all of their lines."""
+    per_text = [_lines(_utf8(text)) for text in texts]
+    digests = _digests([line for lines in per_text for line in lines])
+    out, at = [], 0
+    for lines in per_text:
+        out.append(digests[at : at + len(lines)])
+        at += len(lines)
+    return out
 
 
 def _template_lines_py(data: bytes, known: dict[int, int], article: int, room: int) -> tuple[bytes | None, int]:
@@ -142,9 +155,9 @@ class HostTemplates:
         self.max_articles = max_articles
         self._hosts: dict[str, _Host] = {}
         self._lines = 0
-        #: What each ``check`` learned from, ``(host, fingerprint, line digests)``, when not ``None`` (the store
-        #: saves it; ``learn`` replays it: ``core.detector_state``).
-        self.log: list[tuple[str, int, list[int]]] | None = None
+        #: What each ``check`` learned from, ``(host, fingerprint, text)``, when not ``None`` (the store saves
+        #: it, with the text's ``line_hashes``; ``learn`` replays it: ``core.detector_state``).
+        self.log: list[tuple[str, int, str | bytes]] | None = None
 
     def _article(self, host: _Host, fingerprint: int) -> int:
         """The article ``fingerprint`` belongs to (a new one when none is within ``ARTICLE_DISTANCE``)."""
@@ -164,7 +177,7 @@ class HostTemplates:
         ``min_tokens`` tokens) or has the same fingerprint.
         """
         if self.log is not None:
-            self.log.append((host, fingerprint, line_hashes(text)))
+            self.log.append((host, fingerprint, text))
         state = self._hosts.get(host)
         if state is None:
             if self._lines >= self.max_lines:  # it could remember none of its lines: nothing to learn, nor to keep
