@@ -256,11 +256,11 @@ class SentenceCounts:
         hashes = np.asarray(hashes, dtype=np.uint64)
         if not len(hashes):
             return
-        mask, size = np.uint64(self._mask), 1 << self._bits
+        mask = np.uint64(self._mask)
         for table, keys in ((self._low, hashes & mask), (self._high, (hashes >> np.uint64(self._bits)) & mask)):
-            counts = np.frombuffer(table, dtype=np.uint8).astype(np.int64)
-            counts += np.bincount(keys.astype(np.int64), minlength=size)
-            table[:] = np.minimum(counts, 255).astype(np.uint8).tobytes()
+            slots, times = np.unique(keys.astype(np.int64), return_counts=True)
+            counters = np.frombuffer(table, dtype=np.uint8)  # a writable view of the table
+            counters[slots] = np.minimum(counters[slots].astype(np.int64) + times, 255)
 
 
 class ContainmentIndex:

@@ -238,11 +238,16 @@ def restore(detector: Detector, blobs: Mapping[str, bytes], scopes: Sequence[str
         if SNAPSHOT in blobs:
             through = _apply_snapshot(detector, _unpack(blobs[SNAPSHOT]), extras)
         journals = sorted(int(n[len(JOURNAL) :]) for n in blobs if n.startswith(JOURNAL))
+        counted: list[np.ndarray] = []  # the sentence hashes the journals counted: added at once
         for number in journals:
             name = f"{JOURNAL}{number}"
             if number >= through:
-                _apply_journal(detector, _unpack(blobs[name]), extras)
+                _apply_journal(detector, _unpack(blobs[name]), extras, counted)
         name = "detector extras"
+        if counted:
+            if detector.rule._sentences is None:
+                detector.rule._sentences = SentenceCounts()
+            detector.rule._sentences.add_many(np.concatenate(counted))
         _index(detector.rule, extras, scopes)
     except (ValueError, KeyError, IndexError, OSError, TypeError, zlib.error, EOFError, zipfile.BadZipFile) as exc:
         raise fail(path, f"corrupt extra record {name!r} ({type(exc).__name__}: {exc})") from None
@@ -279,12 +284,11 @@ def _apply_snapshot(detector: Detector, a: Mapping[str, np.ndarray], extras: dic
     return int(a["through"][0])
 
 
-def _apply_journal(detector: Detector, a: Mapping[str, np.ndarray], extras: dict[int, Extras]) -> None:
+def _apply_journal(
+    detector: Detector, a: Mapping[str, np.ndarray], extras: dict[int, Extras], counted: list[np.ndarray]
+) -> None:
     extras.update(_read_extras(a))
-    counts = detector.rule._sentences
-    if counts is None:
-        counts = detector.rule._sentences = SentenceCounts()
-    counts.add_many(a["counted"])
+    counted.append(a["counted"])
     templates = detector.templates
     hosts = _read_strings(a["hosts"], a["host_lengths"])
     digests = _split(a["digests"], a["digest_lengths"])

@@ -165,3 +165,35 @@ def test_a_format_5_store_is_upgraded_in_place(tmp_path: Path) -> None:
         with sqlite3.connect(path) as db:
             db.execute("PRAGMA user_version = 9")
         read_store(path)
+
+
+def test_replaying_what_was_learned_gives_the_learner_and_the_counts_exactly() -> None:
+    import random
+
+    import numpy as np
+
+    from simhash_scrapy.core.containment import SentenceCounts
+    from simhash_scrapy.core.sitetemplate import HostTemplates, line_hashes, line_hashes_many
+
+    rng = random.Random(5)
+    texts = [
+        "\n".join(f"line {rng.randrange(30)} of the box" for _ in range(6)) + f"\narticle {i} words of its own"
+        for i in range(300)
+    ]
+    live, replayed = HostTemplates(max_lines=150, max_articles=8), HostTemplates(max_lines=150, max_articles=8)
+    inputs = [(f"h{i % 3}", rng.getrandbits(64), text) for i, text in enumerate(texts)]
+    for host, fp, text in inputs:
+        live.check(host, fp, text)
+    assert line_hashes_many([t for _, _, t in inputs]) == [line_hashes(t) for _, _, t in inputs]
+    for (host, fp, _), digests in zip(inputs, line_hashes_many([t for _, _, t in inputs])):
+        replayed.learn(host, fp, digests)
+    assert len(live) == len(replayed) == 150  # full: the bound is replayed too
+    assert {h: (v.articles, v.lines) for h, v in live._hosts.items()} == {
+        h: (v.articles, v.lines) for h, v in replayed._hosts.items()
+    }
+    one, many = SentenceCounts(8), SentenceCounts(8)
+    hashes = [rng.getrandbits(64) for _ in range(400)] * 3 + [7] * 300  # collisions and saturation
+    for at in range(0, len(hashes), 25):
+        one.add(hashes[at : at + 25])
+    many.add_many(np.array(hashes, dtype=np.uint64))
+    assert (one._low, one._high) == (many._low, many._high) and max(one._low) == 255
