@@ -314,10 +314,10 @@ def test_a_format_3_store_is_read_then_upgraded_in_place(tmp_path: Path) -> None
     store.put(StoreRecord(3, "s", "id3", "https://x/3", 99, digest=2**64 - 1, etag='W/"e"', last_modified="Mon"))
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (5,)  # via format 4
+    assert db.execute("PRAGMA user_version").fetchone() == (6,)  # via formats 4 and 5
     db.close()
     again = read_store(path)
-    assert again.version == 5 and again.digests == [None, None, None, 2**64 - 1]
+    assert again.version == 6 and again.digests == [None, None, None, 2**64 - 1]
     assert again.etags[3] == 'W/"e"' and again.last_modified[3] == "Mon"
     # A validator changed behind the store's back is caught by the chunk's checksum.
     db = sqlite3.connect(path, isolation_level=None)
