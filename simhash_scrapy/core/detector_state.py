@@ -301,27 +301,38 @@ def _apply_journal(
 
 
 def _index(rule: Clusterer, extras: Mapping[int, Extras], scopes: Sequence[str]) -> None:
-    """The canonical entries' template-free rows, second simhashes and sketches, back in their indexes."""
+    """The canonical entries' template-free rows, second simhashes and sketches, back in their indexes (the
+    rows in bulk, per scope; sketches in entry order)."""
+    rows: dict[str, tuple[list[int], list[int]]] = {}
+    seconds: dict[str, tuple[list[int], list[int]]] = {}
     for entry in sorted(extras):
         also, second, sketch = extras[entry]
         if entry >= len(rule) or rule.indexed[entry] is None or rule.exact[entry]:
             continue  # not canonical (any more), or a record a crash lost
         scope = scopes[entry]
         if also is not None and also != rule.indexed[entry]:
-            rule._index(scope).add(entry, also)
+            keys, fps = rows.setdefault(scope, ([], []))
+            keys.append(entry)
+            fps.append(also)
             rule.also[entry] = also
-            rule._also_rows += 1
         if second is not None:
-            table = rule._seconds.get(scope)
-            if table is None:
-                table = rule._seconds[scope] = BlockPermutedIndex(rule.max_distance, rule.blocks)
-            table.add(entry, second)
+            keys, fps = seconds.setdefault(scope, ([], []))
+            keys.append(entry)
+            fps.append(second)
             rule.second[entry] = second
         if sketch is not None:
             contained = rule._contained.get(scope)
             if contained is None:
                 contained = rule._contained[scope] = ContainmentIndex()
             contained.add(entry, sketch)
+    for scope, (keys, fps) in rows.items():
+        rule._index(scope).add_many(keys, fps)
+        rule._also_rows += len(keys)
+    for scope, (keys, fps) in seconds.items():
+        table = rule._seconds.get(scope)
+        if table is None:
+            table = rule._seconds[scope] = BlockPermutedIndex(rule.max_distance, rule.blocks)
+        table.add_many(keys, fps)
 
 
 def state_of(detector: Detector) -> dict[str, Any]:
