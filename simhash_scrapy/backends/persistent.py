@@ -51,7 +51,9 @@ import numpy as np
 
 from ..core import defaults
 from ..core.defaults import default_blocks
-from ..core.detector_state import COMPACT_BYTES, JOURNAL, SNAPSHOT, Recorder, is_detector_blob, restore
+from ..core.detector_state import (
+    COMPACT_BYTES, JOURNAL, SNAPSHOT, Recorder, contained_entries, is_detector_blob, restore,
+)  # fmt: skip
 from ..core.keytable import pack_keys
 from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
 from ..core.store_rows import fail
@@ -112,7 +114,7 @@ class _Keys(Sequence[str]):
 class _Members:
     """The records: rows loaded from the store (built on access), updated ones, then new ones."""
 
-    __slots__ = ("_contents", "_loaded", "_changed", "_new", "links")
+    __slots__ = ("_contents", "_loaded", "_changed", "_new", "links", "contained")
 
     def __init__(self, contents: StoreContents) -> None:
         self._contents = contents
@@ -121,6 +123,8 @@ class _Members:
         self._new: list[ClusterMember] = []
         #: The rel=canonical URL each loaded entry names (``_LINKS`` blobs), where it names one.
         self.links = stored_links(contents)
+        #: The loaded entries step 7 matched (``core.detector_state``): their ``via``.
+        self.contained = {e for e in contained_entries(contents.extra, contents.path) if e < self._loaded}
 
     def __len__(self) -> int:
         return self._loaded + len(self._new)
@@ -149,6 +153,7 @@ class _Members:
             etag=c.etags[row],
             last_modified=c.last_modified[row],
             canonical_link=self.links.get(row),
+            via="containment" if row in self.contained else None,
         )
 
     def __getitem__(self, position: int) -> ClusterMember:
@@ -342,7 +347,8 @@ class PersistentBackend(MemoryBackend):
             self._journal_next = restore(self.detector, contents.extra, contents.scopes, self.path)
         except StoreError as exc:
             raise BackendError(f"{exc}. The file was not changed; start afresh with SIMHASH_RESET = True.") from exc
-        self._recorder = Recorder(self.detector)
+        contained: set[int] = self._members.contained if isinstance(self._members, _Members) else set()
+        self._recorder = Recorder(self.detector, contained=set(contained))
 
     def _write_detector(self, snapshot: bool = False) -> None:
         """Stage what steps 5-7 learned since the last flush (a journal), or all of it (a snapshot)."""
@@ -369,7 +375,7 @@ class PersistentBackend(MemoryBackend):
         if store is None:
             return
         if self._recorder is not None:
-            self._recorder.entries.add(entry)
+            self._recorder.recorded(entry, member.via)
         clusters = self._clusters
         canonical = clusters.canonical[entry]
         store.put(

@@ -47,7 +47,7 @@ from .detector import Detector
 from .index import BlockPermutedIndex
 from .sitetemplate import HostTemplates, _Host, line_hashes_many
 
-__all__ = ["Recorder", "restore", "JOURNAL", "SNAPSHOT", "COMPACT_BYTES", "is_detector_blob"]
+__all__ = ["Recorder", "restore", "contained_entries", "JOURNAL", "SNAPSHOT", "COMPACT_BYTES", "is_detector_blob"]
 
 #: Names of the blobs in the store's ``extra`` table.
 JOURNAL = "detector/journal/"
@@ -158,6 +158,16 @@ class Recorder:
     entries: set[int] = field(default_factory=set)
     #: Bytes of journals written since the last snapshot.
     journal_bytes: int = 0
+    #: Entries whose latest check step 7 matched (or kept in its cluster): the report names their rule.
+    contained: set[int] = field(default_factory=set)
+
+    def recorded(self, entry: int, via: str | None) -> None:
+        """An entry was checked (``via``: its record's, ``"containment"`` when step 7 matched it)."""
+        self.entries.add(entry)
+        if via == "containment":
+            self.contained.add(entry)
+        else:
+            self.contained.discard(entry)
 
     def __post_init__(self) -> None:
         rule = self.detector.rule
@@ -178,6 +188,7 @@ class Recorder:
             return None
         entries = sorted(self.entries)
         arrays = _extras_arrays(entries, [extras_of(rule, e) for e in entries])
+        arrays["contained"] = np.array([e in self.contained for e in entries], dtype=bool)
         arrays["counted"] = np.array(counts.log, dtype=np.uint64)
         hosts = _strings([host for host, _, _ in learned])
         digests, lengths = _ragged(line_hashes_many([text for _, _, text in learned]))
@@ -202,6 +213,7 @@ class Recorder:
             | {e for contained in rule._contained.values() for e in contained._sketches}
         )
         arrays = _extras_arrays(entries, [extras_of(rule, e) for e in entries])
+        arrays["contained_entries"] = np.array(sorted(self.contained), dtype=np.int64)
         counts = rule._sentences
         assert counts is not None
         arrays["through"] = np.array([through], dtype=np.int64)
@@ -252,6 +264,29 @@ def restore(detector: Detector, blobs: Mapping[str, bytes], scopes: Sequence[str
     except (ValueError, KeyError, IndexError, OSError, TypeError, zlib.error, EOFError, zipfile.BadZipFile) as exc:
         raise fail(path, f"corrupt extra record {name!r} ({type(exc).__name__}: {exc})") from None
     return max(through, journals[-1] + 1 if journals else 0)
+
+
+def contained_entries(blobs: Mapping[str, bytes], path: object) -> set[int]:
+    """The entries whose latest check step 7 matched, from the store's detector blobs (a report names their
+    rule ``containment``); ``StoreError`` naming a blob that cannot be read."""
+    from .store_rows import fail
+
+    contained: set[int] = set()
+    through, name = 0, SNAPSHOT
+    try:
+        if SNAPSHOT in blobs:
+            snapshot = _unpack(blobs[SNAPSHOT])
+            through = int(snapshot["through"][0])
+            contained.update(snapshot["contained_entries"].tolist())
+        for number in sorted(int(n[len(JOURNAL) :]) for n in blobs if n.startswith(JOURNAL)):
+            name = f"{JOURNAL}{number}"
+            if number >= through:
+                journal = _unpack(blobs[name])
+                for entry, flag in zip(journal["entries"].tolist(), journal["contained"].tolist()):
+                    (contained.add if flag else contained.discard)(entry)
+    except (ValueError, KeyError, IndexError, OSError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        raise fail(path, f"corrupt extra record {name!r} ({type(exc).__name__}: {exc})") from None
+    return contained
 
 
 def _apply_snapshot(detector: Detector, a: Mapping[str, np.ndarray], extras: dict[int, Extras]) -> int:

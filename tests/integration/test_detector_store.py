@@ -65,6 +65,11 @@ def test_a_crawl_stopped_halfway_and_resumed_decides_as_one_crawl(tmp_path: Path
         resumed = PersistentBackend(SimhashConfig(store_dir=str(resumed_folder / "store"), flush_interval=0.0))
         run(resumed.open("spider"))
         assert detector_state.state_of(resumed.detector) == before, half
+        # which step matched a restored page is kept: step 7's read "containment" (the report's rule)
+        restored = {m.url: m.via for m in run(resumed.members()) if m.canonical_url is not None}
+        assert {url for url, via in restored.items() if via == "containment"} == {
+            url for url, _, via in found if via == "containment"
+        }, half
         found |= pairs(resumed, pages[half:])
         run(resumed.close())
         if stop == "kill":
