@@ -81,7 +81,7 @@ from html import unescape as html_unescape
 from lxml import etree
 
 from . import _native
-from .dom import drop_element
+from .dom import drop_elements
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
 
@@ -562,8 +562,7 @@ def _drop_link_lists(container: etree._Element) -> None:
     total = _text_len(container)
     if total and sum(length for _, length in lists) > _LINK_LISTS_MAX_SHARE * total:
         return  # a table of contents, an index: the links are the content
-    for element, _ in lists:
-        drop_element(element)
+    drop_elements(element for element, _ in lists)
 
 
 # Blocks that are never page chrome at the edges of a container-less page.
@@ -598,8 +597,7 @@ def _drop_edges(container: etree._Element) -> None:
         return
     total = _text_len(container)
     if total and sum(_text_len(child) for child in edges) <= _EDGE_MAX_SHARE * total:
-        for child in edges:
-            drop_element(child)
+        drop_elements(edges)
 
 
 # Teaser lists ("more stories", a category's latest posts): at least this many sibling blocks,
@@ -754,8 +752,7 @@ def _trim_frame(container: etree._Element) -> None:
         need = sum(size for _, size in frame) + _FRAME_MIN_LEFT
         if _count_text(container, need) < need:
             return
-        for element, _ in frame:
-            drop_element(element)
+        drop_elements(element for element, _ in frame)
 
 
 # Extraction failures: a main text shorter than this share of the page's visible text is lost...
@@ -784,11 +781,9 @@ def _fallback(body: etree._Element) -> etree._Element:
     """The page's visible text minus its boilerplate, when no main content could be told apart."""
     named, _, headings = _scan(body)
     teasers = _teasers(body, headings)
-    for element in _named_boilerplate(body, named, lenient=True)[0]:
-        drop_element(element)
+    drop_elements(_named_boilerplate(body, named, lenient=True)[0])
     _drop_link_lists(body)
-    for element in teasers:
-        drop_element(element)
+    drop_elements(teasers)
     return body
 
 
@@ -930,15 +925,13 @@ def keep_main_content(root: etree._Element) -> etree._Element:
         if _lost(total - removed if total >= 0 else _text_len(container), body, threads):
             return _fallback(body)
     teasers = _teasers(container, headings)  # (found before the removals below: one walk)
-    for element in named:
-        drop_element(element)
+    drop_elements(named)
     # Menus, sidebars, "most popular" and "related" boxes, unless the links are most of the text
     # (a table of contents, an index).
     _drop_link_lists(container)
     if not marked:
         _drop_edges(container)
-    for element in teasers:
-        drop_element(element)
+    drop_elements(teasers)
     _trim_frame(container)
     return container
 
