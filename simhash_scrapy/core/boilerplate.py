@@ -150,7 +150,11 @@ def _LINK_LEN(element: etree._Element) -> int:  # noqa: N802 (was an XPath objec
         return n
     if _LINK_COUNT(element) <= _LINK_XPATH_MAX:
         return int(_LINK_LEN_XPATH(element))
-    texts = _LINK_TEXTS(element, above=_LINKS_ABOVE(element))
+    return _normalised_len(_LINK_TEXTS(element, above=_LINKS_ABOVE(element)))
+
+
+def _normalised_len(texts: list[str]) -> int:
+    """``string-length(normalize-space(str:concat(texts)))``."""
     return len(_XML_SPACES.sub(" ", "".join(texts)).strip(" "))
 
 
@@ -182,8 +186,10 @@ def _p_len(element: etree._Element) -> float:
     if _native.walker is not None:
         n: int = _native.walker.text_length(element, "p")
         return n
-    length: float = _P_LEN(element)
-    return length
+    if _P_COUNT(element) <= _LINK_XPATH_MAX:
+        length: float = _P_LEN(element)
+        return length
+    return _normalised_len(_P_TEXTS(element, above=_PS_ABOVE(element)))  # (linear, as for links)
 
 
 def _content_len(element: etree._Element) -> int:
@@ -792,6 +798,9 @@ def _fallback(body: etree._Element) -> etree._Element:
 # of the container's paragraph text (and the container holds more than it: comments, related lists).
 _NARROW_P_SHARE = 0.5
 _P_LEN = etree.XPath("string-length(normalize-space(str:concat(.//p//text())))", namespaces=_NS)
+_P_COUNT = etree.XPath("count(descendant::p)")
+_P_TEXTS = etree.XPath("descendant::text()[count(ancestor::p) > $above]", smart_strings=False)
+_PS_ABOVE = etree.XPath("count(ancestor-or-self::p)")
 _BODY_NAMES = re.compile(
     r"(?:^|[\s_\-])(?:(?:article|entry|post|story|blog|news)[_\-]{0,2}(?:body|content|text|entry)|articlebody|storybody|postbody|entrycontent)(?=$|[\s_\-])"
 )

@@ -58,10 +58,10 @@ BLOCK_TAGS = (
 )  # fmt: skip
 
 _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.IGNORECASE)
-# The attribute axis is the cheapest way to find candidates in libxml2; the
-# Python check in remove_invisible decides.  Whole-tree XPath walks cost as
+# One walk with a predicate finds the candidates (a union of ``//@x/..`` steps merged node sets
+# in quadratic time); the Python check in remove_invisible decides.  Whole-tree XPath walks cost as
 # much as parsing, so they only run when the raw bytes hint at hidden markup.
-_HIDDEN_XPATH = etree.XPath("//@hidden/.. | //@aria-hidden/.. | //@style/..")
+_HIDDEN_XPATH = etree.XPath("//*[@hidden or @aria-hidden or @style]")  # (a union merges node sets: quadratic)
 # Bytes that may be (part of) whitespace to the str regex above: ASCII whitespace
 # (\x1c-\x1f included, as str.isspace() says) and any non-ASCII byte (U+00A0,
 # U+2003... are whitespace too).  Over-matching only costs a tree walk.
@@ -280,8 +280,9 @@ def remove_invisible(root: etree._Element, data: bytes | None = None, strip: boo
         drop_elements(_native.walker.invisible_elements(root))
         return
     if strip:
-        # One C walk over the tree; cheaper than any byte-level pre-check we tried.
-        etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
+        # (Not etree.strip_elements: it leaves the tails as a run of text nodes, which lxml joins
+        # again, in quadratic time, at every read of the text before them.)
+        drop_elements(list(root.iter(*NOT_RENDERED_TAGS)))
     if data is not None and not _may_hide(data):
         return
     drop_elements(
