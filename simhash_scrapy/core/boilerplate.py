@@ -81,6 +81,7 @@ from html import unescape as html_unescape
 from lxml import etree
 
 from . import _native
+from . import deadline
 from .dom import drop_elements
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
@@ -918,6 +919,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     """
     container, marked = _pick_container(root)
     candidates, bodies, headings = _scan(container)
+    deadline.check()  # (between the linear passes: a page past its CPU time is cut, see core.deadline)
     inner = _narrow(container, bodies)
     if not marked:
         inner = _paragraph_walk(inner)
@@ -926,6 +928,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
         headings = [heading for heading in headings if _is_inside(heading, inner)]
         container = inner
     named, total, removed, threads = _named_boilerplate(container, candidates)
+    deadline.check()
     # Only a short main text is checked against the page (most pages stop at _has_text).
     if (total - removed < _LOST_MAX_CHARS) if total >= 0 else not _has_text(container, _LOST_MAX_CHARS):
         body = root.find("body")
@@ -934,12 +937,14 @@ def keep_main_content(root: etree._Element) -> etree._Element:
         if _lost(total - removed if total >= 0 else _text_len(container), body, threads):
             return _fallback(body)
     teasers = _teasers(container, headings)  # (found before the removals below: one walk)
+    deadline.check()
     drop_elements(named)
     # Menus, sidebars, "most popular" and "related" boxes, unless the links are most of the text
     # (a table of contents, an index).
     _drop_link_lists(container)
     if not marked:
         _drop_edges(container)
+    deadline.check()
     drop_elements(teasers)
     _trim_frame(container)
     return container

@@ -15,6 +15,8 @@ from typing import Any
 
 from lxml import etree
 
+from . import deadline
+
 __all__ = ["drop_element", "drop_elements", "xml_safe", "UndoableDrops", "NotUndoable", "CONTROL_CHARS"]
 
 CONTROL_CHARS = dict.fromkeys((c for c in range(32) if c not in (9, 10, 13)), " ")
@@ -45,8 +47,10 @@ def drop_elements(elements: Iterable[etree._Element]) -> None:
     journal: _Journal | None = getattr(_local, "journal", None)
     pending: dict[tuple[etree._Element, bool], list[str]] = {}
     try:
-        for element in elements:
+        for count, element in enumerate(elements, 1):
             _drop(element, journal, pending)
+            if not count % 4096:
+                deadline.check()  # (a page past its CPU time is cut: core.deadline)
     finally:
         for (anchor, is_tail), pieces in pending.items():
             _set_text(anchor, is_tail, "".join(pieces))
