@@ -35,15 +35,22 @@ def parse_bool(name: str, value: Any, default: bool = False) -> bool:
     raise ValueError(f"{name} must be a boolean (True/False, 1/0, 'true'/'false'), got {value!r}")
 
 
+#: The largest number a setting takes (its numbers are seconds: about 31 years).  Infinity and larger
+#: numbers overflow what keeps them (a Redis expiry) or switch the setting off unseen (a flush interval).
+MAX_NUMBER = 1e9
+
+
 def parse_number(name: str, value: Any, default: float, minimum: float = 0.0) -> float:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
         return default
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = float("nan")
     if isinstance(value, bool) or not number >= minimum:
         raise ValueError(f"{name} must be a number >= {minimum:g}, got {value!r}")
+    if not number <= MAX_NUMBER:
+        raise ValueError(f"{name} must be a finite number up to {MAX_NUMBER:g}, got {value!r}")
     return number
 
 
