@@ -62,6 +62,25 @@ def parse_fraction(name: str, value: Any, default: float) -> float:
     return number
 
 
+#: The longest path a setting takes, and the longest part of one (the limits of common file systems).
+MAX_PATH = 4096
+MAX_PATH_PART = 255
+
+
+def check_path(name: str, path: str) -> str:
+    """``path``, or a ``ValueError`` naming the setting when no file system could open it (a NUL, too long):
+    else the crawl would fail later, with the operating system's error and not the setting's name."""
+    if "\x00" in path:
+        raise ValueError(f"{name} must be a path without NUL characters, got {path[:80]!r}")
+    longest = max((len(part.encode("utf-8", "surrogatepass")) for part in path.replace("\\", "/").split("/")), default=0)
+    if len(path) > MAX_PATH or longest > MAX_PATH_PART:
+        raise ValueError(
+            f"{name} is too long a path ({len(path):,} characters; at most {MAX_PATH} and {MAX_PATH_PART} bytes a "
+            f"part), got {path[:80]!r}..."
+        )
+    return path
+
+
 def parse_folder(name: str, value: Any, default: str) -> str | None:
     """A folder setting that may also be a boolean (``True``: ``default``; false/empty: off)."""
     if value is None or value is False:
@@ -73,7 +92,7 @@ def parse_folder(name: str, value: Any, default: str) -> str | None:
     text = value.strip()
     if text.lower() in _FALSE:
         return None
-    return default if text.lower() in _TRUE else text
+    return default if text.lower() in _TRUE else check_path(name, text)
 
 
 def parse_int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
