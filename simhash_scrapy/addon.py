@@ -36,7 +36,11 @@ class Addon:
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
         )
-        if url_rules_mode(settings) != "off":
+        try:
+            rules = url_rules_mode(settings) != "off"
+        except ValueError:
+            rules = False  # a bad value: the middleware's state logs it in one line (finish reason simhash_error)
+        if rules:
             settings.setdefault_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", UrlRulesMiddleware, URL_RULES_MIDDLEWARE_PRIORITY
             )

@@ -34,6 +34,7 @@ from scrapy.utils.response import get_base_url
 from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
 from .core.clustering import Outcome, rule_of
+from .core.deadline import TooSlow
 from .core.representative import absolute, html_canonical, link_header_canonical
 from .core.skip import media_type, skip_reason
 from .core.text import charset_of, shared_parse_usable
@@ -369,6 +370,9 @@ class SimhashMiddleware:
                     extra={"spider": state.spider},
                 )
                 raise UncheckedPage(response.url, str(exc)) from None
+            except TooSlow:
+                state.log_cut(response.url)
+                reason = "too_slow"
             except Exception:
                 logger.exception(
                     "simhash-scrapy: cannot fingerprint %(url)s; the page goes on unchecked",

@@ -29,7 +29,8 @@ from scrapy.exceptions import DropItem
 
 from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import Analysis, analyse_html, analyse_text
-from .core.records import flag_item
+from .core.deadline import TooSlow
+from .core.records import flag_item, is_flagged
 from .core.skip import item_is_html, too_large
 from .state import DedupState
 
@@ -110,6 +111,10 @@ class SimhashPipeline:
             # Fail-closed: an item nobody could check must not pass.
             state.skip("backend_error", items=True)
             raise DropItem(f"Not checked for near-duplicates (fail-closed backend error): {exc}") from None
+        except TooSlow:
+            state.log_cut(url, items=True)
+            state.skip("too_slow", items=True)
+            return None
         except Exception:
             logger.exception(
                 "simhash-scrapy: cannot fingerprint the item from %(url)s; it goes on unchecked",
@@ -142,7 +147,8 @@ class SimhashPipeline:
             raise NearDuplicateItem(
                 url, verdict.canonical_url, verdict.distance, self.config.log_level, state.describe_rule(verdict, exact)
             )
-        state.inc("simhash/items/flagged")
+        if not is_flagged(adapter):  # (flagged already for its page, by the spider middleware: counted once)
+            state.inc("simhash/items/flagged")
         state.log_duplicate("item", url or "(no URL)", verdict, "Flagged", exact=exact)
         flag_item(adapter, verdict.canonical_url, verdict.distance)
         return item

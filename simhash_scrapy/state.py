@@ -12,7 +12,6 @@ import asyncio
 import logging
 from dataclasses import replace
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -42,6 +41,7 @@ from .core.redact import redact
 from .core.report_path import expand_report_path, report_params
 from .core.text import parse_html
 from .startup import check_report_folder, warn_at_startup
+from .workers import ANALYSIS_MAX_SECONDS, DaemonExecutor, cut_at_deadline
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -130,7 +130,7 @@ class DedupState:
         self.closed = False
         self._shown = False
         self._task: Any = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: DaemonExecutor | None = None
         #: Extensions of the state (the URL rules): called with (request, response, verdict)
         #: for every checked page; awaited after the backend opened / before the report is written;
         #: ``report_extra`` entries are added to the report summary.
@@ -187,6 +187,16 @@ class DedupState:
     def skip(self, reason: str, items: bool = False) -> None:
         self.inc(f"simhash/items/skipped/{reason}" if items else f"simhash/skipped/{reason}")
 
+    def log_cut(self, url: str | None, items: bool = False) -> None:
+        """The log line of a page (or item) whose analysis was cut (``core.deadline.TooSlow``)."""
+        logger.warning(
+            "simhash-scrapy: the analysis of %(what)s %(url)s took over %(seconds)g s of CPU and was cut; "
+            "it goes on unchecked (simhash/%(prefix)sskipped/too_slow)",
+            {"what": "the item from" if items else "the page", "url": url, "seconds": ANALYSIS_MAX_SECONDS,
+             "prefix": "items/" if items else ""},
+            extra={"spider": self.spider},
+        )
+
     async def run_analysis(self, func: Callable[..., _T], *args: Any, size: int = 0, slow: bool = False) -> _T:
         """Run ``func(*args)`` in a worker thread or inline (``SIMHASH_THREADS``).
 
@@ -197,7 +207,9 @@ class DedupState:
         where the hand-off to a thread would cost more than it saves (see
         ``benchmarks/thread_vs_inline.py``).  Threads need an asyncio loop
         (the asyncio reactor, or Scrapy without a reactor); under another
-        Twisted reactor the work runs inline.
+        Twisted reactor the work runs inline.  In a worker thread, a page past
+        ``workers.ANALYSIS_MAX_SECONDS`` of CPU raises ``core.deadline.TooSlow``
+        (the callers count it: ``too_slow``).
         """
         if self.config.threads and (slow or size >= THREAD_MIN_BYTES):
             try:
@@ -206,8 +218,8 @@ class DedupState:
                 loop = None
             if loop is not None:
                 if self._executor is None:
-                    self._executor = ThreadPoolExecutor(THREAD_WORKERS, thread_name_prefix="simhash")
-                future = loop.run_in_executor(self._executor, func, *args)
+                    self._executor = DaemonExecutor(THREAD_WORKERS, "simhash")
+                future = loop.run_in_executor(self._executor, cut_at_deadline, func, *args)
                 self.inc("simhash/analysed_off_loop")
                 if asyncio.current_task() is None:
                     # Called from a Twisted-driven coroutine (Deferred.fromCoroutine):

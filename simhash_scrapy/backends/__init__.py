@@ -47,7 +47,7 @@ def backend_class(config: SimhashConfig) -> type[DedupBackend]:
         path = _PERSISTENT  # JOBDIR / SIMHASH_DIR: the in-process index, kept on disk
     try:
         cls = _import(path)
-    except (ImportError, AttributeError, ValueError) as exc:
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:  # (TypeError: a relative path, "../x")
         hint = " (install the extra: pip install 'simhash-scrapy[redis]')" if config.backend == "redis" else ""
         raise ValueError(
             f"SIMHASH_BACKEND={config.backend!r}: cannot load {path!r}: {exc}{hint}; "

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from lxml import etree
 
-from . import defaults
+from . import deadline, defaults
 from .edits import edit_keys_of_tokens
 from .boilerplate import REDIRECT_MAX_TOKENS, redirect_target
 from .exact import exact_digest, exact_digest_of_tokens
@@ -128,6 +128,7 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
     when it is an HTML page, for the redirect rule."""
     # The token hashes once, for the features, the digest and the one-edit keys alike.
     token_array = token_hashes(data, options.features.cjk_ngram)
+    deadline.check()  # (a page past its CPU time is cut: core.deadline)
     hashes, weights, tokens = feature_hashes(data, options.features, with_token_count=True, hashes=token_array)
     if html is not None and tokens < REDIRECT_MAX_TOKENS:
         target = redirect_target(html() if callable(html) else html)
@@ -145,6 +146,7 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
     source = data if options.keep_source else None
     second = second_simhash(hashes, weights) if options.second and tokens >= SECOND_MIN_TOKENS else None
+    deadline.check()
     sketch = sketch_of(data) if options.sketch else None
     return Analysis(simhash_from_features(hashes, weights), False, None, text, keys, digest, source, second, sketch)
 

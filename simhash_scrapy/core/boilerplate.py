@@ -81,7 +81,8 @@ from html import unescape as html_unescape
 from lxml import etree
 
 from . import _native
-from .dom import drop_element
+from . import deadline
+from .dom import drop_elements
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
 
@@ -150,7 +151,11 @@ def _LINK_LEN(element: etree._Element) -> int:  # noqa: N802 (was an XPath objec
         return n
     if _LINK_COUNT(element) <= _LINK_XPATH_MAX:
         return int(_LINK_LEN_XPATH(element))
-    texts = _LINK_TEXTS(element, above=_LINKS_ABOVE(element))
+    return _normalised_len(_LINK_TEXTS(element, above=_LINKS_ABOVE(element)))
+
+
+def _normalised_len(texts: list[str]) -> int:
+    """``string-length(normalize-space(str:concat(texts)))``."""
     return len(_XML_SPACES.sub(" ", "".join(texts)).strip(" "))
 
 
@@ -182,8 +187,10 @@ def _p_len(element: etree._Element) -> float:
     if _native.walker is not None:
         n: int = _native.walker.text_length(element, "p")
         return n
-    length: float = _P_LEN(element)
-    return length
+    if _P_COUNT(element) <= _LINK_XPATH_MAX:
+        length: float = _P_LEN(element)
+        return length
+    return _normalised_len(_P_TEXTS(element, above=_PS_ABOVE(element)))  # (linear, as for links)
 
 
 def _content_len(element: etree._Element) -> int:
@@ -562,8 +569,7 @@ def _drop_link_lists(container: etree._Element) -> None:
     total = _text_len(container)
     if total and sum(length for _, length in lists) > _LINK_LISTS_MAX_SHARE * total:
         return  # a table of contents, an index: the links are the content
-    for element, _ in lists:
-        drop_element(element)
+    drop_elements(element for element, _ in lists)
 
 
 # Blocks that are never page chrome at the edges of a container-less page.
@@ -598,8 +604,7 @@ def _drop_edges(container: etree._Element) -> None:
         return
     total = _text_len(container)
     if total and sum(_text_len(child) for child in edges) <= _EDGE_MAX_SHARE * total:
-        for child in edges:
-            drop_element(child)
+        drop_elements(edges)
 
 
 # Teaser lists ("more stories", a category's latest posts): at least this many sibling blocks,
@@ -754,8 +759,7 @@ def _trim_frame(container: etree._Element) -> None:
         need = sum(size for _, size in frame) + _FRAME_MIN_LEFT
         if _count_text(container, need) < need:
             return
-        for element, _ in frame:
-            drop_element(element)
+        drop_elements(element for element, _ in frame)
 
 
 # Extraction failures: a main text shorter than this share of the page's visible text is lost...
@@ -784,11 +788,9 @@ def _fallback(body: etree._Element) -> etree._Element:
     """The page's visible text minus its boilerplate, when no main content could be told apart."""
     named, _, headings = _scan(body)
     teasers = _teasers(body, headings)
-    for element in _named_boilerplate(body, named, lenient=True)[0]:
-        drop_element(element)
+    drop_elements(_named_boilerplate(body, named, lenient=True)[0])
     _drop_link_lists(body)
-    for element in teasers:
-        drop_element(element)
+    drop_elements(teasers)
     return body
 
 
@@ -797,6 +799,9 @@ def _fallback(body: etree._Element) -> etree._Element:
 # of the container's paragraph text (and the container holds more than it: comments, related lists).
 _NARROW_P_SHARE = 0.5
 _P_LEN = etree.XPath("string-length(normalize-space(str:concat(.//p//text())))", namespaces=_NS)
+_P_COUNT = etree.XPath("count(descendant::p)")
+_P_TEXTS = etree.XPath("descendant::text()[count(ancestor::p) > $above]", smart_strings=False)
+_PS_ABOVE = etree.XPath("count(ancestor-or-self::p)")
 _BODY_NAMES = re.compile(
     r"(?:^|[\s_\-])(?:(?:article|entry|post|story|blog|news)[_\-]{0,2}(?:body|content|text|entry)|articlebody|storybody|postbody|entrycontent)(?=$|[\s_\-])"
 )
@@ -914,6 +919,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     """
     container, marked = _pick_container(root)
     candidates, bodies, headings = _scan(container)
+    deadline.check()  # (between the linear passes: a page past its CPU time is cut, see core.deadline)
     inner = _narrow(container, bodies)
     if not marked:
         inner = _paragraph_walk(inner)
@@ -922,6 +928,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
         headings = [heading for heading in headings if _is_inside(heading, inner)]
         container = inner
     named, total, removed, threads = _named_boilerplate(container, candidates)
+    deadline.check()
     # Only a short main text is checked against the page (most pages stop at _has_text).
     if (total - removed < _LOST_MAX_CHARS) if total >= 0 else not _has_text(container, _LOST_MAX_CHARS):
         body = root.find("body")
@@ -930,15 +937,15 @@ def keep_main_content(root: etree._Element) -> etree._Element:
         if _lost(total - removed if total >= 0 else _text_len(container), body, threads):
             return _fallback(body)
     teasers = _teasers(container, headings)  # (found before the removals below: one walk)
-    for element in named:
-        drop_element(element)
+    deadline.check()
+    drop_elements(named)
     # Menus, sidebars, "most popular" and "related" boxes, unless the links are most of the text
     # (a table of contents, an index).
     _drop_link_lists(container)
     if not marked:
         _drop_edges(container)
-    for element in teasers:
-        drop_element(element)
+    deadline.check()
+    drop_elements(teasers)
     _trim_frame(container)
     return container
 

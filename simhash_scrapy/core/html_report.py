@@ -224,9 +224,10 @@ def _compact_clusters(
 
 
 def _link(url: str) -> str:
-    """An ``<a>`` for http(s) and file URLs (the script's rule), else the escaped text."""
+    """An ``<a>`` for http(s) URLs only (the script's rule: a ``file:`` URL an item names is not made a
+    link to a local file), else the escaped text."""
     text = html.escape(url)
-    if url.lower().startswith(("http:", "https:", "file:")):
+    if url.lower().startswith(("http:", "https:")):
         return f'<a href="{text}" rel="noopener noreferrer" target="_blank">{text}</a>'
     return text
 

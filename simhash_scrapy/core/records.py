@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,7 +23,7 @@ from .containment import Sketch
 
 __all__ = [
     "PageRecord", "Verdict", "ClusterMember", "UNCHECKED", "page_scope", "item_scope", "is_item_scope",
-    "ITEM_SCOPE_PREFIX", "FLAG_FIELDS", "flag_item",
+    "ITEM_SCOPE_PREFIX", "FLAG_FIELDS", "flag_item", "is_flagged",
 ]
 
 
@@ -183,6 +183,14 @@ def is_item_scope(scope: str | None) -> bool:
 # ------------------------------------------------------------------- flag
 #: The item fields ``SIMHASH_ITEM_ACTION = "flag"`` writes: the canonical page's URL and the distance to it.
 FLAG_FIELDS = ("simhash_duplicate_of", "simhash_distance")
+
+
+def is_flagged(fields: Mapping[str, Any]) -> bool:
+    """Whether ``flag_item`` flagged these fields already (an item of a flagged page, flagged again for its field)."""
+    try:
+        return fields.get(FLAG_FIELDS[0]) is not None
+    except KeyError:
+        return False
 
 
 def flag_item(fields: MutableMapping[str, Any], duplicate_of: str, distance: int | None) -> None:

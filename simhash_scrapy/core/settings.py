@@ -34,6 +34,7 @@ from .values import (
     UNSET,
     Parser,
     boolean,
+    check_path,
     choice,
     folder,
     fraction,
@@ -206,6 +207,7 @@ def _selectors(name: str, value: Any) -> tuple[str, ...]:
 def _report_uri(name: str, value: Any) -> str | None:
     uri = parse_optional_str(name, value)
     if uri is not None:
+        check_path(name, uri)
         scheme = urlparse(uri).scheme.lower()
         # A one-letter scheme is a Windows drive ("C:\reports\x.jsonl").
         if scheme not in ("", "file") and len(scheme) != 1:

@@ -35,7 +35,7 @@ from lxml import etree
 from . import _native
 from .boilerplate import keep_main_content
 from .decode import charset_of, source_codec, to_utf8
-from .dom import NotUndoable, UndoableDrops, drop_element
+from .dom import NotUndoable, UndoableDrops, drop_elements
 from .shared_parse import deeper_than, shared_parse_usable
 
 __all__ = [
@@ -58,10 +58,10 @@ BLOCK_TAGS = (
 )  # fmt: skip
 
 _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.IGNORECASE)
-# The attribute axis is the cheapest way to find candidates in libxml2; the
-# Python check in remove_invisible decides.  Whole-tree XPath walks cost as
+# One walk with a predicate finds the candidates (a union of ``//@x/..`` steps merged node sets
+# in quadratic time); the Python check in remove_invisible decides.  Whole-tree XPath walks cost as
 # much as parsing, so they only run when the raw bytes hint at hidden markup.
-_HIDDEN_XPATH = etree.XPath("//@hidden/.. | //@aria-hidden/.. | //@style/..")
+_HIDDEN_XPATH = etree.XPath("//*[@hidden or @aria-hidden or @style]")  # (a union merges node sets: quadratic)
 # Bytes that may be (part of) whitespace to the str regex above: ASCII whitespace
 # (\x1c-\x1f included, as str.isspace() says) and any non-ASCII byte (U+00A0,
 # U+2003... are whitespace too).  Over-matching only costs a tree walk.
@@ -277,21 +277,21 @@ def remove_invisible(root: etree._Element, data: bytes | None = None, strip: boo
     """
     if _native.walker is not None:
         # One C walk finds the outermost elements to remove (hidden ones included).
-        for element in _native.walker.invisible_elements(root):
-            drop_element(element)
+        drop_elements(_native.walker.invisible_elements(root))
         return
     if strip:
-        # One C walk over the tree; cheaper than any byte-level pre-check we tried.
-        etree.strip_elements(root, *NOT_RENDERED_TAGS, with_tail=False)
+        # (Not etree.strip_elements: it leaves the tails as a run of text nodes, which lxml joins
+        # again, in quadratic time, at every read of the text before them.)
+        drop_elements(list(root.iter(*NOT_RENDERED_TAGS)))
     if data is not None and not _may_hide(data):
         return
-    for element in _HIDDEN_XPATH(root):
-        if (
-            element.get("hidden") is not None
-            or aria_hidden(element.get("aria-hidden") or "")
-            or hidden_style(element.get("style") or "")
-        ):
-            drop_element(element)
+    drop_elements(
+        element
+        for element in _HIDDEN_XPATH(root)
+        if element.get("hidden") is not None
+        or aria_hidden(element.get("aria-hidden") or "")
+        or hidden_style(element.get("style") or "")
+    )
 
 
 def _normalise_lines(text: str) -> str:
@@ -410,8 +410,7 @@ def text_of_parsed(
         with UndoableDrops() as drops:
             try:
                 if _native.walker is None:
-                    for element in list(root.iter(*NOT_RENDERED_TAGS)):
-                        drop_element(element)  # strip_elements would not be undoable
+                    drop_elements(list(root.iter(*NOT_RENDERED_TAGS)))  # strip_elements would not be undoable
                 return _text_of_cleaned(root, raw, main_content, as_bytes, strip=False)
             finally:
                 drops.undo()

@@ -35,15 +35,22 @@ def parse_bool(name: str, value: Any, default: bool = False) -> bool:
     raise ValueError(f"{name} must be a boolean (True/False, 1/0, 'true'/'false'), got {value!r}")
 
 
+#: The largest number a setting takes (its numbers are seconds: about 31 years).  Infinity and larger
+#: numbers overflow what keeps them (a Redis expiry) or switch the setting off unseen (a flush interval).
+MAX_NUMBER = 1e9
+
+
 def parse_number(name: str, value: Any, default: float, minimum: float = 0.0) -> float:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
         return default
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = float("nan")
     if isinstance(value, bool) or not number >= minimum:
         raise ValueError(f"{name} must be a number >= {minimum:g}, got {value!r}")
+    if not number <= MAX_NUMBER:
+        raise ValueError(f"{name} must be a finite number up to {MAX_NUMBER:g}, got {value!r}")
     return number
 
 
@@ -53,6 +60,25 @@ def parse_fraction(name: str, value: Any, default: float) -> float:
     if number > 1:
         raise ValueError(f"{name} must be a number from 0 to 1, got {value!r}")
     return number
+
+
+#: The longest path a setting takes, and the longest part of one (the limits of common file systems).
+MAX_PATH = 4096
+MAX_PATH_PART = 255
+
+
+def check_path(name: str, path: str) -> str:
+    """``path``, or a ``ValueError`` naming the setting when no file system could open it (a NUL, too long):
+    else the crawl would fail later, with the operating system's error and not the setting's name."""
+    if "\x00" in path:
+        raise ValueError(f"{name} must be a path without NUL characters, got {path[:80]!r}")
+    longest = max((len(part.encode("utf-8", "surrogatepass")) for part in path.replace("\\", "/").split("/")), default=0)
+    if len(path) > MAX_PATH or longest > MAX_PATH_PART:
+        raise ValueError(
+            f"{name} is too long a path ({len(path):,} characters; at most {MAX_PATH} and {MAX_PATH_PART} bytes a "
+            f"part), got {path[:80]!r}..."
+        )
+    return path
 
 
 def parse_folder(name: str, value: Any, default: str) -> str | None:
@@ -66,7 +92,7 @@ def parse_folder(name: str, value: Any, default: str) -> str | None:
     text = value.strip()
     if text.lower() in _FALSE:
         return None
-    return default if text.lower() in _TRUE else text
+    return default if text.lower() in _TRUE else check_path(name, text)
 
 
 def parse_int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:

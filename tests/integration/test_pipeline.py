@@ -199,3 +199,36 @@ async def test_items_never_match_pages() -> None:
 def test_disabled() -> None:
     with pytest.raises(NotConfigured):
         SimhashPipeline.from_crawler(get_crawler(MySpider, {"SIMHASH_ENABLED": "false"}))
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_item_flagged_for_its_page_and_its_field_is_counted_once() -> None:
+    # Issue 37: the spider middleware flags the items of a flagged page; the pipeline flagged the same
+    # item again for its own field, and simhash/items/flagged counted it twice.
+    from scrapy.http import HtmlResponse
+
+    from simhash_scrapy.spidermw import SimhashSpiderMiddleware
+
+    settings = {"SIMHASH_THREADS": False, "SIMHASH_ACTION": "flag", "SIMHASH_ITEM_FIELD": "body"}
+    crawler = get_crawler(MySpider, settings)
+    mw = SimhashMiddleware.from_crawler(crawler)
+    spider_mw = SimhashSpiderMiddleware.from_crawler(crawler)
+    pipeline = SimhashPipeline.from_crawler(crawler)
+    await mw.state.spider_opened(MySpider.from_crawler(crawler))
+    items = []
+    for url, extra, body in (("http://x/a", "v1", TEXT), ("http://x/a?utm=1", "v2", TEXT_EDITED)):
+        request = scrapy.Request(url)
+        page = article_html("T", WORDS, extra).encode()
+        response = await mw.process_response(
+            request=request, response=HtmlResponse(url, body=page, headers={"Content-Type": "text/html"}, request=request)
+        )
+
+        async def output(url: str = url, body: str = body) -> Any:
+            yield {"url": url, "body": body}
+
+        for item in [x async for x in spider_mw.process_spider_output_async(response, output())]:
+            items.append(await pipeline.process_item(item))
+    assert items[0].get("simhash_duplicate_of") is None
+    assert items[1]["simhash_duplicate_of"] == "http://x/a"  # flagged for its page, then for its field
+    assert stats(crawler)["simhash/items/flagged"] == 1
+    assert stats(crawler)["simhash/flagged"] == 1

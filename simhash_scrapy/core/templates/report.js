@@ -18,7 +18,7 @@ function el(tag, attrs, text) {
   return node;
 }
 function link(url) {
-  if (/^(https?|file):/i.test(url)) {
+  if (/^https?:/i.test(url)) {  // (never file: or javascript: — a crawled URL must not open a local file)
     var a = el("a", {href: url, rel: "noopener noreferrer", target: "_blank"}, url);
     return a;
   }

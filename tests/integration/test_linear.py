@@ -1,0 +1,209 @@
+"""Analysis is linear in the page, on every adversarial shape (issue 37.1).
+
+Each shape is a page built from ``n`` repeats of a unit (elements the text modes remove, each
+followed by text; deep nesting; unclosed tags; one long text node; many sentences; many links),
+analysed as a crawl analyses a page: ``analyse_html`` and ``analyse_tree`` (Scrapy's shared parse,
+cleaned in place and undone) with the second simhash and the sentence sketch, in both text modes,
+with the C helpers and in pure Python.  The test doubles the page and checks the growth of the
+CPU time: about 2x when linear, about 4x for a quadratic path (the tails of 16,000 removed
+``<script>`` took 4.6x per doubling, 13 s at 0.5 MB, before issue 37).
+
+Not a timed assertion: a complexity check on CPU time (``time.process_time``), best of several
+runs, each page big enough that its analysis dwarfs the fixed costs (its size is doubled until
+it takes ``MIN_SECONDS``), and a ratio over 2.5x is measured again before it fails (a busy
+machine stalls single runs; a quadratic path gives about 4x every time).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import pytest_twisted
+from lxml import etree
+
+from conftest import Page, RecordingSpider, article_words, run_crawl
+from simhash_scrapy import workers
+from simhash_scrapy.core import _native, deadline
+from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html, analyse_tree
+
+#: The largest growth of CPU time per doubling of the page that counts as linear.
+MAX_GROWTH = 2.5
+#: The smaller page of a pair takes at least this much CPU (fixed costs are ~1 ms; and the page is
+#: then larger than the CPU's caches: from 0.5 to 1 MB the time grows 3x once, not per doubling).
+MIN_SECONDS = 0.03
+REPEATS = 3
+WORDS = " ".join(f"word{i}" for i in range(40))
+
+
+def _page(body: str) -> bytes:
+    return f"<html><head><title>t</title></head><body><p>{WORDS}</p>{body}</body></html>".encode()
+
+
+def _removed(tag: str, attributes: str = "") -> Callable[[int], bytes]:
+    return lambda n: _page(f"<{tag}{attributes}>x</{tag}>tail text words " * n)
+
+
+SHAPES: dict[str, Callable[[int], bytes]] = {
+    "script": _removed("script"),
+    "style": _removed("style"),
+    "noscript": _removed("noscript"),
+    "template": _removed("template"),
+    "iframe": _removed("iframe"),
+    "[hidden]": _removed("div", " hidden"),
+    "deep nesting": lambda n: _page("<div><span>" * n + WORDS + "</span></div>" * n),
+    "unclosed tags": lambda n: _page("<b x>t " * n),
+    "long text node": lambda n: _page("<p>" + "word " * (16 * n) + "</p>"),
+    "many sentences": lambda n: _page("".join(f"<p>Sentence {i} holds a few words.</p>" for i in range(n))),
+    "many links": lambda n: _page("".join(f'<li><a href="/x{i}">link {i}</a></li>' for i in range(n))),
+}
+_PARSER = etree.HTMLParser(huge_tree=True)  # the parser of Scrapy's selectors
+
+
+def _analyse(body: bytes, main_content: bool) -> None:
+    """The crawl's analysis of an inline page: Scrapy's parse, cleaned in place and undone (the path
+    of the issue's page; ``analyse_html``, the worker threads' path, cleans the tree the same way)."""
+    options = AnalysisOptions(main_content=main_content, keep_source=True, second=True, sketch=True)
+    analyse_tree(etree.fromstring(body, _PARSER), body, options)
+
+
+def _cpu(func: Callable[[bytes], object], body: bytes) -> float:
+    start = time.process_time()
+    func(body)
+    return time.process_time() - start
+
+
+def _parse(body: bytes) -> None:
+    etree.fromstring(body, _PARSER)
+
+
+def _best_pair(analyse: Callable[[bytes], object], small: bytes, large: bytes, repeats: int) -> list[float]:
+    """The best CPU times of ``analyse`` and of a bare parse on both pages, runs interleaved (so a
+    busy spell of the machine slows all four alike)."""
+    best = [float("inf")] * 4
+    for _ in range(repeats):
+        for i, (func, body) in enumerate(((analyse, small), (analyse, large), (_parse, small), (_parse, large))):
+            best[i] = min(best[i], _cpu(func, body))
+    return best
+
+
+def growth(make: Callable[[int], bytes], analyse: Callable[[bytes], object], start: int = 1000) -> tuple[float, float, int]:
+    """How much the CPU time of ``analyse`` grows when the page ``make(n)`` doubles, relative to a
+    bare lxml parse of the same pages (linear: 2x a parse's growth), the raw growth, and ``n``:
+    ``n`` doubles from ``start`` until the smaller page takes ``MIN_SECONDS``.  The parse takes the
+    cache and memory effects of a larger page (a 3x step once, from 0.5 to 1 MB) and of a busy
+    machine; a quadratic step grows 4x whatever the parse does."""
+    n = start
+    small = make(n)
+    while _cpu(analyse, small) < MIN_SECONDS and n < 1_000_000:
+        n *= 2
+        small = make(n)
+    large = make(2 * n)
+    results = []
+    for attempt in range(3):  # measured again before it fails: single runs stall on a busy machine
+        a_small, a_large, p_small, p_large = _best_pair(analyse, small, large, REPEATS + 2 * attempt)
+        raw = a_large / max(a_small, 1e-9)
+        # (A parse that grows less than 2x, as on deep pages where libxml2 stops reading, is taken as 2x.)
+        results.append((2 * raw / max(p_large / max(p_small, 1e-9), 2.0), raw))
+        if results[-1][0] <= MAX_GROWTH:
+            break
+    relative, raw = min(results)
+    return relative, raw, n
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["C", "pure"])
+@pytest.mark.parametrize("main_content", [True, False], ids=["main", "visible"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_doubling_the_page_at_most_doubles_the_work(shape: str, main_content: bool, compiled: bool) -> None:
+    if compiled and not _native.speedups_enabled():
+        pytest.skip("the C helpers are not built")
+    with _native.switched(compiled):
+        ratio, raw, n = growth(SHAPES[shape], lambda body: _analyse(body, main_content))
+    assert ratio <= MAX_GROWTH, f"{shape}: {ratio:.2f}x ({raw:.2f}x, a parse 2x) the CPU time for twice {n:,} repeats"
+
+
+def test_the_check_catches_a_quadratic_path() -> None:
+    # The measure itself: a quadratic function of the page grows about 4x per doubling.
+    def quadratic(body: bytes) -> None:
+        text = ""
+        for _ in range(len(body) // 1000 + 1):
+            text = text + "x" * len(body)  # each step copies all that came before
+
+    ratio, raw, _ = growth(lambda n: _page("x" * (n * 100)), quadratic, start=1)
+    assert ratio > 3 and raw > 3
+
+
+# ------------------------------------------------------------------ a page that still takes long is cut
+
+
+def test_a_page_past_its_cpu_time_is_cut_and_nothing_else_is() -> None:
+    body = SHAPES["script"](20_000)
+    options = AnalysisOptions(main_content=True)
+    with deadline.within(0.0):
+        with pytest.raises(deadline.TooSlow):
+            analyse_tree(etree.fromstring(body, _PARSER), body, options)
+    root = etree.fromstring(body, _PARSER)
+    before = etree.tostring(root)
+    with deadline.within(0.0), pytest.raises(deadline.TooSlow):
+        analyse_tree(root, body, options)
+    assert etree.tostring(root) == before  # cut mid-way: the shared tree is still put back
+    with deadline.within(60.0):
+        assert analyse_tree(root, body, options) == analyse_html(body, None, options)
+    deadline.check()  # outside a block: nothing to cut
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_cuts_a_page_past_its_cpu_time_counts_and_logs_it(
+    serve: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A limit no page can meet: the large page (analysed in a worker thread) is cut; the small one
+    # (inline, on the event loop, a few ms) is not subject to it.
+    monkeypatch.setattr(workers, "ANALYSIS_MAX_SECONDS", 0.0)
+    big, small = SHAPES["script"](40_000), _page(" ".join(article_words(3, 120)))
+    site = serve({"/big": Page(big, content_type="text/html"), "/small": Page(small, content_type="text/html")})
+    crawler = await run_crawl(
+        RecordingSpider, {"ADDONS": {"simhash_scrapy.Addon": 0}}, start_urls=[site.url("/big"), site.url("/small")]
+    )
+    stats = crawler.stats
+    assert stats.get_value("finish_reason") == "finished"
+    assert stats.get_value("simhash/skipped/too_slow") == 1
+    assert stats.get_value("simhash/fingerprinted") == 1
+    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    assert seen[site.url("/big")]["skipped"] == "too_slow"  # it goes on, unchecked
+    assert [r.getMessage() for r in caplog.records if "was cut" in r.getMessage()] == [
+        f"simhash-scrapy: the analysis of the page {site.url('/big')} took over 0 s of CPU and was cut; "
+        "it goes on unchecked (simhash/skipped/too_slow)"
+    ]
+
+
+def test_exit_never_waits_for_a_page_in_a_worker_thread() -> None:
+    # concurrent.futures joins its threads at exit: a crawl stopped by Ctrl-C waited minutes for one
+    # page.  The workers are daemon threads; the process below exits at once, mid-analysis.
+    code = (
+        "import time\n"
+        "from simhash_scrapy.workers import DaemonExecutor\n"
+        "pool = DaemonExecutor(2, 'simhash')\n"
+        "pool.submit(time.sleep, 60); pool.submit(lambda: [i * i for i in range(10**10)])\n"
+        "time.sleep(0.2)\n"
+    )
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=50)
+    assert time.monotonic() - start < 30  # (60 s and minutes of work were left)
+
+
+def test_the_worker_pool_runs_work_and_hands_back_errors() -> None:
+    pool = workers.DaemonExecutor(2, "simhash")
+    try:
+        assert pool.submit(sum, [1, 2, 3]).result(timeout=10) == 6
+        assert pool.submit(int, "12", base=16).result(timeout=10) == 18
+        with pytest.raises(ValueError):
+            pool.submit(int, "x").result(timeout=10)
+        assert all(thread.daemon for thread in pool._threads)
+    finally:
+        pool.shutdown()
+    with pytest.raises(RuntimeError):
+        pool.submit(sum, [])
