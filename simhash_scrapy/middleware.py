@@ -68,6 +68,8 @@ NOT_MODIFIED_FLAG = "not-modified"
 #: ``request.meta`` key (internal) marking a request this middleware sent validators with.
 _SENT = "_simhash_validators"
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
+#: Answers that say a page the record knows is gone (``core.changes``).
+GONE_STATUSES = (404, 410)
 
 
 class NearDuplicate(IgnoreRequest):
@@ -178,6 +180,8 @@ class SimhashMiddleware:
         #: requests it does not cache (``meta["dont_cache"]``).
         config = state.config
         self.conditional = config.conditional and (config.persistent or config.backend != "memory")
+        #: A record kept across crawls: a 404 / 410 of a page it knows is listed as gone.
+        self.recurring = config.persistent or config.backend != "memory"
         self.http_cache = bool(settings is not None and settings.getbool("HTTPCACHE_ENABLED"))
         #: A 304 schedules again the requests its page yielded last time (``simhash_scrapy.replay``): only
         #: where ``SimhashReplayMiddleware`` keeps them (the add-on enables it); else a 304 ends there.
@@ -232,6 +236,18 @@ class SimhashMiddleware:
         meta[_SENT] = True
         state.inc("simhash/conditional")
         return None
+
+    async def _gone(self, request: Request, response: Response) -> None:
+        """A 404 / 410 answer for a page the record knows: listed as gone (``meta["simhash_gone"]``)."""
+        state = self.state
+        scope = state.scope_for(response.url)
+        try:
+            previous = await state.backend.previous(scope, state.identity_of(request))
+        except BackendError:
+            return  # (not known to be gone: the page is skipped as any 404 is)
+        if previous is not None:
+            request.meta["simhash_gone"] = True
+            state.page_gone(previous.url, scope, response.status)
 
     def _handles_304(self, request: Request, spider: Spider | None) -> bool:
         """Whether Scrapy's HttpErrorMiddleware lets a 304 through to this request's callback."""
@@ -363,6 +379,8 @@ class SimhashMiddleware:
         meta = request.meta
         if response.status == 304 and meta.get(_SENT) and state.error is None:
             return await self._not_modified(request, response, spider)
+        if response.status in GONE_STATUSES and self.recurring and state.error is None:
+            await self._gone(request, response)
         reason = "unavailable" if state.error is not None else self._skip_reason(request, response)
         if reason is None:
             try:

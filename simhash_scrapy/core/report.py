@@ -70,6 +70,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .changes import CHANGE_COLUMNS
 from .clustering import rule_of
 from .files import write_atomic
 from .records import is_item_scope
@@ -229,14 +230,17 @@ def build_clusters(
     return clusters
 
 
-def build_changes(members: Iterable[Any]) -> list[dict[str, Any]]:
+def build_changes(members: Iterable[Any], since: float | None = None) -> list[dict[str, Any]]:
     """The pages whose latest check was ``changed``, in crawl order (see the module docstring).
 
-    Pages only: a changed item (scope ``item:…``) is not listed.
+    Pages only: a changed item (scope ``item:…``) is not listed.  ``since``: only pages checked at or after
+    that time (the latest crawl's start, ``core.changes.LastCrawl``).
     """
     changes = []
     for member in members:
         if str(_get(member, "outcome") or "") != "changed" or is_item_scope(_get(member, "scope")):
+            continue
+        if since is not None and float(_get(member, "last_seen") or 0.0) < since:
             continue
         fp = int(_get(member, "fingerprint"))
         previous = _get(member, "previous_fingerprint")
@@ -322,7 +326,9 @@ def describe_report(summary: Mapping[str, Any]) -> str:
     if count["changed"] or count["edited"] or count["unchanged"]:
         since = "since the last crawl" if summary.get("previous_crawl", True) else "fetched again in this crawl"
         edited = f"{count['edited']:,} edited, " if count["edited"] else ""
-        line += f"; {since}: {count['changed']:,} changed, {edited}{count['unchanged']:,} unchanged"
+        new = f"{int(summary.get('new') or 0):,} new, " if summary.get("new") else ""
+        gone = f", {int(summary.get('gone') or 0):,} gone" if summary.get("gone") else ""
+        line += f"; {since}: {new}{count['changed']:,} changed, {edited}{count['unchanged']:,} unchanged{gone}"
     return line
 
 
@@ -348,14 +354,40 @@ def _summary_jsonl(summary: Mapping[str, Any] | None) -> str:
     return json.dumps({"type": "summary", **record}, ensure_ascii=False, default=str) + "\n"
 
 
-def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]]) -> str:
+def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]], pages: Iterable[dict[str, Any]] = ()) -> str:
     lines = []
     for cluster in clusters:
         members = [{k: v for k, v in m.items() if k != "text"} for m in cluster["members"]]
         lines.append(json.dumps({"type": "cluster", **cluster, "members": members}, ensure_ascii=False))
     for change in changes:
         lines.append(json.dumps({"type": "changed", **change}, ensure_ascii=False))
+    lines.extend(page_change_lines(pages, skip=("changed",) if changes else ()))
     return "".join(line + "\n" for line in lines)
+
+
+def page_change_lines(pages: Iterable[dict[str, Any]], skip: tuple[str, ...] = ()) -> list[str]:
+    """One ``"type": <change>`` JSON line per page of the latest crawl (``core.changes``), but kinds ``skip``."""
+    return [
+        json.dumps({"type": page["change"], **{k: v for k, v in page.items() if k != "change"}}, ensure_ascii=False)
+        for page in pages
+        if page["change"] not in skip
+    ]
+
+
+def page_changes_csv(pages: Iterable[dict[str, Any]]) -> str:
+    """The CSV list of the latest crawl's pages (``core.changes.CHANGE_COLUMNS``)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator=_CSV_LINE_END)
+    writer.writerow(CHANGE_COLUMNS)
+    for page in pages:
+        writer.writerow([csv_cell("" if page[column] is None else page[column]) for column in CHANGE_COLUMNS])
+    return out.getvalue()
+
+
+def page_changes_path(path: str | os.PathLike[str]) -> Path:
+    """Where a CSV report's list of the latest crawl's pages goes: ``clusters.csv`` -> ``clusters.changes.csv``."""
+    target = changes_path(path)  # <stem>.changed<suffix>
+    return target.with_name(target.name.replace(".changed.", ".changes.", 1))
 
 
 def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
@@ -413,21 +445,24 @@ def render_report(
     summary: Mapping[str, Any] | None = None,
     *,
     changes: Iterable[dict[str, Any]] = (),
+    pages: Iterable[dict[str, Any]] = (),
 ) -> str:
     """The report document for ``clusters`` in ``report_format`` (``jsonl``, ``csv`` or ``html``).
 
-    ``changes`` (``build_changes``) are part of the JSON Lines and HTML
-    documents; a CSV document holds the clusters only (``render_changes_csv``).
+    ``changes`` (``build_changes``) and ``pages`` (``core.changes.build_page_changes``: every page of the
+    latest crawl, new, edited, unchanged or gone) are part of the JSON Lines and HTML
+    documents; a CSV document holds the clusters only (``render_changes_csv``, ``page_changes_csv``).
     """
     changes = list(changes)
+    pages = list(pages)
     if report_format == "jsonl":
-        return line_safe(_jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
+        return line_safe(_jsonl(clusters, changes, pages) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
     if report_format == "csv":
         return _csv(clusters)
     if report_format == "html":
         from .html_report import render_html
 
-        return render_html(clusters, dict(summary or {}), changes=changes)
+        return render_html(clusters, dict(summary or {}), changes=changes, pages=pages)
     raise ValueError(f"report_format must be one of 'jsonl', 'csv', 'html', got {report_format!r}")
 
 
@@ -443,16 +478,21 @@ def write_report(
     summary: Mapping[str, Any] | None = None,
     *,
     changes: Iterable[dict[str, Any]] = (),
+    pages: Iterable[dict[str, Any]] = (),
 ) -> Path:
-    """Write the report atomically (``core.files``); a CSV report's changed pages go to ``changes_path(path)``."""
+    """Write the report atomically (``core.files``); a CSV report's changed pages go to ``changes_path(path)``,
+    the list of the latest crawl's pages (``pages``) to ``page_changes_path(path)``."""
     target = Path(path)
     changes = list(changes)
-    document = render_report(clusters, report_format, summary, changes=changes)
+    pages = list(pages)
+    document = render_report(clusters, report_format, summary, changes=changes, pages=pages)
     target.parent.mkdir(parents=True, exist_ok=True)
     if report_format == "csv":
-        if changes:
-            write_atomic(changes_path(target), _changes_csv(changes))
-        else:
-            changes_path(target).unlink(missing_ok=True)  # left by an earlier run: it would describe that run
+        for rows, where, render in ((changes, changes_path(target), _changes_csv),
+                                    (pages, page_changes_path(target), page_changes_csv)):  # fmt: skip
+            if rows:
+                write_atomic(where, render(rows))
+            else:
+                where.unlink(missing_ok=True)  # left by an earlier run: it would describe that run
     write_atomic(target, document)
     return target
