@@ -180,6 +180,8 @@ def build_clusters(
         else:
             group.append(member)
 
+    if max_distance is not None:
+        groups = _replace_stale(groups, max_distance)
     ordered = sorted((g for g in groups.items() if len(g[1]) > 1), key=lambda g: -len(g[1]))
     clusters = []
     for cluster_id, ((scope, canonical_url), group) in enumerate(ordered, start=1):
@@ -188,9 +190,7 @@ def build_clusters(
         rows = []
         for member in group:
             fp = int(_get(member, "fingerprint"))
-            distance = _get(member, "distance")
-            if distance is None:
-                distance = hamming_distance(fp, head_fp) if head_fp is not None else 0
+            distance = _current_distance(member, head, head_fp)
             depth = _get(member, "depth")
             rule = None
             if _get(member, "canonical_url") is not None:
@@ -228,6 +228,68 @@ def build_clusters(
             }
         )
     return clusters
+
+
+def _matched_old(member: Any, head: Any) -> bool:
+    """Whether a member's recorded distance was measured to an older version of its canonical page: the page
+    was re-crawled with other text (``previous_fingerprint``), and the distance is the member's to that version."""
+    previous = _get(head, "previous_fingerprint")
+    if previous is None or member is head or _get(member, "canonical_url") is None or _get(member, "via") is not None:
+        return False
+    if _get(member, "exact") or _get(head, "exact") or str(_get(head, "outcome") or "") not in ("changed", "edited"):
+        return False
+    recorded, fp = _get(member, "distance"), int(_get(member, "fingerprint"))
+    return recorded is not None and int(recorded) == hamming_distance(fp, int(previous)) != hamming_distance(
+        fp, int(_get(head, "fingerprint"))
+    )
+
+
+def _current_distance(member: Any, head: Any, head_fp: Any) -> int:
+    """A member's distance to its cluster's canonical page as the recorded fingerprints say: the one recorded
+    at its check, unless that was measured to an older version of the page (``_matched_old``)."""
+    distance = _get(member, "distance")
+    if distance is None:
+        return hamming_distance(int(_get(member, "fingerprint")), int(head_fp)) if head_fp is not None else 0
+    if head_fp is not None and _matched_old(member, head):
+        return hamming_distance(int(_get(member, "fingerprint")), int(head_fp))
+    return int(distance)
+
+
+def _stale(member: Any, head: Any, k: int) -> bool:
+    """Whether a member matched an older version of its canonical page that moved more than k away from it."""
+    return _matched_old(member, head) and hamming_distance(
+        int(_get(member, "fingerprint")), int(_get(head, "fingerprint"))
+    ) > k
+
+
+def _replace_stale(groups: dict[tuple[str, str], list[Any]], k: int) -> dict[tuple[str, str], list[Any]]:
+    """The clusters with the members that matched an older version of their canonical page re-placed: each
+    joins the first earlier re-placed member within k of it (which then anchors their cluster), else stands
+    alone, as a fresh crawl would place them against each other."""
+    out: dict[tuple[str, str], list[Any]] = {}
+    for (scope, anchor), group in groups.items():
+        head = group[0]
+        kept = [m for m in group if not _stale(m, head, k)]
+        out[(scope, anchor)] = kept
+        anchors: list[Any] = []
+        for member in (m for m in group if _stale(m, head, k)):
+            fp = int(_get(member, "fingerprint"))
+            home = next((a for a in anchors if hamming_distance(fp, int(_get(a, "fingerprint"))) <= k), None)
+            if home is None:
+                anchors.append(member)
+                out[(scope, _get(member, "url"))] = [_replaced(member, None, None)]
+            else:
+                distance = hamming_distance(fp, int(_get(home, "fingerprint")))
+                out[(scope, _get(home, "url"))].append(_replaced(member, _get(home, "url"), distance))
+    return out
+
+
+def _replaced(member: Any, canonical: str | None, distance: int | None) -> dict[str, Any]:
+    """A member as a mapping, placed under ``canonical`` at ``distance`` (``None``: a canonical page)."""
+    names = ("url", "fingerprint", "scope", "referer", "depth", "text", "exact", "canonical_link", "via")
+    row = {name: _get(member, name) for name in names}
+    row.update(canonical_url=canonical, distance=distance)
+    return row
 
 
 def build_changes(members: Iterable[Any], since: float | None = None) -> list[dict[str, Any]]:
