@@ -80,7 +80,7 @@ from html import unescape as html_unescape
 
 from lxml import etree
 
-from . import _native
+from . import _native, frame_digest
 from .dom import drop_element
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
@@ -755,6 +755,7 @@ def _trim_frame(container: etree._Element) -> None:
         if _count_text(container, need) < need:
             return
         for element, _ in frame:
+            frame_digest.note(element)  # its sentence, if any, still counts in the content digest
             drop_element(element)
 
 

@@ -4,7 +4,7 @@ A static site four levels deep (2,211 pages: the start page, 10 sections, 100 to
 and 10 print copies, generated here) served by ``python -m http.server`` (a real subprocess, which answers
 ``If-Modified-Since`` with 304), crawled three times by the test project's ``links`` spider (a real
 ``scrapy crawl`` process each) with ``SIMHASH_DIR`` and with a real redis-server.  Between the crawls,
-articles at depth 3 are edited (a sentence added), added (linked from their topic page, which changes) and
+articles at depth 3 are edited (a last line added; an editor's note after the ``<h1>``), added (linked from their topic page, which changes) and
 deleted (their links stay: they answer 404).  Checked: the second and third crawls request >= 99% of the
 pages the first reached, >= 90% of those requests are answered 304 (every unchanged page below the start
 page is), every added page is downloaded, every edited page is ``edited`` or ``changed``.
@@ -37,7 +37,9 @@ CHANGES = {
     2: {"edit": [(s, s, 3) for s in range(SECTIONS)], "delete": [(s, 9 - s, 5) for s in range(SECTIONS)],
         "add": [(s, (s + 4) % TOPICS) for s in range(SECTIONS)]},
     3: {"edit": [(s, (s + 1) % TOPICS, 7) for s in range(SECTIONS)], "delete": [(s, (s + 2) % TOPICS, 11) for s in range(SECTIONS)],
-        "add": [(s, (s + 6) % TOPICS) for s in range(SECTIONS)]},
+        "add": [(s, (s + 6) % TOPICS) for s in range(SECTIONS)],
+        # a canonical page with a print copy gets a new text: the copy (of its old text) leaves its cluster
+        "rewrite": [(0, 1, 0)]},
 }  # fmt: skip
 
 
@@ -82,8 +84,16 @@ def change_site(root: Path, crawl_number: int) -> dict[str, set[str]]:
     plan = CHANGES[crawl_number]
     done: dict[str, set[str]] = {"edit": set(), "delete": set(), "add": set()}
     for s, t, a in plan["edit"]:
-        sentence = "<p>Editor's note: this article was corrected on Tuesday after readers wrote to us about it.</p>"
-        write(root / article_path(s, t, a), article_page(s, t, a, extra=sentence), mtime)
+        if crawl_number == 2:  # a last line
+            html = article_page(s, t, a, extra="A reader wrote to us on Tuesday and we corrected the story since then.")
+        else:  # an editor's note right after the <h1>: a dated row main-content extraction cuts (its frame)
+            note = "<p>Editor's note, 3 March 2026: an earlier version misnamed the mayor of the town.</p>"
+            html = article_page(s, t, a).replace("</h1>", "</h1>" + note, 1)
+        write(root / article_path(s, t, a), html, mtime)
+        done["edit"].add("/" + article_path(s, t, a))
+    for s, t, a in plan.get("rewrite", []):
+        write(root / article_path(s, t, a), article_html(f"Article {s}.{t}.{a}", article_words(77_000 + a, 120),
+                                                         links=["/"]), mtime)  # fmt: skip
         done["edit"].add("/" + article_path(s, t, a))
     for s, t, a in plan["delete"]:
         (root / article_path(s, t, a)).unlink()
@@ -111,6 +121,18 @@ def changes_command(project: Path, backend: str, tmp_path: Path, redis_url: str 
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     return {urlsplit(line["url"]).path: line["type"] for line in lines if line["type"] != "summary"}
+
+
+def clusters_command(project: Path, tmp_path: Path, redis_url: str | None) -> set[frozenset[str]]:
+    """The clusters ``scrapy simhash report`` reads from the crawl's store or Redis key: sets of URL paths."""
+    source = [str(tmp_path / "state")] if redis_url is None else ["--redis", redis_url, "--spider", "links"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy.cmdline", "simhash", "report", *source],
+        cwd=project, env=crawl_env(project), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    return {frozenset(urlsplit(m["url"]).path for m in line["members"]) for line in lines if line["type"] == "cluster"}
 
 
 @pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
@@ -160,4 +182,18 @@ def test_a_recrawl_reaches_the_whole_site(backend: str, http_server: Any, tmp_pa
         assert all(outcome[path] == "unchanged" for path in not_modified)
         every = (every | changes["add"]) - changes["delete"]
         first_reached = (first_reached | changes["add"]) - changes["delete"]
+    assert outcome["/s0/t1/a0.html"] == "changed"
+
+    # The record's clusters after three crawls are those of a fresh crawl of today's site (the print copy of
+    # the rewritten page is no longer in its cluster); gone pages are in no cluster.
+    stored = clusters_command(project, tmp_path, redis_url)
+    fresh_options = ["-s", f"SIMHASH_DIR={tmp_path / 'fresh'}"] if redis_url is None else [
+        *options, "-s", "SIMHASH_REDIS_KEY=fresh:%(spider)s"]  # fmt: skip
+    fresh_report = tmp_path / "fresh.jsonl"
+    crawl(project, "-a", f"base={server.base}", "-s", "CONCURRENT_REQUESTS=16", *fresh_options,
+          "-s", f"SIMHASH_REPORT_URI={fresh_report}")  # fmt: skip
+    fresh = {frozenset(urlsplit(m["url"]).path for m in line["members"])
+             for line in report_lines(fresh_report) if line["type"] == "cluster"}  # fmt: skip
+    assert len(fresh) == 9 and frozenset({"/s0/t1/a0.html", "/s0/t1/a0-print.html"}) not in fresh
+    assert stored == fresh
     shutil.rmtree(root)
