@@ -188,6 +188,10 @@ async def replay(state: DedupState, crawler: Crawler | None, request: Request, r
         state.inc("simhash/replay/damaged")
         logger.error("simhash: %s; %s is requested again", exc, response.url, extra={"spider": state.spider})
         return False
+    except Exception as exc:  # noqa: BLE001 - a backend that cannot answer now (Redis): the page is downloaded
+        logger.warning("simhash: cannot read the requests kept for %s (%s); it is requested again", response.url,
+                       exc, extra={"spider": state.spider})  # fmt: skip
+        return False
     if data == DROPPED:  # dropped last time: it reached no callback, so it yielded nothing
         state.inc("simhash/replay/pages")
         return True
