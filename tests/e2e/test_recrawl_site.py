@@ -49,7 +49,7 @@ def article_path(s: int, t: int, a: int | str) -> str:
 
 def article_page(s: int, t: int, a: int | str, extra: str = "") -> str:
     seed = 1_000 + (s * TOPICS + t) * 100 + (a if isinstance(a, int) else 99)
-    return article_html(f"Article {s}.{t}.{a}", article_words(seed, 120), extra=extra, links=["/"])
+    return article_html(f"Article {s}.{t}.{a}", article_words(seed, 80), extra=extra, links=["/"])
 
 
 def topic_page(root: Path, s: int, t: int) -> str:
@@ -92,7 +92,7 @@ def change_site(root: Path, crawl_number: int) -> dict[str, set[str]]:
         write(root / article_path(s, t, a), html, mtime)
         done["edit"].add("/" + article_path(s, t, a))
     for s, t, a in plan.get("rewrite", []):
-        write(root / article_path(s, t, a), article_html(f"Article {s}.{t}.{a}", article_words(77_000 + a, 120),
+        write(root / article_path(s, t, a), article_html(f"Article {s}.{t}.{a}", article_words(77_000 + a, 80),
                                                          links=["/"]), mtime)  # fmt: skip
         done["edit"].add("/" + article_path(s, t, a))
     for s, t, a in plan["delete"]:
