@@ -3,6 +3,7 @@
     python benchmarks/recrawl.py                 # 200 pages, 3 repetitions
     python benchmarks/recrawl.py --pages 100 --reps 1
     python benchmarks/recrawl.py --digest-cost   # CPU share of the content digest in a page's analysis
+    python benchmarks/recrawl.py --deep --pages 1000 --reps 1   # a site 3 levels deep: pages reached (issue 35)
 
 What it does:
 
@@ -28,6 +29,21 @@ What it does:
    (the crawl process), and, for crawl 3, how the 5 edited pages were told: the plugin's
    outcomes (``edited``/``changed``/``unchanged``), what the distance-only rule before issue 24
    would have said (within k = "unchanged"), and for deltafetch how many were fetched at all.
+
+``--deep`` (issue 35): a generated site three levels deep (``index.html`` -> 5 sections -> 25 topics ->
+``--pages`` articles, each article linking to the next one of its topic), crawled three times by a spider
+that follows every link (crawl 3 after 5 articles gained 45 words), in the modes that a re-crawl could take:
+
+* ``scrapy``: plain Scrapy (everything downloaded every time);
+* ``replay``: the plugin's defaults: validators sent, a 304 replays the requests its page yielded last time
+  (``SIMHASH_REPLAY``, kept in ``<store>.replay``);
+* ``no-replay``: validators sent, ``SIMHASH_REPLAY = False`` (before issue 35: a 304 ends the branch);
+* ``httpcache``: the plugin with Scrapy's HTTP cache (``RFC2616Policy``: the cache makes its own conditional
+  requests and serves the stored body after a 304, so the spider parses every page again);
+* ``no-validators``: the plugin with ``SIMHASH_CONDITIONAL = False`` (every page downloaded again).
+
+It prints, per crawl: the distinct pages requested ("reached"), requests, 200 and 304 answers, bytes
+received, bytes kept on disk (the store and replay file, or the HTTP cache), and CPU time.
 
 Timings on a shared machine are noisy: compare the ratios within one run.
 """
@@ -64,6 +80,8 @@ _WORDS = (
 # ------------------------------------------------------------------ the crawl (a child process)
 def run_one_crawl(base: str, settings: dict[str, Any], out: Path) -> None:
     import scrapy
+
+    follow = settings.pop("_FOLLOW", False)
     from scrapy.crawler import CrawlerProcess
 
     class RecrawlSpider(scrapy.Spider):
@@ -79,6 +97,9 @@ def run_one_crawl(base: str, settings: dict[str, Any], out: Path) -> None:
 
         def parse_page(self, response: Any) -> Any:
             yield {"url": response.url, "title": response.css("title::text").get()}
+            if follow:
+                for href in response.css("a::attr(href)").getall():
+                    yield response.follow(href, callback=self.parse_page)
 
     if settings.get("DELTAFETCH_ENABLED"):
         import warnings
@@ -150,6 +171,106 @@ def add_paragraph(path: Path, seed: int) -> None:
 # The server the tests use too (tests/static_server.py).
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 from static_server import Server  # noqa: E402
+
+
+def build_deep_site(root: Path, pages: int) -> list[str]:
+    """``index.html`` -> 5 sections -> 25 topics -> ``pages`` articles (see ``--deep``); the article paths."""
+    root.mkdir(parents=True)
+    topics = [(s, t) for s in range(5) for t in range(5)]
+    articles: dict[tuple[int, int], list[str]] = {topic: [] for topic in topics}
+    for n in range(pages):
+        articles[topics[n % len(topics)]].append(f"s{topics[n % len(topics)][0]}/t{topics[n % len(topics)][1]}/a{n}.html")
+
+    def page(title: str, seed: int, links: list[str]) -> str:
+        body = "".join(f"<p>{_paragraph(seed * 100 + i, 60)}</p>" for i in range(4))
+        nav = "".join(f'<li><a href="/{link}">{link}</a></li>' for link in links)
+        return (f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>{body}</main>"
+                f"<nav><ul>{nav}</ul></nav></body></html>")  # fmt: skip
+
+    def write(path: str, html: str) -> None:
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+
+    for (s, t), names in articles.items():
+        write(f"s{s}/t{t}/index.html", page(f"Topic {s}.{t}", 900_000 + 10 * s + t, names))
+        for i, name in enumerate(names):
+            following = names[i + 1 : i + 2]
+            write(name, page(f"Article {name}", 1_000 + int(name.rsplit("/a", 1)[1][:-5]), following))
+    for s in range(5):
+        write(f"s{s}/index.html", page(f"Section {s}", 800_000 + s, [f"s{s}/t{t}/index.html" for t in range(5)]))
+    write("index.html", page("Home", 700_000, [f"s{s}/index.html" for s in range(5)]))
+    for path in root.rglob("*"):
+        os.utime(path, (OLD, OLD))
+    return [name for names in articles.values() for name in names]
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+DEEP_MODES = ("scrapy", "replay", "no-replay", "httpcache", "no-validators")
+
+
+def deep_settings(mode: str, state: Path) -> dict[str, Any]:
+    settings: dict[str, Any] = {"_FOLLOW": True}
+    if mode == "scrapy":
+        return settings
+    settings.update({"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_DIR": str(state / "simhash")})
+    if mode == "no-replay":
+        settings["SIMHASH_REPLAY"] = False
+    elif mode == "no-validators":
+        settings["SIMHASH_CONDITIONAL"] = False
+    elif mode == "httpcache":
+        settings.update({"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(state / "httpcache"),
+                         "HTTPCACHE_POLICY": "scrapy.extensions.httpcache.RFC2616Policy"})  # fmt: skip
+    return settings
+
+
+def deep_main(pages: int, reps: int) -> None:
+    """``--deep``: pages reached, answers, bytes and CPU of three crawls of a deep site, per mode."""
+    rows: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="simhash-recrawl-deep-") as tmp:
+        tmp_path = Path(tmp)
+        pristine = tmp_path / "pristine"
+        names = build_deep_site(pristine, pages)
+        total = len(list(pristine.rglob("*.html")))
+        print(f"{total} pages ({pages} articles, 3 levels deep: index, 5 sections, 25 topics), "
+              f"{folder_bytes(pristine):,} bytes; 5 articles gain 45 words before crawl 3; {reps} repetition(s)\n")
+        for rep in range(reps):
+            for mode in DEEP_MODES:
+                site, state = tmp_path / f"site-{mode}-{rep}", tmp_path / f"state-{mode}-{rep}"
+                shutil.copytree(pristine, site)
+                for path in site.rglob("*"):
+                    os.utime(path, (OLD, OLD))
+                state.mkdir()
+                server = Server(site, tmp_path / f"log-{mode}-{rep}")
+                try:
+                    seen = 0
+                    for number in (1, 2, 3):
+                        if number == 3:
+                            for i, name in enumerate(names[:: max(1, len(names) // 5)][:5]):
+                                add_paragraph(site / name, 7_000 + i)
+                        stats = crawl(server.base, deep_settings(mode, state), state)
+                        statuses = server.statuses()[seen:]
+                        seen += len(statuses)
+                        stats["reached"] = len({path for path, _ in statuses})
+                        stats["kept"] = folder_bytes(state) - sum(p.stat().st_size for p in state.glob("stats-*.json"))
+                        rows.setdefault((mode, number), []).append(stats)
+                finally:
+                    server.stop()
+    for number, title in ((1, "Crawl 1 (nothing recorded)"), (2, "Crawl 2 (nothing changed)"),
+                          (3, "Crawl 3 (5 articles gained 45 words)")):  # fmt: skip
+        print(f"### {title}\n")
+        print("| mode | pages reached | requests | 200 | 304 | bytes received | bytes kept on disk | CPU s (median) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for mode in DEEP_MODES:
+            runs = rows[(mode, number)]
+            s = runs[0]
+            print(f"| {mode} | {s['reached']:,} of {total:,} | {s.get('downloader/request_count', 0):,} | "
+                  f"{s.get('downloader/response_status_count/200', 0):,} | {s.get('downloader/response_status_count/304', 0):,} | "
+                  f"{s.get('downloader/response_bytes', 0):,} | {s['kept']:,} | {statistics.median(r['cpu'] for r in runs):.2f} |")  # fmt: skip
+        print()
 
 
 # ------------------------------------------------------------------ modes
@@ -225,6 +346,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--crawl", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--digest-cost", action="store_true", help="only measure the content digest's CPU share")
+    parser.add_argument("--deep", action="store_true", help="a site 3 levels deep: pages reached per mode (issue 35)")
     args = parser.parse_args()
     if args.digest_cost:
         digest_cost(args.pages)
@@ -232,6 +354,14 @@ def main() -> None:
     if args.crawl:
         run_one_crawl(args.crawl[0], json.loads(args.crawl[1]), Path(args.crawl[2]))
         return
+    if args.deep:
+        deep_main(args.pages, args.reps)
+        return
+    flat_main(args)
+
+
+def flat_main(args: argparse.Namespace) -> None:
+    """The default run: a one-level site, bytes and time per mode (see the module docstring)."""
     from simhash_scrapy.core.defaults import MAX_DISTANCE
 
     modes = ["scrapy", "validators", "no-validators", "deltafetch"]

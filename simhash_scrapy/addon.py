@@ -2,7 +2,8 @@
 
 It adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540),
 ``UrlRulesMiddleware`` (50; only when ``SIMHASH_URL_RULES`` is not ``"off"``),
-``SimhashSpiderMiddleware`` to ``SPIDER_MIDDLEWARES`` (950) and
+``SimhashSpiderMiddleware`` to ``SPIDER_MIDDLEWARES`` (950), ``SimhashReplayMiddleware``
+(10: the requests a page yielded, for a 304 of it on a re-crawl) and
 ``SimhashPipeline`` to ``ITEM_PIPELINES`` (priority 200), unless the
 project already lists them (then its priorities are kept).
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from .config import url_rules_mode
 from .middleware import MIDDLEWARE_PRIORITY, SimhashMiddleware
 from .pipeline import PIPELINE_PRIORITY, SimhashPipeline
+from .replay import REPLAY_PRIORITY, SimhashReplayMiddleware
 from .spidermw import SPIDER_MIDDLEWARE_PRIORITY, SimhashSpiderMiddleware
 from .urlrules import URL_RULES_MIDDLEWARE_PRIORITY, UrlRulesMiddleware
 
@@ -47,4 +49,5 @@ class Addon:
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
         )
+        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", SimhashReplayMiddleware, REPLAY_PRIORITY)
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)

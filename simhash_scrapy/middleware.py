@@ -38,6 +38,7 @@ from .core.deadline import TooSlow
 from .core.representative import absolute, html_canonical, link_header_canonical
 from .core.skip import media_type, skip_reason
 from .core.text import charset_of, shared_parse_usable
+from .replay import DROPPED, SimhashReplayMiddleware, forced, keep, keeps, may_replay, refetch, replay
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ NOT_MODIFIED_FLAG = "not-modified"
 #: ``request.meta`` key (internal) marking a request this middleware sent validators with.
 _SENT = "_simhash_validators"
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
+#: Answers that say a page the record knows is gone (``core.changes``).
+GONE_STATUSES = (404, 410)
 
 
 class NearDuplicate(IgnoreRequest):
@@ -154,10 +157,11 @@ def _canonical_link(response: Response, slow: bool | None = None) -> str | None:
     return html_canonical(response.selector.root, get_base_url(response))
 
 
-def _depth_middleware_enabled(crawler: Crawler) -> bool:
+def _spider_middleware_enabled(crawler: Crawler, cls: type = DepthMiddleware) -> bool:
     try:
         for mw in build_component_list(crawler.settings.getwithbase("SPIDER_MIDDLEWARES")):
-            if (load_object(mw) if isinstance(mw, str) else mw) is DepthMiddleware:
+            found = load_object(mw) if isinstance(mw, str) else mw
+            if isinstance(found, type) and issubclass(found, cls):
                 return True
     except Exception:  # a broken entry is Scrapy's to report
         return False
@@ -177,7 +181,15 @@ class SimhashMiddleware:
         #: requests it does not cache (``meta["dont_cache"]``).
         config = state.config
         self.conditional = config.conditional and (config.persistent or config.backend != "memory")
+        #: A record kept across crawls: a 404 / 410 of a page it knows is listed as gone.
+        self.recurring = config.persistent or config.backend != "memory"
         self.http_cache = bool(settings is not None and settings.getbool("HTTPCACHE_ENABLED"))
+        #: A 304 schedules again the requests its page yielded last time (``simhash_scrapy.replay``): only
+        #: where ``SimhashReplayMiddleware`` keeps them (the add-on enables it); else a 304 ends there.
+        self.replay = (
+            self.conditional and config.replay and crawler is not None
+            and _spider_middleware_enabled(crawler, SimhashReplayMiddleware)
+        )  # fmt: skip
         #: Depth recorded for requests without meta["depth"]: 0 when DepthMiddleware
         #: is enabled (it sets "depth" on every request a callback yields, so such a
         #: request is a start request), else None (unknown).
@@ -186,7 +198,7 @@ class SimhashMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashMiddleware:
         state = DedupState.for_crawler(crawler)
-        return cls(state, start_depth=0 if _depth_middleware_enabled(crawler) else None, crawler=crawler)
+        return cls(state, start_depth=0 if _spider_middleware_enabled(crawler) else None, crawler=crawler)
 
     # ------------------------------------------------------- conditional re-crawls
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
@@ -226,6 +238,18 @@ class SimhashMiddleware:
         state.inc("simhash/conditional")
         return None
 
+    async def _gone(self, request: Request, response: Response) -> None:
+        """A 404 / 410 answer for a page the record knows: listed as gone (``meta["simhash_gone"]``)."""
+        state = self.state
+        scope = state.scope_for(response.url)
+        try:
+            previous = await state.backend.previous(scope, state.identity_of(request))
+        except BackendError:
+            return  # (not known to be gone: the page is skipped as any 404 is)
+        if previous is not None:
+            request.meta["simhash_gone"] = True
+            state.page_gone(previous.url, scope, response.status)
+
     def _handles_304(self, request: Request, spider: Spider | None) -> bool:
         """Whether Scrapy's HttpErrorMiddleware lets a 304 through to this request's callback."""
         meta = request.meta
@@ -244,9 +268,14 @@ class SimhashMiddleware:
             allowed = settings.getlist("HTTPERROR_ALLOWED_CODES")
         return 304 in allowed  # as HttpErrorMiddleware compares (a "304" string allows nothing there either)
 
-    async def _not_modified(self, request: Request, response: Response, spider: Spider | None) -> Response:
-        """A 304 answer to our validators: the identity's record, checked again as it was (``unchanged``)."""
+    async def _not_modified(self, request: Request, response: Response, spider: Spider | None) -> Response | Request:
+        """A 304 answer to our validators: the identity's record, checked again as it was (``unchanged``);
+        with ``SIMHASH_REPLAY``, the requests its page yielded last time are scheduled again, or, when none
+        were kept, the page is requested again without validators (``simhash_scrapy.replay``)."""
         state = self.state
+        if self.replay and may_replay(state, request) and not await replay(state, self.crawler, request, response):
+            state.inc("simhash/replay/refetched")
+            return refetch(request, _VALIDATORS)
         scope, identity = state.scope_for(response.url), state.identity_of(request)
         try:
             previous = await state.backend.previous(scope, identity)
@@ -346,11 +375,13 @@ class SimhashMiddleware:
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
-    ) -> Response:
+    ) -> Response | Request:
         state = self.state
         meta = request.meta
         if response.status == 304 and meta.get(_SENT) and state.error is None:
             return await self._not_modified(request, response, spider)
+        if response.status in GONE_STATUSES and self.recurring and state.error is None:
+            await self._gone(request, response)
         reason = "unavailable" if state.error is not None else self._skip_reason(request, response)
         if reason is None:
             try:
@@ -384,7 +415,12 @@ class SimhashMiddleware:
             state.skip(reason)
             meta["simhash_skipped"] = reason
             return response
-        return self._decide(request, response, answer, verdict, placement)
+        try:
+            return self._decide(request, response, answer, verdict, placement)
+        except IgnoreRequest:
+            if self.replay and keeps(state, request, response):  # no callback sees it: it yields nothing
+                await keep(state, request, response, DROPPED)
+            raise
 
     def _record(self, request: Request, response: Response, answer: Analysis, slow: bool) -> PageRecord:
         assert answer.fingerprint is not None
@@ -451,7 +487,7 @@ class SimhashMiddleware:
             state.inc("simhash/kept_per_cluster")
         elif verdict.is_duplicate:
             assert verdict.canonical_url is not None and verdict.distance is not None
-            if self.config.action == "drop" and not request.dont_filter:
+            if self.config.action == "drop" and not forced(request):
                 state.inc("simhash/dropped")
                 state.log_duplicate("page", response.url, verdict, "Dropped", exact=answer.exact)
                 rule = state.describe_rule(verdict, answer.exact)
@@ -464,12 +500,12 @@ class SimhashMiddleware:
                 response.flags.append(FLAG)
             state.inc("simhash/flagged")
             state.log_duplicate("page", response.url, verdict, "Flagged", exact=answer.exact)
-        elif unchanged and self.config.unchanged == "drop" and not request.dont_filter:
+        elif unchanged and self.config.unchanged == "drop" and not forced(request):
             state.inc("simhash/unchanged_dropped")
             if meta.get("simhash_not_modified"):
                 raise NotModifiedPage(response.url)
             raise UnchangedPage(response.url)
-        elif edited and self.config.edited == "drop" and not request.dont_filter:
+        elif edited and self.config.edited == "drop" and not forced(request):
             state.inc("simhash/edited_dropped")
             raise EditedPage(response.url)
         return response

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -24,6 +25,7 @@ from scrapy.http import TextResponse
 from . import _compat
 from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig, from_crawler
+from .core.changes import LAST_CRAWL_EXTRA, LastCrawl, build_page_changes, count_changes, encode_last_crawl
 from .core.clustering import Outcome, rule_of
 from .core.distinct import scope_key
 from .core.records import is_item_scope, item_scope, page_scope
@@ -138,6 +140,9 @@ class DedupState:
         self.open_hooks: list[Callable[[], Any]] = []
         self.close_hooks: list[Callable[[], Any]] = []
         self.report_extra: dict[str, Any] = {}
+        #: When this crawl started, and the pages of the record that answered 404 / 410 (``core.changes``).
+        self.crawl_started = time.time()
+        self.gone: list[tuple[str, str, int]] = []
         #: The clusters this crawl saw, member by member (representative, positions: ``place``).
         self.book = ClusterBook(self.config.representative)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -349,6 +354,7 @@ class DedupState:
     # ------------------------------------------------------------- signals
     async def spider_opened(self, spider: Spider) -> None:
         self.spider = spider
+        self.crawl_started = time.time()
         try:
             if self.error is not None:
                 raise _SettingError(self.error)
@@ -419,6 +425,24 @@ class DedupState:
             except Exception:
                 logger.exception("simhash-scrapy: error in %(hook)r", {"hook": hook}, extra={"spider": spider})
 
+    def page_gone(self, url: str, scope: str, status: int) -> None:
+        """A page the record knew answered ``status`` (404 / 410): listed as gone (``core.changes``)."""
+        self.gone.append((url, scope, status))
+        self.inc("simhash/gone")
+
+    async def _page_changes(self, members: list[Any]) -> list[dict[str, Any]]:
+        """This crawl's pages, each new, changed, edited, unchanged or gone; kept with the backend
+        (``LAST_CRAWL_EXTRA``) for ``scrapy simhash report --changes``."""
+        last = LastCrawl(self.crawl_started, self.backend.initial > 0, self.gone)
+        try:
+            await self.backend.save_extra(LAST_CRAWL_EXTRA, encode_last_crawl(last))
+        except Exception:
+            logger.exception("simhash-scrapy: cannot keep the list of gone pages", extra={"spider": self.spider})
+        pages = build_page_changes(members, last)
+        if last.previous_crawl:
+            self.stats.set_value("simhash/new", count_changes(pages)["new"])
+        return pages
+
     async def _finish(self, spider: Spider, reason: str = "finished") -> None:
         await self._run_hooks(self.close_hooks, spider)
         self.stats.set_value("simhash/index_size", await self.backend.index_size())
@@ -426,6 +450,7 @@ class DedupState:
         # Distinct pages in the record (a page fetched twice counts once, unlike simhash/fingerprinted):
         # the report's "pages".
         self.stats.set_value("simhash/pages", sum(1 for m in members if not is_item_scope(m.scope)))
+        pages = await self._page_changes(members)
         if self.report_path is None or self.config.report_format is None:
             self.stats.set_value("simhash/clusters", count_clusters(members))
             return
@@ -447,9 +472,12 @@ class DedupState:
             previous_crawl=self.backend.initial > 0,
         )
         summary.update(self.report_extra)
+        if self.backend.initial > 0:
+            summary.update({kind: count_changes(pages)[kind] for kind in ("new", "gone")})
         try:
             path = write_report(
-                self.report_path, clusters, self.config.report_format, summary, changes=build_changes(members)
+                self.report_path, clusters, self.config.report_format, summary, changes=build_changes(members),
+                pages=pages,
             )
         except Exception:
             logger.exception(

@@ -109,3 +109,14 @@ class DedupBackend(abc.ABC):
     async def save_extra(self, name: str, data: bytes) -> None:
         """Keep a named blob (e.g. the learned URL rules) where the index lives."""
         self._extra[name] = data
+
+    async def load_replay(self, scope: str, identity: str) -> bytes | None:
+        """The requests page ``identity`` yielded when last downloaded (``simhash_scrapy.replay``), or ``None``.
+
+        Kept as a named blob (``save_extra``: a key of its own with Redis) unless the backend keeps them
+        elsewhere (the store's ``<name>.store.replay``: ``backends.replay_file``)."""
+        return await self.load_extra(f"replay/{scope}\t{identity}")
+
+    async def save_replay(self, scope: str, identity: str, data: bytes) -> None:
+        """Keep the requests a downloaded page yielded, for a later 304 of that page (``load_replay``)."""
+        await self.save_extra(f"replay/{scope}\t{identity}", data)

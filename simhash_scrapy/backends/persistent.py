@@ -59,6 +59,7 @@ from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, Stor
 from ..core.store_rows import fail
 from .base import BackendError, ClusterMember, Outcome
 from .memory import MemoryBackend
+from .replay_file import ReplayFile, ReplayFileError, replay_path
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -250,6 +251,8 @@ class PersistentBackend(MemoryBackend):
         self._recorder: Recorder | None = None
         self._journals: list[int] = []  # numbers of the journals since the last snapshot
         self._journal_next = 0
+        #: The requests each page yielded (``<name>.store.replay``), opened with the store.
+        self.replay: ReplayFile | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> PersistentBackend:
@@ -282,6 +285,13 @@ class PersistentBackend(MemoryBackend):
         except BaseException:
             store.abandon()
             raise
+        replay = ReplayFile(replay_path(self.path))
+        try:
+            replay.open(reset=self.reset)
+        except (ReplayFileError, OSError, sqlite3.Error) as exc:
+            store.abandon()
+            raise BackendError(str(exc)) from exc
+        self.replay = replay
         self.store = store
         self._extra.update((k, v) for k, v in contents.extra.items() if not is_detector_blob(k))
         self._journals = sorted(int(k[len(JOURNAL) :]) for k in contents.extra if k.startswith(JOURNAL))
@@ -442,6 +452,7 @@ class PersistentBackend(MemoryBackend):
             self._write_links()
             self._write_detector()
             store.flush()
+            self._flush_replay()
         except StoreError as exc:
             self._stat("store_write_errors", 1)
             self._retry_after = min(60.0, max(1.0, 2 * self._retry_after))
@@ -472,11 +483,44 @@ class PersistentBackend(MemoryBackend):
         self._link_chunk += 1
         self._pending_links.clear()
 
+    def _flush_replay(self) -> None:
+        if self.replay is not None:
+            try:
+                self.replay.flush()
+            except (OSError, sqlite3.Error) as exc:
+                raise StoreError(f"{self.replay.path}: cannot write the replay file: {exc}") from exc
+
+    async def load_replay(self, scope: str, identity: str) -> bytes | None:
+        if self.replay is None:
+            return None
+        try:
+            return self.replay.get(scope, identity)
+        except sqlite3.Error as exc:
+            raise ReplayFileError(f"{self.replay.path}: cannot read the replay file: {exc}") from exc
+
+    async def save_replay(self, scope: str, identity: str, data: bytes) -> None:
+        if self.replay is not None:
+            self.replay.put(scope, identity, data)
+
     async def save_extra(self, name: str, data: bytes) -> None:
         await super().save_extra(name, data)
         if self.store is not None and not self.store.closed:
             self.store.keep_extra(name, data)
             self._flush()
+
+    def _close_replay(self) -> None:
+        replay, self.replay = self.replay, None
+        if replay is None:
+            return
+        pending = replay.pending
+        try:
+            replay.close()
+        except (OSError, sqlite3.Error) as exc:
+            self._stat("replay_unsaved", pending, inc=False)
+            logger.error(
+                "simhash: %s: cannot write the replay file (%s): the next crawl requests those %d pages again "
+                "without validators", replay.path, exc, pending,
+            )  # fmt: skip
 
     def _flush_at_exit(self) -> None:
         if self.store is not None and not self.store.closed:
@@ -484,6 +528,7 @@ class PersistentBackend(MemoryBackend):
                 self._write_links()
                 self._write_detector()
                 self.store.flush()
+                self._flush_replay()
             except (OSError, ValueError, sqlite3.Error, StoreError):  # pragma: no cover - best effort at exit
                 pass
 
@@ -498,6 +543,7 @@ class PersistentBackend(MemoryBackend):
         if not store.closed:
             self._write_links()
             self._write_detector(snapshot=True)
+        self._close_replay()
         unsaved = store.pending
         try:
             store.close()

@@ -105,7 +105,11 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
     # Every record: run_report counts them (report_summary), as the crawl does.
     members = store_members(contents)
-    summary: dict[str, Any] = {"source": str(path), "rules_blob": _store_rules(contents)}
+    from ..core.changes import LAST_CRAWL_EXTRA
+
+    summary: dict[str, Any] = {
+        "source": str(path), "rules_blob": _store_rules(contents), "last_crawl_blob": contents.extra.get(LAST_CRAWL_EXTRA),
+    }  # fmt: skip
     if contents.config is not None:
         summary["max_distance"] = contents.config.max_distance
         summary["features"] = contents.config.features
@@ -165,17 +169,20 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
 
     from ..core import defaults
 
-    async def read() -> tuple[list[Any], bool, bytes | None]:
+    from ..core.changes import LAST_CRAWL_EXTRA
+
+    async def read() -> tuple[list[Any], bool, bytes | None, bytes | None]:
         try:
             await backend.attach(spider or "")  # reads the key's layout (backend.stored_layout)
             exists = await backend.has_data()
             rules = await backend.load_extra(defaults.URL_RULES_EXTRA)
-            return (await backend.members() if exists else []), exists, rules
+            last = await backend.load_extra(LAST_CRAWL_EXTRA)
+            return (await backend.members() if exists else []), exists, rules, last
         finally:
             await backend.close()
 
     try:
-        members, exists, rules = asyncio.run(read())
+        members, exists, rules, last = asyncio.run(read())
     except BackendError as exc:
         raise CommandError(redact(str(exc), redis_settings.secrets)) from None
     except Exception as exc:  # noqa: BLE001 - any client error is a one-line message, not a traceback
@@ -190,7 +197,8 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     # key's layout records (the crawls that wrote it used it), else these settings' k.
     recorded = layout_max_distance(backend.stored_layout) if backend.stored_layout else None
     k = config.max_distance if recorded is None else recorded
-    return members, {"source": f"{redis_settings.describe()} key {backend.prefix}", "rules_blob": rules, "max_distance": k}
+    source = f"{redis_settings.describe()} key {backend.prefix}"
+    return members, {"source": source, "rules_blob": rules, "last_crawl_blob": last, "max_distance": k}
 
 
 def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
@@ -204,6 +212,11 @@ def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
         members, found = _from_redis(opts.redis, opts.key, opts.spider, settings)
     else:
         members, found = _from_store(opts.input or _settings_store(settings, opts.spider), opts.spider)
+    if getattr(opts, "changes", False):
+        from .changes import write_changes
+
+        return write_changes(members, found, fmt, opts.output, stdout)
+    found.pop("last_crawl_blob", None)
     rules = _rules(found.pop("rules_blob", None), settings)
     if rules:
         found["rules"] = rules

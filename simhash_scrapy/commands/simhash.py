@@ -43,6 +43,7 @@ examples:
   scrapy simhash report --spider myspider -o clusters.html     (in a project with SIMHASH_DIR)
   scrapy simhash report .scrapy/simhash/myspider.store -o clusters.html
   scrapy simhash report crawls/job1 --format csv > clusters.csv
+  scrapy simhash report --spider myspider --changes     (what changed since the last crawl)
   scrapy simhash report --redis redis://localhost:6379/0 --key myspider:simhash -o clusters.html
   scrapy simhash report --redis --spider myspider -o clusters.jsonl     (REDIS_URL from the project)
 """
@@ -151,6 +152,11 @@ class Command(ScrapyCommand):
             help="the spider whose store (SIMHASH_DIR keeps one per spider) or Redis key (SIMHASH_REDIS_KEY) to read",
         )  # fmt: skip
         report.add_argument("--no-texts", action="store_true", help="HTML report without the page texts (smaller)")
+        report.add_argument(
+            "--changes", action="store_true",
+            help="what changed since the last crawl: every page of the latest crawl, new, changed, edited, unchanged "
+            "or gone, with its URL (JSON Lines or CSV)",
+        )  # fmt: skip
         _add_output_options(report)
         _add_settings_options(report)
 

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from lxml import etree
 
-from . import deadline, defaults
+from . import deadline, defaults, frame_digest
 from .edits import edit_keys_of_tokens
 from .boilerplate import REDIRECT_MAX_TOKENS, redirect_target
 from .exact import exact_digest, exact_digest_of_tokens
@@ -123,9 +123,12 @@ class Analysis(NamedTuple):
         return "exact" if self.exact else "simhash"
 
 
-def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html: Any = None) -> Analysis:
+def _answer(
+    data: str | bytes, text: str | None, options: AnalysisOptions, html: Any = None, frame: list[str] | None = None
+) -> Analysis:
     """The answer for the page text ``data``; ``html``: the page's bytes (or a callable giving them)
-    when it is an HTML page, for the redirect rule."""
+    when it is an HTML page, for the redirect rule; ``frame``: the sentences extraction cut from the
+    article's edges (``frame_digest``), which the content digest covers too."""
     # The token hashes once, for the features, the digest and the one-edit keys alike.
     token_array = token_hashes(data, options.features.cjk_ngram)
     deadline.check()  # (a page past its CPU time is cut: core.deadline)
@@ -142,6 +145,8 @@ def _answer(data: str | bytes, text: str | None, options: AnalysisOptions, html:
         short_digest = exact_digest_of_tokens(token_array)
         return Analysis(short_digest, True, None, text, (), short_digest)
     digest: int | None = exact_digest_of_tokens(token_array) if options.content_digest else None
+    if digest is not None and frame:
+        digest ^= exact_digest("\n".join(frame), options.features.cjk_ngram)
     with_keys = defaults.ONE_EDIT_MIN_TOKENS <= tokens < options.one_edit_below  # tokens >= min_tokens here
     keys = edit_keys_of_tokens(token_array) if with_keys else ()
     source = data if options.keep_source else None
@@ -156,10 +161,14 @@ def analyse_html(
 ) -> Analysis:
     """The answer for an HTML page (``str`` or ``bytes``; ``encoding`` as declared by HTTP)."""
     html = (lambda: to_utf8(body, encoding)) if isinstance(body, str) else body
+    with frame_digest.collect() as frame:
+        if options.keep_text:
+            text = extract_text(body, encoding=encoding, main_content=options.main_content)
+        else:
+            data = extract_text_bytes(body, encoding=encoding, main_content=options.main_content)
     if options.keep_text:
-        text = extract_text(body, encoding=encoding, main_content=options.main_content)
-        return _answer(text, text, options, html)
-    return _answer(extract_text_bytes(body, encoding=encoding, main_content=options.main_content), None, options, html)
+        return _answer(text, text, options, html, frame)
+    return _answer(data, None, options, html, frame)
 
 
 def analyse_tree(root: Any, raw: bytes | None, options: AnalysisOptions = DEFAULT_OPTIONS) -> Analysis:
@@ -169,10 +178,12 @@ def analyse_tree(root: Any, raw: bytes | None, options: AnalysisOptions = DEFAUL
     as it was (removals are undone), so the spider reuses the parse.
     """
     html = raw if raw is not None else (lambda: _serialised(root))
+    with frame_digest.collect() as frame:
+        found = text_of_parsed(root, raw, options.main_content, as_bytes=not options.keep_text)
     if options.keep_text:
-        text: str = text_of_parsed(root, raw, options.main_content)  # type: ignore[assignment]
-        return _answer(text, text, options, html)
-    return _answer(text_of_parsed(root, raw, options.main_content, as_bytes=True), None, options, html)
+        text: str = found  # type: ignore[assignment]
+        return _answer(text, text, options, html, frame)
+    return _answer(found, None, options, html, frame)
 
 
 def _serialised(root: Any) -> bytes:

@@ -80,8 +80,7 @@ from html import unescape as html_unescape
 
 from lxml import etree
 
-from . import _native
-from . import deadline
+from . import _native, deadline, frame_digest
 from .dom import drop_elements
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
@@ -759,6 +758,8 @@ def _trim_frame(container: etree._Element) -> None:
         need = sum(size for _, size in frame) + _FRAME_MIN_LEFT
         if _count_text(container, need) < need:
             return
+        for element, _ in frame:
+            frame_digest.note(element)  # its sentence, if any, still counts in the content digest
         drop_elements(element for element, _ in frame)
 
 

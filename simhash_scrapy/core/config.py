@@ -164,6 +164,8 @@ class SimhashConfig:
     edited: str = _default("edited")
     #: ``SIMHASH_CONDITIONAL``: send ``If-None-Match`` / ``If-Modified-Since`` on re-crawls.
     conditional: bool = _default("conditional")
+    #: ``SIMHASH_REPLAY``: a 304 schedules the requests its page yielded when last downloaded.
+    replay: bool = _default("replay")
     #: ``SIMHASH_TEMPLATES``: cross-page template learning (``core.sitetemplate``).
     templates: bool = _default("templates")
     #: ``SIMHASH_SECOND_SIMHASH``: a second, independent simhash as a verified query (``core.second``).

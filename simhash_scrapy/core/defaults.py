@@ -81,6 +81,9 @@ EDITED = "pass"
 #: ``SIMHASH_CONDITIONAL``: a re-crawl with a store (``SIMHASH_DIR``, ``JOBDIR``, Redis) sends the
 #: recorded ``ETag`` / ``Last-Modified`` as ``If-None-Match`` / ``If-Modified-Since``; a 304 is unchanged.
 CONDITIONAL = True
+#: ``SIMHASH_REPLAY``: a 304 answer to a conditional request schedules again the requests its page's callback
+#: yielded when the page was last downloaded (kept beside the store), so a re-crawl reaches every page.
+REPLAY = True
 #: ``SIMHASH_TEMPLATES``: learn, per host, the text lines repeated across different articles
 #: (``core.sitetemplate``) and also match a page by its text without them (in-process and store
 #: backends; chosen on the real-web tuning half, ``benchmarks/quality``).

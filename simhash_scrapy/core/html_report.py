@@ -285,11 +285,34 @@ def _changes_html(changes: list[Mapping[str, Any]], max_distance: int | None) ->
     )
 
 
+#: Headings of the lists of the latest crawl's pages (``core.changes``; changed pages have the section above).
+_PAGE_LISTS = (("new", "New since the last crawl"), ("edited", "Edited since the last crawl"),
+               ("gone", "Gone since the last crawl (404 or 410)"), ("unchanged", "Unchanged since the last crawl"))  # fmt: skip
+
+
+def _pages_html(pages: list[Mapping[str, Any]]) -> str:
+    """The lists of the latest crawl's new, edited, gone and unchanged pages (URLs; empty for a first crawl)."""
+    parts = []
+    for kind, heading in _PAGE_LISTS:
+        urls = [str(p.get("url", "")) for p in pages if p.get("change") == kind]
+        if not urls:
+            continue
+        items = "".join(f'<li class="url">{_link(url)}</li>' for url in urls[:MAX_CHANGED_ROWS])
+        more = f'<p class="muted">The first {MAX_CHANGED_ROWS:,} of {len(urls):,}.</p>' if len(urls) > MAX_CHANGED_ROWS else ""
+        opened = "" if kind == "unchanged" else " open"
+        parts.append(f'<details class="page-list {kind}"{opened}><summary>{heading}: {len(urls):,}</summary>'
+                     f"<ul>{items}</ul>{more}</details>\n")  # fmt: skip
+    if not parts:
+        return ""
+    return '<section id="pages-section">\n' + "".join(parts) + "</section>\n"
+
+
 def render_html(
     clusters: Iterable[Mapping[str, Any]],
     summary: Mapping[str, Any] | None = None,
     *,
     changes: Iterable[Mapping[str, Any]] = (),
+    pages: Iterable[Mapping[str, Any]] = (),
     max_text_chars: int = MAX_TEXT_CHARS,
     page_size: int = 100,
 ) -> str:
@@ -381,7 +404,7 @@ def render_html(
         histogram=histogram_html,
         run=run_html + rules_html(summary.get("rules")),
         text_note=esc(text_note),
-        changed=_changes_html(changes, max_distance),
+        changed=_changes_html(changes, max_distance) + _pages_html(list(pages)),
         has_text="true" if with_text else "false",
         data=_script_json(data),
         texts=text_scripts,

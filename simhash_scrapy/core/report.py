@@ -70,6 +70,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .changes import CHANGE_COLUMNS
 from .clustering import rule_of
 from .files import write_atomic
 from .records import is_item_scope
@@ -179,6 +180,8 @@ def build_clusters(
         else:
             group.append(member)
 
+    if max_distance is not None:
+        groups = _replace_stale(groups, max_distance)
     ordered = sorted((g for g in groups.items() if len(g[1]) > 1), key=lambda g: -len(g[1]))
     clusters = []
     for cluster_id, ((scope, canonical_url), group) in enumerate(ordered, start=1):
@@ -187,9 +190,7 @@ def build_clusters(
         rows = []
         for member in group:
             fp = int(_get(member, "fingerprint"))
-            distance = _get(member, "distance")
-            if distance is None:
-                distance = hamming_distance(fp, head_fp) if head_fp is not None else 0
+            distance = _current_distance(member, head, head_fp)
             depth = _get(member, "depth")
             rule = None
             if _get(member, "canonical_url") is not None:
@@ -229,14 +230,79 @@ def build_clusters(
     return clusters
 
 
-def build_changes(members: Iterable[Any]) -> list[dict[str, Any]]:
+def _matched_old(member: Any, head: Any) -> bool:
+    """Whether a member's recorded distance was measured to an older version of its canonical page: the page
+    was re-crawled with other text (``previous_fingerprint``), and the distance is the member's to that version."""
+    previous = _get(head, "previous_fingerprint")
+    if previous is None or member is head or _get(member, "canonical_url") is None or _get(member, "via") is not None:
+        return False
+    if _get(member, "exact") or _get(head, "exact") or str(_get(head, "outcome") or "") not in ("changed", "edited"):
+        return False
+    recorded, fp = _get(member, "distance"), int(_get(member, "fingerprint"))
+    return recorded is not None and int(recorded) == hamming_distance(fp, int(previous)) != hamming_distance(
+        fp, int(_get(head, "fingerprint"))
+    )
+
+
+def _current_distance(member: Any, head: Any, head_fp: Any) -> int:
+    """A member's distance to its cluster's canonical page as the recorded fingerprints say: the one recorded
+    at its check, unless that was measured to an older version of the page (``_matched_old``)."""
+    distance = _get(member, "distance")
+    if distance is None:
+        return hamming_distance(int(_get(member, "fingerprint")), int(head_fp)) if head_fp is not None else 0
+    if head_fp is not None and _matched_old(member, head):
+        return hamming_distance(int(_get(member, "fingerprint")), int(head_fp))
+    return int(distance)
+
+
+def _stale(member: Any, head: Any, k: int) -> bool:
+    """Whether a member matched an older version of its canonical page that moved more than k away from it."""
+    return _matched_old(member, head) and hamming_distance(
+        int(_get(member, "fingerprint")), int(_get(head, "fingerprint"))
+    ) > k
+
+
+def _replace_stale(groups: dict[tuple[str, str], list[Any]], k: int) -> dict[tuple[str, str], list[Any]]:
+    """The clusters with the members that matched an older version of their canonical page re-placed: each
+    joins the first earlier re-placed member within k of it (which then anchors their cluster), else stands
+    alone, as a fresh crawl would place them against each other."""
+    out: dict[tuple[str, str], list[Any]] = {}
+    for (scope, anchor), group in groups.items():
+        head = group[0]
+        kept = [m for m in group if not _stale(m, head, k)]
+        out[(scope, anchor)] = kept
+        anchors: list[Any] = []
+        for member in (m for m in group if _stale(m, head, k)):
+            fp = int(_get(member, "fingerprint"))
+            home = next((a for a in anchors if hamming_distance(fp, int(_get(a, "fingerprint"))) <= k), None)
+            if home is None:
+                anchors.append(member)
+                out[(scope, _get(member, "url"))] = [_replaced(member, None, None)]
+            else:
+                distance = hamming_distance(fp, int(_get(home, "fingerprint")))
+                out[(scope, _get(home, "url"))].append(_replaced(member, _get(home, "url"), distance))
+    return out
+
+
+def _replaced(member: Any, canonical: str | None, distance: int | None) -> dict[str, Any]:
+    """A member as a mapping, placed under ``canonical`` at ``distance`` (``None``: a canonical page)."""
+    names = ("url", "fingerprint", "scope", "referer", "depth", "text", "exact", "canonical_link", "via")
+    row = {name: _get(member, name) for name in names}
+    row.update(canonical_url=canonical, distance=distance)
+    return row
+
+
+def build_changes(members: Iterable[Any], since: float | None = None) -> list[dict[str, Any]]:
     """The pages whose latest check was ``changed``, in crawl order (see the module docstring).
 
-    Pages only: a changed item (scope ``item:…``) is not listed.
+    Pages only: a changed item (scope ``item:…``) is not listed.  ``since``: only pages checked at or after
+    that time (the latest crawl's start, ``core.changes.LastCrawl``).
     """
     changes = []
     for member in members:
         if str(_get(member, "outcome") or "") != "changed" or is_item_scope(_get(member, "scope")):
+            continue
+        if since is not None and float(_get(member, "last_seen") or 0.0) < since:
             continue
         fp = int(_get(member, "fingerprint"))
         previous = _get(member, "previous_fingerprint")
@@ -322,7 +388,9 @@ def describe_report(summary: Mapping[str, Any]) -> str:
     if count["changed"] or count["edited"] or count["unchanged"]:
         since = "since the last crawl" if summary.get("previous_crawl", True) else "fetched again in this crawl"
         edited = f"{count['edited']:,} edited, " if count["edited"] else ""
-        line += f"; {since}: {count['changed']:,} changed, {edited}{count['unchanged']:,} unchanged"
+        new = f"{int(summary.get('new') or 0):,} new, " if summary.get("new") else ""
+        gone = f", {int(summary.get('gone') or 0):,} gone" if summary.get("gone") else ""
+        line += f"; {since}: {new}{count['changed']:,} changed, {edited}{count['unchanged']:,} unchanged{gone}"
     return line
 
 
@@ -348,14 +416,40 @@ def _summary_jsonl(summary: Mapping[str, Any] | None) -> str:
     return json.dumps({"type": "summary", **record}, ensure_ascii=False, default=str) + "\n"
 
 
-def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]]) -> str:
+def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]], pages: Iterable[dict[str, Any]] = ()) -> str:
     lines = []
     for cluster in clusters:
         members = [{k: v for k, v in m.items() if k != "text"} for m in cluster["members"]]
         lines.append(json.dumps({"type": "cluster", **cluster, "members": members}, ensure_ascii=False))
     for change in changes:
         lines.append(json.dumps({"type": "changed", **change}, ensure_ascii=False))
+    lines.extend(page_change_lines(pages, skip=("changed",) if changes else ()))
     return "".join(line + "\n" for line in lines)
+
+
+def page_change_lines(pages: Iterable[dict[str, Any]], skip: tuple[str, ...] = ()) -> list[str]:
+    """One ``"type": <change>`` JSON line per page of the latest crawl (``core.changes``), but kinds ``skip``."""
+    return [
+        json.dumps({"type": page["change"], **{k: v for k, v in page.items() if k != "change"}}, ensure_ascii=False)
+        for page in pages
+        if page["change"] not in skip
+    ]
+
+
+def page_changes_csv(pages: Iterable[dict[str, Any]]) -> str:
+    """The CSV list of the latest crawl's pages (``core.changes.CHANGE_COLUMNS``)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator=_CSV_LINE_END)
+    writer.writerow(CHANGE_COLUMNS)
+    for page in pages:
+        writer.writerow([csv_cell("" if page[column] is None else page[column]) for column in CHANGE_COLUMNS])
+    return out.getvalue()
+
+
+def page_changes_path(path: str | os.PathLike[str]) -> Path:
+    """Where a CSV report's list of the latest crawl's pages goes: ``clusters.csv`` -> ``clusters.changes.csv``."""
+    target = changes_path(path)  # <stem>.changed<suffix>
+    return target.with_name(target.name.replace(".changed.", ".changes.", 1))
 
 
 def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
@@ -413,21 +507,24 @@ def render_report(
     summary: Mapping[str, Any] | None = None,
     *,
     changes: Iterable[dict[str, Any]] = (),
+    pages: Iterable[dict[str, Any]] = (),
 ) -> str:
     """The report document for ``clusters`` in ``report_format`` (``jsonl``, ``csv`` or ``html``).
 
-    ``changes`` (``build_changes``) are part of the JSON Lines and HTML
-    documents; a CSV document holds the clusters only (``render_changes_csv``).
+    ``changes`` (``build_changes``) and ``pages`` (``core.changes.build_page_changes``: every page of the
+    latest crawl, new, edited, unchanged or gone) are part of the JSON Lines and HTML
+    documents; a CSV document holds the clusters only (``render_changes_csv``, ``page_changes_csv``).
     """
     changes = list(changes)
+    pages = list(pages)
     if report_format == "jsonl":
-        return line_safe(_jsonl(clusters, changes) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
+        return line_safe(_jsonl(clusters, changes, pages) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
     if report_format == "csv":
         return _csv(clusters)
     if report_format == "html":
         from .html_report import render_html
 
-        return render_html(clusters, dict(summary or {}), changes=changes)
+        return render_html(clusters, dict(summary or {}), changes=changes, pages=pages)
     raise ValueError(f"report_format must be one of 'jsonl', 'csv', 'html', got {report_format!r}")
 
 
@@ -443,16 +540,21 @@ def write_report(
     summary: Mapping[str, Any] | None = None,
     *,
     changes: Iterable[dict[str, Any]] = (),
+    pages: Iterable[dict[str, Any]] = (),
 ) -> Path:
-    """Write the report atomically (``core.files``); a CSV report's changed pages go to ``changes_path(path)``."""
+    """Write the report atomically (``core.files``); a CSV report's changed pages go to ``changes_path(path)``,
+    the list of the latest crawl's pages (``pages``) to ``page_changes_path(path)``."""
     target = Path(path)
     changes = list(changes)
-    document = render_report(clusters, report_format, summary, changes=changes)
+    pages = list(pages)
+    document = render_report(clusters, report_format, summary, changes=changes, pages=pages)
     target.parent.mkdir(parents=True, exist_ok=True)
     if report_format == "csv":
-        if changes:
-            write_atomic(changes_path(target), _changes_csv(changes))
-        else:
-            changes_path(target).unlink(missing_ok=True)  # left by an earlier run: it would describe that run
+        for rows, where, render in ((changes, changes_path(target), _changes_csv),
+                                    (pages, page_changes_path(target), page_changes_csv)):  # fmt: skip
+            if rows:
+                write_atomic(where, render(rows))
+            else:
+                where.unlink(missing_ok=True)  # left by an earlier run: it would describe that run
     write_atomic(target, document)
     return target

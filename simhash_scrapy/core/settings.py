@@ -393,6 +393,14 @@ SETTINGS: tuple[Setting, ...] = (
       "`If-None-Match` / `If-Modified-Since` when it is fetched again; a 304 is `unchanged` with no body downloaded "
       '(see [Conditional re-crawls](../guides/recurring.md#conditional-re-crawls-a-304-instead-of-the-page)). Off per request with `meta["simhash_conditional"] = False`',
       "False", "glue", boolean, "conditional"),
+    S("SIMHASH_REPLAY", "bool", defaults.REPLAY,
+      "a page answered 304 (`SIMHASH_CONDITIONAL`) has no body and no links: schedule again the requests its "
+      "callback yielded when it was last downloaded (kept in `<store>.replay` beside the store, or in Redis), so a "
+      "re-crawl reaches every page the last one reached. A 304 whose requests were not kept (or could not be: a "
+      "callback that is not a spider method) is requested again without validators. `False`: a 304 ends that branch "
+      "of the crawl (before 0.x). A spider that needs every page's body sets `meta[\"simhash_conditional\"] = False` "
+      "(per request) or `SIMHASH_CONDITIONAL = False`",
+      "False", "glue", boolean, "replay"),
     S("SIMHASH_TEMPLATES", "bool", defaults.TEMPLATES,
       "learn, per host and port, the text lines that came back in different articles of that host (pages more "
       "than 12 bits apart) and also match a page by the simhash of its text without them (clustering step 5). "

@@ -360,7 +360,12 @@ def test_addon_inserts_components() -> None:
     pipes = crawler.settings.getdict("ITEM_PIPELINES")
     assert mws == {SimhashMiddleware: MIDDLEWARE_PRIORITY}  # UrlRulesMiddleware only with SIMHASH_URL_RULES
     assert MIDDLEWARE_PRIORITY < 550
-    assert crawler.settings.getdict("SPIDER_MIDDLEWARES") == {SimhashSpiderMiddleware: 950}
+    from simhash_scrapy.replay import REPLAY_PRIORITY, SimhashReplayMiddleware
+
+    # The replay middleware sits after every built-in one (the requests kept are the ones the engine got).
+    assert crawler.settings.getdict("SPIDER_MIDDLEWARES") == {
+        SimhashSpiderMiddleware: 950, SimhashReplayMiddleware: REPLAY_PRIORITY}  # fmt: skip
+    assert REPLAY_PRIORITY < 25
     assert list(pipes.values()) == [200]
 
 
