@@ -218,7 +218,7 @@ def _compact_clusters(
         label = Reason(reason).label if reason in _REASONS else (str(reason) if reason else "")
         rows.append(
             [cluster.get("cluster_id"), str(canonical or ""), _cluster_size(cluster), members,
-             str(representative or canonical or ""), label]
+             str(representative or canonical or ""), label, k]
         )
     return rows, with_text
 

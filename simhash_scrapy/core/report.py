@@ -15,8 +15,8 @@ first in ``members``.  Only clusters of two or more pages are reported.
 ``canonical`` is the matching anchor (the first page crawled, whose
 fingerprint the index holds); ``representative`` the member a person would
 keep and ``representative_reason`` why (``core.representative``: a
-``rel_canonical`` target, ``no_query``, ``not_variant``, ``shortest``,
-``first_crawled``); ``canonical_link`` the rel=canonical URL a member names.
+``rel_canonical`` target, ``no_query``, ``not_variant``, ``first_crawled``,
+``shortest``); ``canonical_link`` the rel=canonical URL a member names.
 
 ``rule`` names what made a member a near-duplicate of the canonical page
 (``core.clustering.Rule``: ``"simhash"`` within k, ``"exact"`` short page,

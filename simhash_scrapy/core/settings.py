@@ -446,7 +446,7 @@ SETTINGS: tuple[Setting, ...] = (
       default_doc=f"from the URI's extension ({_EXTENSIONS_DOC}), else `\"jsonl\"`"),
     S("SIMHASH_REPRESENTATIVE", _one_of(REPRESENTATIVES), defaults.REPRESENTATIVE,
       "which member represents a cluster in reports and meta: the best URL (rel=canonical target, no query, not a "
-      'print/AMP/mobile copy, shortest, first crawled) or the first page crawled ([The representative](../guides/how-it-works.md#the-representative-the-page-a-person-would-keep))',
+      'copy by its canonical tag or URL, first crawled) or the first page crawled ([The representative](../guides/how-it-works.md#the-representative-the-page-a-person-would-keep))',
       '"first"', "report", choice(REPRESENTATIVES), "representative"),
     # ------------------------------------------------------------ persistence (store)
     S("SIMHASH_DIR", "str (folder) or bool", None,
