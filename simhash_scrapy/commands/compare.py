@@ -35,6 +35,7 @@ from ..config import SimhashConfig
 from ..core.clustering import Rule
 from ..core.features import feature_hashes, token_hashes, tokenize
 from ..core.fingerprint import hamming_distance
+from ..core.wording import plural
 from ._common import EXIT_USAGE, CommandError, load_config
 
 __all__ = ["run_compare", "explain_features", "feature_labels", "Page"]
@@ -245,6 +246,14 @@ def explain_features(a: Page, b: Page, limit: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _compared(config: SimhashConfig) -> str:
+    """What ``compare`` compared, named as it is: the main content extracted, or the page's whole visible text."""
+    if config.main_content:
+        return ("the main-content texts (SIMHASH_TEXT_MODE=main: the text extracted as the article; the rest of "
+                "the page, its navigation and dates outside the article, is not compared)")
+    return "the visible texts (SIMHASH_TEXT_MODE=visible: all the text a reader sees)"
+
+
 def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
     """(removed lines, added lines, unified diff lines without headers)."""
     left, right = a.splitlines(), b.splitlines()
@@ -327,7 +336,7 @@ def _num(value: float) -> str:
 
 
 def _lines(count: int) -> str:
-    return f"{count} line" if count == 1 else f"{count} lines"
+    return plural(count, "line")
 
 
 def _print_text(
@@ -384,8 +393,8 @@ def _print_text(
         w(f", differing bits {', '.join(map(str, pair['differing_bits'])) or 'none'}\n")
         removed, added = pair["removed"], pair["added"]
         if not removed and not added:
-            w("the visible texts are identical\n" if pages[a - 1].text == pages[b - 1].text else
-              "the texts differ only in spacing\n")  # fmt: skip
+            same = pages[a - 1].text == pages[b - 1].text
+            w(f"{_compared(config)} {'are identical' if same else 'differ only in spacing'}\n")
         else:
             w(
                 f"text that differs ({_lines(len(removed))} only in page {a}, {_lines(len(added))} only in page {b}; "

@@ -49,6 +49,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from .wording import plural, were
 from .clustering import Rule
 from .representative import Reason
 
@@ -277,7 +278,8 @@ def _changes_html(changes: list[Mapping[str, Any]], max_distance: int | None) ->
     )
     return (
         '<section id="changed-section">\n<h2>Changed since the last crawl</h2>\n'
-        f"<p>{len(changes):,} pages were crawled before and their text moved{beyond} bits away from "
+        f"<p>{plural(len(changes), 'page')} {were(len(changes))} crawled before and "
+        f"{'its' if len(changes) == 1 else 'their'} text moved{beyond} bits away from "
         "the version recorded then (distance between the old and the new fingerprint).</p>\n"
         '<table class="members changed"><thead><tr><th>URL</th><th>old fingerprint</th><th>new fingerprint</th>'
         f"<th>distance</th></tr></thead><tbody>{rows}</tbody></table>\n{note}</section>\n"
@@ -362,7 +364,7 @@ def render_html(
     )
     if with_text:
         text_note = (
-            f"Page texts are included for {with_text:,} members ({texts.raw_chars:,} characters, "
+            f"Page texts are included for {plural(with_text, 'member')} ({texts.raw_chars:,} characters, "
             "compressed): open a cluster to see a side-by-side diff of the canonical page and a member."
         )
     else:

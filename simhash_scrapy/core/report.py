@@ -70,6 +70,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .wording import plural
 from .clustering import rule_of
 from .files import write_atomic
 from .records import is_item_scope
@@ -302,10 +303,6 @@ def report_summary(
     }
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
-
-
 def describe_report(summary: Mapping[str, Any]) -> str:
     """One line for logs and commands, from ``report_summary``'s counts.
 
@@ -316,8 +313,8 @@ def describe_report(summary: Mapping[str, Any]) -> str:
     keys = ("pages", "unique", "near_duplicates", "clusters", "changed", "edited", "unchanged")
     count = {key: int(summary.get(key) or 0) for key in keys}
     line = (
-        f"{_plural(count['pages'], 'page')}: {count['unique']:,} unique, "
-        f"{_plural(count['near_duplicates'], 'near-duplicate')} in {_plural(count['clusters'], 'cluster')}"
+        f"{plural(count['pages'], 'page')}: {count['unique']:,} unique, "
+        f"{plural(count['near_duplicates'], 'near-duplicate')} in {plural(count['clusters'], 'cluster')}"
     )
     if count["changed"] or count["edited"] or count["unchanged"]:
         since = "since the last crawl" if summary.get("previous_crawl", True) else "fetched again in this crawl"

@@ -326,7 +326,7 @@ async def test_pages_of_a_running_worker_are_not_called_earlier(
     finally:
         await worker.close()
     assert _redis_start_line(caplog).endswith(
-        "3 pages recorded: 1 by earlier crawls, 2 by the 1 other worker(s) running now"
+        "3 pages recorded: 1 by earlier crawls, 2 by the 1 other worker running now"
     )
     # Once it stopped, they are pages of earlier crawls.
     caplog.clear()

@@ -33,6 +33,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ...core.redact import redact
+from ...core.wording import plural
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection, export, shards
 from .layout import (
@@ -186,15 +187,16 @@ class RedisBackend(Outages, DedupBackend):
                 others, self.prefix,
             )
         if not others:
-            recorded = f"{self.initial} pages recorded by earlier crawls, no other worker running"
+            recorded = f"{plural(self.initial, 'page')} recorded by earlier crawls, no other worker running"
         elif earlier is not None:
             recorded = (
-                f"{self.initial} pages recorded: {earlier} by earlier crawls, {self.initial - earlier} by the "
-                f"{others} other worker(s) running now"
+                f"{plural(self.initial, 'page')} recorded: {earlier} by earlier crawls, {self.initial - earlier} by "
+                f"the {plural(others, 'other worker')} running now"
             )
         else:
             recorded = (
-                f"{self.initial} pages recorded by earlier crawls or by the {others} other worker(s) running now"
+                f"{plural(self.initial, 'page')} recorded by earlier crawls or by the {plural(others, 'other worker')} "
+                "running now"
             )
         logger.info("simhash: Redis backend at %s, key %r: %s", self.settings.describe(), self.prefix, recorded)
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
