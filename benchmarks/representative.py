@@ -4,7 +4,7 @@
     python benchmarks/representative.py --articles 100 --backend persistent
     python benchmarks/representative.py --backend redis  # needs redis-server on PATH (started on a free port)
     python benchmarks/representative.py --book           # the crawl's per-cluster view alone: memory, CPU
-    python benchmarks/representative.py --set /work/data/realweb --half tune   # a quality set's copy groups
+    python benchmarks/representative.py --set benchmarks/quality/data/realweb --half tune  # a quality set's copy groups
 
 What it does:
 
