@@ -329,7 +329,7 @@ def render_html(
         stat_rows[2:2] = [card for card in cards if card[0] != "edited" or edited]
     max_distance = _int_or_none(summary.get("max_distance"))
     if max_distance is not None:
-        stat_rows.append(("max_distance", "Max distance k", max_distance))
+        stat_rows.append(("max_distance", "max_distance (k)", max_distance))
     share = numbers["near_duplicates"] / numbers["pages"] if numbers["pages"] else 0.0
     stats_html = "".join(
         f'<div class="stat"><dt>{esc(label)}</dt><dd data-stat="{key}">{value:,}</dd></div>'
