@@ -134,8 +134,8 @@ class RedisBackend(Outages, DedupBackend):
         if _is_auth_failure(exc):
             return (
                 f"Redis at {self.settings.describe()} refused the login: authentication failed {found}. "
-                f"Redis is running; check the password (and user name) in SIMHASH_REDIS_URL or REDIS_URL "
-                f"(redis://:PASSWORD@host:port/db), or the password in REDIS_PARAMS."
+                f"Redis is running; check the password (and user name) in SIMHASH_REDIS_URL or REDIS_URL, "
+                f"or the password in REDIS_PARAMS."
             )
         return (
             f"Cannot reach Redis at {self.settings.describe()} {found}. "
