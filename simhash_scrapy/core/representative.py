@@ -13,7 +13,9 @@ Two different things name a page of a cluster:
 
   1. ``rel_canonical``: a member whose URL a member of the cluster names as
      its canonical URL (``<link rel="canonical">`` or a ``Link: <…>;
-     rel="canonical"`` header; a page naming itself counts);
+     rel="canonical"`` header; a page naming itself counts; a page without
+     either that was reached through a redirect from another page is named
+     by that redirect: ``redirect_named``);
   2. ``no_query``: a URL without a query string;
   3. ``not_variant``: not a copy by the site's own signals: a member whose
      rel=canonical names another URL says it is a copy (an AMP, mobile,
@@ -47,7 +49,7 @@ from urllib.parse import urljoin
 from .urlrewrite import parse_url, url_key
 
 __all__ = [
-    "Reason", "Candidate", "choose", "is_variant", "names_elsewhere", "copy_signal", "rank", "ClusterBook", "Placement", "link_header_canonical",
+    "Reason", "Candidate", "choose", "is_variant", "names_elsewhere", "copy_signal", "redirect_named", "rank", "ClusterBook", "Placement", "link_header_canonical",
     "html_canonical", "absolute", "REPRESENTATIVES",
 ]  # fmt: skip
 
@@ -73,7 +75,7 @@ class Reason(str, enum.Enum):
 
 
 _LABELS = {
-    Reason.REL_CANONICAL: "named by rel=canonical",
+    Reason.REL_CANONICAL: "named by rel=canonical or a redirect",
     Reason.NO_QUERY: "no query string",
     Reason.NOT_VARIANT: "not a copy (its page names no other canonical URL; not a print/AMP/mobile/mirror URL)",
     Reason.SHORTEST: "shortest URL",
@@ -136,6 +138,17 @@ def names_elsewhere(url: str, link: str | None) -> bool:
     if here is None or there is None:
         return url_key(link) != url_key(url)
     return _page_of(here) != _page_of(there)
+
+
+def redirect_named(url: str, sources: Sequence[str]) -> str | None:
+    """``url`` when the page was reached through a redirect from another page (``sources``: the URLs
+    redirected from, Scrapy's ``redirect_urls``), else ``None``: a redirect names its target, as a
+    rel=canonical tag would.  A redirect that only changes the scheme or host (``http`` -> ``https``,
+    ``www.``) names nothing: a whole site may do that to every page; nor does one to a URL with a query
+    string: short links and old URLs often redirect to a tracking copy (``/old/a`` -> ``/a?ref=old``)."""
+    if "?" in url.partition("#")[0]:
+        return None
+    return url if any(names_elsewhere(source, url) for source in sources) else None
 
 
 def _page_of(parts: tuple[str, str, str, list[tuple[str, str]]]) -> tuple[str, list[str]]:

@@ -479,7 +479,7 @@ def test_browser_shows_the_representative(browser: Chromium, tmp_path: Path) -> 
     browser.goto(page.as_uri())
     browser.wait_for("document.body.dataset.ready === '1'")
     summaries = browser.evaluate("[...document.querySelectorAll('details.cluster summary')].map(s => s.innerText)")
-    assert "keep https://docs.example/a" in summaries[0] and "(named by rel=canonical)" in summaries[0]
+    assert "keep https://docs.example/a" in summaries[0] and "(named by rel=canonical or a redirect)" in summaries[0]
     # the anchor is the representative: the reason stands beside "keep it", never alone
     assert "keep it" in summaries[1] and "(no query string)" in summaries[1]
     # one meaning of max_distance in every format (the k); the largest member distance is "farthest"

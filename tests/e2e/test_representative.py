@@ -27,6 +27,7 @@ from simhash_scrapy.core.representative import (
     is_variant,
     link_header_canonical,
     names_elsewhere,
+    redirect_named,
 )
 from simhash_scrapy.core.text import parse_html
 from simhash_scrapy.middleware import NearDuplicate
@@ -206,6 +207,48 @@ async def test_the_original_not_the_shortest_copy(
         assert cluster["representative_reason"] == "first_crawled"  # over /t/…, crawled after it
         # the shortest URL is a copy (today's rule, commit 881d76b, kept it: the shortest before crawl order)
         assert "/t/a" in min((m["url"] for m in cluster["members"]), key=len)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_the_page_a_redirect_names_is_kept(
+    serve: Any, tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A tracking copy (``/t/…``, no signal) is crawled first; the original is reached through a redirect
+    (``/go/…`` -> ``/articles/…``): the redirect names it, as a rel=canonical tag would.  A redirect that
+    only changes the host or scheme names nothing (``redirect_named``)."""
+    pages: dict[str, Page | str] = {}
+    for i in range(ARTICLES):
+        body = article_html(f"Harbour story {i}", article_words(900 + i), "Published 2026-04-01")
+        pages[f"/t/a{i}.html"] = body
+        pages[f"/articles/a{i}.html"] = body
+        pages[f"/go/a{i}"] = Page(b"", status=302, headers={"Location": f"/articles/a{i}.html"})
+    site = serve(pages)
+    report = tmp_path / "clusters.jsonl"
+    await run_crawl(
+        RecordingSpider,
+        {**ADDON, **backend_settings(backend, tmp_path, request), "SIMHASH_REPORT_URI": str(report),
+         "SIMHASH_ACTION": "flag"},
+        start_urls=[site.url(f"/t/a{i}.html") for i in range(ARTICLES)] + [site.url(f"/go/a{i}") for i in range(ARTICLES)],
+    )
+    clusters = read_jsonl(report)
+    assert len(clusters) == ARTICLES
+    for cluster in clusters:
+        i = int(cluster["canonical"].rsplit("/a", 1)[1].split(".")[0])
+        assert cluster["canonical"] == site.url(f"/t/a{i}.html")  # the anchor: first crawled
+        assert cluster["representative"] == site.url(f"/articles/a{i}.html")
+        assert cluster["representative_reason"] == "rel_canonical"
+        links = {m["url"]: m["canonical_link"] for m in cluster["members"]}
+        assert links == {site.url(f"/t/a{i}.html"): None, site.url(f"/articles/a{i}.html"): site.url(f"/articles/a{i}.html")}
+
+
+def test_redirect_named() -> None:
+    a = "https://x.example/articles/a.html"
+    assert redirect_named(a, ["https://x.example/go/a"]) == a
+    assert redirect_named(a, ["https://x.example/articles/a.html?utm_source=x"]) == a
+    assert redirect_named(a, []) is None
+    assert redirect_named(a + "?ref=old", ["https://x.example/old/a"]) is None  # a redirect adding a query
+    assert redirect_named(a, ["http://x.example/articles/a.html", "https://www.x.example/articles/a.html/"]) is None
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
