@@ -388,31 +388,38 @@ def _print_text(
             text = f"skipped ({_SKIP_TEXT.get(decision['reason'], decision['reason'])}): never compared"
         w(f"{i:>3}  {text}\n")
     for pair in pairs:
-        a, b = pair["a"], pair["b"]
-        w(f"\n--- page {a} against page {b}: distance {pair['distance']}, similarity {pair['similarity']:.3f}")
-        w(f", differing bits {', '.join(map(str, pair['differing_bits'])) or 'none'}\n")
-        removed, added = pair["removed"], pair["added"]
-        if not removed and not added:
-            same = pages[a - 1].text == pages[b - 1].text
-            w(f"{_compared(config)} {'are identical' if same else 'differ only in spacing'}\n")
-        else:
+        _print_pair(w, pair, pages, config, diff_lines)
+
+
+def _print_pair(
+    w: Any, pair: dict[str, Any], pages: list[Page], config: SimhashConfig, diff_lines: int
+) -> None:
+    """One compared pair: distance, the text that differs (or what was compared and found the same), features."""
+    a, b = pair["a"], pair["b"]
+    w(f"\n--- page {a} against page {b}: distance {pair['distance']}, similarity {pair['similarity']:.3f}")
+    w(f", differing bits {', '.join(map(str, pair['differing_bits'])) or 'none'}\n")
+    removed, added = pair["removed"], pair["added"]
+    if not removed and not added:
+        same = pages[a - 1].text == pages[b - 1].text
+        w(f"{_compared(config)} {'are identical' if same else 'differ only in spacing'}\n")
+    else:
+        w(
+            f"text that differs ({_lines(len(removed))} only in page {a}, {_lines(len(added))} only in page {b}; "
+            f"-: page {a}, +: page {b}):\n"
+        )
+        shown = pair["diff"][:diff_lines]
+        for line in shown:
+            w(f"  {line if len(line) <= 150 else line[:147] + '...'}\n")
+        if len(pair["diff"]) > len(shown):
+            w(f"  ... {len(pair['diff']) - len(shown)} more diff lines (--diff-lines)\n")
+    if pair["features"]:
+        w(f"features weighing most in the differing bits (weight in page {a} -> page {b}, push towards the flips):\n")
+        for feature in pair["features"]:
+            label = json.dumps(feature["label"], ensure_ascii=False)
             w(
-                f"text that differs ({_lines(len(removed))} only in page {a}, {_lines(len(added))} only in page {b}; "
-                f"-: page {a}, +: page {b}):\n"
+                f"  {_short(label, 40):<40} {_num(feature['weight_a']):>6} -> {_num(feature['weight_b']):<6}"
+                f" push {_num(feature['push']):>6}  bits {','.join(map(str, feature['bits']))}\n"
             )
-            shown = pair["diff"][:diff_lines]
-            for line in shown:
-                w(f"  {line if len(line) <= 150 else line[:147] + '...'}\n")
-            if len(pair["diff"]) > len(shown):
-                w(f"  ... {len(pair['diff']) - len(shown)} more diff lines (--diff-lines)\n")
-        if pair["features"]:
-            w(f"features weighing most in the differing bits (weight in page {a} -> page {b}, push towards the flips):\n")
-            for feature in pair["features"]:
-                label = json.dumps(feature["label"], ensure_ascii=False)
-                w(
-                    f"  {_short(label, 40):<40} {_num(feature['weight_a']):>6} -> {_num(feature['weight_b']):<6}"
-                    f" push {_num(feature['push']):>6}  bits {','.join(map(str, feature['bits']))}\n"
-                )
 
 
 def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process: Any = None) -> int:
