@@ -97,24 +97,40 @@ _VARIANT_FLAGS = frozenset({"print", "amp", "mobile", "printable"})
 #: ... and parameters whose value does (``?output=amp``, ``?view=print``).
 _VARIANT_PARAMS = frozenset({"output", "view", "format", "version"})
 _VARIANT_VALUES = frozenset({"print", "amp", "mobile", "printable"})
+#: Parameters a tracking or session copy adds to the page's URL (and any ``utm_…``).
+_TRACKING_PARAMS = frozenset({
+    "sessionid", "sid", "jsessionid", "phpsessid", "fbclid", "gclid", "msclkid", "mc_cid", "mc_eid", "ref_src",
+})  # fmt: skip
 
 
 def is_variant(url: str) -> bool:
-    """``True`` for a URL that looks like a print, AMP, mobile, mirror or promo copy (a static pattern check)."""
+    """``True`` for a URL that looks like a print, AMP, mobile, mirror, promo or tracking copy (a static
+    pattern check: path segments, file names, host names, query parameters)."""
     parts = parse_url(url)
     if parts is None:
         return False
-    _, host, path, params = parts
+    _, host, path, _ = parts
     if host.split(".", 1)[0] in _VARIANT_HOSTS and host.count(".") >= 2:
         return True
     for segment in path.lower().split("/"):
         if segment in _VARIANT_SEGMENTS or (segment and _VARIANT_NAME.search(segment)):
             return True
-    for name, token in params:
-        name, value = name.lower(), token.partition("=")[2].lower()
-        if name in _VARIANT_FLAGS or (name in _VARIANT_PARAMS and value in _VARIANT_VALUES):
-            return True
-    return False
+    return any(_variant_param(name, value) for name, value in _query_params(url))
+
+
+def _query_params(url: str) -> list[tuple[str, str]]:
+    """``(name, value)`` of the query, lower case; a second ``?`` counts as a separator (a tracking suffix
+    glued onto a URL that had a query: ``/q?page=3?utm_source=x``)."""
+    query = url.partition("#")[0].partition("?")[2].replace("?", "&")
+    pairs = [part.partition("=") for part in query.split("&") if part]
+    return [(name.lower(), value.lower()) for name, _, value in pairs]
+
+
+def _variant_param(name: str, value: str) -> bool:
+    """A parameter asking for a print/AMP/mobile rendering, or one a tracking or session copy adds."""
+    if name in _VARIANT_FLAGS or (name in _VARIANT_PARAMS and value in _VARIANT_VALUES):
+        return True
+    return name in _TRACKING_PARAMS or name.startswith("utm_")
 
 
 @dataclass(frozen=True)

@@ -396,7 +396,9 @@ def test_choose_follows_the_order_of_the_rules() -> None:
     mirror = "https://x.example/mirror/doc/a.html"
     assert choose([Candidate(tracking), Candidate(printed), Candidate(a)]) == (2, Reason.NOT_VARIANT)
     # Both with a query, neither a copy: the first crawled, never the shorter one.
-    assert choose([Candidate(tracking, None, 0), Candidate(a + "?p=1", None, 1)]) == (0, Reason.FIRST_CRAWLED)
+    assert choose([Candidate(a + "?sort=1", None, 0), Candidate(a + "?p=1", None, 1)]) == (0, Reason.FIRST_CRAWLED)
+    # ... unless one of them carries a tracking parameter
+    assert choose([Candidate(tracking, None, 0), Candidate(a + "?p=1", None, 1)]) == (1, Reason.NOT_VARIANT)
     assert choose([Candidate(tracking), Candidate(printed)]) == (1, Reason.NO_QUERY)
     assert choose([Candidate(mirror), Candidate(a)]) == (1, Reason.NOT_VARIANT)
     # The site's own word: a page naming another page as canonical is a copy, whatever its URL looks like ...
@@ -440,6 +442,12 @@ def test_choose_follows_the_order_of_the_rules() -> None:
         ("https://x.example/promo/spring/a.html", True),
         ("https://x.example/syndicated/x/a-12", True),
         ("https://x.example/promotions/a.html", False),
+        ("https://x.example/a.html?utm_source=feed", True),
+        ("https://x.example/a.html?SessionID=ab12", True),
+        ("https://x.example/q?page=3?format=print", True),  # a suffix glued onto a URL with a query
+        ("https://x.example/q?page=3?utm_medium=email", True),
+        ("https://x.example/q?page=3", False),
+        ("https://x.example/q?page=3&sort=price", False),
         ("https://m.example/a.html", False),
     ],
 )
