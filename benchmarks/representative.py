@@ -4,6 +4,7 @@
     python benchmarks/representative.py --articles 100 --backend persistent
     python benchmarks/representative.py --backend redis  # needs redis-server on PATH (started on a free port)
     python benchmarks/representative.py --book           # the crawl's per-cluster view alone: memory, CPU
+    python benchmarks/representative.py --set benchmarks/quality/data/realweb --half tune  # a quality set's copy groups
 
 What it does:
 
@@ -29,6 +30,17 @@ What it does:
    representative (the figure the issue asks for: >= 95 %), the reasons, the
    ``simhash/canonical/replaced`` stat, and the crawl's CPU time (best / first
    ratio: what choosing costs).
+
+``--set DIR [--half tune|test]`` applies the rule to a quality set instead
+(``benchmarks/quality``: the real-web set, the shop set): every group of the
+set's truth that holds one original and at least one copy (tracking, print,
+template/syndicated copies; hard negatives left out) is a *mixed cluster*;
+each member is a ``Candidate`` of its URL, the rel=canonical URL its page
+names (``html_canonical``, the crawl's reader) and its place in the set's
+crawl order.  It prints the share of groups whose representative is the
+original, by kind of copy, for the rule of this tree and for the rule of
+commit 881d76b (``--baseline``, read with ``git show``: the shortest URL
+before crawl order, path words only) in the same run.
 
 ``--book`` measures ``core.representative.ClusterBook`` alone: 100,000
 near-duplicates placed in clusters of 4 and in one cluster of 100,000
@@ -241,13 +253,83 @@ def book_cost(n: int = 100_000) -> None:
                 print(f"clusters of {per}: {cpu / n * 1e6:.1f} us CPU per near-duplicate")
 
 
+BASELINE = "881d76b"
+
+
+def baseline_rule(commit: str = BASELINE) -> Any:
+    """``choose`` as it was at ``commit`` (the module's source from ``git show``, run in the package)."""
+    import types
+
+    source = subprocess.run(["git", "show", f"{commit}:simhash_scrapy/core/representative.py"], cwd=ROOT,
+                            check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType("simhash_scrapy.core._representative_baseline")
+    module.__package__ = "simhash_scrapy.core"
+    sys.modules[module.__name__] = module
+    exec(compile(source, f"representative.py@{commit}", "exec"), module.__dict__)  # noqa: S102
+    return module.choose
+
+
+def set_groups(root: Path, half: str | None) -> list[list[dict[str, Any]]]:
+    """The set's mixed groups: members (manifest rows, crawl order) of one original and at least one copy."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for line in (root / "manifest.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row.get("role") in ("original", "variant") and row.get("group") and (not half or row.get("half") == half):
+            groups.setdefault(row["group"], []).append(row)
+    mixed = []
+    for rows in groups.values():
+        if sum(r["role"] == "original" for r in rows) == 1 and len(rows) >= 2:
+            mixed.append(sorted(rows, key=lambda r: r.get("order", r["id"])))
+    return mixed
+
+
+def measure_set(root: Path, half: str | None) -> None:
+    sys.path.insert(0, str(ROOT))
+    from simhash_scrapy.core.representative import Candidate, choose, html_canonical
+    from simhash_scrapy.core.text import parse_html
+
+    rules = {"this tree": choose, f"baseline {BASELINE}": baseline_rule()}
+    groups = set_groups(root, half)
+    right: dict[str, Counter[str]] = {name: Counter() for name in rules}
+    kinds: Counter[str] = Counter()
+    wrong: dict[str, list[str]] = {name: [] for name in rules}
+    for rows in groups:
+        candidates = []
+        for order, row in enumerate(rows):
+            root_el = parse_html((root / row["file"]).read_bytes())
+            candidates.append(Candidate(row["url"], html_canonical(root_el, row["url"]), order))
+        kind = sorted({r["variant"].split(":")[0].rstrip("0123456789.") or "?" for r in rows if r["role"] == "variant"})
+        label = "+".join(kind)
+        kinds[label] += 1
+        original = next(i for i, r in enumerate(rows) if r["role"] == "original")
+        for name, rule in rules.items():
+            chosen, reason = rule(candidates)
+            if chosen == original:
+                right[name][label] += 1
+            elif len(wrong[name]) < 5:
+                wrong[name].append(f"{rows[chosen]['url']} ({reason}) over {rows[original]['url']}")
+    print(f"{root} half {half or 'all'}: {len(groups)} mixed groups (one original and its copies)")
+    for name in rules:
+        total = sum(right[name].values())
+        share = 100.0 * total / len(groups) if groups else 0.0
+        by_kind = ", ".join(f"{k} {right[name][k]}/{n}" for k, n in sorted(kinds.items()))
+        print(f"  {name}: the original represents {total} of {len(groups)} ({share:.1f} %); {by_kind}")
+        for line in wrong[name]:
+            print(f"    not the original: {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--articles", type=int, default=300)
     parser.add_argument("--seed", type=int, default=28)
     parser.add_argument("--backend", choices=("memory", "persistent", "redis"), default="memory")
     parser.add_argument("--book", action="store_true", help="measure ClusterBook alone")
+    parser.add_argument("--set", type=Path, help="a quality set (benchmarks/quality) whose copy groups to measure")
+    parser.add_argument("--half", choices=("tune", "test"), help="with --set: one half of the set")
     args = parser.parse_args()
+    if args.set:
+        measure_set(args.set, args.half)
+        return
     if args.book:
         sys.path.insert(0, str(ROOT))
         book_cost()

@@ -35,7 +35,7 @@ from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
 from .core.clustering import Outcome, rule_of
 from .core.deadline import TooSlow
-from .core.representative import absolute, html_canonical, link_header_canonical
+from .core.representative import absolute, html_canonical, link_header_canonical, redirect_named
 from .core.skip import media_type, skip_reason
 from .core.text import charset_of, shared_parse_usable
 from .replay import DROPPED, SimhashReplayMiddleware, forced, keep, keeps, may_replay, refetch, replay
@@ -439,7 +439,8 @@ class SimhashMiddleware:
             digest=answer.digest,
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
-            canonical_link=_canonical_link(response, slow),
+            canonical_link=_canonical_link(response, slow)
+            or redirect_named(response.url, request.meta.get("redirect_urls") or ()),
             source=answer.source,  # the backend learns its host's template from it (core.detector, step 5)
             second=answer.second,  # (computed only for a backend that uses them: state.page_analysis)
             sketch=answer.sketch,

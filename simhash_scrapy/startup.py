@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
+from .core.didyoumean import SETTINGS_REFERENCE_URL
 from .core.settings import unknown_settings
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ def startup_warnings(settings: Any, config: SimhashConfig | None) -> list[str]:
     except TypeError:
         names = []
     for name, close in unknown_settings(names):
-        hint = f"did you mean {close}?" if close else "the known settings are in the settings reference (docs/reference/settings.md)"
+        hint = f"did you mean {close}?" if close else f"the known settings are in the settings reference, {SETTINGS_REFERENCE_URL}"
         found.append(f"unknown setting {name} (simhash-scrapy reads no such setting; it is ignored): {hint}")
     found.extend(_component_warnings(settings, config))
     persist = _persist_warning(settings, config)

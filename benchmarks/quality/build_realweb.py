@@ -1,6 +1,6 @@
 """Build the real-web development set: saved news, blog, shop and government pages, tuning and test halves.
 
-    python benchmarks/quality/build_realweb.py [--out benchmarks/quality/data/realweb] [--mirror /work/.mirror]
+    python benchmarks/quality/build_realweb.py [--out benchmarks/quality/data/realweb] [--mirror DIR]
 
 Sources: public collections of real saved web pages, each pinned to one commit (``SOURCES``) and read
 from a local git snapshot of its repository (``--mirror DIR``: ``DIR/<owner>+<name>/repo`` or
@@ -98,7 +98,9 @@ import common  # noqa: E402
 from build_set import drop_headerlinks, set_title  # noqa: E402
 
 DEFAULT_OUT = common.DEFAULT_DATA / "realweb"
-DEFAULT_MIRROR = Path(os.environ.get("SIMHASH_MIRROR", "/work/.mirror"))
+#: Where the snapshots are looked for: ``--mirror DIR``, else ``$SIMHASH_MIRROR``, else ``benchmarks/quality/mirror``
+#: (ignored by git, like the built sets).
+DEFAULT_MIRROR = Path(os.environ.get("SIMHASH_MIRROR") or Path(__file__).resolve().parent / "mirror")
 
 #: Pinned snapshots: repository -> commit (the set is the same on every machine that has them).
 SOURCES = {

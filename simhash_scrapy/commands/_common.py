@@ -77,7 +77,10 @@ def output_format(explicit: str | None, output: str | None, default: str = "json
             raise CommandError(f"--format must be one of {', '.join(REPORT_FORMATS)}, got {explicit!r}", EXIT_USAGE)
         return fmt
     if output and output != "-":
-        return report_format_for(output)
+        try:
+            return report_format_for(output, "--output")
+        except ValueError as exc:
+            raise CommandError(str(exc).replace("SIMHASH_REPORT_FORMAT", "--format"), EXIT_USAGE) from None
     return default
 
 

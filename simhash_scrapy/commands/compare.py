@@ -35,6 +35,7 @@ from ..config import SimhashConfig
 from ..core.clustering import Rule
 from ..core.features import feature_hashes, token_hashes, tokenize
 from ..core.fingerprint import hamming_distance
+from ..core.wording import plural
 from ._common import EXIT_USAGE, CommandError, load_config
 
 __all__ = ["run_compare", "explain_features", "feature_labels", "Page"]
@@ -247,6 +248,14 @@ def explain_features(a: Page, b: Page, limit: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _compared(config: SimhashConfig) -> str:
+    """What ``compare`` compared, named as it is: the main content extracted, or the page's whole visible text."""
+    if config.main_content:
+        return ("the main-content texts (SIMHASH_TEXT_MODE=main: the text extracted as the article; the rest of "
+                "the page, its navigation and dates outside the article, is not compared)")
+    return "the visible texts (SIMHASH_TEXT_MODE=visible: all the text a reader sees)"
+
+
 def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
     """(removed lines, added lines, unified diff lines without headers)."""
     left, right = a.splitlines(), b.splitlines()
@@ -364,7 +373,7 @@ def _num(value: float) -> str:
 
 
 def _lines(count: int) -> str:
-    return f"{count} line" if count == 1 else f"{count} lines"
+    return plural(count, "line")
 
 
 def _print_text(
@@ -407,31 +416,38 @@ def _print_text(
     for decision in decisions:
         w(f"{decision['page']:>3}  {_decision_text(decision, config)}\n")
     for pair in pairs:
-        a, b = pair["a"], pair["b"]
-        w(f"\n--- page {a} against page {b}: distance {pair['distance']}, similarity {pair['similarity']:.3f}")
-        w(f", differing bits {', '.join(map(str, pair['differing_bits'])) or 'none'}\n")
-        removed, added = pair["removed"], pair["added"]
-        if not removed and not added:
-            w("the visible texts are identical\n" if pages[a - 1].text == pages[b - 1].text else
-              "the texts differ only in spacing\n")  # fmt: skip
-        else:
+        _print_pair(w, pair, pages, config, diff_lines)
+
+
+def _print_pair(
+    w: Any, pair: dict[str, Any], pages: list[Page], config: SimhashConfig, diff_lines: int
+) -> None:
+    """One compared pair: distance, the text that differs (or what was compared and found the same), features."""
+    a, b = pair["a"], pair["b"]
+    w(f"\n--- page {a} against page {b}: distance {pair['distance']}, similarity {pair['similarity']:.3f}")
+    w(f", differing bits {', '.join(map(str, pair['differing_bits'])) or 'none'}\n")
+    removed, added = pair["removed"], pair["added"]
+    if not removed and not added:
+        same = pages[a - 1].text == pages[b - 1].text
+        w(f"{_compared(config)} {'are identical' if same else 'differ only in spacing'}\n")
+    else:
+        w(
+            f"text that differs ({_lines(len(removed))} only in page {a}, {_lines(len(added))} only in page {b}; "
+            f"-: page {a}, +: page {b}):\n"
+        )
+        shown = pair["diff"][:diff_lines]
+        for line in shown:
+            w(f"  {line if len(line) <= 150 else line[:147] + '...'}\n")
+        if len(pair["diff"]) > len(shown):
+            w(f"  ... {len(pair['diff']) - len(shown)} more diff lines (--diff-lines)\n")
+    if pair["features"]:
+        w(f"features weighing most in the differing bits (weight in page {a} -> page {b}, push towards the flips):\n")
+        for feature in pair["features"]:
+            label = json.dumps(feature["label"], ensure_ascii=False)
             w(
-                f"text that differs ({_lines(len(removed))} only in page {a}, {_lines(len(added))} only in page {b}; "
-                f"-: page {a}, +: page {b}):\n"
+                f"  {_short(label, 40):<40} {_num(feature['weight_a']):>6} -> {_num(feature['weight_b']):<6}"
+                f" push {_num(feature['push']):>6}  bits {','.join(map(str, feature['bits']))}\n"
             )
-            shown = pair["diff"][:diff_lines]
-            for line in shown:
-                w(f"  {line if len(line) <= 150 else line[:147] + '...'}\n")
-            if len(pair["diff"]) > len(shown):
-                w(f"  ... {len(pair['diff']) - len(shown)} more diff lines (--diff-lines)\n")
-        if pair["features"]:
-            w(f"features weighing most in the differing bits (weight in page {a} -> page {b}, push towards the flips):\n")
-            for feature in pair["features"]:
-                label = json.dumps(feature["label"], ensure_ascii=False)
-                w(
-                    f"  {_short(label, 40):<40} {_num(feature['weight_a']):>6} -> {_num(feature['weight_b']):<6}"
-                    f" push {_num(feature['push']):>6}  bits {','.join(map(str, feature['bits']))}\n"
-                )
 
 
 def _decision_text(decision: dict[str, Any], config: SimhashConfig) -> str:

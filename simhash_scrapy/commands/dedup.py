@@ -37,6 +37,7 @@ from ..core.detector import Detector, Page, assign_canonicals
 from ..core.distinct import scope_key
 from ..core.records import page_scope
 from ..core.skip import item_is_html, too_large
+from ..core.wording import plural
 from ._common import EXIT_USAGE, CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
 
 __all__ = ["run_dedup", "DEFAULT_FIELDS", "HTML_SUFFIXES"]
@@ -74,7 +75,7 @@ class _Folder(_Source):
         self.files = sorted(
             path for path in root.rglob("*") if path.suffix.lower() in suffixes and path.is_file()
         )
-        self.description = f"{len(self.files):,} files in {root}"
+        self.description = f"{plural(len(self.files), 'file')} in {root}"
 
     def count(self) -> int:
         return len(self.files)
@@ -428,7 +429,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     if not kept:
         details = ", ".join(f"{reason}: {count:,}" for reason, count in skipped.most_common())
         hint = f" (field {field!r})" if field else ""
-        raise CommandError(f"none of the {read:,} pages of {source.description} could be fingerprinted{hint}: {details}")
+        raise CommandError(f"none of the {plural(read, 'page')} of {source.description} could be fingerprinted{hint}: {details}")
     urls = _unique_urls(urls)
 
     # Clusters: the crawl's rule (core.clustering), page by page in input order.
@@ -498,7 +499,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         skipped_text = " (" + ", ".join(f"{reason}: {count:,}" for reason, count in skipped.most_common()) + ")"
     field_text = f", field {field!r}" if field else ""
     lines = [
-        f"dedup: {read:,} pages read{field_text}, {len(kept):,} fingerprinted, {sum(skipped.values()):,} skipped{skipped_text}",
+        f"dedup: {plural(read, 'page')} read{field_text}, {len(kept):,} fingerprinted, {sum(skipped.values()):,} skipped{skipped_text}",
         f"dedup: {describe_report(summary)} "
         f"(SIMHASH_MAX_DISTANCE={config.max_distance}, text mode {config.text_mode})",
         f"dedup: {elapsed:.1f} s ({len(kept) / max(fingerprint_seconds, 1e-9):,.0f} pages/s fingerprinting with "

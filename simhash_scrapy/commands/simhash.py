@@ -63,6 +63,8 @@ examples:
   scrapy simhash dedup items.jsonl.gz --field text --field-format text --format csv > clusters.csv
   scrapy simhash dedup mirror/ --base-url https://example.com/ -s SIMHASH_MAX_DISTANCE=4 -o clusters.jsonl
 """
+#: The operands of each sub-command as its usage line names them: the same names as its positional arguments.
+_OPERANDS = {"compare": "PAGE PAGE [PAGE ...]", "report": "[STORE]", "dedup": "INPUT"}
 _EXIT_CODES = """
 exit codes: 0 done, 1 bad or unusable input, 2 bad usage or setting value, 130 interrupted.
 Settings come from the project (settings.py) and -s NAME=VALUE, e.g. -s SIMHASH_MAX_DISTANCE=4.
@@ -121,7 +123,7 @@ class Command(ScrapyCommand):
                 description=description,
                 epilog=examples + _EXIT_CODES,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                usage=f"scrapy simhash {name} [options] " + ("PAGE PAGE [PAGE ...]" if name == "compare" else "INPUT"),
+                usage=f"scrapy simhash {name} [options] " + _OPERANDS[name],
             )
 
         compare = sub("compare", "compare pages and explain their distance", _COMPARE_HELP, _COMPARE_EXAMPLES)

@@ -18,6 +18,7 @@ under the project's ``.scrapy`` folder, the ``simhash_reset`` spider argument.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
@@ -47,11 +48,25 @@ def _read(settings: Lookup, prefix: str) -> dict[str, Any]:
     return values
 
 
-def report_format_for(uri: str) -> str:
-    """The report format implied by ``uri``'s extension (``jsonl`` when there is none we know)."""
+#: An extension that names a file type (``.pdf``, ``.txt``, ``.xlsx``), as opposed to a dot in a name or in a
+#: ``%(time)s`` value: a report written there in another format would be silently mislabelled.
+_FILE_TYPE = re.compile(r"\.[a-z][a-z0-9]{0,4}")
+
+
+def report_format_for(uri: str, setting: str = "SIMHASH_REPORT_URI") -> str:
+    """The report format implied by ``uri``'s extension: ``jsonl`` when it has none; a ``ValueError``
+    naming ``setting`` when it names another file type (``r.pdf`` would hold JSON Lines otherwise)."""
     path = urlparse(uri).path if "://" in uri else uri
     ext = posixpath.splitext(path.replace("\\", "/"))[1].lower()
-    return REPORT_EXTENSION_FORMATS.get(ext, "jsonl")
+    if ext in REPORT_EXTENSION_FORMATS:
+        return REPORT_EXTENSION_FORMATS[ext]
+    if _FILE_TYPE.fullmatch(ext):
+        known = ", ".join(REPORT_EXTENSION_FORMATS)
+        raise ValueError(
+            f"{setting}: {uri!r} ends in {ext}, which is no report format: end the name with one of {known} "
+            f"(JSON Lines, CSV, HTML), or name the format with SIMHASH_REPORT_FORMAT"
+        )
+    return "jsonl"
 
 
 @dataclass(frozen=True)
@@ -266,7 +281,7 @@ class SimhashConfig:
         values = _read(settings, "")
         _check_blocks(values["max_distance"], values["blocks"])
         if values["report_format"] is None and values["report_uri"]:
-            values["report_format"] = report_format_for(values["report_uri"])
+            values["report_format"] = report_format_for(str(values["report_uri"]))
         _distinct_selectors(values["distinct_selectors"])  # an invalid selector is an error now, not at the first page
         values["redis"] = RedisConfig.from_settings(settings)
         try:

@@ -97,7 +97,7 @@ SECOND_SIMHASH = True
 #: (in-process and store backends; chosen on the tuning halves, ``benchmarks/quality/containment.py``).
 CONTAINMENT = True
 #: ``SIMHASH_REPRESENTATIVE``: which member represents a cluster in reports and meta:
-#: ``"best"`` (rel=canonical target, no query, not a print/AMP/mobile copy, shortest, first crawled;
+#: ``"best"`` (rel=canonical target, no query, not a copy by its canonical tag or URL, first crawled;
 #: ``core.representative``) or ``"first"`` (the first page crawled, the matching anchor).
 REPRESENTATIVE = "best"
 #: ``SIMHASH_KEEP_PER_CLUSTER``: how many members of a cluster pass (the first N in crawl order).

@@ -49,6 +49,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from .wording import plural, were
 from .clustering import Rule
 from .representative import Reason
 
@@ -218,7 +219,7 @@ def _compact_clusters(
         label = Reason(reason).label if reason in _REASONS else (str(reason) if reason else "")
         rows.append(
             [cluster.get("cluster_id"), str(canonical or ""), _cluster_size(cluster), members,
-             str(representative or canonical or ""), label]
+             str(representative or canonical or ""), label, k]
         )
     return rows, with_text
 
@@ -278,7 +279,8 @@ def _changes_html(changes: list[Mapping[str, Any]], max_distance: int | None) ->
     )
     return (
         '<section id="changed-section">\n<h2>Changed since the last crawl</h2>\n'
-        f"<p>{len(changes):,} pages were crawled before and their text moved{beyond} bits away from "
+        f"<p>{plural(len(changes), 'page')} {were(len(changes))} crawled before and "
+        f"{'its' if len(changes) == 1 else 'their'} text moved{beyond} bits away from "
         "the version recorded then (distance between the old and the new fingerprint).</p>\n"
         '<table class="members changed"><thead><tr><th>URL</th><th>old fingerprint</th><th>new fingerprint</th>'
         f"<th>distance</th></tr></thead><tbody>{rows}</tbody></table>\n{note}</section>\n"
@@ -351,7 +353,7 @@ def render_html(
         stat_rows[2:2] = [card for card in cards if card[0] != "edited" or edited]
     max_distance = _int_or_none(summary.get("max_distance"))
     if max_distance is not None:
-        stat_rows.append(("max_distance", "Max distance k", max_distance))
+        stat_rows.append(("max_distance", "max_distance (k)", max_distance))
     share = numbers["near_duplicates"] / numbers["pages"] if numbers["pages"] else 0.0
     stats_html = "".join(
         f'<div class="stat"><dt>{esc(label)}</dt><dd data-stat="{key}">{value:,}</dd></div>'
@@ -386,7 +388,7 @@ def render_html(
     )
     if with_text:
         text_note = (
-            f"Page texts are included for {with_text:,} members ({texts.raw_chars:,} characters, "
+            f"Page texts are included for {plural(with_text, 'member')} ({texts.raw_chars:,} characters, "
             "compressed): open a cluster to see a side-by-side diff of the canonical page and a member."
         )
     else:

@@ -15,8 +15,8 @@ first in ``members``.  Only clusters of two or more pages are reported.
 ``canonical`` is the matching anchor (the first page crawled, whose
 fingerprint the index holds); ``representative`` the member a person would
 keep and ``representative_reason`` why (``core.representative``: a
-``rel_canonical`` target, ``no_query``, ``not_variant``, ``shortest``,
-``first_crawled``); ``canonical_link`` the rel=canonical URL a member names.
+``rel_canonical`` target, ``no_query``, ``not_variant``, ``first_crawled``,
+``shortest``); ``canonical_link`` the rel=canonical URL a member names.
 
 ``rule`` names what made a member a near-duplicate of the canonical page
 (``core.clustering.Rule``: ``"simhash"`` within k, ``"exact"`` short page,
@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from .changes import CHANGE_COLUMNS
+from .wording import plural
 from .clustering import rule_of
 from .files import write_atomic
 from .records import is_item_scope
@@ -368,10 +369,6 @@ def report_summary(
     }
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
-
-
 def describe_report(summary: Mapping[str, Any]) -> str:
     """One line for logs and commands, from ``report_summary``'s counts.
 
@@ -382,8 +379,8 @@ def describe_report(summary: Mapping[str, Any]) -> str:
     keys = ("pages", "unique", "near_duplicates", "clusters", "changed", "edited", "unchanged")
     count = {key: int(summary.get(key) or 0) for key in keys}
     line = (
-        f"{_plural(count['pages'], 'page')}: {count['unique']:,} unique, "
-        f"{_plural(count['near_duplicates'], 'near-duplicate')} in {_plural(count['clusters'], 'cluster')}"
+        f"{plural(count['pages'], 'page')}: {count['unique']:,} unique, "
+        f"{plural(count['near_duplicates'], 'near-duplicate')} in {plural(count['clusters'], 'cluster')}"
     )
     if count["changed"] or count["edited"] or count["unchanged"]:
         since = "since the last crawl" if summary.get("previous_crawl", True) else "fetched again in this crawl"

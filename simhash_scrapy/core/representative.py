@@ -13,13 +13,20 @@ Two different things name a page of a cluster:
 
   1. ``rel_canonical``: a member whose URL a member of the cluster names as
      its canonical URL (``<link rel="canonical">`` or a ``Link: <…>;
-     rel="canonical"`` header; a page naming itself counts);
+     rel="canonical"`` header; a page naming itself counts; a page without
+     either that was reached through a redirect from another page is named
+     by that redirect: ``redirect_named``);
   2. ``no_query``: a URL without a query string;
-  3. ``not_variant``: a URL that is not a print, AMP or mobile copy
-     (``is_variant``: a static check of path segments, file names, host
-     names and query parameters; it does not use the learned URL rules);
-  4. ``shortest``: the shortest URL;
-  5. ``first_crawled``: the member crawled first.
+  3. ``not_variant``: not a copy by the site's own signals: a member whose
+     rel=canonical names another URL says it is a copy (an AMP, mobile,
+     print or syndicated page names its original; a tracking copy names the
+     clean URL), and that counts before the URL's look (``is_variant``: a
+     print, AMP, mobile, mirror or promo path segment, file name, host name
+     or query parameter; a static check, not the learned URL rules);
+  4. ``first_crawled``: the member crawled first (across hosts this is the
+     page that was there first, not the shorter domain);
+  5. ``shortest``: the shortest URL (a tie-break only: crawl order already
+     tells any two members apart).
 
   With ``"first"`` the representative is the anchor (reason ``first_crawled``),
   as before this setting existed.
@@ -42,7 +49,7 @@ from urllib.parse import urljoin
 from .urlrewrite import parse_url, url_key
 
 __all__ = [
-    "Reason", "Candidate", "choose", "is_variant", "rank", "ClusterBook", "Placement", "link_header_canonical",
+    "Reason", "Candidate", "choose", "is_variant", "names_elsewhere", "copy_signal", "redirect_named", "rank", "ClusterBook", "Placement", "link_header_canonical",
     "html_canonical", "absolute", "REPRESENTATIVES",
 ]  # fmt: skip
 
@@ -68,16 +75,19 @@ class Reason(str, enum.Enum):
 
 
 _LABELS = {
-    Reason.REL_CANONICAL: "named by rel=canonical",
+    Reason.REL_CANONICAL: "named by rel=canonical or a redirect",
     Reason.NO_QUERY: "no query string",
-    Reason.NOT_VARIANT: "not a print/AMP/mobile copy",
+    Reason.NOT_VARIANT: "not a copy (its page names no other canonical URL; not a print/AMP/mobile/mirror URL)",
     Reason.SHORTEST: "shortest URL",
     Reason.FIRST_CRAWLED: "first crawled",
 }
-_ORDER = (Reason.REL_CANONICAL, Reason.NO_QUERY, Reason.NOT_VARIANT, Reason.SHORTEST, Reason.FIRST_CRAWLED)
+_ORDER = (Reason.REL_CANONICAL, Reason.NO_QUERY, Reason.NOT_VARIANT, Reason.FIRST_CRAWLED, Reason.SHORTEST)
 
-#: Path segments (and file-name stems) that mark a print, AMP or mobile copy.
-_VARIANT_SEGMENTS = frozenset({"print", "printable", "printer-friendly", "print-version", "amp", "mobile", "m"})
+#: Path segments (and file-name stems) that mark a print, AMP, mobile, mirror or promotional copy.
+_VARIANT_SEGMENTS = frozenset({
+    "print", "printable", "printer-friendly", "print-version", "amp", "mobile", "m", "mirror", "mirrors", "promo",
+    "syndicated", "syndication",
+})  # fmt: skip
 #: File names such as ``page.amp.html``, ``page-print.html``, ``page_amp``.
 _VARIANT_NAME = re.compile(r"(?:^|[._-])(?:amp|print|printable|mobile)(?:\.[a-z0-9]+)?$")
 #: First host labels of a mobile or AMP host (``m.example.com``, ``amp.example.com``).
@@ -87,24 +97,40 @@ _VARIANT_FLAGS = frozenset({"print", "amp", "mobile", "printable"})
 #: ... and parameters whose value does (``?output=amp``, ``?view=print``).
 _VARIANT_PARAMS = frozenset({"output", "view", "format", "version"})
 _VARIANT_VALUES = frozenset({"print", "amp", "mobile", "printable"})
+#: Parameters a tracking or session copy adds to the page's URL (and any ``utm_…``).
+_TRACKING_PARAMS = frozenset({
+    "sessionid", "sid", "jsessionid", "phpsessid", "fbclid", "gclid", "msclkid", "mc_cid", "mc_eid", "ref_src",
+})  # fmt: skip
 
 
 def is_variant(url: str) -> bool:
-    """``True`` for a URL that looks like a print, AMP or mobile copy (a static pattern check)."""
+    """``True`` for a URL that looks like a print, AMP, mobile, mirror, promo or tracking copy (a static
+    pattern check: path segments, file names, host names, query parameters)."""
     parts = parse_url(url)
     if parts is None:
         return False
-    _, host, path, params = parts
+    _, host, path, _ = parts
     if host.split(".", 1)[0] in _VARIANT_HOSTS and host.count(".") >= 2:
         return True
     for segment in path.lower().split("/"):
         if segment in _VARIANT_SEGMENTS or (segment and _VARIANT_NAME.search(segment)):
             return True
-    for name, token in params:
-        name, value = name.lower(), token.partition("=")[2].lower()
-        if name in _VARIANT_FLAGS or (name in _VARIANT_PARAMS and value in _VARIANT_VALUES):
-            return True
-    return False
+    return any(_variant_param(name, value) for name, value in _query_params(url))
+
+
+def _query_params(url: str) -> list[tuple[str, str]]:
+    """``(name, value)`` of the query, lower case; a second ``?`` counts as a separator (a tracking suffix
+    glued onto a URL that had a query: ``/q?page=3?utm_source=x``)."""
+    query = url.partition("#")[0].partition("?")[2].replace("?", "&")
+    pairs = [part.partition("=") for part in query.split("&") if part]
+    return [(name.lower(), value.lower()) for name, _, value in pairs]
+
+
+def _variant_param(name: str, value: str) -> bool:
+    """A parameter asking for a print/AMP/mobile rendering, or one a tracking or session copy adds."""
+    if name in _VARIANT_FLAGS or (name in _VARIANT_PARAMS and value in _VARIANT_VALUES):
+        return True
+    return name in _TRACKING_PARAMS or name.startswith("utm_")
 
 
 @dataclass(frozen=True)
@@ -116,14 +142,50 @@ class Candidate:
     order: int = 0
 
 
-def _url_rank(url: str, order: int) -> tuple[int, int, int, int]:
-    """The rank of a URL without the rel=canonical element: query, variant, length, crawl order."""
-    return int("?" in url.partition("#")[0]), int(is_variant(url)), len(url), order
+def names_elsewhere(url: str, link: str | None) -> bool:
+    """Whether a page at ``url`` whose rel=canonical is ``link`` names another page: the site says it is a copy.
+
+    Another path or query is another page; another scheme or host alone is not (``http://example.com/a``
+    naming ``https://www.example.com/a`` names itself under the site's preferred host).
+    """
+    if not link:
+        return False
+    here, there = parse_url(url), parse_url(link)
+    if here is None or there is None:
+        return url_key(link) != url_key(url)
+    return _page_of(here) != _page_of(there)
+
+
+def redirect_named(url: str, sources: Sequence[str]) -> str | None:
+    """``url`` when the page was reached through a redirect from another page (``sources``: the URLs
+    redirected from, Scrapy's ``redirect_urls``), else ``None``: a redirect names its target, as a
+    rel=canonical tag would.  A redirect that only changes the scheme or host (``http`` -> ``https``,
+    ``www.``) names nothing: a whole site may do that to every page; nor does one to a URL with a query
+    string: short links and old URLs often redirect to a tracking copy (``/old/a`` -> ``/a?ref=old``)."""
+    if "?" in url.partition("#")[0]:
+        return None
+    return url if any(names_elsewhere(source, url) for source in sources) else None
+
+
+def _page_of(parts: tuple[str, str, str, list[tuple[str, str]]]) -> tuple[str, list[str]]:
+    """The path (without a trailing slash) and sorted query tokens of a parsed URL."""
+    return parts[2].rstrip("/"), sorted(token for _, token in parts[3])
+
+
+def copy_signal(url: str, link: str | None) -> int:
+    """0 for a page with no sign of being a copy; 1 for a copy by its URL's look alone (``is_variant``);
+    2 for a page that names another canonical URL (3 with both): the site's own word counts first."""
+    return 2 * names_elsewhere(url, link) + int(is_variant(url))
+
+
+def _url_rank(url: str, link: str | None, order: int) -> tuple[int, int, int, int]:
+    """The rank of a member without the rel=canonical element: query, copy signal, crawl order, length."""
+    return int("?" in url.partition("#")[0]), copy_signal(url, link), order, len(url)
 
 
 def rank(candidate: Candidate, named: bool) -> tuple[int, int, int, int, int]:
     """The sort key of ``candidate`` (smaller is better), one element per ``Reason`` in order."""
-    return (0 if named else 1, *_url_rank(candidate.url, candidate.order))
+    return (0 if named else 1, *_url_rank(candidate.url, candidate.link, candidate.order))
 
 
 def _named_keys(candidates: Sequence[Candidate]) -> set[str]:
@@ -151,11 +213,13 @@ def choose(candidates: Sequence[Candidate], policy: str = "best") -> tuple[int, 
 
 # ---------------------------------------------------------------- the crawl
 _Rank = tuple[int, int, int, int, int]
+#: Where the crawl order sits in ``_url_rank``.
+_ORDER_AT = 2
 
 
 @dataclass(slots=True)
 class _Member:
-    base: tuple[int, int, int, int]  # rank without the rel=canonical element
+    base: tuple[int, int, int, int]  # rank without the rel=canonical element (_url_rank)
     url: str
     identity: int  # hash of the identity
     key: int  # hash of the URL's url_key
@@ -219,9 +283,9 @@ class ClusterBook:
         idh = hash(identity)
         order = cluster.orders.setdefault(idh, len(cluster.orders))
         if self.policy == "first":
-            return _Member((0, 0, 0, order), url, idh, 0)
+            return _Member((0, 0, order, 0), url, idh, 0)
         key = hash(url_key(url))
-        member = _Member(_url_rank(url, order), url, idh, key)
+        member = _Member(_url_rank(url, link, order), url, idh, key)
         held = cluster.by_key.get(key)
         if held is None or (isinstance(held, _Member) and held.identity == idh):
             cluster.by_key[key] = member
@@ -275,7 +339,7 @@ class ClusterBook:
         member = self._add(cluster, identity, url, link)
         chosen, chosen_id, reason = self._answer(cluster)
         replaced = chosen_id != before and chosen_id == str(member.identity) and self.policy != "first"
-        return Placement(member.base[-1] + 1, chosen, reason, replaced)
+        return Placement(member.base[_ORDER_AT] + 1, chosen, reason, replaced)
 
 
 def html_canonical(root: object, base_url: str) -> str | None:

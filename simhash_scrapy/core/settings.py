@@ -18,7 +18,6 @@ No Scrapy import: backends and scripts build configs from plain mappings.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from . import defaults
+from .didyoumean import closest
 from .edits import MAX_KEYS as MAX_EDIT_KEYS
 from .features import WEIGHTINGS
 from .redact import redact
@@ -456,7 +456,7 @@ SETTINGS: tuple[Setting, ...] = (
       default_doc=f"from the URI's extension ({_EXTENSIONS_DOC}), else `\"jsonl\"`"),
     S("SIMHASH_REPRESENTATIVE", _one_of(REPRESENTATIVES), defaults.REPRESENTATIVE,
       "which member represents a cluster in reports and meta: the best URL (rel=canonical target, no query, not a "
-      'print/AMP/mobile copy, shortest, first crawled) or the first page crawled ([The representative](../guides/how-it-works.md#the-representative-the-page-a-person-would-keep))',
+      'copy by its canonical tag or URL, first crawled) or the first page crawled ([The representative](../guides/how-it-works.md#the-representative-the-page-a-person-would-keep))',
       '"first"', "report", choice(REPRESENTATIVES), "representative"),
     # ------------------------------------------------------------ persistence (store)
     S("SIMHASH_DIR", "str (folder) or bool", None,
@@ -585,7 +585,7 @@ def setting_names(field: str) -> str:
 
 def unknown_settings(names: Iterable[Any]) -> list[tuple[str, str | None]]:
     """The ``SIMHASH_*`` names among ``names`` that simhash-scrapy does not read, each with the closest
-    known one (``difflib``; ``None`` when none is close), sorted by name.
+    known one (``core.didyoumean``: transpositions count as one edit; ``None`` when none is close), sorted by name.
 
     A typo is otherwise silently ignored (Scrapy keeps any setting name).  A warning, not an
     error: Scrapy itself accepts unknown names, and another plugin may use the prefix too.
@@ -596,6 +596,6 @@ def unknown_settings(names: Iterable[Any]) -> list[tuple[str, str | None]]:
     for name in sorted({n for n in names if isinstance(n, str) and n.startswith(prefix)}):
         if name not in _BY_NAME:
             # Compared without the prefix every name shares (it would make any two names look close).
-            close = difflib.get_close_matches(name[len(prefix):], known, n=1, cutoff=0.6)
-            unknown.append((name, prefix + close[0] if close else None))
+            close = closest(name[len(prefix):], known)
+            unknown.append((name, prefix + close if close else None))
     return unknown

@@ -913,7 +913,9 @@ def _lock(path: Path) -> Any:
         handle.close()
         raise StoreError(
             f"{path} is in use by another crawl (locked). A JOBDIR or SIMHASH_DIR store belongs to one "
-            f"running crawl at a time."
+            f"running crawl at a time: wait for that crawl to finish, give this crawl a folder of its own "
+            f"(another SIMHASH_DIR, e.g. -s SIMHASH_DIR=simhash-2, or another JOBDIR), or, for several crawls "
+            f"sharing what they have seen, use Redis (SIMHASH_BACKEND = 'redis')."
         ) from None
     return handle
 

@@ -8,6 +8,8 @@ never a traceback.
 
 from __future__ import annotations
 
+import re
+
 import csv
 import gzip
 import io
@@ -119,6 +121,11 @@ def test_each_sub_command_has_help_with_examples(tmp_path: Path, command: str) -
     examples = proc.stdout.split("examples:", 1)[1]
     assert examples.count(f"scrapy simhash {command}") >= 3
     assert "exit codes: 0 done, 1 bad or unusable input, 2 bad usage" in proc.stdout
+    # one name for each operand: the usage line says what "positional arguments" lists
+    usage = proc.stdout.split("\n\n", 1)[0]
+    positional = proc.stdout.split("positional arguments:", 1)[1].split("\n\n", 1)[0]
+    names = re.findall(r"^  ([A-Z]+)\b", positional, re.M)
+    assert names and all(name in usage for name in names), (usage, names)
 
 
 def test_top_level_help_and_missing_sub_command(tmp_path: Path) -> None:
@@ -336,6 +343,22 @@ def test_compare_files_text_and_json(tmp_path: Path) -> None:
     assert "3  unique: becomes a canonical page" in text.stdout
     assert "features weighing most in the differing bits" in text.stdout
     assert "+Filed on Tuesday by the harbour desk." in text.stdout
+
+
+def test_compare_says_which_text_it_compared(tmp_path: Path) -> None:
+    """Pages whose dates differ outside the article: in main-content mode compare says it compared the
+    extracted article, not "the visible texts" (which differ)."""
+    words = article_words(9, 300)
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    page = article_html("Harbour news", words)
+    a.write_text(page.replace("</body>", "<footer><p>Page generated 2026-05-01 10:00</p></footer></body>"), encoding="utf-8")
+    b.write_text(page.replace("</body>", "<footer><p>Page generated 2026-05-02 17:31</p></footer></body>"), encoding="utf-8")
+    main = simhash("compare", str(a), str(b), cwd=tmp_path)
+    assert main.returncode == 0, main.stderr
+    assert "the main-content texts (SIMHASH_TEXT_MODE=main" in main.stdout and "are identical" in main.stdout
+    assert "the visible texts are identical" not in main.stdout
+    visible = simhash("compare", str(a), str(b), "-s", "SIMHASH_TEXT_MODE=visible", cwd=tmp_path)
+    assert "text that differs (1 line only in page 1, 1 line only in page 2" in visible.stdout  # the dates
 
 
 def test_compare_uses_the_project_settings(tmp_path: Path) -> None:

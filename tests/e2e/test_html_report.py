@@ -470,14 +470,23 @@ def test_browser_shows_the_representative(browser: Chromium, tmp_path: Path) -> 
         {"url": "https://docs.example/b", "fingerprint": 0xFF00, "scope": "s"},
         {"url": "https://docs.example/b?page=1", "fingerprint": 0xFF01, "scope": "s",
          "canonical_url": "https://docs.example/b", "distance": 1},
+        {"url": "https://docs.example/c?utm_source=x", "fingerprint": 0xF0F0F0, "scope": "s"},
+        {"url": "https://docs.example/articles/2026/" + "a-very-long-article-name-" * 12 + "14.html",
+         "fingerprint": 0xF0F0F1, "scope": "s", "canonical_url": "https://docs.example/c?utm_source=x", "distance": 1},
     ]  # fmt: skip
     page = tmp_path / "representative.html"
     page.write_text(render_html(build_clusters(members, max_distance=4), {}), encoding="utf-8")
     browser.goto(page.as_uri())
     browser.wait_for("document.body.dataset.ready === '1'")
     summaries = browser.evaluate("[...document.querySelectorAll('details.cluster summary')].map(s => s.innerText)")
-    assert "keep https://docs.example/a" in summaries[0] and "(named by rel=canonical)" in summaries[0]
-    assert "keep" not in summaries[1] and "(no query string)" in summaries[1]  # the anchor is the representative
+    assert "keep https://docs.example/a" in summaries[0] and "(named by rel=canonical or a redirect)" in summaries[0]
+    # the anchor is the representative: the reason stands beside "keep it", never alone
+    assert "keep it" in summaries[1] and "(no query string)" in summaries[1]
+    # one meaning of max_distance in every format (the k); the largest member distance is "farthest"
+    assert "farthest d 2 \u00b7 max_distance 4" in summaries[0]
+    # a long URL to keep is shown whole (wrapped, never cut with an ellipsis)
+    assert browser.evaluate("[...document.querySelectorAll('summary .rep')].every(e => e.scrollWidth <= e.clientWidth"
+                            " && getComputedStyle(e).textOverflow !== 'ellipsis')")
     browser.click("details.cluster summary")
     assert browser.wait_for("document.querySelectorAll('tr.member').length") == 3
     marked = browser.evaluate("[...document.querySelectorAll('tr.representative')].map(r => [r.cells[0].innerText, r.cells[1].innerText])")

@@ -26,6 +26,8 @@ from simhash_scrapy.core.representative import (
     html_canonical,
     is_variant,
     link_header_canonical,
+    names_elsewhere,
+    redirect_named,
 )
 from simhash_scrapy.core.text import parse_html
 from simhash_scrapy.middleware import NearDuplicate
@@ -58,7 +60,7 @@ def copies_site() -> dict[str, Page | str]:
     Even articles name their original with rel=canonical (the original and so
     its tracking copy, the AMP page by a ``Link`` header for article 0 and by
     the tag for the others, the mirror copying the tag verbatim); odd ones name
-    nothing, so the URL rules decide (no query, not a print/AMP copy, shortest).
+    nothing, so the URL rules decide (no query, not a print/AMP/mirror copy).
     """
     pages: dict[str, Page | str] = {}
     for i in range(ARTICLES):
@@ -136,8 +138,8 @@ async def test_copies_first_the_report_names_the_original(
         assert sorted(urls) == sorted(site.url(_path(i, kind)) for kind in COPIES)
         assert cluster["canonical"] == site.url(_path(i, "tracking"))
         assert cluster["representative"] == site.url(_path(i, "original"))
-        # Named by rel=canonical (even articles); else the mirror (no query, not a copy) loses on length.
-        assert cluster["representative_reason"] == ("rel_canonical" if i % 2 == 0 else "shortest")
+        # Named by rel=canonical (even articles); else the mirror (no query) is a copy by its URL.
+        assert cluster["representative_reason"] == ("rel_canonical" if i % 2 == 0 else "not_variant")
         links = {m["url"]: m["canonical_link"] for m in cluster["members"]}
         if i % 2 == 0:
             assert links[site.url(_path(i, "amp"))] == site.url(_path(i, "original"))  # tag or Link header
@@ -158,6 +160,95 @@ async def test_copies_first_the_report_names_the_original(
     assert stats["simhash/canonical/replaced"] >= ARTICLES
     assert stats["simhash/dropped"] == ARTICLES * (len(COPIES) - 1)
     assert "simhash/kept_per_cluster" not in stats
+
+
+def layout_site() -> tuple[dict[str, Page | str], list[str], list[str]]:
+    """A magazine's layout where the shortest URL is a copy (issue 39): per article, crawled in this order,
+    a syndicated mirror (``/mirror/a<i>.html``, naming the syndication partner's URL as canonical), a promo
+    copy (``/promo/a<i>.html``, nothing named), the original (``/articles/a<i>.html``, nothing named) and a
+    short tracking path (``/t/a<i>.html``, nothing named).  Returns (pages, crawl order, originals)."""
+    pages: dict[str, Page | str] = {}
+    order: list[str] = []
+    for i in range(ARTICLES):
+        words = article_words(700 + i)
+        title = f"Feature story {i}"
+        body = article_html(title, words, "Published 2026-04-01")
+        pages[f"/mirror/a{i}.html"] = _with_canonical(body, f"https://partner.example/2026/04/story-{i}")
+        pages[f"/promo/a{i}.html"] = body.replace("Published", "Spring offer. Published")
+        pages[f"/articles/a{i}.html"] = body
+        pages[f"/t/a{i}.html"] = body
+    for kind in ("mirror", "promo", "articles", "t"):
+        order += [f"/{kind}/a{i}.html" for i in range(ARTICLES)]
+    return pages, order, [f"/articles/a{i}.html" for i in range(ARTICLES)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_the_original_not_the_shortest_copy(
+    serve: Any, tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """The shortest URL (``/t/…``, ``/promo/…``) is a copy here: today's rule kept it, this one keeps the
+    original, by the mirror's own canonical tag, the promo's URL, and the crawl order over the tracking path."""
+    pages, order, originals = layout_site()
+    site = serve(pages)
+    report = tmp_path / "clusters.jsonl"
+    await run_crawl(
+        RecordingSpider,
+        {**ADDON, **backend_settings(backend, tmp_path, request), "SIMHASH_REPORT_URI": str(report),
+         "SIMHASH_ACTION": "flag"},
+        start_urls=[site.url(p) for p in order],
+    )
+    clusters = read_jsonl(report)
+    assert len(clusters) == ARTICLES
+    for cluster in clusters:
+        assert len(cluster["members"]) == 4
+        assert cluster["canonical"].split(":", 2)[2].split("/", 1)[1].startswith("mirror/")
+        assert cluster["representative"] in {site.url(p) for p in originals}
+        assert cluster["representative_reason"] == "first_crawled"  # over /t/…, crawled after it
+        # the shortest URL is a copy (today's rule, commit 881d76b, kept it: the shortest before crawl order)
+        assert "/t/a" in min((m["url"] for m in cluster["members"]), key=len)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_the_page_a_redirect_names_is_kept(
+    serve: Any, tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A tracking copy (``/t/…``, no signal) is crawled first; the original is reached through a redirect
+    (``/go/…`` -> ``/articles/…``): the redirect names it, as a rel=canonical tag would.  A redirect that
+    only changes the host or scheme names nothing (``redirect_named``)."""
+    pages: dict[str, Page | str] = {}
+    for i in range(ARTICLES):
+        body = article_html(f"Harbour story {i}", article_words(900 + i), "Published 2026-04-01")
+        pages[f"/t/a{i}.html"] = body
+        pages[f"/articles/a{i}.html"] = body
+        pages[f"/go/a{i}"] = Page(b"", status=302, headers={"Location": f"/articles/a{i}.html"})
+    site = serve(pages)
+    report = tmp_path / "clusters.jsonl"
+    await run_crawl(
+        RecordingSpider,
+        {**ADDON, **backend_settings(backend, tmp_path, request), "SIMHASH_REPORT_URI": str(report),
+         "SIMHASH_ACTION": "flag"},
+        start_urls=[site.url(f"/t/a{i}.html") for i in range(ARTICLES)] + [site.url(f"/go/a{i}") for i in range(ARTICLES)],
+    )
+    clusters = read_jsonl(report)
+    assert len(clusters) == ARTICLES
+    for cluster in clusters:
+        i = int(cluster["canonical"].rsplit("/a", 1)[1].split(".")[0])
+        assert cluster["canonical"] == site.url(f"/t/a{i}.html")  # the anchor: first crawled
+        assert cluster["representative"] == site.url(f"/articles/a{i}.html")
+        assert cluster["representative_reason"] == "rel_canonical"
+        links = {m["url"]: m["canonical_link"] for m in cluster["members"]}
+        assert links == {site.url(f"/t/a{i}.html"): None, site.url(f"/articles/a{i}.html"): site.url(f"/articles/a{i}.html")}
+
+
+def test_redirect_named() -> None:
+    a = "https://x.example/articles/a.html"
+    assert redirect_named(a, ["https://x.example/go/a"]) == a
+    assert redirect_named(a, ["https://x.example/articles/a.html?utm_source=x"]) == a
+    assert redirect_named(a, []) is None
+    assert redirect_named(a + "?ref=old", ["https://x.example/old/a"]) is None  # a redirect adding a query
+    assert redirect_named(a, ["http://x.example/articles/a.html", "https://www.x.example/articles/a.html/"]) is None
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -237,10 +328,10 @@ async def test_flag_mode_meta_and_originals_first(
             assert entry["representative"] is None  # the anchor: not a near-duplicate
         else:
             assert entry["representative"] == site.url(_path(i, "original"))
-            assert entry["reason"] == ("rel_canonical" if i % 2 == 0 else "shortest")
+            assert entry["reason"] == ("rel_canonical" if i % 2 == 0 else "not_variant")
             assert entry["kept"] is False
     html = report.read_text(encoding="utf-8")
-    assert "named by rel=canonical" in html and "shortest URL" in html
+    assert "named by rel=canonical" in html and "not a copy" in html
 
 
 class MetaSpider(RecordingSpider):
@@ -304,9 +395,23 @@ def test_choose_follows_the_order_of_the_rules() -> None:
     tracking, printed, _amp = a + "?utm_source=x", "https://x.example/print/doc/a.html", "https://x.example/doc/a.amp.html"
     mirror = "https://x.example/mirror/doc/a.html"
     assert choose([Candidate(tracking), Candidate(printed), Candidate(a)]) == (2, Reason.NOT_VARIANT)
-    assert choose([Candidate(tracking), Candidate(a + "?p=1")]) == (1, Reason.SHORTEST)
+    # Both with a query, neither a copy: the first crawled, never the shorter one.
+    assert choose([Candidate(a + "?sort=1", None, 0), Candidate(a + "?p=1", None, 1)]) == (0, Reason.FIRST_CRAWLED)
+    # ... unless one of them carries a tracking parameter
+    assert choose([Candidate(tracking, None, 0), Candidate(a + "?p=1", None, 1)]) == (1, Reason.NOT_VARIANT)
     assert choose([Candidate(tracking), Candidate(printed)]) == (1, Reason.NO_QUERY)
-    assert choose([Candidate(mirror), Candidate(a)]) == (1, Reason.SHORTEST)
+    assert choose([Candidate(mirror), Candidate(a)]) == (1, Reason.NOT_VARIANT)
+    # The site's own word: a page naming another page as canonical is a copy, whatever its URL looks like ...
+    short_copy = "https://x.example/t/a.html"
+    assert choose([Candidate(short_copy, "https://news.example/2026/a"), Candidate(a)]) == (1, Reason.NOT_VARIANT)
+    # ... and it counts before the URL's look (a clean-looking copy naming elsewhere loses to a /print/ page).
+    assert choose([Candidate(short_copy, "https://news.example/2026/a"), Candidate(printed)]) == (1, Reason.NOT_VARIANT)
+    # A page naming itself under another scheme or host (www, https) is not a copy.
+    assert choose([Candidate(short_copy, None, 0), Candidate(a, "https://www.x.example/doc/a.html", 1)]) \
+        == (0, Reason.FIRST_CRAWLED)
+    # Across hosts: the page that was there first, not the shorter domain.
+    assert choose([Candidate("https://origin-news.example/2026/a", None, 0), Candidate("https://cp.example/2026/a", None, 1)]) \
+        == (0, Reason.FIRST_CRAWLED)
     # A member named by rel=canonical wins over a shorter, cleaner one (the site's choice).
     assert choose([Candidate(a, mirror), Candidate(mirror)]) == (1, Reason.REL_CANONICAL)
     # A target nobody crawled names no member; the URL form is compared (host case, query order).
@@ -333,6 +438,16 @@ def test_choose_follows_the_order_of_the_rules() -> None:
         ("https://x.example/blueprint/a.html", False),
         ("https://x.example/camp/a.html", False),
         ("https://x.example/a.html?view=list", False),
+        ("https://x.example/mirror/v2/a.html", True),
+        ("https://x.example/promo/spring/a.html", True),
+        ("https://x.example/syndicated/x/a-12", True),
+        ("https://x.example/promotions/a.html", False),
+        ("https://x.example/a.html?utm_source=feed", True),
+        ("https://x.example/a.html?SessionID=ab12", True),
+        ("https://x.example/q?page=3?format=print", True),  # a suffix glued onto a URL with a query
+        ("https://x.example/q?page=3?utm_medium=email", True),
+        ("https://x.example/q?page=3", False),
+        ("https://x.example/q?page=3&sort=price", False),
         ("https://m.example/a.html", False),
     ],
 )
@@ -368,6 +483,15 @@ def test_canonical_link_of_a_page_analysed_off_the_event_loop_parses_its_head_on
     response = HtmlResponse("https://x.example/a", body=b"<html><body>" + b"<b>x</b>" * (SLOW_MARKUP // 2 + 1)
                             + b'<link rel="canonical" href="/late"></body></html>', encoding="utf-8")
     assert _canonical_link(response) is None and response._cached_selector is None
+
+
+def test_names_elsewhere() -> None:
+    a = "https://x.example/doc/a.html"
+    assert not names_elsewhere(a, None)
+    assert not names_elsewhere(a, a) and not names_elsewhere(a, "http://WWW.x.example/doc/a.html")
+    assert not names_elsewhere(a + "?b=1&a=2", "https://x.example/doc/a.html?a=2&b=1")
+    assert names_elsewhere(a + "?utm_source=x", a)
+    assert names_elsewhere("https://x.example/mirror/doc/a.html", a)
 
 
 def test_cluster_book_replacements_and_positions() -> None:

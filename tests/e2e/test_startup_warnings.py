@@ -55,13 +55,18 @@ def two_copies(serve: Any) -> Any:
 def test_a_mistyped_setting_is_named_with_the_closest_known_one(serve: Any) -> None:
     site = two_copies(serve)
     proc = crawl(PROJECT, "-a", f"base={site.base}", "-a", "paths=/a,/b", "-s", "SIMHASH_ACTON=flag",
-                 "-s", "SIMHASH_NO_SUCH_THING=1")  # fmt: skip
+                 "-s", "SIMHASH_NO_SUCH_THING=1", "-s", "SIMHASH_TRESHOLD=3")  # fmt: skip
     warnings = [line.split(" WARNING: ", 1)[1] for line in lines(proc.stderr, "WARNING") if "simhash_scrapy.startup" in line]
     assert warnings == [
         "simhash-scrapy: unknown setting SIMHASH_ACTON (simhash-scrapy reads no such setting; it is ignored): "
         "did you mean SIMHASH_ACTION?",
+        # no repository path (a pip user has no docs/ folder): the published reference
         "simhash-scrapy: unknown setting SIMHASH_NO_SUCH_THING (simhash-scrapy reads no such setting; it is "
-        "ignored): the known settings are in the settings reference (docs/reference/settings.md)",
+        "ignored): the known settings are in the settings reference, "
+        "https://simhash-scrapy.readthedocs.io/en/latest/reference/settings.html",
+        # a transposition of THRESHOLD, the word other tools use for k
+        "simhash-scrapy: unknown setting SIMHASH_TRESHOLD (simhash-scrapy reads no such setting; it is ignored): "
+        "did you mean SIMHASH_MAX_DISTANCE?",
     ]
     # Ignored, as it says: the action stayed "drop", so the copy was dropped, not flagged.
     stats = stats_of(proc.stderr)
@@ -321,7 +326,7 @@ async def test_pages_of_a_running_worker_are_not_called_earlier(
     finally:
         await worker.close()
     assert _redis_start_line(caplog).endswith(
-        "3 pages recorded: 1 by earlier crawls, 2 by the 1 other worker(s) running now"
+        "3 pages recorded: 1 by earlier crawls, 2 by the 1 other worker running now"
     )
     # Once it stopped, they are pages of earlier crawls.
     caplog.clear()

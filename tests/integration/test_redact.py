@@ -187,9 +187,17 @@ async def test_backend_errors_never_hold_the_password(locked_redis: Any) -> None
         with pytest.raises(BackendError) as info:
             await backend.open("s")
         message = str(info.value)
-        # (redis-py's asyncio client reports a refused password on a unix socket as a ConnectionError)
-        assert message.startswith("Cannot reach Redis at ") and REFUSED in message, (name, message)
+        # A refused password says so (Redis is up: "start Redis" would send the user the wrong way), also on a
+        # unix socket, where redis-py's asyncio client reports it as a ConnectionError.
+        assert message.startswith("Redis at ") and REFUSED in message, (name, message)
+        assert "refused the login: authentication failed" in message and "check the password" in message, message
+        assert "Cannot reach" not in message and "start Redis" not in message, message
         assert_hidden(secrets + (WRONG_PW,), message, backend.settings.describe())
+    # No password at all, to a server that wants one: the same advice
+    backend = make_backend(None, REDIS_URL=f"redis://127.0.0.1:{locked_redis.port}/0")
+    with pytest.raises(BackendError, match=r"^Redis at redis://127\.0\.0\.1:\d+/0 refused the login: "
+                                           r"authentication failed \(AuthenticationError"):
+        await backend.open("s")
     for name, (settings, secrets) in settings_forms(locked_redis).items():
         backend = make_backend(None, **settings)
         await backend.open("s")
@@ -221,7 +229,8 @@ def test_crawls_with_a_wrong_and_a_right_password_in_each_form(serve: Any, locke
         stats = parse_stats(err)
         assert code == 0 and stats["finish_reason"] == "simhash_error", (name, err[-3000:])
         dump = re.sub(r"['\"]\n\s+['\"]", "", err[err.rfind("Dumping Scrapy stats") :])  # the stats, lines joined
-        assert "'simhash/error': 'BackendError: Cannot reach Redis at " in dump and REFUSED in dump, dump
+        assert "'simhash/error': 'BackendError: Redis at " in dump and REFUSED in dump, dump
+        assert "authentication failed" in dump and "start Redis" not in dump, dump
         assert_hidden(secrets + (WRONG_PW,) + forms[name][1], out, err, report, json.dumps(stats))
     # rediss:// against a server without TLS: the connection fails; the message keeps the password hidden.
     url = f"rediss://:{DEFAULT_PW}@127.0.0.1:{locked_redis.port}/0"

@@ -271,8 +271,10 @@ def test_one_crawl_at_a_time_but_readers_may_look(tmp_path: Path) -> None:
     path = tmp_path / "s.store"
     first = PageStore(path, CONFIG)
     first.open()
-    with pytest.raises(StoreError, match="in use by another crawl"):
+    with pytest.raises(StoreError, match="in use by another crawl") as info:
         PageStore(path, CONFIG).open()
+    # ... and what to do instead: another folder, or Redis for crawls that share what they have seen
+    assert "another SIMHASH_DIR" in str(info.value) and "SIMHASH_BACKEND = 'redis'" in str(info.value)
     first.put(StoreRecord(0, "s", "", "https://a/", 1, indexed=1))
     first.flush()
     assert read_store(path).urls() == ["https://a/"]  # e.g. `scrapy simhash report` during a crawl

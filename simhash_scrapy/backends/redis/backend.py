@@ -33,6 +33,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ...core.redact import redact
+from ...core.wording import plural
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection, export, shards
 from .layout import (
@@ -121,14 +122,26 @@ class RedisBackend(Outages, DedupBackend):
             await self.client.ping()
         except Exception as exc:
             await self._disconnect()
-            error = redact(str(exc), self.settings.secrets)
-            raise BackendError(
-                f"Cannot reach Redis at {self.settings.describe()} ({type(exc).__name__}: {error}). "
-                f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
-                f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
-            ) from None  # the client's error may hold the password: only its masked text goes on
+            # the client's error may hold the password: only its masked text goes on
+            raise BackendError(self._connect_error(exc)) from None
         for name in ("check", "open", "close", "heartbeat", "claim", "write", "drop", "position"):
             self._scripts[name] = self.client.register_script(lua(name))
+
+    def _connect_error(self, exc: Exception) -> str:
+        """What the first ping's failure means for the user: a refused login, or no Redis to talk to."""
+        error = redact(str(exc), self.settings.secrets)
+        found = f"({type(exc).__name__}: {error})"
+        if _is_auth_failure(exc):
+            return (
+                f"Redis at {self.settings.describe()} refused the login: authentication failed {found}. "
+                f"Redis is running; check the password (and user name) in SIMHASH_REDIS_URL or REDIS_URL, "
+                f"or the password in REDIS_PARAMS."
+            )
+        return (
+            f"Cannot reach Redis at {self.settings.describe()} {found}. "
+            f"simhash-scrapy's Redis backend (SIMHASH_BACKEND='redis') needs it from the start: start Redis, "
+            f"or fix SIMHASH_REDIS_URL / REDIS_URL / REDIS_HOST / REDIS_PORT / REDIS_PARAMS."
+        )
 
     async def _disconnect(self) -> None:
         if self.client is not None:
@@ -174,15 +187,16 @@ class RedisBackend(Outages, DedupBackend):
                 others, self.prefix,
             )
         if not others:
-            recorded = f"{self.initial} pages recorded by earlier crawls, no other worker running"
+            recorded = f"{plural(self.initial, 'page')} recorded by earlier crawls, no other worker running"
         elif earlier is not None:
             recorded = (
-                f"{self.initial} pages recorded: {earlier} by earlier crawls, {self.initial - earlier} by the "
-                f"{others} other worker(s) running now"
+                f"{plural(self.initial, 'page')} recorded: {earlier} by earlier crawls, {self.initial - earlier} by "
+                f"the {plural(others, 'other worker')} running now"
             )
         else:
             recorded = (
-                f"{self.initial} pages recorded by earlier crawls or by the {others} other worker(s) running now"
+                f"{plural(self.initial, 'page')} recorded by earlier crawls or by the {plural(others, 'other worker')} "
+                "running now"
             )
         logger.info("simhash: Redis backend at %s, key %r: %s", self.settings.describe(), self.prefix, recorded)
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
@@ -620,3 +634,17 @@ class RedisBackend(Outages, DedupBackend):
 
     async def _save_extra(self, name: str, data: bytes) -> None:
         await self.client.set(self.keys.extra(name), data, px=self._ttl or None)
+
+
+#: What Redis (and redis-py) say when a login fails: a wrong password or user, or none given to a server that
+#: wants one.  redis-py raises ``AuthenticationError`` on TCP, but a ``ConnectionError`` on a unix socket.
+_AUTH_FAILURES = ("wrongpass", "invalid username-password pair", "noauth", "authentication required",
+                  "invalid password", "auth failed", "authentication failed")
+
+
+def _is_auth_failure(exc: Exception) -> bool:
+    """Whether a failed first ping was a refused login (not an unreachable server)."""
+    if "Authentication" in type(exc).__name__:
+        return True
+    text = str(exc).lower()
+    return any(marker in text for marker in _AUTH_FAILURES)

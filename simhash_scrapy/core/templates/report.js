@@ -46,9 +46,13 @@ function clusterNode(c) {
   var s = el("summary");
   s.appendChild(el("span", {"class": "size"}, fmt.format(c[2]) + " pages"));
   s.appendChild(el("span", {"class": "cid"}, "#" + c[0]));
-  s.appendChild(el("span", {"class": "maxd muted"}, "max d " + maxd));
+  // "farthest": the largest distance of a member; max_distance is the k (as in the JSON Lines and CSV reports)
+  s.appendChild(el("span", {"class": "maxd muted"}, "farthest d " + maxd +
+    (c[6] === null || c[6] === undefined ? "" : " \u00b7 max_distance " + c[6])));
   s.appendChild(el("span", {"class": "canon mono", title: c[1]}, c[1]));
-  if (c[4] && c[4] !== c[1]) s.appendChild(el("span", {"class": "rep mono", title: c[4]}, "keep " + c[4]));
+  // the page to keep, always with its URL beside its reason (the canonical page itself: "keep it")
+  var rep = c[4] || c[1];
+  s.appendChild(el("span", {"class": "rep mono", title: rep}, rep === c[1] ? "keep it" : "keep " + rep));
   if (c[5]) s.appendChild(el("span", {"class": "why muted"}, "(" + c[5] + ")"));
   d.appendChild(s);
   d.addEventListener("toggle", function () { if (d.open && !d.dataset.filled) fill(d, c); });
