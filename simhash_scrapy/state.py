@@ -27,6 +27,7 @@ from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig, from_crawler
 from .core.clustering import Outcome, rule_of
 from .core.distinct import scope_key
+from .core.identity import combine_digests, identity_signals
 from .core.records import is_item_scope, item_scope, page_scope
 from .core.representative import ClusterBook, Placement
 from .core.report import (
@@ -163,17 +164,36 @@ class DedupState:
         With ``SIMHASH_DISTINCT_SELECTORS``, a page's ``response`` adds the
         digest of its protected text (``core.distinct.scope_key``), counted as
         ``simhash/distinct/pages`` (or ``simhash/distinct/unmatched`` when no
-        selector matched: the plain scope).
+        selector matched: the plain scope); with ``SIMHASH_IDENTITY_SIGNALS``,
+        the digest of the identity it declares (``core.identity``), counted as
+        ``simhash/identity/pages`` and per signal.
         """
         scope = page_scope(self.config.scope, url, self.spider.name if self.spider is not None else "")
         if items:
             return item_scope(scope)
         distinct = self.config.distinct
-        if distinct is None or response is None:
+        if response is None or (distinct is None and not self.config.identity_signals):
             return scope
-        digest = distinct.digest(_root_of(response))
-        self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
+        root = _root_of(response)
+        digest = None
+        if distinct is not None:
+            digest = distinct.digest(root)
+            self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
+        if self.config.identity_signals:
+            digest = combine_digests((digest, self._identity(root)))
         return scope_key(scope, digest)
+
+    def _identity(self, root: Any) -> str | None:
+        """The digest of the identity the page declares (``core.identity``), counted in ``simhash/identity/*``."""
+        signals = identity_signals(root)
+        if signals.bad_jsonld:
+            self.inc("simhash/identity/unreadable_jsonld", signals.bad_jsonld)
+        kinds = signals.kinds()
+        if kinds:
+            self.inc("simhash/identity/pages")
+            for kind in kinds:
+                self.inc(f"simhash/identity/{kind}")
+        return signals.digest()
 
     def identity_of(self, request: Any) -> str:
         """What makes two fetches "the same page": Scrapy's request fingerprint (hex).

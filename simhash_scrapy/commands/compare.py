@@ -61,7 +61,7 @@ class Page:
     exact: bool = False  # a short page: fingerprint is its exact digest
     edit_keys: tuple[int, ...] = ()  # one-edit keys (a page of a few dozen tokens)
     skipped: str | None = None  # the crawl's skip reason
-    protected: str | None = None  # digest of the text SIMHASH_DISTINCT_SELECTORS finds (core.distinct), if any
+    protected: str | None = None  # digest of the protected text and declared identity (core.distinct, core.identity)
     text: str = ""
     tokens: int = 0
     weights: dict[int, float] = field(default_factory=dict)
@@ -170,11 +170,14 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
     answer = analyse_html(page.body, page.encoding, config.analysis)
     fingerprint, reason = answer.fingerprint, answer.skip_reason
     page.text = extract_text(page.body, encoding=page.encoding, main_content=config.main_content)
-    if config.distinct is not None:
+    if config.distinct is not None or config.identity_signals:
+        from ..core.identity import combine_digests, identity_digest
         from ..core.text import parse_html
 
         root = parse_html(page.body, page.encoding)
-        page.protected = None if root is None else config.distinct.digest(root)
+        protected = None if root is None or config.distinct is None else config.distinct.digest(root)
+        declared = identity_digest(root) if config.identity_signals else None
+        page.protected = combine_digests((protected, declared))
     page.tokens = len(token_hashes(page.text, config.features.cjk_ngram))
     if fingerprint is None:
         page.skipped = page.skipped or reason
@@ -269,8 +272,8 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
     usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
     fps = np.array([pages[i].fingerprint for i in usable], dtype=np.uint64)
     scopes = None
-    if config.scope == "domain" or config.distinct is not None:
-        # The crawl's scope: the host (SIMHASH_SCOPE = "domain"), and the protected text's digest.
+    if config.scope == "domain" or any(p.protected is not None for p in pages):
+        # The crawl's scope: the host (SIMHASH_SCOPE = "domain"), and the protected text's (and identity's) digest.
         plain = [page_scope(config.scope, pages[i].url) for i in usable]
         keys_of = [scope_key(p, pages[i].protected) for p, i in zip(plain, usable)]
         names: dict[str, int] = {}
