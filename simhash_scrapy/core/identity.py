@@ -168,7 +168,7 @@ def _read_jsonld(text: str | None, signals: IdentitySignals, budget: list[int]) 
         return
     try:
         data = json.loads(text)
-    except ValueError:  # (RecursionError is a RuntimeError: bounded below by the parser itself)
+    except (ValueError, RecursionError):  # broken, or nested deeper than the parser goes
         signals.bad_jsonld += 1
         return
     _walk_jsonld(data, signals)

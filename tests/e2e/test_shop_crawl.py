@@ -1,0 +1,97 @@
+"""A small local shop crawled by real Scrapy: identity signals keep products, variants and listing pages apart.
+
+Tracking copies of a product page are still dropped, short pages one marked price apart are kept, and
+soft-404 shells under many URLs stay one cluster (``core.identity``, ``SIMHASH_IDENTITY_SIGNALS``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import pytest_twisted
+from conftest import RecordingSpider, article_words, run_crawl, simhash_stats
+
+#: The shop's words about every shirt (the description is shared by all its variants).
+DESCRIPTION = " ".join(article_words(41, 260))
+NAV = "".join(f'<li><a href="/c/{n}">Category {n}</a></li>' for n in range(8))
+
+
+def product_html(name: str, sku: str, price: str, extra: str = "") -> str:
+    data = {"@context": "https://schema.org", "@type": "Product", "name": name, "sku": sku,
+            "offers": {"@type": "Offer", "price": price, "priceCurrency": "EUR"}}  # fmt: skip
+    return (
+        f"<!doctype html><html><head><title>{name} | Shop</title>"
+        f'<script type="application/ld+json">{json.dumps(data)}</script></head><body>'
+        f'<nav class="menu"><ul>{NAV}</ul></nav>{extra}'
+        f"<main><h1>{name}</h1><p class='price'>{price} EUR</p><p>{DESCRIPTION}</p></main>"
+        "<footer class='footer'><p>Shop Ltd. All rights reserved.</p></footer></body></html>"
+    )
+
+
+def short_html(price: str) -> str:
+    words = " ".join(article_words(77, 55))
+    return (
+        f"<!doctype html><html><head><title>Offer</title></head><body><p>{words} "
+        f'now only <span itemprop="price">{price}</span> euros</p></body></html>'
+    )
+
+
+SOFT_404 = (
+    "<!doctype html><html><head><title>Not found</title></head><body><h1>Sorry</h1>"
+    "<p>The page you asked for is not here any more. Try the search box or go back to the home page.</p>"
+    "</body></html>"
+)
+
+
+def shop_pages() -> dict[str, str]:
+    return {
+        "/p/shirt-blue": product_html("Linen shirt blue", "LS-1-BL", "49.90"),
+        "/p/shirt-red": product_html("Linen shirt red", "LS-1-RD", "52.90"),  # a variant
+        "/p/shirt-blue?utm_source=mail&sessionid=9f8e": product_html(
+            "Linen shirt blue", "LS-1-BL", "49.90", "<div class='session'>Welcome back, session 9f8e</div>"
+        ),  # a tracking copy
+        "/offer/1": short_html("19"),
+        "/offer/2": short_html("21"),
+        "/missing/a": SOFT_404,
+        "/missing/b": SOFT_404,
+        "/missing/c": SOFT_404,
+    }
+
+
+ORDER = list(shop_pages())
+
+
+@pytest_twisted.ensureDeferred
+@pytest.mark.parametrize("signals", [True, False])
+async def test_variants_and_marked_prices_are_kept_tracking_copies_and_shells_dropped(
+    serve: Any, implementation: str, signals: bool
+) -> None:
+    site = serve(shop_pages())
+    settings: dict[str, Any] = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
+    if not signals:
+        settings["SIMHASH_IDENTITY_SIGNALS"] = False
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in ORDER])
+    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    assert len(seen) == len(ORDER)
+    duplicate_of = {path: seen[site.url(path)]["duplicate_of"] for path in ORDER}
+    stats = simhash_stats(crawler)
+    blue = site.url("/p/shirt-blue")
+    # the tracking copy is a near-duplicate either way; the soft-404 shells stay one cluster
+    assert duplicate_of["/p/shirt-blue?utm_source=mail&sessionid=9f8e"] == blue
+    assert duplicate_of["/missing/b"] == duplicate_of["/missing/c"] == site.url("/missing/a")
+    assert duplicate_of["/missing/a"] is None and duplicate_of["/p/shirt-blue"] is None
+    if signals:
+        # the variant and the short page with another marked price are kept
+        assert duplicate_of["/p/shirt-red"] is None
+        assert duplicate_of["/offer/2"] is None
+        assert stats["simhash/identity/pages"] == 5  # three product pages, two offers
+        assert stats["simhash/identity/sku"] == 3 and stats["simhash/identity/price"] == 5
+        assert stats["simhash/near_duplicates"] == 3
+    else:
+        # without the signals the text rule merges them: what the signals change
+        assert duplicate_of["/p/shirt-red"] == blue
+        assert duplicate_of["/offer/2"] == site.url("/offer/1")
+        assert not any(name.startswith("simhash/identity/") for name in stats)
+        assert stats["simhash/near_duplicates"] == 5
