@@ -174,18 +174,19 @@ class DedupState:
         distinct = self.config.distinct
         if response is None or (distinct is None and not self.config.identity_signals):
             return scope
-        root = _root_of(response)
         digest = None
         if distinct is not None:
-            digest = distinct.digest(root)
+            digest = distinct.digest(_root_of(response))
             self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
         if self.config.identity_signals:
-            digest = combine_digests((digest, self._identity(root)))
+            digest = combine_digests((digest, self._identity(response)))
         return scope_key(scope, digest)
 
-    def _identity(self, root: Any) -> str | None:
-        """The digest of the identity the page declares (``core.identity``), counted in ``simhash/identity/*``."""
-        signals = identity_signals(root)
+    def _identity(self, response: Any) -> str | None:
+        """The digest of the identity the page declares (``core.identity``), counted in ``simhash/identity/*``;
+        the page's tree is asked for only when its bytes name a signal (then Scrapy's parse, which the
+        spider's selectors share)."""
+        signals = identity_signals(lambda: _root_of(response), response.body)
         if signals.bad_jsonld:
             self.inc("simhash/identity/unreadable_jsonld", signals.bad_jsonld)
         kinds = signals.kinds()

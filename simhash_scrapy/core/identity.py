@@ -5,8 +5,8 @@ variants, two products on one template), or two pages of one listing, are
 near-duplicates by the text rule.  Many pages say what they are in markup
 made for machines; when two pages declare *different* identities they are
 different pages, whatever their text.  ``SIMHASH_IDENTITY_SIGNALS`` (on by
-default) reads, from the tree the page is already parsed into (one XPath
-walk, no second parse):
+default) reads, from the tree the page is already parsed into (no second parse;
+only the kinds of markup the page's bytes mention are looked for):
 
 * schema.org ``Product`` / ``Offer`` (and their kin, ``PRODUCT_TYPES``) in
   JSON-LD: ``sku``, ``gtin*``, ``mpn``, ``productID``, ``price`` /
@@ -16,9 +16,9 @@ walk, no second parse):
   ``name`` only where the nearest item is a product or an offer);
 * OpenGraph / Facebook ``product:`` meta (``product:price:amount``,
   ``product:retailer_item_id``, ``product:upc`` ...);
-* pagination: the page numbers a page's ``rel=next`` / ``rel=prev`` links
-  name (``page=3``, ``/page/3/``, ``start=40`` ...) and a numeric
-  ``aria-current="page"`` element.
+* pagination: the page numbers a page's ``<link rel=next>`` /
+  ``<link rel=prev>`` (in its head) name (``page=3``, ``/page/3/``,
+  ``start=40`` ...).
 
 Each signal's values (lower case, spaces collapsed; prices as their digits
 and separators) are a set per kind (a listing sorted another way declares the
@@ -69,12 +69,18 @@ _META_KIND = {
     "product:isbn": "gtin", "og:upc": "gtin", "og:ean": "gtin", "og:isbn": "gtin", "product:mfr_part_no": "mpn",
 }  # fmt: skip
 
-#: One walk finds every element that may carry a signal.
-_FIND = etree.XPath(
-    "//*[@itemprop or @property or @aria-current"
-    " or ((self::link or self::a) and (contains(@rel, 'next') or contains(@rel, 'prev')))"
-    " or (self::script and contains(@type, 'ld+json'))]"
-)
+#: The elements that may carry a signal, one XPath per family (``_families`` says which a page needs):
+#: JSON-LD scripts, microdata / RDFa / OpenGraph properties, and the pagination links of the head (a path
+#: of a few steps, not a walk of the page).
+_FIND_JSONLD = etree.XPath("//script[contains(@type, 'ld+json')]")
+_FIND_PROPERTY = etree.XPath("//*[@itemprop or @property]")
+_FIND_REL = etree.XPath("/*/head/link[@rel]")
+#: The property values a page's bytes must name for its properties to be read (a search of the bytes is
+#: much cheaper than a walk of the tree, and most pages declare nothing).
+_PROPERTY_VALUE = rb"""\s*=\s*["']?[^"'>]*?(?:sku|gtin|mpn|productid|productID|price|name|product:)"""
+_PROPERTIES = (re.compile(rb"itemprop" + _PROPERTY_VALUE), re.compile(rb"property" + _PROPERTY_VALUE))
+_REL_PAGES = re.compile(rb"""rel\s*=\s*["']?[^"'>]*?\b(?:next|prev)""")
+
 #: Bounds (a hostile page cannot make the walk costly): elements looked at, JSON-LD characters parsed,
 #: JSON nodes visited, values kept per kind, characters of one value.
 MAX_ELEMENTS = 5000
@@ -220,41 +226,73 @@ def _page_numbers(element: Any, signals: IdentitySignals) -> None:
             signals.add("page", f"{side}:{int(match.group(1) or match.group(2))}")
 
 
-def _current_page(element: Any, signals: IdentitySignals) -> None:
-    if (element.get("aria-current") or "").lower() == "page":
-        text = str(element.xpath("string()")).strip()
-        if text.isdigit() and len(text) <= 9:
-            signals.add("page", f"at:{int(text)}")
+def _families(raw: bytes | None) -> tuple[Any, ...]:
+    """The XPaths worth running on a page whose source is ``raw`` (``None``, or bytes with NULs, as UTF-16
+    has: all of them).  Each test is a search of the bytes (the first for a byte or a word few pages
+    hold), so a page that declares nothing costs a few microseconds; attribute names are looked for in
+    lower case, as HTML pages write them (the crawl and ``compare`` both pass the bytes: one answer)."""
+    if raw is None or b"\x00" in raw:
+        return (_FIND_JSONLD, _FIND_PROPERTY, _FIND_REL)
+    found = []
+    head = raw.find(b"</head")  # (the pagination links are read from the head: only its bytes are searched)
+    if _REL_PAGES.search(raw, 0, head if head >= 0 else len(raw)) is not None:
+        found.append(_FIND_REL)
+    if b"+" in raw and b"ld+json" in raw and (b"roduct" in raw or b"ffer" in raw):
+        found.append(_FIND_JSONLD)
+    if b"prop" in raw and any(pattern.search(raw) is not None for pattern in _PROPERTIES):
+        found.append(_FIND_PROPERTY)
+    return tuple(found)
 
 
-def identity_signals(root: Any) -> IdentitySignals:
-    """The identity signals of the page whose tree is ``root`` (an lxml element or tree; ``None``: none)."""
+def _read_element(element: Any, signals: IdentitySignals, budget: list[int]) -> None:
+    tag = element.tag
+    if tag == "script":
+        _read_jsonld(element.text, signals, budget)
+        return
+    names = element.get("itemprop") or element.get("property")
+    if names:
+        _read_property(element, names, signals)
+    if tag == "link":
+        _page_numbers(element, signals)
+
+
+def identity_signals(root: Any, raw: bytes | None = None) -> IdentitySignals:
+    """The identity signals of the page whose tree is ``root`` (an lxml element or tree, or a function
+    giving it, called only when the page may declare something; ``None``: nothing).
+
+    ``raw``: the page's bytes, when known: a family of signals whose words the bytes do not hold is not
+    looked for in the tree (most pages: the tree is then never asked for).
+    """
     signals = IdentitySignals()
-    if root is None:
+    families = _families(raw)
+    if root is None or not families:
         return signals
-    try:
-        found = _FIND(root)
-    except (etree.XPathError, ValueError):  # pragma: no cover - a tree lxml cannot walk
-        return signals
+    if callable(root):
+        root = root()
+        if root is None:
+            return signals
     budget = [MAX_JSONLD_CHARS]
-    for element in found[:MAX_ELEMENTS] if isinstance(found, list) else ():
-        tag = element.tag
-        if tag == "script":
-            _read_jsonld(element.text, signals, budget)
+    seen: set[Any] = set()  # (the elements themselves: their proxies stay alive, so one element is one proxy)
+    looked = 0
+    for find in families:
+        try:
+            found = find(root)
+        except (etree.XPathError, ValueError):  # pragma: no cover - a tree lxml cannot walk
             continue
-        names = element.get("itemprop") or element.get("property")
-        if names:
-            _read_property(element, names, signals)
-        if tag in ("link", "a"):
-            _page_numbers(element, signals)
-        if element.get("aria-current") is not None:
-            _current_page(element, signals)
+        for element in found if isinstance(found, list) else ():
+            if looked >= MAX_ELEMENTS:
+                return signals
+            if element in seen:  # (an element found by two families is read once)
+                continue
+            seen.add(element)
+            looked += 1
+            _read_element(element, signals, budget)
     return signals
 
 
-def identity_digest(root: Any) -> str | None:
+def identity_digest(root: Any, raw: bytes | None = None) -> str | None:
     """The digest of the identity a page declares (``IdentitySignals.digest``), ``None`` when none."""
-    return identity_signals(root).digest()
+    return identity_signals(root, raw).digest()
 
 
 def combine_digests(digests: Iterable[str | None]) -> str | None:

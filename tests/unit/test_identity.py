@@ -129,19 +129,18 @@ def test_opengraph_product_meta() -> None:
     [
         ('<link rel="next" href="/shoes?page=3&sort=price"><link rel="prev" href="/shoes?page=1">', {"next:3", "prev:1"}),
         ('<link rel="next" href="/blog/page/4/">', {"next:4"}),
-        ('<a rel="prev" href="viewtopic.php?t=12&amp;start=25">Previous</a>', {"prev:25"}),
+        ('<link rel="prev" href="viewtopic.php?t=12&amp;start=25">', {"prev:25"}),
         ('<link rel="next" href="/2024/05/another-post">', None),  # not a page number
         ('<link rel="next" href="/?p=123">', None),  # WordPress' post id, not a page number
     ],
 )
 def test_pagination_links(links: str, expected: set[str] | None) -> None:
-    values = identity_signals(tree(page(body=links + "<p>x</p>"))).values
+    values = identity_signals(tree(page(head=links))).values
     assert values.get("page") == expected
 
 
-def test_the_current_page_number() -> None:
-    nav = '<nav><a href="/" aria-current="page">Home</a><a aria-current="page" href="?page=2">2</a></nav>'
-    assert identity_signals(tree(page(body=nav))).values == {"page": {"at:2"}}
+def test_pagination_links_are_read_from_the_head_only() -> None:
+    assert identity_signals(tree(page(body='<a rel="next" href="?page=2">Next</a>'))).values == {}
 
 
 def test_a_listing_sorted_another_way_declares_the_same_products() -> None:
@@ -169,3 +168,30 @@ def test_combine_digests() -> None:
     assert combine_digests((None, "b" * 16)) == "b" * 16
     both = combine_digests(("a" * 16, "b" * 16))
     assert both is not None and both not in ("a" * 16, "b" * 16) and len(both) == 16
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        page(jsonld(PRODUCT)),
+        page(body='<div itemscope itemtype="https://schema.org/Product"><h1 itemprop="name">Lamp</h1>'
+                  '<span itemprop="price">19</span></div>'),
+        page(body='<p>Only <span itemprop="sku">S-1</span> left</p>'),
+        page('<meta property="product:price:amount" content="80.00">'),
+        page('<link rel="next" href="/shoes?page=3">'),
+        page(jsonld({"@type": "NewsArticle", "headline": "No product"}), '<span itemprop="author">Jo</span>'),
+    ],
+)
+def test_the_bytes_only_spare_work_never_change_the_answer(html: str) -> None:
+    raw = html.encode()
+    assert identity_signals(tree(html), raw).values == identity_signals(tree(html)).values
+
+
+def test_bytes_that_name_no_signal_skip_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(root: object) -> list:
+        raise AssertionError("walked")
+
+    monkeypatch.setattr(identity, "_FIND_PROPERTY", fail)
+    monkeypatch.setattr(identity, "_FIND_JSONLD", fail)
+    html = page(jsonld({"@type": "NewsArticle"}), '<span itemprop="author">Jo</span> <p>a property of x</p>')
+    assert identity_signals(tree(html), html.encode()).values == {}
