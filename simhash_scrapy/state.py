@@ -27,7 +27,7 @@ from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig, from_crawler
 from .core.clustering import Outcome, rule_of
 from .core.distinct import scope_key
-from .core.identity import combine_digests, identity_signals
+from .core.identity import combine_digests, identity_signals, may_declare
 from .core.records import is_item_scope, item_scope, page_scope
 from .core.representative import ClusterBook, Placement
 from .core.report import (
@@ -186,6 +186,8 @@ class DedupState:
         """The digest of the identity the page declares (``core.identity``), counted in ``simhash/identity/*``;
         the page's tree is asked for only when its bytes name a signal (then Scrapy's parse, which the
         spider's selectors share)."""
+        if not may_declare(response.body):
+            return None
         signals = identity_signals(lambda: _root_of(response), response.body)
         if signals.bad_jsonld:
             self.inc("simhash/identity/unreadable_jsonld", signals.bad_jsonld)

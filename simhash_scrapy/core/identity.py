@@ -43,7 +43,9 @@ from typing import Any
 
 from lxml import etree
 
-__all__ = ["IdentitySignals", "identity_signals", "identity_digest", "combine_digests", "SIGNAL_KINDS"]
+__all__ = [
+    "IdentitySignals", "identity_signals", "identity_digest", "may_declare", "combine_digests", "SIGNAL_KINDS",
+]
 
 #: The kinds of signal (the ``simhash/identity/<kind>`` stats count the pages declaring each).
 SIGNAL_KINDS = ("sku", "gtin", "mpn", "productid", "price", "name", "page")
@@ -77,9 +79,12 @@ _FIND_PROPERTY = etree.XPath("//*[@itemprop or @property]")
 _FIND_REL = etree.XPath("/*/head/link[@rel]")
 #: The property values a page's bytes must name for its properties to be read (a search of the bytes is
 #: much cheaper than a walk of the tree, and most pages declare nothing).
-_PROPERTY_VALUE = rb"""\s*=\s*["']?[^"'>]*?(?:sku|gtin|mpn|productid|productID|price|name|product:)"""
-_PROPERTIES = (re.compile(rb"itemprop" + _PROPERTY_VALUE), re.compile(rb"property" + _PROPERTY_VALUE))
+#: (``itemprop=`` and ``property=``: one search for "prop", the regular expression's literal start.)
+_PROPERTIES = re.compile(
+    rb"""prop(?:erty)?\s*=\s*["']?[^"'>]*?(?:sku|gtin|mpn|productid|productID|price|name|product:)"""
+)
 _REL_PAGES = re.compile(rb"""rel\s*=\s*["']?[^"'>]*?\b(?:next|prev)""")
+_ALL_FAMILIES = (_FIND_JSONLD, _FIND_PROPERTY, _FIND_REL)
 
 #: Bounds (a hostile page cannot make the walk costly): elements looked at, JSON-LD characters parsed,
 #: JSON nodes visited, values kept per kind, characters of one value.
@@ -232,16 +237,14 @@ def _families(raw: bytes | None) -> tuple[Any, ...]:
     hold), so a page that declares nothing costs a few microseconds; attribute names are looked for in
     lower case, as HTML pages write them (the crawl and ``compare`` both pass the bytes: one answer)."""
     if raw is None or b"\x00" in raw:
-        return (_FIND_JSONLD, _FIND_PROPERTY, _FIND_REL)
-    found = []
+        return _ALL_FAMILIES
     head = raw.find(b"</head")  # (the pagination links are read from the head: only its bytes are searched)
-    if _REL_PAGES.search(raw, 0, head if head >= 0 else len(raw)) is not None:
-        found.append(_FIND_REL)
-    if b"+" in raw and b"ld+json" in raw and (b"roduct" in raw or b"ffer" in raw):
-        found.append(_FIND_JSONLD)
-    if b"prop" in raw and any(pattern.search(raw) is not None for pattern in _PROPERTIES):
-        found.append(_FIND_PROPERTY)
-    return tuple(found)
+    rel = _REL_PAGES.search(raw, 0, head if head >= 0 else len(raw)) is not None
+    jsonld = b"+" in raw and b"ld+json" in raw and (b"roduct" in raw or b"ffer" in raw)
+    prop = _PROPERTIES.search(raw) is not None
+    if not (rel or jsonld or prop):
+        return ()
+    return tuple(find for find, wanted in zip(_ALL_FAMILIES, (jsonld, prop, rel)) if wanted)
 
 
 def _read_element(element: Any, signals: IdentitySignals, budget: list[int]) -> None:
@@ -290,9 +293,14 @@ def identity_signals(root: Any, raw: bytes | None = None) -> IdentitySignals:
     return signals
 
 
+def may_declare(raw: bytes | None) -> bool:
+    """Whether a page whose bytes are ``raw`` may declare an identity (``False``: it declares none)."""
+    return bool(_families(raw))
+
+
 def identity_digest(root: Any, raw: bytes | None = None) -> str | None:
     """The digest of the identity a page declares (``IdentitySignals.digest``), ``None`` when none."""
-    return identity_signals(root, raw).digest()
+    return identity_signals(root, raw).digest() if _families(raw) else None
 
 
 def combine_digests(digests: Iterable[str | None]) -> str | None:
