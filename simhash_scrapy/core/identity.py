@@ -139,7 +139,7 @@ def _local(name: str) -> str:
     return re.split(r"[:/#]", name)[-1].lower()
 
 
-def _types(node: dict) -> set[str]:
+def _types(node: dict[str, Any]) -> set[str]:
     kind = node.get("@type", ())
     names = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
     return {_local(n) for n in names if isinstance(n, str)}

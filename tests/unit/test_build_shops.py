@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -118,7 +117,7 @@ def test_score_reports_the_variant_row_apart(built) -> None:
     evalset = common.load_set(out, half="tune")
     result = score.run_library(evalset, score.default_setup(), score.Texts(evalset))
     assert result.hard["variant"][1] == 6  # Amazon's and Upwork's three variants each
-    flagged, pairs = result.hard_total()
+    _flagged, pairs = result.hard_total()
     assert pairs == result.hard["hn_product"][1] + result.hard["hn_site"][1] == 6  # the variant row left out
     table = score.markdown_table([result])
     assert "product variants (other colour/size: name, SKU, price) merged | 6 |" in table
