@@ -12,8 +12,10 @@ only the kinds of markup the page's bytes mention are looked for):
   JSON-LD: ``sku``, ``gtin*``, ``mpn``, ``productID``, ``price`` /
   ``lowPrice``, the product's ``name`` (variants, related and similar
   products left out: ``SKIPPED_KEYS``);
-* the same properties in microdata (``itemprop``) and RDFa (``property``;
-  ``name`` only where the nearest item is a product or an offer);
+* the same properties in microdata (``itemprop``) and RDFa (``property``) of
+  a product or an offer item, or of no item at all (a bare
+  ``itemprop="price"``; a ``name`` only a product's or an offer's), not
+  those of another item (a stock quote's price, a person's name);
 * OpenGraph / Facebook ``product:`` meta (``product:price:amount``,
   ``product:retailer_item_id``, ``product:upc`` ...);
 * pagination: the page numbers a page's ``<link rel=next>`` /
@@ -57,8 +59,12 @@ PRODUCT_TYPES = frozenset(
 #: JSON-LD keys whose values are other products (a variant group, related items): not this page's identity.
 SKIPPED_KEYS = frozenset(
     {"hasvariant", "isvariantof", "isrelatedto", "issimilarto", "isaccessoryorsparepartfor", "isconsumablefor",
-     "review", "reviews", "aggregaterating", "itemreviewed", "mainentityofpage", "breadcrumb"}
+     "review", "reviews", "aggregaterating", "itemreviewed", "mainentityofpage", "breadcrumb", "ispartof",
+     "publisher", "provider", "sourceorganization", "copyrightholder", "sponsor", "funder", "author", "creator"}
 )  # fmt: skip
+#: Item types that stand for the whole page (``<body itemscope itemtype="WebPage">``): a property inside one
+#: and no other item counts as the page's own, as a property outside any item does.
+PAGE_TYPES = frozenset({"webpage", "itempage", "collectionpage", "searchresultspage", "website", "offercatalog"})
 #: Property (lower case, prefix left out) -> kind.
 _PROPERTY_KIND = {
     "sku": "sku", "gtin": "gtin", "gtin8": "gtin", "gtin12": "gtin", "gtin13": "gtin", "gtin14": "gtin",
@@ -186,12 +192,17 @@ def _read_jsonld(text: str | None, signals: IdentitySignals, budget: list[int]) 
 
 
 def _item_type(element: Any) -> str | None:
-    """The type of the item ``element``'s property belongs to: the nearest ``itemscope`` / ``typeof`` above it."""
+    """The type of the item ``element``'s property belongs to: the nearest ``itemscope`` / ``typeof`` above it
+    (``None``: none); ``"-"`` for an item that is itself a property ``SKIPPED_KEYS`` names (the product a
+    paywall's ``isPartOf`` names, a related product): not the page's."""
     parent = element.getparent()
     while parent is not None:
         kind = parent.get("itemtype") or parent.get("typeof")
         if kind is not None or parent.get("itemscope") is not None:
-            return " ".join(_local(k) for k in (kind or "").split())
+            role = parent.get("itemprop") or parent.get("property") or ""
+            if any(_local(name) in SKIPPED_KEYS for name in role.split()):
+                return "-"
+            return " ".join(_local(k) for k in kind.replace("%20", " ").split()) if kind else ""
         parent = parent.getparent()
     return None
 
@@ -214,11 +225,13 @@ def _read_property(element: Any, names: str, signals: IdentitySignals) -> None:
             signals.add(meta, element.get("content"))
             continue
         local = _local(full)
-        kind = _PROPERTY_KIND.get(local)
-        if kind is None and local == "name":
-            item = _item_type(element)
-            kind = "name" if item is not None and set(item.split()) & PRODUCT_TYPES else None
-        if kind is not None:
+        kind = _PROPERTY_KIND.get(local) or ("name" if local == "name" else None)
+        if kind is None:
+            continue
+        item = set((_item_type(element) or "").split()) - PAGE_TYPES
+        # a property of a product or an offer, or of no item at all (a bare itemprop="price"); not one
+        # of another item (a stock quote's price, a person's name); a name only a product's or offer's
+        if (item & PRODUCT_TYPES) or (not item and kind != "name"):
             signals.add(kind, _value(element))
 
 

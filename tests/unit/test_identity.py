@@ -195,3 +195,26 @@ def test_bytes_that_name_no_signal_skip_the_walk(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(identity, "_FIND_JSONLD", fail)
     html = page(jsonld({"@type": "NewsArticle"}), '<span itemprop="author">Jo</span> <p>a property of x</p>')
     assert identity_signals(tree(html), html.encode()).values == {}
+
+
+def test_properties_of_other_items_and_a_paywalls_product_are_not_the_pages() -> None:
+    quote = (
+        '<table itemscope itemtype="http://schema.org/Intangible/FinancialQuote">'
+        '<tr><td><meta itemprop="price" content="109.33">$109.33</td></tr></table>'
+    )
+    assert identity_signals(tree(page(body=quote))).values == {}
+    paywall = {"@type": "NewsArticle", "headline": "A story", "isPartOf": {"@type": ["CreativeWork", "Product"],
+               "name": "The Daily", "productID": "daily.com:basic"}}  # fmt: skip
+    assert identity_signals(tree(page(jsonld(paywall)))).values == {}
+    whole_page = '<body itemscope itemtype="https://schema.org/WebPage"><span itemprop="price">19</span></body>'
+    assert identity_signals(tree(f"<html><head></head>{whole_page}</html>")).values == {"price": {"19"}}
+
+
+def test_microdata_of_an_item_that_is_part_of_the_page_is_not_its_identity() -> None:
+    body = (
+        '<div itemscope itemtype="http://schema.org/NewsArticle"><span itemprop="isPartOf" itemscope '
+        'itemtype="http://schema.org/CreativeWork%20http://schema.org/Product"><meta itemprop="name" '
+        'content="The Daily"><meta itemprop="productID" content="daily.com:basic"></span>'
+        '<div itemprop="isRelatedTo" itemscope itemtype="https://schema.org/Product"><b itemprop="sku">X</b></div></div>'
+    )
+    assert identity_signals(tree(page(body=body))).values == {}
