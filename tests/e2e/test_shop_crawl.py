@@ -7,11 +7,15 @@ soft-404 shells under many URLs stay one cluster (``core.identity``, ``SIMHASH_I
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_twisted
 from conftest import RecordingSpider, article_words, run_crawl, simhash_stats
+from test_rules_named import backend_settings
+
+pytest_plugins = ["conftest_redis"]
 
 #: The shop's words about every shirt (the description is shared by all its variants).
 DESCRIPTION = " ".join(article_words(41, 260))
@@ -64,12 +68,15 @@ ORDER = list(shop_pages())
 
 
 @pytest_twisted.ensureDeferred
-@pytest.mark.parametrize("signals", [True, False])
+@pytest.mark.parametrize(
+    ("backend", "signals"), [("memory", True), ("persistent", True), ("redis", True), ("memory", False)]
+)
 async def test_variants_and_marked_prices_are_kept_tracking_copies_and_shells_dropped(
-    serve: Any, implementation: str, signals: bool
+    serve: Any, implementation: str, backend: str, signals: bool, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     site = serve(shop_pages())
     settings: dict[str, Any] = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
+    settings.update(backend_settings(backend, tmp_path, request))
     if not signals:
         settings["SIMHASH_IDENTITY_SIGNALS"] = False
     crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in ORDER])
@@ -130,3 +137,21 @@ async def test_short_pages_one_marked_token_apart_are_kept(serve: Any, marked: b
         assert merged == 0  # issue 37: at most 5% of them dropped
     else:
         assert merged >= 18  # the same difference, unmarked: one token apart, near-duplicates (documented)
+
+
+def test_dedup_keeps_variants_apart_as_the_crawl_does(tmp_path: Path) -> None:
+    from test_commands import read_jsonl, simhash  # a real ``scrapy`` process
+
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    pages = shop_pages()
+    for name, path in (("1.html", "/p/shirt-blue"), ("2.html", "/p/shirt-red"),
+                       ("3.html", "/p/shirt-blue?utm_source=mail&sessionid=9f8e")):  # fmt: skip
+        (folder / name).write_text(pages[path], encoding="utf-8")
+    kept = simhash("dedup", str(folder), cwd=tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    assert [[m["url"].rsplit("/", 1)[1] for m in c["members"]] for c in read_jsonl(kept.stdout)] == [["1.html", "3.html"]]
+    merged = simhash("dedup", str(folder), "-s", "SIMHASH_IDENTITY_SIGNALS=False", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    (cluster,) = read_jsonl(merged.stdout)
+    assert [m["url"].rsplit("/", 1)[1] for m in cluster["members"]] == ["1.html", "2.html", "3.html"]
