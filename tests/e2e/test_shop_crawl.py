@@ -77,6 +77,8 @@ async def test_variants_and_marked_prices_are_kept_tracking_copies_and_shells_dr
     site = serve(shop_pages())
     settings: dict[str, Any] = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
     settings.update(backend_settings(backend, tmp_path, request))
+    report = tmp_path / "report.jsonl"
+    settings["SIMHASH_REPORT_URI"] = str(report)
     if not signals:
         settings["SIMHASH_IDENTITY_SIGNALS"] = False
     crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in ORDER])
@@ -95,12 +97,20 @@ async def test_variants_and_marked_prices_are_kept_tracking_copies_and_shells_dr
         assert duplicate_of["/offer/2"] is None
         assert stats["simhash/identity/pages"] == 5  # three product pages, two offers
         assert stats["simhash/identity/sku"] == 3 and stats["simhash/identity/price"] == 5
+        # what kept them apart: the variant (sku, price, name) and the short page (its price)
+        assert stats["simhash/identity/kept_apart"] == 2
+        assert stats["simhash/identity/kept_apart/sku"] == stats["simhash/identity/kept_apart/name"] == 1
+        assert stats["simhash/identity/kept_apart/price"] == 2
+        (summary,) = [json.loads(line) for line in report.read_text().splitlines() if '"type": "summary"' in line]
+        assert summary["identity_pages"] == 5 and summary["identity_kept_apart"] == 2
+        assert summary["identity_kept_apart_price"] == 2 and summary["identity_kept_apart_sku"] == 1
         assert stats["simhash/near_duplicates"] == 3
     else:
         # without the signals the text rule merges them: what the signals change
         assert duplicate_of["/p/shirt-red"] == blue
         assert duplicate_of["/offer/2"] == site.url("/offer/1")
         assert not any(name.startswith("simhash/identity/") for name in stats)
+        assert "identity_pages" not in report.read_text()
         assert stats["simhash/near_duplicates"] == 5
 
 
@@ -135,6 +145,9 @@ async def test_short_pages_one_marked_token_apart_are_kept(serve: Any, marked: b
     assert shells[0] is None and set(shells[1:]) == {site.url("/gone/0")}  # one cluster of soft-404 shells
     if marked:
         assert merged == 0  # issue 37: at most 5% of them dropped
+        stats = simhash_stats(crawler)
+        assert stats["simhash/identity/kept_apart"] == 20
+        assert stats["simhash/identity/kept_apart/price"] == stats["simhash/identity/kept_apart/sku"] == 10
     else:
         assert merged >= 18  # the same difference, unmarked: one token apart, near-duplicates (documented)
 
