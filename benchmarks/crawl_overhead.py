@@ -516,6 +516,7 @@ def per_page_costs(site: Path, settings: dict | None = None, sample: int = 600) 
 
     from simhash_scrapy.config import SimhashConfig
     from simhash_scrapy.core.analysis import SLOW_DEPTH, analyse_html, analyse_tree, may_take_long, tree_may_take_long
+    from simhash_scrapy.core.identity import identity_digest
     from simhash_scrapy.core.sitetemplate import HostTemplates
     from simhash_scrapy.core.text import shared_parse_usable
 
@@ -536,6 +537,8 @@ def per_page_costs(site: Path, settings: dict | None = None, sample: int = 600) 
             return None
         if shared_parse_usable(root, r.body, "utf-8", r.encoding, r.text, depth_checked=SLOW_DEPTH):
             answer = analyse_tree(root, r.body, config.analysis)
+            if config.identity_signals:  # the page's scope (DedupState.scope_for): its declared identity
+                identity_digest(root, r.body)
             if learner is not None and answer.fingerprint is not None and not answer.exact and answer.source is not None:
                 learner.check("127.0.0.1", answer.fingerprint, answer.source)
             return answer
@@ -548,6 +551,7 @@ def per_page_costs(site: Path, settings: dict | None = None, sample: int = 600) 
         "SIMHASH_TEMPLATES=False": {"SIMHASH_TEMPLATES": "False"},
         "SIMHASH_SECOND_SIMHASH=False": {"SIMHASH_SECOND_SIMHASH": "False"},
         "both False": {"SIMHASH_TEMPLATES": "False", "SIMHASH_SECOND_SIMHASH": "False"},
+        "SIMHASH_IDENTITY_SIGNALS=False": {"SIMHASH_IDENTITY_SIGNALS": "False"},
     }
     configs = {name: SimhashConfig.from_settings({**settings, **extra}) for name, extra in variants.items()}
 
@@ -555,7 +559,7 @@ def per_page_costs(site: Path, settings: dict | None = None, sample: int = 600) 
     for r in parsed:
         r.selector.root  # noqa: B018 (Scrapy's parse, which the spider's selectors share: not the plugin's cost)
     print(f"\n### The crawl's inline path on Scrapy's shared parse, single thread, {len(parsed)} pages "
-          "(checks + analyse_tree + the template learner), best of 5, alternating\n\n| settings | CPU ms per page |\n|---|---:|")
+          "(checks + analyse_tree + identity signals + the template learner), best of 5, alternating\n\n| settings | CPU ms per page |\n|---|---:|")
     best = dict.fromkeys(configs, float("inf"))
     for _ in range(5):
         for name, config in configs.items():

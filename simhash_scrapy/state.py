@@ -28,6 +28,8 @@ from .config import SimhashConfig, from_crawler
 from .core.changes import LAST_CRAWL_EXTRA, LastCrawl, build_page_changes, count_changes, encode_last_crawl
 from .core.clustering import Outcome, rule_of
 from .core.distinct import scope_key
+from .core.identity import IdentitySignals, combine_digests, identity_signals, may_declare
+from .core.kept_apart import KeptApart
 from .core.records import is_item_scope, item_scope, page_scope
 from .core.representative import ClusterBook, Placement
 from .core.report import (
@@ -60,6 +62,8 @@ THREAD_WORKERS = 2
 #: Pages (bytes) at least this big are fingerprinted in a worker thread when
 #: ``SIMHASH_THREADS`` is on; smaller ones inline.
 THREAD_MIN_BYTES = 64 * 1024
+#: Pages declaring an identity whose check is awaited at most (``DedupState._declared``).
+_DECLARED_PENDING = 10_000
 
 def _root_of(response: Any) -> Any:
     """The parsed page: Scrapy's own parse (cached on the response, the spider reuses it), else lxml's."""
@@ -145,6 +149,10 @@ class DedupState:
         self.gone: list[tuple[str, str, int]] = []
         #: The clusters this crawl saw, member by member (representative, positions: ``place``).
         self.book = ClusterBook(self.config.representative)
+        #: Pages declaring an identity (``core.identity``): final scope -> (plain scope, declared values),
+        #: read by ``check``; and the count of the pairs their scopes kept apart (``core.kept_apart``).
+        self._declared: dict[str, tuple[str, dict[str, set[str]]]] = {}
+        self.kept_apart = KeptApart(self.config.max_distance, self.config.blocks)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -163,17 +171,71 @@ class DedupState:
         With ``SIMHASH_DISTINCT_SELECTORS``, a page's ``response`` adds the
         digest of its protected text (``core.distinct.scope_key``), counted as
         ``simhash/distinct/pages`` (or ``simhash/distinct/unmatched`` when no
-        selector matched: the plain scope).
+        selector matched: the plain scope); with ``SIMHASH_IDENTITY_SIGNALS``,
+        the digest of the identity it declares (``core.identity``), counted as
+        ``simhash/identity/pages`` and per signal.
         """
         scope = page_scope(self.config.scope, url, self.spider.name if self.spider is not None else "")
         if items:
             return item_scope(scope)
         distinct = self.config.distinct
-        if distinct is None or response is None:
+        if response is None or (distinct is None and not self.config.identity_signals):
             return scope
-        digest = distinct.digest(_root_of(response))
-        self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
-        return scope_key(scope, digest)
+        digest = None
+        if distinct is not None:
+            digest = distinct.digest(_root_of(response))
+            self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
+        declared = self._identity(response) if self.config.identity_signals else None
+        if declared is not None:
+            digest = combine_digests((digest, declared.digest()))
+        key = scope_key(scope, digest)
+        if declared is not None:
+            if len(self._declared) >= _DECLARED_PENDING:
+                self._declared.clear()  # (pages checked long ago, or never: a skipped page)
+            self._declared[key] = (scope, declared.values)
+        return key
+
+    def _identity(self, response: Any) -> IdentitySignals | None:
+        """The identity the page declares (``core.identity``; ``None``: none), counted in ``simhash/identity/*``;
+        the page's tree is asked for only when its bytes name a signal (then Scrapy's parse, which the
+        spider's selectors share)."""
+        if not may_declare(response.body):
+            return None
+        signals = identity_signals(lambda: _root_of(response), response.body)
+        if signals.bad_jsonld:
+            self.inc("simhash/identity/unreadable_jsonld", signals.bad_jsonld)
+        kinds = signals.kinds()
+        if not kinds:
+            return None
+        self.inc("simhash/identity/pages")
+        for kind in kinds:
+            self.inc(f"simhash/identity/{kind}")
+        return signals
+
+    def _identity_summary(self) -> dict[str, int]:
+        """This crawl's ``simhash/identity/*`` counts for the report's summary (``identity_pages``,
+        ``identity_kept_apart``, ``identity_kept_apart_<signal>``); empty when no page declared anything."""
+        stats = self.stats.get_stats()
+        if not stats.get("simhash/identity/pages"):
+            return {}
+        return {
+            name.replace("simhash/identity/", "identity_").replace("/", "_"): int(value)
+            for name, value in sorted(stats.items())
+            if name == "simhash/identity/pages" or name.startswith("simhash/identity/kept_apart")
+        }
+
+    def _count_kept_apart(self, record: PageRecord, verdict: Verdict) -> None:
+        """A page declaring an identity that became canonical in its scope: whether the signals kept it apart
+        from an earlier page declaring another (``core.kept_apart``): ``simhash/identity/kept_apart`` and
+        ``simhash/identity/kept_apart/<signal>`` for each signal whose values differ."""
+        declared = self._declared.get(record.scope)
+        if declared is None or verdict.outcome is not Outcome.UNIQUE or record.exact:
+            return
+        differ = self.kept_apart.check(declared[0], record.fingerprint, record.edit_keys, declared[1])
+        if differ:
+            self.inc("simhash/identity/kept_apart")
+            for kind in differ:
+                self.inc(f"simhash/identity/kept_apart/{kind}")
 
     def identity_of(self, request: Any) -> str:
         """What makes two fetches "the same page": Scrapy's request fingerprint (hex).
@@ -248,6 +310,8 @@ class DedupState:
         fingerprinted + not_modified = the sum of the outcomes).
         """
         verdict = await self.backend.check(record)
+        if self._declared and not items:
+            self._count_kept_apart(record, verdict)
         prefix = "simhash/items/" if items else "simhash/"
         if not_modified:
             self.inc(prefix + "not_modified")
@@ -471,6 +535,7 @@ class DedupState:
             source=f"spider {spider.name}",
             previous_crawl=self.backend.initial > 0,
         )
+        summary.update(self._identity_summary())
         summary.update(self.report_extra)
         if self.backend.initial > 0:
             summary.update({kind: count_changes(pages)[kind] for kind in ("new", "gone")})

@@ -38,8 +38,14 @@ CJK_CHARACTERS = False
 
 #: Kinds of duplicate, in report order (a set holds a subset: the first set has "print", the wide one
 #: "print_links", "print_plain" and "short").
-CATEGORIES = ("template", "tracking", "print", "print_links", "print_plain", "edit", "release", "natural", "short")
-HARD_NEGATIVES = ("hn_template", "hn_title", "hn_shared", "hn_swap", "hn_site")
+CATEGORIES = (
+    "template", "tracking", "print", "print_links", "print_plain", "edit", "sidebar", "cross", "release", "natural",
+    "short",
+)  # fmt: skip
+HARD_NEGATIVES = ("hn_template", "hn_title", "hn_shared", "hn_swap", "hn_site", "hn_product")
+#: Pairs that must stay apart but are no hard negative of the text (the shop set's product variants:
+#: ``score.py`` reports the share merged on a row of its own, outside "all hard negatives").
+APART_ROWS = ("variant",)
 CATEGORY_TITLES = {
     "template": "same article, other template (mirror, reader view)",
     "tracking": "tracking/session URL variants (timestamps, tokens, ads)",
@@ -55,6 +61,10 @@ CATEGORY_TITLES = {
     "hn_shared": "different pages sharing a long section",
     "hn_swap": "different articles in one site's real template",
     "hn_site": "different pages of one site",
+    "hn_product": "different products of one shop",
+    "sidebar": "the page with another sidebar",
+    "cross": "two copies of one page, of different kinds",
+    "variant": "product variants (other colour/size: name, SKU, price) merged",
     "empty": "(nearly) empty main content",
 }
 

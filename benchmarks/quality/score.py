@@ -336,8 +336,9 @@ class Result:
         return flagged / pairs if pairs else 0.0
 
     def hard_total(self) -> tuple[int, int]:
-        """(flagged, pairs) over every kind of hard negative."""
-        return sum(f for f, _ in self.hard.values()), sum(n for _, n in self.hard.values())
+        """(flagged, pairs) over every kind of hard negative (the variant row left out: ``common.APART_ROWS``)."""
+        rows = [v for k, v in self.hard.items() if k not in common.APART_ROWS]
+        return sum(f for f, _ in rows), sum(n for _, n in rows)
 
     def as_dict(self) -> dict:
         o = self.overall
@@ -544,11 +545,15 @@ def markdown_table(results: list[Result]) -> str:
             f"{r.hard[name][0]} flagged ({100 * r.hard_share(name):.2f}%)" for r in results
         )
         rows.append(f"| hard negative: {common.CATEGORY_TITLES[name]} | {results[0].hard[name][1]} | {cells} |")
-    if any(results[0].hard.get(name, (0, 0))[1] for name in ("hn_swap", "hn_site")):  # the real-web set
+    if any(results[0].hard.get(name, (0, 0))[1] for name in ("hn_swap", "hn_site", "hn_product")):  # real-web, shops
         cells = " | ".join(
             f"{r.hard_total()[0]} flagged ({100 * r.hard_total()[0] / max(1, r.hard_total()[1]):.2f}%)" for r in results
         )
         rows.append(f"| **all hard negatives** | {results[0].hard_total()[1]} | {cells} |")
+    for name in common.APART_ROWS:
+        if results[0].hard.get(name, (0, 0))[1]:
+            cells = " | ".join(f"{r.hard[name][0]} ({100 * r.hard_share(name):.1f}%)" for r in results)
+            rows.append(f"| {common.CATEGORY_TITLES[name]} | {results[0].hard[name][1]} | {cells} |")
     cells = " | ".join(
         f"{r.empty_fingerprinted} fingerprinted, {r.fp_by_kind.get('empty', 0)} false pairs" for r in results
     )

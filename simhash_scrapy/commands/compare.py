@@ -62,7 +62,7 @@ class Page:
     exact: bool = False  # a short page: fingerprint is its exact digest
     edit_keys: tuple[int, ...] = ()  # one-edit keys (a page of a few dozen tokens)
     skipped: str | None = None  # the crawl's skip reason
-    protected: str | None = None  # digest of the text SIMHASH_DISTINCT_SELECTORS finds (core.distinct), if any
+    protected: str | None = None  # digest of the protected text and declared identity (core.distinct, core.identity)
     text: str = ""
     tokens: int = 0
     weights: dict[int, float] = field(default_factory=dict)
@@ -172,11 +172,14 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
     answer = analyse_html(page.body, page.encoding, config.analysis)
     fingerprint, reason = answer.fingerprint, answer.skip_reason
     page.text = extract_text(page.body, encoding=page.encoding, main_content=config.main_content)
-    if config.distinct is not None:
+    if config.distinct is not None or config.identity_signals:
+        from ..core.identity import combine_digests, identity_digest
         from ..core.text import parse_html
 
         root = parse_html(page.body, page.encoding)
-        page.protected = None if root is None else config.distinct.digest(root)
+        protected = None if root is None or config.distinct is None else config.distinct.digest(root)
+        declared = identity_digest(root, body) if config.identity_signals else None
+        page.protected = combine_digests((protected, declared))
     page.tokens = len(token_hashes(page.text, config.features.cjk_ngram))
     if fingerprint is None:
         page.skipped = page.skipped or reason

@@ -172,13 +172,26 @@ def _item_value(line: bytes, field: str, url_field: str) -> tuple[Any, str | Non
     return value, url, referer, depth, None
 
 
-def _protected_digest(value: Any, config: SimhashConfig) -> str | None:
-    """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.distinct``), as the crawl's."""
+def _protected_digest(value: Any, config: SimhashConfig, page: bool = True) -> str | None:
+    """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.distinct``) and, for a
+    page (not an item, as in the crawl), of the identity it declares (``SIMHASH_IDENTITY_SIGNALS``,
+    ``core.identity``): the crawl's scope."""
+    from ..core.identity import combine_digests, identity_digest
     from ..core.text import parse_html
 
-    assert config.distinct is not None
-    root = parse_html(value)
-    return None if root is None else config.distinct.digest(root)
+    raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
+    parsed: list[Any] = []
+
+    def root() -> Any:
+        if not parsed:
+            parsed.append(parse_html(value))
+        return parsed[0]
+
+    protected = None
+    if config.distinct is not None:
+        protected = None if root() is None else config.distinct.digest(root())
+    declared = identity_digest(root, raw) if page and config.identity_signals else None
+    return combine_digests((protected, declared))
 
 
 def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:
@@ -226,8 +239,8 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             answer = analyse_html(value, None, options) if is_html else analyse_text(value, options)
             fingerprint, exact, reason, keys = answer.fingerprint, answer.exact, answer.skip_reason, answer.edit_keys
             extra = (answer.source, answer.second, answer.sketch)
-            if fingerprint is not None and is_html and config.distinct is not None:
-                protected = _protected_digest(value, config)
+            if fingerprint is not None and is_html and (config.distinct is not None or config.identity_signals):
+                protected = _protected_digest(value, config, page=kind == "files")
         out.append((fingerprint, reason, url, referer, depth, exact, keys, protected, *extra))
     return out
 
@@ -437,9 +450,9 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     fps = np.array(fingerprints, dtype=np.uint64)
     scopes = None
     scope_names = [page_scope(config.scope, u) for u in urls]  # the crawl's: the host, or "" (one spider)
-    if config.distinct is not None:  # the crawl's scopes: pages of different protected text never match
+    if any(digest is not None for digest in protected):  # the crawl's scopes: protected text, declared identity
         scope_names = [scope_key(name, digest) for name, digest in zip(scope_names, protected)]
-    if config.scope == "domain" or config.distinct is not None:
+    if config.scope == "domain" or any(digest is not None for digest in protected):
         numbers: dict[str, int] = {}
         scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
     canonical, distance = assign_canonicals(

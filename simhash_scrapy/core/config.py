@@ -219,6 +219,8 @@ class SimhashConfig:
     url_rules_canonical: bool = _default("url_rules_canonical")
     #: ``SIMHASH_DISTINCT_SELECTORS``: CSS selectors whose text must also be equal (``core.distinct``).
     distinct_selectors: tuple[str, ...] = _default("distinct_selectors")
+    #: ``SIMHASH_IDENTITY_SIGNALS``: pages declaring different identities are kept apart (``core.identity``).
+    identity_signals: bool = _default("identity_signals")
     features: FeatureConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

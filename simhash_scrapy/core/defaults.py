@@ -71,6 +71,10 @@ SCOPE = "spider"
 #: ``SIMHASH_DISTINCT_SELECTORS``: CSS selectors whose text must also be equal for two pages to be
 #: near-duplicates (``core.distinct``); none by default.
 DISTINCT_SELECTORS: tuple[str, ...] = ()
+#: ``SIMHASH_IDENTITY_SIGNALS``: pages that declare different identities (schema.org SKU, GTIN, MPN,
+#: productID, price or product name; ``product:`` meta; pagination) are never near-duplicates
+#: (``core.identity``); ``False`` merges them (product variants) by their text alone.
+IDENTITY_SIGNALS = True
 #: ``SIMHASH_UNCHANGED``: what a re-crawl does with a page whose content is
 #: unchanged since its last recorded version: ``"pass"`` (goes on, flagged in
 #: meta), ``"drop_items"`` (its items are dropped), ``"drop"`` (the page is dropped).

@@ -372,6 +372,14 @@ SETTINGS: tuple[Setting, ...] = (
       "at start-up naming the setting. Keep it the same across the crawls of one store or Redis key",
       '[".price", ".sku", "[itemprop=sku]::attr(content)"]', "core", _selectors, "distinct_selectors",
       default_doc="`[]` (none)"),
+    S("SIMHASH_IDENTITY_SIGNALS", "bool", defaults.IDENTITY_SIGNALS,
+      "pages that declare different identities are never near-duplicates: schema.org `sku`, `gtin*`, `mpn`, "
+      "`productID`, `price` or a product's `name` (JSON-LD, microdata, RDFa), `product:` meta, the page numbers "
+      "of `rel=next`/`prev` links (two variants of one product, two pages of one listing). The digest of what "
+      "a page declares joins its scope, as protected text does; a page declaring nothing keeps its plain "
+      "scope. `False` merges variants by their text alone. Keep it the same across the crawls of one store "
+      "or Redis key",
+      "False", "core", boolean, "identity_signals"),
     # ------------------------------------------------------------ the crawl (glue)
     S("SIMHASH_ACTION", _one_of(ACTIONS), defaults.ACTION,
       "what happens to a near-duplicate response (a dropped one is not counted by `CLOSESPIDER_PAGECOUNT`)",
