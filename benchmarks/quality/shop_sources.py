@@ -1,0 +1,283 @@
+"""More saved shop, item, listing and forum pages for the shop set (``build_shops.py``), by collection.
+
+Each collection is pinned to one commit (``SOURCES``) and read from its local snapshot
+(``--mirror DIR``: ``DIR/<owner>+<name>/repo``, as ``build_realweb.py`` reads its own; nothing is downloaded):
+
+=============================  =====================================  ===================================
+collection (pinned)            pages                                  main content (truth)
+=============================  =====================================  ===================================
+hhursev/recipe-scrapers        ``tests/test_data/<host>/*.testhtml``:  the element whose words best match
+                               recipe pages of recipe sites saved by   the page's ``.json`` (title,
+                               the scrapers' authors (a seeded sample  description, ingredients and
+                               of ``MAX_RECIPE_SITES`` sites with two  instructions the scraper must find)
+                               pages or more, ``MAX_PER_SITE`` each)
+chaoss/grimoirelab-perceval    ``tests/data/askbot/*.html``: question  the site's question column
+                               pages of two Askbot Q&A forums          (``//div[@id='ContentLeft']``)
+                               (askbot.org, ask.openstack.org), pages
+                               2-4 of one long thread among them
+ingonader/rgeizhals            ``inst/extdata/gh-*.html``: geizhals.at the page's content wrapper
+                               price-comparison pages: two categories  (``//div[@id='gh_content_wrapper']``)
+                               (page 1 and 2 of one), three products
+=============================  =====================================  ===================================
+
+None of them holds pages of the reserved collections (scrapinghub/product-extraction-benchmark,
+TeamHG-Memex/autopager, adbar/htmldate, scrapinghub/extruct, adbar/trafilatura,
+scrapinghub/article-extraction-benchmark, chatnoir-eu's web-content-extraction-benchmark, Debian's
+docs): recipe-scrapers' and perceval's pages were saved by their own authors for their parsers' tests,
+rgeizhals' by its author from geizhals.at.
+
+Every page has a kind (``PAGE_KIND``: product, listing or forum; a recipe page is an item page, kind
+product, genre ``recipe``) and a thread (forum pages: pages of one question share it).  Hard negatives
+between two original pages of one site (``hard_kind``): ``hn_product`` (two items), ``hn_listing`` (two
+listing pages: page N vs page M of one category, or two categories), ``hn_thread`` (two threads of one
+forum), ``hn_page`` (two pages of one thread), ``hn_site`` (an item page and a listing page).
+A listing page also gets a copy sorted another way (``sorted_listing``: its item grid reordered, a
+``sort=`` parameter): a duplicate of kind ``sort``.
+
+Halves (``assign_halves``): by site, seeded, alternating within each kind (a site's kind is its pages'
+most common kind), so both halves hold sites of every kind that has two sites or more.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+from lxml import etree
+
+import build_realweb
+import build_wide
+import common
+
+SOURCES = {
+    "hhursev/recipe-scrapers": "d08ddd0240ee0ff73dd9d705e43077a821944716",
+    "chaoss/grimoirelab-perceval": "78fd47401d8f17a757186c9eb82677f617fce3f4",
+    "ingonader/rgeizhals": "0f2f74b28b3e6757ed4e25df598c5ff23513c153",
+}
+RESERVED = re.compile(r"product-extraction-benchmark|autopager|htmldate|extruct|trafilatura|"
+                      r"article-extraction-benchmark|web-content-extraction|django-doc|postgresql-doc|rust-doc", re.I)  # fmt: skip
+assert not any(RESERVED.search(s) or build_realweb.RESERVED.search(s) for s in SOURCES)
+
+MAX_RECIPE_SITES = 80
+MAX_PER_SITE = 3
+#: A recipe page's content element must match the expected text at least this well (word-multiset F1).  Lower
+#: than ``build_realweb.MIN_LOCATE_F1`` (0.8): the recipe card also holds notes and nutrition facts the scraper
+#: does not return (most cards match at 0.67-0.8; below 0.65 the match is another block).
+RECIPE_MIN_F1 = 0.65
+#: key -> kind of page (product / listing / forum) and key -> thread (forum pages), filled by the loaders.
+PAGE_KIND: dict[str, str] = {}
+THREAD: dict[str, str] = {}
+#: site (registered domain) -> "tune" / "test", filled by ``assign_halves``.
+HALVES: dict[str, str] = {}
+_SORTS = ("price_asc", "price_desc", "rating", "newest", "name")
+
+
+class Snapshot(build_realweb.Snapshot):
+    """``build_realweb.Snapshot`` of a repository pinned here."""
+
+    def __init__(self, mirror: Path, repo: str) -> None:
+        self.repo, self.commit = repo, SOURCES[repo]
+        self.git = build_realweb.git_dir(mirror, repo)
+
+
+def _gold_nodes(truth: str, least: float):
+    def nodes_of(tree):
+        node, f1 = build_realweb.locate(tree, truth)
+        return ([node] if node is not None and f1 >= least else []), f1
+
+    return nodes_of
+
+
+def _xpath_nodes(xpath: str):
+    def nodes_of(tree):
+        return tree.xpath(xpath)[:1], 1.0
+
+    return nodes_of
+
+
+def _add(out: dict, skipped: dict, sites: dict, snap: Snapshot, path: str, key: str, kind: str, nodes_of,
+         url: str | None, genre: str) -> None:  # fmt: skip
+    raw = snap.read(path)
+    if raw is None:
+        skipped[key] = "file missing"
+        return
+    src, why = build_realweb.make_source(raw, key, f"{snap.repo}:{path}", key.split(":")[0], nodes_of, sites, url)
+    if src is None:
+        skipped[key] = why
+        return
+    if src.site.genre != genre:  # the collection says what the site is (genre_of guesses from the address)
+        src.site = sites[src.site.name] = build_realweb.RealSite(src.site.name, src.site.host, genre)
+    taken = {s.path for s in out.values() if s.site.name == src.site.name}
+    if src.path in taken:  # two saved pages of one address (pages of one thread): the page number tells them apart
+        src.path = f"{src.path}{'&' if '?' in src.path else '?'}page={key.rsplit('-', 1)[-1]}"
+    out[key] = src
+    PAGE_KIND[key] = kind
+
+
+def recipe_truth(data: dict) -> str:
+    """The text recipe-scrapers expects of the page: its title, description, ingredients and instructions."""
+    parts = [data.get("title") or "", data.get("description") or ""]
+    parts += [str(x) for x in data.get("ingredients") or []]
+    steps = data.get("instructions_list") or [data.get("instructions") or ""]
+    parts += [str(x) for x in steps]
+    return "\n".join(p for p in parts if p)
+
+
+def load_recipes(snap: Snapshot, sites: dict, skipped: dict) -> dict:
+    by_site: dict[str, list[str]] = {}
+    for path, _ in snap.ls("tests/test_data"):
+        if path.endswith(".testhtml"):
+            by_site.setdefault(path.split("/")[2], []).append(path)
+    many = sorted(s for s, paths in by_site.items() if len(paths) >= 2)
+    chosen = sorted(random.Random("recipes:1").sample(many, min(MAX_RECIPE_SITES, len(many))))
+    out: dict = {}
+    for folder in chosen:
+        for i, path in enumerate(sorted(by_site[folder])[:MAX_PER_SITE]):
+            key = f"recipe:{folder}-{i}"
+            try:
+                data = json.loads(snap.read(path[: -len(".testhtml")] + ".json") or b"")
+            except ValueError:
+                skipped[key] = "no expected .json"
+                continue
+            truth = recipe_truth(data)
+            if len(common.words(truth)) < build_realweb.MIN_GOLD_WORDS:
+                skipped[key] = f"expected text under {build_realweb.MIN_GOLD_WORDS} words"
+                continue
+            url = data.get("canonical_url") or f"https://{folder}/recipe-{i}"
+            url = url if "://" in url else f"https://{url.lstrip('/')}"
+            _add(out, skipped, sites, snap, path, key, "product", _gold_nodes(truth, RECIPE_MIN_F1), url, "recipe")
+    return out
+
+
+def load_askbot(snap: Snapshot, sites: dict, skipped: dict) -> dict:
+    out: dict = {}
+    for path, _ in sorted(snap.ls("tests/data/askbot")):
+        if not path.endswith(".html"):
+            continue
+        raw = snap.read(path) or b""
+        tree = build_realweb.parse(raw)
+        url = (tree.xpath("//link[@rel='canonical']/@href") or [None])[0]
+        if url is None:
+            skipped[f"askbot:{path}"] = "no canonical address (an error page)"
+            continue
+        page = re.search(r"multipage_(\d)", path)
+        key = f"askbot:{Path(path).stem}-{page.group(1) if page else 1}"
+        THREAD[key] = url
+        _add(out, skipped, sites, snap, path, key, "forum", _xpath_nodes("//div[@id='ContentLeft']"), url, "forum")
+    return out
+
+
+def load_geizhals(snap: Snapshot, sites: dict, skipped: dict) -> dict:
+    out: dict = {}
+    for path, _ in sorted(snap.ls("inst/extdata")):
+        name = Path(path).name
+        if not (name.startswith("gh-") and name.endswith(".html")):
+            continue
+        raw = snap.read(path) or b""
+        url = (build_realweb.parse(raw).xpath("//link[@rel='canonical']/@href") or [None])[0]
+        kind = "listing" if name.startswith("gh-lst") else "product"
+        _add(out, skipped, sites, snap, path, f"geizhals:{Path(path).stem}", kind,
+             _xpath_nodes("//div[@id='gh_content_wrapper']"), url, "shop")  # fmt: skip
+    return out
+
+
+LOADERS = {
+    "hhursev/recipe-scrapers": load_recipes,
+    "chaoss/grimoirelab-perceval": load_askbot,
+    "ingonader/rgeizhals": load_geizhals,
+}
+
+
+def load(mirror: Path, seed: int = 5) -> tuple[dict[str, build_realweb.RealSource], dict[str, str]]:
+    """The pages of every collection of ``SOURCES`` (key -> source), and those left out (key -> why)."""
+    sources: dict[str, build_realweb.RealSource] = {}
+    skipped: dict[str, str] = {}
+    sites: dict = {}
+    for repo in SOURCES:
+        snap = Snapshot(mirror, repo)
+        try:
+            sources.update(LOADERS[repo](snap, sites, skipped))
+        finally:
+            snap.close()
+    assign_halves(sources, seed)
+    return sources, skipped
+
+
+def assign_halves(sources: dict, seed: int) -> None:
+    """Each site's half: within each kind of site, the sites shuffled (seeded) and dealt out in turn."""
+    kinds: dict[str, Counter] = {}
+    for key, src in sources.items():
+        kinds.setdefault(src.site.name, Counter())[PAGE_KIND.get(key, "product")] += 1
+    by_kind: dict[str, list[str]] = {}
+    for site, counts in sorted(kinds.items()):
+        by_kind.setdefault(max(sorted(counts), key=counts.__getitem__), []).append(site)
+    for kind, names in sorted(by_kind.items()):
+        random.Random(f"{seed}:{kind}").shuffle(names)
+        for i, site in enumerate(names):
+            HALVES[site] = ("tune", "test")[i % 2]
+
+
+def hard_kind(key_a: str, key_b: str) -> str | None:
+    """The hard-negative kind of two original pages of one site, or None when neither page is loaded here."""
+    if key_a not in PAGE_KIND or key_b not in PAGE_KIND:
+        return None
+    kinds = {PAGE_KIND[key_a], PAGE_KIND[key_b]}
+    if kinds == {"forum"}:
+        return "hn_page" if THREAD.get(key_a) == THREAD.get(key_b) else "hn_thread"
+    if len(kinds) == 1:
+        return f"hn_{kinds.pop()}"
+    return "hn_site"
+
+
+def has_variant(src: build_realweb.RealSource) -> bool:
+    """A product variant is made of shop products (and of the first collection's pages, as before)."""
+    kind = PAGE_KIND.get(src.key)
+    return kind is None or (kind == "product" and src.site.genre == "shop")
+
+
+def item_grid(node: etree._Element) -> etree._Element | None:
+    """The element under ``node`` with the most children of one tag and class (at least 4): the item grid."""
+    best, best_n = None, 3
+    for el in node.iter():
+        if not isinstance(el.tag, str):
+            continue
+        shapes = Counter((c.tag, c.get("class", "")) for c in el if isinstance(c.tag, str))
+        n = max(shapes.values(), default=0)
+        if n > best_n:
+            best, best_n = el, n
+    return best
+
+
+def reorder(grid: etree._Element, rng: random.Random) -> int:
+    """The grid's items (its children of its most common tag and class) in another order; how many moved."""
+    shapes = Counter((c.tag, c.get("class", "")) for c in grid if isinstance(c.tag, str))
+    shape = shapes.most_common(1)[0][0]
+    slots = [i for i, c in enumerate(grid) if isinstance(c.tag, str) and (c.tag, c.get("class", "")) == shape]
+    items = [grid[i] for i in slots]
+    order = items[:]
+    while len(items) > 1 and order == items:
+        rng.shuffle(order)
+    copies = [(copy.deepcopy(item), grid[slot].tail) for slot, item in zip(slots, order)]
+    for slot, (item, tail) in zip(slots, copies):
+        item.tail = tail
+        grid[slot] = item
+    return sum(a is not b for a, b in zip(items, order))
+
+
+def sorted_listing(b, src: build_realweb.RealSource, group: str) -> int | None:
+    """A listing page sorted another way: its item grid reordered, at a ``sort=`` address (a duplicate)."""
+    if PAGE_KIND.get(src.key) != "listing":
+        return None
+    tree = src.tree()
+    nodes = src.family.content(tree)
+    grid = next((g for g in map(item_grid, nodes) if g is not None), None)
+    if grid is None:
+        return None
+    moved = reorder(grid, b.rng)
+    url = f"{src.url.split('#')[0]}{'&' if '?' in src.url else '?'}sort={b.rng.choice(_SORTS)}"
+    text = build_wide.content_text(src.family.content(tree))
+    return b.variant(build_wide.serialize(tree), url, src, "sort", group, text=text, variant=f"sort:{moved}")
