@@ -78,9 +78,8 @@ class ShopSnapshot(build_realweb.Snapshot):
 
 
 def shop_half(site: str) -> str:
-    if site in shop_sources.HALVES:
-        return shop_sources.HALVES[site]
-    return next((spec[3] for name, spec in CONTENT.items() if site.endswith(name)), "tune")
+    half = next((spec[3] for name, spec in CONTENT.items() if site.endswith(name)), None)
+    return half or shop_sources.HALVES.get(site, "tune")
 
 
 def load_sources(mirror: Path) -> tuple[dict[str, build_realweb.RealSource], dict[str, str]]:
@@ -285,7 +284,7 @@ def build(out: Path, mirror: Path, seed: int) -> dict:
     b.donor_sentences = b.donor_sentences or ["This sentence was added to the page by an editor later on."]
     truth = assemble(b, sources)
     truth["info"] = dict(sources=SOURCES | shop_sources.SOURCES, seed=seed, pages=len(b.pages), left_out=skipped,
-                         sites=len({s.site.name for s in sources.values()}),
+                         sites=len({s.site.name for s in sources.values()}), kinds=shop_sources.kind_counts(b.pages),
                          build_seconds=round(time.perf_counter() - t0, 1))  # fmt: skip
     build_realweb.write(out, b, truth)
     return truth

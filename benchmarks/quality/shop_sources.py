@@ -41,9 +41,11 @@ most common kind), so both halves hold sites of every kind that has two sites or
 from __future__ import annotations
 
 import copy
+import io
 import json
 import random
 import re
+import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -57,11 +59,32 @@ SOURCES = {
     "hhursev/recipe-scrapers": "d08ddd0240ee0ff73dd9d705e43077a821944716",
     "chaoss/grimoirelab-perceval": "78fd47401d8f17a757186c9eb82677f617fce3f4",
     "ingonader/rgeizhals": "0f2f74b28b3e6757ed4e25df598c5ff23513c153",
+    "scrapy/scrapy-bench": "48626327dc5d3b2195a16ad755b92174de123e35",
+    "opendcl/forum-archive": "ad10ae279fbf8f36dfcfe552356b1bfca6ecf94c",
 }
 RESERVED = re.compile(r"product-extraction-benchmark|autopager|htmldate|extruct|trafilatura|"
                       r"article-extraction-benchmark|web-content-extraction|django-doc|postgresql-doc|rust-doc", re.I)  # fmt: skip
 assert not any(RESERVED.search(s) or build_realweb.RESERVED.search(s) for s in SOURCES)
 
+#: Pages taken of the two big one-site collections (their hard pairs grow as the square of this).
+MAX_BOOKS = 10
+MAX_THREADS = 8
+#: ``sites.tar.gz`` of scrapy-bench: home pages of shop, listing and forum sites (file -> address, genre).
+BENCH_HOMES = {
+    "9": ("https://www.amazon.com/", "shop"), "65": ("https://www.ebay.com/", "shop"),
+    "70": ("https://www.etsy.com/", "shop"), "17": ("https://www.asos.com/", "shop"),
+    "74": ("https://www.flipkart.com/", "shop"), "75": ("https://www.gearbest.com/", "shop"),
+    "4": ("https://www.aliexpress.com/", "shop"), "24": ("https://allegro.pl/", "shop"),
+    "97": ("https://www.homedepot.com/", "shop"), "98": ("https://www.ikea.com/", "shop"),
+    "41": ("https://www.bukalapak.com/", "shop"), "6": ("https://www.alibaba.com/", "shop"),
+    "126": ("https://www.jd.com/", "shop"), "80": ("https://www.booking.com/", "listing"),
+    "18": ("https://www.airbnb.co.in/", "listing"), "91": ("https://ahmedabad.craigslist.org/", "listing"),
+    "28": ("https://www.avito.ru/", "listing"), "102": ("https://www.indeed.com/", "listing"),
+    "113": ("https://www.goodreads.com/", "listing"), "127": ("https://www.kaskus.co.id/", "forum"),
+    "5": ("https://www.4chan.org/", "forum"), "87": ("https://www.gamefaqs.com/", "forum"),
+}  # fmt: skip
+#: A home page's content element: the first of these the page has (the home pages have no per-site truth).
+HOME_CONTENT = "(//main | //*[@role='main'] | //*[@id='content'] | //*[@id='main'] | //body)[1]"
 MAX_RECIPE_SITES = 80
 MAX_PER_SITE = 3
 #: A recipe page's content element must match the expected text at least this well (word-multiset F1).  Lower
@@ -105,6 +128,11 @@ def _add(out: dict, skipped: dict, sites: dict, snap: Snapshot, path: str, key: 
     if raw is None:
         skipped[key] = "file missing"
         return
+    _add_raw(out, skipped, sites, snap, path, raw, key, kind, nodes_of, url, genre)
+
+
+def _add_raw(out: dict, skipped: dict, sites: dict, snap: Snapshot, path: str, raw: bytes, key: str, kind: str,
+             nodes_of, url: str | None, genre: str) -> None:  # fmt: skip
     src, why = build_realweb.make_source(raw, key, f"{snap.repo}:{path}", key.split(":")[0], nodes_of, sites, url)
     if src is None:
         skipped[key] = why
@@ -185,10 +213,58 @@ def load_geizhals(snap: Snapshot, sites: dict, skipped: dict) -> dict:
     return out
 
 
+def load_bench(snap: Snapshot, sites: dict, skipped: dict) -> dict:
+    """scrapy-bench's two archives: books.toscrape.com product pages, and home pages of shop/listing/forum sites."""
+    out: dict = {}
+    books = _tar_pages(snap, "bookfiles.tar.gz")
+    names = sorted(books, key=lambda n: int(Path(n).stem))
+    for name in sorted(random.Random("books:1").sample(names, min(MAX_BOOKS, len(names)))):
+        title = build_realweb.parse(books[name]).findtext(".//title") or ""
+        slug = re.sub(r"[^a-z0-9]+", "-", title.split("|")[0].strip().lower()).strip("-")
+        url = f"http://books.toscrape.com/catalogue/{slug}_{Path(name).stem}/index.html"
+        _add_raw(out, skipped, sites, snap, f"bookfiles.tar.gz:{name}", books[name], f"books:{Path(name).stem}",
+                 "product", _xpath_nodes("//article[@class='product_page']"), url, "shop")  # fmt: skip
+    homes = _tar_pages(snap, "sites.tar.gz")
+    for number, (url, genre) in BENCH_HOMES.items():
+        name = next((n for n in homes if Path(n).name == f"{number}.html"), None)
+        if name is None:
+            skipped[f"home:{number}"] = "file missing"
+            continue
+        _add_raw(out, skipped, sites, snap, f"sites.tar.gz:{name}", homes[name], f"home:{number}", "listing",
+                 _xpath_nodes(HOME_CONTENT), url, genre)  # fmt: skip
+    return out
+
+
+def _tar_pages(snap: Snapshot, path: str) -> dict[str, bytes]:
+    data = snap.read(path)
+    if data is None:
+        raise SystemExit(f"{snap.repo}: {path} is missing from commit {snap.commit}")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile() and m.name.endswith(".html")}
+
+
+def load_opendcl(snap: Snapshot, sites: dict, skipped: dict) -> dict:
+    """The OpenDCL forum archive: a seeded sample of its threads, three boards and the board index."""
+    out: dict = {}
+    base = "https://opendcl.github.io/forum-archive/"
+    topics = sorted(p for p, size in snap.ls("topics") if p.endswith(".html") and size > 3000)
+    for path in sorted(random.Random("opendcl:1").sample(topics, min(MAX_THREADS, len(topics)))):
+        key = f"opendcl:{Path(path).stem}"
+        THREAD[key] = path
+        _add(out, skipped, sites, snap, path, key, "forum", _xpath_nodes("//main"), base + path, "forum")
+    boards = sorted(p for p, _ in snap.ls("boards") if p.endswith(".html"))[:3]
+    for path in ["index.html", *boards]:
+        _add(out, skipped, sites, snap, path, f"opendcl:{Path(path).stem}", "listing", _xpath_nodes("//main"),
+             base + path, "forum")  # fmt: skip
+    return out
+
+
 LOADERS = {
     "hhursev/recipe-scrapers": load_recipes,
     "chaoss/grimoirelab-perceval": load_askbot,
     "ingonader/rgeizhals": load_geizhals,
+    "scrapy/scrapy-bench": load_bench,
+    "opendcl/forum-archive": load_opendcl,
 }
 
 
@@ -223,9 +299,9 @@ def assign_halves(sources: dict, seed: int) -> None:
 
 def hard_kind(key_a: str, key_b: str) -> str | None:
     """The hard-negative kind of two original pages of one site, or None when neither page is loaded here."""
-    if key_a not in PAGE_KIND or key_b not in PAGE_KIND:
+    if key_a not in PAGE_KIND and key_b not in PAGE_KIND:
         return None
-    kinds = {PAGE_KIND[key_a], PAGE_KIND[key_b]}
+    kinds = {PAGE_KIND.get(key_a, "product"), PAGE_KIND.get(key_b, "product")}  # the first collection's: items
     if kinds == {"forum"}:
         return "hn_page" if THREAD.get(key_a) == THREAD.get(key_b) else "hn_thread"
     if len(kinds) == 1:
@@ -240,10 +316,11 @@ def has_variant(src: build_realweb.RealSource) -> bool:
 
 
 def item_grid(node: etree._Element) -> etree._Element | None:
-    """The element under ``node`` with the most children of one tag and class (at least 4): the item grid."""
+    """The element under ``node`` with the most children of one tag and class (at least 4), outside its menus
+    (``nav``, ``header``, ``footer``): the item grid."""
     best, best_n = None, 3
     for el in node.iter():
-        if not isinstance(el.tag, str):
+        if not isinstance(el.tag, str) or el.xpath("ancestor-or-self::*[self::nav or self::header or self::footer]"):
             continue
         shapes = Counter((c.tag, c.get("class", "")) for c in el if isinstance(c.tag, str))
         n = max(shapes.values(), default=0)
@@ -281,3 +358,14 @@ def sorted_listing(b, src: build_realweb.RealSource, group: str) -> int | None:
     url = f"{src.url.split('#')[0]}{'&' if '?' in src.url else '?'}sort={b.rng.choice(_SORTS)}"
     text = build_wide.content_text(src.family.content(tree))
     return b.variant(build_wide.serialize(tree), url, src, "sort", group, text=text, variant=f"sort:{moved}")
+
+
+def kind_counts(pages: list[dict]) -> dict[str, dict[str, int]]:
+    """Original pages per half and kind (the pages of the first collection counted as products)."""
+    out: dict[str, dict[str, int]] = {}
+    for p in pages:
+        if p["role"] == "original":
+            kind = PAGE_KIND.get(p["source"], "product")
+            out.setdefault(p["half"], {}).setdefault(kind, 0)
+            out[p["half"]][kind] += 1
+    return out
