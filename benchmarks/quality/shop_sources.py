@@ -273,6 +273,8 @@ def load(mirror: Path, seed: int = 5) -> tuple[dict[str, build_realweb.RealSourc
     sources: dict[str, build_realweb.RealSource] = {}
     skipped: dict[str, str] = {}
     sites: dict = {}
+    for table in (PAGE_KIND, THREAD, HALVES):  # a build's own (a second build in one process starts afresh)
+        table.clear()
     for repo in SOURCES:
         snap = Snapshot(mirror, repo)
         try:
