@@ -28,8 +28,12 @@ prices and the product code in its text changed (and in its JSON-LD / microdata 
 apart it is right, merged it is a lost variant; a variant pair is neither rewarded nor penalised in
 F1 (gray), only counted in its row.
 
-Halves by site: Amazon and Upwork are the tuning half, cars.com the test half (three sites: a small set;
-its figures are a development aid, not a claim about shops at large).
+Halves by site: Amazon and Upwork are the tuning half, cars.com the test half.
+
+The other collections (recipe, Q&A forum, price-comparison, sandbox-shop, home and forum-archive pages: more
+than 100 sites, product, listing and forum pages, the hard negatives ``hn_listing``, ``hn_thread``,
+``hn_page`` and a listing sorted another way) are read by ``shop_sources.py``; their sites are split into
+halves there (seeded, dealt out per kind of site).
 """
 
 from __future__ import annotations

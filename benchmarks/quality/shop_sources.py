@@ -18,13 +18,33 @@ chaoss/grimoirelab-perceval    ``tests/data/askbot/*.html``: question  the site'
 ingonader/rgeizhals            ``inst/extdata/gh-*.html``: geizhals.at the page's content wrapper
                                price-comparison pages: two categories  (``//div[@id='gh_content_wrapper']``)
                                (page 1 and 2 of one), three products
+scrapy/scrapy-bench            ``bookfiles.tar.gz``: books.toscrape.   the product column
+                               com product pages (a sandbox shop's     (``//article[@class='product_page']``)
+                               real template; ``MAX_BOOKS`` of them);
+                               ``sites.tar.gz``: home pages of popular the first of ``main``, ``[role=main]``,
+                               sites, of which the shop, listing and   ``#content``, ``#main``, else ``body``
+                               forum ones (``BENCH_HOMES``, 22 sites)  (``HOME_CONTENT``: no per-site truth)
+opendcl/forum-archive          a static archive of the OpenDCL SMF     ``//main``
+                               forum (its own light template): a
+                               sample of threads, three boards, the
+                               board index
+openenergymonitor/             a static copy of the OpenEnergyMonitor  ``//div[@id='main']``
+forum-archive                  Drupal 6 forum: threads, four pages of
+                               one category's listing (by its pager),
+                               the other categories' first pages, the
+                               forum's home page
+mathagmann/computerscreen-       ``data/cs2023_minimal``: offer pages    ``HOME_CONTENT`` (as the home pages)
+spec-extraction                of computer screens in about 30
+                               German-speaking online shops (two to
+                               eight pages of several shops)
 =============================  =====================================  ===================================
 
 None of them holds pages of the reserved collections (scrapinghub/product-extraction-benchmark,
 TeamHG-Memex/autopager, adbar/htmldate, scrapinghub/extruct, adbar/trafilatura,
 scrapinghub/article-extraction-benchmark, chatnoir-eu's web-content-extraction-benchmark, Debian's
 docs): recipe-scrapers' and perceval's pages were saved by their own authors for their parsers' tests,
-rgeizhals' by its author from geizhals.at.
+rgeizhals' by its author from geizhals.at, scrapy-bench's for its crawl benchmarks (``wget`` copies), the
+two forum archives by the forums' own projects.
 
 Every page has a kind (``PAGE_KIND``: product, listing or forum; a recipe page is an item page, kind
 product, genre ``recipe``) and a thread (forum pages: pages of one question share it).  Hard negatives
@@ -61,6 +81,8 @@ SOURCES = {
     "ingonader/rgeizhals": "0f2f74b28b3e6757ed4e25df598c5ff23513c153",
     "scrapy/scrapy-bench": "48626327dc5d3b2195a16ad755b92174de123e35",
     "opendcl/forum-archive": "ad10ae279fbf8f36dfcfe552356b1bfca6ecf94c",
+    "openenergymonitor/forum-archive": "e0a42e321b9faca872ff9ef3f617757c3d97ef12",
+    "mathagmann/computerscreen-spec-extraction": "5f5bd1c8537ec884ed73049e66727add7ec0ac2e",
 }
 RESERVED = re.compile(r"product-extraction-benchmark|autopager|htmldate|extruct|trafilatura|"
                       r"article-extraction-benchmark|web-content-extraction|django-doc|postgresql-doc|rust-doc", re.I)  # fmt: skip
@@ -83,8 +105,10 @@ BENCH_HOMES = {
     "113": ("https://www.goodreads.com/", "listing"), "127": ("https://www.kaskus.co.id/", "forum"),
     "5": ("https://www.4chan.org/", "forum"), "87": ("https://www.gamefaqs.com/", "forum"),
 }  # fmt: skip
-#: A home page's content element: the first of these the page has (the home pages have no per-site truth).
+#: A home page's (and a screen shop's offer page's) content element: the first of these the page has (no
+#: per-site truth for them).
 HOME_CONTENT = "(//main | //*[@role='main'] | //*[@id='content'] | //*[@id='main'] | //body)[1]"
+MIN_WORDS = 50
 MAX_RECIPE_SITES = 80
 MAX_PER_SITE = 3
 #: A recipe page's content element must match the expected text at least this well (word-multiset F1).  Lower
@@ -134,8 +158,8 @@ def _add(out: dict, skipped: dict, sites: dict, snap: Snapshot, path: str, key: 
 def _add_raw(out: dict, skipped: dict, sites: dict, snap: Snapshot, path: str, raw: bytes, key: str, kind: str,
              nodes_of, url: str | None, genre: str) -> None:  # fmt: skip
     src, why = build_realweb.make_source(raw, key, f"{snap.repo}:{path}", key.split(":")[0], nodes_of, sites, url)
-    if src is None:
-        skipped[key] = why
+    if src is None or src.nwords < MIN_WORDS:
+        skipped[key] = why or f"main content under {MIN_WORDS} words (a stub or an error page)"
         return
     if src.site.genre != genre:  # the collection says what the site is (genre_of guesses from the address)
         src.site = sites[src.site.name] = build_realweb.RealSite(src.site.name, src.site.host, genre)
@@ -259,12 +283,70 @@ def load_opendcl(snap: Snapshot, sites: dict, skipped: dict) -> dict:
     return out
 
 
+_TITLE = re.compile(rb"<title>\s*([^<]*?)\s*</title>", re.I)
+_PAGER = re.compile(rb'class="pager-current[^"]*">(?:<[^>]+>)*\s*(\d+)')
+_SORTED = re.compile(rb'<th class="active[^"]*"[^>]*>(?:<[^>]+>)*\s*([^<]+)')
+#: Pages of one forum category listing taken (by their pager's number), besides each category's first page.
+OEM_PAGES = (1, 2, 5, 10)
+
+
+def load_oem(snap: Snapshot, sites: dict, skipped: dict) -> dict:
+    """The OpenEnergyMonitor forum (a static copy of its Drupal 6 site): threads and forum listings.
+
+    A listing page's number and sort column come from its pager and its table head: of the biggest category,
+    the pages ``OEM_PAGES`` in the default order (by last reply; a page sorted by another column is left out);
+    of the others, their first page; and the forum's home page.
+    """
+    out: dict = {}
+    base = "https://openenergymonitor.org/forum-archive/"
+    listed: dict[tuple[bytes, int], str] = {}
+    for path, _ in sorted(snap.ls("forum")):
+        raw = snap.read(path) or b""
+        title, page, order = (rx.search(raw) for rx in (_TITLE, _PAGER, _SORTED))
+        if title and page and order and order.group(1).strip() == b"Last reply":
+            listed.setdefault((title.group(1), int(page.group(1))), path)
+    biggest = Counter(t for t, _ in listed).most_common(1)[0][0] if listed else b""
+    chosen = [p for (t, n), p in sorted(listed.items()) if (t == biggest and n in OEM_PAGES) or (t != biggest and n == 1)]
+    for path in ["index.html", *chosen]:
+        _add(out, skipped, sites, snap, path, f"oem:{Path(path).stem}", "listing", _xpath_nodes("//div[@id='main']"),
+             base + path, "forum")  # fmt: skip
+    nodes = [p for p, size in snap.ls("node") if p.endswith(".html") and size > 8000]
+    taken = 0
+    for path in random.Random("oem:1").sample(sorted(nodes), len(nodes)):
+        title = _TITLE.search(snap.read(path) or b"")
+        if taken == MAX_THREADS or not title or not title.group(1).endswith(b"| Archived Forum"):
+            continue  # (nodes of the site's other content are no forum threads)
+        key = f"oem:{Path(path).stem}"
+        THREAD[key] = path
+        _add(out, skipped, sites, snap, path, key, "forum", _xpath_nodes("//div[@id='main']"), base + path, "forum")
+        taken += 1
+    return out
+
+
+def load_screens(snap: Snapshot, sites: dict, skipped: dict) -> dict:
+    """Offer pages of computer screens in German-speaking online shops (``data/cs2023_minimal``): each page's
+    ``.json`` names its shop and its address; main content by ``HOME_CONTENT`` (no per-shop truth)."""
+    out: dict = {}
+    for path, _ in sorted(snap.ls("data/cs2023_minimal")):
+        if not path.endswith(".json"):
+            continue
+        meta = json.loads(snap.read(path) or b"{}")
+        if not meta.get("offer_link") or not meta.get("html_file"):
+            continue  # a product's reference record, not a saved page
+        key = f"screen:{Path(meta['html_file']).stem}"
+        _add(out, skipped, sites, snap, f"data/cs2023_minimal/{meta['html_file']}", key, "product",
+             _xpath_nodes(HOME_CONTENT), meta["offer_link"], "shop")  # fmt: skip
+    return out
+
+
 LOADERS = {
     "hhursev/recipe-scrapers": load_recipes,
     "chaoss/grimoirelab-perceval": load_askbot,
     "ingonader/rgeizhals": load_geizhals,
     "scrapy/scrapy-bench": load_bench,
     "opendcl/forum-archive": load_opendcl,
+    "openenergymonitor/forum-archive": load_oem,
+    "mathagmann/computerscreen-spec-extraction": load_screens,
 }
 
 
