@@ -33,10 +33,9 @@ forum-archive                  Drupal 6 forum: threads, four pages of
                                one category's listing (by its pager),
                                the other categories' first pages, the
                                forum's home page
-mathagmann/computerscreen-       ``data/cs2023_minimal``: offer pages    ``HOME_CONTENT`` (as the home pages)
-spec-extraction                of computer screens in about 30
-                               German-speaking online shops (two to
-                               eight pages of several shops)
+mathagmann/computerscreen-     ``data/cs2023_minimal``: offer pages    the shop's product element
+spec-extraction                of computer screens in German-speaking  (``SCREEN_CONTENT``: five shops
+                               online shops                            with a rule, the others left out)
 =============================  =====================================  ===================================
 
 None of them holds pages of the reserved collections (scrapinghub/product-extraction-benchmark,
@@ -68,6 +67,7 @@ import re
 import tarfile
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from lxml import etree
 
@@ -105,8 +105,7 @@ BENCH_HOMES = {
     "113": ("https://www.goodreads.com/", "listing"), "127": ("https://www.kaskus.co.id/", "forum"),
     "5": ("https://www.4chan.org/", "forum"), "87": ("https://www.gamefaqs.com/", "forum"),
 }  # fmt: skip
-#: A home page's (and a screen shop's offer page's) content element: the first of these the page has (no
-#: per-site truth for them).
+#: A home page's content element: the first of these the page has (the home pages have no per-site truth).
 HOME_CONTENT = "(//main | //*[@role='main'] | //*[@id='content'] | //*[@id='main'] | //body)[1]"
 MIN_WORDS = 50
 MAX_RECIPE_SITES = 80
@@ -323,9 +322,20 @@ def load_oem(snap: Snapshot, sites: dict, skipped: dict) -> dict:
     return out
 
 
+#: The screen shops with a content rule (the shop's product element); the other shops' pages are left out
+#: (their whole page as truth would make two products of one shop look alike).
+SCREEN_CONTENT = {
+    "ditech.at": "//div[@id='LowerDetails']",
+    "jacob.de": "//div[contains(@class, 'productDetailTable') and not(contains(@class, '__'))]",
+    "ebay.de": "//div[@id='CenterPanel']",
+    "taufnaus.de": "//div[contains(@class, 'col-main')]",
+    "haym.info": "//main[@id='main']",
+}
+
+
 def load_screens(snap: Snapshot, sites: dict, skipped: dict) -> dict:
     """Offer pages of computer screens in German-speaking online shops (``data/cs2023_minimal``): each page's
-    ``.json`` names its shop and its address; main content by ``HOME_CONTENT`` (no per-shop truth)."""
+    ``.json`` names its shop and its address; main content by the shop's rule (``SCREEN_CONTENT``)."""
     out: dict = {}
     for path, _ in sorted(snap.ls("data/cs2023_minimal")):
         if not path.endswith(".json"):
@@ -334,8 +344,12 @@ def load_screens(snap: Snapshot, sites: dict, skipped: dict) -> dict:
         if not meta.get("offer_link") or not meta.get("html_file"):
             continue  # a product's reference record, not a saved page
         key = f"screen:{Path(meta['html_file']).stem}"
+        rule = SCREEN_CONTENT.get(build_realweb.registered_domain(urlsplit(meta["offer_link"]).hostname or ""))
+        if rule is None:
+            skipped[key] = "no content rule for this shop (SCREEN_CONTENT)"
+            continue
         _add(out, skipped, sites, snap, f"data/cs2023_minimal/{meta['html_file']}", key, "product",
-             _xpath_nodes(HOME_CONTENT), meta["offer_link"], "shop")  # fmt: skip
+             _xpath_nodes(rule), meta["offer_link"], "shop")  # fmt: skip
     return out
 
 
