@@ -28,8 +28,12 @@ prices and the product code in its text changed (and in its JSON-LD / microdata 
 apart it is right, merged it is a lost variant; a variant pair is neither rewarded nor penalised in
 F1 (gray), only counted in its row.
 
-Halves by site: Amazon and Upwork are the tuning half, cars.com the test half (three sites: a small set;
-its figures are a development aid, not a claim about shops at large).
+Halves by site: Amazon and Upwork are the tuning half, cars.com the test half.
+
+The other collections (recipe, Q&A forum, price-comparison, sandbox-shop, home and forum-archive pages: more
+than 100 sites, product, listing and forum pages, the hard negatives ``hn_listing``, ``hn_thread``,
+``hn_page`` and a listing sorted another way) are read by ``shop_sources.py``; their sites are split into
+halves there (seeded, dealt out per kind of site).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_realweb  # noqa: E402
 import build_wide  # noqa: E402
 import common  # noqa: E402
+import shop_sources  # noqa: E402
 
 DEFAULT_OUT = common.DEFAULT_DATA / "shops"
 SOURCES = {"genai-data-scraping/genai-data-scraping": "be2e243ec9360eff068df8d2a5778c213f291485"}
@@ -77,7 +82,8 @@ class ShopSnapshot(build_realweb.Snapshot):
 
 
 def shop_half(site: str) -> str:
-    return next((spec[3] for name, spec in CONTENT.items() if site.endswith(name)), "tune")
+    half = next((spec[3] for name, spec in CONTENT.items() if site.endswith(name)), None)
+    return half or shop_sources.HALVES.get(site, "tune")
 
 
 def load_sources(mirror: Path) -> tuple[dict[str, build_realweb.RealSource], dict[str, str]]:
@@ -227,7 +233,9 @@ def assemble(b: ShopBuilder, sources: dict) -> dict:
             p["category"] = "print"
         b.edited(src, b.rng.uniform(0.01, 0.017), group, 2)
         b.sidebar(src, group)
-        variants.append((originals[k], b.product_variant(src)))
+        shop_sources.sorted_listing(b, src, group)
+        if shop_sources.has_variant(src):
+            variants.append((originals[k], b.product_variant(src)))
     truth = build_wide.compute_truth(b, [], [], b.rng, [])
     truth["positive"] = _kinds(b, truth["positive"])
     variant_pairs = {common.pair(a, c) for a, c in variants}
@@ -245,9 +253,11 @@ def assemble(b: ShopBuilder, sources: dict) -> dict:
         by_site.setdefault(sources[k].site.name, []).append(pid)
     hard: dict[str, list[list[int]]] = {"variant": [list(p) for p in sorted(variant_pairs)]}
     for site, ids in by_site.items():
-        kind = next(spec[2] for name, spec in CONTENT.items() if site.endswith(name))
-        pairs = [common.pair(a, c) for i, a in enumerate(ids) for c in ids[i + 1 :]]
-        hard.setdefault(kind, []).extend(list(p) for p in pairs if p not in scored)
+        kind = next((spec[2] for name, spec in CONTENT.items() if site.endswith(name)), "hn_product")
+        for a, c in (common.pair(a, c) for i, a in enumerate(ids) for c in ids[i + 1 :]):
+            if (a, c) not in scored:
+                name = shop_sources.hard_kind(b.pages[a]["source"], b.pages[c]["source"]) or kind
+                hard.setdefault(name, []).append([a, c])
     truth["hard_pairs"] = hard
     return truth
 
@@ -266,6 +276,9 @@ def build(out: Path, mirror: Path, seed: int) -> dict:
     t0 = time.perf_counter()
     build_realweb.half_of = shop_half  # (RealSource.half asks build_realweb.half_of: the halves are by site here)
     sources, skipped = load_sources(mirror)
+    more, more_skipped = shop_sources.load(mirror, seed)  # the other collections (shop_sources.py)
+    sources.update(more)
+    skipped.update(more_skipped)
     if (out / "pages").exists():
         shutil.rmtree(out / "pages")
     b = ShopBuilder(sources, out, seed)
@@ -274,8 +287,8 @@ def build(out: Path, mirror: Path, seed: int) -> dict:
     b.donor_sentences = [m for s in sources.values() for m in re.findall(r"[A-Z][^.?!]{40,160}[.?!]", s.text[:3000])]
     b.donor_sentences = b.donor_sentences or ["This sentence was added to the page by an editor later on."]
     truth = assemble(b, sources)
-    truth["info"] = dict(sources=SOURCES, seed=seed, pages=len(b.pages), left_out=skipped,
-                         sites=len({s.site.name for s in sources.values()}),
+    truth["info"] = dict(sources=SOURCES | shop_sources.SOURCES, seed=seed, pages=len(b.pages), left_out=skipped,
+                         sites=len({s.site.name for s in sources.values()}), kinds=shop_sources.kind_counts(b.pages),
                          build_seconds=round(time.perf_counter() - t0, 1))  # fmt: skip
     build_realweb.write(out, b, truth)
     return truth

@@ -39,10 +39,12 @@ CJK_CHARACTERS = False
 #: Kinds of duplicate, in report order (a set holds a subset: the first set has "print", the wide one
 #: "print_links", "print_plain" and "short").
 CATEGORIES = (
-    "template", "tracking", "print", "print_links", "print_plain", "edit", "sidebar", "cross", "release", "natural",
-    "short",
+    "template", "tracking", "print", "print_links", "print_plain", "edit", "sidebar", "sort", "cross", "release",
+    "natural", "short",
 )  # fmt: skip
-HARD_NEGATIVES = ("hn_template", "hn_title", "hn_shared", "hn_swap", "hn_site", "hn_product")
+HARD_NEGATIVES = (
+    "hn_template", "hn_title", "hn_shared", "hn_swap", "hn_site", "hn_product", "hn_listing", "hn_thread", "hn_page",
+)  # fmt: skip
 #: Pairs that must stay apart but are no hard negative of the text (the shop set's product variants:
 #: ``score.py`` reports the share merged on a row of its own, outside "all hard negatives").
 APART_ROWS = ("variant",)
@@ -62,7 +64,11 @@ CATEGORY_TITLES = {
     "hn_swap": "different articles in one site's real template",
     "hn_site": "different pages of one site",
     "hn_product": "different products of one shop",
+    "hn_listing": "different listing pages of one site (page N vs M, category vs home)",
+    "hn_thread": "different threads of one forum",
+    "hn_page": "different pages of one forum thread",
     "sidebar": "the page with another sidebar",
+    "sort": "a listing sorted another way (its item grid reordered)",
     "cross": "two copies of one page, of different kinds",
     "variant": "product variants (other colour/size: name, SKU, price) merged",
     "empty": "(nearly) empty main content",
