@@ -445,7 +445,7 @@ class PersistentBackend(MemoryBackend):
         if self.replay is not None:
             try:
                 self.replay.flush()
-            except (OSError, sqlite3.Error) as exc:
+            except (OSError, sqlite3.Error, ReplayFileError) as exc:
                 raise StoreError(f"{self.replay.path}: cannot write the replay file: {exc}") from exc
 
     async def load_replay(self, scope: str, identity: str) -> bytes | None:
@@ -474,7 +474,7 @@ class PersistentBackend(MemoryBackend):
         pending = replay.pending
         try:
             replay.close()
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, ReplayFileError) as exc:
             self._stat("replay_unsaved", pending, inc=False)
             logger.error(
                 "simhash: %s: cannot write the replay file (%s): the next crawl requests those %d pages again "
