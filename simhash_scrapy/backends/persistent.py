@@ -418,6 +418,10 @@ class PersistentBackend(MemoryBackend):
                 self._links.pop(entry, None)
             else:
                 self._links[entry] = member.canonical_link
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        """Commit now when a flush interval has passed since the last commit, else arm the timer once."""
         wait = max(self.config.flush_interval, self._retry_after) - (time.monotonic() - self._last_flush)
         if wait <= 0:
             self._flush()
@@ -487,7 +491,7 @@ class PersistentBackend(MemoryBackend):
         if self.replay is not None:
             try:
                 self.replay.flush()
-            except (OSError, sqlite3.Error) as exc:
+            except (OSError, sqlite3.Error, ReplayFileError) as exc:
                 raise StoreError(f"{self.replay.path}: cannot write the replay file: {exc}") from exc
 
     async def load_replay(self, scope: str, identity: str) -> bytes | None:
@@ -501,6 +505,7 @@ class PersistentBackend(MemoryBackend):
     async def save_replay(self, scope: str, identity: str, data: bytes) -> None:
         if self.replay is not None:
             self.replay.put(scope, identity, data)
+            self._schedule_flush()  # committed within one flush interval, as the records are
 
     async def save_extra(self, name: str, data: bytes) -> None:
         await super().save_extra(name, data)
@@ -515,7 +520,7 @@ class PersistentBackend(MemoryBackend):
         pending = replay.pending
         try:
             replay.close()
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, ReplayFileError) as exc:
             self._stat("replay_unsaved", pending, inc=False)
             logger.error(
                 "simhash: %s: cannot write the replay file (%s): the next crawl requests those %d pages again "

@@ -9,7 +9,8 @@ They are kept here, apart from the store (``core.store``), in a small file of th
   ``Request.to_dict`` dicts, as Scrapy's disk queues keep requests) and ``checksum`` a 64-bit BLAKE2b of
   scope, identity and data; table ``replay_meta (key, value)`` with ``format`` = ``simhash-replay`` and
   ``PRAGMA user_version`` = ``FORMAT_VERSION``;
-* written in one transaction per flush (the store's ``SIMHASH_FLUSH_INTERVAL``), so a ``kill -9`` loses at
+* made by the first flush that has rows (a crawl that keeps none, against a server that sends no validators,
+  leaves no file); written in one transaction per flush (the store's ``SIMHASH_FLUSH_INTERVAL``), so a ``kill -9`` loses at
   most the rows of one interval (their pages are then requested again without validators: nothing is lost);
 * damage is detected and named, never repaired: a file of another format or version is refused at open
   (``ReplayFileError`` naming the file), a row whose checksum does not match reads as ``ReplayFileError``
@@ -62,11 +63,16 @@ class ReplayFile:
         self._pending: dict[tuple[str, str], bytes | None] = {}
 
     def open(self, reset: bool = False) -> None:
-        """Open (or create) the file; ``reset`` keeps the old one as ``<name>.previous``."""
+        """Open the file, checked; ``reset`` keeps the old one as ``<name>.previous``.  A file that does not
+        exist is made by the first ``flush`` with rows (a crawl that keeps none leaves no file)."""
         if reset and self.path.exists():
             self.path.replace(self.path.with_name(self.path.name + ".previous"))
             for suffix in ("-wal", "-shm"):
                 self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        if self.path.exists():
+            self._connect()
+
+    def _connect(self) -> None:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -123,9 +129,12 @@ class ReplayFile:
 
     def flush(self) -> None:
         """Commit the staged rows in one transaction (``sqlite3.Error`` / ``OSError`` leave them staged)."""
-        if not self._pending or self._db is None:
+        if not self._pending:
             return
+        if self._db is None:
+            self._connect()
         db = self._db
+        assert db is not None
         rows = list(self._pending.items())
         db.execute("BEGIN")
         try:
@@ -146,10 +155,9 @@ class ReplayFile:
         return 0 if self._db is None else int(self._db.execute("SELECT count(*) FROM replay").fetchone()[0])
 
     def close(self) -> None:
-        if self._db is None:
-            return
         try:
             self.flush()
         finally:
-            self._db.close()
-            self._db = None
+            if self._db is not None:
+                self._db.close()
+                self._db = None

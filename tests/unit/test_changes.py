@@ -99,3 +99,22 @@ def test_the_last_crawl_blob_round_trips_and_damage_is_named() -> None:
     assert (back.started, back.previous_crawl, back.gone) == (5.5, True, [("http://x/é", "s", 410)])
     with pytest.raises(ValueError, match="damaged changes/last_crawl record"):
         decode_last_crawl(b'{"version": 1}')
+
+
+def test_every_report_format_lists_the_pages_of_the_crawl(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from simhash_scrapy.core.report import render_report, write_report
+
+    pages = build_page_changes(recrawled(), LastCrawl(10.0, True, [("gone-page", "s", 410)]))
+    clusters = build_clusters(recrawled(), max_distance=K)
+    jsonl = render_report(clusters, "jsonl", changes=[], pages=pages)
+    assert '{"type": "gone", "url": "gone-page", "scope": "s"' in jsonl and '"type": "new", "url": "copy/a14"' in jsonl
+    html = render_report(clusters, "html", {"title": "t"}, pages=pages)
+    assert "Gone since the last crawl (404 or 410): 1" in html and "New since the last crawl: 1" in html
+    target = write_report(Path(str(tmp_path)) / "r.csv", clusters, "csv", pages=pages)
+    rows = (target.parent / "r.changes.csv").read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "change,url,scope,previous_fingerprint,fingerprint,distance,status"
+    assert "gone,gone-page,s,,,,410" in rows and any(row.startswith("new,copy/a14,s,") for row in rows)
+    write_report(target, clusters, "csv")  # a report without them removes the old list
+    assert not (target.parent / "r.changes.csv").exists()
