@@ -30,7 +30,7 @@ What it does:
    ``simhash/canonical/replaced`` stat, and the crawl's CPU time (best / first
    ratio: what choosing costs).
 
-``--book`` measures ``core.representative.ClusterBook`` alone: 100,000
+``--book`` measures ``core.cluster.representative.ClusterBook`` alone: 100,000
 near-duplicates placed in clusters of 4 and in one cluster of 100,000
 (bytes held per near-duplicate with ``tracemalloc``, CPU per placement
 without it).
@@ -219,7 +219,7 @@ def book_cost(n: int = 100_000) -> None:
     import time
     import tracemalloc
 
-    from simhash_scrapy.core.representative import ClusterBook
+    from simhash_scrapy.core.cluster.representative import ClusterBook
 
     for per in (4, n):
         for traced in (True, False):

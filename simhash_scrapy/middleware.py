@@ -33,10 +33,10 @@ from scrapy.utils.response import get_base_url
 
 from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
-from .core.clustering import Outcome, rule_of
-from .core.representative import absolute, html_canonical, link_header_canonical
+from .core.cluster.clustering import Outcome, rule_of
+from .core.cluster.representative import absolute, html_canonical, link_header_canonical
 from .core.skip import media_type, skip_reason
-from .core.text import charset_of, shared_parse_usable
+from .core.extract.text import charset_of, shared_parse_usable
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from .core.representative import Placement
+    from .core.cluster.representative import Placement
 
 __all__ = [
     "UnchangedPage", "EditedPage", "NotModifiedPage", "SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY",
@@ -422,7 +422,7 @@ class SimhashMiddleware:
         meta["simhash_duplicate_of"] = verdict.canonical_url
         meta["simhash_distance"] = verdict.distance
         meta["simhash_one_edit"] = verdict.one_edit
-        # Which step of the rule matched (core.clustering.Rule's value), for near-duplicates only.
+        # Which step of the rule matched (core.cluster.clustering.Rule's value), for near-duplicates only.
         meta["simhash_rule"] = (
             rule_of(answer.exact, verdict.distance, self.config.max_distance, verdict.via).value
             if verdict.is_duplicate else None

@@ -25,11 +25,11 @@ from scrapy.http import TextResponse
 from . import _compat
 from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig, from_crawler
-from .core.clustering import Outcome, rule_of
-from .core.distinct import scope_key
+from .core.cluster.clustering import Outcome, rule_of
+from .core.cluster.distinct import scope_key
 from .core.records import is_item_scope, item_scope, page_scope
-from .core.representative import ClusterBook, Placement
-from .core.report import (
+from .core.cluster.representative import ClusterBook, Placement
+from .core.report.report import (
     build_changes,
     build_clusters,
     check_format_available,
@@ -39,9 +39,9 @@ from .core.report import (
     write_report,
 )
 from .core.redact import redact
-from .core.sitetemplate import HostTemplates, host_of
-from .core.report_path import expand_report_path, report_params
-from .core.text import parse_html
+from .core.cluster.sitetemplate import HostTemplates, host_of
+from .core.report.report_path import expand_report_path, report_params
+from .core.extract.text import parse_html
 from .startup import check_report_folder, warn_at_startup
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ class DedupState:
         """The index a page (or an item) of ``url`` belongs to.
 
         With ``SIMHASH_DISTINCT_SELECTORS``, a page's ``response`` adds the
-        digest of its protected text (``core.distinct.scope_key``), counted as
+        digest of its protected text (``core.cluster.distinct.scope_key``), counted as
         ``simhash/distinct/pages`` (or ``simhash/distinct/unmatched`` when no
         selector matched: the plain scope).
         """
@@ -257,16 +257,16 @@ class DedupState:
             self.inc(f"{prefix}distance_count/{verdict.distance}")
             if verdict.one_edit:
                 self.inc(prefix + "one_edit/near_duplicates")
-            elif verdict.via == "template":  # core.clustering step 5: the template-free simhash
+            elif verdict.via == "template":  # core.cluster.clustering step 5: the template-free simhash
                 self.inc(prefix + "template/near_duplicates")
-            elif verdict.via == "second":  # core.clustering step 6: the second simhash
+            elif verdict.via == "second":  # core.cluster.clustering step 6: the second simhash
                 self.inc(prefix + "second/near_duplicates")
-            elif verdict.via == "containment":  # core.clustering step 7: sentence containment
+            elif verdict.via == "containment":  # core.cluster.clustering step 7: sentence containment
                 self.inc(prefix + "containment/near_duplicates")
         return verdict
 
     def template_free(self, url: str, fingerprint: int, source: str | bytes | None) -> int | None:
-        """The template-free fingerprint of a simhash page of ``url`` (``core.sitetemplate``), learning
+        """The template-free fingerprint of a simhash page of ``url`` (``core.cluster.sitetemplate``), learning
         from the page; ``None`` without template learning, without text, or when none of its lines is
         its host's template.  Called once per fingerprinted page, in check order; counts
         ``simhash/template/pages`` (pages with a template-free fingerprint)."""
@@ -278,7 +278,7 @@ class DedupState:
         return free
 
     async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
-        """Where a near-duplicate page stands in its cluster (``core.representative.ClusterBook``), else ``None``.
+        """Where a near-duplicate page stands in its cluster (``core.cluster.representative.ClusterBook``), else ``None``.
 
         Counts ``simhash/canonical/replaced`` when the page became its
         cluster's representative (``SIMHASH_REPRESENTATIVE = "best"``).  A
@@ -321,7 +321,7 @@ class DedupState:
         return placement is not None and placement.position <= self.config.keep_per_cluster
 
     def describe_rule(self, verdict: Verdict, exact: bool = False) -> str:
-        """The rule that matched a near-duplicate, and k: ``"simhash within k=4, distance 3"`` (``core.clustering.Rule``)."""
+        """The rule that matched a near-duplicate, and k: ``"simhash within k=4, distance 3"`` (``core.cluster.clustering.Rule``)."""
         k = self.config.max_distance
         return rule_of(exact, verdict.distance, k, verdict.via).describe(verdict.distance, k)
 

@@ -16,7 +16,7 @@ Selected automatically instead of the memory backend when ``JOBDIR`` or
   file is kept as ``<name>.store.previous``); both arrive as ``config.reset``
   (the spider argument is read by ``simhash_scrapy.config.from_crawler``).
 
-The store (``core.store``: SQLite, one checked row per identity) gets the
+The store (``core.store.store``: SQLite, one checked row per identity) gets the
 latest version of every checked page; the rows of one flush interval
 (``SIMHASH_FLUSH_INTERVAL``, default 1 s) are committed in one transaction,
 so a ``kill -9`` loses at most the pages checked in the last interval.  A
@@ -51,16 +51,16 @@ import numpy as np
 
 from ..core import defaults
 from ..core.defaults import default_blocks
-from ..core.keytable import pack_keys
-from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
-from ..core.store_rows import fail
+from ..core.index.keytable import pack_keys
+from ..core.store.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
+from ..core.store.store_rows import fail
 from .base import BackendError, ClusterMember, Outcome
 from .memory import MemoryBackend
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ..core.config import SimhashConfig
+    from ..core.settings.config import SimhashConfig
 
 __all__ = ["PersistentBackend", "load_members", "members_of", "store_path"]
 

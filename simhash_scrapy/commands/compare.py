@@ -32,9 +32,9 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from ..config import SimhashConfig
-from ..core.clustering import Rule
-from ..core.features import feature_hashes, token_hashes, tokenize
-from ..core.fingerprint import hamming_distance
+from ..core.cluster.clustering import Rule
+from ..core.features.features import feature_hashes, token_hashes, tokenize
+from ..core.features.fingerprint import hamming_distance
 from ._common import EXIT_USAGE, CommandError, load_config
 
 __all__ = ["run_compare", "explain_features", "feature_labels", "Page"]
@@ -61,7 +61,7 @@ class Page:
     exact: bool = False  # a short page: fingerprint is its exact digest
     edit_keys: tuple[int, ...] = ()  # one-edit keys (a page of a few dozen tokens)
     skipped: str | None = None  # the crawl's skip reason
-    protected: str | None = None  # digest of the text SIMHASH_DISTINCT_SELECTORS finds (core.distinct), if any
+    protected: str | None = None  # digest of the text SIMHASH_DISTINCT_SELECTORS finds (core.cluster.distinct), if any
     text: str = ""
     tokens: int = 0
     weights: dict[int, float] = field(default_factory=dict)
@@ -159,7 +159,7 @@ def _load_pages(args: list[str], settings: Any, process: Any = None) -> list[Pag
 def _analyse(page: Page, config: SimhashConfig) -> None:
     from ..core.analysis import analyse_html
     from ..core.skip import media_type, skip_reason
-    from ..core.text import extract_text
+    from ..core.extract.text import extract_text
 
     body = page.body if isinstance(page.body, bytes) else page.body.encode("utf-8")
     reason = skip_reason(
@@ -171,7 +171,7 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
     fingerprint, reason = answer.fingerprint, answer.skip_reason
     page.text = extract_text(page.body, encoding=page.encoding, main_content=config.main_content)
     if config.distinct is not None:
-        from ..core.text import parse_html
+        from ..core.extract.text import parse_html
 
         root = parse_html(page.body, page.encoding)
         page.protected = None if root is None else config.distinct.digest(root)
@@ -195,7 +195,7 @@ def feature_labels(text: str, config: SimhashConfig) -> dict[int, str]:
     if len(tokens) != len(hashes):  # pragma: no cover - the tokeniser's two paths always agree
         return {}
     try:
-        from ..core.features import _char_hashes, _shingle  # the core's own windows, so labels match hashes
+        from ..core.features.features import _char_hashes, _shingle  # the core's own windows, so labels match hashes
     except ImportError:  # pragma: no cover
         return {}
     if features.char_ngram:
@@ -262,8 +262,8 @@ def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
 
 def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]:
     """What a crawl meeting the pages in this order decides for each one."""
-    from ..core.clustering import assign_canonicals, rule_of
-    from ..core.distinct import scope_key
+    from ..core.cluster.clustering import assign_canonicals, rule_of
+    from ..core.cluster.distinct import scope_key
     from ..core.records import page_scope
 
     usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
@@ -290,7 +290,7 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
                 "decision": "near-duplicate",
                 "canonical": usable[c] + 1,
                 "distance": int(distance[j]),
-                # The rule that matched (core.clustering.Rule) and k; one_edit: farther than k (core.edits).
+                # The rule that matched (core.cluster.clustering.Rule) and k; one_edit: farther than k (core.features.edits).
                 "rule": rule.value,
                 "max_distance": config.max_distance,
                 "one_edit": rule is Rule.ONE_EDIT,

@@ -5,7 +5,7 @@ feed export output; ``.gz`` and a JSON array feed are read too) whose text or
 HTML is in one field.  Pages are fingerprinted in worker processes with the
 project's ``SIMHASH_*`` settings (``core.analysis``, as the crawl does:
 short pages get exact digests), then the crawl's clustering rule
-(``core.clustering.assign_canonicals``) runs over them in input order, so
+(``core.cluster.clustering.assign_canonicals``) runs over them in input order, so
 the report is the one a crawl of the same pages in the same order writes.
 
 Why one module of ~480 lines: it is one command whose parts (input sources,
@@ -32,8 +32,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..config import SimhashConfig
-from ..core.clustering import assign_canonicals
-from ..core.distinct import scope_key
+from ..core.cluster.clustering import assign_canonicals
+from ..core.cluster.distinct import scope_key
 from ..core.records import page_scope
 from ..core.skip import item_is_html, too_large
 from ._common import EXIT_USAGE, CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
@@ -171,8 +171,8 @@ def _item_value(line: bytes, field: str, url_field: str) -> tuple[Any, str | Non
 
 
 def _protected_digest(value: Any, config: SimhashConfig) -> str | None:
-    """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.distinct``), as the crawl's."""
-    from ..core.text import parse_html
+    """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``), as the crawl's."""
+    from ..core.extract.text import parse_html
 
     assert config.distinct is not None
     root = parse_html(value)
@@ -181,7 +181,7 @@ def _protected_digest(value: Any, config: SimhashConfig) -> str | None:
 
 def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:
     from ..core.analysis import analyse_html, analyse_text
-    from ..core.text import extract_text
+    from ..core.extract.text import extract_text
 
     kind, mode, payloads, config, field, url_field, fmt = task
     out: list[tuple[Any, ...]] = []
@@ -414,7 +414,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         raise CommandError(f"none of the {read:,} pages of {source.description} could be fingerprinted{hint}: {details}")
     urls = _unique_urls(urls)
 
-    # Clusters: the crawl's rule (core.clustering), page by page in input order.
+    # Clusters: the crawl's rule (core.cluster.clustering), page by page in input order.
     cluster_started = time.monotonic()
     fps = np.array(fingerprints, dtype=np.uint64)
     scopes = None
@@ -442,7 +442,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
             texts[position] = text
         progress.finish()
 
-    from ..core.report import build_clusters, describe_report, report_summary
+    from ..core.report.report import build_clusters, describe_report, report_summary
 
     members = []
     canonical_list = canonical.tolist()

@@ -90,7 +90,7 @@ def _load_walker(not_built_roles: list[str] | None = None) -> Any:
     """The walker when it was built and may run with the lxml imported now, else None: logged once, unless it
     was not built (then its role is added to ``not_built_roles``, for ``_load``'s one message)."""
     try:
-        module = _import("_walker")
+        module = _import("extract._walker")
     except ImportError as exc:  # built, but lxml's C API differs from the one it was compiled against
         logger.warning(
             "simhash_scrapy's C %s cannot load (%s): the tree walks use the pure-Python path, "

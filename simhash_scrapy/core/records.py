@@ -6,7 +6,7 @@
   (``backends.base.DedupBackend``) takes and gives these.
 * **Scope** (``page_scope``, ``item_scope``): which index a page is checked in.
   Pages of different scopes never match.  The crawl, ``compare`` and ``dedup``
-  call ``page_scope``; ``core.distinct.scope_key`` then folds in the page's
+  call ``page_scope``; ``core.cluster.distinct.scope_key`` then folds in the page's
   protected text.
 * **Flag fields** (``flag_item``): the item fields the flag action writes.
 """
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .clustering import Outcome
-from .containment import Sketch
+from .cluster.clustering import Outcome
+from .cluster.containment import Sketch
 
 __all__ = [
     "PageRecord", "Verdict", "ClusterMember", "UNCHECKED", "page_scope", "item_scope", "is_item_scope",
@@ -42,11 +42,11 @@ class PageRecord:
     #: What makes two checks "the same page" ("" means the URL).  The crawl
     #: passes Scrapy's request fingerprint, so the user's URL canonicalisation applies.
     identity: str = ""
-    #: A short page: matched by equal digest only (``core.exact``).
+    #: A short page: matched by equal digest only (``core.features.exact``).
     exact: bool = False
     #: When it was checked (``time.time()``; 0 when unknown).
     seen: float = 0.0
-    #: The one-edit keys of a simhash page of a few dozen tokens (``core.edits``), else empty.
+    #: The one-edit keys of a simhash page of a few dozen tokens (``core.features.edits``), else empty.
     edit_keys: tuple[int, ...] = ()
     #: The content digest (``Analysis.digest``): tells an unchanged page from an edited one; ``None``: unknown.
     digest: int | None = None
@@ -55,13 +55,13 @@ class PageRecord:
     last_modified: str | None = None
     #: The URL the page names as its canonical one (``rel=canonical`` tag or ``Link`` header), else ``None``.
     canonical_link: str | None = None
-    #: The simhash of its text without its host's learned template lines (``core.sitetemplate``): a
+    #: The simhash of its text without its host's learned template lines (``core.cluster.sitetemplate``): a
     #: second query of the rule, used by backends with ``extra_queries``; ``None``: none.
     also: int | None = None
-    #: Its second, independent simhash (``core.second``): a verified query in a wider radius, used by
+    #: Its second, independent simhash (``core.features.second``): a verified query in a wider radius, used by
     #: backends with ``extra_queries``; ``None``: none.
     second: int | None = None
-    #: Its sentence sketch (``core.containment``): clustering step 7, used by backends with
+    #: Its sentence sketch (``core.cluster.containment``): clustering step 7, used by backends with
     #: ``extra_queries``; ``None``: none.
     sketch: Sketch | None = None
 
@@ -88,7 +88,7 @@ class Verdict:
     previous_fingerprint: int | None = None
     #: When that version was checked (``time.time()``), when known.
     previous_seen: float | None = None
-    #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
+    #: Found by the one-edit rule (``core.features.edits``): one token apart, farther than k.
     one_edit: bool = False
     #: Found by the template-free text (``"template"``), the second simhash (``"second"``) or sentence
     #: containment (``"containment"``), else ``None``.

@@ -25,9 +25,9 @@ import pytest
 from conftest import Page, article_html, article_words  # noqa: E402  (tests/ is on sys.path)
 from simhash_scrapy.backends import PageRecord
 from simhash_scrapy.backends.memory import MemoryBackend
-from simhash_scrapy.core.clustering import assign_canonicals
+from simhash_scrapy.core.cluster.clustering import assign_canonicals
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.store.store import read_store
 
 pytest_plugins = ["conftest_redis"]
 

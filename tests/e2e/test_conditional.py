@@ -33,7 +33,7 @@ from conftest import RecordingSpider, article_html, article_words, run_crawl, si
 from test_persistence import crawl_env, parse_stats, reached
 from test_recurring import backend_args, copy_project, recorded_urls
 
-from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.store.store import read_store
 from simhash_scrapy.middleware import NOT_MODIFIED_FLAG, EditedPage, NotModifiedPage
 
 from static_server import Server  # tests/static_server.py: python -m http.server in a subprocess
@@ -256,7 +256,7 @@ async def test_scrapy_http_cache_makes_its_own_conditional_requests(http_server:
 
 # ------------------------------------------------------------------ units: the rule, the store, the report
 def test_the_rule_tells_unchanged_from_edited_by_digest() -> None:
-    from simhash_scrapy.core.clustering import Clusterer, Outcome
+    from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
 
     rule = Clusterer(max_distance=3)
     assert rule.check("s", "a", 0b1111, digest=10).outcome is Outcome.UNIQUE
@@ -274,8 +274,8 @@ def _format_3_store(path: Path) -> list[Any]:
     """A store as format 3 wrote it: rows without the format-4 columns, user_version 3."""
     import sqlite3
 
-    from simhash_scrapy.core.store import StoreConfig, StoreRecord
-    from simhash_scrapy.core.store_rows import FORMAT_4_COLUMNS
+    from simhash_scrapy.core.store.store import StoreConfig, StoreRecord
+    from simhash_scrapy.core.store.store_rows import FORMAT_4_COLUMNS
 
     from test_store import format_4_store
 
@@ -288,7 +288,7 @@ def _format_3_store(path: Path) -> list[Any]:
         db.execute(f"ALTER TABLE pages DROP COLUMN {name}")
     meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
     meta["format"] = "3"
-    from simhash_scrapy.core.store import _meta_checksum
+    from simhash_scrapy.core.store.store import _meta_checksum
 
     db.execute("UPDATE simhash_meta SET value = '3' WHERE key = 'format'")
     db.execute("UPDATE simhash_meta SET value = ? WHERE key = 'checksum'", (_meta_checksum(meta),))
@@ -300,7 +300,7 @@ def _format_3_store(path: Path) -> list[Any]:
 def test_a_format_3_store_is_read_then_upgraded_in_place(tmp_path: Path) -> None:
     import sqlite3
 
-    from simhash_scrapy.core.store import PageStore, StoreConfig, StoreRecord
+    from simhash_scrapy.core.store.store import PageStore, StoreConfig, StoreRecord
 
     path = tmp_path / "old.store"
     _format_3_store(path)
@@ -331,7 +331,7 @@ def test_a_format_3_store_is_read_then_upgraded_in_place(tmp_path: Path) -> None
 
 def test_first_crawl_wording_and_the_jsonl_summary_line(tmp_path: Path) -> None:
     from simhash_scrapy.backends.base import ClusterMember, Outcome
-    from simhash_scrapy.core.report import build_clusters, describe_report, report_summary, write_report
+    from simhash_scrapy.core.report.report import build_clusters, describe_report, report_summary, write_report
 
     members = [ClusterMember("https://x/", 1, "s", outcome=Outcome.UNCHANGED), ClusterMember("https://x/a", 2, "s")]
     first = report_summary(members, [], title="T", max_distance=3, source="here", previous_crawl=False)

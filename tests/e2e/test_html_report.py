@@ -27,8 +27,8 @@ import pytest
 from chromium_cdp import INSTALL_HINT, Chromium, find_chromium  # noqa: E402  (tests/ is on sys.path)
 from conftest import article_html, article_words  # noqa: E402
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.clustering import Rule
-from simhash_scrapy.core.html_report import render_html, report_numbers
+from simhash_scrapy.core.cluster.clustering import Rule
+from simhash_scrapy.core.report.html_report import render_html, report_numbers
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -95,8 +95,8 @@ def test_the_templates_ship_in_the_package() -> None:
     tomllib = pytest.importorskip("tomllib")
     root = Path(__file__).resolve().parents[2]
     patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["simhash_scrapy"]
-    templates = [p.relative_to(root / "simhash_scrapy").as_posix() for p in (root / "simhash_scrapy/core/templates").iterdir()]
-    assert sorted(templates) == ["core/templates/report.css", "core/templates/report.html", "core/templates/report.js"]
+    templates = [p.relative_to(root / "simhash_scrapy").as_posix() for p in (root / "simhash_scrapy/core/report/templates").iterdir()]
+    assert sorted(templates) == ["core/report/templates/report.css", "core/report/templates/report.html", "core/report/templates/report.js"]
     assert all(any(fnmatch.fnmatch(t, pattern) for pattern in patterns) for t in templates)
 
 
@@ -458,7 +458,7 @@ def test_browser_runs_no_script_from_hostile_titles_urls_and_texts(browser: Chro
 
 def test_browser_shows_the_representative(browser: Chromium, tmp_path: Path) -> None:
     """Each cluster says which page to keep and why; the representative's row is marked."""
-    from simhash_scrapy.core.report import build_clusters
+    from simhash_scrapy.core.report.report import build_clusters
 
     members = [
         {"url": "https://docs.example/a?utm_source=x", "fingerprint": 1, "scope": "s",

@@ -29,7 +29,7 @@ from simhash_scrapy.backends import BackendError, PageRecord, create_backend
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.persistent import PersistentBackend, load_members, stored_links
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.store.store import read_store
 
 from conftest import article_html  # noqa: E402  (tests/ is on sys.path)
 

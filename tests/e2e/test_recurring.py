@@ -22,7 +22,7 @@ import pytest
 from conftest import Page, article_html
 from test_persistence import PROJECT, crawl_env, distinct_words, interrupt_after, parse_stats, read_report, reached
 
-from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.store.store import read_store
 
 pytest_plugins = ["conftest_redis"]
 

@@ -2,7 +2,7 @@
 
 Real crawls of a local site whose tracking, print, AMP and mirror copies are
 crawled before their originals, for each backend (memory, a SIMHASH_DIR
-store, Redis with a real redis-server), plus units of ``core.representative``.
+store, Redis with a real redis-server), plus units of ``core.cluster.representative``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest_twisted
 from conftest import Page, RecordingSpider, article_html, article_words, run_crawl, simhash_stats
 
 from simhash_scrapy.backends.persistent import load_members
-from simhash_scrapy.core.report import build_clusters, render_report
-from simhash_scrapy.core.representative import (
+from simhash_scrapy.core.report.report import build_clusters, render_report
+from simhash_scrapy.core.cluster.representative import (
     Candidate,
     ClusterBook,
     Reason,
@@ -27,7 +27,7 @@ from simhash_scrapy.core.representative import (
     is_variant,
     link_header_canonical,
 )
-from simhash_scrapy.core.text import parse_html
+from simhash_scrapy.core.extract.text import parse_html
 from simhash_scrapy.middleware import NearDuplicate
 
 pytest_plugins = ["conftest_redis"]
@@ -407,7 +407,7 @@ async def test_store_keeps_rel_canonical_urls_and_names_a_damaged_blob(tmp_path:
     from simhash_scrapy.backends import BackendError, PageRecord
     from simhash_scrapy.backends.persistent import PersistentBackend
     from simhash_scrapy.config import SimhashConfig
-    from simhash_scrapy.core.store_rows import blob_checksum
+    from simhash_scrapy.core.store.store_rows import blob_checksum
 
     config = SimhashConfig.from_settings({"SIMHASH_DIR": str(tmp_path), "SIMHASH_FLUSH_INTERVAL": 0})
     backend = PersistentBackend(config)

@@ -22,9 +22,9 @@ from conftest import RecordingSpider, run_crawl, simhash_stats
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core import defaults
 from simhash_scrapy.core.analysis import analyse_html
-from simhash_scrapy.core.clustering import Rule
-from simhash_scrapy.core.distinct import DistinctSelectors, scope_key
-from simhash_scrapy.core.text import parse_html
+from simhash_scrapy.core.cluster.clustering import Rule
+from simhash_scrapy.core.cluster.distinct import DistinctSelectors, scope_key
+from simhash_scrapy.core.extract.text import parse_html
 
 pytest_plugins = ["conftest_redis"]
 
@@ -101,7 +101,7 @@ def test_selectors_read_text_and_attributes_as_response_css_does() -> None:
 @pytest.mark.parametrize("css", [".price", ".price::text", ".price ::text", ".price *::text"])
 def test_the_crawl_and_the_commands_read_the_same_protected_text(fragment: str, css: str) -> None:
     # The crawl reads Scrapy's parse (comments and processing instructions kept), compare and dedup
-    # core.text's (dropped): the digest is the same, so they decide alike (it was not: ["24", ".99"]).
+    # core.extract.text's (dropped): the digest is the same, so they decide alike (it was not: ["24", ".99"]).
     from scrapy.http import HtmlResponse
 
     config = SimhashConfig.from_settings({"SIMHASH_DISTINCT_SELECTORS": [css]})

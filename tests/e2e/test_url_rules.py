@@ -1,6 +1,6 @@
 """Learned URL rules (issue 14): learning, trust, contradiction, skipping before download, persistence, sharing.
 
-Unit tests drive ``core.urlrules.UrlRuleLearner``; crawl tests run real
+Unit tests drive ``core.urlrules.urlrules.UrlRuleLearner``; crawl tests run real
 Scrapy crawls of a local site whose articles have tracking-parameter, print
 and mobile variants (same article, another template) and a listing whose
 ``page=`` parameter matters.
@@ -21,7 +21,7 @@ import pytest
 import pytest_twisted
 
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.urlrules import UrlRuleLearner, url_key, wilson_lower_bound
+from simhash_scrapy.core.urlrules.urlrules import UrlRuleLearner, url_key, wilson_lower_bound
 from simhash_scrapy.urlrules import PredictedDuplicate
 
 from conftest import RecordingSpider, article_html, article_words, run_crawl, simhash_stats  # noqa: E402
@@ -315,7 +315,7 @@ async def assert_second_crawl_skips_from_its_start(site: Any, settings: dict[str
 async def test_rules_survive_a_simhash_dir_recrawl(serve: Any, tmp_path: Path) -> None:
     site = serve(dust_site())
     await assert_second_crawl_skips_from_its_start(site, {**SETTINGS, "SIMHASH_DIR": str(tmp_path / "simhash")})
-    from simhash_scrapy.core.store import read_store
+    from simhash_scrapy.core.store.store import read_store
 
     assert read_store(tmp_path / "simhash" / "recording.store").extra.get("url_rules")  # kept in the store
     # ``scrapy simhash report`` shows them (JSON Lines records, an HTML table).
@@ -414,7 +414,7 @@ def test_persistent_backend_keeps_extras_in_the_store_and_reset_forgets_them(tmp
 
     assert drive(cycle(False, b"rules-1")) is None
     assert drive(cycle(False, None)) == b"rules-1"
-    from simhash_scrapy.core.store import read_store
+    from simhash_scrapy.core.store.store import read_store
 
     assert read_store(tmp_path / "spider.store").extra["url_rules"] == b"rules-1"
     assert drive(cycle(True, None)) is None
@@ -450,8 +450,8 @@ def test_the_addon_adds_the_component_only_when_rules_are_on() -> None:
 
 
 # ------------------------------------------- issue 23: rules that cannot lose a family
-from simhash_scrapy.core.urlrewrite import Rule, page_kind, related  # noqa: E402
-from simhash_scrapy.core.urlrules import EXPLORE_FIRST, LIST_MIN_ITEMS, is_listing  # noqa: E402
+from simhash_scrapy.core.urlrules.urlrewrite import Rule, page_kind, related  # noqa: E402
+from simhash_scrapy.core.urlrules.urlrules import EXPLORE_FIRST, LIST_MIN_ITEMS, is_listing  # noqa: E402
 
 
 def test_page_kind_and_list_pages() -> None:

@@ -33,10 +33,10 @@ from conftest import Page, RecordingSpider, article_words, run_crawl
 from simhash_scrapy import extract_text, fingerprint_html
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core import _native
-from simhash_scrapy.core import decode as decode_module
-from simhash_scrapy.core import text as text_module
+from simhash_scrapy.core.extract import decode as decode_module
+from simhash_scrapy.core.extract import text as text_module
 from simhash_scrapy.core.analysis import SLOW_MARKUP, analyse_html, may_take_long
-from simhash_scrapy.core.text import NOT_RENDERED_TAGS, charset_of, source_codec, to_utf8
+from simhash_scrapy.core.extract.text import NOT_RENDERED_TAGS, charset_of, source_codec, to_utf8
 from simhash_scrapy.middleware import SimhashMiddleware
 from test_shared_parse import crawl_answer, library_answer
 
@@ -404,7 +404,7 @@ def test_link_text_length_is_the_xpaths_on_both_branches(body: str, keep_comment
     """``_LINK_LEN`` gives the old XPath's number, by the XPath (few links) and the linear branch."""
     from lxml import etree
 
-    from simhash_scrapy.core import boilerplate
+    from simhash_scrapy.core.extract import boilerplate
 
     parser = etree.HTMLParser(remove_comments=not keep_comments)
     root = etree.fromstring(f"<html><body><div>{body}</div></body></html>", parser)

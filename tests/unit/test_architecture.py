@@ -55,20 +55,20 @@ def test_a_core_import_of_scrapy_breaks_the_contract(tmp_path: Path) -> None:
     copy.mkdir()
     shutil.copy(ROOT / "pyproject.toml", copy)
     shutil.copytree(ROOT / "simhash_scrapy", copy / "simhash_scrapy", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    features = copy / "simhash_scrapy" / "core" / "features.py"
+    features = copy / "simhash_scrapy" / "core" / "features" / "features.py"
     features.write_text(features.read_text(encoding="utf-8") + "\nimport scrapy  # deliberately wrong\n", encoding="utf-8")
     proc = subprocess.run(
         [LINT, "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=300,
         env={"PYTHONPATH": str(copy), "PATH": str(Path(sys.executable).parent)},
     )  # fmt: skip
     assert proc.returncode != 0
-    assert "simhash_scrapy.core.features -> scrapy" in proc.stdout
+    assert "simhash_scrapy.core.features.features -> scrapy" in proc.stdout
 
 
 @pytest.mark.parametrize(
     "module",
-    ["simhash_scrapy.core.analysis", "simhash_scrapy.core.clustering", "simhash_scrapy.core.report",
-     "simhash_scrapy.core.store", "simhash_scrapy.backends.memory", "simhash_scrapy"],
+    ["simhash_scrapy.core.analysis", "simhash_scrapy.core.cluster.clustering", "simhash_scrapy.core.report.report",
+     "simhash_scrapy.core.store.store", "simhash_scrapy.backends.memory", "simhash_scrapy"],
 )  # fmt: skip
 def test_core_and_backends_import_without_scrapy(module: str) -> None:
     code = BLOCK_SCRAPY + f"import importlib; importlib.import_module({module!r}); print('ok')"
@@ -98,14 +98,35 @@ def _contracts() -> list[dict[str, object]]:
     return contracts
 
 
+def _layered(containers: list[str] | None) -> set[str]:
+    """The modules the layers contract with these ``containers`` names (full names)."""
+    (layers,) = [c for c in _contracts() if c["type"] == "layers" and c.get("containers") == containers]
+    named = {m.strip() for layer in layers["layers"] for m in str(layer).strip("()").split("|")}  # type: ignore[attr-defined]
+    prefix = f"{containers[0]}." if containers else ""
+    return {prefix + m for m in named}
+
+
 def test_every_top_level_module_is_in_the_layers_contract() -> None:
     """A new module of ``simhash_scrapy`` must be placed in a layer, or nothing checks its imports."""
-    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
-    named = {m.strip() for layer in layers["layers"] for m in str(layer).strip("()").split("|")}  # type: ignore[attr-defined]
+    named = _layered(None)
     modules = {f"simhash_scrapy.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "simhash_scrapy")])}
     assert "simhash_scrapy.core" in modules and "simhash_scrapy.state" in modules
     assert sorted(modules - named) == [], "add these modules to a layer in pyproject.toml [tool.importlinter]"
     assert sorted(named - modules) == [], "the layers contract names modules that do not exist"
+
+
+def test_every_module_and_package_of_the_core_is_in_the_core_layers_contract() -> None:
+    """Inside the core too: a new package or module of ``core/`` is placed in a layer, and at most
+    12 modules stay directly in ``core/`` (the rest are in the packages that follow a page's path)."""
+    named = _layered(["simhash_scrapy.core"])
+    core = ROOT / "simhash_scrapy" / "core"
+    # Python modules and packages (the compiled _speedups is imported by _native only)
+    children = {f"simhash_scrapy.core.{m.name}" for m in pkgutil.iter_modules([str(core)])
+                if m.ispkg or (core / f"{m.name}.py").exists()}
+    assert "simhash_scrapy.core.extract" in children and "simhash_scrapy.core.analysis" in children
+    assert sorted(children - named) == [], "add these to the core's layers contract in pyproject.toml"
+    assert sorted(named - children) == [], "the core's layers contract names modules that do not exist"
+    assert len(list(core.glob("*.py"))) <= 12, sorted(p.name for p in core.glob("*.py"))
 
 
 def _copy_repo(tmp_path: Path) -> Path:
@@ -185,7 +206,7 @@ def test_mypy_is_clean_and_strict_on_the_core(tmp_path: Path) -> None:
 def undocumented_modules(package: Path, architecture: str) -> tuple[set[str], set[str]]:
     """``(modules missing from ARCHITECTURE.md's module table, table entries with no module)``.
 
-    Modules are every ``.py`` file under ``package``, as paths relative to it (``core/text.py``); the
+    Modules are every ``.py`` file under ``package``, as paths relative to it (``core/extract/text.py``); the
     table is the one under "Each module's one job", whose first cells name them in backquotes.
     """
     section = architecture.split("## Each module's one job", 1)[1].split("\n## ", 1)[0]

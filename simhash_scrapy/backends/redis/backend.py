@@ -55,7 +55,7 @@ from .replica import LOAD_CHUNK, Replica
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ...core.config import RedisConfig, SimhashConfig
+    from ...core.settings.config import RedisConfig, SimhashConfig
 
 __all__ = ["RedisBackend"]
 

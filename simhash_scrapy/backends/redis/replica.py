@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core.index import BlockPermutedIndex, default_blocks
-from ...core.keytable import KeyTable, pack_keys, unpack_keys
+from ...core.index.index import BlockPermutedIndex, default_blocks
+from ...core.index.keytable import KeyTable, pack_keys, unpack_keys
 from .layout import EDIT_MATCH, ENTRY, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 
 _CANDIDATE = struct.Struct(">IIB")
