@@ -94,7 +94,6 @@ import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -111,6 +110,7 @@ from .store_rows import (
     OUTCOMES,
     RESET_HINT,
     Columns,
+    StoreConfig,
     StoreContents,
     StoreError,
     StoreRecord,
@@ -205,29 +205,17 @@ class StoreConfigError(StoreError):
         self.setting = setting
 
 
-@dataclass(frozen=True)
-class StoreConfig:
-    """What a fingerprint in the store depends on; a store is only read back with the same values."""
-
-    max_distance: int
-    blocks: int
-    features: str  # FeatureConfig.signature()
-    text_mode: str  # e.g. "visible" or "main_content"
-
-    def __post_init__(self) -> None:
-        if not (0 <= self.max_distance <= 63 and 1 <= self.blocks <= 64):
-            raise ValueError(f"need 0 <= max_distance <= 63 and 1 <= blocks <= 64, got {self.max_distance}, {self.blocks}")
-
-    def meta(self) -> dict[str, str]:
-        return {
-            "format": str(FORMAT_VERSION),
-            "chunk_records": str(CHUNK_RECORDS),
-            "max_distance": str(self.max_distance),
-            "blocks": str(self.blocks),
-            "block_widths": ",".join(map(str, block_widths(self.blocks))),
-            "features": self.features,
-            "text_mode": self.text_mode,
-        }
+def config_meta(config: StoreConfig) -> dict[str, str]:
+    """The meta rows a store written with ``config`` starts with (the format, the layout and the settings)."""
+    return {
+        "format": str(FORMAT_VERSION),
+        "chunk_records": str(CHUNK_RECORDS),
+        "max_distance": str(config.max_distance),
+        "blocks": str(config.blocks),
+        "block_widths": ",".join(map(str, block_widths(config.blocks))),
+        "features": config.features,
+        "text_mode": config.text_mode,
+    }
 
 
 def check_config(
@@ -729,7 +717,7 @@ class PageStore:
             raise
 
     def _create(self, db: sqlite3.Connection) -> None:
-        meta = {**self.config.meta(), "pages": "0"}
+        meta = {**config_meta(self.config), "pages": "0"}
         meta["checksum"] = _meta_checksum(meta)
 
         def write(db: sqlite3.Connection) -> None:

@@ -19,17 +19,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from itertools import chain
 from operator import methodcaller
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..cluster.clustering import RECORDED_OUTCOMES, identity_hash
 from ..index.keytable import KEY, pack_keys, unpack_keys
 
-if TYPE_CHECKING:
-    from .store import StoreConfig
-
-__all__ = ["OUTCOMES", "StoreContents", "StoreError", "StoreRecord", "row_checksums"]
+__all__ = ["OUTCOMES", "StoreConfig", "StoreContents", "StoreError", "StoreRecord", "row_checksums"]
 
 #: The outcomes a row can record (the values of ``core.cluster.clustering.RECORDED_OUTCOMES``).
 OUTCOMES = tuple(outcome.value for outcome in RECORDED_OUTCOMES)
@@ -253,6 +250,21 @@ def encode_rows(records: list[StoreRecord]) -> list[tuple[Any, ...]]:
         )
         for r, b, s in zip(records, blobs, sums.tolist())
     ]
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """What a fingerprint in the store depends on; a store is only read back with the same values
+    (``store.config_meta`` writes them, ``store.check_config`` compares them)."""
+
+    max_distance: int
+    blocks: int
+    features: str  # FeatureConfig.signature()
+    text_mode: str  # e.g. "visible" or "main_content"
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.max_distance <= 63 and 1 <= self.blocks <= 64):
+            raise ValueError(f"need 0 <= max_distance <= 63 and 1 <= blocks <= 64, got {self.max_distance}, {self.blocks}")
 
 
 @dataclass
