@@ -503,11 +503,7 @@ class UrlRuleLearner:
         hr = self._hosts.get(site)
         if hr is None:
             hr = self._hosts[site] = _Host()
-        for alias in aliases:
-            alias_parts = parse_url(alias)
-            if alias_parts is not None and alias_parts[1] == host:
-                self._add_known(hr, make_key(alias_parts[0], host, alias_parts[2], [t for _, t in alias_parts[3]]),
-                                cluster_key)
+        self._learn_aliases(hr, host, aliases, cluster_key)
         if hr.known.get(raw) is not None:  # crawled before: a re-crawl teaches nothing new
             hr.known[raw] = cluster_key
             return
@@ -515,45 +511,10 @@ class UrlRuleLearner:
         kind = page_kind(path, params)
         if listing or kind not in hr.kind_lists:
             hr.kind_lists[kind] = listing
-        confirmed: set[Rule] = set()
-        for other in (duplicate_of, declared):
-            other_parts = parse_url(other) if other else None
-            if other_parts is None or other_parts[1] != host:
-                continue
-            if make_key(*other_parts[:3], [t for _, t in other_parts[3]]) == raw:
-                continue
-            probes = self._explain(site, parts, other_parts)
-            if probes:
-                self.pairs += 1
-            pair_listing = listing or hr.listing.get(
-                make_key(other_parts[0], other_parts[1], other_parts[2], [t for _, t in other_parts[3]]), False)
-            for probe in probes:
-                rule = self._rule(hr, probe)
-                if rule is not None and rule not in confirmed:
-                    confirmed.add(rule)
-                    self._evidence(rule, True, params, other_parts[3], listing=pair_listing)
+        confirmed = self._confirm_pairs(site, hr, parts, raw, (duplicate_of, declared), listing)
         # Rules that rewrite this URL: compare with the crawled URL they lead to.
-        candidates = hr.candidates
-        if candidates:
-            applicable = candidates.path_rules(path.split("/")[1:]) if candidates.paths else []
-            if params:
-                for name, token in params:
-                    applicable.extend(candidates.params.get(name, ()))
-                    applicable.extend(candidates.values.get(token, ()))
-            seen: set[Rule] = set()
-            for rule in applicable:
-                if rule in seen:
-                    continue
-                seen.add(rule)
-                image = apply_one(rule, scheme, host, path, params)
-                if image is None or image == raw:
-                    continue
-                if rule in confirmed:
-                    if image not in hr.known and hr.image_count < MAX_IMAGES:
-                        hr.images.setdefault(image, {}).setdefault(rule, (cluster_key, listing))
-                        hr.image_count += 1
-                    continue
-                self._compare(hr, rule, image, cluster_key, params, listing)
+        if hr.candidates:
+            self._test_candidates(hr, parts, raw, confirmed, cluster_key, listing)
         # URLs crawled earlier that a rule rewrites onto this one.
         earlier = hr.images.pop(raw, None)
         if earlier:
@@ -572,6 +533,64 @@ class UrlRuleLearner:
                 hr.by_anchor.setdefault(anchor, []).append(raw)
                 hr.anchored += 1
         self._settle(hr)
+
+    def _learn_aliases(self, hr: _Host, host: str, aliases: Iterable[str], cluster_key: str) -> None:
+        """``observe``: other URLs of the same host that led to the same response are known, in its cluster."""
+        for alias in aliases:
+            alias_parts = parse_url(alias)
+            if alias_parts is not None and alias_parts[1] == host:
+                self._add_known(hr, make_key(alias_parts[0], host, alias_parts[2], [t for _, t in alias_parts[3]]),
+                                cluster_key)
+
+    def _confirm_pairs(self, site: str, hr: _Host, parts: tuple[str, str, str, list[tuple[str, str]]], raw: str, others: tuple[str | None, ...],
+                       listing: bool) -> set[Rule]:
+        """``observe``: the rules that explain this URL as its duplicate's or its declared canonical URL
+        (``others``), each counted once as evidence for; returns them."""
+        params, host = parts[3], parts[1]
+        confirmed: set[Rule] = set()
+        for other in others:
+            other_parts = parse_url(other) if other else None
+            if other_parts is None or other_parts[1] != host:
+                continue
+            if make_key(*other_parts[:3], [t for _, t in other_parts[3]]) == raw:
+                continue
+            probes = self._explain(site, parts, other_parts)
+            if probes:
+                self.pairs += 1
+            pair_listing = listing or hr.listing.get(
+                make_key(other_parts[0], other_parts[1], other_parts[2], [t for _, t in other_parts[3]]), False)
+            for probe in probes:
+                rule = self._rule(hr, probe)
+                if rule is not None and rule not in confirmed:
+                    confirmed.add(rule)
+                    self._evidence(rule, True, params, other_parts[3], listing=pair_listing)
+        return confirmed
+
+    def _test_candidates(self, hr: _Host, parts: tuple[str, str, str, list[tuple[str, str]]], raw: str, confirmed: set[Rule], cluster_key: str,
+                         listing: bool) -> None:
+        """``observe``: each candidate rule that rewrites this URL is compared with the crawled URL it
+        leads to (or, not crawled yet, remembered as an image to compare when it is)."""
+        scheme, host, path, params = parts
+        candidates = hr.candidates
+        applicable = candidates.path_rules(path.split("/")[1:]) if candidates.paths else []
+        if params:
+            for name, token in params:
+                applicable.extend(candidates.params.get(name, ()))
+                applicable.extend(candidates.values.get(token, ()))
+        seen: set[Rule] = set()
+        for rule in applicable:
+            if rule in seen:
+                continue
+            seen.add(rule)
+            image = apply_one(rule, scheme, host, path, params)
+            if image is None or image == raw:
+                continue
+            if rule in confirmed:
+                if image not in hr.known and hr.image_count < MAX_IMAGES:
+                    hr.images.setdefault(image, {}).setdefault(rule, (cluster_key, listing))
+                    hr.image_count += 1
+                continue
+            self._compare(hr, rule, image, cluster_key, params, listing)
 
     def _add_known(self, hr: _Host, raw: str, cluster_key: str | None) -> None:
         new = raw not in hr.known
