@@ -93,20 +93,43 @@ def _one_bit_away(words: np.ndarray, before: np.ndarray, stored: np.ndarray, tab
     return bool(hits.any()), bool(hits[0, 1].any())
 
 
-def scan_wal(data: bytes, wal: object, reader: bool = False, quiet: bool = False) -> WalScan:
-    """Read a WAL's bytes as SQLite would; raise ``StoreError`` (naming ``wal``) if committed data would be lost.
+@dataclass
+class _Header:
+    """A WAL header whose checksum holds."""
 
-    ``reader``: the store is only read (a crawl may be writing it now), which the warning about
-    frames after the last commit then allows for; ``quiet``: no warning (a mere look at the file).
-    """
-    scan = WalScan()
-    if len(data) < _WAL_HEADER.size:
-        return scan  # nothing was committed through it
+    page_size: int
+    order: str  # the checksum words' byte order (numpy dtype)
+    salt: int  # salt-1 and salt-2 as one 64-bit number
+    checksum: tuple[int, int]
+
+
+@dataclass
+class _Frames:
+    """The complete frames of a WAL, checked all at once (row i: frame i)."""
+
+    count: int
+    frame_size: int
+    heads: np.ndarray  # (frames, 6) the frame headers' big-endian words
+    words: np.ndarray  # (frames, pairs, 2) the checksummed words
+    table: np.ndarray
+    power: np.ndarray
+    stored: np.ndarray  # each frame's stored checksum
+    before: np.ndarray  # its predecessor's checksum
+    chains: np.ndarray  # the checksum follows from the predecessor's
+    same_salt: np.ndarray
+    salt_flip: np.ndarray  # the salts are one bit away from the header's
+    commit: np.ndarray  # a commit frame (its "database size" is set)
+    bad: int  # the first frame SQLite stops at (count: none)
+
+
+def _read_header(data: bytes, wal: object) -> _Header | None:
+    """The WAL's header, or None when SQLite would ignore the file; ``StoreError`` if a corrupt header
+    would hide frames (SQLite would silently ignore the changes they hold)."""
     magic, _version, page_size, _seq, salt1, salt2, c1, c2 = _WAL_HEADER.unpack_from(data)
     order = ">u4" if magic == 0x377F0683 else "<u4"
     header_ok = magic in _WAL_MAGIC and 512 <= page_size <= 65536 and page_size & (page_size - 1) == 0
     if header_ok:
-        table, power = _matpow_table(3)
+        table, _power = _matpow_table(3)
         head = np.frombuffer(data, dtype=order, count=6).reshape(1, 3, 2)
         header_ok = tuple(int(x) for x in _parts(head, table)[0]) == (c1, c2)
     if not header_ok:
@@ -115,65 +138,66 @@ def scan_wal(data: bytes, wal: object, reader: bool = False, quiet: bool = False
                 f"{wal}: the store's WAL header is corrupt; SQLite would silently ignore the changes it holds. "
                 f"{RESET_HINT}"
             )
-        return scan
-    scan.page_size = page_size
-    frame_size = _WAL_FRAME.size + page_size
-    frames = (len(data) - _WAL_HEADER.size) // frame_size
-    partial = (len(data) - _WAL_HEADER.size) % frame_size
-    if frames:
-        body = np.frombuffer(data, dtype=np.uint8, count=frames * frame_size, offset=_WAL_HEADER.size)
-        body = body.reshape(frames, frame_size)
-        heads = body[:, : _WAL_FRAME.size].copy().view(">u4").reshape(frames, 6)
-        words = np.concatenate([body[:, :8], body[:, _WAL_FRAME.size :]], axis=1).copy().view(order)
-        words = words.reshape(frames, -1, 2)
-        table, power = _matpow_table(words.shape[1])
-        stored = heads[:, 4:6].astype(np.uint64)
-        before = np.vstack([np.array([[c1, c2]], dtype=np.uint64), stored[:-1]])  # each frame's predecessor
-        chains = np.all((((before @ power.T) + _parts(words, table)) & _MASK32) == stored, axis=1)
-        salts = (heads[:, 2].astype(np.uint64) << np.uint64(32)) | heads[:, 3].astype(np.uint64)
-        same_salt = salts == np.uint64((salt1 << 32) | salt2)
-        salt_flip = np.array([bin(int(s) ^ ((salt1 << 32) | salt2)).count("1") == 1 for s in salts])
-        commit = heads[:, 1] != 0
-        valid = same_salt & chains
-        bad = int(np.argmin(valid)) if not valid.all() else frames
-    else:
-        bad = 0
-    commits = np.flatnonzero(commit[:bad]) if frames else np.array([], dtype=np.int64)
-    kept = int(commits[-1]) + 1 if len(commits) else 0
-    if bad < frames:
-        # Commit frames after the break that chain to their predecessor, with this WAL's salts or salts
-        # one bit away.  Leftovers of an earlier attempt hold at most one (a write whose commit frame
-        # reached the file but failed after it), so two prove committed transactions would be dropped.
-        proof = np.flatnonzero(commit & chains & (same_salt | salt_flip))
-        proof = proof[proof >= bad]
-        damaged, was_commit = (True, False) if salt_flip[bad] and chains[bad] else (False, False)
-        if same_salt[bad] and not damaged:
-            damaged, was_commit = _one_bit_away(words[bad], before[bad], stored[bad], table, power)
-        if len(proof) > 1 or (damaged and (was_commit or bool((commit & (same_salt | salt_flip))[bad:].any()))):
-            raise StoreError(
-                f"{wal}: frame {bad} of the store's WAL is corrupt, and the "
-                + (f"transactions committed after it (up to frame {int(proof[-1])})" if len(proof) else "committed transaction it belongs to")
-                + f" would be silently dropped with it. {RESET_HINT}"
-            )
-        if len(proof) and not quiet:
-            logger.warning(
-                "%s: WAL frames %d..%d (a commit at frame %d) do not follow the last commit SQLite reads: "
-                "left by a write that failed (a full disk), or damage. The store is read as SQLite reads it, "
-                "without them",
-                wal, bad, int(proof[-1]), int(proof[-1]),
-            )  # fmt: skip
-        scan.stale = int(np.count_nonzero(same_salt[bad:]))
-    scan.committed = kept
-    scan.uncommitted = bad - kept
-    if kept:
-        scan.db_pages = int(heads[kept - 1, 1])
-        for i, number in enumerate(heads[:kept, 0].tolist()):
-            scan.pages[number] = _WAL_HEADER.size + i * frame_size + _WAL_FRAME.size
-    if quiet:
-        pass
-    elif scan.uncommitted or (partial and bad == frames):
+        return None
+    return _Header(page_size, order, (salt1 << 32) | salt2, (c1, c2))
+
+
+def _read_frames(data: bytes, header: _Header, frames: int) -> _Frames:
+    """Every complete frame's checksum chain and salts, vectorised; ``frames`` > 0."""
+    frame_size = _WAL_FRAME.size + header.page_size
+    body = np.frombuffer(data, dtype=np.uint8, count=frames * frame_size, offset=_WAL_HEADER.size)
+    body = body.reshape(frames, frame_size)
+    heads = body[:, : _WAL_FRAME.size].copy().view(">u4").reshape(frames, 6)
+    words = np.concatenate([body[:, :8], body[:, _WAL_FRAME.size :]], axis=1).copy().view(header.order)
+    words = words.reshape(frames, -1, 2)
+    table, power = _matpow_table(words.shape[1])
+    stored = heads[:, 4:6].astype(np.uint64)
+    before = np.vstack([np.array([header.checksum], dtype=np.uint64), stored[:-1]])  # each frame's predecessor
+    chains = np.all((((before @ power.T) + _parts(words, table)) & _MASK32) == stored, axis=1)
+    salts = (heads[:, 2].astype(np.uint64) << np.uint64(32)) | heads[:, 3].astype(np.uint64)
+    same_salt = salts == np.uint64(header.salt)
+    salt_flip = np.array([bin(int(s) ^ header.salt).count("1") == 1 for s in salts])
+    commit = heads[:, 1] != 0
+    valid = same_salt & chains
+    bad = int(np.argmin(valid)) if not valid.all() else frames
+    return _Frames(frames, frame_size, heads, words, table, power, stored, before, chains, same_salt, salt_flip,
+                   commit, bad)
+
+
+def _check_break(f: _Frames, wal: object, quiet: bool) -> int:
+    """At a broken frame (``f.bad`` < ``f.count``): ``StoreError`` if committed transactions would be
+    dropped with it, a warning if commits follow it that SQLite does not read; the frames after it with
+    this WAL's salts (leftovers SQLite ignores)."""
+    bad = f.bad
+    # Commit frames after the break that chain to their predecessor, with this WAL's salts or salts
+    # one bit away.  Leftovers of an earlier attempt hold at most one (a write whose commit frame
+    # reached the file but failed after it), so two prove committed transactions would be dropped.
+    proof = np.flatnonzero(f.commit & f.chains & (f.same_salt | f.salt_flip))
+    proof = proof[proof >= bad]
+    damaged, was_commit = (True, False) if f.salt_flip[bad] and f.chains[bad] else (False, False)
+    if f.same_salt[bad] and not damaged:
+        damaged, was_commit = _one_bit_away(f.words[bad], f.before[bad], f.stored[bad], f.table, f.power)
+    if len(proof) > 1 or (damaged and (was_commit or bool((f.commit & (f.same_salt | f.salt_flip))[bad:].any()))):
+        raise StoreError(
+            f"{wal}: frame {bad} of the store's WAL is corrupt, and the "
+            + (f"transactions committed after it (up to frame {int(proof[-1])})" if len(proof) else "committed transaction it belongs to")
+            + f" would be silently dropped with it. {RESET_HINT}"
+        )
+    if len(proof) and not quiet:
+        logger.warning(
+            "%s: WAL frames %d..%d (a commit at frame %d) do not follow the last commit SQLite reads: "
+            "left by a write that failed (a full disk), or damage. The store is read as SQLite reads it, "
+            "without them",
+            wal, bad, int(proof[-1]), int(proof[-1]),
+        )  # fmt: skip
+    return int(np.count_nonzero(f.same_salt[bad:]))
+
+
+def _warn_uncommitted(scan: WalScan, partial_frame: bool, wal: object, reader: bool) -> None:
+    """The warning when frames follow the last commit (a crawl writing now, or a cut-short transaction)."""
+    if scan.uncommitted or partial_frame:
         written = [f"{scan.uncommitted} complete WAL frames"] if scan.uncommitted else []
-        if partial and bad == frames:
+        if partial_frame:
             written.append("a partly written frame")
         if reader:
             logger.warning(
@@ -191,6 +215,42 @@ def scan_wal(data: bytes, wal: object, reader: bool = False, quiet: bool = False
             )  # fmt: skip
     elif scan.stale:
         logger.debug("%s: %d WAL frames after the last commit are leftovers SQLite ignores", wal, scan.stale)
+
+
+def scan_wal(data: bytes, wal: object, reader: bool = False, quiet: bool = False) -> WalScan:
+    """Read a WAL's bytes as SQLite would; raise ``StoreError`` (naming ``wal``) if committed data would be lost.
+
+    ``reader``: the store is only read (a crawl may be writing it now), which the warning about
+    frames after the last commit then allows for; ``quiet``: no warning (a mere look at the file).
+    """
+    scan = WalScan()
+    if len(data) < _WAL_HEADER.size:
+        return scan  # nothing was committed through it
+    header = _read_header(data, wal)
+    if header is None:
+        return scan
+    scan.page_size = header.page_size
+    frame_size = _WAL_FRAME.size + header.page_size
+    frames = (len(data) - _WAL_HEADER.size) // frame_size
+    partial = (len(data) - _WAL_HEADER.size) % frame_size
+    if not frames:
+        if not quiet:
+            _warn_uncommitted(scan, bool(partial), wal, reader)
+        return scan
+    f = _read_frames(data, header, frames)
+    bad = f.bad
+    commits = np.flatnonzero(f.commit[:bad])
+    kept = int(commits[-1]) + 1 if len(commits) else 0
+    if bad < frames:
+        scan.stale = _check_break(f, wal, quiet)
+    scan.committed = kept
+    scan.uncommitted = bad - kept
+    if kept:
+        scan.db_pages = int(f.heads[kept - 1, 1])
+        for i, number in enumerate(f.heads[:kept, 0].tolist()):
+            scan.pages[number] = _WAL_HEADER.size + i * frame_size + _WAL_FRAME.size
+    if not quiet:
+        _warn_uncommitted(scan, bool(partial) and bad == frames, wal, reader)
     return scan
 
 
