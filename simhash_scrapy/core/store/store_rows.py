@@ -457,15 +457,9 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def read_rows(db: sqlite3.Connection, path: object, version: int = 4, where: str = "") -> Columns:
-    """The rows of ``pages`` (``where``: an SQL condition on ``entry``), checked: types, UTF-8, checksums.
-
-    ``version``: the format (3: the format-4 columns as absent).  In format 5 the rows are the
-    records written since the last fold into chunks (``core.store.store_chunks``), any entries.
-    """
-    query = LOAD_3 if version == 3 else LOAD
-    if where:
-        query = query.replace("FROM pages ORDER BY entry", f"FROM pages WHERE {where} ORDER BY entry")
+def _fetch_columns(db: sqlite3.Connection, query: str, path: object, version: int) -> list[tuple[Any, ...]]:
+    """``read_rows``: the rows of ``query`` column by column ([] when there are none); ``StoreError`` naming
+    the row SQLite cannot decode, or the file when SQLite finds it corrupt."""
     enabled = gc.isenabled()
     gc.disable()  # a million rows of tuples: the cyclic collector would only slow this down
     try:
@@ -475,16 +469,28 @@ def read_rows(db: sqlite3.Connection, path: object, version: int = 4, where: str
             raise _locate_bad_row(db, path, str(exc), version) from None
         except sqlite3.DatabaseError as exc:
             raise fail(path, f"corrupt SQLite file ({exc})") from None
-        n = len(rows)
-        cols = list(zip(*rows)) if n else [()] * 23
+        cols = list(zip(*rows))
         del rows
+        return cols
     finally:
         if enabled:
             gc.enable()
-    if not n:
+
+
+def read_rows(db: sqlite3.Connection, path: object, version: int = 4, where: str = "") -> Columns:
+    """The rows of ``pages`` (``where``: an SQL condition on ``entry``), checked: types, UTF-8, checksums.
+
+    ``version``: the format (3: the format-4 columns as absent).  In format 5 the rows are the
+    records written since the last fold into chunks (``core.store.store_chunks``), any entries.
+    """
+    query = LOAD_3 if version == 3 else LOAD
+    if where:
+        query = query.replace("FROM pages ORDER BY entry", f"FROM pages WHERE {where} ORDER BY entry")
+    cols = _fetch_columns(db, query, path, version)
+    if not cols:
         return Columns.empty()
     entry = _typed(cols[0], int, path, "entry")
-    if (n > 1 and not bool(np.all(entry[1:] > entry[:-1]))) or int(entry[0]) < 0:
+    if (len(entry) > 1 and not bool(np.all(entry[1:] > entry[:-1]))) or int(entry[0]) < 0:
         first = int(np.flatnonzero(np.diff(entry) <= 0)[0]) + 1 if int(entry[0]) >= 0 else 0
         raise fail(path, f"corrupt record #{first} (entry numbers out of order: found {int(entry[first])})")
     names = ("fingerprint", "exact", "canonical", "distance", "indexed", "previous", "depth")
