@@ -342,6 +342,16 @@ def _print_text(
         + (f", SIMHASH_DISTINCT_SELECTORS={list(config.distinct_selectors)}" if config.distinct_selectors else "")
         + "\n\n"
     )
+    _print_pages(out, pages, config)
+    _print_matrix(out, matrix)
+    _print_decisions(out, decisions, config)
+    for pair in pairs:
+        _print_pair(out, pair, pages, diff_lines)
+
+
+def _print_pages(out: TextIO, pages: list[Page], config: SimhashConfig) -> None:
+    """The pages' table: source, fingerprint, tokens, and why the crawl would skip or treat one apart."""
+    w = out.write
     width = min(60, max(len(p.source) for p in pages))
     w(f"  #  {'page':<{width}}  fingerprint       tokens\n")
     for i, page in enumerate(pages, start=1):
@@ -353,9 +363,14 @@ def _print_text(
             note += f"  (protected text {page.protected})" if page.protected else "  (no protected text)"
         status = f" [HTTP {page.status}]" if page.status not in (None, 200) else ""
         w(f"{i:>3}  {_short(page.source, width):<{width}}  {fp}  {page.tokens:>6}{status}{note}\n")
+
+
+def _print_matrix(out: TextIO, matrix: list[list[int | None]]) -> None:
+    """The distance of every pair, with its similarity."""
+    w = out.write
     w("\ndistance d (similarity 1 - d/64)\n")
     cell = 13
-    w("     " + "".join(f"{j:>{cell}}" for j in range(1, len(pages) + 1)) + "\n")
+    w("     " + "".join(f"{j:>{cell}}" for j in range(1, len(matrix) + 1)) + "\n")
     for i, row in enumerate(matrix, start=1):
         cells = []
         for j, d in enumerate(row, start=1):
@@ -366,6 +381,11 @@ def _print_text(
             else:
                 cells.append(f"{f'{d} ({1 - d / 64:.3f})':>{cell}}")
         w(f"{i:>3}  " + "".join(cells) + "\n")
+
+
+def _print_decisions(out: TextIO, decisions: list[dict[str, Any]], config: SimhashConfig) -> None:
+    """What a crawl meeting the pages in this order decides for each."""
+    w = out.write
     w(f"\nwhat a crawl meeting the pages in this order decides (SIMHASH_MAX_DISTANCE={config.max_distance}):\n")
     for decision in decisions:
         i = decision["page"]
@@ -378,32 +398,36 @@ def _print_text(
         else:
             text = f"skipped ({_SKIP_TEXT.get(decision['reason'], decision['reason'])}): never compared"
         w(f"{i:>3}  {text}\n")
-    for pair in pairs:
-        a, b = pair["a"], pair["b"]
-        w(f"\n--- page {a} against page {b}: distance {pair['distance']}, similarity {pair['similarity']:.3f}")
-        w(f", differing bits {', '.join(map(str, pair['differing_bits'])) or 'none'}\n")
-        removed, added = pair["removed"], pair["added"]
-        if not removed and not added:
-            w("the visible texts are identical\n" if pages[a - 1].text == pages[b - 1].text else
-              "the texts differ only in spacing\n")  # fmt: skip
-        else:
+
+
+def _print_pair(out: TextIO, pair: dict[str, Any], pages: list[Page], diff_lines: int) -> None:
+    """One pair of pages: distance, differing bits, the text that differs, the features behind the flips."""
+    w = out.write
+    a, b = pair["a"], pair["b"]
+    w(f"\n--- page {a} against page {b}: distance {pair['distance']}, similarity {pair['similarity']:.3f}")
+    w(f", differing bits {', '.join(map(str, pair['differing_bits'])) or 'none'}\n")
+    removed, added = pair["removed"], pair["added"]
+    if not removed and not added:
+        w("the visible texts are identical\n" if pages[a - 1].text == pages[b - 1].text else
+          "the texts differ only in spacing\n")  # fmt: skip
+    else:
+        w(
+            f"text that differs ({_lines(len(removed))} only in page {a}, {_lines(len(added))} only in page {b}; "
+            f"-: page {a}, +: page {b}):\n"
+        )
+        shown = pair["diff"][:diff_lines]
+        for line in shown:
+            w(f"  {line if len(line) <= 150 else line[:147] + '...'}\n")
+        if len(pair["diff"]) > len(shown):
+            w(f"  ... {len(pair['diff']) - len(shown)} more diff lines (--diff-lines)\n")
+    if pair["features"]:
+        w(f"features weighing most in the differing bits (weight in page {a} -> page {b}, push towards the flips):\n")
+        for feature in pair["features"]:
+            label = json.dumps(feature["label"], ensure_ascii=False)
             w(
-                f"text that differs ({_lines(len(removed))} only in page {a}, {_lines(len(added))} only in page {b}; "
-                f"-: page {a}, +: page {b}):\n"
+                f"  {_short(label, 40):<40} {_num(feature['weight_a']):>6} -> {_num(feature['weight_b']):<6}"
+                f" push {_num(feature['push']):>6}  bits {','.join(map(str, feature['bits']))}\n"
             )
-            shown = pair["diff"][:diff_lines]
-            for line in shown:
-                w(f"  {line if len(line) <= 150 else line[:147] + '...'}\n")
-            if len(pair["diff"]) > len(shown):
-                w(f"  ... {len(pair['diff']) - len(shown)} more diff lines (--diff-lines)\n")
-        if pair["features"]:
-            w(f"features weighing most in the differing bits (weight in page {a} -> page {b}, push towards the flips):\n")
-            for feature in pair["features"]:
-                label = json.dumps(feature["label"], ensure_ascii=False)
-                w(
-                    f"  {_short(label, 40):<40} {_num(feature['weight_a']):>6} -> {_num(feature['weight_b']):<6}"
-                    f" push {_num(feature['push']):>6}  bits {','.join(map(str, feature['bits']))}\n"
-                )
 
 
 def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process: Any = None) -> int:
