@@ -171,6 +171,18 @@ def test_ruff_fails_on_a_planted_violation() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_ruff_limits_a_functions_complexity_to_15() -> None:
+    """C90 at 15 (pyproject): a function of 16 branches fails, one of 15 passes."""
+    def planted(branches: int) -> str:
+        body = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(branches - 1))
+        return f"def choose(x: int) -> int:\n{body}    return -1\n"
+
+    proc = ruff("--stdin-filename", "simhash_scrapy/core/_planted.py", "-", stdin=planted(16))
+    assert proc.returncode == 1 and "C901" in proc.stdout and "(16 > 15)" in proc.stdout, proc.stdout + proc.stderr
+    proc = ruff("--stdin-filename", "simhash_scrapy/core/_planted.py", "-", stdin=planted(15))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # ------------------------------------------------------------------ mypy
 def mypy(root: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     """``mypy`` as CI runs it (files and options from ``pyproject.toml``), in ``root``."""
