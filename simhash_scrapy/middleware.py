@@ -35,6 +35,7 @@ from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
 from .core.cluster.clustering import Outcome, rule_of
 from .core.cluster.representative import absolute, html_canonical, link_header_canonical
+from .core.records import page_record, record_again
 from .core.skip import media_type, skip_reason
 from .core.extract.text import charset_of, shared_parse_usable
 from .state import DedupState
@@ -252,20 +253,16 @@ class SimhashMiddleware:
             if previous is None:  # the record went away since the request was sent (a flushed Redis key)
                 raise LookupError("its record is gone")
             referer = request.headers.get(b"Referer")
-            record = PageRecord(
+            record = record_again(
+                previous,
                 url=response.url,
-                fingerprint=previous.fingerprint,
                 scope=scope,
                 referer=referer.decode("utf-8", "replace") if referer else None,
                 depth=request.meta.get("depth", self.start_depth),
-                text=previous.text,
                 identity=identity,
-                exact=previous.exact,
                 seen=time.time(),
-                digest=previous.digest,
-                etag=_header(response, b"ETag") or previous.etag,
-                last_modified=_header(response, b"Last-Modified") or previous.last_modified,
-                canonical_link=previous.canonical_link,  # the page is as it was: so is the URL it names
+                etag=_header(response, b"ETag"),
+                last_modified=_header(response, b"Last-Modified"),
             )
             verdict = await state.check(record, not_modified=True)
             # Placed as a downloaded page is: a member kept (SIMHASH_KEEP_PER_CLUSTER) stays kept.
@@ -385,24 +382,20 @@ class SimhashMiddleware:
     def _record(self, request: Request, response: Response, answer: Analysis, slow: bool) -> PageRecord:
         assert answer.fingerprint is not None
         referer = request.headers.get(b"Referer")
-        return PageRecord(
+        # (the answer's second simhash and sketch are computed only for a backend that uses them:
+        # state.page_analysis)
+        return page_record(
+            answer,
             url=response.url,
-            fingerprint=answer.fingerprint,
             scope=self.state.scope_for(response.url, response=response),
             referer=referer.decode("utf-8", "replace") if referer else None,
             depth=request.meta.get("depth", self.start_depth),
-            text=answer.text,
             identity=self.state.identity_of(request),
-            exact=answer.exact,
             seen=time.time(),
-            edit_keys=answer.edit_keys,
-            digest=answer.digest,
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
             canonical_link=_canonical_link(response, slow),
             also=None if answer.exact else self.state.template_free(response.url, answer.fingerprint, answer.source),
-            second=answer.second,  # (computed only for a backend that uses them: state.page_analysis)
-            sketch=answer.sketch,
         )
 
     def _decide(

@@ -1,6 +1,8 @@
 """The records every backend takes and gives, and the small rules about them (no Scrapy, no backend).
 
-* ``PageRecord``: one fingerprinted page (or item) to check; ``Verdict``: what
+* ``PageRecord``: one fingerprinted page (or item) to check, built in one place
+  (``page_record``: from its ``Analysis``; ``record_again``: a 304 answer, from its
+  stored record), keyword-only; ``Verdict``: what
   the check found (``UNCHECKED``: nobody could check it); ``ClusterMember``:
   one recorded identity, as a backend lists it.  The backend interface
   (``backends.base.DedupBackend``) takes and gives these.
@@ -18,11 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .analysis import Analysis
 from .cluster.clustering import Outcome
 from .cluster.containment import Sketch
 
 __all__ = [
-    "PageRecord", "Verdict", "ClusterMember", "UNCHECKED", "page_scope", "item_scope", "is_item_scope",
+    "PageRecord", "page_record", "record_again", "Verdict", "ClusterMember", "UNCHECKED", "page_scope",
+    "item_scope", "is_item_scope",
     "ITEM_SCOPE_PREFIX", "FLAG_FIELDS", "flag_item",
 ]
 
@@ -69,6 +73,59 @@ class PageRecord:
     def key(self) -> str:
         """The identity, defaulting to the URL."""
         return self.identity or self.url
+
+
+def page_record(
+    answer: Analysis, *, url: str, scope: str, seen: float, referer: str | None = None, depth: int | None = None,
+    identity: str = "", etag: str | None = None, last_modified: str | None = None,
+    canonical_link: str | None = None, also: int | None = None,
+) -> PageRecord:
+    """The record of a page (or item) fingerprinted now: what ``answer`` found (its fingerprint, text,
+    exact digest, one-edit keys, content digest, second simhash, sentence sketch) and where the crawl
+    met it.  The middleware and the pipeline build every record they check here."""
+    assert answer.fingerprint is not None, "a skipped page has no record"
+    return PageRecord(
+        url=url,
+        fingerprint=answer.fingerprint,
+        scope=scope,
+        referer=referer,
+        depth=depth,
+        text=answer.text,
+        identity=identity,
+        exact=answer.exact,
+        seen=seen,
+        edit_keys=answer.edit_keys,
+        digest=answer.digest,
+        etag=etag,
+        last_modified=last_modified,
+        canonical_link=canonical_link,
+        also=also,
+        second=answer.second,
+        sketch=answer.sketch,
+    )
+
+
+def record_again(
+    previous: ClusterMember, *, url: str, scope: str, seen: float, referer: str | None = None,
+    depth: int | None = None, identity: str = "", etag: str | None = None, last_modified: str | None = None,
+) -> PageRecord:
+    """The record of a page that answered 304 (not modified): its stored record as it was, met again
+    now (the validators the server sent this time, else the stored ones)."""
+    return PageRecord(
+        url=url,
+        fingerprint=previous.fingerprint,
+        scope=scope,
+        referer=referer,
+        depth=depth,
+        text=previous.text,
+        identity=identity,
+        exact=previous.exact,
+        seen=seen,
+        digest=previous.digest,
+        etag=etag or previous.etag,
+        last_modified=last_modified or previous.last_modified,
+        canonical_link=previous.canonical_link,  # the page is as it was: so is the URL it names
+    )
 
 
 @dataclass(frozen=True)
