@@ -29,56 +29,21 @@ from simhash_scrapy.core.cluster.clustering import assign_canonicals
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.store.store import read_store
 
+from command_helpers import (  # noqa: E402  (tests/ is on sys.path)
+    assert_user_error,
+    env,
+    groups,
+    read_jsonl,
+    scrapy,
+    simhash,
+)
+
 pytest_plugins = ["conftest_redis"]
 
 PROJECT = Path(__file__).parents[1] / "crawl_project"
 #: The defaults the commands run with (the tests follow them when they change).
 DEFAULTS = SimhashConfig.from_settings({})
 K = DEFAULTS.max_distance
-
-
-# ----------------------------------------------------------------- helpers
-def env(project: bool = False) -> dict[str, str]:
-    variables = dict(os.environ)
-    variables.pop("SCRAPY_SETTINGS_MODULE", None)
-    if project:
-        variables["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), variables.get("PYTHONPATH", "")]))
-    return variables
-
-
-def scrapy(*args: str, cwd: Path, timeout: float = 300, project: bool = False) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy.cmdline", *args],
-        cwd=cwd, env=env(project), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def simhash(*args: str, cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return scrapy("simhash", *args, cwd=cwd, **kwargs)
-
-
-def assert_user_error(proc: subprocess.CompletedProcess[str], code: int, command: str, words: str) -> None:
-    """Exit ``code``, one error line naming the problem, no traceback."""
-    assert proc.returncode == code, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
-    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
-    assert len(errors) == 1, proc.stderr
-    if code == 1:
-        assert errors[0].startswith(f"scrapy simhash {command}: error: "), errors
-    assert words.lower() in errors[0].lower(), errors
-
-
-def read_jsonl(text: str) -> list[dict[str, Any]]:
-    """The records of a JSON Lines report but its summary line (last; its time and source are the writer's own)."""
-    records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    if records and records[-1].get("type") == "summary":
-        records.pop()
-    return records
-
-
-def groups(clusters: list[dict[str, Any]], strip: str = "") -> list[list[str]]:
-    """Each cluster as its member URLs (canonical first), URL prefix ``strip`` removed."""
-    return [[m["url"].replace(strip, "") for m in c["members"]] for c in clusters]
 
 
 def make_folder(root: Path) -> Path:

@@ -30,7 +30,7 @@ import pytest
 import pytest_twisted
 
 from conftest import RecordingSpider, article_html, article_words, run_crawl, simhash_stats
-from test_persistence import crawl_env, parse_stats, reached
+from crawl_helpers import crawl_env, parse_stats, reached
 from test_recurring import backend_args, copy_project, recorded_urls
 
 from simhash_scrapy.core.store.store import read_store

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import Page, article_html
-from test_persistence import PROJECT, crawl_env, distinct_words, interrupt_after, parse_stats, read_report, reached
+from crawl_helpers import PROJECT, crawl_env, distinct_words, interrupt_after, parse_stats, read_report, reached
 
 from simhash_scrapy.core.store.store import read_store
 

@@ -275,7 +275,7 @@ async def test_every_rule_is_named_in_log_lines_and_report_rows(
 
 
 def test_compare_prints_the_rule_and_protected_text(tmp_path: Path) -> None:
-    from test_commands import simhash  # a real ``scrapy`` process
+    from command_helpers import simhash  # a real ``scrapy`` process
 
     files = []
     for name, body in (("1.html", SHOP["/kettle"]), ("2.html", SHOP["/kettle-sale"]), ("3.html", SHOP["/kettle"]),
@@ -305,7 +305,7 @@ def test_compare_prints_the_rule_and_protected_text(tmp_path: Path) -> None:
 
 
 def test_dedup_keeps_protected_pages_apart_as_the_crawl_does(tmp_path: Path) -> None:
-    from test_commands import read_jsonl, simhash  # a real ``scrapy`` process
+    from command_helpers import read_jsonl, simhash  # a real ``scrapy`` process
 
     folder = tmp_path / "shop"
     folder.mkdir()

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import pytest_twisted
 from conftest import RecordingSpider, run_crawl, simhash_stats
-from test_persistence import run  # drives the in-process backends' coroutines
+from crawl_helpers import run  # drives the in-process backends' coroutines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -186,7 +186,7 @@ def test_keys_are_kept_in_the_store_and_damage_to_them_is_detected(tmp_path: Pat
 
 @pytest.mark.slow  # the commands in subprocesses
 def test_the_commands_decide_as_the_crawl(tmp_path: Path) -> None:
-    from test_commands import read_jsonl, simhash  # the commands' own helpers (a real ``scrapy`` process)
+    from command_helpers import read_jsonl, simhash  # the commands' own helpers (a real ``scrapy`` process)
 
     folder = tmp_path / "pages"
     folder.mkdir()

@@ -18,14 +18,14 @@ import pytest
 import pytest_twisted
 from conftest import RecordingSpider, run_crawl
 from redis_server import RedisServer
-from test_commands import simhash
+from command_helpers import simhash
 from test_redis_backend import KillRedisMiddleware, async_test, make_backend
 
 from simhash_scrapy.backends import BackendError, PageRecord
 from simhash_scrapy.config import RedisConfig
 from simhash_scrapy.core.redact import MASK, redact, secrets_in
 
-from test_persistence import PROJECT, crawl_command, crawl_env, make_site, parse_stats  # noqa: E402
+from crawl_helpers import PROJECT, crawl_command, crawl_env, make_site, parse_stats  # noqa: E402
 
 pytest_plugins = ["conftest_redis"]
 
@@ -248,7 +248,7 @@ def test_a_rediss_url_against_a_server_without_tls_keeps_the_password_hidden(
     # rediss:// against a server without TLS: the connection fails; the message keeps the password hidden.
     site = serve(make_site(2))
     url = f"rediss://:{DEFAULT_PW}@127.0.0.1:{locked_redis.port}/0"
-    code, out, err, report = crawl(site, {"SIMHASH_REDIS_URL": url}, tmp_path, "rediss")
+    _code, out, err, report = crawl(site, {"SIMHASH_REDIS_URL": url}, tmp_path, "rediss")
     assert parse_stats(err)["finish_reason"] == "simhash_error" and "Cannot reach Redis at rediss://:***@" in err
     assert_hidden((DEFAULT_PW,), out, err, report)
 

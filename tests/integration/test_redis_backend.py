@@ -38,7 +38,7 @@ from simhash_scrapy.backends.redis.replica import Replica
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.report.report import build_clusters
 
-from test_persistence import (  # noqa: E402  (tests/ is on sys.path)
+from crawl_helpers import (  # noqa: E402  (tests/ is on sys.path)
     PROJECT,
     crawl_command,
     crawl_env,

@@ -245,3 +245,18 @@ def test_a_new_module_missing_from_the_table_is_found(tmp_path: Path) -> None:
     (package / "core" / "files.py").unlink()
     architecture = (ROOT / "docs" / "ARCHITECTURE.md").read_text("utf-8")
     assert undocumented_modules(package, architecture) == ({"core/brand_new.py"}, {"core/files.py"})
+
+
+# ------------------------------------------------------------------ test helpers
+def test_no_unit_or_integration_test_imports_from_an_e2e_test_module() -> None:
+    """Shared helpers live in helper modules (tests/crawl_helpers.py, tests/command_helpers.py...):
+    a faster layer never loads a slower layer's test module (and its fixtures) to reach one."""
+    tests = ROOT / "tests"
+    e2e = {path.stem for path in (tests / "e2e").glob("test_*.py")}
+    found = []
+    for layer in ("unit", "integration"):
+        for path in sorted((tests / layer).glob("*.py")):
+            for name in re.findall(r"^\s*(?:from|import)\s+(test_\w+)", path.read_text(encoding="utf-8"), re.M):
+                if name in e2e:
+                    found.append(f"{layer}/{path.name} imports {name}")
+    assert e2e and found == []

@@ -439,7 +439,7 @@ def test_jsonl_report_keeps_one_record_a_line_for_every_line_splitter(tmp_path: 
 def test_dedup_of_hostile_items_writes_safe_csv_and_jsonl(tmp_path: Path) -> None:
     """Item URLs taken from page data (``scrapy simhash dedup items.jsonl``): read back with csv and splitlines."""
     from conftest import article_html, article_words
-    from test_commands import simhash  # a real ``scrapy`` process
+    from command_helpers import simhash  # a real ``scrapy`` process
 
     body = article_html("Story", article_words(41))
     urls = FORMULAS + [f"https://news.example/p{b}q" for b in LINE_BREAKS]
