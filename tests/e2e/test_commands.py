@@ -67,6 +67,7 @@ EXPECTED_FOLDER_GROUPS = [["a0-copy.html", "a0.html"], ["a1-edit.html", "a1.html
 
 
 # --------------------------------------------------------------- registration, help
+@pytest.mark.slow  # 5 s measured (--durations, -n 2, loaded 2-core machine)
 def test_registered_through_the_entry_point_in_and_out_of_a_project(tmp_path: Path) -> None:
     outside = scrapy(cwd=tmp_path)
     inside = scrapy(cwd=PROJECT, project=True)
@@ -76,6 +77,7 @@ def test_registered_through_the_entry_point_in_and_out_of_a_project(tmp_path: Pa
     assert "active project: crawl_project" in inside.stdout
 
 
+@pytest.mark.slow  # 6 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("command", ["compare", "report", "dedup"])
 def test_each_sub_command_has_help_with_examples(tmp_path: Path, command: str) -> None:
     proc = simhash(command, "--help", cwd=tmp_path)
@@ -86,6 +88,7 @@ def test_each_sub_command_has_help_with_examples(tmp_path: Path, command: str) -
     assert "exit codes: 0 done, 1 bad or unusable input, 2 bad usage" in proc.stdout
 
 
+@pytest.mark.slow  # 21 s measured (--durations, -n 2, loaded 2-core machine)
 def test_top_level_help_and_missing_sub_command(tmp_path: Path) -> None:
     proc = simhash("-h", cwd=tmp_path)
     assert proc.returncode == 0
@@ -123,6 +126,7 @@ def test_assign_canonicals_decides_like_the_crawl_backend() -> None:
         assert sum(c >= 0 for c in canonical.tolist()) > 20
 
 
+@pytest.mark.slow  # 14 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     site = make_folder(tmp_path)
     proc = simhash("dedup", str(site), cwd=tmp_path)
@@ -160,6 +164,7 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     assert '<dd data-stat="near_duplicates">3</dd>' in page and '<dd data-stat="pages">10</dd>' in page
 
 
+@pytest.mark.slow  # 11 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_settings_change_the_decision(tmp_path: Path) -> None:
     site = make_folder(tmp_path)
     strict = simhash("dedup", str(site), "-s", "SIMHASH_MAX_DISTANCE=0", cwd=tmp_path)
@@ -172,6 +177,7 @@ def test_dedup_settings_change_the_decision(tmp_path: Path) -> None:
     assert read_jsonl(before.stdout) == read_jsonl(strict.stdout)  # the summary lines differ by their time
 
 
+@pytest.mark.slow  # 20 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_with_worker_processes_and_progress(tmp_path: Path) -> None:
     site = make_folder(tmp_path)
     one = simhash("dedup", str(site), "-j", "1", cwd=tmp_path)
@@ -183,6 +189,7 @@ def test_dedup_with_worker_processes_and_progress(tmp_path: Path) -> None:
     assert "[#" not in one.stderr  # no progress bar when standard error is not a terminal
 
 
+@pytest.mark.slow  # 12 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_json_lines_items(tmp_path: Path) -> None:
     items = []
     for i in range(5):
@@ -220,6 +227,7 @@ def test_dedup_json_lines_items(tmp_path: Path) -> None:
     assert [(r["url"], r["distance"]) for r in rows] == [("u0", "0"), ("u2", "0")]
 
 
+@pytest.mark.slow  # 21 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_bad_input_is_one_line_and_an_exit_code(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -261,6 +269,7 @@ def _compare_pages(tmp_path: Path) -> tuple[Path, Path, Path]:
     return a, b, c
 
 
+@pytest.mark.slow  # 5 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_files_text_and_json(tmp_path: Path) -> None:
     a, b, c = _compare_pages(tmp_path)
     proc = simhash("compare", str(a), str(b), str(c), "--json", cwd=tmp_path)
@@ -303,6 +312,7 @@ def test_compare_files_text_and_json(tmp_path: Path) -> None:
     assert "+Filed on Tuesday by the harbour desk." in text.stdout
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_uses_the_project_settings(tmp_path: Path) -> None:
     """The navigation differs: invisible to main-content mode, visible to visible-text mode."""
     words = article_words(9, 120)
@@ -319,6 +329,7 @@ def test_compare_uses_the_project_settings(tmp_path: Path) -> None:
     assert visible["distances"][0][1] > 0
 
 
+@pytest.mark.slow  # 27 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_urls_show_what_the_crawl_decides(serve: Any, tmp_path: Path) -> None:
     """compare's fingerprints are the ones a real 'scrapy crawl' stores for the same URLs."""
     words = article_words(21)
@@ -356,6 +367,7 @@ def test_compare_urls_show_what_the_crawl_decides(serve: Any, tmp_path: Path) ->
     assert "Crawled (200)" not in proc.stderr and "[scrapy" not in proc.stderr  # the fetch log stays quiet
 
 
+@pytest.mark.slow  # 39 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_bad_input(tmp_path: Path) -> None:
     a, b, _ = _compare_pages(tmp_path)
     assert_user_error(simhash("compare", str(a), cwd=tmp_path), 2, "compare", "at least two pages")
@@ -386,6 +398,7 @@ def _crawl_site(serve: Any) -> tuple[Any, str]:
     return site, "paths=" + ",".join(f"/{x}{i}" for i in range(4) for x in "abc")
 
 
+@pytest.mark.slow  # 44 s measured (--durations, -n 2, loaded 2-core machine)
 def test_report_from_a_jobdir_store_equals_the_crawls_report(serve: Any, tmp_path: Path) -> None:
     site, paths = _crawl_site(serve)
     job = tmp_path / "job"
@@ -423,6 +436,7 @@ def test_report_from_a_jobdir_store_equals_the_crawls_report(serve: Any, tmp_pat
     assert f'<dd data-stat="clusters">{len(expected)}</dd>' in page and '<dd data-stat="pages">12</dd>' in page
 
 
+@pytest.mark.slow  # 11 s measured (--durations, -n 2, loaded 2-core machine)
 def test_report_from_simhash_dir_by_spider(serve: Any, tmp_path: Path) -> None:
     site, paths = _crawl_site(serve)
     state = tmp_path / "state"
@@ -442,6 +456,7 @@ def test_report_from_simhash_dir_by_spider(serve: Any, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # 59 s measured (--durations, -n 2, loaded 2-core machine)
 def test_report_from_redis(serve: Any, tmp_path: Path, redis_server: Any) -> None:
     site, paths = _crawl_site(serve)
     crawl_report = tmp_path / "crawl.jsonl"
@@ -473,6 +488,7 @@ def test_report_from_redis(serve: Any, tmp_path: Path, redis_server: Any) -> Non
     )
 
 
+@pytest.mark.slow  # 35 s measured (--durations, -n 2, loaded 2-core machine)
 def test_report_bad_input(tmp_path: Path) -> None:
     not_store = tmp_path / "file.store"
     not_store.write_bytes(b"hello")
@@ -491,6 +507,7 @@ def test_report_bad_input(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # 14 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_ctrl_c_stops_workers_without_a_traceback(tmp_path: Path) -> None:
     import signal
 

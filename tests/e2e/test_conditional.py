@@ -113,6 +113,7 @@ def report_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+@pytest.mark.slow  # 114 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
 def test_a_second_crawl_gets_304s_and_edits_are_not_unchanged(
     backend: str, http_server: Any, tmp_path: Path, request: pytest.FixtureRequest
@@ -180,6 +181,7 @@ def test_a_second_crawl_gets_304s_and_edits_are_not_unchanged(
         assert all(m is not None for m in contents.last_modified)
 
 
+@pytest.mark.slow  # 78 s measured (--durations, -n 2, loaded 2-core machine)
 def test_without_validators_or_when_turned_off_a_recrawl_downloads_everything(
     http_server: Any, serve: Any, tmp_path: Path
 ) -> None:
@@ -207,6 +209,7 @@ def test_without_validators_or_when_turned_off_a_recrawl_downloads_everything(
     assert second["simhash/unchanged"] == 6 and second["simhash/edited"] == 1  # the digest tells the edit
 
 
+@pytest.mark.slow  # 5 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_a_304_reaches_only_callbacks_that_handle_it(http_server: Any, tmp_path: Path) -> None:
     root = tmp_path / "site"
@@ -232,6 +235,7 @@ async def test_a_304_reaches_only_callbacks_that_handle_it(http_server: Any, tmp
     assert "httperror/response_ignored_count" not in crawler.stats.get_stats()
 
 
+@pytest.mark.slow  # 2 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_scrapy_http_cache_makes_its_own_conditional_requests(http_server: Any, tmp_path: Path) -> None:
     root = tmp_path / "site"
@@ -369,6 +373,7 @@ async def test_a_first_crawl_that_fetches_its_start_url_twice(serve: Any, tmp_pa
     assert "Fetched again, unchanged" in page and "since last crawl" not in page
 
 
+@pytest.mark.slow  # 30 s measured (--durations, -n 2, loaded 2-core machine)
 def test_with_jobdir_disk_queues(http_server: Any, tmp_path: Path) -> None:
     """Requests that went through JOBDIR's disk queues (pickled) get their validators when they are sent."""
     root = tmp_path / "site"

@@ -208,6 +208,7 @@ def make_site(root: Path) -> Path:
     return site
 
 
+@pytest.mark.slow  # 18 s measured (--durations, -n 2, loaded 2-core machine)
 def test_browser_shows_the_numbers_of_the_json_report(browser: Chromium, tmp_path: Path) -> None:
     site = make_site(tmp_path)
     jsonl, html = tmp_path / "clusters.jsonl", tmp_path / "clusters.html"
@@ -319,6 +320,7 @@ def test_browser_handles_ten_thousand_clusters(browser: Chromium, tmp_path: Path
     assert requested_urls(browser, mark) == [page.as_uri()]
 
 
+@pytest.mark.slow  # 7 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_crawl_writes_the_html_report_with_texts(serve: Any, tmp_path: Path) -> None:
     """SIMHASH_REPORT_FORMAT = "html": the plugin keeps the page texts and the page can show diffs."""
     words = article_words(901, 240)
@@ -348,6 +350,7 @@ def test_a_crawl_writes_the_html_report_with_texts(serve: Any, tmp_path: Path) -
     assert any("zeppelin" in t for t in texts) and len(texts) == 2
 
 
+@pytest.mark.slow  # 2 s measured (--durations, -n 2, loaded 2-core machine)
 def test_browser_opens_a_cluster_of_thousands_of_pages(browser: Chromium, tmp_path: Path) -> None:
     urls = [f"https://shop.example/item/{i}" for i in range(1_200)]
     page = tmp_path / "template.html"

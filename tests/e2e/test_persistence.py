@@ -163,6 +163,7 @@ def test_rechecked_pages_keep_one_record_and_extras_persist(tmp_path: Path) -> N
     assert load_members(tmp_path / "state" / "s.store") == run(reference.members())
 
 
+@pytest.mark.slow  # 41 s measured (--durations, -n 2, loaded 2-core machine)
 def test_simhash_dir_recognises_last_weeks_pages(serve: Any, tmp_path: Path) -> None:
     site = serve(make_site(6))
     project = tmp_path / "project"
@@ -193,6 +194,7 @@ def test_simhash_dir_recognises_last_weeks_pages(serve: Any, tmp_path: Path) -> 
     assert (project / ".scrapy" / "simhash" / "pages.store.previous").exists()
 
 
+@pytest.mark.slow  # 21 s measured (--durations, -n 2, loaded 2-core machine)
 def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) -> None:
     count = 24
     site = serve(make_site(count))
@@ -238,6 +240,7 @@ def _faults() -> Any:
     return store_faults
 
 
+@pytest.mark.slow  # 53 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("mount", [True, False], ids=["tmpfs", "rlimit_fsize"])
 def test_a_full_disk_never_drops_a_page_and_says_why_once(tmp_path: Path, mount: bool) -> None:
     """Three real crawls on one SIMHASH_DIR store on a full file system (a 96 KB tmpfs when root can mount
@@ -260,6 +263,7 @@ def test_a_full_disk_never_drops_a_page_and_says_why_once(tmp_path: Path, mount:
     assert third == {"stored": 150, "unsaved": 0, "write_errors": 0, "first_error": "", "problems": []}
 
 
+@pytest.mark.slow  # 36 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_read_only_store_stops_the_crawl_cleanly_and_is_not_touched(tmp_path: Path) -> None:
     """The store file cannot be written (the immutable attribute as root, else mode 0444), its folder can:
     the crawl stops at start with one error naming the file and the cause; no traceback, no page dropped,
@@ -269,6 +273,7 @@ def test_a_read_only_store_stops_the_crawl_cleanly_and_is_not_touched(tmp_path: 
     assert "pages.store: the simhash store cannot be written (" in result["first_error"]
 
 
+@pytest.mark.slow  # 19 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("kill_after", [2, 25])
 def test_a_double_crash_loads_what_sqlite_reads(tmp_path: Path, kill_after: int) -> None:
     """A writer killed inside a large last transaction, then a real ``scrapy crawl`` on the same store
@@ -282,6 +287,7 @@ def test_a_double_crash_loads_what_sqlite_reads(tmp_path: Path, kill_after: int)
     assert result["stored"] >= 200 + kill_after and result["lost"] == 0  # SIMHASH_FLUSH_INTERVAL = 0
 
 
+@pytest.mark.slow  # 34 s measured (--durations, -n 2, loaded 2-core machine)
 def test_the_report_command_never_changes_a_crashed_store(serve: Any, tmp_path: Path) -> None:
     """``scrapy simhash report`` on the store a ``kill -9`` left (main file and WAL): not one byte of the
     folder changes (no checkpoint, no -shm), and the report has every committed page."""

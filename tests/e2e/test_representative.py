@@ -114,6 +114,7 @@ BACKENDS = ["memory", "persistent", "redis"]
 
 
 # ------------------------------------------------------------------ real crawls
+@pytest.mark.slow  # 6 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", [*BACKENDS, "redis-shards"])
 @pytest_twisted.ensureDeferred
 async def test_copies_first_the_report_names_the_original(
@@ -160,6 +161,7 @@ async def test_copies_first_the_report_names_the_original(
     assert "simhash/kept_per_cluster" not in stats
 
 
+@pytest.mark.slow  # 4 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest_twisted.ensureDeferred
 async def test_first_keeps_the_first_crawled(
@@ -185,6 +187,7 @@ async def test_first_keeps_the_first_crawled(
     assert stats["simhash/flagged"] == ARTICLES * (len(COPIES) - 1)
 
 
+@pytest.mark.slow  # 6 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("order", ["copies_first", "originals_first"])
 @pytest_twisted.ensureDeferred
@@ -215,6 +218,7 @@ async def test_keep_two_per_cluster(
     assert crawler.stats.get_value("item_scraped_count") == 2 * ARTICLES
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", ["memory", "persistent"])
 @pytest_twisted.ensureDeferred
 async def test_flag_mode_meta_and_originals_first(
@@ -253,6 +257,7 @@ class MetaSpider(RecordingSpider):
         )
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_resumed_store_keeps_positions_and_the_choice(serve: Any, tmp_path: Path) -> None:
     """A SIMHASH_DIR store crawled in two runs: the second run knows each cluster's members (budget, choice)."""
@@ -465,6 +470,7 @@ def test_cluster_book_agrees_with_choose(seed: int) -> None:
         assert placed.position == members[identity].order + 1
 
 
+@pytest.mark.slow  # 2 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_redis_workers_share_the_cluster_positions(serve: Any, tmp_path: Path, redis_server: Any) -> None:
     """Two workers on one Redis key (one after the other, each with its own process state): the positions

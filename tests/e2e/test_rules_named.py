@@ -167,6 +167,7 @@ def backend_settings(backend: str, tmp_path: Path, request: pytest.FixtureReques
     return {}
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", ["memory", "persistent", "redis"])
 @pytest_twisted.ensureDeferred
 async def test_pages_differing_in_price_are_duplicates_unless_the_price_is_protected(
@@ -220,6 +221,7 @@ async def test_pages_differing_in_price_are_duplicates_unless_the_price_is_prote
     assert cluster["scope"].startswith("recording#") and len(cluster["scope"]) == len("recording#") + 16
 
 
+@pytest.mark.slow  # 2 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_every_rule_is_named_in_log_lines_and_report_rows(
     serve: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -274,6 +276,7 @@ async def test_every_rule_is_named_in_log_lines_and_report_rows(
     assert shown[site.url("/kettle-sale")] == f"simhash within k={K}" and shown[site.url("/kettle")] is None
 
 
+@pytest.mark.slow  # 42 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_prints_the_rule_and_protected_text(tmp_path: Path) -> None:
     from command_helpers import simhash  # a real ``scrapy`` process
 
@@ -304,6 +307,7 @@ def test_compare_prints_the_rule_and_protected_text(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "SIMHASH_DISTINCT_SELECTORS: '.price[' is not a valid CSS selector" in bad.stderr
 
 
+@pytest.mark.slow  # 38 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_keeps_protected_pages_apart_as_the_crawl_does(tmp_path: Path) -> None:
     from command_helpers import read_jsonl, simhash  # a real ``scrapy`` process
 

@@ -88,6 +88,7 @@ def variant_hits(hits: list[str]) -> list[str]:
     return [h for h in hits if h.startswith(("/print/", "/m/")) or "utm_source" in h]
 
 
+@pytest.mark.slow  # 4 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_skip_mode_avoids_predicted_duplicates_and_errbacks_see_why(serve: Any, tmp_path: Path) -> None:
     site = serve(dust_site())
@@ -110,6 +111,7 @@ async def test_skip_mode_avoids_predicted_duplicates_and_errbacks_see_why(serve:
     assert any("drop ?utm_source=newsletter" in line for line in rules)
 
 
+@pytest.mark.slow  # 12 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_learn_mode_skips_nothing_but_learns(serve: Any) -> None:
     site = serve(dust_site())
@@ -121,6 +123,7 @@ async def test_learn_mode_skips_nothing_but_learns(serve: Any) -> None:
     assert stats["simhash/url_rules/trusted"] >= 2
 
 
+@pytest.mark.slow  # 5 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_off_by_default(serve: Any) -> None:
     site = serve(dust_site())
@@ -129,6 +132,7 @@ async def test_off_by_default(serve: Any) -> None:
     assert not any(k.startswith(("simhash/url_rules", "simhash/requests")) for k in simhash_stats(crawler))
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_dont_filter_and_opted_out_requests_are_never_skipped(serve: Any) -> None:
     site = serve(dust_site())
@@ -183,6 +187,7 @@ async def assert_second_crawl_skips_from_its_start(site: Any, settings: dict[str
     assert sorted(site.hits) == sorted(u[len(site.base):] for u in originals)
 
 
+@pytest.mark.slow  # 13 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_rules_survive_a_simhash_dir_recrawl(serve: Any, tmp_path: Path) -> None:
     site = serve(dust_site())
@@ -213,6 +218,7 @@ async def test_two_workers_on_one_redis_share_rules(serve: Any, redis_server: An
     await assert_second_crawl_skips_from_its_start(site, settings)
 
 
+@pytest.mark.slow  # 4 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest_twisted.ensureDeferred
 async def test_rules_survive_a_jobdir_pause_and_resume(serve: Any, tmp_path: Path) -> None:
@@ -239,6 +245,7 @@ async def test_rules_survive_a_jobdir_pause_and_resume(serve: Any, tmp_path: Pat
     gc.collect()
 
 
+@pytest.mark.slow  # 5 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_exploration_downloads_predicted_duplicates_to_verify(serve: Any) -> None:
     site = serve(dust_site())
@@ -361,6 +368,7 @@ def content_of(cids: dict[str, str], hit: str) -> str | None:
     return cids.get(hit) or cids.get(hit.partition("?")[0])
 
 
+@pytest.mark.slow  # 15 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_skip_mode_loses_no_family_of_the_adversarial_site(serve: Any, tmp_path: Path) -> None:
     pages, cids = adversarial_site()
