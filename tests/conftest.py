@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 import mimetypes
 import random
 import threading
@@ -145,8 +146,12 @@ def article_words(seed: int, count: int = 600) -> list[str]:
     rng = random.Random(seed)
     vocabulary = list(_VOCABULARY)
     rng.shuffle(vocabulary)
-    weights = [1.0 / (rank + 1) for rank in range(len(vocabulary))]
-    return rng.choices(vocabulary, weights=weights, k=count)
+    return rng.choices(vocabulary, cum_weights=_ZIPF_CUM_WEIGHTS, k=count)
+
+
+#: ``article_words``' rank weights 1/(rank+1), accumulated once (``random.choices`` accumulates the
+#: same way from ``weights=``: the words drawn are the same, without 5,000 additions a call).
+_ZIPF_CUM_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(_VOCABULARY))))
 
 
 def article_html(
