@@ -2,7 +2,8 @@
 
 Real crawls of a local site whose tracking, print, AMP and mirror copies are
 crawled before their originals, for each backend (memory, a SIMHASH_DIR
-store, Redis with a real redis-server), plus units of ``core.cluster.representative``.
+store, Redis with a real redis-server); the units of ``core.cluster.representative`` are
+tests/unit/test_representative.py.
 """
 
 from __future__ import annotations
@@ -21,13 +22,9 @@ from simhash_scrapy.core.report.report import build_clusters, render_report
 from simhash_scrapy.core.cluster.representative import (
     Candidate,
     ClusterBook,
-    Reason,
     choose,
-    html_canonical,
     is_variant,
-    link_header_canonical,
 )
-from simhash_scrapy.core.extract.text import parse_html
 from simhash_scrapy.middleware import NearDuplicate
 
 pytest_plugins = ["conftest_redis"]
@@ -304,24 +301,6 @@ async def test_resumed_store_keeps_positions_and_the_choice(serve: Any, tmp_path
 
 
 # ------------------------------------------------------------------------ units
-def test_choose_follows_the_order_of_the_rules() -> None:
-    a = "https://x.example/doc/a.html"
-    tracking, printed, _amp = a + "?utm_source=x", "https://x.example/print/doc/a.html", "https://x.example/doc/a.amp.html"
-    mirror = "https://x.example/mirror/doc/a.html"
-    assert choose([Candidate(tracking), Candidate(printed), Candidate(a)]) == (2, Reason.NOT_VARIANT)
-    assert choose([Candidate(tracking), Candidate(a + "?p=1")]) == (1, Reason.SHORTEST)
-    assert choose([Candidate(tracking), Candidate(printed)]) == (1, Reason.NO_QUERY)
-    assert choose([Candidate(mirror), Candidate(a)]) == (1, Reason.SHORTEST)
-    # A member named by rel=canonical wins over a shorter, cleaner one (the site's choice).
-    assert choose([Candidate(a, mirror), Candidate(mirror)]) == (1, Reason.REL_CANONICAL)
-    # A target nobody crawled names no member; the URL form is compared (host case, query order).
-    assert choose([Candidate(tracking, "https://other.example/"), Candidate(a)]) == (1, Reason.NO_QUERY)
-    assert choose([Candidate(a + "?b=2&a=1"), Candidate(a, "https://X.example/doc/a.html?a=1&b=2")])[0] == 0
-    # Ties: the first crawled.
-    assert choose([Candidate(a), Candidate(a.replace("/a.", "/b."))]) == (0, Reason.FIRST_CRAWLED)
-    assert choose([Candidate(tracking), Candidate(a)], "first") == (0, Reason.FIRST_CRAWLED)
-    with pytest.raises(ValueError):
-        choose([])
 
 
 @pytest.mark.parametrize(
@@ -345,17 +324,6 @@ def test_is_variant(url: str, variant: bool) -> None:
     assert is_variant(url) is variant
 
 
-def test_canonical_from_tag_and_header() -> None:
-    root = parse_html(b'<html><head><base href="/base/"><link rel="Canonical" href="page.html"></head></html>')
-    assert html_canonical(root, "https://x.example/base/") == "https://x.example/base/page.html"
-    assert html_canonical(parse_html(b"<html><head><link rel=canonical href='javascript:x'></head></html>"),
-                          "https://x.example/") is None
-    assert link_header_canonical(['<https://x.example/a>; rel="preload", <https://x.example/b>; rel="canonical"']) \
-        == "https://x.example/b"
-    assert link_header_canonical(['<https://x.example/a,b>; rel=canonical']) == "https://x.example/a,b"
-    assert link_header_canonical(['<https://x.example/a>; rel="next"']) is None
-
-
 def test_canonical_link_of_a_page_analysed_off_the_event_loop_parses_its_head_only() -> None:
     """A page whose analysis may take long (many tags: ``core.analysis.may_take_long``) or too big for the
     shared parse is never parsed whole on the event loop for its rel=canonical link: only its head is."""
@@ -373,19 +341,6 @@ def test_canonical_link_of_a_page_analysed_off_the_event_loop_parses_its_head_on
     response = HtmlResponse("https://x.example/a", body=b"<html><body>" + b"<b>x</b>" * (SLOW_MARKUP // 2 + 1)
                             + b'<link rel="canonical" href="/late"></body></html>', encoding="utf-8")
     assert _canonical_link(response) is None and response._cached_selector is None
-
-
-def test_cluster_book_replacements_and_positions() -> None:
-    book = ClusterBook("best")
-    a = "https://x.example/a.html"
-    first = book.place("s", "anchor", a + "?utm=1", a, "p2", "https://x.example/print/a.html", None)
-    assert (first.position, first.representative, first.replaced) == (2, "https://x.example/print/a.html", True)
-    again = book.place("s", "anchor", a + "?utm=1", a, "p2", "https://x.example/print/a.html", None)
-    assert (again.position, again.replaced) == (2, False)  # a page checked again keeps its place
-    last = book.place("s", "anchor", a + "?utm=1", a, "p3", a, a)
-    assert (last.position, last.representative, last.reason, last.replaced) == (3, a, Reason.REL_CANONICAL, True)
-    with pytest.raises(ValueError, match="one of best, first"):
-        ClusterBook("nope")
 
 
 def test_report_formats_show_the_representative(tmp_path: Path) -> None:
