@@ -3,7 +3,7 @@
 - ``speedups`` (``_speedups.c``): the tokeniser's hashes (``features``), the
   UTF-8 check (``text``) and the index's query loop (``index``).  Python's
   headers only: nothing in it depends on lxml.
-- ``walker`` (``_walker.c``): the walks over lxml's trees, visible text
+- ``walker`` (``extract/_walker.c``): the walks over lxml's trees, visible text
   (``text``) and main content (``boilerplate``).  It reads lxml's trees
   through lxml's public C API (its generated headers, whose
   ``import_lxml__etree()`` checks every function's signature), so it must run
