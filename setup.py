@@ -5,7 +5,7 @@ Two extensions, each optional and each loaded on its own by
 
 - ``simhash_scrapy.core._speedups`` (``core/_speedups.c``): the tokeniser's
   hashes, the UTF-8 check and the index's query loop; Python's headers only.
-- ``simhash_scrapy.core._walker`` (``core/_walker.c``): the walks over lxml's
+- ``simhash_scrapy.core.extract._walker`` (``core/extract/_walker.c``): the walks over lxml's
   trees (visible text, main content), compiled against the lxml of the build
   environment through lxml's own headers (``lxml.get_include()``:
   ``lxml.etree_api.h``, ``lxml-version.h`` and the libxml2 headers lxml was
@@ -64,8 +64,8 @@ setup(
     ext_modules=[
         Extension("simhash_scrapy.core._speedups", ["simhash_scrapy/core/_speedups.c"], optional=True),
         Extension(
-            "simhash_scrapy.core._walker",
-            ["simhash_scrapy/core/_walker.c"],
+            "simhash_scrapy.core.extract._walker",
+            ["simhash_scrapy/core/extract/_walker.c"],
             include_dirs=_lxml_includes(),
             optional=True,
         ),

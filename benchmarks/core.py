@@ -144,7 +144,7 @@ def bench_text(texts: list[str], repeats: int) -> list[dict]:
 
 def _crawl_defaults(pages: list[bytes]) -> list:
     from simhash_scrapy.core.analysis import AnalysisOptions
-    from simhash_scrapy.core.sitetemplate import HostTemplates
+    from simhash_scrapy.core.cluster.sitetemplate import HostTemplates
 
     options = AnalysisOptions(keep_source=True, second=True)
     learner = HostTemplates()

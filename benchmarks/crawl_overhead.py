@@ -516,9 +516,9 @@ def per_page_costs(site: Path, settings: dict | None = None, sample: int = 600) 
 
     from simhash_scrapy.config import SimhashConfig
     from simhash_scrapy.core.analysis import SLOW_DEPTH, analyse_html, analyse_tree, may_take_long, tree_may_take_long
-    from simhash_scrapy.core.identity import identity_digest
-    from simhash_scrapy.core.sitetemplate import HostTemplates
-    from simhash_scrapy.core.text import shared_parse_usable
+    from simhash_scrapy.core.cluster.identity import identity_digest
+    from simhash_scrapy.core.cluster.sitetemplate import HostTemplates
+    from simhash_scrapy.core.extract.text import shared_parse_usable
 
     settings = settings or {}
     routes = json.loads((site / "routes.json").read_text(encoding="utf-8"))

@@ -155,7 +155,7 @@ def unplanted_jaccard(clusters: Path, feed: Path, sample: int = 400, seed: int =
     sys.path.insert(0, str(Path(__file__).resolve().parent / "quality"))
     import common  # noqa: PLC0415  (numpy; only this check needs it)
 
-    from simhash_scrapy.core.text import extract_text_bytes  # noqa: PLC0415
+    from simhash_scrapy.core.extract.text import extract_text_bytes  # noqa: PLC0415
 
     pairs = []
     with open(clusters, encoding="utf-8") as handle:

@@ -38,8 +38,8 @@ _CHILD = textwrap.dedent(
     from simhash_scrapy.backends.base import PageRecord
     from simhash_scrapy.backends.persistent import PersistentBackend
     from simhash_scrapy.config import SimhashConfig
-    from simhash_scrapy.core.containment import Sketch
-    from simhash_scrapy.core.sitetemplate import HostTemplates, host_of
+    from simhash_scrapy.core.cluster.containment import Sketch
+    from simhash_scrapy.core.cluster.sitetemplate import HostTemplates, host_of
 
     folder, pages, phase = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     has_source = "source" in {f.name for f in dataclasses.fields(PageRecord)}

@@ -1,4 +1,4 @@
-"""What ``SIMHASH_DISTINCT_SELECTORS`` costs (``core.distinct``): CPU per page, memory per scope.
+"""What ``SIMHASH_DISTINCT_SELECTORS`` costs (``core.cluster.distinct``): CPU per page, memory per scope.
 
     python benchmarks/distinct_selectors.py [--pages 2000] [--no-redis]
 
@@ -32,7 +32,7 @@ from simhash_scrapy.backends.base import PageRecord  # noqa: E402
 from simhash_scrapy.backends.memory import MemoryBackend  # noqa: E402
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
 from simhash_scrapy.core.analysis import analyse_tree  # noqa: E402
-from simhash_scrapy.core.text import parse_html  # noqa: E402
+from simhash_scrapy.core.extract.text import parse_html  # noqa: E402
 
 from edit_keys import cpu_per_call  # noqa: E402  (benchmarks/edit_keys.py: best of three, CPU s per call)
 

@@ -1,4 +1,4 @@
-"""What the one-edit rule costs (``core.edits``): time to make a page's keys, memory to keep them.
+"""What the one-edit rule costs (``core.features.edits``): time to make a page's keys, memory to keep them.
 
     python benchmarks/edit_keys.py
 
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html  # noqa: E402
-from simhash_scrapy.core.clustering import Clusterer  # noqa: E402
-from simhash_scrapy.core.edits import edit_keys_of_tokens  # noqa: E402
+from simhash_scrapy.core.cluster.clustering import Clusterer  # noqa: E402
+from simhash_scrapy.core.features.edits import edit_keys_of_tokens  # noqa: E402
 
 PAGE = (ROOT / "tests" / "fixtures" / "quality" / "amdgpu_vdst_gfx940.html").read_bytes()
 

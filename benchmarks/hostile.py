@@ -153,7 +153,7 @@ def ordinary_pages_off_loop() -> None:
     from pathlib import Path
 
     from simhash_scrapy.core.analysis import SLOW_DEPTH, SLOW_MARKUP, may_take_long, tree_may_take_long
-    from simhash_scrapy.core.text import TooDeep, parse_html
+    from simhash_scrapy.core.extract.text import TooDeep, parse_html
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import corpus

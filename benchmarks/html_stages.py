@@ -27,8 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
 from simhash_scrapy import fingerprint_html  # noqa: E402
-from simhash_scrapy.core import _native, features, fingerprint, text  # noqa: E402
-from simhash_scrapy.core.decode import to_utf8  # noqa: E402
+from simhash_scrapy.core import _native  # noqa: E402
+from simhash_scrapy.core.features import features, fingerprint  # noqa: E402
+from simhash_scrapy.core.extract import text  # noqa: E402
+from simhash_scrapy.core.extract.decode import to_utf8  # noqa: E402
 
 _LARGE = 64 * 1024  # a request of glibc's "large" size, below its mmap threshold
 STAGES = ("to_utf8", "parse", "walk (C)", "free the tree (+ malloc_consolidate)", "not-content rules", "token hashes",

@@ -302,7 +302,7 @@ def crawl(base: str, settings: dict[str, Any], work: Path) -> dict[str, Any]:
 
 def edit_outcomes(state: Path, site: Path, base: str, edited: list[str], k: int) -> dict[str, int]:
     """How the plugin's store recorded the edited pages, and what the distance-only rule would have said."""
-    from simhash_scrapy.core.store import read_store
+    from simhash_scrapy.core.store.store import read_store
 
     contents = read_store(state / "simhash" / "recrawl.store")
     counts = {"edited": 0, "changed": 0, "unchanged": 0, "old rule: unchanged": 0}
@@ -317,8 +317,8 @@ def edit_outcomes(state: Path, site: Path, base: str, edited: list[str], k: int)
 def digest_cost(pages: int) -> None:
     """CPU time of the content digest (``exact_digest`` of the page's text) against the whole analysis."""
     from simhash_scrapy.core.analysis import analyse_html
-    from simhash_scrapy.core.exact import exact_digest
-    from simhash_scrapy.core.text import extract_text_bytes
+    from simhash_scrapy.core.features.exact import exact_digest
+    from simhash_scrapy.core.extract.text import extract_text_bytes
 
     with tempfile.TemporaryDirectory(prefix="simhash-digest-") as tmp:
         root = Path(tmp) / "site"

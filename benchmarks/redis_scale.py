@@ -161,7 +161,7 @@ def _encode_chunk(args: tuple[str, int, int, int, bytes, np.ndarray, np.ndarray,
 def fill_directly(url: str, stored: int, capacity: int) -> None:
     """Write the state ``stored`` checks would leave, without running them (same layout, same decisions)."""
     from simhash_scrapy.backends.redis.layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, layout_string
-    from simhash_scrapy.core.index import BlockPermutedIndex
+    from simhash_scrapy.core.index.index import BlockPermutedIndex
 
     config = SimhashConfig()
     bits = bucket_bits_for(capacity)

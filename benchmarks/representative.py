@@ -42,7 +42,7 @@ original, by kind of copy, for the rule of this tree and for the rule of
 commit 881d76b (``--baseline``, read with ``git show``: the shortest URL
 before crawl order, path words only) in the same run.
 
-``--book`` measures ``core.representative.ClusterBook`` alone: 100,000
+``--book`` measures ``core.cluster.representative.ClusterBook`` alone: 100,000
 near-duplicates placed in clusters of 4 and in one cluster of 100,000
 (bytes held per near-duplicate with ``tracemalloc``, CPU per placement
 without it).
@@ -231,7 +231,7 @@ def book_cost(n: int = 100_000) -> None:
     import time
     import tracemalloc
 
-    from simhash_scrapy.core.representative import ClusterBook
+    from simhash_scrapy.core.cluster.representative import ClusterBook
 
     for per in (4, n):
         for traced in (True, False):
@@ -260,7 +260,7 @@ def baseline_rule(commit: str = BASELINE) -> Any:
     """``choose`` as it was at ``commit`` (the module's source from ``git show``, run in the package)."""
     import types
 
-    source = subprocess.run(["git", "show", f"{commit}:simhash_scrapy/core/representative.py"], cwd=ROOT,
+    source = subprocess.run(["git", "show", f"{commit}:simhash_scrapy/core/cluster/representative.py"], cwd=ROOT,
                             check=True, capture_output=True, text=True).stdout
     module = types.ModuleType("simhash_scrapy.core._representative_baseline")
     module.__package__ = "simhash_scrapy.core"
@@ -285,8 +285,8 @@ def set_groups(root: Path, half: str | None) -> list[list[dict[str, Any]]]:
 
 def measure_set(root: Path, half: str | None) -> None:
     sys.path.insert(0, str(ROOT))
-    from simhash_scrapy.core.representative import Candidate, choose, html_canonical
-    from simhash_scrapy.core.text import parse_html
+    from simhash_scrapy.core.cluster.representative import Candidate, choose, html_canonical
+    from simhash_scrapy.core.extract.text import parse_html
 
     rules = {"this tree": choose, f"baseline {BASELINE}": baseline_rule()}
     groups = set_groups(root, half)

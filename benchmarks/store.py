@@ -51,7 +51,7 @@ _RUN = textwrap.dedent(
     import numpy as np
     from simhash_scrapy.backends.persistent import PersistentBackend
     from simhash_scrapy.config import SimhashConfig
-    from simhash_scrapy.core.store import PageStore, StoreRecord, read_store
+    from simhash_scrapy.core.store.store import PageStore, StoreRecord, read_store
     folder, entries, reps, mode = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     def drive(coro):
         try:

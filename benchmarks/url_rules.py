@@ -585,7 +585,7 @@ def measure(rows: list[tuple[str, str]]) -> dict[str, Any]:
 # ---------------------------------------------------------------- lookup cost
 def lookup_cost(pairs: int = 100_000) -> dict[str, float]:
     """CPU µs per ``predict`` after learning ``pairs`` (duplicate, canonical) pairs; CPU µs per ``observe``."""
-    from simhash_scrapy.core.urlrules import UrlRuleLearner
+    from simhash_scrapy.core.urlrules.urlrules import UrlRuleLearner
 
     learner = UrlRuleLearner()
     rng = random.Random(5)

@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .core.analysis import Analysis, AnalysisOptions, analyse_html, analyse_text, fingerprint_html
-from .core.clustering import Outcome
+from .core.cluster.clustering import Outcome
 from .core.defaults import MAX_DISTANCE, MIN_TOKENS
 from .core.detector import Detector, Page, PageDecision, assign_canonicals, decide, decide_html, page_of
-from .core.exact import exact_digest
-from .core.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, tokenize
-from .core.fingerprint import fingerprint, hamming_distance, similarity, simhash_from_features
-from .core.index import BlockPermutedIndex, IndexFormatError, Match
-from .core.text import extract_text, extract_text_bytes
-from .core.urlrules import UrlRuleLearner
+from .core.features.exact import exact_digest
+from .core.features.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, tokenize
+from .core.features.fingerprint import fingerprint, hamming_distance, similarity, simhash_from_features
+from .core.index.index import BlockPermutedIndex, IndexFormatError, Match
+from .core.extract.text import extract_text, extract_text_bytes
+from .core.urlrules.urlrules import UrlRuleLearner
 
 __version__ = "0.2.0"
 

@@ -1,8 +1,8 @@
 """The Scrapy adapter of the settings table: a crawl's ``SimhashConfig``.
 
 The settings themselves (names, types, parsers, defaults, documentation) are
-one table, ``core.settings.SETTINGS``, and the typed configs it builds are in
-``core.config`` (no Scrapy: backends and scripts build them from mappings).
+one table, ``core.settings.settings.SETTINGS``, and the typed configs it builds are in
+``core.settings.config`` (no Scrapy: backends and scripts build them from mappings).
 This module adds what only a Scrapy crawl has:
 
 * ``SIMHASH_ENABLED = False`` raises ``NotConfigured`` so Scrapy leaves the components out;
@@ -26,8 +26,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.project import data_path
 
 from .core import defaults
-from .core.config import RedisConfig, SimhashConfig, report_format_for
-from .core.settings import (
+from .core.settings.config import RedisConfig, SimhashConfig, report_format_for
+from .core.settings.settings import (
     ACTIONS,
     ITEM_FORMATS,
     NAMES,
@@ -40,7 +40,7 @@ from .core.settings import (
     setting,
     unknown_settings,
 )
-from .core.values import parse_bool
+from .core.settings.values import parse_bool
 
 __all__ = [
     "from_settings",
@@ -64,7 +64,7 @@ __all__ = [
     "DEFAULT_HTTP_STATUSES",
 ]
 
-#: Every ``SIMHASH_*`` setting simhash-scrapy reads: the names of the table (``core.settings``).
+#: Every ``SIMHASH_*`` setting simhash-scrapy reads: the names of the table (``core.settings.settings``).
 SETTINGS = NAMES
 DEFAULT_TEXT_MODE = defaults.TEXT_MODE
 DEFAULT_MAX_BYTES = defaults.MAX_BYTES

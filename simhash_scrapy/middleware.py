@@ -33,11 +33,12 @@ from scrapy.utils.response import get_base_url
 
 from .backends import BackendError, PageRecord, Verdict
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
-from .core.clustering import Outcome, rule_of
+from .core.cluster.clustering import Outcome, rule_of
 from .core.deadline import TooSlow
-from .core.representative import absolute, html_canonical, link_header_canonical, redirect_named
+from .core.records import page_record, record_again
+from .core.cluster.representative import absolute, html_canonical, link_header_canonical, redirect_named
 from .core.skip import media_type, skip_reason
-from .core.text import charset_of, shared_parse_usable
+from .core.extract.text import charset_of, shared_parse_usable
 from .replay import DROPPED, SimhashReplayMiddleware, forced, keep, keeps, may_replay, refetch, replay
 from .state import DedupState
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from .core.representative import Placement
+    from .core.cluster.representative import Placement
 
 __all__ = [
     "UnchangedPage", "EditedPage", "NotModifiedPage", "SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY",
@@ -69,7 +70,7 @@ NOT_MODIFIED_FLAG = "not-modified"
 #: ``request.meta`` key (internal) marking a request this middleware sent validators with.
 _SENT = "_simhash_validators"
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
-#: Answers that say a page the record knows is gone (``core.changes``).
+#: Answers that say a page the record knows is gone (``core.report.changes``).
 GONE_STATUSES = (404, 410)
 
 
@@ -282,20 +283,16 @@ class SimhashMiddleware:
             if previous is None:  # the record went away since the request was sent (a flushed Redis key)
                 raise LookupError("its record is gone")
             referer = request.headers.get(b"Referer")
-            record = PageRecord(
+            record = record_again(
+                previous,
                 url=response.url,
-                fingerprint=previous.fingerprint,
                 scope=scope,
                 referer=referer.decode("utf-8", "replace") if referer else None,
                 depth=request.meta.get("depth", self.start_depth),
-                text=previous.text,
                 identity=identity,
-                exact=previous.exact,
                 seen=time.time(),
-                digest=previous.digest,
-                etag=_header(response, b"ETag") or previous.etag,
-                last_modified=_header(response, b"Last-Modified") or previous.last_modified,
-                canonical_link=previous.canonical_link,  # the page is as it was: so is the URL it names
+                etag=_header(response, b"ETag"),
+                last_modified=_header(response, b"Last-Modified"),
             )
             verdict = await state.check(record, not_modified=True)
             # Placed as a downloaded page is: a member kept (SIMHASH_KEEP_PER_CLUSTER) stays kept.
@@ -425,25 +422,20 @@ class SimhashMiddleware:
     def _record(self, request: Request, response: Response, answer: Analysis, slow: bool) -> PageRecord:
         assert answer.fingerprint is not None
         referer = request.headers.get(b"Referer")
-        return PageRecord(
+        # (the answer's second simhash and sketch are computed only for a backend that uses them:
+        # state.page_analysis)
+        return page_record(
+            answer,
             url=response.url,
-            fingerprint=answer.fingerprint,
             scope=self.state.scope_for(response.url, response=response),
             referer=referer.decode("utf-8", "replace") if referer else None,
             depth=request.meta.get("depth", self.start_depth),
-            text=answer.text,
             identity=self.state.identity_of(request),
-            exact=answer.exact,
             seen=time.time(),
-            edit_keys=answer.edit_keys,
-            digest=answer.digest,
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
             canonical_link=_canonical_link(response, slow)
             or redirect_named(response.url, request.meta.get("redirect_urls") or ()),
-            source=answer.source,  # the backend learns its host's template from it (core.detector, step 5)
-            second=answer.second,  # (computed only for a backend that uses them: state.page_analysis)
-            sketch=answer.sketch,
         )
 
     def _decide(
@@ -463,7 +455,7 @@ class SimhashMiddleware:
         meta["simhash_duplicate_of"] = verdict.canonical_url
         meta["simhash_distance"] = verdict.distance
         meta["simhash_one_edit"] = verdict.one_edit
-        # Which step of the rule matched (core.clustering.Rule's value), for near-duplicates only.
+        # Which step of the rule matched (core.cluster.clustering.Rule's value), for near-duplicates only.
         meta["simhash_rule"] = (
             rule_of(answer.exact, verdict.distance, self.config.max_distance, verdict.via).value
             if verdict.is_duplicate else None

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 
-from .backends import BackendError, PageRecord, Verdict
+from .backends import BackendError, Verdict
 from .core.analysis import Analysis, analyse_html, analyse_text
 from .core.deadline import TooSlow
-from .core.records import flag_item, is_flagged
+from .core.records import flag_item, is_flagged, page_record
 from .core.skip import item_is_html, too_large
 from .state import DedupState
 
@@ -96,16 +96,7 @@ class SimhashPipeline:
             if url is None:
                 self._anonymous += 1
                 url = f"item-{self._anonymous}"
-            record = PageRecord(
-                url=url,
-                fingerprint=answer.fingerprint,
-                scope=state.scope_for(url, items=True),
-                text=answer.text,
-                exact=answer.exact,
-                seen=time.time(),
-                edit_keys=answer.edit_keys,
-                digest=answer.digest,
-            )
+            record = page_record(answer, url=url, scope=state.scope_for(url, items=True), seen=time.time())
             return await state.check(record, items=True), record.exact
         except BackendError as exc:
             # Fail-closed: an item nobody could check must not pass.

@@ -5,7 +5,7 @@ components built by the crawler), and ``check_report_folder`` when the spider
 opens.  Each warning is one log line at WARNING naming the setting, what goes
 wrong and the line to change (docs: ``getting-started.md``, "First-run warnings"):
 
-* an unknown ``SIMHASH_*`` name, with the closest known one (the settings table, ``core.settings``);
+* an unknown ``SIMHASH_*`` name, with the closest known one (the settings table, ``core.settings.settings``);
 * a half-configured plugin: the spider middleware or the pipeline without the
   downloader middleware that fingerprints pages;
 * the downloader middleware at a priority where it sees responses before
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
-from .core.didyoumean import SETTINGS_REFERENCE_URL
-from .core.settings import unknown_settings
+from .core.settings.didyoumean import SETTINGS_REFERENCE_URL
+from .core.settings.settings import unknown_settings
 
 if TYPE_CHECKING:
     from .config import SimhashConfig

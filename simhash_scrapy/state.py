@@ -25,14 +25,14 @@ from scrapy.http import TextResponse
 from . import _compat
 from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig, from_crawler
-from .core.changes import LAST_CRAWL_EXTRA, LastCrawl, build_page_changes, count_changes, encode_last_crawl
-from .core.clustering import Outcome, rule_of
-from .core.distinct import scope_key
-from .core.identity import IdentitySignals, combine_digests, identity_signals, may_declare
-from .core.kept_apart import KeptApart
+from .core.report.changes import LAST_CRAWL_EXTRA, LastCrawl, build_page_changes, count_changes, encode_last_crawl
+from .core.cluster.clustering import Outcome, rule_of
+from .core.cluster.distinct import scope_key
+from .core.cluster.identity import IdentitySignals, combine_digests, identity_signals, may_declare
+from .core.cluster.kept_apart import KeptApart
 from .core.records import is_item_scope, item_scope, page_scope
-from .core.representative import ClusterBook, Placement
-from .core.report import (
+from .core.cluster.representative import ClusterBook, Placement
+from .core.report.report import (
     build_changes,
     build_clusters,
     check_format_available,
@@ -42,8 +42,8 @@ from .core.report import (
     write_report,
 )
 from .core.redact import redact
-from .core.report_path import expand_report_path, report_params
-from .core.text import parse_html
+from .core.report.report_path import expand_report_path, report_params
+from .core.extract.text import parse_html
 from .startup import check_report_folder, warn_at_startup
 from .workers import ANALYSIS_MAX_SECONDS, DaemonExecutor, cut_at_deadline
 
@@ -144,13 +144,13 @@ class DedupState:
         self.open_hooks: list[Callable[[], Any]] = []
         self.close_hooks: list[Callable[[], Any]] = []
         self.report_extra: dict[str, Any] = {}
-        #: When this crawl started, and the pages of the record that answered 404 / 410 (``core.changes``).
+        #: When this crawl started, and the pages of the record that answered 404 / 410 (``core.report.changes``).
         self.crawl_started = time.time()
         self.gone: list[tuple[str, str, int]] = []
         #: The clusters this crawl saw, member by member (representative, positions: ``place``).
         self.book = ClusterBook(self.config.representative)
-        #: Pages declaring an identity (``core.identity``): final scope -> (plain scope, declared values),
-        #: read by ``check``; and the count of the pairs their scopes kept apart (``core.kept_apart``).
+        #: Pages declaring an identity (``core.cluster.identity``): final scope -> (plain scope, declared values),
+        #: read by ``check``; and the count of the pairs their scopes kept apart (``core.cluster.kept_apart``).
         self._declared: dict[str, tuple[str, dict[str, set[str]]]] = {}
         self.kept_apart = KeptApart(self.config.max_distance, self.config.blocks)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -169,10 +169,10 @@ class DedupState:
         """The index a page (or an item) of ``url`` belongs to.
 
         With ``SIMHASH_DISTINCT_SELECTORS``, a page's ``response`` adds the
-        digest of its protected text (``core.distinct.scope_key``), counted as
+        digest of its protected text (``core.cluster.distinct.scope_key``), counted as
         ``simhash/distinct/pages`` (or ``simhash/distinct/unmatched`` when no
         selector matched: the plain scope); with ``SIMHASH_IDENTITY_SIGNALS``,
-        the digest of the identity it declares (``core.identity``), counted as
+        the digest of the identity it declares (``core.cluster.identity``), counted as
         ``simhash/identity/pages`` and per signal.
         """
         scope = page_scope(self.config.scope, url, self.spider.name if self.spider is not None else "")
@@ -196,7 +196,7 @@ class DedupState:
         return key
 
     def _identity(self, response: Any) -> IdentitySignals | None:
-        """The identity the page declares (``core.identity``; ``None``: none), counted in ``simhash/identity/*``;
+        """The identity the page declares (``core.cluster.identity``; ``None``: none), counted in ``simhash/identity/*``;
         the page's tree is asked for only when its bytes name a signal (then Scrapy's parse, which the
         spider's selectors share)."""
         if not may_declare(response.body):
@@ -226,7 +226,7 @@ class DedupState:
 
     def _count_kept_apart(self, record: PageRecord, verdict: Verdict) -> None:
         """A page declaring an identity that became canonical in its scope: whether the signals kept it apart
-        from an earlier page declaring another (``core.kept_apart``): ``simhash/identity/kept_apart`` and
+        from an earlier page declaring another (``core.cluster.kept_apart``): ``simhash/identity/kept_apart`` and
         ``simhash/identity/kept_apart/<signal>`` for each signal whose values differ."""
         declared = self._declared.get(record.scope)
         if declared is None or verdict.outcome is not Outcome.UNIQUE or record.exact:
@@ -333,18 +333,18 @@ class DedupState:
             self.inc(f"{prefix}distance_count/{verdict.distance}")
             if verdict.one_edit:
                 self.inc(prefix + "one_edit/near_duplicates")
-            elif verdict.via == "template":  # core.clustering step 5: the template-free simhash
+            elif verdict.via == "template":  # core.cluster.clustering step 5: the template-free simhash
                 self.inc(prefix + "template/near_duplicates")
-            elif verdict.via == "second":  # core.clustering step 6: the second simhash
+            elif verdict.via == "second":  # core.cluster.clustering step 6: the second simhash
                 self.inc(prefix + "second/near_duplicates")
-            elif verdict.via == "containment":  # core.clustering step 7: sentence containment
+            elif verdict.via == "containment":  # core.cluster.clustering step 7: sentence containment
                 self.inc(prefix + "containment/near_duplicates")
         if verdict.also is not None:  # a page with a template-free fingerprint (core.detector, step 5)
             self.inc(prefix + "template/pages")
         return verdict
 
     async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
-        """Where a near-duplicate page stands in its cluster (``core.representative.ClusterBook``), else ``None``.
+        """Where a near-duplicate page stands in its cluster (``core.cluster.representative.ClusterBook``), else ``None``.
 
         Counts ``simhash/canonical/replaced`` when the page became its
         cluster's representative (``SIMHASH_REPRESENTATIVE = "best"``).  A
@@ -387,7 +387,7 @@ class DedupState:
         return placement is not None and placement.position <= self.config.keep_per_cluster
 
     def describe_rule(self, verdict: Verdict, exact: bool = False) -> str:
-        """The rule that matched a near-duplicate, and k: ``"simhash within k=4, distance 3"`` (``core.clustering.Rule``)."""
+        """The rule that matched a near-duplicate, and k: ``"simhash within k=4, distance 3"`` (``core.cluster.clustering.Rule``)."""
         k = self.config.max_distance
         return rule_of(exact, verdict.distance, k, verdict.via).describe(verdict.distance, k)
 
@@ -490,7 +490,7 @@ class DedupState:
                 logger.exception("simhash-scrapy: error in %(hook)r", {"hook": hook}, extra={"spider": spider})
 
     def page_gone(self, url: str, scope: str, status: int) -> None:
-        """A page the record knew answered ``status`` (404 / 410): listed as gone (``core.changes``)."""
+        """A page the record knew answered ``status`` (404 / 410): listed as gone (``core.report.changes``)."""
         self.gone.append((url, scope, status))
         self.inc("simhash/gone")
 

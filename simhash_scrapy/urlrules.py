@@ -1,7 +1,7 @@
 """``UrlRulesMiddleware``: learn URL rules from the duplicates found, skip predicted duplicates before download.
 
 Enabled by the add-on when ``SIMHASH_URL_RULES`` is ``"learn"`` or
-``"skip"`` (docs: ``guides/url-rules.md``).  It feeds ``core.urlrules.UrlRuleLearner``
+``"skip"`` (docs: ``guides/url-rules.md``).  It feeds ``core.urlrules.urlrules.UrlRuleLearner``
 with every verdict ``SimhashMiddleware`` reaches (through
 ``DedupState.page_listeners``), with ``<link rel="canonical">`` declarations
 read from Scrapy's own parse, and with every scheduled request.  In
@@ -12,7 +12,7 @@ for the predictions ``UrlRuleLearner.explore`` picks (the first ones of each
 rule on each kind of page, then a share ``SIMHASH_URL_RULES_EXPLORE``), which
 are downloaded to verify the rules (a contradicted rule loses trust at once,
 and takes its related rules with it).  Each page's links tell the learner
-whether it is a list page (``core.urlrules.is_listing``).  ``dont_filter``
+whether it is a list page (``core.urlrules.urlrules.is_listing``).  ``dont_filter``
 requests and requests with ``meta["simhash_enabled"] = False`` are never
 skipped.
 
@@ -35,9 +35,9 @@ from scrapy.utils.response import get_base_url
 
 from .backends.memory import MemoryBackend
 from .core import defaults
-from .core.clustering import Outcome
-from .core.representative import html_canonical
-from .core.urlrules import Prediction, UrlRuleLearner, is_listing, url_key
+from .core.cluster.clustering import Outcome
+from .core.cluster.representative import html_canonical
+from .core.urlrules.urlrules import Prediction, UrlRuleLearner, is_listing, url_key
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def page_links(response: Response) -> list[str]:
 
 def declared_canonical(response: Response) -> str | None:
     """The absolute ``<link rel="canonical">`` URL of an HTML response (from Scrapy's parse; the core's one
-    reader of the tag, ``core.representative.html_canonical``), else ``None``."""
+    reader of the tag, ``core.cluster.representative.html_canonical``), else ``None``."""
     if not isinstance(response, HtmlResponse):
         return None
     try:

@@ -7,8 +7,8 @@ dependency only.
 
 from __future__ import annotations
 
-from simhash_scrapy.core.text import BLOCK_TAGS, NOT_RENDERED_TAGS, aria_hidden, hidden_style, to_utf8
-from simhash_scrapy.core.text import _BLOCK_MARK, _SPACE_RUNS, _normalise_lines
+from simhash_scrapy.core.extract.text import BLOCK_TAGS, NOT_RENDERED_TAGS, aria_hidden, hidden_style, to_utf8
+from simhash_scrapy.core.extract.text import _BLOCK_MARK, _SPACE_RUNS, _normalise_lines
 
 __all__ = ["extract_text_bs4"]
 

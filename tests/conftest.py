@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 import mimetypes
 import random
 import threading
@@ -145,8 +146,12 @@ def article_words(seed: int, count: int = 600) -> list[str]:
     rng = random.Random(seed)
     vocabulary = list(_VOCABULARY)
     rng.shuffle(vocabulary)
-    weights = [1.0 / (rank + 1) for rank in range(len(vocabulary))]
-    return rng.choices(vocabulary, weights=weights, k=count)
+    return rng.choices(vocabulary, cum_weights=_ZIPF_CUM_WEIGHTS, k=count)
+
+
+#: ``article_words``' rank weights 1/(rank+1), accumulated once (``random.choices`` accumulates the
+#: same way from ``weights=``: the words drawn are the same, without 5,000 additions a call).
+_ZIPF_CUM_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(_VOCABULARY))))
 
 
 def article_html(
@@ -296,18 +301,17 @@ _TESTS = Path(__file__).resolve().parent
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks each test with its layer (its folder) and with what it needs, from its fixtures:
     ``redis`` (a real redis-server; every test of a ``test_redis_*`` file), ``cluster``, ``browser``.
-    ``slow``: every e2e test (whole crawls, scrapy commands in subprocesses), every Redis Cluster
-    test (three servers per test), and the tests marked so in their files (measured: several
-    seconds each).  A test file outside the layer folders, or a unit test that crawls or starts
-    a server, is an error (``-m unit`` must stay fast and self-contained)."""
+    ``slow``: every Redis Cluster test (three servers per test), every browser test (Chromium starts
+    in seconds), and the tests marked so in their
+    files, by measured duration (``pytest --durations``: 2 s or more on the loaded 2-core machine;
+    an e2e test is not slow for being e2e).  A test file outside the layer folders, or a unit test
+    that crawls or starts a server, is an error (``-m unit`` must stay fast and self-contained)."""
     for item in items:
         parts = item.path.resolve().relative_to(_TESTS).parts
         layer = parts[0] if len(parts) > 1 else None
         if layer not in LAYERS:
             raise pytest.UsageError(f"{item.nodeid}: a test file belongs in tests/unit, tests/integration or tests/e2e")
         item.add_marker(layer)
-        if layer == "e2e":
-            item.add_marker("slow")
         fixtures = set(getattr(item, "fixturenames", ()))
         if layer == "unit" and fixtures & NOT_UNIT:
             raise pytest.UsageError(f"{item.nodeid}: a unit test uses {sorted(fixtures & NOT_UNIT)}; move it to tests/integration")
@@ -318,3 +322,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker("slow")
         if fixtures & BROWSER_FIXTURES:
             item.add_marker("browser")
+            item.add_marker("slow")  # starting Chromium alone takes seconds

@@ -72,9 +72,9 @@ sys.path.insert(0, str(HERE.parent))
 from simhash_scrapy.backends.base import BackendError, PageRecord  # noqa: E402
 from simhash_scrapy.backends.persistent import PersistentBackend  # noqa: E402
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
-from simhash_scrapy.core.report import build_clusters, render_report  # noqa: E402
-from simhash_scrapy.core.store import StoreError, read_store  # noqa: E402
-from simhash_scrapy.core.containment import Sketch  # noqa: E402
+from simhash_scrapy.core.report.report import build_clusters, render_report  # noqa: E402
+from simhash_scrapy.core.store.store import StoreError, read_store  # noqa: E402
+from simhash_scrapy.core.cluster.containment import Sketch  # noqa: E402
 
 SPIDER = "faults"
 OK_CATEGORIES = ("detected", "harmless", "torn last write dropped", "reported empty")
@@ -237,7 +237,7 @@ def _serial_size(code: int) -> int:
     return {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8, 7: 8, 8: 0, 9: 0}.get(code, (code - 12 - (code & 1)) // 2 if code >= 12 else 0)
 
 
-#: Labels of a chunk's sections (``core.store_chunks``, format 5), in their order in the blob.
+#: Labels of a chunk's sections (``core.store.store_chunks``, format 5), in their order in the blob.
 CHUNK_SECTIONS = (
     "identities, scopes", "fingerprints", "fingerprints", "fingerprints", "digests, validators",  # key_hash, fp, ...
     "other values", "other values", "other values", "other values",  # canonical, depth, first_seen, last_seen
@@ -673,7 +673,7 @@ def _sqlite_urls(folder: Path) -> tuple[str, set[str]]:
         check = db.execute("PRAGMA quick_check").fetchone()[0]
         urls = {row[0] for row in db.execute("SELECT url FROM pages")}
         # Format 5: the records folded into chunks (the blobs as SQLite gives them, unpacked).
-        from simhash_scrapy.core.store_chunks import decode_chunk  # noqa: PLC0415
+        from simhash_scrapy.core.store.store_chunks import decode_chunk  # noqa: PLC0415
 
         for chunk, count, data in db.execute("SELECT chunk, count, data FROM chunks"):
             urls.update(decode_chunk(data, chunk, count, copy).url)

@@ -1,4 +1,4 @@
-"""Choose the parameters of clustering step 7 (``simhash_scrapy.core.containment``) on a set's tuning half.
+"""Choose the parameters of clustering step 7 (``simhash_scrapy.core.cluster.containment``) on a set's tuning half.
 
     python benchmarks/quality/containment.py --data benchmarks/quality/data/realweb --half tune
     python benchmarks/quality/containment.py --data benchmarks/quality/data/wide --half tune
@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import score  # noqa: E402
 
-from simhash_scrapy.core import _native, containment as c  # noqa: E402
+from simhash_scrapy.core import _native  # noqa: E402
+from simhash_scrapy.core.cluster import containment as c  # noqa: E402
 
 
 def cost(evalset: common.EvalSet, rounds: int = 5) -> int:
@@ -46,8 +47,8 @@ def cost(evalset: common.EvalSet, rounds: int = 5) -> int:
     from dataclasses import replace as _replace  # noqa: PLC0415
 
     from simhash_scrapy.core.analysis import analyse_html  # noqa: PLC0415
-    from simhash_scrapy.core.clustering import Clusterer  # noqa: PLC0415
-    from simhash_scrapy.core.config import SimhashConfig  # noqa: PLC0415
+    from simhash_scrapy.core.cluster.clustering import Clusterer  # noqa: PLC0415
+    from simhash_scrapy.core.settings.config import SimhashConfig  # noqa: PLC0415
 
     pages = sorted(evalset.pages, key=lambda p: p.order)
     bodies = [evalset.html(p) for p in pages]
@@ -102,7 +103,7 @@ def seeded(evalset: common.EvalSet, texts: score.Texts, seeds: int, grid: list[d
     added (true, false, of which hard negatives, gray) averaged over ``seeds`` hashings of the same sentences
     (every sentence hash h re-mixed as ``mix64(h ^ seed * golden)``, seed 0 the hash itself: another
     uniform sample each time) and the most false pairs any one of them added."""
-    from simhash_scrapy.core.features import _mix64_int  # noqa: PLC0415
+    from simhash_scrapy.core.features.features import _mix64_int  # noqa: PLC0415
 
     setup = replace(score.default_setup(), containment=False)
     fps = score.run_library(evalset, setup, texts).fps

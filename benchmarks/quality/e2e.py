@@ -240,7 +240,7 @@ def library_agrees(evalset: common.EvalSet, setup, local: dict, order: list, fla
         from simhash_scrapy import decide_html
     except ImportError:  # an older tree (the harness run with another revision's Python)
         return {}
-    from simhash_scrapy.core.config import SimhashConfig
+    from simhash_scrapy.core.settings.config import SimhashConfig
 
     files = {p.id: evalset.root / p.file for p in evalset.pages}
     checked = [url for url, status, skipped in order if status == 200 and skipped is None and url in local]
@@ -259,7 +259,7 @@ def run_detector(evalset: common.EvalSet, setup):  # -> score.Result
     as the crawl is: two pages are flagged when they are in one cluster (the same canonical page)."""
     import score
     from simhash_scrapy import decide_html
-    from simhash_scrapy.core.config import SimhashConfig
+    from simhash_scrapy.core.settings.config import SimhashConfig
 
     pages = sorted(evalset.pages, key=lambda p: p.order)
     t0 = time.perf_counter()

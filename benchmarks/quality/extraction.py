@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_wide  # noqa: E402
 import common  # noqa: E402
 
-from simhash_scrapy.core.text import extract_text  # noqa: E402
+from simhash_scrapy.core.extract.text import extract_text  # noqa: E402
 
 #: Kinds of page whose truth is their source page's text, unchanged.
 KINDS = ("original", "template", "print_plain", "tracking")

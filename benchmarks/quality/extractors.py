@@ -50,8 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import score  # noqa: E402
 
-from simhash_scrapy.core.features import token_hashes  # noqa: E402
-from simhash_scrapy.core.text import extract_text_bytes  # noqa: E402
+from simhash_scrapy.core.features.features import token_hashes  # noqa: E402
+from simhash_scrapy.core.extract.text import extract_text_bytes  # noqa: E402
 
 _LANG = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "pt": "Portuguese", "it": "Italian",
          "nl": "Dutch", "cs": "Czech", "hu": "Hungarian", "pl": "Polish", "ru": "Russian", "sv": "Swedish",

@@ -14,9 +14,9 @@ the cluster report (two pages are flagged when they are in one cluster).
 
 Short pages (at least one token, fewer than ``min_tokens``) are compared exactly, as the
 plugin does: two short pages are flagged when their exact digests
-(``simhash_scrapy.core.exact.exact_digest``) are equal, never by Hamming distance.  Pages of
+(``simhash_scrapy.core.features.exact.exact_digest``) are equal, never by Hamming distance.  Pages of
 ``min_tokens`` (at least 30) up to ``one_edit_below`` tokens are also flagged when they share a one-edit key
-(``simhash_scrapy.core.edits``: at most one token apart), as the plugin does.
+(``simhash_scrapy.core.features.edits``: at most one token apart), as the plugin does.
 
 Scores: precision, recall, F1 over duplicate pairs, overall, per kind of duplicate and (wide
 set) per template family;
@@ -41,14 +41,14 @@ import common  # noqa: E402
 
 from simhash_scrapy import MIN_TOKENS, BlockPermutedIndex  # noqa: E402
 from simhash_scrapy.core import defaults  # noqa: E402
-from simhash_scrapy.core.exact import exact_digest  # noqa: E402
-from simhash_scrapy.core.features import DEFAULT_FEATURES, WEIGHTINGS, FeatureConfig, feature_hashes  # noqa: E402
-from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
-from simhash_scrapy.core import containment as contain  # noqa: E402
-from simhash_scrapy.core.second import MIN_TOKENS as SECOND_MIN_TOKENS  # noqa: E402
-from simhash_scrapy.core.second import VERIFY_FACTOR, second_simhash  # noqa: E402
-from simhash_scrapy.core.sitetemplate import HostTemplates, host_of  # noqa: E402
-from simhash_scrapy.core.text import extract_text, extract_text_bytes  # noqa: E402
+from simhash_scrapy.core.features.exact import exact_digest  # noqa: E402
+from simhash_scrapy.core.features.features import DEFAULT_FEATURES, WEIGHTINGS, FeatureConfig, feature_hashes  # noqa: E402
+from simhash_scrapy.core.features.fingerprint import simhash_from_features  # noqa: E402
+from simhash_scrapy.core.cluster import containment as contain  # noqa: E402
+from simhash_scrapy.core.features.second import MIN_TOKENS as SECOND_MIN_TOKENS  # noqa: E402
+from simhash_scrapy.core.features.second import VERIFY_FACTOR, second_simhash  # noqa: E402
+from simhash_scrapy.core.cluster.sitetemplate import HostTemplates, host_of  # noqa: E402
+from simhash_scrapy.core.extract.text import extract_text, extract_text_bytes  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -62,15 +62,15 @@ class Setup:
     min_tokens: int = MIN_TOKENS
     exact: bool = True  # short pages (1 <= tokens < min_tokens) compared by exact digest, as the plugin does
     # Pages of min_tokens (at least 30) up to this many tokens are also flagged when their token sequences are one
-    # token apart (a shared one-edit key, core.edits), as the plugin does; 0: off.
+    # token apart (a shared one-edit key, core.features.edits), as the plugin does; 0: off.
     one_edit_below: int = 0
-    # Cross-page template learning (SIMHASH_TEMPLATES, core.sitetemplate): pages are also matched by their
+    # Cross-page template learning (SIMHASH_TEMPLATES, core.cluster.sitetemplate): pages are also matched by their
     # template-free fingerprints, learned per host in the set's crawl order, as the plugin does.
     templates: bool = False
-    # The second simhash (SIMHASH_SECOND_SIMHASH, core.second): pages whose second simhashes are within k
+    # The second simhash (SIMHASH_SECOND_SIMHASH, core.features.second): pages whose second simhashes are within k
     # and first within VERIFY_FACTOR * k are also flagged, as the plugin does.
     second: bool = False
-    # Sentence containment (SIMHASH_CONTAINMENT, core.containment, clustering step 7): a page that steps 1-6
+    # Sentence containment (SIMHASH_CONTAINMENT, core.cluster.containment, clustering step 7): a page that steps 1-6
     # left unmatched is verified against the canonical pages' sentence sketches, in the set's crawl order.
     containment: bool = False
 
@@ -182,7 +182,7 @@ def flagged_pairs(fps: dict, k: int, also: dict | None = None) -> set[tuple[int,
 
 
 def second_pairs(fps: dict, setup: Setup, texts: Texts) -> set[tuple[int, int]]:
-    """Pairs whose second simhashes (``core.second``) are within k and first within ``VERIFY_FACTOR * k``."""
+    """Pairs whose second simhashes (``core.features.second``) are within k and first within ``VERIFY_FACTOR * k``."""
     data = texts.get(setup.text_mode)
     ids, second = [], []
     for pid, fp in fps.items():
@@ -202,9 +202,9 @@ def second_pairs(fps: dict, setup: Setup, texts: Texts) -> set[tuple[int, int]]:
 
 
 def template_free(evalset: common.EvalSet, setup: Setup, fps: dict, texts: Texts) -> dict[int, int]:
-    """page id -> template-free fingerprint (``core.sitetemplate``), learned in the set's crawl order.
+    """page id -> template-free fingerprint (``core.cluster.sitetemplate``), learned in the set's crawl order.
 
-    Matching by either fingerprint is what the crawl's rule does (``core.clustering`` step 5: a page
+    Matching by either fingerprint is what the crawl's rule does (``core.cluster.clustering`` step 5: a page
     is found by its template-free fingerprint, and a canonical page is indexed under both)."""
     learner = HostTemplates(setup.features, setup.min_tokens)
     data = texts.get(setup.text_mode)
@@ -219,7 +219,7 @@ def template_free(evalset: common.EvalSet, setup: Setup, fps: dict, texts: Texts
     return out
 
 
-#: The parameters of clustering step 7 (``core.containment``'s constants; ``containment.py`` tries others).
+#: The parameters of clustering step 7 (``core.cluster.containment``'s constants; ``containment.py`` tries others).
 CONTAINMENT = dict(
     words=contain.MIN_WORDS, t=contain.SKETCH, theta=contain.MIN_CONTAINMENT, rho=contain.MIN_RATIO,
     m=contain.MIN_SHARED, min_sentences=contain.MIN_SENTENCES, common=contain.COMMON,
@@ -458,10 +458,10 @@ def evaluate(evalset: common.EvalSet, setup: Setup, fps: dict, flagged: set[tupl
 
 def one_edit_pairs(evalset: common.EvalSet, texts: Texts, setup: Setup) -> set[tuple[int, int]]:
     """Pairs of fingerprinted pages (``min_tokens``, at least 30, up to ``setup.one_edit_below`` tokens) that share a
-    one-edit key (``simhash_scrapy.core.edits``, the plugin's keys): their token sequences are the same
+    one-edit key (``simhash_scrapy.core.features.edits``, the plugin's keys): their token sequences are the same
     after leaving out at most one token of each."""
-    from simhash_scrapy.core.edits import edit_keys_of_tokens  # noqa: PLC0415
-    from simhash_scrapy.core.features import token_hashes  # noqa: PLC0415
+    from simhash_scrapy.core.features.edits import edit_keys_of_tokens  # noqa: PLC0415
+    from simhash_scrapy.core.features.features import token_hashes  # noqa: PLC0415
 
     owners: dict[int, set[int]] = {}
     data = texts.get(setup.text_mode)

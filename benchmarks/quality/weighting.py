@@ -35,9 +35,9 @@ import common  # noqa: E402
 import score  # noqa: E402
 
 from simhash_scrapy.core import defaults  # noqa: E402
-from simhash_scrapy.core.exact import exact_digest  # noqa: E402
-from simhash_scrapy.core.features import token_hashes  # noqa: E402
-from simhash_scrapy.core.fingerprint import simhash_from_features  # noqa: E402
+from simhash_scrapy.core.features.exact import exact_digest  # noqa: E402
+from simhash_scrapy.core.features.features import token_hashes  # noqa: E402
+from simhash_scrapy.core.features.fingerprint import simhash_from_features  # noqa: E402
 
 SLOPES = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
 KINDS = ("edit", "template", "tracking", "print_links", "print_plain", "release", "natural", "natural_near")
@@ -90,7 +90,7 @@ class Pages:
         return np.split(hashes[self.cols], bounds)
 
     def weights(self, slope: float) -> np.ndarray:
-        # The "log" weighting of core/features.py, with the slope as a parameter.
+        # The "log" weighting of core/features/features.py, with the slope as a parameter.
         return 1.0 + slope * self.slope_scale * np.log(self.counts)
 
     def angles(self, slope: float) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Sphinx extension of the simhash-scrapy docs: the settings reference, generated.
 
 ``reference/settings.md`` holds a ``{simhash-settings}`` block; before the page is parsed it is
-replaced by one section per layer (``render_settings``), made from ``simhash_scrapy.core.settings.SETTINGS``
+replaced by one section per layer (``render_settings``), made from ``simhash_scrapy.core.settings.settings.SETTINGS``
 (records with ``name, type, doc, example, layer`` and ``default_text``, the default as the
 documentation writes it) and ``LAYERS`` (the layers' titles, in the order shown). Each layer gets the label ``settings-<layer>`` and each setting ``setting-<name>`` (lower case,
 ``_`` and spaces as ``-``): ``[SIMHASH_DIR](#setting-simhash-dir)`` links to one.
@@ -18,7 +18,7 @@ MARKER = "```{simhash-settings}\n```"
 
 def load_settings() -> tuple[Sequence[Any], dict[str, str]]:
     """The settings records and the layer titles, from the package's one table."""
-    from simhash_scrapy.core import settings as table
+    from simhash_scrapy.core.settings import settings as table
 
     return tuple(table.SETTINGS), dict(table.LAYERS)
 

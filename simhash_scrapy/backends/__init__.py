@@ -11,11 +11,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..core.settings import BACKENDS  # SIMHASH_BACKEND's short names (the settings table)
+from ..core.settings.settings import BACKENDS  # SIMHASH_BACKEND's short names (the settings table)
 from .base import UNCHECKED, BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 
 if TYPE_CHECKING:
-    from ..core.config import SimhashConfig
+    from ..core.settings.config import SimhashConfig
 
 __all__ = [
     "BackendError",

@@ -1,6 +1,6 @@
 """The dedup backend interface: where fingerprints, canonical pages and clusters live.
 
-Every backend applies the clustering rule of ``core.clustering`` (read its
+Every backend applies the clustering rule of ``core.cluster.clustering`` (read its
 docstring: identity first, then the nearest canonical page of another
 identity, short pages by exact digest, pages of a few dozen tokens also by
 their one-edit keys) and keeps **one record per identity**.
@@ -25,14 +25,14 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING
 
-from ..core.clustering import Outcome
+from ..core.cluster.clustering import Outcome
 # The records live in the core (backends, commands and the crawl share them); the interface lives here.
 from ..core.records import UNCHECKED, ClusterMember, PageRecord, Verdict
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ..core.config import SimhashConfig
+    from ..core.settings.config import SimhashConfig
 
 __all__ = ["PageRecord", "Verdict", "ClusterMember", "DedupBackend", "BackendError", "Outcome", "UNCHECKED"]
 
@@ -53,7 +53,7 @@ class DedupBackend(abc.ABC):
     #: Entries loaded at ``open`` (persistent backends); reported as the stat ``simhash/initial``.
     initial: int = 0
     #: Whether ``check`` also matches by ``PageRecord.also``, ``PageRecord.second`` and ``PageRecord.sketch``
-    #: (``core.clustering`` steps 5-7); the crawl learns host templates and sends second simhashes and
+    #: (``core.cluster.clustering`` steps 5-7); the crawl learns host templates and sends second simhashes and
     #: sentence sketches only to such a backend.
     extra_queries: bool = False
 
@@ -91,7 +91,7 @@ class DedupBackend(abc.ABC):
     async def cluster_members(self, scope: str, anchor: str) -> list[ClusterMember] | None:
         """The recorded members of the cluster whose canonical page has identity ``anchor`` (that page
         first, then in first-check order), or ``None`` when this backend cannot tell cheaply (then the crawl
-        knows the cluster from the pages this process checked: ``core.representative.ClusterBook``)."""
+        knows the cluster from the pages this process checked: ``core.cluster.representative.ClusterBook``)."""
         return None
 
     async def position(self, scope: str, anchor: str, identity: str) -> int | None:

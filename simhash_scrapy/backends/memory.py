@@ -1,6 +1,6 @@
 """The default backend: everything in this process, gone when the crawl ends.
 
-A ``core.clustering.Clusterer`` applies the rule and keeps the canonical
+A ``core.cluster.clustering.Clusterer`` applies the rule and keeps the canonical
 pages' indexes; ``_members[entry]`` is the record of each identity (its
 latest version).  ``check`` runs without awaiting anything, so it is atomic
 on the event loop.
@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..core.clustering import Decision, Outcome, is_one_edit
+from ..core.cluster.clustering import Decision, Outcome, is_one_edit
 from ..core.detector import Detector, Page
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
-    from ..core.config import SimhashConfig
+    from ..core.settings.config import SimhashConfig
 
 __all__ = ["MemoryBackend"]
 

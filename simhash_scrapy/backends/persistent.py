@@ -16,7 +16,7 @@ Selected automatically instead of the memory backend when ``JOBDIR`` or
   file is kept as ``<name>.store.previous``); both arrive as ``config.reset``
   (the spider argument is read by ``simhash_scrapy.config.from_crawler``).
 
-The store (``core.store``: SQLite, one checked row per identity) gets the
+The store (``core.store.store``: SQLite, one checked row per identity) gets the
 latest version of every checked page; the rows of one flush interval
 (``SIMHASH_FLUSH_INTERVAL``, default 1 s) are committed in one transaction,
 so a ``kill -9`` loses at most the pages checked in the last interval.  A
@@ -51,12 +51,12 @@ import numpy as np
 
 from ..core import defaults
 from ..core.defaults import default_blocks
-from ..core.detector_state import (
+from ..core.store.detector_state import (
     COMPACT_BYTES, JOURNAL, SNAPSHOT, Recorder, contained_entries, is_detector_blob, restore,
 )  # fmt: skip
-from ..core.keytable import pack_keys
-from ..core.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
-from ..core.store_rows import fail
+from ..core.index.keytable import pack_keys
+from ..core.store.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
+from ..core.store.store_rows import fail
 from .base import BackendError, ClusterMember, Outcome
 from .memory import MemoryBackend
 from .replay_file import ReplayFile, ReplayFileError, replay_path
@@ -64,7 +64,7 @@ from .replay_file import ReplayFile, ReplayFileError, replay_path
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ..core.config import SimhashConfig
+    from ..core.settings.config import SimhashConfig
 
 __all__ = ["PersistentBackend", "load_members", "members_of", "store_path"]
 
@@ -124,7 +124,7 @@ class _Members:
         self._new: list[ClusterMember] = []
         #: The rel=canonical URL each loaded entry names (``_LINKS`` blobs), where it names one.
         self.links = stored_links(contents)
-        #: The loaded entries step 7 matched (``core.detector_state``): their ``via``.
+        #: The loaded entries step 7 matched (``core.store.detector_state``): their ``via``.
         self.contained = {e for e in contained_entries(contents.extra, contents.path) if e < self._loaded}
 
     def __len__(self) -> int:
@@ -247,7 +247,7 @@ class PersistentBackend(MemoryBackend):
         self._links: dict[int, str] = {}  # entry -> rel=canonical URL, as stored
         self._pending_links: dict[int, str | None] = {}
         self._link_chunk = 0
-        #: What steps 5-7 learn, journalled at every flush (``core.detector_state``), made at open.
+        #: What steps 5-7 learn, journalled at every flush (``core.store.detector_state``), made at open.
         self._recorder: Recorder | None = None
         self._journals: list[int] = []  # numbers of the journals since the last snapshot
         self._journal_next = 0

@@ -2,7 +2,7 @@
 
 A conditional re-crawl (``SIMHASH_CONDITIONAL``) gets 304 answers with no body, so no links; with
 ``SIMHASH_REPLAY`` a 304 schedules again the requests its page yielded last time (``simhash_scrapy.replay``).
-They are kept here, apart from the store (``core.store``), in a small file of their own:
+They are kept here, apart from the store (``core.store.store``), in a small file of their own:
 
 * an SQLite 3 database (WAL journal): table ``replay (scope, identity, data, checksum)``, one row per page
   identity, ``data`` an opaque blob (``simhash_scrapy.replay``: zlib-compressed pickle of Scrapy's

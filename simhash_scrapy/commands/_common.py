@@ -97,7 +97,7 @@ def write_clusters(
     A CSV report's changed pages go to ``<name>.changed.csv`` beside it; on
     standard output a CSV holds the clusters only (the return value says so).
     """
-    from ..core.report import changes_path, render_report, write_report
+    from ..core.report.report import changes_path, render_report, write_report
 
     changes = changes or []
     if output is None or output == "-":

@@ -1,7 +1,7 @@
 """``scrapy simhash report --changes``: what changed since the last crawl, from a store or Redis.
 
-Every page of the latest crawl, one line (JSON Lines) or row (CSV, ``core.changes.CHANGE_COLUMNS``) each:
-``new``, ``changed``, ``edited``, ``unchanged`` or ``gone``, with its URL (``core.changes``), then a
+Every page of the latest crawl, one line (JSON Lines) or row (CSV, ``core.report.changes.CHANGE_COLUMNS``) each:
+``new``, ``changed``, ``edited``, ``unchanged`` or ``gone``, with its URL (``core.report.changes``), then a
 ``"type": "summary"`` line with the count of each.  The same lists as the crawl's own report.
 """
 
@@ -19,9 +19,9 @@ __all__ = ["write_changes"]
 
 def write_changes(members: list[Any], found: dict[str, Any], fmt: str, output: str | None, stdout: Any) -> int:
     """Write the latest crawl's pages of ``members`` (``found["last_crawl_blob"]``: what the crawl left)."""
-    from ..core.changes import LAST_CRAWL_EXTRA, build_page_changes, count_changes, decode_last_crawl
+    from ..core.report.changes import LAST_CRAWL_EXTRA, build_page_changes, count_changes, decode_last_crawl
     from ..core.files import write_atomic
-    from ..core.report import line_safe, page_change_lines, page_changes_csv
+    from ..core.report.report import line_safe, page_change_lines, page_changes_csv
 
     if fmt not in ("jsonl", "csv"):
         raise CommandError(f"--changes writes JSON Lines or CSV, not {fmt}")

@@ -32,9 +32,9 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from ..config import SimhashConfig
-from ..core.clustering import Rule
-from ..core.features import feature_hashes, token_hashes, tokenize
-from ..core.fingerprint import hamming_distance
+from ..core.cluster.clustering import Rule
+from ..core.features.features import feature_hashes, token_hashes, tokenize
+from ..core.features.fingerprint import hamming_distance
 from ..core.wording import plural
 from ._common import EXIT_USAGE, CommandError, load_config
 
@@ -62,7 +62,7 @@ class Page:
     exact: bool = False  # a short page: fingerprint is its exact digest
     edit_keys: tuple[int, ...] = ()  # one-edit keys (a page of a few dozen tokens)
     skipped: str | None = None  # the crawl's skip reason
-    protected: str | None = None  # digest of the protected text and declared identity (core.distinct, core.identity)
+    protected: str | None = None  # digest of the protected text and declared identity (core.cluster.distinct, core.cluster.identity)
     text: str = ""
     tokens: int = 0
     weights: dict[int, float] = field(default_factory=dict)
@@ -161,7 +161,7 @@ def _load_pages(args: list[str], settings: Any, process: Any = None) -> list[Pag
 def _analyse(page: Page, config: SimhashConfig) -> None:
     from ..core.analysis import analyse_html
     from ..core.skip import media_type, skip_reason
-    from ..core.text import extract_text
+    from ..core.extract.text import extract_text
 
     body = page.body if isinstance(page.body, bytes) else page.body.encode("utf-8")
     reason = skip_reason(
@@ -173,8 +173,8 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
     fingerprint, reason = answer.fingerprint, answer.skip_reason
     page.text = extract_text(page.body, encoding=page.encoding, main_content=config.main_content)
     if config.distinct is not None or config.identity_signals:
-        from ..core.identity import combine_digests, identity_digest
-        from ..core.text import parse_html
+        from ..core.cluster.identity import combine_digests, identity_digest
+        from ..core.extract.text import parse_html
 
         root = parse_html(page.body, page.encoding)
         protected = None if root is None or config.distinct is None else config.distinct.digest(root)
@@ -201,7 +201,7 @@ def feature_labels(text: str, config: SimhashConfig) -> dict[int, str]:
     if len(tokens) != len(hashes):  # pragma: no cover - the tokeniser's two paths always agree
         return {}
     try:
-        from ..core.features import _char_hashes, _shingle  # the core's own windows, so labels match hashes
+        from ..core.features.features import _char_hashes, _shingle  # the core's own windows, so labels match hashes
     except ImportError:  # pragma: no cover
         return {}
     if features.char_ngram:
@@ -276,9 +276,9 @@ def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
 
 def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]:
     """What a crawl meeting the pages in this order decides for each one (``core.detector``: steps 1-7)."""
-    from ..core.clustering import rule_of
+    from ..core.cluster.clustering import rule_of
     from ..core.detector import Detector, decide, page_of
-    from ..core.distinct import scope_key
+    from ..core.cluster.distinct import scope_key
     from ..core.records import page_scope
 
     usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
@@ -308,7 +308,7 @@ def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]
             "decision": "near-duplicate",
             "canonical": c + 1,
             "distance": d.distance,
-            # The rule that matched (core.clustering.Rule) and k; one_edit: farther than k (core.edits).
+            # The rule that matched (core.cluster.clustering.Rule) and k; one_edit: farther than k (core.features.edits).
             "rule": rule.value,
             "max_distance": config.max_distance,
             "one_edit": rule is Rule.ONE_EDIT,
@@ -325,10 +325,10 @@ def evidence(via: str, canonical: Page, page: Page, learned: set[int], limit: in
 
     ``template``: the lines the host's template held when ``page`` was checked (``learned``: their digests;
     left out of both texts) and the lines the two share beside them; ``second``: the distances of the second simhashes and of the first; ``containment``: the
-    sentences both have (``core.containment``), how many each has.
+    sentences both have (``core.cluster.containment``), how many each has.
     """
-    from ..core.containment import sentence_texts
-    from ..core.sitetemplate import line_hashes
+    from ..core.cluster.containment import sentence_texts
+    from ..core.cluster.sitetemplate import line_hashes
 
     a, b = canonical.answer, page.answer
     if via == "second":
@@ -391,6 +391,16 @@ def _print_text(
         + (f", SIMHASH_DISTINCT_SELECTORS={list(config.distinct_selectors)}" if config.distinct_selectors else "")
         + "\n\n"
     )
+    _print_pages(out, pages, config)
+    _print_matrix(out, matrix)
+    _print_decisions(out, decisions, config)
+    for pair in pairs:
+        _print_pair(w, pair, pages, config, diff_lines)
+
+
+def _print_pages(out: TextIO, pages: list[Page], config: SimhashConfig) -> None:
+    """The pages' table: source, fingerprint, tokens, and why the crawl would skip or treat one apart."""
+    w = out.write
     width = min(60, max(len(p.source) for p in pages))
     w(f"  #  {'page':<{width}}  fingerprint       tokens\n")
     for i, page in enumerate(pages, start=1):
@@ -402,9 +412,14 @@ def _print_text(
             note += f"  (protected text {page.protected})" if page.protected else "  (no protected text)"
         status = f" [HTTP {page.status}]" if page.status not in (None, 200) else ""
         w(f"{i:>3}  {_short(page.source, width):<{width}}  {fp}  {page.tokens:>6}{status}{note}\n")
+
+
+def _print_matrix(out: TextIO, matrix: list[list[int | None]]) -> None:
+    """The distance of every pair, with its similarity."""
+    w = out.write
     w("\ndistance d (similarity 1 - d/64)\n")
     cell = 13
-    w("     " + "".join(f"{j:>{cell}}" for j in range(1, len(pages) + 1)) + "\n")
+    w("     " + "".join(f"{j:>{cell}}" for j in range(1, len(matrix) + 1)) + "\n")
     for i, row in enumerate(matrix, start=1):
         cells = []
         for j, d in enumerate(row, start=1):
@@ -415,11 +430,14 @@ def _print_text(
             else:
                 cells.append(f"{f'{d} ({1 - d / 64:.3f})':>{cell}}")
         w(f"{i:>3}  " + "".join(cells) + "\n")
+
+
+def _print_decisions(out: TextIO, decisions: list[dict[str, Any]], config: SimhashConfig) -> None:
+    """What a crawl meeting the pages in this order decides for each."""
+    w = out.write
     w(f"\nwhat a crawl meeting the pages in this order decides (SIMHASH_MAX_DISTANCE={config.max_distance}):\n")
     for decision in decisions:
         w(f"{decision['page']:>3}  {_decision_text(decision, config)}\n")
-    for pair in pairs:
-        _print_pair(w, pair, pages, config, diff_lines)
 
 
 def _print_pair(

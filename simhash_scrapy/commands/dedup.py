@@ -25,16 +25,16 @@ import time
 from collections import Counter, deque
 from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
-from dataclasses import replace
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from ..config import SimhashConfig
 from ..core.detector import Detector, Page, assign_canonicals
-from ..core.distinct import scope_key
+from ..core.cluster.distinct import scope_key
 from ..core.records import page_scope
 from ..core.skip import item_is_html, too_large
 from ..core.wording import plural
@@ -173,11 +173,11 @@ def _item_value(line: bytes, field: str, url_field: str) -> tuple[Any, str | Non
 
 
 def _protected_digest(value: Any, config: SimhashConfig, page: bool = True) -> str | None:
-    """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.distinct``) and, for a
+    """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and, for a
     page (not an item, as in the crawl), of the identity it declares (``SIMHASH_IDENTITY_SIGNALS``,
-    ``core.identity``): the crawl's scope."""
-    from ..core.identity import combine_digests, identity_digest
-    from ..core.text import parse_html
+    ``core.cluster.identity``): the crawl's scope."""
+    from ..core.cluster.identity import combine_digests, identity_digest
+    from ..core.extract.text import parse_html
 
     raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
     parsed: list[Any] = []
@@ -196,7 +196,7 @@ def _protected_digest(value: Any, config: SimhashConfig, page: bool = True) -> s
 
 def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:
     from ..core.analysis import analyse_html, analyse_text
-    from ..core.text import extract_text
+    from ..core.extract.text import extract_text
 
     kind, mode, payloads, config, field, url_field, fmt = task
     out: list[tuple[Any, ...]] = []
@@ -363,6 +363,135 @@ def _cpus() -> int:
     return os.cpu_count() or 1
 
 
+@dataclass
+class _Pages:
+    """Pass 1's answer: the fingerprinted pages (position i of each list is page i) and the skipped ones."""
+
+    kept: list[int] = field(default_factory=list)  # input positions of fingerprinted pages
+    fingerprints: list[int] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    referers: list[Any] = field(default_factory=list)
+    depths: list[Any] = field(default_factory=list)
+    exact_flags: list[bool] = field(default_factory=list)
+    edit_keys: list[tuple[int, ...]] = field(default_factory=list)
+    protected: list[str | None] = field(default_factory=list)  # digests of the protected text (SIMHASH_DISTINCT_SELECTORS)
+    # Steps 5-7: the template-free fingerprints (learned in input order as the pages come; the text is
+    # not kept), the second simhashes and the sentence sketches, for the rule (core.detector).
+    also: list[int | None] = field(default_factory=list)
+    seconds: list[int | None] = field(default_factory=list)
+    sketches: list[Any] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    read: int = 0
+
+
+def _open_source(opts: Any, config: SimhashConfig) -> tuple[_Source, str, str]:
+    """The input (a folder of HTML files or an items feed), its text field and its URL field."""
+    path = Path(opts.input)
+    if not path.exists():
+        raise CommandError(f"no such file or folder: {opts.input}")
+    if path.is_dir():
+        suffixes = tuple(s if s.startswith(".") else "." + s for s in (opts.suffix or HTML_SUFFIXES))
+        folder = _Folder(path, tuple(s.lower() for s in suffixes), opts.base_url)
+        if not folder.count():
+            raise CommandError(f"no HTML files ({', '.join('*' + s for s in suffixes)}) in {path}")
+        return folder, "", ""
+    if path.suffix.lower() in (".csv", ".xml"):
+        raise CommandError(f"{path}: dedup reads JSON Lines (or a JSON array) feeds, not {path.suffix[1:].upper()}")
+    items = _ItemsFile(path)
+    return items, _pick_field(items, opts.field, config), opts.url_field or config.item_url_field
+
+
+def _fingerprint_pages(
+    source: _Source, params: tuple[Any, ...], jobs: int, progress: Progress, config: SimhashConfig
+) -> _Pages:
+    """Pass 1: every page's fingerprint (or its skip reason), URL, referer and depth, in input order;
+    and what steps 5-7 use (the template-free fingerprint, learned here, the second simhash, the sketch)."""
+    pages = _Pages()
+    learner = Detector.from_config(config)
+    for position, (fingerprint, reason, url, referer, depth, exact, keys, digest, text, second, sketch) in _run_tasks(
+        source, "fingerprint", None, params, jobs, progress
+    ):
+        pages.read += 1
+        if fingerprint is None:
+            pages.skipped[reason or "error"] += 1
+            continue
+        host = source.url(position) if source.kind == "files" else url  # type: ignore[attr-defined]
+        pages.also.append(learner.template_free(Page("", "", fingerprint, host or "", exact, source=text)))
+        pages.seconds.append(second)
+        pages.sketches.append(sketch)
+        pages.kept.append(position)
+        pages.fingerprints.append(fingerprint)
+        pages.exact_flags.append(exact)
+        pages.edit_keys.append(keys)
+        pages.protected.append(digest)
+        if source.kind == "files":
+            url = source.url(position)  # type: ignore[attr-defined]
+        elif not isinstance(url, str) or not url:
+            url = f"item-{position + 1}"
+        pages.urls.append(url)
+        pages.referers.append(referer if isinstance(referer, str) else None)
+        pages.depths.append(depth if isinstance(depth, int) and not isinstance(depth, bool) else None)
+    progress.finish()
+    return pages
+
+
+def _check_pages(pages: _Pages, source: _Source, field: str) -> None:
+    """A clear error when the input held no page, or none could be fingerprinted."""
+    if pages.read == 0:
+        raise CommandError(f"{source.description}: no page or item found")
+    if not pages.kept:
+        details = ", ".join(f"{reason}: {count:,}" for reason, count in pages.skipped.most_common())
+        hint = f" (field {field!r})" if field else ""
+        raise CommandError(f"none of the {plural(pages.read, 'page')} of {source.description} could be fingerprinted{hint}: {details}")
+
+
+def _cluster_pages(pages: _Pages, config: SimhashConfig) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """The crawl's rule (core.cluster.clustering), page by page in input order: each page's canonical
+    page and distance, its scope, and whether it is in a cluster."""
+    fps = np.array(pages.fingerprints, dtype=np.uint64)
+    scopes = None
+    scope_names = [page_scope(config.scope, u) for u in pages.urls]  # the crawl's: the host, or "" (one spider)
+    if any(digest is not None for digest in pages.protected):  # the crawl's scopes: protected text, declared identity
+        scope_names = [scope_key(name, digest) for name, digest in zip(scope_names, pages.protected)]
+    if config.scope == "domain" or any(digest is not None for digest in pages.protected):
+        numbers: dict[str, int] = {}
+        scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
+    canonical, distance = assign_canonicals(
+        fps, scopes, config.max_distance, config.blocks, pages.exact_flags, pages.edit_keys,
+        pages.also, pages.seconds, pages.sketches,
+    )
+    in_cluster = np.zeros(len(pages.urls), dtype=bool)
+    in_cluster[canonical[canonical >= 0]] = True
+    in_cluster[canonical >= 0] = True
+    return canonical, distance, scope_names, in_cluster
+
+
+def _members(
+    pages: _Pages, canonical: np.ndarray, distance: np.ndarray, scope_names: list[str], in_cluster: np.ndarray,
+    texts: dict[int, str | None],
+) -> list[dict[str, Any]]:
+    """The report's members: every page in a cluster, as the crawl's report records it."""
+    members = []
+    canonical_list = canonical.tolist()
+    urls = pages.urls
+    for i in np.flatnonzero(in_cluster).tolist():
+        c = canonical_list[i]
+        members.append(
+            {
+                "url": urls[i],
+                "fingerprint": pages.fingerprints[i],
+                "scope": scope_names[i],
+                "canonical_url": None if c < 0 else urls[c],
+                "distance": None if c < 0 else int(distance[i]),
+                "exact": pages.exact_flags[i],
+                "referer": pages.referers[i],
+                "depth": pages.depths[i],
+                "text": texts.get(pages.kept[i]),
+            }
+        )
+    return members
+
+
 def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -372,22 +501,8 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     jobs = opts.jobs if opts.jobs is not None else _cpus()
     if jobs < 1:
         raise CommandError(f"--jobs must be at least 1, got {jobs}", EXIT_USAGE)
-    path = Path(opts.input)
-    if not path.exists():
-        raise CommandError(f"no such file or folder: {opts.input}")
-    field = url_field = ""
+    source, field, url_field = _open_source(opts, config)
     item_format = config.item_format if opts.field_format is None else opts.field_format
-    if path.is_dir():
-        suffixes = tuple(s if s.startswith(".") else "." + s for s in (opts.suffix or HTML_SUFFIXES))
-        source: _Source = _Folder(path, tuple(s.lower() for s in suffixes), opts.base_url)
-        if not source.count():
-            raise CommandError(f"no HTML files ({', '.join('*' + s for s in suffixes)}) in {path}")
-    else:
-        if path.suffix.lower() in (".csv", ".xml"):
-            raise CommandError(f"{path}: dedup reads JSON Lines (or a JSON array) feeds, not {path.suffix[1:].upper()}")
-        source = _ItemsFile(path)
-        field = _pick_field(source, opts.field, config)
-        url_field = opts.url_field or config.item_url_field
     params = (config, field, url_field, item_format)
     show = progress_wanted(opts.progress)
 
@@ -395,78 +510,22 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
     total = source.count()
     # Small inputs run in this process unless --jobs asks for workers.
     inline = jobs == 1 or (opts.jobs is None and 0 < total < _INLINE_LIMIT)
-    progress = Progress("fingerprinting", total, "pages", show, stderr)
-    fingerprints: list[int] = []
-    kept: list[int] = []  # input positions of fingerprinted pages
-    urls: list[str] = []
-    referers: list[Any] = []
-    depths: list[Any] = []
-    skipped: Counter[str] = Counter()
-    read = 0
-    exact_flags: list[bool] = []
-    edit_keys: list[tuple[int, ...]] = []
-    protected: list[str | None] = []  # digests of the protected text (SIMHASH_DISTINCT_SELECTORS)
-    # Steps 5-7: the template-free fingerprint is learned in input order as the pages come (the text is not
-    # kept); the second simhash and the sentence sketch go to the rule (core.detector).
-    learner = Detector.from_config(config)
-    also: list[int | None] = []
-    seconds: list[int | None] = []
-    sketches: list[Any] = []
-    for position, (fingerprint, reason, url, referer, depth, exact, keys, digest, text, second, sketch) in _run_tasks(
-        source, "fingerprint", None, params, 1 if inline else jobs, progress
-    ):
-        read += 1
-        if fingerprint is None:
-            skipped[reason or "error"] += 1
-            continue
-        host = source.url(position) if source.kind == "files" else url  # type: ignore[attr-defined]
-        also.append(learner.template_free(Page("", "", fingerprint, host or "", exact, source=text)))
-        seconds.append(second)
-        sketches.append(sketch)
-        kept.append(position)
-        fingerprints.append(fingerprint)
-        exact_flags.append(exact)
-        edit_keys.append(keys)
-        protected.append(digest)
-        if source.kind == "files":
-            url = source.url(position)  # type: ignore[attr-defined]
-        elif not isinstance(url, str) or not url:
-            url = f"item-{position + 1}"
-        urls.append(url)
-        referers.append(referer if isinstance(referer, str) else None)
-        depths.append(depth if isinstance(depth, int) and not isinstance(depth, bool) else None)
-    progress.finish()
-    fingerprint_seconds = time.monotonic() - started
-    if read == 0:
-        raise CommandError(f"{source.description}: no page or item found")
-    if not kept:
-        details = ", ".join(f"{reason}: {count:,}" for reason, count in skipped.most_common())
-        hint = f" (field {field!r})" if field else ""
-        raise CommandError(f"none of the {plural(read, 'page')} of {source.description} could be fingerprinted{hint}: {details}")
-    urls = _unique_urls(urls)
-
-    # Clusters: the crawl's rule (core.clustering), page by page in input order.
-    cluster_started = time.monotonic()
-    fps = np.array(fingerprints, dtype=np.uint64)
-    scopes = None
-    scope_names = [page_scope(config.scope, u) for u in urls]  # the crawl's: the host, or "" (one spider)
-    if any(digest is not None for digest in protected):  # the crawl's scopes: protected text, declared identity
-        scope_names = [scope_key(name, digest) for name, digest in zip(scope_names, protected)]
-    if config.scope == "domain" or any(digest is not None for digest in protected):
-        numbers: dict[str, int] = {}
-        scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
-    canonical, distance = assign_canonicals(
-        fps, scopes, config.max_distance, config.blocks, exact_flags, edit_keys, also, seconds, sketches
+    pages = _fingerprint_pages(
+        source, params, 1 if inline else jobs, Progress("fingerprinting", total, "pages", show, stderr), config
     )
-    in_cluster = np.zeros(len(urls), dtype=bool)
-    in_cluster[canonical[canonical >= 0]] = True
-    in_cluster[canonical >= 0] = True
+    fingerprint_seconds = time.monotonic() - started
+    _check_pages(pages, source, field)
+    pages.urls = _unique_urls(pages.urls)
+
+    # Clusters: the crawl's rule (core.cluster.clustering), page by page in input order.
+    cluster_started = time.monotonic()
+    canonical, distance, scope_names, in_cluster = _cluster_pages(pages, config)
     cluster_seconds = time.monotonic() - cluster_started
 
     texts: dict[int, str | None] = {}
     with_text = fmt == "html" and not opts.no_texts
     if with_text and in_cluster.any():
-        wanted = {kept[i] for i in np.flatnonzero(in_cluster).tolist()}
+        wanted = {pages.kept[i] for i in np.flatnonzero(in_cluster).tolist()}
         progress = Progress("reading texts", len(wanted), "pages", show, stderr)
         for position, (text,) in _run_tasks(
             source, "text", wanted, params, 1 if inline or (opts.jobs is None and len(wanted) < _INLINE_LIMIT) else jobs,
@@ -475,34 +534,19 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
             texts[position] = text
         progress.finish()
 
-    from ..core.report import build_clusters, describe_report, report_summary
+    from ..core.report.report import build_clusters, describe_report, report_summary
 
-    members = []
-    canonical_list = canonical.tolist()
-    for i in np.flatnonzero(in_cluster).tolist():
-        c = canonical_list[i]
-        members.append(
-            {
-                "url": urls[i],
-                "fingerprint": fingerprints[i],
-                "scope": scope_names[i],
-                "canonical_url": None if c < 0 else urls[c],
-                "distance": None if c < 0 else int(distance[i]),
-                "exact": exact_flags[i],
-                "referer": referers[i],
-                "depth": depths[i],
-                "text": texts.get(kept[i]),
-            }
-        )
+    urls, skipped = pages.urls, pages.skipped
     clusters = build_clusters(
-        members, include_text=with_text, max_distance=config.max_distance, representative=config.representative
+        _members(pages, canonical, distance, scope_names, in_cluster, texts),
+        include_text=with_text, max_distance=config.max_distance, representative=config.representative,
     )
     summary = report_summary(
-        [{"url": urls[i], "canonical_url": None if c < 0 else urls[c]} for i, c in enumerate(canonical_list)],
+        [{"url": urls[i], "canonical_url": None if c < 0 else urls[c]} for i, c in enumerate(canonical.tolist())],
         clusters,
         title=f"Near-duplicates in {source.description}",
         max_distance=config.max_distance,
-        source=str(path),
+        source=str(Path(opts.input)),
     )
     summary.update({"text mode": config.text_mode, "features": config.features.signature(), "skipped": sum(skipped.values())})
     where = write_clusters(clusters, fmt, opts.output, summary, stdout)
@@ -512,10 +556,10 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         skipped_text = " (" + ", ".join(f"{reason}: {count:,}" for reason, count in skipped.most_common()) + ")"
     field_text = f", field {field!r}" if field else ""
     lines = [
-        f"dedup: {plural(read, 'page')} read{field_text}, {len(kept):,} fingerprinted, {sum(skipped.values()):,} skipped{skipped_text}",
+        f"dedup: {plural(pages.read, 'page')} read{field_text}, {len(pages.kept):,} fingerprinted, {sum(skipped.values()):,} skipped{skipped_text}",
         f"dedup: {describe_report(summary)} "
         f"(SIMHASH_MAX_DISTANCE={config.max_distance}, text mode {config.text_mode})",
-        f"dedup: {elapsed:.1f} s ({len(kept) / max(fingerprint_seconds, 1e-9):,.0f} pages/s fingerprinting with "
+        f"dedup: {elapsed:.1f} s ({len(pages.kept) / max(fingerprint_seconds, 1e-9):,.0f} pages/s fingerprinting with "
         f"{1 if inline else jobs} process{'es' if not inline and jobs > 1 else ''}, all-pairs search {cluster_seconds:.2f} s); "
         f"{fmt} report written to {where}",
     ]

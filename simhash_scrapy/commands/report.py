@@ -4,7 +4,7 @@ Sources:
 
 * a store written by a crawl with ``JOBDIR`` or ``SIMHASH_DIR`` (the folder,
   searched two levels deep for store files, or the store file itself), read
-  and checked with ``simhash_scrapy.core.store.read_store`` (a corrupt store
+  and checked with ``simhash_scrapy.core.store.store.read_store`` (a corrupt store
   is an error naming the file and the record);
 * a Redis key (``--redis URL --key PREFIX``, or ``--spider NAME`` to expand
   ``SIMHASH_REDIS_KEY``), read with the Redis backend's read-only ``attach``
@@ -28,7 +28,7 @@ __all__ = ["run_report", "find_store_files", "store_members"]
 
 
 def _is_store(path: Path) -> bool:
-    from ..core.store import is_store_file
+    from ..core.store.store import is_store_file
 
     return is_store_file(path)
 
@@ -78,7 +78,7 @@ def _settings_store(settings: Any, spider: str | None) -> str:
 
 
 def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from ..core.store import StoreError, read_store
+    from ..core.store.store import StoreError, read_store
 
     path = Path(source)
     if not path.exists():
@@ -105,7 +105,7 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
     # Every record: run_report counts them (report_summary), as the crawl does.
     members = store_members(contents)
-    from ..core.changes import LAST_CRAWL_EXTRA
+    from ..core.report.changes import LAST_CRAWL_EXTRA
 
     summary: dict[str, Any] = {
         "source": str(path), "rules_blob": _store_rules(contents), "last_crawl_blob": contents.extra.get(LAST_CRAWL_EXTRA),
@@ -119,7 +119,7 @@ def _from_store(source: str, spider: str | None = None) -> tuple[list[dict[str, 
 
 def _rules(data: bytes | None, settings: Any) -> list[dict[str, Any]]:
     """The learned URL rules of a saved crawl (``SIMHASH_URL_RULES``), for the report summary."""
-    from ..core.urlrules import UrlRuleLearner
+    from ..core.urlrules.urlrules import UrlRuleLearner
     from ._common import load_config
 
     if not data:
@@ -169,7 +169,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
 
     from ..core import defaults
 
-    from ..core.changes import LAST_CRAWL_EXTRA
+    from ..core.report.changes import LAST_CRAWL_EXTRA
 
     async def read() -> tuple[list[Any], bool, bytes | None, bytes | None]:
         try:
@@ -202,7 +202,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
 
 
 def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:
-    from ..core.report import build_changes, build_clusters, describe_report, report_summary
+    from ..core.report.report import build_changes, build_clusters, describe_report, report_summary
 
     stdout = stdout or sys.stdout
     fmt = output_format(opts.format, opts.output)

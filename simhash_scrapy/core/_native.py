@@ -3,7 +3,7 @@
 - ``speedups`` (``_speedups.c``): the tokeniser's hashes (``features``), the
   UTF-8 check (``text``) and the index's query loop (``index``).  Python's
   headers only: nothing in it depends on lxml.
-- ``walker`` (``_walker.c``): the walks over lxml's trees, visible text
+- ``walker`` (``extract/_walker.c``): the walks over lxml's trees, visible text
   (``text``) and main content (``boilerplate``).  It reads lxml's trees
   through lxml's public C API (its generated headers, whose
   ``import_lxml__etree()`` checks every function's signature), so it must run
@@ -90,7 +90,7 @@ def _load_walker(not_built_roles: list[str] | None = None) -> Any:
     """The walker when it was built and may run with the lxml imported now, else None: logged once, unless it
     was not built (then its role is added to ``not_built_roles``, for ``_load``'s one message)."""
     try:
-        module = _import("_walker")
+        module = _import("extract._walker")
     except ImportError as exc:  # built, but lxml's C API differs from the one it was compiled against
         logger.warning(
             "simhash_scrapy's C %s cannot load (%s): the tree walks use the pure-Python path, "

@@ -8,7 +8,7 @@
  * (simhash_scrapy/core/_native.py), never these.
  *
  *   hash_tokens(chunk) -> (hashes, specials)
- *       the tokeniser's hashes (simhash_scrapy/core/features.py): ``chunk`` is
+ *       the tokeniser's hashes (simhash_scrapy/core/features/features.py): ``chunk`` is
  *       text already put through features._ASCII_TABLE, tokens are the runs of
  *       bytes other than a space, each hashed as mix64(polynomial hash +
  *       length); tokens holding non-ASCII bytes are listed in ``specials`` as
@@ -27,7 +27,7 @@
  *       radix sort of the distinct values.
  *
  *   vote(features, weights) -> int or None
- *       the simhash bit vote (simhash_scrapy/core/fingerprint.py), or None when a bit's sum is
+ *       the simhash bit vote (simhash_scrapy/core/features/fingerprint.py), or None when a bit's sum is
  *       too near a tie to be sure of numpy's rounding (the caller then lets numpy decide).
  *
  *   not_content_rules(data, labels, window, rules) -> int
@@ -39,7 +39,7 @@
  *
  *   is_utf8(data) -> bool
  *       whether ``data.decode("utf-8")`` would succeed, without building the str
- *       (simhash_scrapy/core/text.py's to_utf8 checks every page's bytes).
+ *       (simhash_scrapy/core/extract/text.py's to_utf8 checks every page's bytes).
  *
  *   prepare_tables(tables) -> capsule
  *       the table specs parsed once, for query_tables (until the tables change).
@@ -49,7 +49,7 @@
  *       keep spare room, so merging new rows allocates nothing).
  *
  *   query_tables(queries, fingerprints, alive, tables, max_distance, tail_start)
- *       the index's queries (simhash_scrapy/core/index.py): for every query,
+ *       the index's queries (simhash_scrapy/core/index/index.py): for every query,
  *       every table's bucket is read (and, for tables whose key may differ in
  *       ``errors`` bits, every bucket within that many flipped bits, its rows
  *       first screened by their 16-bit filter) and each candidate verified with
@@ -58,7 +58,7 @@
  *       row, as three int64 arrays (bytes).  The loop runs without the GIL.
  *
  *   template_lines(data, known, article, room) -> (kept, added)
- *       the template learner's pass over a page's lines (simhash_scrapy/core/sitetemplate.py,
+ *       the template learner's pass over a page's lines (simhash_scrapy/core/cluster/sitetemplate.py,
  *       whose _template_lines is the pure-Python twin): see the block "template lines" below.
  *
  * Nothing here depends on lxml or Scrapy: Python's headers only.
@@ -1271,7 +1271,7 @@ done:
 /* ================================================================ sentences (clustering step 7)
  *
  *   sentence_hashes(data, min_words) -> list[int]
- *       core/containment.py's sentence_hashes of UTF-8 ``data`` (its pure-Python twin gives the same list):
+ *       core/cluster/containment.py's sentence_hashes of UTF-8 ``data`` (its pure-Python twin gives the same list):
  *       ASCII letters lower-cased; pieces between line breaks, ". " "! " "? " and the full-width
  *       U+3002/U+FF01/U+FF1F; a piece with at least min_words - 1 spaces and min_words runs of
  *       [0-9a-z_] or non-ASCII bytes is those runs joined by a space; else a non-ASCII piece of at least
@@ -1449,7 +1449,7 @@ done:
 /* ============================================================ end of sentences (clustering step 7) */
 
 /* ----------------------------------------------------- template lines */
-/* (simhash_scrapy/core/sitetemplate.py: the learner's pass over a page's lines; its pure-Python twin
+/* (simhash_scrapy/core/cluster/sitetemplate.py: the learner's pass over a page's lines; its pure-Python twin
  * is sitetemplate._template_lines_py, and the tests compare both.)
  *
  * template_lines(data, known, article, room) -> (kept, added)

@@ -26,18 +26,19 @@ from typing import Any, NamedTuple
 
 from lxml import etree
 
-from . import deadline, defaults, frame_digest
-from .edits import edit_keys_of_tokens
-from .boilerplate import REDIRECT_MAX_TOKENS, redirect_target
-from .exact import exact_digest, exact_digest_of_tokens
-from .features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, token_hashes
-from .fingerprint import simhash_from_features
-from .decode import to_utf8
-from .shared_parse import deeper_than
-from .text import extract_text, extract_text_bytes, text_of_parsed
-from .containment import Sketch, sketch_of
-from .second import MIN_TOKENS as SECOND_MIN_TOKENS
-from .second import second_simhash
+from . import deadline, defaults
+from .extract import frame_digest
+from .features.edits import edit_keys_of_tokens
+from .extract.boilerplate import REDIRECT_MAX_TOKENS, redirect_target
+from .features.exact import exact_digest, exact_digest_of_tokens
+from .features.features import DEFAULT_FEATURES, FeatureConfig, feature_hashes, token_hashes
+from .features.fingerprint import simhash_from_features
+from .extract.decode import to_utf8
+from .extract.shared_parse import deeper_than
+from .extract.text import extract_text, extract_text_bytes, text_of_parsed
+from .cluster.containment import Sketch, sketch_of
+from .features.second import MIN_TOKENS as SECOND_MIN_TOKENS
+from .features.second import second_simhash
 
 __all__ = [
     "Analysis", "AnalysisOptions", "analyse_html", "analyse_tree", "analyse_text", "fingerprint_html",
@@ -77,9 +78,9 @@ class AnalysisOptions:
     keep_text: bool = False
     #: Keep the text a simhash was computed from in ``Analysis.source`` (template learning).
     keep_source: bool = False
-    #: Give a simhash page its second simhash (``Analysis.second``, ``core.second``).
+    #: Give a simhash page its second simhash (``Analysis.second``, ``core.features.second``).
     second: bool = False
-    #: Give a simhash page its sentence sketch (``Analysis.sketch``, ``core.containment``).
+    #: Give a simhash page its sentence sketch (``Analysis.sketch``, ``core.cluster.containment``).
     sketch: bool = False
     #: Give a simhash page's content ``digest`` too (False: ``None``, for callers that only want the
     #: fingerprint; a short page's digest is its fingerprint and is always given).
@@ -107,11 +108,11 @@ class Analysis(NamedTuple):
     #: its ``fingerprint``): a re-crawled page within k is ``unchanged`` when it is the same, else ``edited``.
     digest: int | None = None
     #: The text the simhash was computed from (``str`` or UTF-8 ``bytes``), with ``keep_source`` and
-    #: a simhash only: ``core.sitetemplate`` learns the host's template from it.
+    #: a simhash only: ``core.cluster.sitetemplate`` learns the host's template from it.
     source: str | bytes | None = None
-    #: The second, independent simhash of a simhash page (``core.second``), with ``second``.
+    #: The second, independent simhash of a simhash page (``core.features.second``), with ``second``.
     second: int | None = None
-    #: The sentence sketch of a simhash page (``core.containment``), with ``sketch``; ``None`` when it has
+    #: The sentence sketch of a simhash page (``core.cluster.containment``), with ``sketch``; ``None`` when it has
     #: too few sentences.
     sketch: Sketch | None = None
 

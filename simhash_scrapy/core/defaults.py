@@ -29,7 +29,7 @@ def default_blocks(max_distance: int) -> int:
 
     At k = 4, k + 1 = 5 blocks give 13-bit table keys (~120 rows a bucket at 1M
     stored); 3 blocks, each matched within one bit, give ~21-bit keys in 3 tables
-    (``core/index_layout.py``): about 3x the queries/s at 1M and less memory
+    (``core/index/index_layout.py``): about 3x the queries/s at 1M and less memory
     (``python benchmarks/core.py``).  The Redis backend's layout needs B > k and
     keeps k + 1 (``backends/redis/``).
     """
@@ -38,7 +38,7 @@ def default_blocks(max_distance: int) -> int:
 #: are "short": compared by an exact digest of their text, not by simhash.
 MIN_TOKENS = 30
 #: ``SIMHASH_ONE_EDIT_BELOW``: pages of ``MIN_TOKENS`` (at least 30) up to this many tokens (exclusive) are
-#: also near-duplicates when their token sequences are one token apart (``core.edits``); 0: off.
+#: also near-duplicates when their token sequences are one token apart (``core.features.edits``); 0: off.
 #: Chosen on the tuning half (docs: ``quality.md``).
 ONE_EDIT_BELOW = 64
 #: The one-edit rule never applies below this many tokens, whatever ``SIMHASH_MIN_TOKENS``: in a
@@ -69,11 +69,11 @@ HTTP_STATUSES = tuple(range(200, 300))
 ACTION = "drop"
 SCOPE = "spider"
 #: ``SIMHASH_DISTINCT_SELECTORS``: CSS selectors whose text must also be equal for two pages to be
-#: near-duplicates (``core.distinct``); none by default.
+#: near-duplicates (``core.cluster.distinct``); none by default.
 DISTINCT_SELECTORS: tuple[str, ...] = ()
 #: ``SIMHASH_IDENTITY_SIGNALS``: pages that declare different identities (schema.org SKU, GTIN, MPN,
 #: productID, price or product name; ``product:`` meta; pagination) are never near-duplicates
-#: (``core.identity``); ``False`` merges them (product variants) by their text alone.
+#: (``core.cluster.identity``); ``False`` merges them (product variants) by their text alone.
 IDENTITY_SIGNALS = True
 #: ``SIMHASH_UNCHANGED``: what a re-crawl does with a page whose content is
 #: unchanged since its last recorded version: ``"pass"`` (goes on, flagged in
@@ -89,20 +89,20 @@ CONDITIONAL = True
 #: yielded when the page was last downloaded (kept beside the store), so a re-crawl reaches every page.
 REPLAY = True
 #: ``SIMHASH_TEMPLATES``: learn, per host, the text lines repeated across different articles
-#: (``core.sitetemplate``) and also match a page by its text without them (in-process and store
+#: (``core.cluster.sitetemplate``) and also match a page by its text without them (in-process and store
 #: backends; chosen on the real-web tuning half, ``benchmarks/quality``).
 TEMPLATES = True
-#: ``SIMHASH_SECOND_SIMHASH``: give each page a second, independent simhash (``core.second``) and join a
+#: ``SIMHASH_SECOND_SIMHASH``: give each page a second, independent simhash (``core.features.second``) and join a
 #: page to a canonical page whose second simhash is within k when their first ones are within 2k
 #: (in-process and store backends; chosen on the tuning halves, ``benchmarks/quality``).
 SECOND_SIMHASH = True
-#: ``SIMHASH_CONTAINMENT``: give each page a sketch of its sentences (``core.containment``) and join a page
+#: ``SIMHASH_CONTAINMENT``: give each page a sketch of its sentences (``core.cluster.containment``) and join a page
 #: that nothing else matched to a canonical page whose sentences hold its own, or the other way round
 #: (in-process and store backends; chosen on the tuning halves, ``benchmarks/quality/containment.py``).
 CONTAINMENT = True
 #: ``SIMHASH_REPRESENTATIVE``: which member represents a cluster in reports and meta:
 #: ``"best"`` (rel=canonical target, no query, not a copy by its canonical tag or URL, first crawled;
-#: ``core.representative``) or ``"first"`` (the first page crawled, the matching anchor).
+#: ``core.cluster.representative``) or ``"first"`` (the first page crawled, the matching anchor).
 REPRESENTATIVE = "best"
 #: ``SIMHASH_KEEP_PER_CLUSTER``: how many members of a cluster pass (the first N in crawl order).
 KEEP_PER_CLUSTER = 1

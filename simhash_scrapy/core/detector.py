@@ -10,9 +10,9 @@ A page (``Page``) is what ``core.analysis`` gave for it (fingerprint, short
 or not, one-edit keys, content digest, the text it was made from, second
 simhash, sentence sketch) with its scope, identity and URL.  ``check``
 
-* learns from it its host's template lines (``core.sitetemplate``, step 5:
+* learns from it its host's template lines (``core.cluster.sitetemplate``, step 5:
   the host is ``host_of(url)``), which gives its template-free fingerprint,
-* then applies the clustering rule (``core.clustering.Clusterer``: identity,
+* then applies the clustering rule (``core.cluster.clustering.Clusterer``: identity,
   nearest canonical page within k, short pages, one edit, the template-free
   text, the second simhash, sentence containment) and records the page.
 
@@ -20,7 +20,7 @@ What steps 5-7 learn (template lines per host, the canonical pages'
 template-free and second simhashes, their sentence sketches, the common
 sentence counts) is in ``Detector.rule`` and ``Detector.templates``; the
 persistent backend saves and restores it with the store
-(``core.detector_state``).
+(``core.store.detector_state``).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ import numpy as np
 
 from . import defaults
 from .analysis import Analysis, AnalysisOptions, analyse_html
-from .clustering import Clusterer, Decision, Outcome, Rule, rule_of
-from .containment import Sketch
-from .features import DEFAULT_FEATURES, FeatureConfig
+from .cluster.clustering import Clusterer, Decision, Outcome, Rule, rule_of
+from .cluster.containment import Sketch
+from .features.features import DEFAULT_FEATURES, FeatureConfig
 from .records import page_scope
-from .sitetemplate import HostTemplates, host_of
+from .cluster.sitetemplate import HostTemplates, host_of
 
 if TYPE_CHECKING:
-    from .config import SimhashConfig
+    from .settings.config import SimhashConfig
 
 __all__ = [
     "Page", "Detector", "PageDecision", "decide", "decide_html", "page_of", "canonical_positions", "assign_canonicals",
@@ -56,7 +56,7 @@ class Page:
     identity: str
     #: The simhash, or a short page's exact digest (``exact``).
     fingerprint: int
-    #: Its URL: the host its template is learned for (``core.sitetemplate.host_of``).
+    #: Its URL: the host its template is learned for (``core.cluster.sitetemplate.host_of``).
     url: str = ""
     exact: bool = False
     edit_keys: tuple[int, ...] = ()
@@ -128,7 +128,7 @@ class PageDecision:
     distance: int | None = None
     #: The step that matched beyond the first simhash: ``"template"``, ``"second"``, ``"containment"``.
     via: str | None = None
-    #: The rule that matched (``core.clustering.Rule``), for a near-duplicate.
+    #: The rule that matched (``core.cluster.clustering.Rule``), for a near-duplicate.
     rule: Rule | None = None
 
     @property
@@ -175,7 +175,7 @@ def decide_html(
     ``Detector`` of ``config`` (the settings' defaults when ``None``); the URL is the page's identity, its
     scope the crawl's (``SIMHASH_SCOPE``; ``spider``: the spider name).  ``None`` for a page with no
     fingerprint (no text).  Positions count every page given."""
-    from .config import SimhashConfig
+    from .settings.config import SimhashConfig
 
     config = config if config is not None else SimhashConfig.from_settings({})
     options: AnalysisOptions = config.analysis
@@ -219,7 +219,7 @@ def assign_canonicals(
     canonical page and the distance to it, ``-1`` for canonical pages.  Every
     page is its own identity (positions), so this is exactly what a crawl of
     these pages in this order decides.  ``also`` (template-free fingerprints,
-    learned in this order: ``core.sitetemplate``), ``second`` and ``sketches``
+    learned in this order: ``core.cluster.sitetemplate``), ``second`` and ``sketches``
     give steps 5-7 (``core.detector.decide`` applies the rule).
     """
     fps = np.asarray(fingerprints, dtype=np.uint64).tolist()

@@ -1,12 +1,14 @@
 """The records every backend takes and gives, and the small rules about them (no Scrapy, no backend).
 
-* ``PageRecord``: one fingerprinted page (or item) to check; ``Verdict``: what
+* ``PageRecord``: one fingerprinted page (or item) to check, built in one place
+  (``page_record``: from its ``Analysis``; ``record_again``: a 304 answer, from its
+  stored record), keyword-only; ``Verdict``: what
   the check found (``UNCHECKED``: nobody could check it); ``ClusterMember``:
   one recorded identity, as a backend lists it.  The backend interface
   (``backends.base.DedupBackend``) takes and gives these.
 * **Scope** (``page_scope``, ``item_scope``): which index a page is checked in.
   Pages of different scopes never match.  The crawl, ``compare`` and ``dedup``
-  call ``page_scope``; ``core.distinct.scope_key`` then folds in the page's
+  call ``page_scope``; ``core.cluster.distinct.scope_key`` then folds in the page's
   protected text.
 * **Flag fields** (``flag_item``): the item fields the flag action writes.
 """
@@ -18,11 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .clustering import Outcome
-from .containment import Sketch
+from .analysis import Analysis
+from .cluster.clustering import Outcome
+from .cluster.containment import Sketch
 
 __all__ = [
-    "PageRecord", "Verdict", "ClusterMember", "UNCHECKED", "page_scope", "item_scope", "is_item_scope",
+    "PageRecord", "page_record", "record_again", "Verdict", "ClusterMember", "UNCHECKED", "page_scope",
+    "item_scope", "is_item_scope",
     "ITEM_SCOPE_PREFIX", "FLAG_FIELDS", "flag_item", "is_flagged",
 ]
 
@@ -42,11 +46,11 @@ class PageRecord:
     #: What makes two checks "the same page" ("" means the URL).  The crawl
     #: passes Scrapy's request fingerprint, so the user's URL canonicalisation applies.
     identity: str = ""
-    #: A short page: matched by equal digest only (``core.exact``).
+    #: A short page: matched by equal digest only (``core.features.exact``).
     exact: bool = False
     #: When it was checked (``time.time()``; 0 when unknown).
     seen: float = 0.0
-    #: The one-edit keys of a simhash page of a few dozen tokens (``core.edits``), else empty.
+    #: The one-edit keys of a simhash page of a few dozen tokens (``core.features.edits``), else empty.
     edit_keys: tuple[int, ...] = ()
     #: The content digest (``Analysis.digest``): tells an unchanged page from an edited one; ``None``: unknown.
     digest: int | None = None
@@ -55,13 +59,13 @@ class PageRecord:
     last_modified: str | None = None
     #: The URL the page names as its canonical one (``rel=canonical`` tag or ``Link`` header), else ``None``.
     canonical_link: str | None = None
-    #: The simhash of its text without its host's learned template lines (``core.sitetemplate``): a
+    #: The simhash of its text without its host's learned template lines (``core.cluster.sitetemplate``): a
     #: second query of the rule, used by backends with ``extra_queries``; ``None``: none.
     also: int | None = None
-    #: Its second, independent simhash (``core.second``): a verified query in a wider radius, used by
+    #: Its second, independent simhash (``core.features.second``): a verified query in a wider radius, used by
     #: backends with ``extra_queries``; ``None``: none.
     second: int | None = None
-    #: Its sentence sketch (``core.containment``): clustering step 7, used by backends with
+    #: Its sentence sketch (``core.cluster.containment``): clustering step 7, used by backends with
     #: ``extra_queries``; ``None``: none.
     sketch: Sketch | None = None
     #: The text its simhash was made from (``Analysis.source``): a backend with ``extra_queries`` learns
@@ -72,6 +76,60 @@ class PageRecord:
     def key(self) -> str:
         """The identity, defaulting to the URL."""
         return self.identity or self.url
+
+
+def page_record(
+    answer: Analysis, *, url: str, scope: str, seen: float, referer: str | None = None, depth: int | None = None,
+    identity: str = "", etag: str | None = None, last_modified: str | None = None,
+    canonical_link: str | None = None, also: int | None = None,
+) -> PageRecord:
+    """The record of a page (or item) fingerprinted now: what ``answer`` found (its fingerprint, text,
+    exact digest, one-edit keys, content digest, second simhash, sentence sketch, source text) and where the crawl
+    met it.  The middleware and the pipeline build every record they check here."""
+    assert answer.fingerprint is not None, "a skipped page has no record"
+    return PageRecord(
+        url=url,
+        fingerprint=answer.fingerprint,
+        scope=scope,
+        referer=referer,
+        depth=depth,
+        text=answer.text,
+        identity=identity,
+        exact=answer.exact,
+        seen=seen,
+        edit_keys=answer.edit_keys,
+        digest=answer.digest,
+        etag=etag,
+        last_modified=last_modified,
+        canonical_link=canonical_link,
+        also=also,
+        second=answer.second,
+        sketch=answer.sketch,
+        source=answer.source,  # a backend with extra_queries learns its host's template from it (core.detector)
+    )
+
+
+def record_again(
+    previous: ClusterMember, *, url: str, scope: str, seen: float, referer: str | None = None,
+    depth: int | None = None, identity: str = "", etag: str | None = None, last_modified: str | None = None,
+) -> PageRecord:
+    """The record of a page that answered 304 (not modified): its stored record as it was, met again
+    now (the validators the server sent this time, else the stored ones)."""
+    return PageRecord(
+        url=url,
+        fingerprint=previous.fingerprint,
+        scope=scope,
+        referer=referer,
+        depth=depth,
+        text=previous.text,
+        identity=identity,
+        exact=previous.exact,
+        seen=seen,
+        digest=previous.digest,
+        etag=etag or previous.etag,
+        last_modified=last_modified or previous.last_modified,
+        canonical_link=previous.canonical_link,  # the page is as it was: so is the URL it names
+    )
 
 
 @dataclass(frozen=True)
@@ -91,7 +149,7 @@ class Verdict:
     previous_fingerprint: int | None = None
     #: When that version was checked (``time.time()``), when known.
     previous_seen: float | None = None
-    #: Found by the one-edit rule (``core.edits``): one token apart, farther than k.
+    #: Found by the one-edit rule (``core.features.edits``): one token apart, farther than k.
     one_edit: bool = False
     #: Found by the template-free text (``"template"``), the second simhash (``"second"``) or sentence
     #: containment (``"containment"``), else ``None``.

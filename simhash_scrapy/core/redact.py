@@ -83,36 +83,43 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
 def secrets_in(*values: Any) -> tuple[str, ...]:
     """The passwords in URLs and client parameter mappings, as written and percent-decoded (for ``redact``)."""
     found: list[str] = []
-
-    def add(secret: Any) -> None:
-        if isinstance(secret, (bytes, bytearray)):
-            secret = bytes(secret).decode("utf-8", "replace")
-        if isinstance(secret, str) and secret:
-            found.extend((secret, unquote(secret), unquote(secret.replace("+", " "))))
-
     for value in values:
         if isinstance(value, Mapping):
             for key, item in value.items():
                 if isinstance(key, str) and key.lower().endswith("password"):
-                    add(item)
+                    _add_secret(found, item)
                 elif isinstance(item, (str, Mapping)):
                     found.extend(secrets_in(item))
         elif isinstance(value, str):
-            try:
-                add(urlsplit(value).password)  # the whole text is a URL (its password may hold a space)
-            except ValueError:
-                pass
-            for match in _URL.finditer(value):
-                userinfo, at, _ = match.group("netloc").rpartition("@")
-                if at and ":" in userinfo:
-                    add(userinfo.split(":", 1)[1])
-            try:
-                query = urlsplit(value).query
-            except ValueError:
-                query = ""
-            for name, item in parse_qsl(query, keep_blank_values=True):
-                if name.lower().endswith("password"):
-                    add(item)
-            for match in re.finditer(r"[?&;]\w*password=([^&#\s]*)", value, re.IGNORECASE):
-                add(match.group(1))
+            _secrets_of_text(found, value)
     return tuple(dict.fromkeys(found))
+
+
+def _add_secret(found: list[str], secret: Any) -> None:
+    """``secrets_in``: a password (text or bytes) as written and percent-decoded."""
+    if isinstance(secret, (bytes, bytearray)):
+        secret = bytes(secret).decode("utf-8", "replace")
+    if isinstance(secret, str) and secret:
+        found.extend((secret, unquote(secret), unquote(secret.replace("+", " "))))
+
+
+def _secrets_of_text(found: list[str], value: str) -> None:
+    """``secrets_in``: the passwords of a text: of the URL it is, of the URLs in it, of its query's
+    ``...password=`` parameters."""
+    try:
+        _add_secret(found, urlsplit(value).password)  # the whole text is a URL (its password may hold a space)
+    except ValueError:
+        pass
+    for match in _URL.finditer(value):
+        userinfo, at, _ = match.group("netloc").rpartition("@")
+        if at and ":" in userinfo:
+            _add_secret(found, userinfo.split(":", 1)[1])
+    try:
+        query = urlsplit(value).query
+    except ValueError:
+        query = ""
+    for name, item in parse_qsl(query, keep_blank_values=True):
+        if name.lower().endswith("password"):
+            _add_secret(found, item)
+    for match in re.finditer(r"[?&;]\w*password=([^&#\s]*)", value, re.IGNORECASE):
+        _add_secret(found, match.group(1))

@@ -29,7 +29,16 @@ from simhash_scrapy.backends import PageRecord
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.core.detector import assign_canonicals
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.store.store import read_store
+
+from command_helpers import (  # noqa: E402  (tests/ is on sys.path)
+    assert_user_error,
+    env,
+    groups,
+    read_jsonl,
+    scrapy,
+    simhash,
+)
 
 pytest_plugins = ["conftest_redis"]
 
@@ -37,50 +46,6 @@ PROJECT = Path(__file__).parents[1] / "crawl_project"
 #: The defaults the commands run with (the tests follow them when they change).
 DEFAULTS = SimhashConfig.from_settings({})
 K = DEFAULTS.max_distance
-
-
-# ----------------------------------------------------------------- helpers
-def env(project: bool = False) -> dict[str, str]:
-    variables = dict(os.environ)
-    variables.pop("SCRAPY_SETTINGS_MODULE", None)
-    if project:
-        variables["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), variables.get("PYTHONPATH", "")]))
-    return variables
-
-
-def scrapy(*args: str, cwd: Path, timeout: float = 300, project: bool = False) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy.cmdline", *args],
-        cwd=cwd, env=env(project), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def simhash(*args: str, cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return scrapy("simhash", *args, cwd=cwd, **kwargs)
-
-
-def assert_user_error(proc: subprocess.CompletedProcess[str], code: int, command: str, words: str) -> None:
-    """Exit ``code``, one error line naming the problem, no traceback."""
-    assert proc.returncode == code, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
-    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
-    assert len(errors) == 1, proc.stderr
-    if code == 1:
-        assert errors[0].startswith(f"scrapy simhash {command}: error: "), errors
-    assert words.lower() in errors[0].lower(), errors
-
-
-def read_jsonl(text: str) -> list[dict[str, Any]]:
-    """The records of a JSON Lines report but its summary line (last; its time and source are the writer's own)."""
-    records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    if records and records[-1].get("type") == "summary":
-        records.pop()
-    return records
-
-
-def groups(clusters: list[dict[str, Any]], strip: str = "") -> list[list[str]]:
-    """Each cluster as its member URLs (canonical first), URL prefix ``strip`` removed."""
-    return [[m["url"].replace(strip, "") for m in c["members"]] for c in clusters]
 
 
 def make_folder(root: Path) -> Path:
@@ -104,6 +69,7 @@ EXPECTED_FOLDER_GROUPS = [["a0-copy.html", "a0.html"], ["a1-edit.html", "a1.html
 
 
 # --------------------------------------------------------------- registration, help
+@pytest.mark.slow  # 5 s measured (--durations, -n 2, loaded 2-core machine)
 def test_registered_through_the_entry_point_in_and_out_of_a_project(tmp_path: Path) -> None:
     outside = scrapy(cwd=tmp_path)
     inside = scrapy(cwd=PROJECT, project=True)
@@ -113,6 +79,7 @@ def test_registered_through_the_entry_point_in_and_out_of_a_project(tmp_path: Pa
     assert "active project: crawl_project" in inside.stdout
 
 
+@pytest.mark.slow  # 6 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("command", ["compare", "report", "dedup"])
 def test_each_sub_command_has_help_with_examples(tmp_path: Path, command: str) -> None:
     proc = simhash(command, "--help", cwd=tmp_path)
@@ -128,6 +95,7 @@ def test_each_sub_command_has_help_with_examples(tmp_path: Path, command: str) -
     assert names and all(name in usage for name in names), (usage, names)
 
 
+@pytest.mark.slow  # 21 s measured (--durations, -n 2, loaded 2-core machine)
 def test_top_level_help_and_missing_sub_command(tmp_path: Path) -> None:
     proc = simhash("-h", cwd=tmp_path)
     assert proc.returncode == 0
@@ -165,6 +133,7 @@ def test_assign_canonicals_decides_like_the_crawl_backend() -> None:
         assert sum(c >= 0 for c in canonical.tolist()) > 20
 
 
+@pytest.mark.slow  # 14 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     site = make_folder(tmp_path)
     proc = simhash("dedup", str(site), cwd=tmp_path)
@@ -202,6 +171,7 @@ def test_dedup_folder_jsonl_csv_html(tmp_path: Path) -> None:
     assert '<dd data-stat="near_duplicates">3</dd>' in page and '<dd data-stat="pages">10</dd>' in page
 
 
+@pytest.mark.slow  # 11 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_settings_change_the_decision(tmp_path: Path) -> None:
     site = make_folder(tmp_path)
     strict = simhash("dedup", str(site), "-s", "SIMHASH_MAX_DISTANCE=0", cwd=tmp_path)
@@ -214,6 +184,7 @@ def test_dedup_settings_change_the_decision(tmp_path: Path) -> None:
     assert read_jsonl(before.stdout) == read_jsonl(strict.stdout)  # the summary lines differ by their time
 
 
+@pytest.mark.slow  # 20 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_with_worker_processes_and_progress(tmp_path: Path) -> None:
     site = make_folder(tmp_path)
     one = simhash("dedup", str(site), "-j", "1", cwd=tmp_path)
@@ -225,6 +196,7 @@ def test_dedup_with_worker_processes_and_progress(tmp_path: Path) -> None:
     assert "[#" not in one.stderr  # no progress bar when standard error is not a terminal
 
 
+@pytest.mark.slow  # 12 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_json_lines_items(tmp_path: Path) -> None:
     items = []
     for i in range(5):
@@ -262,6 +234,7 @@ def test_dedup_json_lines_items(tmp_path: Path) -> None:
     assert [(r["url"], r["distance"]) for r in rows] == [("u0", "0"), ("u2", "0")]
 
 
+@pytest.mark.slow  # 21 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_bad_input_is_one_line_and_an_exit_code(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -303,6 +276,7 @@ def _compare_pages(tmp_path: Path) -> tuple[Path, Path, Path]:
     return a, b, c
 
 
+@pytest.mark.slow  # 5 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_files_text_and_json(tmp_path: Path) -> None:
     a, b, c = _compare_pages(tmp_path)
     proc = simhash("compare", str(a), str(b), str(c), "--json", cwd=tmp_path)
@@ -361,6 +335,7 @@ def test_compare_says_which_text_it_compared(tmp_path: Path) -> None:
     assert "text that differs (1 line only in page 1, 1 line only in page 2" in visible.stdout  # the dates
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_uses_the_project_settings(tmp_path: Path) -> None:
     """The navigation differs: invisible to main-content mode, visible to visible-text mode."""
     words = article_words(9, 120)
@@ -377,6 +352,7 @@ def test_compare_uses_the_project_settings(tmp_path: Path) -> None:
     assert visible["distances"][0][1] > 0
 
 
+@pytest.mark.slow  # 27 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_urls_show_what_the_crawl_decides(serve: Any, tmp_path: Path) -> None:
     """compare's fingerprints are the ones a real 'scrapy crawl' stores for the same URLs."""
     words = article_words(21)
@@ -414,6 +390,7 @@ def test_compare_urls_show_what_the_crawl_decides(serve: Any, tmp_path: Path) ->
     assert "Crawled (200)" not in proc.stderr and "[scrapy" not in proc.stderr  # the fetch log stays quiet
 
 
+@pytest.mark.slow  # 39 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_bad_input(tmp_path: Path) -> None:
     a, b, _ = _compare_pages(tmp_path)
     assert_user_error(simhash("compare", str(a), cwd=tmp_path), 2, "compare", "at least two pages")
@@ -444,6 +421,7 @@ def _crawl_site(serve: Any) -> tuple[Any, str]:
     return site, "paths=" + ",".join(f"/{x}{i}" for i in range(4) for x in "abc")
 
 
+@pytest.mark.slow  # 44 s measured (--durations, -n 2, loaded 2-core machine)
 def test_report_from_a_jobdir_store_equals_the_crawls_report(serve: Any, tmp_path: Path) -> None:
     site, paths = _crawl_site(serve)
     job = tmp_path / "job"
@@ -481,6 +459,7 @@ def test_report_from_a_jobdir_store_equals_the_crawls_report(serve: Any, tmp_pat
     assert f'<dd data-stat="clusters">{len(expected)}</dd>' in page and '<dd data-stat="pages">12</dd>' in page
 
 
+@pytest.mark.slow  # 11 s measured (--durations, -n 2, loaded 2-core machine)
 def test_report_from_simhash_dir_by_spider(serve: Any, tmp_path: Path) -> None:
     site, paths = _crawl_site(serve)
     state = tmp_path / "state"
@@ -500,6 +479,7 @@ def test_report_from_simhash_dir_by_spider(serve: Any, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # 59 s measured (--durations, -n 2, loaded 2-core machine)
 def test_report_from_redis(serve: Any, tmp_path: Path, redis_server: Any) -> None:
     site, paths = _crawl_site(serve)
     crawl_report = tmp_path / "crawl.jsonl"
@@ -531,6 +511,7 @@ def test_report_from_redis(serve: Any, tmp_path: Path, redis_server: Any) -> Non
     )
 
 
+@pytest.mark.slow  # 35 s measured (--durations, -n 2, loaded 2-core machine)
 def test_report_bad_input(tmp_path: Path) -> None:
     not_store = tmp_path / "file.store"
     not_store.write_bytes(b"hello")
@@ -549,6 +530,7 @@ def test_report_bad_input(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # 14 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_ctrl_c_stops_workers_without_a_traceback(tmp_path: Path) -> None:
     import signal
 

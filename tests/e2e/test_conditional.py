@@ -30,10 +30,10 @@ import pytest
 import pytest_twisted
 
 from conftest import RecordingSpider, article_html, article_words, run_crawl, simhash_stats
-from test_persistence import crawl_env, parse_stats, reached
+from crawl_helpers import crawl_env, parse_stats, reached
 from test_recurring import backend_args, copy_project, recorded_urls
 
-from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.store.store import read_store
 from simhash_scrapy.middleware import NOT_MODIFIED_FLAG, EditedPage, NotModifiedPage
 
 from static_server import Server  # tests/static_server.py: python -m http.server in a subprocess
@@ -113,6 +113,7 @@ def report_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+@pytest.mark.slow  # 114 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
 def test_a_second_crawl_gets_304s_and_edits_are_not_unchanged(
     backend: str, http_server: Any, tmp_path: Path, request: pytest.FixtureRequest
@@ -180,6 +181,7 @@ def test_a_second_crawl_gets_304s_and_edits_are_not_unchanged(
         assert all(m is not None for m in contents.last_modified)
 
 
+@pytest.mark.slow  # 78 s measured (--durations, -n 2, loaded 2-core machine)
 def test_without_validators_or_when_turned_off_a_recrawl_downloads_everything(
     http_server: Any, serve: Any, tmp_path: Path
 ) -> None:
@@ -207,6 +209,7 @@ def test_without_validators_or_when_turned_off_a_recrawl_downloads_everything(
     assert second["simhash/unchanged"] == 6 and second["simhash/edited"] == 1  # the digest tells the edit
 
 
+@pytest.mark.slow  # 5 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_a_304_reaches_only_callbacks_that_handle_it(http_server: Any, tmp_path: Path) -> None:
     root = tmp_path / "site"
@@ -232,6 +235,7 @@ async def test_a_304_reaches_only_callbacks_that_handle_it(http_server: Any, tmp
     assert "httperror/response_ignored_count" not in crawler.stats.get_stats()
 
 
+@pytest.mark.slow  # 2 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_scrapy_http_cache_makes_its_own_conditional_requests(http_server: Any, tmp_path: Path) -> None:
     root = tmp_path / "site"
@@ -256,7 +260,7 @@ async def test_scrapy_http_cache_makes_its_own_conditional_requests(http_server:
 
 # ------------------------------------------------------------------ units: the rule, the store, the report
 def test_the_rule_tells_unchanged_from_edited_by_digest() -> None:
-    from simhash_scrapy.core.clustering import Clusterer, Outcome
+    from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
 
     rule = Clusterer(max_distance=3)
     assert rule.check("s", "a", 0b1111, digest=10).outcome is Outcome.UNIQUE
@@ -274,8 +278,8 @@ def _format_3_store(path: Path) -> list[Any]:
     """A store as format 3 wrote it: rows without the format-4 columns, user_version 3."""
     import sqlite3
 
-    from simhash_scrapy.core.store import StoreConfig, StoreRecord
-    from simhash_scrapy.core.store_rows import FORMAT_4_COLUMNS
+    from simhash_scrapy.core.store.store import StoreConfig, StoreRecord
+    from simhash_scrapy.core.store.store_rows import FORMAT_4_COLUMNS
 
     from test_store import format_4_store
 
@@ -288,7 +292,7 @@ def _format_3_store(path: Path) -> list[Any]:
         db.execute(f"ALTER TABLE pages DROP COLUMN {name}")
     meta = dict(db.execute("SELECT key, value FROM simhash_meta").fetchall())
     meta["format"] = "3"
-    from simhash_scrapy.core.store import _meta_checksum
+    from simhash_scrapy.core.store.store import _meta_checksum
 
     db.execute("UPDATE simhash_meta SET value = '3' WHERE key = 'format'")
     db.execute("UPDATE simhash_meta SET value = ? WHERE key = 'checksum'", (_meta_checksum(meta),))
@@ -300,7 +304,7 @@ def _format_3_store(path: Path) -> list[Any]:
 def test_a_format_3_store_is_read_then_upgraded_in_place(tmp_path: Path) -> None:
     import sqlite3
 
-    from simhash_scrapy.core.store import PageStore, StoreConfig, StoreRecord
+    from simhash_scrapy.core.store.store import PageStore, StoreConfig, StoreRecord
 
     path = tmp_path / "old.store"
     _format_3_store(path)
@@ -331,7 +335,7 @@ def test_a_format_3_store_is_read_then_upgraded_in_place(tmp_path: Path) -> None
 
 def test_first_crawl_wording_and_the_jsonl_summary_line(tmp_path: Path) -> None:
     from simhash_scrapy.backends.base import ClusterMember, Outcome
-    from simhash_scrapy.core.report import build_clusters, describe_report, report_summary, write_report
+    from simhash_scrapy.core.report.report import build_clusters, describe_report, report_summary, write_report
 
     members = [ClusterMember("https://x/", 1, "s", outcome=Outcome.UNCHANGED), ClusterMember("https://x/a", 2, "s")]
     first = report_summary(members, [], title="T", max_distance=3, source="here", previous_crawl=False)
@@ -369,6 +373,7 @@ async def test_a_first_crawl_that_fetches_its_start_url_twice(serve: Any, tmp_pa
     assert "Fetched again, unchanged" in page and "since last crawl" not in page
 
 
+@pytest.mark.slow  # 30 s measured (--durations, -n 2, loaded 2-core machine)
 def test_with_jobdir_disk_queues(http_server: Any, tmp_path: Path) -> None:
     """Requests that went through JOBDIR's disk queues (pickled) get their validators when they are sent."""
     root = tmp_path / "site"

@@ -339,7 +339,7 @@ async def test_a_crawl_with_every_component_emits_no_warning(serve: Any, tmp_pat
 
 @pytest_twisted.ensureDeferred
 async def test_html_report(serve: Any, tmp_path: Path) -> None:
-    pytest.importorskip("simhash_scrapy.core.html_report")
+    pytest.importorskip("simhash_scrapy.core.report.html_report")
     site = serve(news_site())
     crawler = await crawl_news(site, {"SIMHASH_REPORT_URI": str(tmp_path / "%(name)s.html"), "LOG_LEVEL": "WARNING"})
     assert crawler.stats.get_value("simhash/clusters") == 3

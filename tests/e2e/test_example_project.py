@@ -105,11 +105,13 @@ def test_ground_truth_matches_the_served_site() -> None:
 
 
 # ------------------------------------------------------------------ drop mode (the project's settings)
+@pytest.mark.slow  # shares drop_run: a whole crawl of the example project (15 s measured in setup)
 def test_clusters_are_exactly_the_ground_truth_groups(drop_run: CrawlRun) -> None:
     found = [frozenset(site_path(m["url"]) for m in cluster["members"]) for cluster in drop_run.clusters]
     assert sorted(found, key=sorted) == sorted(GROUPS, key=sorted)
 
 
+@pytest.mark.slow  # shares drop_run: a whole crawl of the example project (15 s measured in setup)
 def test_heavy_template_pages_are_not_near_duplicates(drop_run: CrawlRun) -> None:
     clustered = {site_path(m["url"]) for cluster in drop_run.clusters for m in cluster["members"]}
     assert not clustered & SHARED_TEMPLATE
@@ -117,6 +119,7 @@ def test_heavy_template_pages_are_not_near_duplicates(drop_run: CrawlRun) -> Non
     assert SHARED_TEMPLATE <= reached
 
 
+@pytest.mark.slow  # shares drop_run: a whole crawl of the example project (15 s measured in setup)
 def test_report_members_are_consistent(drop_run: CrawlRun) -> None:
     for n, cluster in enumerate(drop_run.clusters, start=1):
         members = cluster["members"]
@@ -136,6 +139,7 @@ def test_report_members_are_consistent(drop_run: CrawlRun) -> None:
     assert sizes == sorted(sizes, reverse=True)
 
 
+@pytest.mark.slow  # shares drop_run: a whole crawl of the example project (15 s measured in setup)
 def test_drop_mode_lets_exactly_one_page_per_group_reach_the_spider(drop_run: CrawlRun) -> None:
     reached = [site_path(item["url"]) for item in drop_run.items]
     assert len(reached) == len(set(reached))
@@ -159,6 +163,7 @@ def test_drop_mode_lets_exactly_one_page_per_group_reach_the_spider(drop_run: Cr
         assert IN_GROUP[site_path(url)] == IN_GROUP[site_path(canonical)]
 
 
+@pytest.mark.slow  # shares drop_run: a whole crawl of the example project (15 s measured in setup)
 def test_stats_dump_numbers_are_consistent(drop_run: CrawlRun) -> None:
     stats = drop_run.stats
     duplicates = sum(len(group) - 1 for group in GROUPS)
@@ -188,6 +193,7 @@ def test_stats_dump_numbers_are_consistent(drop_run: CrawlRun) -> None:
     assert stats["finish_reason"] == "finished"
 
 
+@pytest.mark.slow  # shares drop_run: a whole crawl of the example project (15 s measured in setup)
 def test_log_names_the_report_and_has_no_warnings(drop_run: CrawlRun) -> None:
     assert re.search(
         rf"Simhash: wrote the jsonl report to {re.escape(str(drop_run.report_path))} "
@@ -200,6 +206,7 @@ def test_log_names_the_report_and_has_no_warnings(drop_run: CrawlRun) -> None:
 
 
 # ------------------------------------------------------------------ flag mode (-s SIMHASH_ACTION=flag)
+@pytest.mark.slow  # 15 s measured (--durations, -n 2, loaded 2-core machine)
 def test_flag_mode_passes_every_page_and_flags_the_duplicates(flag_run: CrawlRun) -> None:
     by_path = {site_path(item["url"]): item for item in flag_run.items}
     assert set(by_path) == HTML_PAGES
@@ -222,6 +229,7 @@ def test_flag_mode_passes_every_page_and_flags_the_duplicates(flag_run: CrawlRun
 
 
 # ------------------------------------------------------------------ -a start_url=... -a max_pages=...
+@pytest.mark.slow  # 10 s measured (--durations, -n 2, loaded 2-core machine)
 def test_start_url_crawls_that_site_within_the_page_limit(tmp_path: Path) -> None:
     sys.path.insert(0, str(PROJECT))
     try:
@@ -247,6 +255,7 @@ def test_start_url_crawls_that_site_within_the_page_limit(tmp_path: Path) -> Non
     assert all(item["url"].startswith(base_url) for item in run.items)
 
 
+@pytest.mark.slow  # 20 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_rerun_with_simhash_dir_sees_the_same_pages_unchanged(tmp_path: Path) -> None:
     # The sample site is served on a fixed port, so a second crawl fetches the same URLs and the
     # store of the first (SIMHASH_DIR) recognises every page as unchanged, not as new duplicates.

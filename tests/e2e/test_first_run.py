@@ -76,6 +76,7 @@ class Versions(dict):  # type: ignore[type-arg]
         return Page(self.versions[path][min(n, len(self.versions[path])) - 1])
 
 
+@pytest.mark.slow  # 11 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "html"])
 def test_a_page_fetched_again_with_new_text_is_listed_as_changed(serve: Any, tmp_path: Path, fmt: str) -> None:
     """One crawl (memory backend) fetches each page twice; /p1 and /p3 have new text the second time."""
@@ -116,6 +117,7 @@ def test_a_page_fetched_again_with_new_text_is_listed_as_changed(serve: Any, tmp
         assert re.findall(r'<tr class="changed-page"><td class="url"><a href="([^"]+)"', page) == expected
 
 
+@pytest.mark.slow  # 14 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_recrawl_with_simhash_dir_lists_the_changed_pages(serve: Any, tmp_path: Path) -> None:
     pages = {f"/p{i}": article_html(f"Story {i}", article_words(500 + i, 300)) for i in range(6)}
     site = serve(pages)
@@ -143,6 +145,7 @@ def test_a_recrawl_with_simhash_dir_lists_the_changed_pages(serve: Any, tmp_path
 
 
 # ------------------------------------------------------------ a wrong setting
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize(
     ("value", "message"),
     [
@@ -178,6 +181,7 @@ CI_SCRIPT = next(
 )
 
 
+@pytest.mark.slow  # 7 s measured (--durations, -n 2, loaded 2-core machine)
 def test_the_ci_recipe_fails_on_a_simhash_error(serve: Any, tmp_path: Path) -> None:
     site = serve({"/a": article_html("A", article_words(1))})
     project = copy_project(tmp_path)
@@ -197,6 +201,7 @@ def test_the_ci_recipe_fails_on_a_simhash_error(serve: Any, tmp_path: Path) -> N
 
 
 # ------------------------------------------------------- half-configured project
+@pytest.mark.slow  # 4 s measured (--durations, -n 2, loaded 2-core machine)
 def test_scrapy_simhash_says_when_the_addon_line_was_replaced(tmp_path: Path) -> None:
     project = copy_project(tmp_path)
     settings = project / "crawl_project" / "settings.py"

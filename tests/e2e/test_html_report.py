@@ -27,8 +27,8 @@ import pytest
 from chromium_cdp import INSTALL_HINT, Chromium, find_chromium  # noqa: E402  (tests/ is on sys.path)
 from conftest import article_html, article_words  # noqa: E402
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.clustering import Rule
-from simhash_scrapy.core.html_report import render_html, report_numbers
+from simhash_scrapy.core.cluster.clustering import Rule
+from simhash_scrapy.core.report.html_report import render_html, report_numbers
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -95,8 +95,8 @@ def test_the_templates_ship_in_the_package() -> None:
     tomllib = pytest.importorskip("tomllib")
     root = Path(__file__).resolve().parents[2]
     patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["simhash_scrapy"]
-    templates = [p.relative_to(root / "simhash_scrapy").as_posix() for p in (root / "simhash_scrapy/core/templates").iterdir()]
-    assert sorted(templates) == ["core/templates/report.css", "core/templates/report.html", "core/templates/report.js"]
+    templates = [p.relative_to(root / "simhash_scrapy").as_posix() for p in (root / "simhash_scrapy/core/report/templates").iterdir()]
+    assert sorted(templates) == ["core/report/templates/report.css", "core/report/templates/report.html", "core/report/templates/report.js"]
     assert all(any(fnmatch.fnmatch(t, pattern) for pattern in patterns) for t in templates)
 
 
@@ -208,6 +208,7 @@ def make_site(root: Path) -> Path:
     return site
 
 
+@pytest.mark.slow  # 18 s measured (--durations, -n 2, loaded 2-core machine)
 def test_browser_shows_the_numbers_of_the_json_report(browser: Chromium, tmp_path: Path) -> None:
     site = make_site(tmp_path)
     jsonl, html = tmp_path / "clusters.jsonl", tmp_path / "clusters.html"
@@ -319,6 +320,7 @@ def test_browser_handles_ten_thousand_clusters(browser: Chromium, tmp_path: Path
     assert requested_urls(browser, mark) == [page.as_uri()]
 
 
+@pytest.mark.slow  # 7 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_crawl_writes_the_html_report_with_texts(serve: Any, tmp_path: Path) -> None:
     """SIMHASH_REPORT_FORMAT = "html": the plugin keeps the page texts and the page can show diffs."""
     words = article_words(901, 240)
@@ -348,6 +350,7 @@ def test_a_crawl_writes_the_html_report_with_texts(serve: Any, tmp_path: Path) -
     assert any("zeppelin" in t for t in texts) and len(texts) == 2
 
 
+@pytest.mark.slow  # 2 s measured (--durations, -n 2, loaded 2-core machine)
 def test_browser_opens_a_cluster_of_thousands_of_pages(browser: Chromium, tmp_path: Path) -> None:
     urls = [f"https://shop.example/item/{i}" for i in range(1_200)]
     page = tmp_path / "template.html"
@@ -458,7 +461,7 @@ def test_browser_runs_no_script_from_hostile_titles_urls_and_texts(browser: Chro
 
 def test_browser_shows_the_representative(browser: Chromium, tmp_path: Path) -> None:
     """Each cluster says which page to keep and why; the representative's row is marked."""
-    from simhash_scrapy.core.report import build_clusters
+    from simhash_scrapy.core.report.report import build_clusters
 
     members = [
         {"url": "https://docs.example/a?utm_source=x", "fingerprint": 1, "scope": "s",

@@ -8,83 +8,39 @@ against a local site, stop one with SIGINT halfway and resume it.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-import os
 import random
-import re
 import shutil
-import signal
 import subprocess
 import sys
-from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from scrapy.utils.test import get_crawler
 
-from simhash_scrapy.backends import BackendError, PageRecord, create_backend
+from simhash_scrapy.backends import BackendError, PageRecord
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.persistent import PersistentBackend, load_members, stored_links
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.store.store import read_store
 
-from conftest import article_html  # noqa: E402  (tests/ is on sys.path)
-
-T = TypeVar("T")
-PROJECT = Path(__file__).parents[1] / "crawl_project"
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Drive a coroutine that never waits (the in-process backends)."""
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coro.close()
-    raise AssertionError("the coroutine waited for something")
-
-
-def flip(fp: int, distance: int, rng: random.Random) -> int:
-    for bit in rng.sample(range(64), distance):
-        fp ^= 1 << bit
-    return fp
-
-
-def page_sequence(seed: int, count: int, scopes: tuple[str, ...] = ("spider",)) -> list[tuple[PageRecord, bool]]:
-    """Pages with planted near-duplicates at distances 0..k+2, several scopes, some index=False."""
-    rng = random.Random(seed)
-    fps: list[int] = []
-    out = []
-    for i in range(count):
-        fp = flip(rng.choice(fps), rng.randint(0, 5), rng) if fps and i % 2 else rng.getrandbits(64)
-        fps.append(fp)
-        record = PageRecord(
-            url=f"https://example.com/{i}",
-            fingerprint=fp,
-            scope=rng.choice(scopes),
-            referer=rng.choice([None, "https://example.com/"]),
-            depth=rng.choice([None, 0, 3]),
-            text=rng.choice([None, f"text of page {i}"]),
-        )
-        out.append((record, rng.random() > 0.05))
-    return out
-
-
-def backend_for(settings: dict[str, Any], config: SimhashConfig | None = None) -> Any:
-    """The backend a crawl with ``settings`` gets; ``config`` overrides the detection settings."""
-    crawler = get_crawler(settings_dict=settings)
-    from_settings = SimhashConfig.from_settings(crawler.settings)
-    if config is not None:
-        from dataclasses import replace
-
-        from_settings = replace(
-            config, store_dir=from_settings.store_dir, jobdir=from_settings.jobdir, reset=from_settings.reset
-        )
-    return create_backend(crawler, from_settings)
-
+from crawl_helpers import (  # noqa: F401  (the helpers, also for tests that import them from here)
+    PROJECT,
+    backend_for,
+    crawl_command,
+    crawl_env,
+    distinct_words,
+    flip,
+    interrupt_after,
+    make_site,
+    page_sequence,
+    parse_stats,
+    reached,
+    read_report,
+    run,
+    run_crawl_cli,
+)
 
 # ------------------------------------------------------------------ components
 def test_jobdir_or_simhash_dir_selects_the_persistent_backend(tmp_path: Path) -> None:
@@ -207,95 +163,7 @@ def test_rechecked_pages_keep_one_record_and_extras_persist(tmp_path: Path) -> N
     assert load_members(tmp_path / "state" / "s.store") == run(reference.members())
 
 
-# -------------------------------------------------------------- real crawls
-_SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "be", "do", "fu", "gi", "ha", "jo", "pe", "qu"]
-
-
-def distinct_words(seed: int, count: int = 300) -> list[str]:
-    """Prose-like text whose words come from a large made-up vocabulary: pages of different seeds share little."""
-    rng = random.Random(seed)
-    return ["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(count)]
-
-
-def make_site(count: int = 24) -> dict[str, str]:
-    """``/a<i>``: distinct articles; ``/b<i>``: a copy of ``/a<i>`` that differs in punctuation and markup.
-
-    The copies are near-duplicates at distance 0 and two originals are 7 or more bits apart, with
-    any feature setting and text mode (these tests are about where the index lives, not about
-    how near a near-duplicate may be).
-    """
-    pages = {}
-    for i in range(count):
-        words = distinct_words(1000 + i)
-        pages[f"/a{i}"] = article_html(f"Story {i}", words, extra="Published on Monday.")
-        pages[f"/b{i}"] = article_html(f"Story {i}", words, extra="Published on Monday!").replace("<main>", "<main data-variant=\"print\">")
-    return pages
-
-
-def crawl_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "scrapy.cmdline", "crawl", "pages", *args]
-
-
-def crawl_env(project: Path = PROJECT) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("SCRAPY_SETTINGS_MODULE", None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project), env.get("PYTHONPATH", "")]))
-    return env
-
-
-def run_crawl_cli(args: list[str], project: Path = PROJECT, timeout: float = 180) -> tuple[dict[str, Any], str]:
-    proc = subprocess.run(
-        crawl_command(*args), cwd=project, env=crawl_env(project), capture_output=True, text=True, timeout=timeout
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return parse_stats(proc.stderr), proc.stderr
-
-
-_STAT = re.compile(r"^\s*'([^']+)': (\d+|'[^']*'|True|False),?$", re.MULTILINE)
-
-
-def parse_stats(log: str) -> dict[str, Any]:
-    """The integer and string stats of the 'Dumping Scrapy stats' block of a crawl log."""
-    start = log.rfind("Dumping Scrapy stats")
-    assert start >= 0, log[-3000:]
-    stats: dict[str, Any] = {}
-    for name, value in _STAT.findall(log[start:]):
-        stats[name] = int(value) if value.isdigit() else value.strip("'")
-    return stats
-
-
-def reached(log: str) -> list[str]:
-    return re.findall(r"Reached the spider: (\S+)", log)
-
-
-def interrupt_after(command: list[str], project: Path, pages: int) -> str:
-    """Run a crawl, press Ctrl-C (SIGINT: graceful shutdown) once ``pages`` reached the spider; its log."""
-    proc = subprocess.Popen(
-        command, cwd=project, env=crawl_env(project), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
-    )
-    lines: list[str] = []
-    assert proc.stderr is not None
-    try:
-        for line in proc.stderr:
-            lines.append(line)
-            if len(reached("".join(lines))) >= pages:
-                proc.send_signal(signal.SIGINT)
-                break
-        rest = proc.communicate(timeout=120)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    log = "".join(lines) + rest
-    assert proc.returncode == 0, log[-3000:]
-    return log
-
-
-def read_report(path: Path) -> list[dict[str, Any]]:
-    """The clusters of a JSON Lines report (its "changed" and "url_rule" lines left out)."""
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in records if r.get("type", "cluster") == "cluster"]
-
-
+@pytest.mark.slow  # 41 s measured (--durations, -n 2, loaded 2-core machine)
 def test_simhash_dir_recognises_last_weeks_pages(serve: Any, tmp_path: Path) -> None:
     site = serve(make_site(6))
     project = tmp_path / "project"
@@ -326,6 +194,7 @@ def test_simhash_dir_recognises_last_weeks_pages(serve: Any, tmp_path: Path) -> 
     assert (project / ".scrapy" / "simhash" / "pages.store.previous").exists()
 
 
+@pytest.mark.slow  # 21 s measured (--durations, -n 2, loaded 2-core machine)
 def test_jobdir_crawl_stopped_halfway_and_resumed(serve: Any, tmp_path: Path) -> None:
     count = 24
     site = serve(make_site(count))
@@ -371,6 +240,7 @@ def _faults() -> Any:
     return store_faults
 
 
+@pytest.mark.slow  # 53 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("mount", [True, False], ids=["tmpfs", "rlimit_fsize"])
 def test_a_full_disk_never_drops_a_page_and_says_why_once(tmp_path: Path, mount: bool) -> None:
     """Three real crawls on one SIMHASH_DIR store on a full file system (a 96 KB tmpfs when root can mount
@@ -393,6 +263,7 @@ def test_a_full_disk_never_drops_a_page_and_says_why_once(tmp_path: Path, mount:
     assert third == {"stored": 150, "unsaved": 0, "write_errors": 0, "first_error": "", "problems": []}
 
 
+@pytest.mark.slow  # 36 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_read_only_store_stops_the_crawl_cleanly_and_is_not_touched(tmp_path: Path) -> None:
     """The store file cannot be written (the immutable attribute as root, else mode 0444), its folder can:
     the crawl stops at start with one error naming the file and the cause; no traceback, no page dropped,
@@ -402,6 +273,7 @@ def test_a_read_only_store_stops_the_crawl_cleanly_and_is_not_touched(tmp_path: 
     assert "pages.store: the simhash store cannot be written (" in result["first_error"]
 
 
+@pytest.mark.slow  # 19 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("kill_after", [2, 25])
 def test_a_double_crash_loads_what_sqlite_reads(tmp_path: Path, kill_after: int) -> None:
     """A writer killed inside a large last transaction, then a real ``scrapy crawl`` on the same store
@@ -415,6 +287,7 @@ def test_a_double_crash_loads_what_sqlite_reads(tmp_path: Path, kill_after: int)
     assert result["stored"] >= 200 + kill_after and result["lost"] == 0  # SIMHASH_FLUSH_INTERVAL = 0
 
 
+@pytest.mark.slow  # 34 s measured (--durations, -n 2, loaded 2-core machine)
 def test_the_report_command_never_changes_a_crashed_store(serve: Any, tmp_path: Path) -> None:
     """``scrapy simhash report`` on the store a ``kill -9`` left (main file and WAL): not one byte of the
     folder changes (no checkpoint, no -shm), and the report has every committed page."""

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from conftest import Page, article_html
-from test_persistence import PROJECT, crawl_env, distinct_words, interrupt_after, parse_stats, read_report, reached
+from crawl_helpers import PROJECT, crawl_env, distinct_words, interrupt_after, parse_stats, read_report, reached
 
-from simhash_scrapy.core.store import read_store
+from simhash_scrapy.core.store.store import read_store
 
 pytest_plugins = ["conftest_redis"]
 
@@ -120,6 +120,7 @@ def recorded_urls(backend: str, tmp_path: Path, redis_url: str | None) -> list[s
     return [m.url for m in members]
 
 
+@pytest.mark.slow  # 65 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
 def test_recurring_crawls(backend: str, serve: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The same three crawls with SIMHASH_DIR and with a shared Redis (keys kept between crawls)."""
@@ -177,6 +178,7 @@ def test_recurring_crawls(backend: str, serve: Any, tmp_path: Path, request: pyt
     assert sorted(u for u, o in outcomes.items() if o == "near_duplicate") == sorted(site.url(c) for c in COPIES)
 
 
+@pytest.mark.slow  # 30 s measured (--durations, -n 2, loaded 2-core machine)
 def test_jobdir_paused_and_resumed(serve: Any, tmp_path: Path) -> None:
     site_pages = make_site(2)  # 29 distinct pages, 5 of them with other text, and 3 copies
     site = serve(site_pages)

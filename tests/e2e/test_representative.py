@@ -2,7 +2,8 @@
 
 Real crawls of a local site whose tracking, print, AMP and mirror copies are
 crawled before their originals, for each backend (memory, a SIMHASH_DIR
-store, Redis with a real redis-server), plus units of ``core.representative``.
+store, Redis with a real redis-server); the units of ``core.cluster.representative`` are
+tests/unit/test_representative.py.
 """
 
 from __future__ import annotations
@@ -17,19 +18,13 @@ import pytest_twisted
 from conftest import Page, RecordingSpider, article_html, article_words, run_crawl, simhash_stats
 
 from simhash_scrapy.backends.persistent import load_members
-from simhash_scrapy.core.report import build_clusters, render_report
-from simhash_scrapy.core.representative import (
+from simhash_scrapy.core.report.report import build_clusters, render_report
+from simhash_scrapy.core.cluster.representative import (
     Candidate,
     ClusterBook,
-    Reason,
     choose,
-    html_canonical,
     is_variant,
-    link_header_canonical,
-    names_elsewhere,
-    redirect_named,
 )
-from simhash_scrapy.core.text import parse_html
 from simhash_scrapy.middleware import NearDuplicate
 
 pytest_plugins = ["conftest_redis"]
@@ -116,6 +111,7 @@ BACKENDS = ["memory", "persistent", "redis"]
 
 
 # ------------------------------------------------------------------ real crawls
+@pytest.mark.slow  # 6 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", [*BACKENDS, "redis-shards"])
 @pytest_twisted.ensureDeferred
 async def test_copies_first_the_report_names_the_original(
@@ -242,15 +238,7 @@ async def test_the_page_a_redirect_names_is_kept(
         assert links == {site.url(f"/t/a{i}.html"): None, site.url(f"/articles/a{i}.html"): site.url(f"/articles/a{i}.html")}
 
 
-def test_redirect_named() -> None:
-    a = "https://x.example/articles/a.html"
-    assert redirect_named(a, ["https://x.example/go/a"]) == a
-    assert redirect_named(a, ["https://x.example/articles/a.html?utm_source=x"]) == a
-    assert redirect_named(a, []) is None
-    assert redirect_named(a + "?ref=old", ["https://x.example/old/a"]) is None  # a redirect adding a query
-    assert redirect_named(a, ["http://x.example/articles/a.html", "https://www.x.example/articles/a.html/"]) is None
-
-
+@pytest.mark.slow  # 4 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest_twisted.ensureDeferred
 async def test_first_keeps_the_first_crawled(
@@ -276,6 +264,7 @@ async def test_first_keeps_the_first_crawled(
     assert stats["simhash/flagged"] == ARTICLES * (len(COPIES) - 1)
 
 
+@pytest.mark.slow  # 6 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("order", ["copies_first", "originals_first"])
 @pytest_twisted.ensureDeferred
@@ -306,6 +295,7 @@ async def test_keep_two_per_cluster(
     assert crawler.stats.get_value("item_scraped_count") == 2 * ARTICLES
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", ["memory", "persistent"])
 @pytest_twisted.ensureDeferred
 async def test_flag_mode_meta_and_originals_first(
@@ -344,6 +334,7 @@ class MetaSpider(RecordingSpider):
         )
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_resumed_store_keeps_positions_and_the_choice(serve: Any, tmp_path: Path) -> None:
     """A SIMHASH_DIR store crawled in two runs: the second run knows each cluster's members (budget, choice)."""
@@ -390,38 +381,6 @@ async def test_resumed_store_keeps_positions_and_the_choice(serve: Any, tmp_path
 
 
 # ------------------------------------------------------------------------ units
-def test_choose_follows_the_order_of_the_rules() -> None:
-    a = "https://x.example/doc/a.html"
-    tracking, printed, _amp = a + "?utm_source=x", "https://x.example/print/doc/a.html", "https://x.example/doc/a.amp.html"
-    mirror = "https://x.example/mirror/doc/a.html"
-    assert choose([Candidate(tracking), Candidate(printed), Candidate(a)]) == (2, Reason.NOT_VARIANT)
-    # Both with a query, neither a copy: the first crawled, never the shorter one.
-    assert choose([Candidate(a + "?sort=1", None, 0), Candidate(a + "?p=1", None, 1)]) == (0, Reason.FIRST_CRAWLED)
-    # ... unless one of them carries a tracking parameter
-    assert choose([Candidate(tracking, None, 0), Candidate(a + "?p=1", None, 1)]) == (1, Reason.NOT_VARIANT)
-    assert choose([Candidate(tracking), Candidate(printed)]) == (1, Reason.NO_QUERY)
-    assert choose([Candidate(mirror), Candidate(a)]) == (1, Reason.NOT_VARIANT)
-    # The site's own word: a page naming another page as canonical is a copy, whatever its URL looks like ...
-    short_copy = "https://x.example/t/a.html"
-    assert choose([Candidate(short_copy, "https://news.example/2026/a"), Candidate(a)]) == (1, Reason.NOT_VARIANT)
-    # ... and it counts before the URL's look (a clean-looking copy naming elsewhere loses to a /print/ page).
-    assert choose([Candidate(short_copy, "https://news.example/2026/a"), Candidate(printed)]) == (1, Reason.NOT_VARIANT)
-    # A page naming itself under another scheme or host (www, https) is not a copy.
-    assert choose([Candidate(short_copy, None, 0), Candidate(a, "https://www.x.example/doc/a.html", 1)]) \
-        == (0, Reason.FIRST_CRAWLED)
-    # Across hosts: the page that was there first, not the shorter domain.
-    assert choose([Candidate("https://origin-news.example/2026/a", None, 0), Candidate("https://cp.example/2026/a", None, 1)]) \
-        == (0, Reason.FIRST_CRAWLED)
-    # A member named by rel=canonical wins over a shorter, cleaner one (the site's choice).
-    assert choose([Candidate(a, mirror), Candidate(mirror)]) == (1, Reason.REL_CANONICAL)
-    # A target nobody crawled names no member; the URL form is compared (host case, query order).
-    assert choose([Candidate(tracking, "https://other.example/"), Candidate(a)]) == (1, Reason.NO_QUERY)
-    assert choose([Candidate(a + "?b=2&a=1"), Candidate(a, "https://X.example/doc/a.html?a=1&b=2")])[0] == 0
-    # Ties: the first crawled.
-    assert choose([Candidate(a), Candidate(a.replace("/a.", "/b."))]) == (0, Reason.FIRST_CRAWLED)
-    assert choose([Candidate(tracking), Candidate(a)], "first") == (0, Reason.FIRST_CRAWLED)
-    with pytest.raises(ValueError):
-        choose([])
 
 
 @pytest.mark.parametrize(
@@ -455,17 +414,6 @@ def test_is_variant(url: str, variant: bool) -> None:
     assert is_variant(url) is variant
 
 
-def test_canonical_from_tag_and_header() -> None:
-    root = parse_html(b'<html><head><base href="/base/"><link rel="Canonical" href="page.html"></head></html>')
-    assert html_canonical(root, "https://x.example/base/") == "https://x.example/base/page.html"
-    assert html_canonical(parse_html(b"<html><head><link rel=canonical href='javascript:x'></head></html>"),
-                          "https://x.example/") is None
-    assert link_header_canonical(['<https://x.example/a>; rel="preload", <https://x.example/b>; rel="canonical"']) \
-        == "https://x.example/b"
-    assert link_header_canonical(['<https://x.example/a,b>; rel=canonical']) == "https://x.example/a,b"
-    assert link_header_canonical(['<https://x.example/a>; rel="next"']) is None
-
-
 def test_canonical_link_of_a_page_analysed_off_the_event_loop_parses_its_head_only() -> None:
     """A page whose analysis may take long (many tags: ``core.analysis.may_take_long``) or too big for the
     shared parse is never parsed whole on the event loop for its rel=canonical link: only its head is."""
@@ -483,28 +431,6 @@ def test_canonical_link_of_a_page_analysed_off_the_event_loop_parses_its_head_on
     response = HtmlResponse("https://x.example/a", body=b"<html><body>" + b"<b>x</b>" * (SLOW_MARKUP // 2 + 1)
                             + b'<link rel="canonical" href="/late"></body></html>', encoding="utf-8")
     assert _canonical_link(response) is None and response._cached_selector is None
-
-
-def test_names_elsewhere() -> None:
-    a = "https://x.example/doc/a.html"
-    assert not names_elsewhere(a, None)
-    assert not names_elsewhere(a, a) and not names_elsewhere(a, "http://WWW.x.example/doc/a.html")
-    assert not names_elsewhere(a + "?b=1&a=2", "https://x.example/doc/a.html?a=2&b=1")
-    assert names_elsewhere(a + "?utm_source=x", a)
-    assert names_elsewhere("https://x.example/mirror/doc/a.html", a)
-
-
-def test_cluster_book_replacements_and_positions() -> None:
-    book = ClusterBook("best")
-    a = "https://x.example/a.html"
-    first = book.place("s", "anchor", a + "?utm=1", a, "p2", "https://x.example/print/a.html", None)
-    assert (first.position, first.representative, first.replaced) == (2, "https://x.example/print/a.html", True)
-    again = book.place("s", "anchor", a + "?utm=1", a, "p2", "https://x.example/print/a.html", None)
-    assert (again.position, again.replaced) == (2, False)  # a page checked again keeps its place
-    last = book.place("s", "anchor", a + "?utm=1", a, "p3", a, a)
-    assert (last.position, last.representative, last.reason, last.replaced) == (3, a, Reason.REL_CANONICAL, True)
-    with pytest.raises(ValueError, match="one of best, first"):
-        ClusterBook("nope")
 
 
 def test_report_formats_show_the_representative(tmp_path: Path) -> None:
@@ -531,7 +457,7 @@ async def test_store_keeps_rel_canonical_urls_and_names_a_damaged_blob(tmp_path:
     from simhash_scrapy.backends import BackendError, PageRecord
     from simhash_scrapy.backends.persistent import PersistentBackend
     from simhash_scrapy.config import SimhashConfig
-    from simhash_scrapy.core.store_rows import blob_checksum
+    from simhash_scrapy.core.store.store_rows import blob_checksum
 
     config = SimhashConfig.from_settings({"SIMHASH_DIR": str(tmp_path), "SIMHASH_FLUSH_INTERVAL": 0})
     backend = PersistentBackend(config)
@@ -589,6 +515,7 @@ def test_cluster_book_agrees_with_choose(seed: int) -> None:
         assert placed.position == members[identity].order + 1
 
 
+@pytest.mark.slow  # 2 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_redis_workers_share_the_cluster_positions(serve: Any, tmp_path: Path, redis_server: Any) -> None:
     """Two workers on one Redis key (one after the other, each with its own process state): the positions

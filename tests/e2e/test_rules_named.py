@@ -22,9 +22,9 @@ from conftest import RecordingSpider, run_crawl, simhash_stats
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core import defaults
 from simhash_scrapy.core.analysis import analyse_html
-from simhash_scrapy.core.clustering import Rule
-from simhash_scrapy.core.distinct import DistinctSelectors, scope_key
-from simhash_scrapy.core.text import parse_html
+from simhash_scrapy.core.cluster.clustering import Rule
+from simhash_scrapy.core.cluster.distinct import scope_key
+from simhash_scrapy.core.extract.text import parse_html
 
 pytest_plugins = ["conftest_redis"]
 
@@ -78,61 +78,6 @@ def test_the_shop_pages_are_what_the_test_says() -> None:
     assert scope_key("shop", None) == "shop" and scope_key("shop", "ab") == "shop#ab"
 
 
-def test_selectors_read_text_and_attributes_as_response_css_does() -> None:
-    config = SimhashConfig.from_settings(
-        {"SIMHASH_DISTINCT_SELECTORS": "[itemprop=sku]::attr(content), .price::text"}  # a comma-separated string
-    )
-    assert config.distinct_selectors == ("[itemprop=sku]::attr(content)", ".price::text")
-    page = '<html><body><meta itemprop="sku" content="A-1"><b class="price">9 <i>EUR</i></b></body></html>'
-    assert config.distinct is not None
-    assert config.distinct.texts(parse_html(page)) == [["A-1"], ["9"]]
-
-
-@pytest.mark.parametrize(
-    "fragment",
-    [
-        '<span class="price">24<!-- sale -->.99</span>',  # a comment cuts the price in two text nodes
-        '<span class="price"><!--a-->19<!--b-->.<!--c-->99 EUR</span>',
-        '<span class="price"><b>from</b><!--a-->19<?php echo ?>.99</span>',
-        '<span class="price">a<b>x</b><!--c-->d</span>',
-        '<div class="price">1</div><!--c--><div class="price">2</div>',
-    ],
-)
-@pytest.mark.parametrize("css", [".price", ".price::text", ".price ::text", ".price *::text"])
-def test_the_crawl_and_the_commands_read_the_same_protected_text(fragment: str, css: str) -> None:
-    # The crawl reads Scrapy's parse (comments and processing instructions kept), compare and dedup
-    # core.text's (dropped): the digest is the same, so they decide alike (it was not: ["24", ".99"]).
-    from scrapy.http import HtmlResponse
-
-    config = SimhashConfig.from_settings({"SIMHASH_DISTINCT_SELECTORS": [css]})
-    assert config.distinct is not None
-    body = f"<html><body><p>Kettle</p>{fragment}</body></html>".encode()
-    crawl = HtmlResponse("http://shop.example/k", body=body, encoding="utf-8").selector.root
-    assert config.distinct.texts(crawl) == config.distinct.texts(parse_html(body))
-    assert config.distinct.digest(crawl) == config.distinct.digest(parse_html(body)) is not None
-
-
-@pytest.mark.parametrize(
-    "value, words",
-    [
-        ([".price["], "SIMHASH_DISTINCT_SELECTORS: '.price[' is not a valid CSS selector"),
-        (["p::colour"], "SIMHASH_DISTINCT_SELECTORS: 'p::colour' is not a valid CSS selector"),
-        ([""], "SIMHASH_DISTINCT_SELECTORS must list CSS selectors"),
-        ([3], "SIMHASH_DISTINCT_SELECTORS must list CSS selectors"),
-        (7, "SIMHASH_DISTINCT_SELECTORS must be a list"),
-    ],
-)
-def test_an_invalid_selector_is_an_error_naming_the_setting(value: Any, words: str) -> None:
-    with pytest.raises(ValueError) as info:
-        SimhashConfig.from_settings({"SIMHASH_DISTINCT_SELECTORS": value})
-    assert str(info.value).startswith(words)
-
-
-def test_the_core_refuses_a_broken_xpath() -> None:
-    with pytest.raises(ValueError, match=r"selector '\.x' gives an invalid XPath"):
-        DistinctSelectors([".x"], ["//*["])
-
-
 @pytest_twisted.ensureDeferred
 async def test_an_invalid_selector_stops_the_crawl_at_start(serve: Any) -> None:
     site = serve(SHOP)
@@ -167,6 +112,7 @@ def backend_settings(backend: str, tmp_path: Path, request: pytest.FixtureReques
     return {}
 
 
+@pytest.mark.slow  # 3 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest.mark.parametrize("backend", ["memory", "persistent", "redis"])
 @pytest_twisted.ensureDeferred
 async def test_pages_differing_in_price_are_duplicates_unless_the_price_is_protected(
@@ -220,6 +166,7 @@ async def test_pages_differing_in_price_are_duplicates_unless_the_price_is_prote
     assert cluster["scope"].startswith("recording#") and len(cluster["scope"]) == len("recording#") + 16
 
 
+@pytest.mark.slow  # 2 s measured (--durations, -n 2, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_every_rule_is_named_in_log_lines_and_report_rows(
     serve: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -274,8 +221,9 @@ async def test_every_rule_is_named_in_log_lines_and_report_rows(
     assert shown[site.url("/kettle-sale")] == f"simhash within k={K}" and shown[site.url("/kettle")] is None
 
 
+@pytest.mark.slow  # 42 s measured (--durations, -n 2, loaded 2-core machine)
 def test_compare_prints_the_rule_and_protected_text(tmp_path: Path) -> None:
-    from test_commands import simhash  # a real ``scrapy`` process
+    from command_helpers import simhash  # a real ``scrapy`` process
 
     files = []
     for name, body in (("1.html", SHOP["/kettle"]), ("2.html", SHOP["/kettle-sale"]), ("3.html", SHOP["/kettle"]),
@@ -304,8 +252,9 @@ def test_compare_prints_the_rule_and_protected_text(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "SIMHASH_DISTINCT_SELECTORS: '.price[' is not a valid CSS selector" in bad.stderr
 
 
+@pytest.mark.slow  # 38 s measured (--durations, -n 2, loaded 2-core machine)
 def test_dedup_keeps_protected_pages_apart_as_the_crawl_does(tmp_path: Path) -> None:
-    from test_commands import read_jsonl, simhash  # a real ``scrapy`` process
+    from command_helpers import read_jsonl, simhash  # a real ``scrapy`` process
 
     folder = tmp_path / "shop"
     folder.mkdir()

@@ -1,7 +1,7 @@
 """A small local shop crawled by real Scrapy: identity signals keep products, variants and listing pages apart.
 
 Tracking copies of a product page are still dropped, short pages one marked price apart are kept, and
-soft-404 shells under many URLs stay one cluster (``core.identity``, ``SIMHASH_IDENTITY_SIGNALS``).
+soft-404 shells under many URLs stay one cluster (``core.cluster.identity``, ``SIMHASH_IDENTITY_SIGNALS``).
 """
 
 from __future__ import annotations

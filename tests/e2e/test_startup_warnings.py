@@ -52,6 +52,7 @@ def two_copies(serve: Any) -> Any:
 
 
 # ------------------------------------------------------------------ unknown names
+@pytest.mark.slow  # 9 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_mistyped_setting_is_named_with_the_closest_known_one(serve: Any) -> None:
     site = two_copies(serve)
     proc = crawl(PROJECT, "-a", f"base={site.base}", "-a", "paths=/a,/b", "-s", "SIMHASH_ACTON=flag",
@@ -74,6 +75,7 @@ def test_a_mistyped_setting_is_named_with_the_closest_known_one(serve: Any) -> N
     assert stats["finish_reason"] == "finished"
 
 
+@pytest.mark.slow  # 8 s measured (--durations, -n 2, loaded 2-core machine)
 def test_the_project_settings_give_no_warning(serve: Any) -> None:
     site = two_copies(serve)
     proc = crawl(PROJECT, "-a", f"base={site.base}", "-a", "paths=/a,/b", "-s", "SIMHASH_MAX_DISTANCE=4")
@@ -193,6 +195,7 @@ def _start_error(proc: Any) -> str:
     return error.split(prefix, 1)[1]
 
 
+@pytest.mark.slow  # 21 s measured (--durations, -n 2, loaded 2-core machine)
 def test_an_unusable_simhash_dir_is_named(serve: Any, tmp_path: Path) -> None:
     site = two_copies(serve)
     proc = crawl(PROJECT, "-a", f"base={site.base}", "-a", "paths=/a", "-s", "SIMHASH_DIR=/proc/simhash")
@@ -205,6 +208,7 @@ def test_an_unusable_simhash_dir_is_named(serve: Any, tmp_path: Path) -> None:
     assert _start_error(proc) == f"BackendError: SIMHASH_DIR='{afile}/store': cannot make the folder: Not a directory"
 
 
+@pytest.mark.slow  # 40 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_malformed_redis_url_is_named_without_its_password(serve: Any) -> None:
     site = two_copies(serve)
     base = ("-a", f"base={site.base}", "-a", "paths=/a", "-s", "SIMHASH_BACKEND=redis")
@@ -229,6 +233,7 @@ def test_a_malformed_redis_url_is_named_without_its_password(serve: Any) -> None
     assert "hunter22" not in proc.stderr
 
 
+@pytest.mark.slow  # 10 s measured (--durations, -n 2, loaded 2-core machine)
 def test_a_report_folder_that_cannot_be_made_is_an_error_at_the_start(serve: Any, tmp_path: Path) -> None:
     site = two_copies(serve)
     afile = tmp_path / "afile"

@@ -1,4 +1,4 @@
-"""What clustering steps 5-7 learned is saved with the store and restored from it (``core.detector_state``):
+"""What clustering steps 5-7 learned is saved with the store and restored from it (``core.store.detector_state``):
 a crawl stopped (or killed) halfway and resumed decides as one in-process crawl; damage is named; a format-5
 store is upgraded in place."""
 
@@ -17,10 +17,10 @@ from simhash_scrapy.backends.base import PageRecord
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.persistent import PersistentBackend
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core import detector_state
+from simhash_scrapy.core.store import detector_state
 from simhash_scrapy.core.analysis import analyse_html
-from simhash_scrapy.core.store import FORMAT_VERSION, StoreError, read_store
-from simhash_scrapy.core.store_rows import blob_checksum
+from simhash_scrapy.core.store.store import FORMAT_VERSION, StoreError, read_store
+from simhash_scrapy.core.store.store_rows import blob_checksum
 
 
 def records(config: SimhashConfig) -> list[PageRecord]:
@@ -136,7 +136,7 @@ def test_damage_to_what_steps_5_to_7_learned_is_named_and_the_file_left_as_it_is
 def test_a_format_5_store_is_upgraded_in_place(tmp_path: Path) -> None:
     """A store as format 5 wrote it (the same tables, no detector blobs, version 5): read as it is by
     ``read_store``, upgraded to 6 by the next crawl, whose steps 5-7 start from nothing and are kept."""
-    from simhash_scrapy.core.store import _meta_checksum
+    from simhash_scrapy.core.store.store import _meta_checksum
 
     config = SimhashConfig(store_dir=str(tmp_path), flush_interval=0.0)
     pages = records(config)
@@ -177,8 +177,8 @@ def test_replaying_what_was_learned_gives_the_learner_and_the_counts_exactly() -
 
     import numpy as np
 
-    from simhash_scrapy.core.containment import SentenceCounts
-    from simhash_scrapy.core.sitetemplate import HostTemplates, line_hashes, line_hashes_many
+    from simhash_scrapy.core.cluster.containment import SentenceCounts
+    from simhash_scrapy.core.cluster.sitetemplate import HostTemplates, line_hashes, line_hashes_many
 
     rng = random.Random(5)
     texts = [

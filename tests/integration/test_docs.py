@@ -27,7 +27,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
 from simhash_scrapy.config import from_settings
-from simhash_scrapy.core.settings import NAMES
+from simhash_scrapy.core.settings.settings import NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -207,7 +207,7 @@ def test_the_readme_tables_agree_with_the_references() -> None:
 def test_the_readme_defaults_are_the_tables() -> None:
     # The README's ten settings repeat their defaults: each must be the table's (``Setting.default_text``,
     # which the settings reference shows; the README may leave off its parenthesis, e.g. "(no report)").
-    from simhash_scrapy.core.settings import setting
+    from simhash_scrapy.core.settings.settings import setting
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \| (`[^|]*`) \| ", readme, re.MULTILINE)

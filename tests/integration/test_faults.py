@@ -23,7 +23,7 @@ from packaging.version import Version
 import store_faults as faults  # noqa: E402 - tests/store_faults.py: the trials benchmarks/faults.py runs at scale
 
 from simhash_scrapy import _compat  # noqa: E402
-from simhash_scrapy.core.store import StoreError, check_wal, read_store  # noqa: E402
+from simhash_scrapy.core.store.store import StoreError, check_wal, read_store  # noqa: E402
 
 ALLOWED = {"detected", "harmless", "torn last write dropped", "reported empty"}
 

@@ -1,4 +1,4 @@
-"""The one-edit rule (``core.edits``): pages of a few dozen tokens one token apart are near-duplicates.
+"""The one-edit rule (``core.features.edits``): pages of a few dozen tokens one token apart are near-duplicates.
 
 The real pair is from the wide set's tuning half (``llvm-15-doc``, the AMDGPU operand reference):
 two ``vdst`` pages of 31 and 32 tokens that differ in one word ("Operands: v" vs "Operands: v, a").
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import pytest_twisted
 from conftest import RecordingSpider, run_crawl, simhash_stats
-from test_persistence import run  # drives the in-process backends' coroutines
+from crawl_helpers import run  # drives the in-process backends' coroutines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,12 +27,12 @@ from simhash_scrapy.backends.persistent import PersistentBackend
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core import defaults
 from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html, analyse_text
-from simhash_scrapy.core.clustering import Clusterer, Outcome
+from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
 from simhash_scrapy.core.detector import assign_canonicals
-from simhash_scrapy.core.edits import edit_keys, edit_keys_of_tokens
-from simhash_scrapy.core.exact import exact_digest
-from simhash_scrapy.core.features import token_hashes
-from simhash_scrapy.core.store import StoreError, read_store
+from simhash_scrapy.core.features.edits import edit_keys, edit_keys_of_tokens
+from simhash_scrapy.core.features.exact import exact_digest
+from simhash_scrapy.core.features.features import token_hashes
+from simhash_scrapy.core.store.store import StoreError, read_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "quality"
 GFX10 = (FIXTURES / "amdgpu_vdst_gfx10.html").read_bytes()  # "... Operands: v"
@@ -187,7 +187,7 @@ def test_keys_are_kept_in_the_store_and_damage_to_them_is_detected(tmp_path: Pat
 
 @pytest.mark.slow  # the commands in subprocesses
 def test_the_commands_decide_as_the_crawl(tmp_path: Path) -> None:
-    from test_commands import read_jsonl, simhash  # the commands' own helpers (a real ``scrapy`` process)
+    from command_helpers import read_jsonl, simhash  # the commands' own helpers (a real ``scrapy`` process)
 
     folder = tmp_path / "pages"
     folder.mkdir()
@@ -208,7 +208,7 @@ def test_the_commands_decide_as_the_crawl(tmp_path: Path) -> None:
 
 
 def test_the_key_table_answers_as_a_dict(monkeypatch: pytest.MonkeyPatch) -> None:
-    from simhash_scrapy.core import keytable
+    from simhash_scrapy.core.index import keytable
 
     monkeypatch.setattr(keytable, "_RECENT", 16)  # merge into the sorted arrays often
     rng = random.Random(3)

@@ -40,6 +40,10 @@ def test_the_version_is_written_in_one_place() -> None:
 _PAGE = b"<html><body><nav>menu</nav><main><p>" + b" ".join(b"word%d" % i for i in range(80)) + b"</p></main></body></html>"
 
 
+#: The compiled modules' places under simhash_scrapy.core.
+_MODULES = {"_speedups": "_speedups", "_walker": "extract._walker"}
+
+
 def _import_without(hidden: tuple[str, ...]) -> str:
     """Code for a fresh interpreter in which the compiled modules ``hidden`` cannot be found, as after an
     install without a C compiler (setup.py marks both extensions optional) or one that built only one."""
@@ -47,7 +51,7 @@ def _import_without(hidden: tuple[str, ...]) -> str:
         "import importlib.abc, logging, sys\n"
         "class Hide(importlib.abc.MetaPathFinder):\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        f"        if name in {[f'simhash_scrapy.core.{h}' for h in hidden]!r}:\n"
+        f"        if name in {[f'simhash_scrapy.core.{_MODULES[h]}' for h in hidden]!r}:\n"
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "        return None\n"
         "sys.meta_path.insert(0, Hide())\n"

@@ -18,14 +18,14 @@ import pytest
 import pytest_twisted
 from conftest import RecordingSpider, run_crawl
 from redis_server import RedisServer
-from test_commands import simhash
+from command_helpers import simhash
 from test_redis_backend import KillRedisMiddleware, async_test, make_backend
 
 from simhash_scrapy.backends import BackendError, PageRecord
 from simhash_scrapy.config import RedisConfig
 from simhash_scrapy.core.redact import MASK, redact, secrets_in
 
-from test_persistence import PROJECT, crawl_command, crawl_env, make_site, parse_stats  # noqa: E402
+from crawl_helpers import PROJECT, crawl_command, crawl_env, make_site, parse_stats  # noqa: E402
 
 pytest_plugins = ["conftest_redis"]
 
@@ -220,55 +220,76 @@ def crawl(site: Any, settings: dict[str, Any], tmp_path: Path, name: str) -> tup
     return proc.returncode, proc.stdout, proc.stderr, report.read_text(encoding="utf-8") if report.exists() else ""
 
 
-@pytest.mark.slow  # many crawls and commands in subprocesses
-def test_crawls_with_a_wrong_and_a_right_password_in_each_form(serve: Any, locked_redis: Any, tmp_path: Path) -> None:
+#: The forms of giving the password (``settings_forms``): a test each, so the crawls spread over the workers.
+FORMS = ("userinfo", "user_and_password", "percent_encoded", "query", "redis_params", "unix_query", "unix_userinfo")
+
+
+@pytest.mark.slow  # two crawls in subprocesses
+@pytest.mark.parametrize("name", FORMS)
+def test_crawls_with_a_wrong_and_a_right_password(serve: Any, locked_redis: Any, tmp_path: Path, name: str) -> None:
     site = serve(make_site(2))
     forms = settings_forms(locked_redis)
-    for name, (settings, secrets) in settings_forms(locked_redis, WRONG_PW).items():
-        code, out, err, report = crawl(site, settings, tmp_path, f"wrong-{name}")
-        stats = parse_stats(err)
-        assert code == 0 and stats["finish_reason"] == "simhash_error", (name, err[-3000:])
-        dump = re.sub(r"['\"]\n\s+['\"]", "", err[err.rfind("Dumping Scrapy stats") :])  # the stats, lines joined
-        assert "'simhash/error': 'BackendError: Redis at " in dump and REFUSED in dump, dump
-        assert "authentication failed" in dump and "start Redis" not in dump, dump
-        assert_hidden(secrets + (WRONG_PW,) + forms[name][1], out, err, report, json.dumps(stats))
+    settings, secrets = settings_forms(locked_redis, WRONG_PW)[name]
+    code, out, err, report = crawl(site, settings, tmp_path, f"wrong-{name}")
+    stats = parse_stats(err)
+    assert code == 0 and stats["finish_reason"] == "simhash_error", (name, err[-3000:])
+    dump = re.sub(r"['\"]\n\s+['\"]", "", err[err.rfind("Dumping Scrapy stats") :])  # the stats, lines joined
+    assert "'simhash/error': 'BackendError: Redis at " in dump and REFUSED in dump, dump
+    assert "authentication failed" in dump and "start Redis" not in dump, dump
+    assert_hidden(secrets + (WRONG_PW,) + forms[name][1], out, err, report, json.dumps(stats))
+    settings, secrets = forms[name]
+    code, out, err, report = crawl(site, settings, tmp_path, f"right-{name}")
+    stats = parse_stats(err)
+    assert code == 0 and stats["finish_reason"] == "finished", (name, err[-3000:])
+    assert stats["simhash/fingerprinted"] == 4 and "simhash/error" not in stats, (name, stats)
+    assert "simhash: Redis backend at " in err and len(json.loads(report.splitlines()[0])["members"]) >= 2
+    assert_hidden(secrets, out, err, report)
+    if name == "userinfo":  # the start-up line names Redis with the password masked
+        assert f"Redis backend at redis://:***@127.0.0.1:{locked_redis.port}/0" in err
+    if name == "query":
+        assert f"Redis backend at redis://127.0.0.1:{locked_redis.port}/0?password=***" in err
+
+
+@pytest.mark.slow  # a crawl in a subprocess
+def test_a_rediss_url_against_a_server_without_tls_keeps_the_password_hidden(
+    serve: Any, locked_redis: Any, tmp_path: Path,
+) -> None:
     # rediss:// against a server without TLS: the connection fails; the message keeps the password hidden.
+    site = serve(make_site(2))
     url = f"rediss://:{DEFAULT_PW}@127.0.0.1:{locked_redis.port}/0"
-    code, out, err, report = crawl(site, {"SIMHASH_REDIS_URL": url}, tmp_path, "rediss")
+    _code, out, err, report = crawl(site, {"SIMHASH_REDIS_URL": url}, tmp_path, "rediss")
     assert parse_stats(err)["finish_reason"] == "simhash_error" and "Cannot reach Redis at rediss://:***@" in err
     assert_hidden((DEFAULT_PW,), out, err, report)
-    for name, (settings, secrets) in forms.items():
-        code, out, err, report = crawl(site, settings, tmp_path, f"right-{name}")
-        stats = parse_stats(err)
-        assert code == 0 and stats["finish_reason"] == "finished", (name, err[-3000:])
-        assert stats["simhash/fingerprinted"] == 4 and "simhash/error" not in stats, (name, stats)
-        assert "simhash: Redis backend at " in err and len(json.loads(report.splitlines()[0])["members"]) >= 2
-        assert_hidden(secrets, out, err, report)
-        if name == "userinfo":  # the start-up line names Redis with the password masked
-            assert f"Redis backend at redis://:***@127.0.0.1:{locked_redis.port}/0" in err
-        if name == "query":
-            assert f"Redis backend at redis://127.0.0.1:{locked_redis.port}/0?password=***" in err
 
 
-@pytest.mark.slow  # many crawls and commands in subprocesses
-def test_report_command_never_prints_the_password(serve: Any, locked_redis: Any, tmp_path: Path) -> None:
+@pytest.mark.slow  # a crawl and two report commands in subprocesses
+@pytest.mark.parametrize("name", [form for form in FORMS if form != "redis_params"])
+def test_report_command_never_prints_the_password(serve: Any, locked_redis: Any, tmp_path: Path, name: str) -> None:
     site = serve(make_site(2))
     forms = settings_forms(locked_redis)
     settings, _ = forms["userinfo"]
     assert crawl(site, settings, tmp_path, "data")[0] == 0  # kept (SIMHASH_REDIS_PERSIST) for the reports
-    for name in ("userinfo", "user_and_password", "percent_encoded", "query", "unix_query", "unix_userinfo"):
-        for password in (None, WRONG_PW):
-            (settings, secrets) = settings_forms(locked_redis, password)[name]
-            url = settings.get("SIMHASH_REDIS_URL") or settings["REDIS_URL"]
-            out = tmp_path / f"{name}-{password}.html"
-            proc = simhash("report", "--redis", url, "--key", "pages:simhash", "-o", str(out), cwd=tmp_path)
-            written = out.read_text(encoding="utf-8") if out.exists() else ""
-            if password is None:
-                assert proc.returncode == 0 and "<html" in written, (name, proc.stderr)
-            else:
-                assert proc.returncode == 1 and REFUSED in proc.stderr, (name, proc.stderr)
-            assert_hidden(secrets + forms[name][1], proc.stdout, proc.stderr, written)
+    for password in (None, WRONG_PW):
+        (settings, secrets) = settings_forms(locked_redis, password)[name]
+        url = settings.get("SIMHASH_REDIS_URL") or settings["REDIS_URL"]
+        out = tmp_path / f"{name}-{password}.html"
+        proc = simhash("report", "--redis", url, "--key", "pages:simhash", "-o", str(out), cwd=tmp_path)
+        written = out.read_text(encoding="utf-8") if out.exists() else ""
+        if password is None:
+            assert proc.returncode == 0 and "<html" in written, (name, proc.stderr)
+        else:
+            assert proc.returncode == 1 and REFUSED in proc.stderr, (name, proc.stderr)
+        assert_hidden(secrets + forms[name][1], proc.stdout, proc.stderr, written)
+
+
+@pytest.mark.slow  # a crawl and two report commands in subprocesses
+def test_report_command_with_redis_params_never_prints_the_password(
+    serve: Any, locked_redis: Any, tmp_path: Path,
+) -> None:
     # REDIS_PARAMS from the settings (-s), the URL without a password.
+    site = serve(make_site(2))
+    settings, _ = settings_forms(locked_redis)["userinfo"]
+    assert crawl(site, settings, tmp_path, "data")[0] == 0  # kept (SIMHASH_REDIS_PERSIST) for the reports
     for password in (None, WRONG_PW):
         (settings, secrets) = settings_forms(locked_redis, password)["redis_params"]
         proc = simhash("report", "--redis", "--spider", "pages", "-s", f"REDIS_URL={settings['REDIS_URL']}",

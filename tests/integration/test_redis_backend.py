@@ -36,9 +36,9 @@ from simhash_scrapy.backends.redis import RedisBackend, RedisSettings, layout_st
 from simhash_scrapy.backends.redis.layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, pack_record, parse_record
 from simhash_scrapy.backends.redis.replica import Replica
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.report import build_clusters
+from simhash_scrapy.core.report.report import build_clusters
 
-from test_persistence import (  # noqa: E402  (tests/ is on sys.path)
+from crawl_helpers import (  # noqa: E402  (tests/ is on sys.path)
     PROJECT,
     crawl_command,
     crawl_env,

@@ -18,7 +18,7 @@ from simhash_scrapy.backends import PageRecord
 from simhash_scrapy.backends.base import Outcome
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.config import SimhashConfig
-from test_persistence import flip  # noqa: E402  (tests/ is on sys.path)
+from crawl_helpers import flip  # noqa: E402  (tests/ is on sys.path)
 
 pytest_plugins = ["conftest_redis"]
 

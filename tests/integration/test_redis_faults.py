@@ -28,7 +28,7 @@ from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.redis import RedisBackend
 from simhash_scrapy.config import SimhashConfig
 
-from test_persistence import make_site, parse_stats  # noqa: E402
+from crawl_helpers import make_site, parse_stats  # noqa: E402
 
 pytest_plugins = ["conftest_redis"]
 

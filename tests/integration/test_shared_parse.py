@@ -24,9 +24,9 @@ from scrapy.utils.test import get_crawler
 from conftest import RecordingSpider, article_html, article_words, run_crawl
 from simhash_scrapy import fingerprint_html
 from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html
-from simhash_scrapy.core.store import read_store
-from simhash_scrapy.core.sitetemplate import line_hashes
-from simhash_scrapy.core.text import charset_of, shared_parse_usable
+from simhash_scrapy.core.store.store import read_store
+from simhash_scrapy.core.cluster.sitetemplate import line_hashes
+from simhash_scrapy.core.extract.text import charset_of, shared_parse_usable
 from simhash_scrapy.middleware import SimhashMiddleware
 
 WORDS = " ".join(article_words(7, 300))

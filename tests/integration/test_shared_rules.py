@@ -23,11 +23,12 @@ import pytest
 from simhash_scrapy.backends import base
 from simhash_scrapy.backends.redis import layout
 from simhash_scrapy.backends.redis.backend import lua
-from simhash_scrapy.core import records, store_rows
-from simhash_scrapy.core.clustering import RECORDED_OUTCOMES, Outcome, Rule, is_one_edit, rule_of
-from simhash_scrapy.core.representative import absolute, html_canonical
+from simhash_scrapy.core import records
+from simhash_scrapy.core.store import store_rows
+from simhash_scrapy.core.cluster.clustering import RECORDED_OUTCOMES, Outcome, Rule, is_one_edit, rule_of
+from simhash_scrapy.core.cluster.representative import absolute, html_canonical
 from simhash_scrapy.core.skip import item_is_html, media_type, skip_reason, too_large
-from simhash_scrapy.core.text import parse_html
+from simhash_scrapy.core.extract.text import parse_html
 
 pytest_plugins = ["conftest_redis"]
 
@@ -170,7 +171,7 @@ def test_item_is_html_answers_as_the_dedup_copy_did(value: str, fmt: str) -> Non
 
 # --------------------------------------------------------- rel=canonical
 def _old_html_canonical(root: Any, base_url: str) -> str | None:
-    # core.representative.html_canonical before the move: any <link> of the document.
+    # core.cluster.representative.html_canonical before the move: any <link> of the document.
     for element in root.iter("link"):
         rel, href = element.get("rel"), element.get("href")
         if rel and href and "canonical" in rel.lower().split():

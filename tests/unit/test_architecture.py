@@ -55,20 +55,20 @@ def test_a_core_import_of_scrapy_breaks_the_contract(tmp_path: Path) -> None:
     copy.mkdir()
     shutil.copy(ROOT / "pyproject.toml", copy)
     shutil.copytree(ROOT / "simhash_scrapy", copy / "simhash_scrapy", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    features = copy / "simhash_scrapy" / "core" / "features.py"
+    features = copy / "simhash_scrapy" / "core" / "features" / "features.py"
     features.write_text(features.read_text(encoding="utf-8") + "\nimport scrapy  # deliberately wrong\n", encoding="utf-8")
     proc = subprocess.run(
         [LINT, "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=300,
         env={"PYTHONPATH": str(copy), "PATH": str(Path(sys.executable).parent)},
     )  # fmt: skip
     assert proc.returncode != 0
-    assert "simhash_scrapy.core.features -> scrapy" in proc.stdout
+    assert "simhash_scrapy.core.features.features -> scrapy" in proc.stdout
 
 
 @pytest.mark.parametrize(
     "module",
-    ["simhash_scrapy.core.analysis", "simhash_scrapy.core.clustering", "simhash_scrapy.core.report",
-     "simhash_scrapy.core.store", "simhash_scrapy.backends.memory", "simhash_scrapy"],
+    ["simhash_scrapy.core.analysis", "simhash_scrapy.core.cluster.clustering", "simhash_scrapy.core.report.report",
+     "simhash_scrapy.core.store.store", "simhash_scrapy.backends.memory", "simhash_scrapy"],
 )  # fmt: skip
 def test_core_and_backends_import_without_scrapy(module: str) -> None:
     code = BLOCK_SCRAPY + f"import importlib; importlib.import_module({module!r}); print('ok')"
@@ -98,14 +98,35 @@ def _contracts() -> list[dict[str, object]]:
     return contracts
 
 
+def _layered(containers: list[str] | None) -> set[str]:
+    """The modules the layers contract with these ``containers`` names (full names)."""
+    (layers,) = [c for c in _contracts() if c["type"] == "layers" and c.get("containers") == containers]
+    named = {m.strip() for layer in layers["layers"] for m in str(layer).strip("()").split("|")}  # type: ignore[attr-defined]
+    prefix = f"{containers[0]}." if containers else ""
+    return {prefix + m for m in named}
+
+
 def test_every_top_level_module_is_in_the_layers_contract() -> None:
     """A new module of ``simhash_scrapy`` must be placed in a layer, or nothing checks its imports."""
-    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
-    named = {m.strip() for layer in layers["layers"] for m in str(layer).strip("()").split("|")}  # type: ignore[attr-defined]
+    named = _layered(None)
     modules = {f"simhash_scrapy.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "simhash_scrapy")])}
     assert "simhash_scrapy.core" in modules and "simhash_scrapy.state" in modules
     assert sorted(modules - named) == [], "add these modules to a layer in pyproject.toml [tool.importlinter]"
     assert sorted(named - modules) == [], "the layers contract names modules that do not exist"
+
+
+def test_every_module_and_package_of_the_core_is_in_the_core_layers_contract() -> None:
+    """Inside the core too: a new package or module of ``core/`` is placed in a layer, and at most
+    12 modules stay directly in ``core/`` (the rest are in the packages that follow a page's path)."""
+    named = _layered(["simhash_scrapy.core"])
+    core = ROOT / "simhash_scrapy" / "core"
+    # Python modules and packages (the compiled _speedups is imported by _native only)
+    children = {f"simhash_scrapy.core.{m.name}" for m in pkgutil.iter_modules([str(core)])
+                if m.ispkg or (core / f"{m.name}.py").exists()}
+    assert "simhash_scrapy.core.extract" in children and "simhash_scrapy.core.analysis" in children
+    assert sorted(children - named) == [], "add these to the core's layers contract in pyproject.toml"
+    assert sorted(named - children) == [], "the core's layers contract names modules that do not exist"
+    assert len(list(core.glob("*.py"))) <= 12, sorted(p.name for p in core.glob("*.py"))
 
 
 def _copy_repo(tmp_path: Path) -> Path:
@@ -150,24 +171,38 @@ def test_ruff_fails_on_a_planted_violation() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_ruff_limits_a_functions_complexity_to_15() -> None:
+    """C90 at 15 (pyproject): a function of 16 branches fails, one of 15 passes."""
+    def planted(branches: int) -> str:
+        body = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(branches - 1))
+        return f"def choose(x: int) -> int:\n{body}    return -1\n"
+
+    proc = ruff("--stdin-filename", "simhash_scrapy/core/_planted.py", "-", stdin=planted(16))
+    assert proc.returncode == 1 and "C901" in proc.stdout and "(16 > 15)" in proc.stdout, proc.stdout + proc.stderr
+    proc = ruff("--stdin-filename", "simhash_scrapy/core/_planted.py", "-", stdin=planted(15))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # ------------------------------------------------------------------ mypy
-def mypy(root: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    """``mypy`` as CI runs it (files and options from ``pyproject.toml``), in ``root``."""
-    return subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(cache)], cwd=root, capture_output=True, text=True, timeout=600,
-    )
-
-
-@pytest.mark.slow  # one mypy run over the package without a cache: about 20 s of CPU
+@pytest.mark.slow  # one mypy run over the package: seconds with the cache CI's static checks leave, else ~40 s
 def test_mypy_is_clean_and_strict_on_the_core(tmp_path: Path) -> None:
-    """One run on a copy of the package with an untyped function (an error only under ``--strict``)
-    planted in the core and in the glue: the planted core function is the only error, so the rest
-    of the tree is clean, the core is strict and the glue is not."""
-    copy = _copy_repo(tmp_path)
-    untyped = "def double(x):\n    return x * 2\n"
-    (copy / "simhash_scrapy" / "core" / "_planted.py").write_text(untyped, encoding="utf-8")
-    (copy / "simhash_scrapy" / "_planted_glue.py").write_text(untyped, encoding="utf-8")
-    proc = mypy(copy, tmp_path / "mypy-cache")
+    """One run over the real tree with an untyped function (an error only under ``--strict``) planted
+    in a core module and in a glue module (``--shadow-file``: mypy reads the planted copies in their
+    place, the tree is not touched): the planted core function is the only error, so the rest of
+    the tree is clean, the core is strict and the glue is not.  The run uses the tree's own mypy
+    cache (``.mypy_cache``, as ``mypy`` on the command line), so only the two files are checked anew
+    when it is warm."""
+    untyped = "\n\ndef double(x):\n    return x * 2\n"
+    shadows = []
+    planted_line = 0
+    for relative in ("simhash_scrapy/core/files.py", "simhash_scrapy/_compat.py"):
+        source = (ROOT / relative).read_text(encoding="utf-8")
+        shadow = tmp_path / relative.replace("/", "_")
+        shadow.write_text(source + untyped, encoding="utf-8")
+        shadows += ["--shadow-file", relative, str(shadow)]
+        if relative.startswith("simhash_scrapy/core/"):
+            planted_line = len((source + untyped).splitlines()) - 1
+    proc = subprocess.run([sys.executable, "-m", "mypy", *shadows], cwd=ROOT, capture_output=True, text=True, timeout=600)
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     import scrapy
@@ -179,13 +214,15 @@ def test_mypy_is_clean_and_strict_on_the_core(tmp_path: Path) -> None:
         # attributes differently (Crawler.stats as Optional, engine methods it lacks). The core
         # imports no Scrapy, so its errors are the same on every version: checked here.
         errors = [line for line in errors if line.startswith("simhash_scrapy/core/")]
-    assert errors == ["simhash_scrapy/core/_planted.py:1: error: Function is missing a type annotation  [no-untyped-def]"], proc.stdout[-3000:]
+    assert errors == [
+        f"simhash_scrapy/core/files.py:{planted_line}: error: Function is missing a type annotation  [no-untyped-def]"
+    ], proc.stdout[-3000:]
 
 
 def undocumented_modules(package: Path, architecture: str) -> tuple[set[str], set[str]]:
     """``(modules missing from ARCHITECTURE.md's module table, table entries with no module)``.
 
-    Modules are every ``.py`` file under ``package``, as paths relative to it (``core/text.py``); the
+    Modules are every ``.py`` file under ``package``, as paths relative to it (``core/extract/text.py``); the
     table is the one under "Each module's one job", whose first cells name them in backquotes.
     """
     section = architecture.split("## Each module's one job", 1)[1].split("\n## ", 1)[0]
@@ -212,3 +249,18 @@ def test_a_new_module_missing_from_the_table_is_found(tmp_path: Path) -> None:
     (package / "core" / "files.py").unlink()
     architecture = (ROOT / "docs" / "ARCHITECTURE.md").read_text("utf-8")
     assert undocumented_modules(package, architecture) == ({"core/brand_new.py"}, {"core/files.py"})
+
+
+# ------------------------------------------------------------------ test helpers
+def test_no_unit_or_integration_test_imports_from_an_e2e_test_module() -> None:
+    """Shared helpers live in helper modules (tests/crawl_helpers.py, tests/command_helpers.py...):
+    a faster layer never loads a slower layer's test module (and its fixtures) to reach one."""
+    tests = ROOT / "tests"
+    e2e = {path.stem for path in (tests / "e2e").glob("test_*.py")}
+    found = []
+    for layer in ("unit", "integration"):
+        for path in sorted((tests / layer).glob("*.py")):
+            for name in re.findall(r"^\s*(?:from|import)\s+(test_\w+)", path.read_text(encoding="utf-8"), re.M):
+                if name in e2e:
+                    found.append(f"{layer}/{path.name} imports {name}")
+    assert e2e and found == []

@@ -1,11 +1,11 @@
-"""Main-content extraction on real-looking templates (simhash_scrapy.core.boilerplate via extract_text)."""
+"""Main-content extraction on real-looking templates (simhash_scrapy.core.extract.boilerplate via extract_text)."""
 
 from __future__ import annotations
 
 import pytest
 
 from simhash_scrapy import extract_text, fingerprint_html, hamming_distance
-from simhash_scrapy.core.boilerplate import names_boilerplate
+from simhash_scrapy.core.extract.boilerplate import names_boilerplate
 from lxml import etree
 
 ARTICLE = """
@@ -331,7 +331,7 @@ STUB = """<!DOCTYPE html><html lang="en"><head>
 
 def test_redirect_stubs_of_one_target_are_one_page_whatever_their_noise() -> None:
     from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html, analyse_tree
-    from simhash_scrapy.core.text import parse_html
+    from simhash_scrapy.core.extract.text import parse_html
 
     plain = analyse_html(STUB.format(noise=""))
     noisy = analyse_html(
@@ -357,7 +357,7 @@ def test_redirect_stubs_of_one_target_are_one_page_whatever_their_noise() -> Non
     ],
 )
 def test_refreshes_that_are_not_redirects(head: str) -> None:
-    from simhash_scrapy.core.boilerplate import redirect_target
+    from simhash_scrapy.core.extract.boilerplate import redirect_target
 
     assert redirect_target(f"<html><head>{head}</head><body><p>Text</p></body></html>".encode()) is None
 

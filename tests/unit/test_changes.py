@@ -1,15 +1,15 @@
-"""What changed since the last crawl (``core.changes``) and clusters that stay true after a re-crawl (issue 35)."""
+"""What changed since the last crawl (``core.report.changes``) and clusters that stay true after a re-crawl (issue 35)."""
 
 from __future__ import annotations
 
 import pytest
 
 from simhash_scrapy.backends.base import ClusterMember, Outcome
-from simhash_scrapy.core.changes import (
+from simhash_scrapy.core.report.changes import (
     LastCrawl, build_page_changes, count_changes, decode_last_crawl, encode_last_crawl,
 )  # fmt: skip
-from simhash_scrapy.core.fingerprint import hamming_distance
-from simhash_scrapy.core.report import build_clusters
+from simhash_scrapy.core.features.fingerprint import hamming_distance
+from simhash_scrapy.core.report.report import build_clusters
 
 K = 3
 OLD_A = 0x0F0F_0F0F_0F0F_0F0F
@@ -104,7 +104,7 @@ def test_the_last_crawl_blob_round_trips_and_damage_is_named() -> None:
 def test_every_report_format_lists_the_pages_of_the_crawl(tmp_path: object) -> None:
     from pathlib import Path
 
-    from simhash_scrapy.core.report import render_report, write_report
+    from simhash_scrapy.core.report.report import render_report, write_report
 
     pages = build_page_changes(recrawled(), LastCrawl(10.0, True, [("gone-page", "s", 410)]))
     clusters = build_clusters(recrawled(), max_distance=K)

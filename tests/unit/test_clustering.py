@@ -1,4 +1,4 @@
-"""The clustering rule (core.clustering): identity first, nearest canonical page, exact short pages."""
+"""The clustering rule (core.cluster.clustering): identity first, nearest canonical page, exact short pages."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_scrapy.core.clustering import Clusterer, Outcome
+from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
 from simhash_scrapy.core.detector import assign_canonicals
 
 K = 4
@@ -135,8 +135,8 @@ def _restored(source: Clusterer, bulk: bool) -> Clusterer:
     """A rule restored from ``source``'s entries: entry by entry (``restore_many``) or from arrays."""
     import numpy as np
 
-    from simhash_scrapy.core.clustering import identity_hash
-    from simhash_scrapy.core.keytable import unpack_keys
+    from simhash_scrapy.core.cluster.clustering import identity_hash
+    from simhash_scrapy.core.index.keytable import unpack_keys
 
     n = len(source)
     keys = sorted(source._identities.items(), key=lambda item: item[1])
@@ -191,7 +191,7 @@ def test_restoring_from_arrays_decides_as_restoring_entry_by_entry() -> None:
 def test_restoring_two_entries_with_one_identity_is_refused() -> None:
     import numpy as np
 
-    from simhash_scrapy.core.clustering import identity_hash
+    from simhash_scrapy.core.cluster.clustering import identity_hash
 
     rule = Clusterer(3, 4)
     hashes = np.array([identity_hash("s", "x"), identity_hash("s", "y"), identity_hash("s", "x")], dtype=np.uint64)

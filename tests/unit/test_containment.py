@@ -1,4 +1,4 @@
-"""Sentence sketches and their containment (``core.containment``), and clustering step 7 on real rule objects."""
+"""Sentence sketches and their containment (``core.cluster.containment``), and clustering step 7 on real rule objects."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_scrapy.core import containment as c
+from simhash_scrapy.core.cluster import containment as c
 from simhash_scrapy.core.analysis import AnalysisOptions, analyse_text
-from simhash_scrapy.core.clustering import Clusterer, Outcome, Rule, rule_of
+from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome, Rule, rule_of
 
 # ----------------------------------------------------------------------------- sketches
 
@@ -117,7 +117,7 @@ def test_sentences_are_normalised_and_short_ones_left_out() -> None:
 
 def test_sentence_hashes_are_the_same_in_every_process() -> None:
     text = " ".join(f"Sentence {i} of a page that has quite a few words." for i in range(30))
-    code = "import sys; from simhash_scrapy.core.containment import sketch_of; print(sketch_of(sys.argv[1]))"
+    code = "import sys;from simhash_scrapy.core.cluster.containment import sketch_of; print(sketch_of(sys.argv[1]))"
     outputs = {
         subprocess.run(
             [sys.executable, "-c", code, text], env={**os.environ, "PYTHONHASHSEED": seed},

@@ -1,4 +1,4 @@
-"""The did-you-mean of a misspelt setting name (``core.didyoumean``, ``core.settings.unknown_settings``)."""
+"""The did-you-mean of a misspelt setting name (``core.settings.didyoumean``, ``core.settings.settings.unknown_settings``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from simhash_scrapy.core.didyoumean import DOCS_URL, SETTINGS_REFERENCE_URL, closest, edit_distance
-from simhash_scrapy.core.settings import NAMES, unknown_settings
+from simhash_scrapy.core.settings.didyoumean import DOCS_URL, SETTINGS_REFERENCE_URL, closest, edit_distance
+from simhash_scrapy.core.settings.settings import NAMES, unknown_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Tree edits that can be undone (``core/dom``): batches of removals, their text and their undo."""
+"""Tree edits that can be undone (``core/extract/dom``): batches of removals, their text and their undo."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import pytest
 from lxml import etree
 
-from simhash_scrapy.core.dom import _UNCHANGED, NotUndoable, UndoableDrops, drop_element, drop_elements
+from simhash_scrapy.core.extract.dom import _UNCHANGED, NotUndoable, UndoableDrops, drop_element, drop_elements
 
 
 def _tree(seed: int) -> etree._Element:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from simhash_scrapy import FeatureConfig, fingerprint, fingerprint_html, hamming_distance, similarity, tokenize
 from simhash_scrapy.core._native import switched
-from simhash_scrapy.core.features import feature_hashes, stable_hash64, token_hashes
-from simhash_scrapy.core.fingerprint import simhash_from_features
+from simhash_scrapy.core.features.features import feature_hashes, stable_hash64, token_hashes
+from simhash_scrapy.core.features.fingerprint import simhash_from_features
 
 
 # Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).
@@ -197,7 +197,7 @@ def test_default_log_weights_golden_value_and_signature() -> None:
 
 def test_fingerprint_html_skips_only_the_content_digest_it_does_not_return() -> None:
     from simhash_scrapy.core.analysis import AnalysisOptions, analyse_html
-    from simhash_scrapy.core.exact import exact_digest
+    from simhash_scrapy.core.features.exact import exact_digest
 
     words = " ".join(f"word{i}" for i in range(120))
     page = f"<html><body><main><p>{words}</p></main></body></html>".encode()

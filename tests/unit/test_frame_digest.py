@@ -7,7 +7,7 @@ import random
 import pytest
 
 from simhash_scrapy.core.analysis import analyse_html
-from simhash_scrapy.core.frame_digest import sentence_of
+from simhash_scrapy.core.extract.frame_digest import sentence_of
 
 _VOCABULARY = ("river stone garden window silver morning letter market yellow forest engine candle harbor "
                "velvet planet ladder copper meadow winter signal pocket thunder marble violet orchard").split()  # fmt: skip

@@ -1,4 +1,4 @@
-"""Identity signals (``core.identity``): what a page declares it is, read from its parsed tree."""
+"""Identity signals (``core.cluster.identity``): what a page declares it is, read from its parsed tree."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import lxml.html
 import pytest
 
-from simhash_scrapy.core import identity
-from simhash_scrapy.core.identity import combine_digests, identity_digest, identity_signals
+from simhash_scrapy.core.cluster import identity
+from simhash_scrapy.core.cluster.identity import combine_digests, identity_digest, identity_signals
 
 
 def tree(html: str):

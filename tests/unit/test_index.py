@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from simhash_scrapy import BlockPermutedIndex, IndexFormatError, Match, hamming_distance
 from simhash_scrapy.core._native import switched
-from simhash_scrapy.core.index import block_widths
+from simhash_scrapy.core.index.index import block_widths
 
 
 # Every test runs on the compiled helpers and on the pure-Python path (conftest.implementation).

@@ -1,8 +1,8 @@
-"""``core.kept_apart``: which signal kept a page apart from an earlier one the text rule would have joined."""
+"""``core.cluster.kept_apart``: which signal kept a page apart from an earlier one the text rule would have joined."""
 
 from __future__ import annotations
 
-from simhash_scrapy.core.kept_apart import KeptApart
+from simhash_scrapy.core.cluster.kept_apart import KeptApart
 
 
 def test_a_near_page_that_declared_another_identity_is_named_by_the_signals_that_differ() -> None:

@@ -8,7 +8,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from simhash_scrapy.core.didyoumean import DOCS_URL
+from simhash_scrapy.core.settings.didyoumean import DOCS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

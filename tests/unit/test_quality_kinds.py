@@ -29,7 +29,7 @@ import lxml.html
 import pytest
 
 from simhash_scrapy import hamming_distance, tokenize
-from simhash_scrapy.core.text import extract_text
+from simhash_scrapy.core.extract.text import extract_text
 
 QUALITY = Path(__file__).resolve().parents[2] / "benchmarks" / "quality"
 SAMPLE = QUALITY / "sample_wide"

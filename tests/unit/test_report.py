@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from simhash_scrapy.backends import ClusterMember
-from simhash_scrapy.core.clustering import Outcome, Rule, rule_of
+from simhash_scrapy.core.cluster.clustering import Outcome, Rule, rule_of
 from simhash_scrapy.core.files import atomic_write, write_atomic
-from simhash_scrapy.core.report import (
+from simhash_scrapy.core.report.report import (
     CHANGED_COLUMNS,
     CSV_COLUMNS,
     build_changes,
@@ -26,7 +26,7 @@ from simhash_scrapy.core.report import (
     report_summary,
     write_report,
 )
-from simhash_scrapy.core.report_path import expand_report_path, report_params
+from simhash_scrapy.core.report.report_path import expand_report_path, report_params
 
 A = 0x0F0F_0000_0000_00FF
 
@@ -82,7 +82,7 @@ def test_build_clusters() -> None:
 
 
 def test_each_member_names_its_rule_and_k() -> None:
-    """simhash within k, exact short page, one edit (farther than k): the vocabulary of core.clustering.Rule."""
+    """simhash within k, exact short page, one edit (farther than k): the vocabulary of core.cluster.clustering.Rule."""
     members = [
         member("http://x/p", 0xFF),
         member("http://x/p?a", 0xFF ^ 0b111, "http://x/p", 3),  # within k = 3
@@ -163,7 +163,7 @@ def test_empty_report(tmp_path: Path) -> None:
 
 
 def test_html_report_uses_render_html(tmp_path: Path) -> None:
-    pytest.importorskip("simhash_scrapy.core.html_report")
+    pytest.importorskip("simhash_scrapy.core.report.html_report")
     check_format_available("html")
     path = write_report(tmp_path / "r.html", build_clusters(MEMBERS), "html", {"pages": 6, "title": "T"})
     text = path.read_text(encoding="utf-8")
@@ -238,9 +238,9 @@ def test_html_format_without_the_renderer_fails_at_start(monkeypatch: pytest.Mon
 
     from simhash_scrapy.middleware import SimhashMiddleware
 
-    monkeypatch.setitem(sys.modules, "simhash_scrapy.core.html_report", None)  # import now raises ImportError
+    monkeypatch.setitem(sys.modules, "simhash_scrapy.core.report.html_report", None)  # import now raises ImportError
     # The core names its argument; the crawl names the setting.
-    with pytest.raises(ValueError, match=r"report_format='html' needs simhash_scrapy\.core\.html_report"):
+    with pytest.raises(ValueError, match=r"report_format='html' needs simhash_scrapy\.core\.report\.html_report"):
         check_format_available("html")
     crawler = get_crawler(settings_dict={"SIMHASH_REPORT_URI": "reports/%(name)s.html"})
     # In a crawl the error waits for the spider to open, which then logs it and closes (simhash_error).
@@ -372,7 +372,7 @@ def neutralised(cell: str) -> bool:
 
 @pytest.mark.parametrize("text", FORMULAS)
 def test_csv_cell_neutralises_formulas(text: str) -> None:
-    from simhash_scrapy.core.report import csv_cell
+    from simhash_scrapy.core.report.report import csv_cell
 
     assert csv_cell(text) == "'" + text
     assert is_formula(text)  # the list holds real formulas
@@ -439,7 +439,7 @@ def test_jsonl_report_keeps_one_record_a_line_for_every_line_splitter(tmp_path: 
 def test_dedup_of_hostile_items_writes_safe_csv_and_jsonl(tmp_path: Path) -> None:
     """Item URLs taken from page data (``scrapy simhash dedup items.jsonl``): read back with csv and splitlines."""
     from conftest import article_html, article_words
-    from test_commands import simhash  # a real ``scrapy`` process
+    from command_helpers import simhash  # a real ``scrapy`` process
 
     body = article_html("Story", article_words(41))
     urls = FORMULAS + [f"https://news.example/p{b}q" for b in LINE_BREAKS]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simhash_scrapy.commands._common import CommandError, output_format
-from simhash_scrapy.core.config import SimhashConfig, report_format_for
+from simhash_scrapy.core.settings.config import SimhashConfig, report_format_for
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,14 @@
-"""The second, independent simhash (core.second) and the clustering rule's verified step 6."""
+"""The second, independent simhash (core.features.second) and the clustering rule's verified step 6."""
 
 from __future__ import annotations
 
 import numpy as np
 from conftest import article_words
 
-from simhash_scrapy.core.clustering import Clusterer, Outcome
-from simhash_scrapy.core.features import feature_hashes
-from simhash_scrapy.core.fingerprint import simhash_from_features
-from simhash_scrapy.core.second import VERIFY_FACTOR, second_simhash
+from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
+from simhash_scrapy.core.features.features import feature_hashes
+from simhash_scrapy.core.features.fingerprint import simhash_from_features
+from simhash_scrapy.core.features.second import VERIFY_FACTOR, second_simhash
 
 
 def both(words: list[str]) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""The settings table (``core.settings.SETTINGS``): complete, the one source of defaults, names and errors.
+"""The settings table (``core.settings.settings.SETTINGS``): complete, the one source of defaults, names and errors.
 
 * every ``SIMHASH_*`` name the package's code quotes is a row, and every field of the typed configs has one;
 * each row's default is what the typed config gets from empty settings (and the dataclass's own default);
@@ -26,8 +26,8 @@ from scrapy.settings import Settings
 
 from simhash_scrapy import config as adapter
 from simhash_scrapy.backends.redis.layout import layout_mismatch
-from simhash_scrapy.core.config import RedisConfig, SimhashConfig
-from simhash_scrapy.core.settings import (
+from simhash_scrapy.core.settings.config import RedisConfig, SimhashConfig
+from simhash_scrapy.core.settings.settings import (
     FEATURE_SETTINGS,
     LAYERS,
     NAMES,
@@ -37,7 +37,7 @@ from simhash_scrapy.core.settings import (
     setting_of,
     unknown_settings,
 )
-from simhash_scrapy.core.store import StoreConfig, StoreConfigError, check_config
+from simhash_scrapy.core.store.store import StoreConfig, StoreConfigError, check_config
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Names in the code that are no settings: an environment variable and a Redis script's error tag.
@@ -56,7 +56,7 @@ def value_of(config: SimhashConfig, field: str) -> Any:
 def test_every_setting_the_code_quotes_is_a_row() -> None:
     quoted: set[str] = set()
     for path in (ROOT / "simhash_scrapy").rglob("*.py"):
-        if path.name == "settings.py" and path.parent.name == "core":
+        if path.name == "settings.py" and path.parent.name == "settings" and path.parent.parent.name == "core":
             continue  # the table itself
         quoted |= set(re.findall(r"""["'`](SIMHASH_[A-Z0-9_]*[A-Z0-9])\b""", path.read_text(encoding="utf-8")))
     quoted -= NOT_SETTINGS
@@ -249,7 +249,7 @@ class NoScrapy(MetaPathFinder):
 sys.meta_path.insert(0, NoScrapy())
 import asyncio
 from simhash_scrapy.backends.persistent import PersistentBackend
-from simhash_scrapy.core.config import RedisConfig, SimhashConfig
+from simhash_scrapy.core.settings.config import RedisConfig, SimhashConfig
 config = SimhashConfig.from_settings({{"SIMHASH_DIR": {str(tmp_path)!r}, "SIMHASH_MAX_DISTANCE": "3"}})
 backend = PersistentBackend(config)
 asyncio.run(backend.open("spider"))

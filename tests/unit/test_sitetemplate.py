@@ -1,4 +1,4 @@
-"""Cross-page template learning (core.sitetemplate) and the clustering rule's template-free step."""
+"""Cross-page template learning (core.cluster.sitetemplate) and the clustering rule's template-free step."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from conftest import article_words
 
 from simhash_scrapy.core import _native
 
-from simhash_scrapy.core.clustering import Clusterer, Outcome
-from simhash_scrapy.core.features import feature_hashes, stable_hash64
-from simhash_scrapy.core.fingerprint import fingerprint, simhash_from_features
-from simhash_scrapy.core.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of, line_hashes
+from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
+from simhash_scrapy.core.features.features import feature_hashes, stable_hash64
+from simhash_scrapy.core.features.fingerprint import fingerprint, simhash_from_features
+from simhash_scrapy.core.cluster.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of, line_hashes
 
 #: A "most popular" box a host puts beside every article (14 lines, ~60 words).
 CHROME = "\n".join(

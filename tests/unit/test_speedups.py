@@ -21,8 +21,10 @@ from hypothesis import example, given, settings, strategies as st
 from lxml import etree, html as lxml_html
 
 import simhash_scrapy
-from simhash_scrapy.core import _native, features, shared_parse, text
-from simhash_scrapy.core import fingerprint as fingerprint_module
+from simhash_scrapy.core import _native
+from simhash_scrapy.core.features import features
+from simhash_scrapy.core.extract import shared_parse, text
+from simhash_scrapy.core.features import fingerprint as fingerprint_module
 
 pytestmark = pytest.mark.skipif(not _native.speedups_enabled(), reason="the C extensions are not built")
 
@@ -96,7 +98,7 @@ def test_lxml_mismatch_in_a_fresh_process_keeps_the_index_and_tokeniser_helpers_
         "import lxml; lxml.__version__ = '4.9.0'\n"
         "import json, numpy as np\n"
         "from simhash_scrapy import BlockPermutedIndex, fingerprint, fingerprint_html\n"
-        "from simhash_scrapy.core import _native, features, text\n"
+        "from simhash_scrapy.core import _native; from simhash_scrapy.core.features import features; from simhash_scrapy.core.extract import text\n"
         "print(json.dumps([_native.speedups is not None, _native.walker is None, _native.speedups_enabled()]))\n"
         "page = open(sys.argv[1], 'rb').read() if sys.argv[1] else b''\n"
         "words = text.extract_text(page) if page else 'one two three'\n"
@@ -461,7 +463,7 @@ def named_fragments(draw, depth: int = 0) -> str:
 @given(body=named_fragments())
 @example(body='<div class="content"><a> x <p>y </p></a><a><a>z</a></a></div> <p><a>\t w\n</a></p>')
 def test_main_content_walks_match_the_python_path(body: str) -> None:
-    from simhash_scrapy.core import boilerplate
+    from simhash_scrapy.core.extract import boilerplate
 
     root = etree.fromstring(f"<html><body>{body}</body></html>", etree.HTMLParser())
     for element in root.iter():
@@ -482,7 +484,7 @@ def test_main_content_walks_match_the_python_path(body: str) -> None:
 
 def test_main_content_walks_cover_the_rules() -> None:
     # The comparison above must see real verdicts and lengths (it could pass on two empty results).
-    from simhash_scrapy.core import boilerplate
+    from simhash_scrapy.core.extract import boilerplate
 
     page = ('<html><body><main><div class="entry-content"><h2>T</h2><p>one <a href="/x">two  three</a></p></div>'
             '<nav><a>menu</a></nav><div id="comments">c</div></main></body></html>')
@@ -584,7 +586,7 @@ _INVALID_UTF8 = st.sampled_from([b"", b"\xc2", b"\xe3\x80", b"\xef\xbc", b"\xed\
 
 
 def _sentence_hashes_both(data: bytes, min_words: int) -> tuple[list[int], list[int]]:
-    from simhash_scrapy.core import containment
+    from simhash_scrapy.core.cluster import containment
 
     fast, slow = both(containment.sentence_hashes, data, min_words)
     assert fast == FAST.sentence_hashes(data, min_words)  # the C helper ran on the first
@@ -605,7 +607,7 @@ def test_same_sentence_hashes(pieces: list[str], invalid: bytes, at: float, min_
 
 
 def test_same_sentence_hashes_on_real_text_and_each_is_the_tokeniser_hash_of_its_words() -> None:
-    from simhash_scrapy.core import containment
+    from simhash_scrapy.core.cluster import containment
 
     found = 0
     for path in REAL_PAGES:
@@ -625,7 +627,7 @@ def test_same_sentence_hashes_on_real_text_and_each_is_the_tokeniser_hash_of_its
 
 
 def test_sentence_hashes_refuse_a_negative_length() -> None:
-    from simhash_scrapy.core import containment
+    from simhash_scrapy.core.cluster import containment
 
     for compiled in (True, False):
         with _native.switched(compiled), pytest.raises(ValueError, match="min_words"):
@@ -645,7 +647,7 @@ _LINE_PIECES = st.sampled_from(["Most read", "word", "caf\u00e9 \u2014 \u65e5\u6
 def test_template_lines_is_its_pure_twin(pages: list[tuple[list[str], int]], room: int) -> None:
     """The learner's pass over a page's lines in C gives the pure path's kept text and count, and leaves the
     host's lines (the dict it updates) the same, page after page; each line's key is its stable hash."""
-    from simhash_scrapy.core import sitetemplate
+    from simhash_scrapy.core.cluster import sitetemplate
 
     fast_known: dict[int, int] = {}
     slow_known: dict[int, int] = {}
@@ -661,7 +663,7 @@ def test_template_lines_is_its_pure_twin(pages: list[tuple[list[str], int]], roo
 
 
 def test_template_lines_on_real_text_and_what_it_refuses() -> None:
-    from simhash_scrapy.core import sitetemplate
+    from simhash_scrapy.core.cluster import sitetemplate
 
     fast_known: dict[int, int] = {}
     slow_known: dict[int, int] = {}

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_scrapy.core.store import (
+from simhash_scrapy.core.store.store import (
     FORMAT_VERSION,
     OUTCOMES,
     PageStore,
@@ -137,7 +137,7 @@ def test_one_row_per_identity(tmp_path: Path) -> None:
 
 def format_4_store(path: Path, records: list[StoreRecord], config: StoreConfig = CONFIG) -> None:
     """A store as format 4 wrote it: every record a row of ``pages``, no ``chunks`` table, user_version 4."""
-    from simhash_scrapy.core.store import FOLD_ROWS, _meta_checksum
+    from simhash_scrapy.core.store.store import FOLD_ROWS, _meta_checksum
 
     assert len(records) < FOLD_ROWS
     store = PageStore(path, config)
@@ -161,7 +161,7 @@ def format_4_store(path: Path, records: list[StoreRecord], config: StoreConfig =
 
 def sqlite_urls(db: sqlite3.Connection) -> list[str]:
     """The URLs the sqlite3 library reads from a store: its chunks (decoded), then the rows laid over them."""
-    from simhash_scrapy.core.store_chunks import CHUNK_RECORDS, decode_chunk
+    from simhash_scrapy.core.store.store_chunks import CHUNK_RECORDS, decode_chunk
 
     urls: dict[int, str] = {}
     for chunk, count, data in db.execute("SELECT chunk, count, data FROM chunks ORDER BY chunk"):
@@ -199,7 +199,7 @@ def test_a_new_store_and_an_empty_file(tmp_path: Path, caplog: pytest.LogCapture
     for content in (None, b""):
         if content is not None:
             path.write_bytes(content)
-        with caplog.at_level(logging.WARNING, logger="simhash_scrapy.core.store"):
+        with caplog.at_level(logging.WARNING, logger="simhash_scrapy.core.store.store"):
             store = PageStore(path, CONFIG)
             assert len(store.open()) == 0
         assert store.empty_file
@@ -467,7 +467,7 @@ def test_leftover_frames_after_the_last_commit_are_not_damage(tmp_path: Path) ->
     assert big._db is not None
     big._db.execute("PRAGMA cache_size = 2")  # spill the large transaction's pages into the WAL
     big._db.execute("BEGIN IMMEDIATE")
-    from simhash_scrapy.core.store_rows import INSERT, encode_rows
+    from simhash_scrapy.core.store.store_rows import INSERT, encode_rows
 
     big._db.executemany(INSERT, encode_rows(list(big._pending.values())))
     crashed = crash_copy(copy, tmp_path / "crash2")  # killed inside that transaction
@@ -576,7 +576,7 @@ def test_reading_without_deserialize_uses_an_immutable_copy(tmp_path: Path, monk
     ``immutable=1``, removed after; the store is still not touched."""
     import tempfile
 
-    import simhash_scrapy.core.store as store_module
+    import simhash_scrapy.core.store.store as store_module
 
     class NoDeserialize(sqlite3.Connection):
         def __getattribute__(self, name: str):
@@ -640,8 +640,8 @@ def test_rows_are_folded_into_chunks_and_a_crash_keeps_every_commit(
     """Rows wait in ``pages`` until FOLD_ROWS of them (then one transaction folds them into the chunks they
     touch, across a chunk boundary); re-checked records are laid over their chunk; a crash between folds
     loses nothing committed, and the next crawl folds what it finds."""
-    import simhash_scrapy.core.store as store_module
-    import simhash_scrapy.core.store_chunks as chunks_module
+    import simhash_scrapy.core.store.store as store_module
+    import simhash_scrapy.core.store.store_chunks as chunks_module
 
     monkeypatch.setattr(store_module, "FOLD_ROWS", 12)
     monkeypatch.setattr(store_module, "CHUNK_RECORDS", 16)
@@ -701,7 +701,7 @@ def _edit_chunks(path: Path, sql: str, *args: object) -> bytes:
     ],
 )
 def test_a_damaged_chunk_is_named_and_the_file_left_as_it_is(tmp_path: Path, damage: str, message: str) -> None:
-    from simhash_scrapy.core.store import _meta_checksum
+    from simhash_scrapy.core.store.store import _meta_checksum
 
     rng = random.Random(23)
     records = [record(i, rng) for i in range(30)]
@@ -739,8 +739,8 @@ def test_a_damaged_chunk_is_named_and_the_file_left_as_it_is(tmp_path: Path, dam
 def test_rows_spread_thin_over_old_chunks_wait_for_the_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A flush folds the chunks many rows wait for and the new pages' chunks; a row or two in an old chunk
     (a re-crawl spread over the whole store) waits for ``close`` instead of rewriting that chunk."""
-    import simhash_scrapy.core.store as store_module
-    import simhash_scrapy.core.store_chunks as chunks_module
+    import simhash_scrapy.core.store.store as store_module
+    import simhash_scrapy.core.store.store_chunks as chunks_module
 
     monkeypatch.setattr(store_module, "FOLD_ROWS", 12)
     monkeypatch.setattr(store_module, "CHUNK_RECORDS", 16)
@@ -777,8 +777,8 @@ def test_a_full_disk_at_close_keeps_the_rows_when_only_the_fold_does_not_fit(
     committed (folded by a later crawl): no page the crawl checked is lost at close."""
     import dataclasses
 
-    import simhash_scrapy.core.store as store_module
-    import simhash_scrapy.core.store_chunks as chunks_module
+    import simhash_scrapy.core.store.store as store_module
+    import simhash_scrapy.core.store.store_chunks as chunks_module
 
     monkeypatch.setattr(store_module, "CHUNK_RECORDS", 16)
     monkeypatch.setattr(chunks_module, "CHUNK_RECORDS", 16)

@@ -203,7 +203,7 @@ def test_text_of_a_shared_tree_leaves_it_as_it_was(page, main_content: bool) -> 
     # The plugin cleans Scrapy's own parse in place and undoes every removal.
     from lxml import etree, html as lxml_html
 
-    from simhash_scrapy.core.text import extract_text_bytes, text_of_parsed, to_utf8
+    from simhash_scrapy.core.extract.text import extract_text_bytes, text_of_parsed, to_utf8
 
     root = lxml_html.fromstring(to_utf8(page).decode("utf-8"))
     root = root.getroottree().getroot()
@@ -235,7 +235,7 @@ def test_shared_tree_with_control_characters_next_to_removed_elements(body: str,
     # Text with C0 controls cannot be set back by lxml: removals beside it must not need that.
     from lxml import etree, html as lxml_html
 
-    from simhash_scrapy.core.text import text_of_parsed
+    from simhash_scrapy.core.extract.text import text_of_parsed
 
     page = f"<html><body>{body}</body></html>"
     root = lxml_html.document_fromstring(page)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from simhash_scrapy.core.html_report import render_html
-from simhash_scrapy.core.report import describe_report
+from simhash_scrapy.core.report.html_report import render_html
+from simhash_scrapy.core.report.report import describe_report
 from simhash_scrapy.core.wording import plural, were
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.config import RedisConfig, SimhashConfig
+from ...core.settings.config import RedisConfig, SimhashConfig
 from .backend import RedisBackend
 from .layout import Keys, layout_string
 from .settings import RedisSettings

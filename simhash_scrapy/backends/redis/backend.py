@@ -56,7 +56,7 @@ from .replica import LOAD_CHUNK, Replica
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ...core.config import RedisConfig, SimhashConfig
+    from ...core.settings.config import RedisConfig, SimhashConfig
 
 __all__ = ["RedisBackend"]
 
@@ -472,44 +472,70 @@ class RedisBackend(Outages, DedupBackend):
             cut = shards.first_repeat([record for record, _, _ in batch])
             if cut is not None:
                 return [*await self._send(scope, batch[:cut], attempt), *await self._send(scope, batch[cut:], attempt)]
-        sent: list[int] = []  # the batch's positions in the script call (identities busy elsewhere are not sent)
-        rows: list[Row] = []
         try:
-            replica = await self._replica(scope)
-            sk = self.keys.scope(scope)
-            codec = await self._codec(scope, sk)
-            local = self._local_candidates(replica, [record for record, _, _ in batch])
-            slots = [shards.slot_of(scope, r.identity or r.url, self.bucket_bits) for r, _, _ in batch]
-            olds = None
-            if sk.shard_bases:
-                olds, markers = await self._shards.claim(sk, slots)
-                if await self._shards.lost(sk, replica, markers, self.settings.heartbeat) and resets < _MAX_RESETS:
-                    # A shard that held this scope's records lost them: the whole scope is made anew.
-                    dropped = await self._shards.drop_scope(sk, replica.epoch[1:])
-                    await self._scope_lost(scope, "SIMHASH_RESET 0 0", "a Redis node holding a shard of its "
-                                           "identity records (SIMHASH_REDIS_SHARDS) restarted empty" if dropped else "")
-                    return await self._send(scope, batch, attempt, resets + 1)
-            sent = [n for n in range(len(batch)) if olds is None or olds[n] is not None]
-            if sent:
-                rows = await self._run_check(scope, sk, replica, codec, batch, local, slots, olds, sent)
-            if olds is not None and sent:
-                rows = await self._shards.write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows, replica)
+            exchanged = await self._exchange(scope, batch, resets)
+            if exchanged is None:  # a shard lost the scope's records: the scope was made anew
+                return await self._send(scope, batch, attempt, resets + 1)
         except _DOWN_ERRORS as exc:
             self._mark_down(exc)
             raise
         except ResponseError as exc:
-            message = str(exc)
-            if message.startswith("SIMHASH_LAYOUT "):
-                raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
-            if message.startswith("SIMHASH_RESET ") and resets < _MAX_RESETS:
-                # The script changed nothing: the batch is checked again against the scope as it is now.
-                try:
-                    await self._scope_lost(scope, message)
-                except _DOWN_ERRORS as down:  # raised here, the clause above does not see it: Redis is down
-                    self._mark_down(down)
-                    raise
-                return await self._send(scope, batch, attempt, resets + 1)
-            raise
+            if not await self._scope_reset(scope, exc, resets):
+                raise
+            return await self._send(scope, batch, attempt, resets + 1)
+        return await self._answer(scope, batch, attempt, *exchanged)
+
+    async def _exchange(
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], resets: int,
+    ) -> tuple[ScopeKeys, Codec, list[int], list[Row]] | None:
+        """``_send``'s script call: claim the identities' shards (when sharded), run ``check.lua`` for the
+        pages not busy elsewhere and write the shards back; None when a shard had lost the scope's
+        records (the scope is then made anew, and the batch is to be sent again)."""
+        replica = await self._replica(scope)
+        sk = self.keys.scope(scope)
+        codec = await self._codec(scope, sk)
+        local = self._local_candidates(replica, [record for record, _, _ in batch])
+        slots = [shards.slot_of(scope, r.identity or r.url, self.bucket_bits) for r, _, _ in batch]
+        olds = None
+        if sk.shard_bases:
+            olds, markers = await self._shards.claim(sk, slots)
+            if await self._shards.lost(sk, replica, markers, self.settings.heartbeat) and resets < _MAX_RESETS:
+                # A shard that held this scope's records lost them: the whole scope is made anew.
+                dropped = await self._shards.drop_scope(sk, replica.epoch[1:])
+                await self._scope_lost(scope, "SIMHASH_RESET 0 0", "a Redis node holding a shard of its "
+                                       "identity records (SIMHASH_REDIS_SHARDS) restarted empty" if dropped else "")
+                return None
+        # the batch's positions in the script call (identities busy elsewhere are not sent)
+        sent = [n for n in range(len(batch)) if olds is None or olds[n] is not None]
+        rows: list[Row] = []
+        if sent:
+            rows = await self._run_check(scope, sk, replica, codec, batch, local, slots, olds, sent)
+        if olds is not None and sent:
+            rows = await self._shards.write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows, replica)
+        return sk, codec, sent, rows
+
+    async def _scope_reset(self, scope: str, exc: ResponseError, resets: int) -> bool:
+        """``_send``: whether the script's error asks for the batch again (the scope was reset: it changed
+        nothing); ``BackendError`` for a layout mismatch; False for any other error (raised as it is)."""
+        message = str(exc)
+        if message.startswith("SIMHASH_LAYOUT "):
+            raise BackendError(layout_mismatch(message[len("SIMHASH_LAYOUT ") :], self.layout, self.prefix)) from None
+        if message.startswith("SIMHASH_RESET ") and resets < _MAX_RESETS:
+            # The script changed nothing: the batch is checked again against the scope as it is now.
+            try:
+                await self._scope_lost(scope, message)
+            except _DOWN_ERRORS as down:  # raised here, the clause above does not see it: Redis is down
+                self._mark_down(down)
+                raise
+            return True
+        return False
+
+    async def _answer(
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int,
+        sk: ScopeKeys, codec: Codec, sent: list[int], rows: list[Row],
+    ) -> list[Verdict]:
+        """``_send``'s verdicts: the script's rows decoded, and the pages another worker was checking sent
+        again once it is done (a few tries, then ``unchecked``)."""
         if codec.zdict is None and any(Codec.needs_dict(row.canonical_payload) for row in rows if row.canonical_payload):
             codec.zdict = await self.client.hget(sk.meta, "zdict")
         verdicts = [Verdict(Outcome.UNCHECKED)] * len(batch)

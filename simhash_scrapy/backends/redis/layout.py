@@ -20,7 +20,7 @@ hash tag, every key shares it (one slot)::
                                    seq (4: ties go to the lowest), identity bucket (3),
                                    identity field (8)
                            key:    op 4, one one-edit key of the add entry before it
-                                   (``core.edits``): key (8), seq (4), position of that
+                                   (``core.features.edits``): key (8), seq (4), position of that
                                    add entry (4), zeros; removed with it
                            remove: op 2, position of the removed add entry (4), zeros
     S:i:<bucket>    HASH   one record per identity: field = 8 bytes of the identity's
@@ -77,12 +77,12 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...core.clustering import RECORDED_OUTCOMES
-from ...core.settings import setting_names
-from ...core.store import feature_setting
+from ...core.cluster.clustering import RECORDED_OUTCOMES
+from ...core.settings.settings import setting_names
+from ...core.store.store import feature_setting
 
 if TYPE_CHECKING:
-    from ...core.config import SimhashConfig
+    from ...core.settings.config import SimhashConfig
 
 #: Version of the key layout (part of the layout string every worker must agree on).
 #: 4: the outcome "edited", and payloads carry the content digest and the HTTP validators.
@@ -93,7 +93,7 @@ OP_ADD, OP_REMOVE, OP_EXACT, OP_EDIT_KEY = 1, 2, 3, 4
 #: a page within k always wins); the check script replaces it with the real distance.
 EDIT_MATCH = 255
 F_EXACT, F_INDEXED, F_MEMBER, F_PREV, F_LAST = 1, 2, 4, 8, 16
-#: An identity record's flags byte holds its outcome's code (``core.clustering.RECORDED_OUTCOMES``) from this bit up.
+#: An identity record's flags byte holds its outcome's code (``core.cluster.clustering.RECORDED_OUTCOMES``) from this bit up.
 OUTCOME_SHIFT = 5
 #: An identity record's outcome by its code.
 OUTCOMES = tuple(outcome.value for outcome in RECORDED_OUTCOMES)
@@ -433,7 +433,7 @@ def lua_constants() -> str:
     """The numbers the Lua scripts share with this module, as one line of Lua ``local`` declarations.
 
     ``backend.lua()`` puts this line before every script it loads, so no script declares them by hand: the log's
-    entry size and op codes, the record flags and the outcome codes (``core.clustering.RECORDED_OUTCOMES``, by
+    entry size and op codes, the record flags and the outcome codes (``core.cluster.clustering.RECORDED_OUTCOMES``, by
     name: ``UNIQUE``, ``NEAR_DUPLICATE``...), the one-edit match distance, the payload kinds and the parts of
     the check script's reply.  (A script's line numbers in Redis errors are one more than in its file.)
     """

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
-from ...core.clustering import RECORDED_OUTCOMES, is_one_edit
+from ...core.cluster.clustering import RECORDED_OUTCOMES, is_one_edit
 from ..base import Verdict
 from .layout import (
     MODE_EXACT, MODE_INDEX, PART_BUCKET, PART_CANONICAL, PART_PAYLOAD, PART_PREVIOUS, PART_RECORD, Codec, pack_seen,

@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core.index import BlockPermutedIndex, default_blocks
-from ...core.keytable import KeyTable, pack_keys, unpack_keys
+from ...core.index.index import BlockPermutedIndex, default_blocks
+from ...core.index.keytable import KeyTable, pack_keys, unpack_keys
 from .layout import EDIT_MATCH, ENTRY, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 
 _CANDIDATE = struct.Struct(">IIB")
@@ -185,32 +185,40 @@ class Replica:
         if removed and len(adds):
             adds = adds[~np.isin(positions[adds], np.fromiter(removed, dtype=np.int64))]
         if len(adds):
-            if self.pending or len(adds) >= RECENT or not len(self.index):
-                # The bulk load (or a big catch-up): into the index's arrays now, into its tables at settle.
-                self.index.add_many(positions[adds].astype(np.uint32), entries["fp"][adds].astype(np.uint64), build=False)
-                self.pending = True
-            else:
-                self.recent.add_many(positions[adds].tolist(), entries["fp"][adds].astype(np.uint64))
-            if len(self.recent) >= RECENT:
-                keys, fps = zip(*self.recent)
-                self.index.add_many(keys, fps)
-                self.recent = BlockPermutedIndex(self.k, replica_blocks(self.k))
+            self._apply_adds(positions[adds], entries["fp"][adds].astype(np.uint64))
         for i in np.flatnonzero(ops == OP_EXACT).tolist():
             pos = first + i
             if pos not in removed:
                 self._hold_exact(int(entries["fp"][i]), pos)
         keyed = np.flatnonzero(ops == OP_EDIT_KEY)
         if len(keyed):
-            by_owner: dict[int, list[int]] = {}
-            for key, owner in zip(entries["fp"][keyed].tolist(), entries["owner"][keyed].tolist()):
-                if owner not in removed:
-                    by_owner.setdefault(owner, []).append(key)
-            for owner, owner_keys in by_owner.items():
-                for held in self.edits.add(owner, owner_keys):  # keys another live entry holds too
-                    self.edits_more.setdefault(held, []).append(owner)
-                # A chunk of the log can end between an add entry's keys: they are kept together.
-                self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(owner_keys)
+            self._apply_edit_keys(entries["fp"][keyed].tolist(), entries["owner"][keyed].tolist(), removed)
         self.sync = first + len(entries)
+
+    def _apply_adds(self, positions: np.ndarray, fps: np.ndarray) -> None:
+        """``apply``: the log's added fingerprints (``positions``: their entries), into the index or its recent part."""
+        if self.pending or len(positions) >= RECENT or not len(self.index):
+            # The bulk load (or a big catch-up): into the index's arrays now, into its tables at settle.
+            self.index.add_many(positions.astype(np.uint32), fps, build=False)
+            self.pending = True
+        else:
+            self.recent.add_many(positions.tolist(), fps)
+        if len(self.recent) >= RECENT:
+            keys, recent_fps = zip(*self.recent)
+            self.index.add_many(keys, recent_fps)
+            self.recent = BlockPermutedIndex(self.k, replica_blocks(self.k))
+
+    def _apply_edit_keys(self, keys: list[int], owners: list[int], removed: set[int]) -> None:
+        """``apply``: the log's one-edit keys, by the entry that owns them (none of a removed entry)."""
+        by_owner: dict[int, list[int]] = {}
+        for key, owner in zip(keys, owners):
+            if owner not in removed:
+                by_owner.setdefault(owner, []).append(key)
+        for owner, owner_keys in by_owner.items():
+            for held in self.edits.add(owner, owner_keys):  # keys another live entry holds too
+                self.edits_more.setdefault(held, []).append(owner)
+            # A chunk of the log can end between an add entry's keys: they are kept together.
+            self.edits_of[owner] = self.edits_of.get(owner, b"") + pack_keys(owner_keys)
 
     def _hold_exact(self, digest: int, pos: int) -> None:
         self.exact_of[pos] = digest

@@ -1,10 +1,10 @@
-"""The Redis backend's settings: ``core.config.RedisConfig``, the one type (built from the settings table)."""
+"""The Redis backend's settings: ``core.settings.config.RedisConfig``, the one type (built from the settings table)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...core.config import RedisConfig
+from ...core.settings.config import RedisConfig
 
 __all__ = ["RedisConfig", "RedisSettings"]
 

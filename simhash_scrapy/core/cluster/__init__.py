@@ -1,0 +1,1 @@
+"""The clustering rule and what it compares: templates, sentence containment, representatives, protected text."""

@@ -1,0 +1,665 @@
+"""The clustering rule: which page is canonical, which is a near-duplicate of which.
+
+This is the one implementation of the rule in Python: the in-process and
+persistent backends (``backends.memory``) and the ``scrapy simhash dedup`` /
+``compare`` commands (``core.detector``: ``decide``, ``assign_canonicals``) call it; the Redis backend's Lua
+script mirrors it, and a test compares their decisions page by page.
+
+Pages are checked one at a time, each identified by ``(scope, identity)``
+(the crawl's identity is Scrapy's request fingerprint, so "the same page"
+follows the user's URL canonicalisation):
+
+1. **Identity first.**  A page recorded before under the same identity is
+   compared with its own last version, never with the index: within k it is
+   ``UNCHANGED`` when its content digest (``core.features.exact``: the normalised token
+   sequence) is the one recorded, ``EDITED`` when the text differs (either way
+   it keeps its role: canonical, or member of another page's cluster; a page
+   recorded without a digest is ``UNCHANGED`` within k); further away it is ``CHANGED`` and is checked again against the
+   canonical pages of *other* identities (its own index entry is removed
+   first): a match makes it a ``NEAR_DUPLICATE``, else it becomes canonical
+   with its new content.  A page is never a near-duplicate of itself.
+2. **A new identity** joins the cluster of the nearest canonical page of its
+   scope within k (ties: the canonical page checked first): ``NEAR_DUPLICATE``.
+   With none, it becomes a canonical page: ``UNIQUE``.  Only canonical pages
+   are indexed, so a chain of small edits (A ~ B ~ C, A far from C) never
+   drifts.
+3. **Short pages** (``exact``) are matched by equal digest in a table of
+   their own, never by Hamming distance; distance 0.
+4. **The one-edit rule** (``core.features.edits``): a page given ``edit_keys`` (a few
+   dozen tokens) that has no canonical page within k joins the cluster of the
+   first-recorded canonical page sharing one of its keys (one token apart);
+   its distance is their real Hamming distance, which is then more than k.
+   Canonical pages keep their keys in a table per scope.  Whether a page
+   re-checked under its identity is unchanged stays a matter of distance.
+5. **The template-free text** (``core.cluster.sitetemplate``, in-process backends): a
+   page may also carry ``also``, the simhash of its text without the lines its
+   host repeats across other articles.  A page with no canonical page within k
+   of its fingerprint joins the cluster of the nearest one within k of
+   ``also``; a canonical page is indexed under both (one entry, two rows), so
+   a later page is found by either.  The distance is the two fingerprints'
+   own when they are within k (whichever row was nearer), else the one of the
+   matching pair (within k): the rule is "simhash within k".
+6. **The second simhash** (``core.features.second``, in-process backends): a page may
+   also carry ``second``, an independent simhash of the same features.  A page
+   still unmatched joins the nearest canonical page whose second simhash is
+   within k of its own, verified: their first simhashes are within
+   ``VERIFY_FACTOR * k``.  Canonical pages' second simhashes have an index of
+   their own per scope; the distance is the second simhashes'.
+7. **Sentence containment** (``core.cluster.containment``, in-process backends): a
+   page may also carry ``sketch``, the smallest hashes of its sentences.  A
+   page that steps 1-6 left unmatched joins the canonical page, found by a
+   shared anchor (one of its few smallest sentence hashes), whose sentences
+   hold nearly all of its own or whose own it holds (``containment.verify``:
+   estimated containment, comparable size, enough shared sentences; sentences
+   counted on ``COMMON`` pages that came this far are left out); several:
+   the highest containment, then the canonical page checked first.  The
+   distance is the two fingerprints' real Hamming distance (``rule_of``
+   names the step when given ``via``).
+
+Which step matched a near-duplicate (``Rule``: ``simhash`` within k,
+``exact`` short page, ``one_edit``) follows from its kind and distance
+(``rule_of``); logs, reports and ``compare`` name it with this vocabulary.
+
+One entry per identity: re-checking a page updates its entry, so re-crawling
+a site N times keeps one entry per URL.
+"""
+
+from __future__ import annotations
+
+import enum
+import gc
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import defaults
+from ..index.index import BlockPermutedIndex
+from ..index.keytable import KeyTable, pack_keys, unpack_keys
+from .containment import ContainmentIndex, SentenceCounts, Sketch
+from ..features.second import VERIFY_FACTOR
+
+__all__ = [
+    "Outcome", "RECORDED_OUTCOMES", "Rule", "rule_of", "is_one_edit", "Decision", "Clusterer",
+]
+
+#: Distance given to a page whose kind changed (short <-> long): "more than any k".
+_FAR = 64
+
+
+class Outcome(str, enum.Enum):
+    """What a check found (also the name of the ``simhash/<outcome>`` stat)."""
+
+    UNIQUE = "unique"
+    NEAR_DUPLICATE = "near_duplicate"
+    UNCHANGED = "unchanged"
+    CHANGED = "changed"
+    #: Re-checked under its identity: other text (content digest), but within k of its last version.
+    EDITED = "edited"
+    #: A backend could not check the page (fail-open error); never decided by ``Clusterer``.
+    UNCHECKED = "unchecked"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The outcomes a record can hold (every one but ``UNCHECKED``), in the order of their codes: an outcome's
+#: position here is its number in a Redis identity record (``backends.redis.layout``, ``check.lua``) and in
+#: the check script's reply (``backends.redis.protocol``); the store keeps the values.  Append only.
+RECORDED_OUTCOMES = (Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED, Outcome.EDITED)
+
+
+class Rule(str, enum.Enum):
+    """Which step of the rule made a page a near-duplicate: the one vocabulary of logs, reports and ``compare``.
+
+    The value is what the JSON Lines and CSV reports write (``"rule"``);
+    ``label`` is what people read (logs, the HTML report, ``compare``).
+    """
+
+    #: Step 2: the nearest canonical page is within k bits.
+    SIMHASH = "simhash"
+    #: Step 3: a short page with the same exact digest (distance 0).
+    EXACT = "exact"
+    #: Step 4: one token apart (``core.features.edits``); the distance is then more than k.
+    ONE_EDIT = "one_edit"
+    #: Step 7: the sentences of one page hold the other's (``core.cluster.containment``); any distance.
+    CONTAINMENT = "containment"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def label(self) -> str:
+        return _RULE_LABELS[self]
+
+    def describe(self, distance: int | None, max_distance: int | None) -> str:
+        """The rule and k as logs, reports and ``compare`` print them (the distance when given).
+
+        ``"simhash within k=4, distance 3"``, ``"exact short page, distance 0, k=4"``,
+        ``"one edit, distance 9 > k=4"``, ``"sentence containment, distance 17, k=4"``; without a
+        distance ``"simhash within k=4"``, ``"exact short page, k=4"``, ``"one edit, beyond k=4"``.
+        """
+        k = "?" if max_distance is None else str(max_distance)
+        d = "" if distance is None else f", distance {distance}"
+        if self is Rule.SIMHASH:
+            return f"simhash within k={k}{d}"
+        if self is Rule.EXACT or self is Rule.CONTAINMENT:
+            return f"{self.label}{d}, k={k}"
+        return f"{self.label}{d} > k={k}" if d else f"{self.label}, beyond k={k}"
+
+
+_RULE_LABELS = {
+    Rule.SIMHASH: "simhash within k", Rule.EXACT: "exact short page", Rule.ONE_EDIT: "one edit",
+    Rule.CONTAINMENT: "sentence containment",
+}
+
+
+def rule_of(exact: bool, distance: int | None, max_distance: int, via: str | None = None) -> Rule:
+    """The rule that matched a near-duplicate, from what every backend records (kind, distance) and k.
+
+    A short page is matched by its exact digest; a simhash page within k by
+    distance; a simhash page farther than k was found by the one-edit rule
+    (its distance is the real Hamming distance, see step 4), unless ``via``
+    (the verdict's, when known) says step 7 found it: ``"containment"``.
+    """
+    if exact:
+        return Rule.EXACT
+    if via == "containment":
+        return Rule.CONTAINMENT
+    if is_one_edit(distance, max_distance):
+        return Rule.ONE_EDIT
+    return Rule.SIMHASH
+
+
+def is_one_edit(distance: int | None, max_distance: int) -> bool:
+    """Whether a near-duplicate at ``distance`` was found by the one-edit rule: farther than k (step 4 records
+    the real Hamming distance; an exact short page's distance is 0, never beyond k)."""
+    return distance is not None and distance > max_distance
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The rule's answer for one page: positions are entry numbers (``Clusterer.entry``)."""
+
+    outcome: Outcome
+    #: This page's entry (new, or its identity's existing one).
+    entry: int
+    #: The canonical entry of the cluster this page belongs to (another identity), else ``None``.
+    canonical: int | None = None
+    #: Distance to that canonical entry's indexed content (0 for exact matches).
+    distance: int | None = None
+    #: The fingerprint of this identity's last version (``UNCHANGED`` / ``CHANGED``, and a
+    #: ``NEAR_DUPLICATE`` that was recorded before), else ``None``.
+    previous_fingerprint: int | None = None
+    #: How a ``NEAR_DUPLICATE`` was found beyond the first simhash: ``"template"`` (step 5),
+    #: ``"second"`` (step 6), ``"containment"`` (step 7), else ``None``.
+    via: str | None = None
+    #: The page's template-free fingerprint (step 5), when ``core.detector.Detector`` gave it one.
+    also: int | None = None
+
+
+class Clusterer:
+    """Entries (one per identity) and the canonical pages' indexes, per scope."""
+
+    def __init__(self, max_distance: int = defaults.MAX_DISTANCE, blocks: int | None = defaults.BLOCKS) -> None:
+        BlockPermutedIndex(max_distance, blocks)  # validates the layout now, not at the first page
+        self.max_distance = max_distance
+        self.blocks = blocks
+        self._indexes: dict[str, BlockPermutedIndex] = {}
+        self._exact: dict[str, dict[int, int]] = {}
+        self._edits: dict[str, KeyTable] = {}  # one-edit key -> canonical entry, per scope
+        self._identities: dict[tuple[str, str], int] = {}
+        # Entries restored in bulk (``restore_arrays``): their ``identity_hash`` sorted, with the entry of
+        # each, and their scopes and identities (looked up, never made into a million dict keys).
+        self._restored_hashes = np.zeros(0, dtype=np.uint64)
+        self._restored_entries = np.zeros(0, dtype=np.int64)
+        self._restored_scopes: Sequence[str] = ()
+        self._restored_keys: Sequence[str] = ()
+        # Per entry (parallel lists, indexed by entry number):
+        self.fingerprint: list[int] = []  # the latest version's fingerprint (or digest)
+        self.exact: list[bool] = []
+        self.canonical: list[int] = []  # canonical entry, -1 for canonical/unique entries
+        self.distance: list[int] = []  # distance to it, -1 for canonical/unique entries
+        self.indexed: list[int | None] = []  # the fingerprint in the index (canonical entries), else None
+        self.indexed_keys: list[bytes] = []  # one-edit keys in the index (canonical entries, pack_keys), else b""
+        self.digest: list[int | None] = []  # the latest version's content digest (core.features.exact), None if unknown
+        self._pending: list[tuple[str, int]] = []  # restored canonical entries, indexed by restore_indexes
+        self.also: list[int | None] = []  # a canonical entry's template-free fingerprint in the index, else None
+        self.second: list[int | None] = []  # a canonical entry's second simhash in its index, else None
+        self._seconds: dict[str, BlockPermutedIndex] = {}  # second simhashes of canonical pages, per scope
+        self._also_rows = 0  # index rows holding one (not counted by index_size)
+        self._contained: dict[str, ContainmentIndex] = {}  # canonical pages' sentence sketches, per scope (step 7)
+        self._sentences: SentenceCounts | None = None  # sentences of the pages step 7 saw (made at the first)
+
+    def __len__(self) -> int:
+        return len(self.fingerprint)
+
+    def entry_of(self, scope: str, identity: str) -> int | None:
+        """The entry of ``identity`` in ``scope``, or ``None`` if it was never checked."""
+        entry = self._identities.get((scope, identity))
+        if entry is None and len(self._restored_hashes):
+            return self._restored_entry(scope, identity)
+        return entry
+
+    def _restored_entry(self, scope: str, identity: str) -> int | None:
+        hashes = self._restored_hashes
+        h = np.uint64(identity_hash(scope, identity))
+        at = int(hashes.searchsorted(h))
+        while at < len(hashes) and hashes[at] == h:
+            entry = int(self._restored_entries[at])
+            if self._restored_keys[entry] == identity and self._restored_scopes[entry] == scope:
+                return entry
+            at += 1
+        return None
+
+    def index_size(self) -> int:
+        """Canonical entries in all scopes (simhash and exact)."""
+        indexed = sum(len(index) for index in self._indexes.values()) - self._also_rows
+        return indexed + sum(len(t) for t in self._exact.values())
+
+    # ------------------------------------------------------------ lookups
+    def _index(self, scope: str) -> BlockPermutedIndex:
+        index = self._indexes.get(scope)
+        if index is None:
+            index = self._indexes[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
+        return index
+
+    def _nearest(
+        self,
+        scope: str,
+        fingerprint: int,
+        exact: bool,
+        keys: Sequence[int] = (),
+        also: int | None = None,
+        second: int | None = None,
+        sketch: Sketch | None = None,
+    ) -> tuple[int, int, str | None] | None:
+        """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None``."""
+        if exact:
+            owner = self._exact.get(scope, {}).get(fingerprint)
+            return None if owner is None else (owner, 0, None)
+        index = self._indexes.get(scope)
+        matches = index.query(fingerprint) if index is not None else []  # nearest first
+        via = None
+        if not matches and also is not None and index is not None:
+            matches, via = index.query(also), "template"  # step 5: the template-free text
+        if not matches and second is not None and scope in self._seconds:
+            # step 6: the second simhash, verified by the first within VERIFY_FACTOR * k
+            wide = VERIFY_FACTOR * self.max_distance
+            matches = [
+                m for m in self._seconds[scope].query(second)
+                if (fingerprint ^ self.indexed[m.key]).bit_count() <= wide
+            ]
+            via = "second"
+        if matches:
+            nearest = min(m.distance for m in matches)
+            # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
+            owner = min(m.key for m in matches if m.distance == nearest)
+            if via is None:
+                real = (fingerprint ^ self.indexed[owner]).bit_count()
+                if real > self.max_distance:
+                    via = "template"  # found by the canonical page's template-free row
+                else:
+                    # The nearest row may be the owner's template-free one: the distance a report shows
+                    # is the fingerprints' own whenever they are within k (anyone can recompute it).
+                    nearest = real
+            return owner, nearest, via
+        table = self._edits.get(scope)
+        owner = table.owner(keys) if keys and table is not None else None  # ties: the entry recorded first
+        via = None
+        if owner is None:
+            if sketch is None:
+                return None
+            owner = self._contains(scope, sketch)  # step 7
+            if owner is None:
+                return None
+            via = "containment"
+        indexed = self.indexed[owner]
+        assert indexed is not None
+        return owner, (fingerprint ^ indexed).bit_count(), via
+
+    def _contains(self, scope: str, sketch: Sketch) -> int | None:
+        """Step 7: the canonical entry whose sentences hold this page's (or the other way round), else ``None``;
+        the page's sentences are then counted (``SentenceCounts``)."""
+        counts = self._sentences
+        if counts is None:
+            counts = self._sentences = SentenceCounts()
+        index = self._contained.get(scope)
+        found = index.match(sketch, counts) if index is not None else None
+        counts.add(sketch.hashes)
+        return None if found is None else found[0]
+
+    def _make_canonical(
+        self,
+        scope: str,
+        entry: int,
+        fingerprint: int,
+        exact: bool,
+        keys: Sequence[int],
+        also: int | None = None,
+        second: int | None = None,
+        sketch: Sketch | None = None,
+    ) -> None:
+        if exact:
+            self._exact.setdefault(scope, {}).setdefault(fingerprint, entry)
+        else:
+            index = self._index(scope)
+            index.add(entry, fingerprint)
+            self._add_keys(scope, entry, keys)
+            if also is not None and also != fingerprint:
+                index.add(entry, also)  # removed with the entry (BlockPermutedIndex.remove: every row of a key)
+                self.also[entry] = also
+                self._also_rows += 1
+            if second is not None:
+                table = self._seconds.get(scope)
+                if table is None:
+                    table = self._seconds[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
+                table.add(entry, second)
+                self.second[entry] = second
+            if sketch is not None:
+                contained = self._contained.get(scope)
+                if contained is None:
+                    contained = self._contained[scope] = ContainmentIndex()
+                contained.add(entry, sketch)
+        self.indexed[entry] = fingerprint
+        self.canonical[entry] = self.distance[entry] = -1
+
+    def keys_of(self, entry: int) -> tuple[int, ...]:
+        """The one-edit keys ``entry`` has in the index (a canonical page of a few dozen tokens), else ()."""
+        return unpack_keys(self.indexed_keys[entry])
+
+    def _add_keys(self, scope: str, entry: int, keys: Sequence[int]) -> None:
+        if keys:
+            self._key_table(scope).add(entry, keys)
+            self.indexed_keys[entry] = pack_keys(keys)
+
+    def _key_table(self, scope: str) -> KeyTable:
+        table = self._edits.get(scope)
+        if table is None:
+            table = self._edits[scope] = KeyTable()
+        return table
+
+    def _unindex(self, scope: str, entry: int) -> None:
+        indexed = self.indexed[entry]
+        if indexed is None:
+            return
+        if self.exact[entry]:
+            table = self._exact.get(scope, {})
+            if table.get(indexed) == entry:
+                del table[indexed]
+        else:
+            self._index(scope).remove(entry)
+            if self.also[entry] is not None:
+                self.also[entry] = None
+                self._also_rows -= 1
+            if self.second[entry] is not None:
+                self._seconds[scope].remove(entry)
+                self.second[entry] = None
+            if scope in self._contained:
+                self._contained[scope].remove(entry)
+            key_table = self._edits.get(scope)
+            if key_table is not None and self.indexed_keys[entry]:
+                key_table.remove(entry, self.keys_of(entry))
+            self.indexed_keys[entry] = b""
+        self.indexed[entry] = None
+
+    def _new_entry(self, fingerprint: int, exact: bool, canonical: int, distance: int) -> int:
+        entry = len(self.fingerprint)
+        self.fingerprint.append(fingerprint)
+        self.exact.append(exact)
+        self.canonical.append(canonical)
+        self.distance.append(distance)
+        self.indexed.append(None)
+        self.indexed_keys.append(b"")
+        self.digest.append(None)
+        self.also.append(None)
+        self.second.append(None)
+        return entry
+
+    # ---------------------------------------------------------------- rule
+    def check(
+        self,
+        scope: str,
+        identity: str,
+        fingerprint: int,
+        exact: bool = False,
+        index: bool = True,
+        edit_keys: Sequence[int] = (),
+        digest: int | None = None,
+        also: int | None = None,
+        second: int | None = None,
+        sketch: Sketch | None = None,
+    ) -> Decision:
+        """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical).
+
+        ``edit_keys``: the page's one-edit keys (``core.features.edits``), for a simhash page of a few dozen tokens.
+        ``also``: its template-free fingerprint (``core.cluster.sitetemplate``; step 5), else ``None``.
+        ``second``: its second simhash (``core.features.second``; step 6), else ``None``.
+        ``sketch``: its sentence sketch (``core.cluster.containment``; step 7), else ``None``.
+        ``digest``: its content digest (``core.features.exact.exact_digest``; a short page's is its fingerprint),
+        which tells ``UNCHANGED`` from ``EDITED`` when it is re-checked; ``None``: unknown.
+        """
+        if exact:
+            edit_keys = ()
+            digest = fingerprint
+            also = second = sketch = None
+        key = (scope, identity)
+        entry = self._identities.get(key)
+        if entry is None and len(self._restored_hashes):
+            entry = self._restored_entry(scope, identity)
+        if entry is not None:
+            return self._recheck(scope, entry, fingerprint, exact, index, edit_keys, digest, also, second, sketch)
+        found = self._nearest(scope, fingerprint, exact, edit_keys, also, second, sketch)
+        if found is not None:
+            entry = self._new_entry(fingerprint, exact, found[0], found[1])
+            self.digest[entry] = digest
+            self._identities[key] = entry
+            return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], via=found[2])
+        entry = self._new_entry(fingerprint, exact, -1, -1)
+        self.digest[entry] = digest
+        self._identities[key] = entry
+        if index:
+            self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second, sketch)
+        return Decision(Outcome.UNIQUE, entry)
+
+    def _recheck(
+        self,
+        scope: str,
+        entry: int,
+        fingerprint: int,
+        exact: bool,
+        index: bool,
+        edit_keys: Sequence[int],
+        digest: int | None = None,
+        also: int | None = None,
+        second: int | None = None,
+        sketch: Sketch | None = None,
+    ) -> Decision:
+        previous = self.fingerprint[entry]
+        old_digest = self.digest[entry]
+        self.digest[entry] = digest
+        if exact != self.exact[entry]:
+            moved = _FAR
+        elif exact:
+            moved = 0 if fingerprint == previous else _FAR
+        else:
+            moved = (fingerprint ^ previous).bit_count()
+        self.fingerprint[entry] = fingerprint
+        if moved <= self.max_distance:
+            # Same text (or no digest to tell): unchanged; other text within k: edited.
+            same = digest is None or old_digest is None or digest == old_digest
+            outcome = Outcome.UNCHANGED if same else Outcome.EDITED
+            canonical = self.canonical[entry]
+            if canonical < 0:
+                return Decision(outcome, entry, previous_fingerprint=previous)
+            return Decision(outcome, entry, canonical, self.distance[entry], previous)
+        self._unindex(scope, entry)
+        self.exact[entry] = exact
+        found = self._nearest(scope, fingerprint, exact, edit_keys, also, second, sketch)
+        if found is not None:
+            self.canonical[entry], self.distance[entry] = found[0], found[1]
+            return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], previous, found[2])
+        self.canonical[entry] = self.distance[entry] = -1
+        if index:
+            self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second, sketch)
+        return Decision(Outcome.CHANGED, entry, previous_fingerprint=previous)
+
+    # ------------------------------------------------------------ restore
+    def restore_many(
+        self,
+        scopes: Sequence[str],
+        identities: Sequence[str],
+        fingerprints: list[int],
+        exact: list[bool],
+        canonical: list[int],
+        distance: list[int],
+        indexed: list[int | None],
+        indexed_keys: Sequence[tuple[int, ...]] | None = None,
+        digests: Sequence[int | None] | None = None,
+    ) -> None:
+        """Put back entries recorded earlier (sequences in entry order); ``ValueError`` if two share an identity.
+
+        ``indexed`` is the fingerprint each entry has in the index (canonical
+        entries), else ``None``, and ``indexed_keys`` its one-edit keys there;
+        ``digests`` their content digests (``None``: unknown, e.g. a store of
+        format 3); ``restore_indexes`` then indexes them in bulk.
+        """
+        start = len(self.fingerprint)
+        self.fingerprint.extend(fingerprints)
+        self.exact.extend(exact)
+        self.canonical.extend(canonical)
+        self.distance.extend(distance)
+        self.indexed.extend(indexed)
+        if indexed_keys is None:
+            self.indexed_keys.extend([b""] * len(fingerprints))
+        else:
+            self.indexed_keys.extend(pack_keys(keys) if keys else b"" for keys in indexed_keys)
+        self.digest.extend([None] * len(fingerprints) if digests is None else digests)
+        self.also.extend([None] * len(fingerprints))  # a template-free fingerprint is never stored
+        self.second.extend([None] * len(fingerprints))  # nor a second simhash
+        self._identities.update(zip(zip(scopes, identities), range(start, start + len(fingerprints))))
+        if len(self._identities) != len(self.fingerprint):
+            raise ValueError("two entries have the same (scope, identity)")
+        self._pending.extend((scopes[i], start + i) for i, fp in enumerate(indexed) if fp is not None)
+
+    def restore_arrays(
+        self,
+        scopes: Sequence[str],
+        identities: Sequence[str],
+        fingerprints: np.ndarray,
+        exact: np.ndarray,
+        canonical: np.ndarray,
+        distance: np.ndarray,
+        is_indexed: np.ndarray,
+        indexed: np.ndarray,
+        packed_keys: Sequence[bytes],
+        digests: Sequence[int | None],
+        identity_hashes: np.ndarray | None = None,
+    ) -> None:
+        """``restore_many`` then ``restore_indexes`` for entries given as arrays (a store's columns), in bulk.
+
+        ``identity_hashes``: ``identity_hash`` of each entry's scope and identity (a store keeps them):
+        the entries of a first restore into an empty rule are then found through them, and
+        ``identities`` is read only to confirm a match (it may decode lazily).
+
+        ``fingerprints``/``indexed`` uint64, ``exact``/``is_indexed`` bool, ``canonical``/``distance``
+        int64 (-1: none); ``packed_keys`` the one-edit keys packed (``keytable.pack_keys``), b"" for none.
+        The same entries, indexes and ties as entry-by-entry restoring; ``ValueError`` if two entries
+        share an identity.
+        """
+        if self._pending:
+            self.restore_indexes()
+        enabled = gc.isenabled()
+        gc.disable()  # a million objects and no cycle: the collector would only slow this down
+        try:
+            self._restore_arrays(scopes, identities, fingerprints, exact, canonical, distance, is_indexed, indexed,
+                                 packed_keys, digests, identity_hashes)  # fmt: skip
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _restore_arrays(self, scopes: Sequence[str], identities: Sequence[str], *arrays: Any) -> None:
+        fingerprints, exact, canonical, distance, is_indexed, indexed, packed_keys, digests, identity_hashes = arrays
+        start, n = len(self.fingerprint), len(fingerprints)
+        if start or len(self._restored_hashes):
+            identity_hashes = None  # only a first restore into an empty rule keeps the table
+        values: list[int] = fingerprints.tolist()
+        self.fingerprint.extend(values)
+        self.exact.extend(exact.tolist())
+        self.canonical.extend(canonical.tolist())
+        self.distance.extend(distance.tolist())
+        column: list[int | None] = list(values)  # a canonical page's indexed fingerprint is mostly its own
+        for row in np.flatnonzero(is_indexed & (indexed != fingerprints)).tolist():
+            column[row] = int(indexed[row])
+        for row in np.flatnonzero(~is_indexed).tolist():
+            column[row] = None
+        self.indexed.extend(column)
+        self.indexed_keys.extend(packed_keys)
+        self.digest.extend(digests)
+        # Restored pages carry no template-free or second simhash nor sentence sketch (none is stored:
+        # steps 5-7 serve pages checked in this process).
+        self.also.extend([None] * n)
+        self.second.extend([None] * n)
+        if identity_hashes is None:
+            self._identities.update(zip(zip(scopes, identities), range(start, start + n)))
+            if len(self._identities) != len(self.fingerprint):
+                raise ValueError("two entries have the same (scope, identity)")
+        elif n:
+            order = np.argsort(identity_hashes)
+            hashes = identity_hashes[order]
+            for at in np.flatnonzero(hashes[1:] == hashes[:-1]).tolist():  # the same hash: the same page?
+                a, b = int(order[at]), int(order[at + 1])
+                if scopes[a] == scopes[b] and identities[a] == identities[b]:
+                    raise ValueError("two entries have the same (scope, identity)")
+            self._restored_hashes, self._restored_entries = hashes, order
+            self._restored_scopes, self._restored_keys = scopes, identities
+        names = list(dict.fromkeys(scopes))
+        if len(names) == 1:
+            codes = np.zeros(n, dtype=np.int64)
+        else:
+            number = {name: code for code, name in enumerate(names)}
+            codes = np.fromiter(map(number.__getitem__, scopes), dtype=np.int64, count=n)
+        with_keys = np.fromiter(map(bool, packed_keys), dtype=bool, count=n) if any(packed_keys) else None
+        for code, scope in enumerate(names):
+            mine = is_indexed & (codes == code)
+            simhash = np.flatnonzero(mine & ~exact)
+            if len(simhash):
+                self._index(scope).add_many(simhash + start, indexed[simhash])
+            for row in np.flatnonzero(mine & exact).tolist():
+                self._exact.setdefault(scope, {}).setdefault(self.indexed[start + row], start + row)
+            if with_keys is not None:
+                owners = (np.flatnonzero(with_keys[simhash]) if len(simhash) else simhash)
+                owners = (simhash[owners] + start).tolist()
+                if owners:
+                    self._key_table(scope).add_many(owners, [self.keys_of(entry) for entry in owners])
+
+    def restore_indexes(self) -> None:
+        """Index the canonical entries given to ``restore_many`` (one bulk add per scope)."""
+        by_scope: dict[str, tuple[list[int], list[int]]] = {}
+        keyed: dict[str, tuple[list[int], list[tuple[int, ...]]]] = {}
+        for scope, entry in self._pending:
+            indexed = self.indexed[entry]
+            assert indexed is not None
+            if self.exact[entry]:
+                self._exact.setdefault(scope, {}).setdefault(indexed, entry)
+            else:
+                if self.indexed_keys[entry]:
+                    owners, key_lists = keyed.setdefault(scope, ([], []))
+                    owners.append(entry)
+                    key_lists.append(self.keys_of(entry))
+                keys, fps = by_scope.setdefault(scope, ([], []))
+                keys.append(entry)
+                fps.append(indexed)
+        for scope, (keys, fps) in by_scope.items():
+            self._index(scope).add_many(keys, fps)
+        for scope, (owners, key_lists) in keyed.items():
+            self._key_table(scope).add_many(owners, key_lists)
+        self._pending = []
+
+
+def identity_hash(scope: str, identity: str) -> int:
+    """A 64-bit hash of a page's scope and identity, the same in every process (BLAKE2b)."""
+    data = f"{scope}\x1f{identity}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")

@@ -1,0 +1,1 @@
+"""A page's text: decoding, parsing, visible text, main content (and the C tree walker)."""

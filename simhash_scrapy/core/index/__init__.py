@@ -1,0 +1,1 @@
+"""The block-permuted index (layout, queries, file format) and the one-edit key table."""

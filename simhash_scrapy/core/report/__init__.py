@@ -1,0 +1,1 @@
+"""Reports: the model, the JSONL/CSV/HTML formats, where a report goes."""

@@ -1,0 +1,1 @@
+"""The settings table, its value parsers and the typed configs."""

@@ -1,0 +1,1 @@
+"""URL rules: the rewrite kinds and the learner."""
