@@ -13,35 +13,9 @@ from conftest import RecordingSpider, run_crawl
 from urllib.parse import urlsplit
 
 import simhash_scrapy
+from detector_helpers import sample_pages, steps_pages  # (tests/ is on sys.path)
 
 pytest_plugins = ["conftest_redis"]
-
-SETS = Path(__file__).resolve().parents[2] / "benchmarks" / "quality"
-
-
-def steps_pages() -> list[tuple[str, bytes]]:
-    """Pages that steps 5-7 match (the template, second-simhash and containment crawl tests' sites), one
-    host each."""
-    import test_containment_crawl
-    import test_template_crawl
-
-    sites = {
-        "tmpl.test": test_template_crawl.site_pages(),
-        "edits.test": test_template_crawl.edit_pages(),
-        "contain.test": test_containment_crawl.site_pages(),
-    }
-    return [(f"http://{host}{path}", body.encode()) for host, table in sites.items() for path, body in table.items()]
-
-
-def sample_pages(name: str) -> list[tuple[str, bytes]]:
-    """The set's pages, ``(url, body)``, in its crawl order (``"steps"``: ``steps_pages``)."""
-    if name == "steps":
-        return steps_pages()
-    root = SETS / name
-    rows = [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines() if line.strip()]
-    rows.sort(key=lambda row: row["order"])
-    return [(row["url"], (root / row["file"]).read_bytes()) for row in rows]
-
 
 def serve_by_host(serve: Any, pages: list[tuple[str, bytes]]) -> dict[str, str]:
     """One local site per host of the set (the template learner groups pages by host); set URL -> local URL."""

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_detector_parity import sample_pages
-from test_persistence import run  # drives the in-process backends' coroutines
+from crawl_helpers import run  # drives the in-process backends' coroutines
+from detector_helpers import sample_pages
 
 from simhash_scrapy.backends.base import PageRecord
 from simhash_scrapy.backends.memory import MemoryBackend
