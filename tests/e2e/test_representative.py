@@ -3,7 +3,7 @@
 Real crawls of a local site whose tracking, print, AMP and mirror copies are
 crawled before their originals, for each backend (memory, a SIMHASH_DIR
 store, Redis with a real redis-server); the units of ``core.cluster.representative`` are
-tests/unit/test_representative.py.
+tests/unit/test_representative_rule.py.
 """
 
 from __future__ import annotations
