@@ -45,7 +45,8 @@ from .core.redact import redact
 from .core.report.report_path import expand_report_path, report_params
 from .core.extract.text import parse_html
 from .startup import check_report_folder, warn_at_startup
-from .workers import ANALYSIS_MAX_SECONDS, DaemonExecutor, cut_at_deadline
+from . import workers
+from .workers import DaemonExecutor, cut_at_deadline
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -259,7 +260,7 @@ class DedupState:
         logger.warning(
             "simhash-scrapy: the analysis of %(what)s %(url)s took over %(seconds)g s of CPU and was cut; "
             "it goes on unchecked (simhash/%(prefix)sskipped/too_slow)",
-            {"what": "the item from" if items else "the page", "url": url, "seconds": ANALYSIS_MAX_SECONDS,
+            {"what": "the item from" if items else "the page", "url": url, "seconds": workers.ANALYSIS_MAX_SECONDS,
              "prefix": "items/" if items else ""},
             extra={"spider": self.spider},
         )
