@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.clustering import Clusterer, Decision, Outcome, is_one_edit
+from ..core.sitetemplate import host_of
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class MemoryBackend(DedupBackend):
         super().__init__(config)
         self._clusters = Clusterer(config.max_distance, config.blocks)
         self._members: list[ClusterMember] = []
+        # Steps 5-7 match pages of one host only: a canonical entry's host is its page's.
+        self._clusters.host_of_entry = self._host_of_entry
         #: canonical entry -> entries recorded as its near-duplicates (built at the first
         #: ``cluster_members``; an entry that moved to another cluster is filtered out on reading).
         self._groups: dict[int, list[int]] | None = None
@@ -45,6 +48,9 @@ class MemoryBackend(DedupBackend):
     # --------------------------------------------------------------- hooks
     def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
         """Called after every check with the identity's entry number and record (override to persist it)."""
+
+    def _host_of_entry(self, entry: int) -> str | None:
+        return host_of(self._members[entry].url) if entry < len(self._members) else None
 
     # ----------------------------------------------------------- interface
     async def open(self, spider_name: str) -> None:
@@ -74,7 +80,7 @@ class MemoryBackend(DedupBackend):
         """``check`` without the coroutine (the memory backend never waits)."""
         decision = self._clusters.check(
             record.scope, record.key, record.fingerprint, record.exact, index, record.edit_keys, record.digest,
-            record.also, record.second, record.sketch,
+            record.also, record.second, record.sketch, host_of(record.url),
         )
         entry = decision.entry
         new = entry == len(self._members)
