@@ -69,7 +69,7 @@ from __future__ import annotations
 import enum
 import gc
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 

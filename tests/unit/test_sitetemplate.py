@@ -180,8 +180,10 @@ class StraightforwardTemplates:
     def check(self, host: str, fingerprint: int, text: str | bytes) -> int | None:
         articles, known = self.hosts.setdefault(host, ([], {}))
         data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-        # Full: forget the hosts least recently useful (a template-free answer), else first seen.
-        while self.count + data.count(b"\n") + 1 > self.max_lines and len(self.hosts) > 1:
+        lines = [stripped for line in data.split(b"\n") if (stripped := line.strip())]
+        # Full: forget the hosts least recently useful (a template-free answer), else first seen, until the
+        # page's lines fit (its non-blank lines: what a restored crawl's replay of the learner knows of a page).
+        while self.count + len(lines) > self.max_lines and len(self.hosts) > 1:
             oldest = next(name for name in self.hosts if name != host)
             self.count -= len(self.hosts.pop(oldest)[1])
         article = next((n for n, o in enumerate(articles) if (fingerprint ^ o).bit_count() <= ARTICLE_DISTANCE), None)
@@ -189,7 +191,6 @@ class StraightforwardTemplates:
             article = len(articles) if len(articles) < self.max_articles else self.max_articles
             if article < self.max_articles:
                 articles.append(fingerprint)
-        lines = [stripped for line in data.split(b"\n") if (stripped := line.strip())]
         kept = []
         for line in lines:
             seen = known.get(hash(line))
