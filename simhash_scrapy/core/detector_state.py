@@ -16,9 +16,10 @@ interval of both):
   template-free simhash, second simhash and sketch (set when it is
   canonical);
 * ``detector/snapshot``: the whole state at once, with the number of the
-  first journal not in it (written when the crawl closes, when it opens a
-  store with journals, and when the journals since the last one pass
-  ``COMPACT_BYTES``; the journals it holds are dropped in the same commit).
+  first journal not in it (written when the crawl closes, if a journal was
+  written since the last one, and when the journals since the last one pass
+  ``COMPACT_BYTES``, those a crash left included; the journals it holds are
+  dropped in the same commit).
 
 Restoring (``restore``) applies the snapshot, then the journals in order,
 then indexes the canonical entries' rows: the same state, and so the same
