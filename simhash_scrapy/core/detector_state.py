@@ -233,7 +233,12 @@ class Recorder:
         counts = rule._sentences
         assert counts is not None
         arrays["through"] = np.array([through], dtype=np.int64)
-        arrays["counts"] = np.frombuffer(bytes(counts._low) + bytes(counts._high), dtype=np.uint8)
+        tables = np.frombuffer(bytes(counts._low) + bytes(counts._high), dtype=np.uint8)
+        used = np.flatnonzero(tables)
+        if 5 * len(used) < len(tables):  # few counted sentences: the counters in use, not 4 MB of mostly zeros
+            arrays["counts_at"], arrays["counts_used"] = used.astype(np.uint32), tables[used]
+        else:
+            arrays["counts"] = tables
         arrays["count_bits"] = np.array([counts._bits], dtype=np.int64)
         arrays.update(_templates_arrays(self.detector.templates))
         return _pack(arrays)
@@ -309,7 +314,12 @@ def _apply_snapshot(detector: Detector, a: Mapping[str, np.ndarray], extras: dic
     extras.update(_read_extras(a))
     bits = int(a["count_bits"][0])
     counts = SentenceCounts(bits)
-    tables = a["counts"].tobytes()
+    if "counts" in a:
+        tables = a["counts"].tobytes()
+    else:
+        dense = np.zeros(2 << bits, dtype=np.uint8)
+        dense[a["counts_at"]] = a["counts_used"]  # (an index past the end raises IndexError: named as damage)
+        tables = dense.tobytes()
     if len(tables) != 2 << bits:
         raise ValueError("the sentence counts have the wrong size")
     counts._low[:] = tables[: 1 << bits]
