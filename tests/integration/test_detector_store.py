@@ -109,8 +109,8 @@ def _rewrite_blob(path: Path, name: str, change: Any, checksum: bool) -> None:
 
 @pytest.mark.parametrize(("what", "message"), [
     ("flip", "checksum mismatch"),  # one bit: the blob's checksum says it
-    ("truncate", "BadZipFile|ValueError|EOFError"),  # cut short, checksum made to match: the contents say it
-    ("garbage", "BadZipFile|ValueError"),
+    ("truncate", "error: Error -5"),  # cut short, checksum made to match: the zlib stream says it
+    ("garbage", "error: Error -3"),
 ])  # fmt: skip
 def test_damage_to_what_steps_5_to_7_learned_is_named_and_the_file_left_as_it_is(
     tmp_path: Path, what: str, message: str
