@@ -63,6 +63,14 @@ def kinds(n: int) -> dict[str, bytes]:
         "nested, closed": HEAD + b"<div>" * n + WORDS + b"</div>" * n,
         "<meta flood": b"<meta" * (n + n // 2),
         "links": HEAD + b"<a x>w</a>" * n,
+        # Issue 37.1: removed elements each followed by text (their tails were joined quadratically).
+        "<script> + text": HEAD + b"<script>x</script>tail text words " * n,
+        "<style> + text": HEAD + b"<style>x</style>tail text words " * n,
+        "<noscript> + text": HEAD + b"<noscript>x</noscript>tail text words " * n,
+        "<template> + text": HEAD + b"<template>x</template>tail text words " * n,
+        "<iframe> + text": HEAD + b"<iframe>x</iframe>tail text words " * n,
+        "[hidden] + text": HEAD + b"<div hidden>x</div>tail text words " * n,
+        "many sentences": HEAD + b"".join(b"<p>Sentence %d holds a few words.</p>" % i for i in range(n)),
         "NUL page": b"<html><head><title>t</title></head><body><main><p\x00>" + WORDS + b"\x00" * (7 * n),
     }
 

@@ -340,8 +340,8 @@ class DedupState:
                 self.inc(prefix + "second/near_duplicates")
             elif verdict.via == "containment":  # core.cluster.clustering step 7: sentence containment
                 self.inc(prefix + "containment/near_duplicates")
-        if verdict.also is not None:  # a page with a template-free fingerprint (core.detector, step 5)
-            self.inc(prefix + "template/pages")
+        if verdict.also is not None and prefix == "simhash/":  # a page with a template-free fingerprint (core.detector,
+            self.inc("simhash/template/pages")  # step 5; items get steps 1-4 only)
         return verdict
 
     async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:

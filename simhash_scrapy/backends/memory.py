@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..core.cluster.clustering import Decision, Outcome, is_one_edit
 from ..core.detector import Detector, Page
+from ..core.cluster.sitetemplate import host_of
 from .base import ClusterMember, DedupBackend, PageRecord, Verdict
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class MemoryBackend(DedupBackend):
         self.detector = Detector.from_config(config)
         self._clusters = self.detector.rule
         self._members: list[ClusterMember] = []
+        # Steps 5-7 match pages of one host only: a canonical entry's host is its page's.
+        self._clusters.host_of_entry = self._host_of_entry
         #: canonical entry -> entries recorded as its near-duplicates (built at the first
         #: ``cluster_members``; an entry that moved to another cluster is filtered out on reading).
         self._groups: dict[int, list[int]] | None = None
@@ -48,6 +51,9 @@ class MemoryBackend(DedupBackend):
     # --------------------------------------------------------------- hooks
     def _recorded(self, entry: int, member: ClusterMember, new: bool) -> None:
         """Called after every check with the identity's entry number and record (override to persist it)."""
+
+    def _host_of_entry(self, entry: int) -> str | None:
+        return host_of(self._members[entry].url) if entry < len(self._members) else None
 
     # ----------------------------------------------------------- interface
     async def open(self, spider_name: str) -> None:

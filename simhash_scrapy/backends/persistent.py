@@ -295,8 +295,8 @@ class PersistentBackend(MemoryBackend):
         self.store = store
         self._extra.update((k, v) for k, v in contents.extra.items() if not is_detector_blob(k))
         self._journals = sorted(int(k[len(JOURNAL) :]) for k in contents.extra if k.startswith(JOURNAL))
-        if self._journals:  # journals a crash (or a stop without close) left: one snapshot, with the next commit
-            self._write_snapshot()
+        if self._recorder is not None:  # journals a crash left: in the snapshot of this crawl's close (or sooner)
+            self._recorder.journal_bytes = sum(len(contents.extra[f"{JOURNAL}{n}"]) for n in self._journals)
         chunks = _link_chunks(contents.extra)
         self._link_chunk = chunks[-1][0] + 1 if chunks else 0
         if len(chunks) > 1:  # one blob per flush that changed a link: folded into one, with the next commit
@@ -370,7 +370,7 @@ class PersistentBackend(MemoryBackend):
             store.keep_extra(f"{JOURNAL}{self._journal_next}", data)
             self._journals.append(self._journal_next)
             self._journal_next += 1
-        if snapshot or recorder.journal_bytes > COMPACT_BYTES:
+        if (snapshot and self._journals) or recorder.journal_bytes > COMPACT_BYTES:
             self._write_snapshot()
 
     def _write_snapshot(self) -> None:

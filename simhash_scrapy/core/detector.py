@@ -92,6 +92,13 @@ class Detector:
         self.rule = Clusterer(max_distance, blocks)
         #: The host template learner (``SIMHASH_TEMPLATES``), else ``None``.
         self.templates = HostTemplates(features, min_tokens) if templates else None
+        #: The host of each entry's page, in entry order: step 7 wants stronger evidence across hosts
+        #: (``Clusterer.host_of_entry``; a backend that knows more entries, restored ones, sets its own).
+        self._entry_hosts: dict[int, str | None] = {}
+        self.rule.host_of_entry = self._host_of_entry
+
+    def _host_of_entry(self, entry: int) -> str | None:
+        return self._entry_hosts.get(entry)
 
     @classmethod
     def from_config(cls, config: SimhashConfig) -> Detector:
@@ -108,10 +115,12 @@ class Detector:
         """Steps 1-7 for one page, in check order: learn, decide, record (``index=False``: a unique page is
         not made canonical).  ``Decision.also`` is the page's template-free fingerprint, when it has one."""
         also = self.template_free(page)
+        host = host_of(page.url) if page.url else None
         decision = self.rule.check(
             page.scope, page.identity, page.fingerprint, page.exact, index, page.edit_keys, page.digest, also,
-            page.second, page.sketch,
+            page.second, page.sketch, host,
         )  # fmt: skip
+        self._entry_hosts.setdefault(decision.entry, host)
         return decision if also is None else replace(decision, also=also)
 
 

@@ -257,7 +257,8 @@ def test_browser_shows_the_numbers_of_the_json_report(browser: Chromium, tmp_pat
     browser.wait_for("!!document.querySelector('details.cluster[open] table.sbs')")
     rows = browser.evaluate(
         "[...document.querySelectorAll('details.cluster[open] tr.member')].map(r => ["
-        "r.querySelector('td.url a').href, r.querySelector('td.distance').innerText,"
+        "(r.querySelector('td.url a') || r.querySelector('td.url span')).textContent,"
+        " r.querySelector('td.distance').innerText,"
         " r.querySelector('td.mono').innerText])"
     )
     first = report[0]

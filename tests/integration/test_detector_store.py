@@ -109,8 +109,8 @@ def _rewrite_blob(path: Path, name: str, change: Any, checksum: bool) -> None:
 
 @pytest.mark.parametrize(("what", "message"), [
     ("flip", "checksum mismatch"),  # one bit: the blob's checksum says it
-    ("truncate", "BadZipFile|ValueError|EOFError"),  # cut short, checksum made to match: the contents say it
-    ("garbage", "BadZipFile|ValueError"),
+    ("truncate", "error: Error -5"),  # cut short, checksum made to match: the zlib stream says it
+    ("garbage", "error: Error -3"),
 ])  # fmt: skip
 def test_damage_to_what_steps_5_to_7_learned_is_named_and_the_file_left_as_it_is(
     tmp_path: Path, what: str, message: str
@@ -192,7 +192,8 @@ def test_replaying_what_was_learned_gives_the_learner_and_the_counts_exactly() -
     assert line_hashes_many([t for _, _, t in inputs]) == [line_hashes(t) for _, _, t in inputs]
     for (host, fp, _), digests in zip(inputs, line_hashes_many([t for _, _, t in inputs])):
         replayed.learn(host, fp, digests)
-    assert len(live) == len(replayed) == 150  # full: the bound is replayed too
+    # Full: the bound and the hosts it made the learner forget (least recently useful first) are replayed too.
+    assert len(live) == len(replayed) and 100 < len(live) <= 150
     assert {h: (v.articles, v.lines) for h, v in live._hosts.items()} == {
         h: (v.articles, v.lines) for h, v in replayed._hosts.items()
     }

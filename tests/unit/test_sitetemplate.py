@@ -86,9 +86,9 @@ def test_learning_is_deterministic_and_bounded() -> None:
 
 
 def test_hosts_met_once_the_lines_are_full_cost_no_memory() -> None:
-    """Once ``max_lines`` lines are remembered, a host met for the first time can learn nothing (none of
-    its lines is remembered): its pages get ``None`` and the learner keeps nothing for it, so a broad crawl
-    of millions of hosts does not grow the learner past its bound."""
+    """Once ``max_lines`` lines are remembered, hosts met for the first time make room for each other (the
+    least recently useful are forgotten): the learner never grows past its bound, and a broad crawl of
+    millions of hosts costs no memory."""
     import tracemalloc
 
     learner = HostTemplates(max_lines=40)
@@ -107,9 +107,30 @@ def test_hosts_met_once_the_lines_are_full_cost_no_memory() -> None:
     finally:
         tracemalloc.stop()
     assert answers == [None] * 5000
+    assert len(learner) <= 40
     assert grown < 64 * 1024  # the answers list (40 KB) and little else; ~350 bytes a host before
-    page = text(20)  # the hosts met before the bound still learn
-    assert learner.check("news.example", fp(page), page) is not None
+
+
+def test_junk_hosts_do_not_switch_learning_off_for_later_hosts() -> None:
+    # Issue 37: 20,000 one-page hosts filled the lines and no later host learned anything.
+    def learn(learner: HostTemplates, host: str) -> list[int | None]:
+        box = [f"Most read {n} {' '.join(article_words(7000 + n, 8))}" for n in range(6)]
+        answers = []
+        for seed in range(1, 7):
+            page = "\n".join([*(" ".join(article_words(seed, 300)[i : i + 25]) for i in range(0, 300, 25)), *box])
+            answers.append(learner.check(host, fp(page), page))
+        return answers
+
+    fresh = learn(HostTemplates(max_lines=2_000), "news.example")
+    assert sum(a is not None for a in fresh) >= 4
+    learner = HostTemplates(max_lines=2_000)
+    useful = learn(learner, "useful.example")  # a host whose template matched: kept while junk comes
+    for n in range(20_000):
+        page = " ".join(article_words(20_000 + n, 40))
+        learner.check(f"junk{n}.example", fp(page), page)
+    assert len(learner) <= 2_000
+    assert learn(learner, "news.example") == fresh  # a later host learns as on a fresh learner
+    assert useful == fresh
 
 
 def test_host_of() -> None:
@@ -158,13 +179,18 @@ class StraightforwardTemplates:
 
     def check(self, host: str, fingerprint: int, text: str | bytes) -> int | None:
         articles, known = self.hosts.setdefault(host, ([], {}))
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        lines = [stripped for line in data.split(b"\n") if (stripped := line.strip())]
+        # Full: forget the hosts least recently useful (a template-free answer), else first seen, until the
+        # page's lines fit (its non-blank lines: what a restored crawl's replay of the learner knows of a page).
+        while self.count + len(lines) > self.max_lines and len(self.hosts) > 1:
+            oldest = next(name for name in self.hosts if name != host)
+            self.count -= len(self.hosts.pop(oldest)[1])
         article = next((n for n, o in enumerate(articles) if (fingerprint ^ o).bit_count() <= ARTICLE_DISTANCE), None)
         if article is None:
             article = len(articles) if len(articles) < self.max_articles else self.max_articles
             if article < self.max_articles:
                 articles.append(fingerprint)
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-        lines = [stripped for line in data.split(b"\n") if (stripped := line.strip())]
         kept = []
         for line in lines:
             seen = known.get(hash(line))
@@ -181,6 +207,7 @@ class StraightforwardTemplates:
                 known[hash(line)] = seen | (article + 1)
         if len(kept) == len(lines):
             return None
+        self.hosts[host] = self.hosts.pop(host)
         hashes, weights, tokens = feature_hashes(b"\n".join(kept), with_token_count=True)
         if tokens < 30:
             return None

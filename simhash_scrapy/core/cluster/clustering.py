@@ -69,7 +69,7 @@ from __future__ import annotations
 import enum
 import gc
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,6 +232,10 @@ class Clusterer:
         self._also_rows = 0  # index rows holding one (not counted by index_size)
         self._contained: dict[str, ContainmentIndex] = {}  # canonical pages' sentence sketches, per scope (step 7)
         self._sentences: SentenceCounts | None = None  # sentences of the pages step 7 saw (made at the first)
+        #: The host of an entry's page (the backend's, from its URL), for step 7: across hosts it wants a
+        #: closer size (``containment.CROSS_HOST_MIN_RATIO``); ``None``: every entry counts as of the page's host.
+        self.host_of_entry: Callable[[int], str | None] | None = None
+        self._host: str | None = None  # the host of the page being checked (``check``)
 
     def __len__(self) -> int:
         return len(self.fingerprint)
@@ -320,6 +324,11 @@ class Clusterer:
         assert indexed is not None
         return owner, (fingerprint ^ indexed).bit_count(), via
 
+    def _other_host(self, entry: int) -> bool:
+        """Whether ``entry``'s page is of another host than the page checked (step 7 wants more then)."""
+        host_of_entry = self.host_of_entry
+        return host_of_entry is not None and self._host is not None and host_of_entry(entry) != self._host
+
     def _contains(self, scope: str, sketch: Sketch) -> int | None:
         """Step 7: the canonical entry whose sentences hold this page's (or the other way round), else ``None``;
         the page's sentences are then counted (``SentenceCounts``)."""
@@ -327,7 +336,7 @@ class Clusterer:
         if counts is None:
             counts = self._sentences = SentenceCounts()
         index = self._contained.get(scope)
-        found = index.match(sketch, counts) if index is not None else None
+        found = index.match(sketch, counts, self._other_host) if index is not None else None
         counts.add(sketch.hashes)
         return None if found is None else found[0]
 
@@ -431,6 +440,7 @@ class Clusterer:
         also: int | None = None,
         second: int | None = None,
         sketch: Sketch | None = None,
+        host: str | None = None,
     ) -> Decision:
         """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical).
 
@@ -440,7 +450,10 @@ class Clusterer:
         ``sketch``: its sentence sketch (``core.cluster.containment``; step 7), else ``None``.
         ``digest``: its content digest (``core.features.exact.exact_digest``; a short page's is its fingerprint),
         which tells ``UNCHANGED`` from ``EDITED`` when it is re-checked; ``None``: unknown.
+        ``host``: its host (``sitetemplate.host_of``): step 7 matches it with a canonical page of another
+        host (``host_of_entry``) only on stronger evidence (``containment.CROSS_HOST_MIN_RATIO``).
         """
+        self._host = host
         if exact:
             edit_keys = ()
             digest = fingerprint

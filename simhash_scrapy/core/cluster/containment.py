@@ -31,7 +31,7 @@ containment of documents", 1997), estimated from small sketches:
   are mostly a long common section share most of their sentences, copies
   share all), at least ``MIN_SHARED`` sampled hashes are
   shared, and the smaller page has at least ``MIN_RATIO`` times the larger's
-  sentences: a listing page that holds a whole article among others contains
+  sentences (more than ``CROSS_HOST_MIN_RATIO`` across hosts): a listing page that holds a whole article among others contains
   it, but is not a copy of it.
 * **Common sentences** (``SentenceCounts``): the rule counts the sentences of
   every page that reaches step 7; a sentence both pages have that ``COMMON``
@@ -64,7 +64,7 @@ from ..features.features import span_hashes
 __all__ = [
     "Sketch", "SentenceCounts", "ContainmentIndex", "sentence_hashes", "sentence_texts", "sketch_of", "verify",
     "estimate",
-    "MIN_WORDS", "SKETCH", "ANCHORS", "MIN_CONTAINMENT", "MIN_RATIO", "MIN_SHARED", "MIN_SENTENCES", "COMMON",
+    "MIN_WORDS", "SKETCH", "ANCHORS", "MIN_CONTAINMENT", "MIN_RATIO", "CROSS_HOST_MIN_RATIO", "MIN_SHARED", "MIN_SENTENCES", "COMMON",
     "MAX_PAGES", "MAX_OWNERS",
 ]  # fmt: skip
 
@@ -80,6 +80,10 @@ ANCHORS = 4
 MIN_CONTAINMENT = 1.0
 #: ... it has at least this many times the other page's sentences (or the other way round) ...
 MIN_RATIO = 0.5
+#: Across hosts, stronger evidence: the smaller page has at least this share of the larger's sentences
+#: (the larger holds it plus at most half as much again): another host's pages that each hold two of a
+#: site's articles, or half of one, never make that site's articles duplicates.
+CROSS_HOST_MIN_RATIO = 2 / 3
 #: ... and the two share at least this many sampled sentences.
 MIN_SHARED = 4
 #: Pages with fewer sentences get no sketch.
@@ -327,16 +331,20 @@ class ContainmentIndex:
                 found.update(owners)
         return sorted(found)
 
-    def match(self, sketch: Sketch, counts: SentenceCounts | None = None) -> tuple[int, float] | None:
+    def match(
+        self, sketch: Sketch, counts: SentenceCounts | None = None, other_host: Callable[[int], bool] | None = None
+    ) -> tuple[int, float] | None:
         """``(entry, containment)`` of the verified candidate with the highest containment (ties: the entry
         recorded first), else ``None``.  ``counts``: sentences counted in ``COMMON`` pages or more are
-        left out of the verification."""
+        left out of the verification.  ``other_host(entry)``: the candidate is of another host, and is
+        verified with ``CROSS_HOST_MIN_RATIO``."""
         best: tuple[int, float] | None = None
         common = None if counts is None else (lambda h: counts.count(h) >= COMMON)
         for entry in self.candidates(sketch):
             other = self.sketch(entry)
             assert other is not None
-            if not verify(sketch, other, common=common):
+            ratio = CROSS_HOST_MIN_RATIO if other_host is not None and other_host(entry) else MIN_RATIO
+            if not verify(sketch, other, min_ratio=ratio, common=common):
                 continue
             contained = estimate(sketch, other, common=common)[0]
             if best is None or contained > best[1]:

@@ -25,8 +25,10 @@ checked before (their order, host, fingerprint and text), nothing else: a line
 is keyed by ``features.stable_hash64`` of its bytes, the same in every process
 (the pass over a page's lines runs in C, ``_speedups.template_lines``, or in
 its pure-Python twin).  It is bounded (``MAX_LINES`` lines over all hosts,
-``MAX_ARTICLES`` remembered articles per host: after that, new lines and
-articles are not learned, known ones still are) and lives in the crawl's
+``MAX_ARTICLES`` remembered articles per host: after that, new articles are
+not learned, known ones still are; when the lines are full, the hosts least
+recently useful are forgotten to make room, so thousands of junk hosts never
+switch learning off for the hosts after them) and lives in the crawl's
 process (it is not persisted).
 """
 
@@ -120,6 +122,8 @@ def _template_lines(data: bytes, known: dict[int, int], article: int, room: int)
     return _template_lines_py(data, known, article, room)
 
 
+
+
 def host_of(url: str) -> str:
     """The host a page's template is learned for: its host name and port (lower case, no user name)."""
     try:
@@ -180,14 +184,16 @@ class HostTemplates:
             self.log.append((host, fingerprint, text))
         state = self._hosts.get(host)
         if state is None:
-            if self._lines >= self.max_lines:  # it could remember none of its lines: nothing to learn, nor to keep
-                return None
             state = self._hosts[host] = _Host()
+        data = _utf8(text)
+        if self._lines + data.count(b"\n") + 1 > self.max_lines:  # (the exact count only when it may not fit)
+            self._make_room(host, len(_lines(data)))
         article = self._article(state, fingerprint)
-        kept, added = _template_lines(_utf8(text), state.lines, article, self.max_lines - self._lines)
+        kept, added = _template_lines(data, state.lines, article, self.max_lines - self._lines)
         self._lines += added
         if kept is None:  # nothing is template
             return None
+        self._hosts[host] = self._hosts.pop(host)  # useful: the last host to be forgotten
         hashes, weights, tokens = feature_hashes(kept, self.features, with_token_count=True)
         if tokens < self.min_tokens:
             return None
@@ -199,20 +205,23 @@ class HostTemplates:
         its answer: replaying the pages a crawl checked rebuilds its learner exactly."""
         state = self._hosts.get(host)
         if state is None:
-            if self._lines >= self.max_lines:
-                return
             state = self._hosts[host] = _Host()
+        self._make_room(host, len(digests))  # as ``check`` does, so the replay evicts the same hosts
         article = self._article(state, fingerprint)
-        known, room, added = state.lines, self.max_lines - self._lines, 0
+        known, room, added, useful = state.lines, self.max_lines - self._lines, 0, False
         for digest in digests:
             seen = known.get(digest)
             if seen is None:
                 if added < room:
                     known[digest] = article << 32
                     added += 1
-            elif (seen & 0xFFFFFFFF) == 0 and _other_article(seen, article):
-                known[digest] = seen | (article + 1)
+            elif _other_article(seen, article):
+                useful = True  # a template line: ``check`` would give a template-free text
+                if (seen & 0xFFFFFFFF) == 0:
+                    known[digest] = seen | (article + 1)
         self._lines += added
+        if useful:
+            self._hosts[host] = self._hosts.pop(host)  # (as ``check``: the last host to be forgotten)
 
     def template_lines(self, url: str) -> set[int]:
         """The digests (``line_hashes``) of the lines learned as template of ``url``'s host so far: seen in
@@ -221,6 +230,17 @@ class HostTemplates:
         if state is None:
             return set()
         return {digest for digest, seen in state.lines.items() if seen & 0xFFFFFFFF}
+    def _make_room(self, host: str, lines: int) -> None:
+        """Forget the least recently useful hosts (other than ``host``) until ``lines`` more lines fit.
+
+        Hosts are kept in the order they were last useful (a page given a template-free fingerprint) or,
+        never useful, first seen: thousands of one-page hosts fill the table, then make room for each other,
+        and a host whose template keeps matching is the last to go.
+        """
+        hosts = self._hosts
+        while self._lines + lines > self.max_lines and len(hosts) > 1:
+            oldest = next(name for name in hosts if name != host)  # (never the host being checked)
+            self._lines -= len(hosts.pop(oldest).lines)
 
     def __len__(self) -> int:
         """Lines remembered, over all hosts."""

@@ -16,24 +16,25 @@ interval of both):
   template-free simhash, second simhash and sketch (set when it is
   canonical);
 * ``detector/snapshot``: the whole state at once, with the number of the
-  first journal not in it (written when the crawl closes, when it opens a
-  store with journals, and when the journals since the last one pass
-  ``COMPACT_BYTES``; the journals it holds are dropped in the same commit).
+  first journal not in it (written when the crawl closes, if a journal was
+  written since the last one, and when the journals since the last one pass
+  ``COMPACT_BYTES``, those a crash left included; the journals it holds are
+  dropped in the same commit).
 
 Restoring (``restore``) applies the snapshot, then the journals in order,
 then indexes the canonical entries' rows: the same state, and so the same
 decisions, as the crawl that wrote them had (a canonical page's sketch goes
 back in entry order, which only matters for an anchor shared by more than
-``containment.MAX_OWNERS`` pages).  Every blob is an ``.npz`` archive of
-plain arrays (never pickles); a blob that cannot be read is named in a
+``containment.MAX_OWNERS`` pages).  Every blob is one zlib stream of plain
+arrays (a JSON list of names, dtypes and shapes, then their bytes; never
+pickles); a blob that cannot be read is named in a
 ``StoreError`` ("corrupt extra record 'detector/journal/3' (...)"), never
 skipped.
 """
 
 from __future__ import annotations
 
-import io
-import zipfile
+import json
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,14 +66,29 @@ def is_detector_blob(name: str) -> bool:
 
 # ------------------------------------------------------------------ encoding
 def _pack(arrays: Mapping[str, np.ndarray]) -> bytes:
-    out = io.BytesIO()
-    np.savez(out, **dict(arrays))  # type: ignore[arg-type]
-    return out.getvalue()
+    """Named arrays as one zlib stream: a JSON list of (name, dtype, shape), a NUL, the arrays' bytes."""
+    meta = [(name, a.dtype.str, list(a.shape)) for name, a in arrays.items()]
+    body = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays.values())
+    return zlib.compress(json.dumps(meta).encode() + b"\0" + body, 1)
 
 
 def _unpack(data: bytes) -> dict[str, np.ndarray]:
-    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-        return {name: archive[name] for name in archive.files}
+    raw = zlib.decompress(data)
+    head, _, body = raw.partition(b"\0")
+    out, at = {}, 0
+    for name, kind, shape in json.loads(head):
+        dtype = np.dtype(kind)
+        if dtype.hasobject or not all(isinstance(n, int) and n >= 0 for n in shape):
+            raise ValueError(f"array {name!r}: not plain values")
+        size = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        if at + size > len(body):
+            raise ValueError(f"array {name!r} runs past the end")
+        out[name] = np.frombuffer(body, dtype=dtype, count=size // dtype.itemsize if dtype.itemsize else 0,
+                                  offset=at).reshape(shape)  # fmt: skip
+        at += size
+    if at != len(body):
+        raise ValueError("bytes left after the arrays")
+    return out
 
 
 def _strings(values: Sequence[str]) -> dict[str, np.ndarray]:
@@ -217,7 +233,12 @@ class Recorder:
         counts = rule._sentences
         assert counts is not None
         arrays["through"] = np.array([through], dtype=np.int64)
-        arrays["counts"] = np.frombuffer(zlib.compress(bytes(counts._low) + bytes(counts._high), 1), dtype=np.uint8)
+        tables = np.frombuffer(bytes(counts._low) + bytes(counts._high), dtype=np.uint8)
+        used = np.flatnonzero(tables)
+        if 5 * len(used) < len(tables):  # few counted sentences: the counters in use, not 4 MB of mostly zeros
+            arrays["counts_at"], arrays["counts_used"] = used.astype(np.uint32), tables[used]
+        else:
+            arrays["counts"] = tables
         arrays["count_bits"] = np.array([counts._bits], dtype=np.int64)
         arrays.update(_templates_arrays(self.detector.templates))
         return _pack(arrays)
@@ -261,7 +282,7 @@ def restore(detector: Detector, blobs: Mapping[str, bytes], scopes: Sequence[str
                 detector.rule._sentences = SentenceCounts()
             detector.rule._sentences.add_many(np.concatenate(counted))
         _index(detector.rule, extras, scopes)
-    except (ValueError, KeyError, IndexError, OSError, TypeError, zlib.error, EOFError, zipfile.BadZipFile) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, zlib.error) as exc:
         raise fail(path, f"corrupt extra record {name!r} ({type(exc).__name__}: {exc})") from None
     return max(through, journals[-1] + 1 if journals else 0)
 
@@ -284,7 +305,7 @@ def contained_entries(blobs: Mapping[str, bytes], path: object) -> set[int]:
                 journal = _unpack(blobs[name])
                 for entry, flag in zip(journal["entries"].tolist(), journal["contained"].tolist()):
                     (contained.add if flag else contained.discard)(entry)
-    except (ValueError, KeyError, IndexError, OSError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, zlib.error) as exc:
         raise fail(path, f"corrupt extra record {name!r} ({type(exc).__name__}: {exc})") from None
     return contained
 
@@ -293,7 +314,12 @@ def _apply_snapshot(detector: Detector, a: Mapping[str, np.ndarray], extras: dic
     extras.update(_read_extras(a))
     bits = int(a["count_bits"][0])
     counts = SentenceCounts(bits)
-    tables = zlib.decompress(a["counts"].tobytes())
+    if "counts" in a:
+        tables = a["counts"].tobytes()
+    else:
+        dense = np.zeros(2 << bits, dtype=np.uint8)
+        dense[a["counts_at"]] = a["counts_used"]  # (an index past the end raises IndexError: named as damage)
+        tables = dense.tobytes()
     if len(tables) != 2 << bits:
         raise ValueError("the sentence counts have the wrong size")
     counts._low[:] = tables[: 1 << bits]
