@@ -33,10 +33,22 @@ def steps_pages() -> list[tuple[str, bytes]]:
     return [(f"http://{host}{path}", body.encode()) for host, table in sites.items() for path, body in table.items()]
 
 
+def shop_pages() -> list[tuple[str, bytes]]:
+    """The shop crawl test's pages: products declaring their identity, variants named by their address,
+    tracking copies, soft-404 shells (identity signals decide their scopes)."""
+    import test_shop_crawl
+
+    table = {**test_shop_crawl.shop_pages(), **test_shop_crawl.variant_pages()}
+    return [(f"http://shop.test{path}", body.encode()) for path, body in table.items()]
+
+
 def sample_pages(name: str) -> list[tuple[str, bytes]]:
-    """The set's pages, ``(url, body)``, in its crawl order (``"steps"``: ``steps_pages``)."""
+    """The set's pages, ``(url, body)``, in its crawl order (``"steps"``: ``steps_pages``; ``"shop"``:
+    ``shop_pages``)."""
     if name == "steps":
         return steps_pages()
+    if name == "shop":
+        return shop_pages()
     root = SETS / name
     rows = [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines() if line.strip()]
     rows.sort(key=lambda row: row["order"])
@@ -74,7 +86,7 @@ def library_pairs(order: list[str], bodies: dict[str, bytes]) -> set[tuple[str, 
 
 
 @pytest_twisted.ensureDeferred
-@pytest.mark.parametrize("name", ["sample", "sample_wide", "steps"])
+@pytest.mark.parametrize("name", ["sample", "sample_wide", "steps", "shop"])
 async def test_the_library_gives_the_in_process_crawls_pairs(serve: Any, name: str) -> None:
     pages = sample_pages(name)
     local = serve_by_host(serve, pages)
@@ -86,6 +98,10 @@ async def test_the_library_gives_the_in_process_crawls_pairs(serve: Any, name: s
     if name == "steps":  # every step beyond the first simhash matched a pair
         vias = {d.via for d in simhash_scrapy.decide_html([(url, bodies[url]) for url in order]) if d is not None}
         assert {"template", "second", "containment"} <= vias
+    if name == "shop":  # the library reads the identity a page declares and its URL's options, as the crawl
+        paths = {(urlsplit(a).path + "?" + urlsplit(a).query, urlsplit(b).path) for a, b in crawled}
+        assert ("/p/shirt?utm_source=mail&variant=red", "/p/shirt") in paths
+        assert not any("variant=blue" in a or "attribute_pa" in a or "shirt-red" in a for a, _ in paths)
 
 
 @pytest.mark.parametrize(("paths", "via"), [
