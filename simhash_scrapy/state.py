@@ -186,7 +186,7 @@ class DedupState:
         if distinct is not None:
             digest = distinct.digest(_root_of(response))
             self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
-        declared = self._identity(response) if self.config.identity_signals else None
+        declared = self._identity(response, url) if self.config.identity_signals else None
         if declared is not None:
             digest = combine_digests((digest, declared.digest()))
         key = scope_key(scope, digest)
@@ -196,13 +196,13 @@ class DedupState:
             self._declared[key] = (scope, declared.values)
         return key
 
-    def _identity(self, response: Any) -> IdentitySignals | None:
+    def _identity(self, response: Any, url: str) -> IdentitySignals | None:
         """The identity the page declares (``core.cluster.identity``; ``None``: none), counted in ``simhash/identity/*``;
         the page's tree is asked for only when its bytes name a signal (then Scrapy's parse, which the
-        spider's selectors share)."""
-        if not may_declare(response.body):
+        spider's selectors share); ``url``: the page's address (the product options it names)."""
+        if not may_declare(response.body, url):
             return None
-        signals = identity_signals(lambda: _root_of(response), response.body)
+        signals = identity_signals(lambda: _root_of(response), response.body, url)
         if signals.bad_jsonld:
             self.inc("simhash/identity/unreadable_jsonld", signals.bad_jsonld)
         kinds = signals.kinds()

@@ -23,10 +23,22 @@ def steps_pages() -> list[tuple[str, bytes]]:
     return [(f"http://{host}{path}", body.encode()) for host, table in sites.items() for path, body in table.items()]
 
 
+def shop_pages() -> list[tuple[str, bytes]]:
+    """The shop crawl test's pages: products declaring their identity, variants named by their address,
+    tracking copies, soft-404 shells (identity signals decide their scopes)."""
+    import test_shop_crawl
+
+    table = {**test_shop_crawl.shop_pages(), **test_shop_crawl.variant_pages()}
+    return [(f"http://shop.test{path}", body.encode()) for path, body in table.items()]
+
+
 def sample_pages(name: str) -> list[tuple[str, bytes]]:
-    """The set's pages, ``(url, body)``, in its crawl order (``"steps"``: ``steps_pages``)."""
+    """The set's pages, ``(url, body)``, in its crawl order (``"steps"``: ``steps_pages``; ``"shop"``:
+    ``shop_pages``)."""
     if name == "steps":
         return steps_pages()
+    if name == "shop":
+        return shop_pages()
     root = SETS / name
     rows = [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines() if line.strip()]
     rows.sort(key=lambda row: row["order"])

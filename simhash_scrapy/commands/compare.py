@@ -178,7 +178,7 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
 
         root = parse_html(page.body, page.encoding)
         protected = None if root is None or config.distinct is None else config.distinct.digest(root)
-        declared = identity_digest(root, body) if config.identity_signals else None
+        declared = identity_digest(root, body, page.url) if config.identity_signals else None
         page.protected = combine_digests((protected, declared))
     page.tokens = len(token_hashes(page.text, config.features.cjk_ngram))
     if fingerprint is None:

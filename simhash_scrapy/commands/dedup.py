@@ -172,10 +172,10 @@ def _item_value(line: bytes, field: str, url_field: str) -> tuple[Any, str | Non
     return value, url, referer, depth, None
 
 
-def _protected_digest(value: Any, config: SimhashConfig, page: bool = True) -> str | None:
+def _protected_digest(value: Any, config: SimhashConfig, page: bool = True, url: str | None = None) -> str | None:
     """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and, for a
     page (not an item, as in the crawl), of the identity it declares (``SIMHASH_IDENTITY_SIGNALS``,
-    ``core.cluster.identity``): the crawl's scope."""
+    ``core.cluster.identity``; ``url``: the page's address, for the product options it names): the crawl's scope."""
     from ..core.cluster.identity import combine_digests, identity_digest
     from ..core.extract.text import parse_html
 
@@ -190,7 +190,7 @@ def _protected_digest(value: Any, config: SimhashConfig, page: bool = True) -> s
     protected = None
     if config.distinct is not None:
         protected = None if root() is None else config.distinct.digest(root())
-    declared = identity_digest(root, raw) if page and config.identity_signals else None
+    declared = identity_digest(root, raw, url) if page and config.identity_signals else None
     return combine_digests((protected, declared))
 
 
@@ -240,7 +240,7 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             fingerprint, exact, reason, keys = answer.fingerprint, answer.exact, answer.skip_reason, answer.edit_keys
             extra = (answer.source, answer.second, answer.sketch)
             if fingerprint is not None and is_html and (config.distinct is not None or config.identity_signals):
-                protected = _protected_digest(value, config, page=kind == "files")
+                protected = _protected_digest(value, config, page=kind == "files", url=url)
         out.append((fingerprint, reason, url, referer, depth, exact, keys, protected, *extra))
     return out
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Page", "Detector", "PageDecision", "decide", "decide_html", "page_of", "canonical_positions", "assign_canonicals",
+    "scope_of",
 ]
 
 
@@ -182,7 +183,8 @@ def decide_html(
     """The crawl's decisions for HTML pages ``(url, body)`` fetched in this order: each page analysed as
     the crawl does (``core.analysis.analyse_html`` with the config's options) and checked by a
     ``Detector`` of ``config`` (the settings' defaults when ``None``); the URL is the page's identity, its
-    scope the crawl's (``SIMHASH_SCOPE``; ``spider``: the spider name).  ``None`` for a page with no
+    scope the crawl's (``SIMHASH_SCOPE``; ``spider``: the spider name; with the digests of the page's
+    protected text and declared identity, ``scope_of``).  ``None`` for a page with no
     fingerprint (no text).  Positions count every page given."""
     from .settings.config import SimhashConfig
 
@@ -197,13 +199,39 @@ def decide_html(
         answer = analyse_html(body, None, options)
         if answer.fingerprint is None:
             continue
-        checked.append(page_of(answer, page_scope(config.scope, url, spider), url, url))
+        checked.append(page_of(answer, scope_of(config, url, body, spider), url, url))
         where.append(position)
     out: list[PageDecision | None] = [None] * total
     for d in decide(checked, detector):
         canonical = None if d.canonical is None else where[d.canonical]
         out[where[d.position]] = replace(d, position=where[d.position], canonical=canonical)
     return out
+
+
+def scope_of(config: SimhashConfig, url: str, body: str | bytes, spider: str = "") -> str:
+    """The scope the crawl checks the page ``body`` of ``url`` in (``DedupState.scope_for``): ``SIMHASH_SCOPE``'s,
+    with the digest of its protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and of the
+    identity it declares (``SIMHASH_IDENTITY_SIGNALS``, ``core.cluster.identity``: its markup and the product options
+    its URL names); the page is parsed again only when one of them may apply."""
+    from .cluster.distinct import scope_key
+    from .cluster.identity import combine_digests, identity_digest
+    from .extract.text import parse_html
+
+    scope = page_scope(config.scope, url, spider)
+    distinct = config.distinct
+    if distinct is None and not config.identity_signals:
+        return scope
+    raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+    parsed: list[Any] = []
+
+    def root() -> Any:
+        if not parsed:
+            parsed.append(parse_html(body))
+        return parsed[0]
+
+    protected = None if distinct is None or root() is None else distinct.digest(root())
+    declared = identity_digest(root, raw, url) if config.identity_signals else None
+    return scope_key(scope, combine_digests((protected, declared)))
 
 
 def canonical_positions(decisions: Sequence[PageDecision | None]) -> list[tuple[int, int]]:

@@ -48,7 +48,7 @@ def library_pairs(order: list[str], bodies: dict[str, bytes]) -> set[tuple[str, 
 
 
 @pytest_twisted.ensureDeferred
-@pytest.mark.parametrize("name", ["sample", "sample_wide", "steps"])
+@pytest.mark.parametrize("name", ["sample", "sample_wide", "steps", "shop"])
 async def test_the_library_gives_the_in_process_crawls_pairs(serve: Any, name: str) -> None:
     pages = sample_pages(name)
     local = serve_by_host(serve, pages)
@@ -60,6 +60,10 @@ async def test_the_library_gives_the_in_process_crawls_pairs(serve: Any, name: s
     if name == "steps":  # every step beyond the first simhash matched a pair
         vias = {d.via for d in simhash_scrapy.decide_html([(url, bodies[url]) for url in order]) if d is not None}
         assert {"template", "second", "containment"} <= vias
+    if name == "shop":  # the library reads the identity a page declares and its URL's options, as the crawl
+        paths = {(urlsplit(a).path + "?" + urlsplit(a).query, urlsplit(b).path) for a, b in crawled}
+        assert ("/p/shirt?utm_source=mail&variant=red", "/p/shirt") in paths
+        assert not any("variant=blue" in a or "attribute_pa" in a or "shirt-red" in a for a, _ in paths)
 
 
 @pytest.mark.parametrize(("paths", "via"), [

@@ -168,3 +168,54 @@ def test_dedup_keeps_variants_apart_as_the_crawl_does(tmp_path: Path) -> None:
     assert merged.returncode == 0, merged.stderr
     (cluster,) = read_jsonl(merged.stdout)
     assert [m["url"].rsplit("/", 1)[1] for m in cluster["members"]] == ["1.html", "2.html", "3.html"]
+
+
+def plain_product_html(name: str, price: str, extra: str = "") -> str:
+    """A product page that declares nothing (no JSON-LD, microdata or product meta): its name and price
+    are plain text."""
+    return (
+        f"<!doctype html><html><head><title>{name} | Shop</title></head><body>"
+        f'<nav class="menu"><ul>{NAV}</ul></nav>{extra}'
+        f"<main><h1>{name}</h1><p class='price'>{price} EUR</p><p>{DESCRIPTION}</p></main>"
+        "<footer class='footer'><p>Shop Ltd. All rights reserved.</p></footer></body></html>"
+    )
+
+
+def variant_pages() -> dict[str, str]:
+    return {
+        "/p/shirt?variant=blue": plain_product_html("Linen shirt blue", "49.90"),
+        "/p/shirt?variant=red": plain_product_html("Linen shirt red", "52.90"),  # another variant
+        "/p/shirt?utm_source=mail&variant=red": plain_product_html("Linen shirt red", "52.90"),  # its tracking copy
+        "/p/shirt?attribute_pa_size=xl": plain_product_html("Linen shirt", "54.90"),
+    }
+
+
+@pytest_twisted.ensureDeferred
+@pytest.mark.parametrize(
+    ("backend", "signals"), [("memory", True), ("persistent", True), ("redis", True), ("memory", False)]
+)
+async def test_variants_named_by_their_address_are_kept(
+    serve: Any, implementation: str, backend: str, signals: bool, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    pages = variant_pages()
+    site = serve(pages)
+    settings: dict[str, Any] = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
+    settings.update(backend_settings(backend, tmp_path, request))
+    if not signals:
+        settings["SIMHASH_IDENTITY_SIGNALS"] = False
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in pages])
+    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    duplicate_of = {path: seen[site.url(path)]["duplicate_of"] for path in pages}
+    stats = simhash_stats(crawler)
+    blue, red = site.url("/p/shirt?variant=blue"), site.url("/p/shirt?variant=red")
+    if signals:
+        # each variant is kept; the tracking copy of one is still its duplicate
+        assert duplicate_of["/p/shirt?variant=red"] is None and duplicate_of["/p/shirt?attribute_pa_size=xl"] is None
+        assert duplicate_of["/p/shirt?utm_source=mail&variant=red"] == red
+        assert stats["simhash/identity/pages"] == stats["simhash/identity/option"] == 4
+        assert stats["simhash/identity/kept_apart"] == stats["simhash/identity/kept_apart/option"] == 2
+        assert stats["simhash/near_duplicates"] == 1
+    else:
+        # the text rule alone: the variants are one product (their text is a word and a price apart)
+        assert {duplicate_of[path] for path in pages if path != "/p/shirt?variant=blue"} == {blue}
+        assert stats["simhash/near_duplicates"] == 3

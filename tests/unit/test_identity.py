@@ -218,3 +218,32 @@ def test_microdata_of_an_item_that_is_part_of_the_page_is_not_its_identity() -> 
         '<div itemprop="isRelatedTo" itemscope itemtype="https://schema.org/Product"><b itemprop="sku">X</b></div></div>'
     )
     assert identity_signals(tree(page(body=body))).values == {}
+
+
+def test_url_options_name_a_product_variant() -> None:
+    assert identity.url_options("https://shop.test/p/shirt?variant=4711&utm_source=mail") == ["variant=4711"]
+    assert identity.url_options("https://shop.test/p?attribute_pa_color=Blue&Size=XL") == [
+        "attribute_pa_color=blue", "size=xl",
+    ]  # fmt: skip
+    # tracking, sorting, paging and print parameters, an empty value, no query: no option
+    for url in ("https://shop.test/p?utm_source=x&sessionid=1", "https://shop.test/c?sort=price&page=2",
+                "https://shop.test/p?format=print", "https://shop.test/p?variant=", "https://shop.test/p", "", None):
+        assert identity.url_options(url) == []  # fmt: skip
+
+
+def test_a_variant_address_is_an_identity_of_its_own() -> None:
+    body = page(body="<p>A linen shirt. 49.90 EUR</p>").encode()
+    plain = identity_digest(tree(body), body, "https://shop.test/p/shirt")
+    red = identity_digest(tree(body), body, "https://shop.test/p/shirt?variant=red")
+    red_tracked = identity_digest(tree(body), body, "https://shop.test/p/shirt?utm_source=x&variant=red")
+    blue = identity_digest(tree(body), body, "https://shop.test/p/shirt?variant=blue")
+    assert plain is None and identity.may_declare(body) is False  # the page alone declares nothing
+    assert identity.may_declare(body, "https://shop.test/p/shirt?variant=red") is True
+    assert red == red_tracked is not None and red != blue
+    # with what the page declares, the option is one more kind of signal (its digest differs from either)
+    declared = page(jsonld(PRODUCT)).encode()
+    signals = identity_signals(tree(declared), declared, "https://shop.test/p/shirt?colour=blue")
+    assert signals.values["option"] == {"colour=blue"} and signals.values["sku"] == {"ls-01-bl"}
+    assert signals.digest() != identity_digest(tree(declared), declared)
+    # the tree is not asked for when only the address names an option
+    assert identity_signals(lambda: pytest.fail("parsed"), body, "https://shop.test/p?size=m").kinds() == ["option"]

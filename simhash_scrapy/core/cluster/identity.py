@@ -20,7 +20,15 @@ only the kinds of markup the page's bytes mention are looked for):
   ``product:retailer_item_id``, ``product:upc`` ...);
 * pagination: the page numbers a page's ``<link rel=next>`` /
   ``<link rel=prev>`` (in its head) name (``page=3``, ``/page/3/``,
-  ``start=40`` ...).
+  ``start=40`` ...);
+* a product option its address names (``option``): the query parameters
+  shops name a variant by (``OPTION_PARAMETERS``: Shopify's ``variant=``,
+  ``color=``, ``size=``, WooCommerce's ``attribute_*=``), read from the URL
+  only: two variants of one product (their text a price or a word apart)
+  are different offers.  A copy of a variant that keeps its address's
+  option (a tracking copy, a print view) is compared with it; the
+  product's page without the option is not (a kept duplicate, never a
+  lost variant).
 
 Each signal's values (lower case, spaces collapsed; prices as their digits
 and separators) are a set per kind (a listing sorted another way declares the
@@ -42,15 +50,17 @@ import json
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from lxml import etree
 
 __all__ = [
     "IdentitySignals", "identity_signals", "identity_digest", "may_declare", "combine_digests", "SIGNAL_KINDS",
+    "url_options", "OPTION_PARAMETERS",
 ]
 
 #: The kinds of signal (the ``simhash/identity/<kind>`` stats count the pages declaring each).
-SIGNAL_KINDS = ("sku", "gtin", "mpn", "productid", "price", "name", "page")
+SIGNAL_KINDS = ("sku", "gtin", "mpn", "productid", "price", "name", "page", "option")
 
 #: schema.org types whose properties identify a product or an offer (lower case).
 PRODUCT_TYPES = frozenset(
@@ -107,6 +117,11 @@ _PAGE_NUMBER = re.compile(
     re.I,
 )
 _PRICE_JUNK = re.compile(r"[^\d.,]")
+#: Query parameters that name a product's option (lower case), and prefixes of such parameters.
+OPTION_PARAMETERS = frozenset({"variant", "variant_id", "variantid", "color", "colour", "size"})
+OPTION_PREFIXES = ("attribute_",)
+#: The bytes of a query that may hold one (a search of the URL before it is parsed).
+_MAY_OPTION = re.compile(r"[?&;](?:variant|colou?r|size|attribute_)", re.I)
 
 
 class IdentitySignals:
@@ -244,6 +259,20 @@ def _page_numbers(element: Any, signals: IdentitySignals) -> None:
             signals.add("page", f"{side}:{int(match.group(1) or match.group(2))}")
 
 
+def url_options(url: str | None) -> list[str]:
+    """The product options ``url``'s query names (``OPTION_PARAMETERS``), as ``name=value`` (lower case),
+    sorted; ``[]`` for most URLs (one search of the URL)."""
+    if not url or _MAY_OPTION.search(url) is None:
+        return []
+    query = urlsplit(url).query
+    found = set()
+    for name, value in parse_qsl(query, keep_blank_values=False):
+        key = name.strip().lower()
+        if key in OPTION_PARAMETERS or key.startswith(OPTION_PREFIXES):
+            found.add(f"{key}={value.strip().lower()}")
+    return sorted(found)
+
+
 def _families(raw: bytes | None) -> tuple[Any, ...]:
     """The XPaths worth running on a page whose source is ``raw`` (``None``, or bytes with NULs, as UTF-16
     has: all of them).  Each test is a search of the bytes (the first for a byte or a word few pages
@@ -272,14 +301,17 @@ def _read_element(element: Any, signals: IdentitySignals, budget: list[int]) -> 
         _page_numbers(element, signals)
 
 
-def identity_signals(root: Any, raw: bytes | None = None) -> IdentitySignals:
+def identity_signals(root: Any, raw: bytes | None = None, url: str | None = None) -> IdentitySignals:
     """The identity signals of the page whose tree is ``root`` (an lxml element or tree, or a function
     giving it, called only when the page may declare something; ``None``: nothing).
 
     ``raw``: the page's bytes, when known: a family of signals whose words the bytes do not hold is not
-    looked for in the tree (most pages: the tree is then never asked for).
+    looked for in the tree (most pages: the tree is then never asked for).  ``url``: the page's address,
+    when known: the product options it names (``url_options``).
     """
     signals = IdentitySignals()
+    for option in url_options(url):
+        signals.add("option", option)
     families = _families(raw)
     if root is None or not families:
         return signals
@@ -306,14 +338,14 @@ def identity_signals(root: Any, raw: bytes | None = None) -> IdentitySignals:
     return signals
 
 
-def may_declare(raw: bytes | None) -> bool:
-    """Whether a page whose bytes are ``raw`` may declare an identity (``False``: it declares none)."""
-    return bool(_families(raw))
+def may_declare(raw: bytes | None, url: str | None = None) -> bool:
+    """Whether a page whose bytes are ``raw`` (at ``url``) may declare an identity (``False``: it declares none)."""
+    return bool(_families(raw)) or bool(url_options(url))
 
 
-def identity_digest(root: Any, raw: bytes | None = None) -> str | None:
-    """The digest of the identity a page declares (``IdentitySignals.digest``), ``None`` when none."""
-    return identity_signals(root, raw).digest() if _families(raw) else None
+def identity_digest(root: Any, raw: bytes | None = None, url: str | None = None) -> str | None:
+    """The digest of the identity a page (at ``url``) declares (``IdentitySignals.digest``), ``None`` when none."""
+    return identity_signals(root, raw, url).digest() if may_declare(raw, url) else None
 
 
 def combine_digests(digests: Iterable[str | None]) -> str | None:

@@ -375,7 +375,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("SIMHASH_IDENTITY_SIGNALS", "bool", defaults.IDENTITY_SIGNALS,
       "pages that declare different identities are never near-duplicates: schema.org `sku`, `gtin*`, `mpn`, "
       "`productID`, `price` or a product's `name` (JSON-LD, microdata, RDFa), `product:` meta, the page numbers "
-      "of `rel=next`/`prev` links (two variants of one product, two pages of one listing). The digest of what "
+      "of `rel=next`/`prev` links, a product option the URL's query names (`variant=`, `color=`, `colour=`, "
+      "`size=`, `attribute_*=`) (two variants of one product, two pages of one listing). The digest of what "
       "a page declares joins its scope, as protected text does; a page declaring nothing keeps its plain "
       "scope. `False` merges variants by their text alone. Keep it the same across the crawls of one store "
       "or Redis key",
