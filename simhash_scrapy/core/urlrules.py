@@ -45,7 +45,9 @@ Three guards keep a rule from losing a whole family of pages (issue 23):
 * **Exploration by kind of page.**  ``explore`` downloads the first
   predictions of each (rule, ``page_kind`` of the target) until
   ``EXPLORE_FIRST`` of them confirmed the rule, then keeps a share of them;
-  a verification whose target is not crawled yet waits for it.
+  a verification whose target is not crawled yet waits for it.  A parameter
+  rule verified on many values and pages without a counter-example is tested
+  per stratum instead (``core.urltrust``, issue 37); path rules never are.
 
 ``predict(url)`` rewrites a URL with the trusted rules (to a fixpoint) and
 says whether a crawled or scheduled URL has the same rewritten form: then
@@ -83,6 +85,7 @@ from .urlrewrite import (
     url_key,
     wilson_lower_bound,
 )
+from .urltrust import SAFE_VALUES, explore_scope
 
 __all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key", "is_listing", "LIST_MIN_ITEMS"]
 
@@ -99,6 +102,8 @@ MAX_SAVED = 20_000
 #: A "param" rule (any value) needs confirmations with this many distinct values: evidence that
 #: only ever showed ``page=1`` is evidence for the value rule ``drop ?page=1``, not for ``page=*``.
 MIN_PARAM_VALUES = 2
+#: Distinct values kept per parameter rule and stratum (``core.urltrust`` needs ``SAFE_VALUES`` of them).
+_VALUES_KEPT = max(MIN_PARAM_VALUES, SAFE_VALUES)
 #: Hysteresis of trust: a trusted rule is dropped when its bound falls this far below the threshold.
 TRUST_SLACK = 0.05
 #: A list page has at least this many distinct links to URLs of one shape (``is_listing``).
@@ -351,10 +356,10 @@ class UrlRuleLearner:
                 rule.list_support += 1
             else:
                 rule.support += 1
-            if rule.kind == "param" and len(values) < MIN_PARAM_VALUES:
+            if rule.kind == "param" and len(values) < _VALUES_KEPT:
                 for plist in params:
                     for name, token in plist:
-                        if name == rule.name and len(values) < MIN_PARAM_VALUES:
+                        if name == rule.name and len(values) < _VALUES_KEPT:
                             values.add(token)
         elif on_lists:
             rule.list_counter += 1
@@ -693,7 +698,9 @@ class UrlRuleLearner:
         ``True`` for every prediction of a rule on a kind of page (``page_kind``
         of the target) until ``EXPLORE_FIRST`` verifications on that kind
         confirmed it, then for a ``share`` of them (each kind keeps being
-        tested).  ``share`` 0: never.
+        tested).  A parameter rule that earned it (``core.urltrust.explore_scope``:
+        many values, many pages, no counter-example) is tested per stratum (list
+        pages, other pages) instead of per kind of page.  ``share`` 0: never.
         """
         if share <= 0:
             return False
@@ -705,7 +712,7 @@ class UrlRuleLearner:
         counts: list[list[int]] = []
         kind = prediction.target_kind
         for rule in prediction.fired or prediction.rules:
-            key = (rule.key, kind)
+            key = (rule.key, explore_scope(rule, kind, prediction.listing))
             counts_of = hr.tests.get(key)
             if counts_of is None:
                 if len(hr.tests) >= MAX_TESTS:
@@ -749,7 +756,7 @@ class UrlRuleLearner:
         if mine == target:
             kind = prediction.target_kind
             for rule in blamed:
-                counts_of = hr.tests.get((rule.key, kind))
+                counts_of = hr.tests.get((rule.key, explore_scope(rule, kind, prediction.listing)))
                 if counts_of is not None:
                     counts_of[2] += 1
             return True
@@ -854,10 +861,10 @@ class UrlRuleLearner:
                 rule.support = max(rule.support, int(support))
                 rule.list_support = max(rule.list_support, list_support)
                 for token in row[11] if len(row) > 11 else ():
-                    if len(rule.values) < MIN_PARAM_VALUES:
+                    if len(rule.values) < _VALUES_KEPT:
                         rule.values.add(str(token))
                 for token in row[15] if len(row) > 15 else ():
-                    if len(rule.list_values) < MIN_PARAM_VALUES:
+                    if len(rule.list_values) < _VALUES_KEPT:
                         rule.list_values.add(str(token))
             rule.counter = max(rule.counter, int(counter))
             rule.list_counter = max(rule.list_counter, list_counter)
