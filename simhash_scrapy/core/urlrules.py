@@ -487,6 +487,53 @@ class UrlRuleLearner:
             return []
         return found
 
+    def _learn_pairs(self, hr: _Host, site: str, parts: tuple[str, str, str, list[tuple[str, str]]], raw: str,
+                     others: tuple[str | None, ...], listing: bool) -> set[Rule]:
+        """Evidence from the pairs (this page, its duplicate or declared canonical URL): the rules confirmed."""
+        confirmed: set[Rule] = set()
+        for other in others:
+            other_parts = parse_url(other) if other else None
+            if other_parts is None or other_parts[1] != parts[1]:
+                continue
+            other_raw = make_key(*other_parts[:3], [t for _, t in other_parts[3]])
+            if other_raw == raw:
+                continue
+            probes = self._explain(site, parts, other_parts)
+            if probes:
+                self.pairs += 1
+            pair_listing = listing or hr.listing.get(other_raw, False)
+            for probe in probes:
+                rule = self._rule(hr, probe)
+                if rule is not None and rule not in confirmed:
+                    confirmed.add(rule)
+                    self._evidence(rule, True, parts[3], other_parts[3], listing=pair_listing)
+        return confirmed
+
+    def _check_candidates(self, hr: _Host, parts: tuple[str, str, str, list[tuple[str, str]]], raw: str,
+                          cluster_key: str, listing: bool, confirmed: set[Rule]) -> None:
+        """Compare this crawled page with the crawled URL each candidate rule rewrites it to (or remember
+        the image for later); the rules ``confirmed`` by this page's pairs only remember it."""
+        candidates = hr.candidates
+        scheme, host, path, params = parts
+        applicable = candidates.path_rules(path.split("/")[1:]) if candidates.paths else []
+        for name, token in params:
+            applicable.extend(candidates.params.get(name, ()))
+            applicable.extend(candidates.values.get(token, ()))
+        seen: set[Rule] = set()
+        for rule in applicable:
+            if rule in seen:
+                continue
+            seen.add(rule)
+            image = apply_one(rule, scheme, host, path, params)
+            if image is None or image == raw:
+                continue
+            if rule in confirmed:
+                if image not in hr.known and hr.image_count < MAX_IMAGES:
+                    hr.images.setdefault(image, {}).setdefault(rule, (cluster_key, listing))
+                    hr.image_count += 1
+                continue
+            self._compare(hr, rule, image, cluster_key, params, listing)
+
     def observe(self, url: str, cluster: str | None = None, duplicate_of: str | None = None,
                 declared: str | None = None, aliases: Iterable[str] = (), listing: bool = False) -> None:
         """Learn from one crawled page.
@@ -520,45 +567,10 @@ class UrlRuleLearner:
         kind = page_kind(path, params)
         if listing or kind not in hr.kind_lists:
             hr.kind_lists[kind] = listing
-        confirmed: set[Rule] = set()
-        for other in (duplicate_of, declared):
-            other_parts = parse_url(other) if other else None
-            if other_parts is None or other_parts[1] != host:
-                continue
-            if make_key(*other_parts[:3], [t for _, t in other_parts[3]]) == raw:
-                continue
-            probes = self._explain(site, parts, other_parts)
-            if probes:
-                self.pairs += 1
-            pair_listing = listing or hr.listing.get(
-                make_key(other_parts[0], other_parts[1], other_parts[2], [t for _, t in other_parts[3]]), False)
-            for probe in probes:
-                rule = self._rule(hr, probe)
-                if rule is not None and rule not in confirmed:
-                    confirmed.add(rule)
-                    self._evidence(rule, True, params, other_parts[3], listing=pair_listing)
+        confirmed = self._learn_pairs(hr, site, parts, raw, (duplicate_of, declared), listing)
         # Rules that rewrite this URL: compare with the crawled URL they lead to.
-        candidates = hr.candidates
-        if candidates:
-            applicable = candidates.path_rules(path.split("/")[1:]) if candidates.paths else []
-            if params:
-                for name, token in params:
-                    applicable.extend(candidates.params.get(name, ()))
-                    applicable.extend(candidates.values.get(token, ()))
-            seen: set[Rule] = set()
-            for rule in applicable:
-                if rule in seen:
-                    continue
-                seen.add(rule)
-                image = apply_one(rule, scheme, host, path, params)
-                if image is None or image == raw:
-                    continue
-                if rule in confirmed:
-                    if image not in hr.known and hr.image_count < MAX_IMAGES:
-                        hr.images.setdefault(image, {}).setdefault(rule, (cluster_key, listing))
-                        hr.image_count += 1
-                    continue
-                self._compare(hr, rule, image, cluster_key, params, listing)
+        if hr.candidates:
+            self._check_candidates(hr, parts, raw, cluster_key, listing, confirmed)
         # URLs crawled earlier that a rule rewrites onto this one.
         earlier = hr.images.pop(raw, None)
         if earlier:
