@@ -82,7 +82,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DOC_GLOB = "/usr/share/doc/python3*/html/library/*.html"
+#: Where the article texts come from; ``URL_RULES_DOC_GLOB`` points elsewhere (an unpacked
+#: ``python3.11-doc`` package: ``apt-get download python3.11-doc && dpkg-deb -x python3.11-doc_*.deb DIR``).
+DOC_GLOB = os.environ.get("URL_RULES_DOC_GLOB", "/usr/share/doc/python3*/html/library/*.html")
 
 
 # ------------------------------------------------------------------ articles
@@ -642,6 +644,9 @@ def main() -> None:
 
     source, articles = load_articles(max(args.articles * 3, ADV_TEXTS))
     print(f"articles: {len(articles)} from {source}", flush=True)
+    if len(articles) < ADV_TEXTS and "adversarial" in args.sites.split(","):
+        parser.error(f"the adversarial site needs {ADV_TEXTS} articles, found {len(articles)}: install python3-doc "
+                     "or set URL_RULES_DOC_GLOB (see DOC_GLOB)")
     variants: list[tuple[str, dict[str, Any]]] = [(m, {"SIMHASH_URL_RULES": m}) for m in args.modes.split(",")]
     if args.grid:
         for support in (2, 3, 5):

@@ -45,7 +45,9 @@ Three guards keep a rule from losing a whole family of pages (issue 23):
 * **Exploration by kind of page.**  ``explore`` downloads the first
   predictions of each (rule, ``page_kind`` of the target) until
   ``EXPLORE_FIRST`` of them confirmed the rule, then keeps a share of them;
-  a verification whose target is not crawled yet waits for it.
+  a verification whose target is not crawled yet waits for it.  A parameter
+  rule verified on many values and pages without a counter-example is tested
+  per stratum instead (``core.urlrules.urltrust``, issue 37); path rules never are.
 
 ``predict(url)`` rewrites a URL with the trusted rules (to a fixpoint) and
 says whether a crawled or scheduled URL has the same rewritten form: then
@@ -83,6 +85,7 @@ from .urlrewrite import (
     url_key,
     wilson_lower_bound,
 )
+from .urltrust import SAFE_VALUES, explore_scope
 
 __all__ = ["Rule", "Prediction", "UrlRuleLearner", "wilson_lower_bound", "url_key", "is_listing", "LIST_MIN_ITEMS"]
 
@@ -99,6 +102,8 @@ MAX_SAVED = 20_000
 #: A "param" rule (any value) needs confirmations with this many distinct values: evidence that
 #: only ever showed ``page=1`` is evidence for the value rule ``drop ?page=1``, not for ``page=*``.
 MIN_PARAM_VALUES = 2
+#: Distinct values kept per parameter rule and stratum (``core.urlrules.urltrust`` needs ``SAFE_VALUES`` of them).
+_VALUES_KEPT = max(MIN_PARAM_VALUES, SAFE_VALUES)
 #: Hysteresis of trust: a trusted rule is dropped when its bound falls this far below the threshold.
 TRUST_SLACK = 0.05
 #: A list page has at least this many distinct links to URLs of one shape (``is_listing``).
@@ -351,10 +356,10 @@ class UrlRuleLearner:
                 rule.list_support += 1
             else:
                 rule.support += 1
-            if rule.kind == "param" and len(values) < MIN_PARAM_VALUES:
+            if rule.kind == "param" and len(values) < _VALUES_KEPT:
                 for plist in params:
                     for name, token in plist:
-                        if name == rule.name and len(values) < MIN_PARAM_VALUES:
+                        if name == rule.name and len(values) < _VALUES_KEPT:
                             values.add(token)
         elif on_lists:
             rule.list_counter += 1
@@ -482,6 +487,53 @@ class UrlRuleLearner:
             return []
         return found
 
+    def _learn_pairs(self, hr: _Host, site: str, parts: tuple[str, str, str, list[tuple[str, str]]], raw: str,
+                     others: tuple[str | None, ...], listing: bool) -> set[Rule]:
+        """Evidence from the pairs (this page, its duplicate or declared canonical URL): the rules confirmed."""
+        confirmed: set[Rule] = set()
+        for other in others:
+            other_parts = parse_url(other) if other else None
+            if other_parts is None or other_parts[1] != parts[1]:
+                continue
+            other_raw = make_key(*other_parts[:3], [t for _, t in other_parts[3]])
+            if other_raw == raw:
+                continue
+            probes = self._explain(site, parts, other_parts)
+            if probes:
+                self.pairs += 1
+            pair_listing = listing or hr.listing.get(other_raw, False)
+            for probe in probes:
+                rule = self._rule(hr, probe)
+                if rule is not None and rule not in confirmed:
+                    confirmed.add(rule)
+                    self._evidence(rule, True, parts[3], other_parts[3], listing=pair_listing)
+        return confirmed
+
+    def _check_candidates(self, hr: _Host, parts: tuple[str, str, str, list[tuple[str, str]]], raw: str,
+                          cluster_key: str, listing: bool, confirmed: set[Rule]) -> None:
+        """Compare this crawled page with the crawled URL each candidate rule rewrites it to (or remember
+        the image for later); the rules ``confirmed`` by this page's pairs only remember it."""
+        candidates = hr.candidates
+        scheme, host, path, params = parts
+        applicable = candidates.path_rules(path.split("/")[1:]) if candidates.paths else []
+        for name, token in params:
+            applicable.extend(candidates.params.get(name, ()))
+            applicable.extend(candidates.values.get(token, ()))
+        seen: set[Rule] = set()
+        for rule in applicable:
+            if rule in seen:
+                continue
+            seen.add(rule)
+            image = apply_one(rule, scheme, host, path, params)
+            if image is None or image == raw:
+                continue
+            if rule in confirmed:
+                if image not in hr.known and hr.image_count < MAX_IMAGES:
+                    hr.images.setdefault(image, {}).setdefault(rule, (cluster_key, listing))
+                    hr.image_count += 1
+                continue
+            self._compare(hr, rule, image, cluster_key, params, listing)
+
     def observe(self, url: str, cluster: str | None = None, duplicate_of: str | None = None,
                 declared: str | None = None, aliases: Iterable[str] = (), listing: bool = False) -> None:
         """Learn from one crawled page.
@@ -503,7 +555,11 @@ class UrlRuleLearner:
         hr = self._hosts.get(site)
         if hr is None:
             hr = self._hosts[site] = _Host()
-        self._learn_aliases(hr, host, aliases, cluster_key)
+        for alias in aliases:
+            alias_parts = parse_url(alias)
+            if alias_parts is not None and alias_parts[1] == host:
+                self._add_known(hr, make_key(alias_parts[0], host, alias_parts[2], [t for _, t in alias_parts[3]]),
+                                cluster_key)
         if hr.known.get(raw) is not None:  # crawled before: a re-crawl teaches nothing new
             hr.known[raw] = cluster_key
             return
@@ -511,10 +567,10 @@ class UrlRuleLearner:
         kind = page_kind(path, params)
         if listing or kind not in hr.kind_lists:
             hr.kind_lists[kind] = listing
-        confirmed = self._confirm_pairs(site, hr, parts, raw, (duplicate_of, declared), listing)
+        confirmed = self._learn_pairs(hr, site, parts, raw, (duplicate_of, declared), listing)
         # Rules that rewrite this URL: compare with the crawled URL they lead to.
         if hr.candidates:
-            self._test_candidates(hr, parts, raw, confirmed, cluster_key, listing)
+            self._check_candidates(hr, parts, raw, cluster_key, listing, confirmed)
         # URLs crawled earlier that a rule rewrites onto this one.
         earlier = hr.images.pop(raw, None)
         if earlier:
@@ -533,64 +589,6 @@ class UrlRuleLearner:
                 hr.by_anchor.setdefault(anchor, []).append(raw)
                 hr.anchored += 1
         self._settle(hr)
-
-    def _learn_aliases(self, hr: _Host, host: str, aliases: Iterable[str], cluster_key: str) -> None:
-        """``observe``: other URLs of the same host that led to the same response are known, in its cluster."""
-        for alias in aliases:
-            alias_parts = parse_url(alias)
-            if alias_parts is not None and alias_parts[1] == host:
-                self._add_known(hr, make_key(alias_parts[0], host, alias_parts[2], [t for _, t in alias_parts[3]]),
-                                cluster_key)
-
-    def _confirm_pairs(self, site: str, hr: _Host, parts: tuple[str, str, str, list[tuple[str, str]]], raw: str, others: tuple[str | None, ...],
-                       listing: bool) -> set[Rule]:
-        """``observe``: the rules that explain this URL as its duplicate's or its declared canonical URL
-        (``others``), each counted once as evidence for; returns them."""
-        params, host = parts[3], parts[1]
-        confirmed: set[Rule] = set()
-        for other in others:
-            other_parts = parse_url(other) if other else None
-            if other_parts is None or other_parts[1] != host:
-                continue
-            if make_key(*other_parts[:3], [t for _, t in other_parts[3]]) == raw:
-                continue
-            probes = self._explain(site, parts, other_parts)
-            if probes:
-                self.pairs += 1
-            pair_listing = listing or hr.listing.get(
-                make_key(other_parts[0], other_parts[1], other_parts[2], [t for _, t in other_parts[3]]), False)
-            for probe in probes:
-                rule = self._rule(hr, probe)
-                if rule is not None and rule not in confirmed:
-                    confirmed.add(rule)
-                    self._evidence(rule, True, params, other_parts[3], listing=pair_listing)
-        return confirmed
-
-    def _test_candidates(self, hr: _Host, parts: tuple[str, str, str, list[tuple[str, str]]], raw: str, confirmed: set[Rule], cluster_key: str,
-                         listing: bool) -> None:
-        """``observe``: each candidate rule that rewrites this URL is compared with the crawled URL it
-        leads to (or, not crawled yet, remembered as an image to compare when it is)."""
-        scheme, host, path, params = parts
-        candidates = hr.candidates
-        applicable = candidates.path_rules(path.split("/")[1:]) if candidates.paths else []
-        if params:
-            for name, token in params:
-                applicable.extend(candidates.params.get(name, ()))
-                applicable.extend(candidates.values.get(token, ()))
-        seen: set[Rule] = set()
-        for rule in applicable:
-            if rule in seen:
-                continue
-            seen.add(rule)
-            image = apply_one(rule, scheme, host, path, params)
-            if image is None or image == raw:
-                continue
-            if rule in confirmed:
-                if image not in hr.known and hr.image_count < MAX_IMAGES:
-                    hr.images.setdefault(image, {}).setdefault(rule, (cluster_key, listing))
-                    hr.image_count += 1
-                continue
-            self._compare(hr, rule, image, cluster_key, params, listing)
 
     def _add_known(self, hr: _Host, raw: str, cluster_key: str | None) -> None:
         new = raw not in hr.known
@@ -712,7 +710,9 @@ class UrlRuleLearner:
         ``True`` for every prediction of a rule on a kind of page (``page_kind``
         of the target) until ``EXPLORE_FIRST`` verifications on that kind
         confirmed it, then for a ``share`` of them (each kind keeps being
-        tested).  ``share`` 0: never.
+        tested).  A parameter rule that earned it (``core.urlrules.urltrust.explore_scope``:
+        many values, many pages, no counter-example) is tested per stratum (list
+        pages, other pages) instead of per kind of page.  ``share`` 0: never.
         """
         if share <= 0:
             return False
@@ -724,7 +724,7 @@ class UrlRuleLearner:
         counts: list[list[int]] = []
         kind = prediction.target_kind
         for rule in prediction.fired or prediction.rules:
-            key = (rule.key, kind)
+            key = (rule.key, explore_scope(rule, kind, prediction.listing))
             counts_of = hr.tests.get(key)
             if counts_of is None:
                 if len(hr.tests) >= MAX_TESTS:
@@ -768,7 +768,7 @@ class UrlRuleLearner:
         if mine == target:
             kind = prediction.target_kind
             for rule in blamed:
-                counts_of = hr.tests.get((rule.key, kind))
+                counts_of = hr.tests.get((rule.key, explore_scope(rule, kind, prediction.listing)))
                 if counts_of is not None:
                     counts_of[2] += 1
             return True
@@ -873,10 +873,10 @@ class UrlRuleLearner:
                 rule.support = max(rule.support, int(support))
                 rule.list_support = max(rule.list_support, list_support)
                 for token in row[11] if len(row) > 11 else ():
-                    if len(rule.values) < MIN_PARAM_VALUES:
+                    if len(rule.values) < _VALUES_KEPT:
                         rule.values.add(str(token))
                 for token in row[15] if len(row) > 15 else ():
-                    if len(rule.list_values) < MIN_PARAM_VALUES:
+                    if len(rule.list_values) < _VALUES_KEPT:
                         rule.list_values.add(str(token))
             rule.counter = max(rule.counter, int(counter))
             rule.list_counter = max(rule.list_counter, list_counter)
