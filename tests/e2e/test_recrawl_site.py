@@ -135,6 +135,7 @@ def clusters_command(project: Path, tmp_path: Path, redis_url: str | None) -> se
     return {frozenset(urlsplit(m["url"]).path for m in line["members"]) for line in lines if line["type"] == "cluster"}
 
 
+@pytest.mark.slow  # 56 s (store) and 26 s (Redis) measured (--durations, -n 3, quiet 2-core machine)
 @pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
 def test_a_recrawl_reaches_the_whole_site(backend: str, http_server: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:  # noqa: F811
     root = tmp_path / "site"

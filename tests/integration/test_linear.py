@@ -134,6 +134,7 @@ def test_doubling_the_page_at_most_doubles_the_work(shape: str, main_content: bo
     assert ratio <= MAX_GROWTH, f"{shape}: {ratio:.2f}x ({raw:.2f}x raw) the CPU time per doubling from {n:,} repeats"
 
 
+@pytest.mark.slow  # 8 s measured (--durations, -n 3, quiet 2-core machine)
 def test_the_check_catches_a_quadratic_path() -> None:
     # The measure itself: a quadratic function of the page grows about 4x per doubling, past MAX_GROWTH.
     def quadratic(body: bytes) -> None:
