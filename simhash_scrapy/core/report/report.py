@@ -65,7 +65,7 @@ import io
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -435,18 +435,12 @@ def page_change_lines(pages: Iterable[dict[str, Any]], skip: tuple[str, ...] = (
 
 def page_changes_csv(pages: Iterable[dict[str, Any]]) -> str:
     """The CSV list of the latest crawl's pages (``core.report.changes.CHANGE_COLUMNS``)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator=_CSV_LINE_END)
-    writer.writerow(CHANGE_COLUMNS)
-    for page in pages:
-        writer.writerow([csv_cell("" if page[column] is None else page[column]) for column in CHANGE_COLUMNS])
-    return out.getvalue()
+    return _rows_csv(pages, CHANGE_COLUMNS)
 
 
 def page_changes_path(path: str | os.PathLike[str]) -> Path:
     """Where a CSV report's list of the latest crawl's pages goes: ``clusters.csv`` -> ``clusters.changes.csv``."""
-    target = changes_path(path)  # <stem>.changed<suffix>
-    return target.with_name(target.name.replace(".changed.", ".changes.", 1))
+    return _beside(path, "changes")
 
 
 def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
@@ -454,21 +448,31 @@ def rules_jsonl(rules: Iterable[dict[str, Any]] | None) -> str:
     return "".join(json.dumps({"type": "url_rule", **rule}, ensure_ascii=False) + "\n" for rule in rules or ())
 
 
-def _changes_csv(changes: list[dict[str, Any]]) -> str:
+def _rows_csv(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
+    """A CSV document of ``rows``, one line each, ``columns`` in order (``None`` as an empty cell)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=_CSV_LINE_END)
-    writer.writerow(CHANGED_COLUMNS)
-    for change in changes:
-        writer.writerow([csv_cell("" if change[column] is None else change[column]) for column in CHANGED_COLUMNS])
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([csv_cell("" if row[column] is None else row[column]) for column in columns])
     return out.getvalue()
+
+
+def _changes_csv(changes: list[dict[str, Any]]) -> str:
+    return _rows_csv(changes, CHANGED_COLUMNS)
+
+
+def _beside(path: str | os.PathLike[str], tag: str) -> Path:
+    """A CSV file beside the report ``path``: ``clusters.csv`` -> ``clusters.<tag>.csv``."""
+    target = Path(path)
+    suffix = target.suffix if target.suffix.lower() == ".csv" else ""
+    stem = target.name[: len(target.name) - len(suffix)] if suffix else target.name
+    return target.with_name(f"{stem}.{tag}{suffix or '.csv'}")
 
 
 def changes_path(path: str | os.PathLike[str]) -> Path:
     """Where a CSV report's changed pages go: ``clusters.csv`` -> ``clusters.changed.csv``."""
-    target = Path(path)
-    suffix = target.suffix if target.suffix.lower() == ".csv" else ""
-    stem = target.name[: len(target.name) - len(suffix)] if suffix else target.name
-    return target.with_name(f"{stem}.changed{suffix or '.csv'}")
+    return _beside(path, "changed")
 
 
 def _csv(clusters: list[dict[str, Any]]) -> str:
