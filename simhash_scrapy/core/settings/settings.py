@@ -407,14 +407,15 @@ SETTINGS: tuple[Setting, ...] = (
       "callback yielded when it was last downloaded (kept in `<store>.replay` beside the store, or in Redis), so a "
       "re-crawl reaches every page the last one reached. A 304 whose requests were not kept (or could not be: a "
       "callback that is not a spider method) is requested again without validators. `False`: a 304 ends that branch "
-      "of the crawl (before 0.x). A spider that needs every page's body sets `meta[\"simhash_conditional\"] = False` "
+      "of the crawl, as before this setting existed. A spider that needs every page's body sets `meta[\"simhash_conditional\"] = False` "
       "(per request) or `SIMHASH_CONDITIONAL = False`",
       "False", "glue", boolean, "replay"),
     S("SIMHASH_TEMPLATES", "bool", defaults.TEMPLATES,
       "learn, per host and port, the text lines that came back in different articles of that host (pages more "
       "than 12 bits apart) and also match a page by the simhash of its text without them (clustering step 5). "
-      "The page's own fingerprint never changes. In-process and store backends (not Redis); learned in the "
-      "crawl's process, not saved, at most 200,000 lines and 64 articles a host. Chosen on the real-web tuning half",
+      "The page's own fingerprint never changes. In-process and store backends (not Redis); saved with a store "
+      "(`SIMHASH_DIR`, `JOBDIR`), at most 200,000 lines (a full learner forgets its least recently useful hosts) and 64 "
+      "articles a host. Chosen on the real-web tuning half",
       "False", "core", boolean, "templates"),
     S("SIMHASH_SECOND_SIMHASH", "bool", defaults.SECOND_SIMHASH,
       "give pages of 64 tokens or more a second, independent simhash: with nothing within k, a page joins a "
@@ -424,8 +425,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("SIMHASH_CONTAINMENT", "bool", defaults.CONTAINMENT,
       "give pages a sketch of their sentences (8 words or more): a page nothing else matched joins a canonical "
       "page whose sentences hold at least 95% of its own (or the other way round), the smaller having at least "
-      "half the larger's sentences (clustering step 7; print views, syndicated copies in another site's "
-      "template). In-process and store backends (not Redis); kept in the crawl's process, not saved, at most "
+      "half the larger's sentences (two thirds when they are of different hosts) (clustering step 7; print views, syndicated copies in another site's "
+      "template). In-process and store backends (not Redis); saved with a store, at most "
       "100,000 canonical pages a scope. Chosen on the tuning halves",
       "False", "core", boolean, "containment"),
     S("SIMHASH_KEEP_PER_CLUSTER", "int >= 1", defaults.KEEP_PER_CLUSTER,
