@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
@@ -31,23 +30,20 @@ from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 from scrapy.utils.response import get_base_url
 
-from .backends import BackendError, PageRecord, Verdict
+from .backends import BackendError
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
-from .core.cluster.clustering import Outcome, rule_of
 from .core.deadline import TooSlow
-from .core.records import page_record, record_again
+from .core.ruling import Action, Ruling
 from .core.cluster.representative import absolute, html_canonical, link_header_canonical, redirect_named
 from .core.skip import media_type, skip_reason
 from .core.extract.text import charset_of, shared_parse_usable
 from .replay import DROPPED, SimhashReplayMiddleware, forced, keep, keeps, may_replay, refetch, replay
-from .state import DedupState
+from .state import DedupState, Fetch
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-
-    from .core.cluster.representative import Placement
 
 __all__ = [
     "UnchangedPage", "EditedPage", "NotModifiedPage", "SimhashMiddleware", "NearDuplicate", "MIDDLEWARE_PRIORITY",
@@ -277,26 +273,8 @@ class SimhashMiddleware:
         if self.replay and may_replay(state, request) and not await replay(state, self.crawler, request, response):
             state.inc("simhash/replay/refetched")
             return refetch(request, _VALIDATORS)
-        scope, identity = state.scope_for(response.url), state.identity_of(request)
         try:
-            previous = await state.backend.previous(scope, identity)
-            if previous is None:  # the record went away since the request was sent (a flushed Redis key)
-                raise LookupError("its record is gone")
-            referer = request.headers.get(b"Referer")
-            record = record_again(
-                previous,
-                url=response.url,
-                scope=scope,
-                referer=referer.decode("utf-8", "replace") if referer else None,
-                depth=request.meta.get("depth", self.start_depth),
-                identity=identity,
-                seen=time.time(),
-                etag=_header(response, b"ETag"),
-                last_modified=_header(response, b"Last-Modified"),
-            )
-            verdict = await state.check(record, not_modified=True)
-            # Placed as a downloaded page is: a member kept (SIMHASH_KEEP_PER_CLUSTER) stays kept.
-            placement = await state.place(record, verdict)
+            ruling = await state.judge_again(self._fetch(request, response, passes_304=self._handles_304(request, spider)))
         except BackendError as exc:
             state.skip("backend_error")
             raise UncheckedPage(response.url, str(exc)) from None
@@ -313,11 +291,7 @@ class SimhashMiddleware:
                 raise NotModifiedPage(response.url) from None
             return response
         request.meta["simhash_not_modified"] = True
-        answer = Analysis(previous.fingerprint, previous.exact, None, None, (), previous.digest)
-        response = self._decide(request, response, answer, verdict, placement)
-        if verdict.outcome is Outcome.UNCHANGED and not self._handles_304(request, spider):
-            state.inc("simhash/unchanged_dropped")
-            raise NotModifiedPage(response.url)
+        response = self._apply(request, response, ruling)
         if NOT_MODIFIED_FLAG not in response.flags:
             response.flags.append(NOT_MODIFIED_FLAG)
         return response
@@ -386,9 +360,8 @@ class SimhashMiddleware:
                 answer = await self._analyse(response, slow)
                 reason = answer.skip_reason
                 if reason is None:
-                    record = self._record(request, response, answer, slow)
-                    verdict = await state.check(record)
-                    placement = await state.place(record, verdict)
+                    fetch = self._fetch(request, response, canonical_link=self._canonical(request, response, slow))
+                    ruling = await state.judge(fetch, answer)
             except BackendError as exc:
                 # Fail-closed: the backend could not check the page, so it must not pass.
                 state.skip("backend_error")
@@ -413,92 +386,50 @@ class SimhashMiddleware:
             meta["simhash_skipped"] = reason
             return response
         try:
-            return self._decide(request, response, answer, verdict, placement)
+            return self._apply(request, response, ruling)
         except IgnoreRequest:
             if self.replay and keeps(state, request, response):  # no callback sees it: it yields nothing
                 await keep(state, request, response, DROPPED)
             raise
 
-    def _record(self, request: Request, response: Response, answer: Analysis, slow: bool) -> PageRecord:
-        assert answer.fingerprint is not None
+    def _fetch(self, request: Request, response: Response, canonical_link: str | None = None,
+               passes_304: bool = True) -> Fetch:  # fmt: skip
+        """What the state is given for a page: the request and response, with what this middleware reads
+        from them (referer, depth, validators, the URL the page names as canonical)."""
         referer = request.headers.get(b"Referer")
-        # (the answer's second simhash and sketch are computed only for a backend that uses them:
-        # state.page_analysis)
-        return page_record(
-            answer,
-            url=response.url,
-            scope=self.state.scope_for(response.url, response=response),
+        return Fetch(
+            request,
+            response,
             referer=referer.decode("utf-8", "replace") if referer else None,
             depth=request.meta.get("depth", self.start_depth),
-            identity=self.state.identity_of(request),
-            seen=time.time(),
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
-            canonical_link=_canonical_link(response, slow)
-            or redirect_named(response.url, request.meta.get("redirect_urls") or ()),
+            canonical_link=canonical_link,
+            forced=forced(request),
+            passes_304=passes_304,
         )
 
-    def _decide(
-        self, request: Request, response: Response, answer: Analysis, verdict: Verdict,
-        placement: Placement | None = None,
-    ) -> Response:
-        """Set the meta keys, then drop, flag or pass the page.
+    @staticmethod
+    def _canonical(request: Request, response: Response, slow: bool) -> str | None:
+        return _canonical_link(response, slow) or redirect_named(response.url, request.meta.get("redirect_urls") or ())
 
-        A near-duplicate passes unflagged when it is one of the first
-        ``SIMHASH_KEEP_PER_CLUSTER`` members of its cluster (``DedupState.kept``).
-        """
-        state = self.state
+    def _apply(self, request: Request, response: Response, ruling: Ruling) -> Response:
+        """Set the page's meta keys, then drop, flag or pass it, as the state's ruling says (``core.ruling``)."""
         meta = request.meta
-        meta["simhash"] = answer.fingerprint
-        meta["simhash_short"] = answer.exact
-        meta["simhash_outcome"] = verdict.outcome.value
-        meta["simhash_duplicate_of"] = verdict.canonical_url
-        meta["simhash_distance"] = verdict.distance
-        meta["simhash_one_edit"] = verdict.one_edit
-        # Which step of the rule matched (core.cluster.clustering.Rule's value), for near-duplicates only.
-        meta["simhash_rule"] = (
-            rule_of(answer.exact, verdict.distance, self.config.max_distance, verdict.via).value
-            if verdict.is_duplicate else None
-        )
-        if verdict.previous_fingerprint is not None:
-            meta["simhash_previous"] = verdict.previous_fingerprint
-            meta["simhash_previous_seen"] = verdict.previous_seen
-        for listener in state.page_listeners:
-            listener(request, response, verdict)
-        unchanged = verdict.outcome is Outcome.UNCHANGED
-        edited = verdict.outcome is Outcome.EDITED
-        if unchanged:
-            meta["simhash_unchanged"] = True
-        elif edited:
-            meta["simhash_edited"] = True
-        kept = state.kept(placement)
-        if placement is not None:
-            meta["simhash_representative"] = placement.representative
-            meta["simhash_representative_reason"] = placement.reason.value
-            meta["simhash_kept"] = kept
-        if kept:
-            state.inc("simhash/kept_per_cluster")
-        elif verdict.is_duplicate:
+        meta.update(ruling.meta)
+        action = ruling.action
+        if action is Action.DROP:
+            verdict = ruling.verdict
             assert verdict.canonical_url is not None and verdict.distance is not None
-            if self.config.action == "drop" and not forced(request):
-                state.inc("simhash/dropped")
-                state.log_duplicate("page", response.url, verdict, "Dropped", exact=answer.exact)
-                rule = state.describe_rule(verdict, answer.exact)
-                exc = NearDuplicate(response.url, verdict.canonical_url, verdict.distance, rule)
-                if placement is not None:
-                    exc.representative = placement.representative
-                raise exc
-            # flag mode, or drop mode for a dont_filter request: the page goes on, flagged.
-            if FLAG not in response.flags:
-                response.flags.append(FLAG)
-            state.inc("simhash/flagged")
-            state.log_duplicate("page", response.url, verdict, "Flagged", exact=answer.exact)
-        elif unchanged and self.config.unchanged == "drop" and not forced(request):
-            state.inc("simhash/unchanged_dropped")
+            exc = NearDuplicate(response.url, verdict.canonical_url, verdict.distance, ruling.rule)
+            exc.representative = ruling.representative
+            raise exc
+        if action is Action.FLAG and FLAG not in response.flags:
+            response.flags.append(FLAG)
+        elif action is Action.DROP_UNCHANGED:
             if meta.get("simhash_not_modified"):
                 raise NotModifiedPage(response.url)
             raise UnchangedPage(response.url)
-        elif edited and self.config.edited == "drop" and not forced(request):
-            state.inc("simhash/edited_dropped")
+        elif action is Action.DROP_EDITED:
             raise EditedPage(response.url)
         return response

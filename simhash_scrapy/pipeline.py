@@ -21,16 +21,16 @@ declare them).
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 
-from .backends import BackendError, Verdict
+from .backends import BackendError
 from .core.analysis import Analysis, analyse_html, analyse_text
 from .core.deadline import TooSlow
-from .core.records import flag_item, is_flagged, page_record
+from .core.records import flag_item, is_flagged
+from .core.ruling import Action, Ruling
 from .core.skip import item_is_html, too_large
 from .state import DedupState
 
@@ -79,8 +79,8 @@ class SimhashPipeline:
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
         return analyse_text(text, options)
 
-    async def _check_field(self, value: Any, url: str | None) -> tuple[Verdict, bool] | None:
-        """The item's verdict and whether it was short (matched by exact text), or ``None`` (skipped)."""
+    async def _check_field(self, value: Any, url: str | None, flagged: bool) -> Ruling | None:
+        """The item's ruling (``DedupState.judge_item``), or ``None`` (skipped, counted)."""
         state = self.state
         if not isinstance(value, (str, bytes)) or not value:
             state.skip("no_field", items=True)
@@ -93,11 +93,11 @@ class SimhashPipeline:
             if answer.fingerprint is None:
                 state.skip(answer.skip_reason or "error", items=True)
                 return None
+            shown = url or "(no URL)"
             if url is None:
                 self._anonymous += 1
                 url = f"item-{self._anonymous}"
-            record = page_record(answer, url=url, scope=state.scope_for(url, items=True), seen=time.time())
-            return await state.check(record, items=True), record.exact
+            return await state.judge_item(answer, url, flagged, shown)
         except BackendError as exc:
             # Fail-closed: an item nobody could check must not pass.
             state.skip("backend_error", items=True)
@@ -128,18 +128,13 @@ class SimhashPipeline:
         if adapter.get(field) is None:
             state.skip("no_field", items=True)
             return item
-        checked = await self._check_field(adapter.get(field), url)
-        if checked is None or checked[0].canonical_url is None:
+        # (flagged already for its page, by the spider middleware: counted once)
+        ruling = await self._check_field(adapter.get(field), url, is_flagged(adapter))
+        if ruling is None or ruling.action is Action.PASS:
             return item
-        verdict, exact = checked
+        verdict = ruling.verdict
         assert verdict.distance is not None and verdict.canonical_url is not None
-        if self.config.item_action == "drop":
-            state.inc("simhash/items/dropped")
-            raise NearDuplicateItem(
-                url, verdict.canonical_url, verdict.distance, self.config.log_level, state.describe_rule(verdict, exact)
-            )
-        if not is_flagged(adapter):  # (flagged already for its page, by the spider middleware: counted once)
-            state.inc("simhash/items/flagged")
-        state.log_duplicate("item", url or "(no URL)", verdict, "Flagged", exact=exact)
+        if ruling.action is Action.DROP:
+            raise NearDuplicateItem(url, verdict.canonical_url, verdict.distance, self.config.log_level, ruling.rule)
         flag_item(adapter, verdict.canonical_url, verdict.distance)
         return item

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,11 +26,12 @@ from . import _compat
 from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig, from_crawler
 from .core.report.changes import LAST_CRAWL_EXTRA, LastCrawl, build_page_changes, count_changes, encode_last_crawl
-from .core.cluster.clustering import Outcome, rule_of
+from .core.analysis import Analysis
+from .core.cluster.clustering import Outcome
 from .core.cluster.distinct import scope_key
 from .core.cluster.identity import IdentitySignals, combine_digests, identity_signals, may_declare
 from .core.cluster.kept_apart import KeptApart
-from .core.records import is_item_scope, item_scope, page_scope
+from .core.records import is_item_scope, item_scope, page_record, page_scope, record_again
 from .core.cluster.representative import ClusterBook, Placement
 from .core.report.report import (
     build_changes,
@@ -42,6 +43,7 @@ from .core.report.report import (
     write_report,
 )
 from .core.redact import redact
+from .core.ruling import Ruling, describe_rule, rule_item, rule_page, verdict_stats
 from .core.report.report_path import expand_report_path, report_params
 from .core.extract.text import parse_html
 from .startup import check_report_folder, warn_at_startup
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
-__all__ = ["DedupState"]
+__all__ = ["DedupState", "Fetch"]
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -80,15 +82,23 @@ class _SettingError(ValueError):
 
 _STATES: WeakKeyDictionary[Crawler, DedupState] = WeakKeyDictionary()
 
-#: Stat name of each outcome (``simhash/<name>``).
-_OUTCOME_STATS = {
-    Outcome.UNIQUE: "unique",
-    Outcome.NEAR_DUPLICATE: "near_duplicates",
-    Outcome.UNCHANGED: "unchanged",
-    Outcome.CHANGED: "changed",
-    Outcome.EDITED: "edited",
-    Outcome.UNCHECKED: "unchecked",
-}
+@dataclass(frozen=True)
+class Fetch:
+    """A downloaded page as the downloader middleware hands it to the state (``DedupState.judge``): the Scrapy
+    request and response, and what the middleware read from them for the page's record."""
+
+    request: Any
+    response: Any
+    referer: str | None = None
+    depth: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    #: The URL the page names as canonical (``rel=canonical``, ``Link``, a redirect), else ``None``.
+    canonical_link: str | None = None
+    #: The user asked for this page whatever happened before (``replay.forced``): flagged, never dropped.
+    forced: bool = False
+    #: A 304 answer reaches the request's callback (``SimhashMiddleware._handles_304``).
+    passes_304: bool = True
 
 
 class DedupState:
@@ -299,50 +309,86 @@ class DedupState:
         return func(*args)
 
     async def check(self, record: PageRecord, items: bool = False, not_modified: bool = False) -> Verdict:
-        """Query-and-record one fingerprinted page (or item) and count its outcome.
-
-        Stats: ``simhash/fingerprinted`` and ``simhash/<outcome>`` (unique,
-        near_duplicates, unchanged, edited, changed, unchecked: each page counts in
-        exactly one), short pages again under ``simhash/short/``, pages
-        found by the one-edit rule again as ``simhash/one_edit/near_duplicates``;
-        items under ``simhash/items/``.  ``not_modified``: a 304 answer to a
-        conditional re-crawl, checked again as it was recorded: counted as
-        ``simhash/not_modified`` instead of ``simhash/fingerprinted`` (so
-        fingerprinted + not_modified = the sum of the outcomes).
-        """
+        """Query-and-record one fingerprinted page (or item) and count its outcome (``core.ruling.verdict_stats``:
+        ``simhash/fingerprinted`` or, for a 304 answer checked again as it was recorded (``not_modified``),
+        ``simhash/not_modified``, then ``simhash/<outcome>``, ...; items under ``simhash/items/``)."""
         verdict = await self.backend.check(record)
         if self._declared and not items:
             self._count_kept_apart(record, verdict)
-        prefix = "simhash/items/" if items else "simhash/"
-        if not_modified:
-            self.inc(prefix + "not_modified")
-        else:
-            self.inc(prefix + "fingerprinted")
+        for name in verdict_stats(verdict, record.exact, items, not_modified):
+            self.inc(name)
+        if not not_modified:
             if items:
                 self.items += 1
             else:
                 self.pages += 1
-        name = _OUTCOME_STATS[verdict.outcome]
-        self.inc(prefix + name)
-        if record.exact:
-            self.inc(prefix + "short/" + name)
         if verdict.outcome is Outcome.NEAR_DUPLICATE:
             if items:
                 self.item_near_duplicates += 1
             else:
                 self.near_duplicates += 1
-            self.inc(f"{prefix}distance_count/{verdict.distance}")
-            if verdict.one_edit:
-                self.inc(prefix + "one_edit/near_duplicates")
-            elif verdict.via == "template":  # core.cluster.clustering step 5: the template-free simhash
-                self.inc(prefix + "template/near_duplicates")
-            elif verdict.via == "second":  # core.cluster.clustering step 6: the second simhash
-                self.inc(prefix + "second/near_duplicates")
-            elif verdict.via == "containment":  # core.cluster.clustering step 7: sentence containment
-                self.inc(prefix + "containment/near_duplicates")
-        if verdict.also is not None and prefix == "simhash/":  # a page with a template-free fingerprint (core.detector,
-            self.inc("simhash/template/pages")  # step 5; items get steps 1-4 only)
         return verdict
+
+    # ------------------------------------------------------------- one page, one answer
+    async def judge(self, fetch: Fetch, answer: Analysis) -> Ruling:
+        """The one call of the downloader middleware for a fingerprinted page: its record (scope, identity,
+        ``core.records.page_record``) checked, placed in its cluster, counted and ruled on (``core.ruling``)."""
+        response = fetch.response
+        record = page_record(
+            answer,
+            url=response.url,
+            scope=self.scope_for(response.url, response=response),
+            referer=fetch.referer,
+            depth=fetch.depth,
+            identity=self.identity_of(fetch.request),
+            seen=time.time(),
+            etag=fetch.etag,
+            last_modified=fetch.last_modified,
+            canonical_link=fetch.canonical_link,
+        )
+        return await self._rule(fetch, record)
+
+    async def judge_again(self, fetch: Fetch) -> Ruling:
+        """The same for a 304 answer to a conditional re-crawl: the identity's record checked again as it
+        was recorded (``core.records.record_again``; ``LookupError`` when the record is gone)."""
+        url = fetch.response.url
+        scope, identity = self.scope_for(url), self.identity_of(fetch.request)
+        previous = await self.backend.previous(scope, identity)
+        if previous is None:  # the record went away since the request was sent (a flushed Redis key)
+            raise LookupError("its record is gone")
+        record = record_again(
+            previous, url=url, scope=scope, referer=fetch.referer, depth=fetch.depth, identity=identity,
+            seen=time.time(), etag=fetch.etag, last_modified=fetch.last_modified,
+        )  # fmt: skip
+        return await self._rule(fetch, record, not_modified=True)
+
+    async def _rule(self, fetch: Fetch, record: PageRecord, not_modified: bool = False) -> Ruling:
+        verdict = await self.check(record, not_modified=not_modified)
+        # Placed as a downloaded page is: a member kept (SIMHASH_KEEP_PER_CLUSTER) stays kept after a 304.
+        placement = await self.place(record, verdict)
+        ruling = rule_page(
+            self.config, verdict, placement, fingerprint=record.fingerprint, exact=record.exact,
+            forced=fetch.forced, not_modified=not_modified, passes_304=fetch.passes_304,
+        )  # fmt: skip
+        for listener in self.page_listeners:
+            listener(fetch.request, fetch.response, verdict)
+        self._count_and_log(ruling, "page", fetch.response.url, record.exact)
+        return ruling
+
+    async def judge_item(self, answer: Analysis, url: str, flagged: bool = False, shown: str | None = None) -> Ruling:
+        """The one call of the item pipeline for a fingerprinted item (``url``: its URL field, or a name the
+        pipeline made; ``shown``: what the log line calls it, else ``url``): checked in the items' index,
+        counted and ruled on (``core.ruling.rule_item``)."""
+        record = page_record(answer, url=url, scope=self.scope_for(url, items=True), seen=time.time())
+        ruling = rule_item(self.config, await self.check(record, items=True), record.exact, flagged)
+        self._count_and_log(ruling, "item", shown or url, record.exact)
+        return ruling
+
+    def _count_and_log(self, ruling: Ruling, what: str, url: str, exact: bool) -> None:
+        for name in ruling.stats:
+            self.inc(name)
+        if ruling.logged is not None:
+            self.log_duplicate(what, url, ruling.verdict, ruling.logged, exact=exact)
 
     async def place(self, record: PageRecord, verdict: Verdict) -> Placement | None:
         """Where a near-duplicate page stands in its cluster (``core.cluster.representative.ClusterBook``), else ``None``.
@@ -381,16 +427,9 @@ class DedupState:
                 placement = replace(placement, position=shared)
         return placement
 
-    def kept(self, placement: Placement | None) -> bool:
-        """A near-duplicate that passes anyway: one of the first ``SIMHASH_KEEP_PER_CLUSTER`` members of its
-        cluster (the anchor is the first).  Which pages pass depends on crawl order only, never on the
-        representative."""
-        return placement is not None and placement.position <= self.config.keep_per_cluster
-
     def describe_rule(self, verdict: Verdict, exact: bool = False) -> str:
         """The rule that matched a near-duplicate, and k: ``"simhash within k=4, distance 3"`` (``core.cluster.clustering.Rule``)."""
-        k = self.config.max_distance
-        return rule_of(exact, verdict.distance, k, verdict.via).describe(verdict.distance, k)
+        return describe_rule(verdict, exact, self.config.max_distance)
 
     def log_duplicate(self, what: str, url: str, verdict: Verdict, outcome: str, exact: bool = False) -> None:
         """Log a near-duplicate at SIMHASH_LOG_LEVEL: all of them with SIMHASH_DEBUG, else the first one.
