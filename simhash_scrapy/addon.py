@@ -1,6 +1,7 @@
 """``Addon``: ``ADDONS = {"simhash_scrapy.Addon": 0}`` is the whole activation.
 
-It adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540),
+It enables the crawl's dedup state as an extension (``EXTENSIONS``: ``DedupState``, the one object the
+components share, which Scrapy builds first), and adds ``SimhashMiddleware`` to ``DOWNLOADER_MIDDLEWARES`` (priority 540),
 ``UrlRulesMiddleware`` (50; only when ``SIMHASH_URL_RULES`` is not ``"off"``),
 ``SimhashSpiderMiddleware`` to ``SPIDER_MIDDLEWARES`` (950), ``SimhashReplayMiddleware``
 (10: the requests a page yielded, for a 304 of it on a re-crawl) and
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import url_rules_mode
+from .config import enabled, url_rules_mode
 from .middleware import MIDDLEWARE_PRIORITY, SimhashMiddleware
 from .pipeline import PIPELINE_PRIORITY, SimhashPipeline
 from .replay import REPLAY_PRIORITY, SimhashReplayMiddleware
 from .spidermw import SPIDER_MIDDLEWARE_PRIORITY, SimhashSpiderMiddleware
+from .state import STATE_PRIORITY, DedupState
 from .urlrules import URL_RULES_MIDDLEWARE_PRIORITY, UrlRulesMiddleware
 
 if TYPE_CHECKING:
@@ -35,6 +37,12 @@ class Addon:
     """Scrapy add-on that enables simhash-scrapy's middleware and pipeline."""
 
     def update_settings(self, settings: BaseSettings) -> None:
+        try:
+            on = enabled(settings)
+        except ValueError:
+            on = True  # a bad value: the state logs it in one line (finish reason simhash_error)
+        if on:  # (off: the components are left out, each saying so, as without the add-on)
+            settings.setdefault_in_component_priority_dict("EXTENSIONS", DedupState, STATE_PRIORITY)
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
         )

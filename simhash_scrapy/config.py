@@ -80,7 +80,7 @@ def from_settings(settings: Lookup) -> SimhashConfig:
     Raises ``NotConfigured`` when ``SIMHASH_ENABLED`` is false and ``ValueError`` (naming the
     setting) for a bad value.
     """
-    if not setting("SIMHASH_ENABLED").read(settings):
+    if not enabled(settings):
         raise NotConfigured("simhash-scrapy is disabled (SIMHASH_ENABLED = False)")
     config = SimhashConfig.from_settings(settings)
     if config.store_dir is not None and not Path(config.store_dir).is_absolute():
@@ -96,6 +96,11 @@ def from_crawler(crawler: Any) -> SimhashConfig:
     if value is not None and not config.reset and parse_bool(f"-a {RESET_ARGUMENT}", value):
         config = replace(config, reset=True)
     return config
+
+
+def enabled(settings: Lookup) -> bool:
+    """``SIMHASH_ENABLED`` parsed (the add-on reads it too, to enable the state only when it is on)."""
+    return bool(setting("SIMHASH_ENABLED").read(settings))
 
 
 def url_rules_mode(settings: Lookup) -> str:

@@ -1,6 +1,7 @@
 """The dedup state of one crawler, shared by ``SimhashMiddleware`` and ``SimhashPipeline``.
 
-One ``DedupState`` exists per crawler (``DedupState.for_crawler``).  It holds
+One ``DedupState`` exists per crawler: a Scrapy extension the add-on enables, which the components find
+with ``DedupState.for_crawler`` (``crawler.get_extension``).  It holds
 the validated config, the backend (index, members, clusters), the counters
 behind the ``simhash/*`` stats, the periodic progress line, and writes the
 cluster report when the spider closes.
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
-__all__ = ["DedupState", "Fetch"]
+__all__ = ["DedupState", "Fetch", "STATE_PRIORITY"]
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -80,7 +81,10 @@ class _SettingError(ValueError):
     """A ``SIMHASH_*`` setting that cannot be used (its message names it)."""
 
 
-_STATES: WeakKeyDictionary[Crawler, DedupState] = WeakKeyDictionary()
+#: The state of a crawler whose components are listed by hand, without the add-on (no extension).
+_BY_HAND: WeakKeyDictionary[Crawler, DedupState] = WeakKeyDictionary()
+#: Position in ``EXTENSIONS`` (the add-on's; an extension's order matters little: it only connects signals).
+STATE_PRIORITY = 0
 
 @dataclass(frozen=True)
 class Fetch:
@@ -168,11 +172,23 @@ class DedupState:
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DedupState:
+        """The extension Scrapy builds (``EXTENSIONS``: the add-on enables it); raises ``NotConfigured``."""
+        return cls(crawler)
+
+    @classmethod
     def for_crawler(cls, crawler: Crawler) -> DedupState:
-        """The state of ``crawler``, created on first use (raises ``NotConfigured``/``ValueError``)."""
-        state = _STATES.get(crawler)
+        """The state of ``crawler``, for its components' ``from_crawler``: the extension Scrapy built (the
+        add-on enables it), else, for components listed by hand without it, one made on first use and kept
+        for the crawler's other components (raises ``NotConfigured``)."""
+        try:
+            state = crawler.get_extension(cls)
+        except RuntimeError:  # (a crawler whose settings are not applied yet: no extensions)
+            state = None
         if state is None:
-            state = _STATES[crawler] = cls(crawler)
+            state = _BY_HAND.get(crawler)
+            if state is None:
+                state = _BY_HAND[crawler] = cls(crawler)
         return state
 
     # ------------------------------------------------------------- helpers

@@ -367,6 +367,21 @@ def test_addon_inserts_components() -> None:
         SimhashSpiderMiddleware: 950, SimhashReplayMiddleware: REPLAY_PRIORITY}  # fmt: skip
     assert REPLAY_PRIORITY < 25
     assert list(pipes.values()) == [200]
+    # The state the components share is the extension Scrapy built (no registry of ours).
+    from simhash_scrapy.state import STATE_PRIORITY
+
+    assert crawler.settings.getdict("EXTENSIONS") == {DedupState: STATE_PRIORITY}
+    state = crawler.get_extension(DedupState)
+    assert state is not None and SimhashMiddleware.from_crawler(crawler).state is state
+    assert SimhashPipeline.from_crawler(crawler).state is state
+    assert SimhashSpiderMiddleware.from_crawler(crawler).state is state
+
+
+def test_addon_leaves_everything_out_when_disabled() -> None:
+    crawler = get_crawler(MySpider, {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ENABLED": False})
+    assert crawler.get_extension(DedupState) is None
+    with pytest.raises(NotConfigured):
+        SimhashMiddleware.from_crawler(crawler)
 
 
 def test_addon_keeps_user_priorities() -> None:
