@@ -49,13 +49,14 @@ def code_stats() -> set[str]:
         for name in re.findall(r"""f?["'](simhash/[a-z0-9_/{}.]*)["']""", text):
             if not name.endswith("/") and name != "simhash/{name}":  # persistent.py's _stat: below
                 names.add(re.sub(r"\{[^}]*\}", "{x}", name))
-    state = (PACKAGE / "state.py").read_text(encoding="utf-8")
-    # state.py: prefix ("simhash/" or "simhash/items/") + a name, or + "short/" + an outcome's name.
-    outcomes = re.search(r"_OUTCOME_STATS = \{(.*?)\}", state, re.DOTALL).group(1)
-    built = set(re.findall(r'prefix \+ "([a-z_/]+)"\)', state))
-    built |= {f"short/{o}" for o in re.findall(r': "([a-z_]+)"', outcomes) if 'prefix + "short/" + name' in state}
-    built |= set(re.findall(r': "([a-z_]+)"', outcomes))
-    built |= {name.replace("{verdict.distance}", "{x}") for name in re.findall(r'f"\{prefix\}([a-z_/{}.]+)"', state)}
+    ruling = (PACKAGE / "core" / "ruling.py").read_text(encoding="utf-8")
+    # core/ruling.py's verdict_stats: prefix ("simhash/" or "simhash/items/") + fingerprinted / not_modified,
+    # + an outcome's name (OUTCOME_STATS), + "short/" + one, + the name of the step that found a near-duplicate.
+    outcomes = re.findall(r': "([a-z_]+)"', re.search(r"OUTCOME_STATS = \{(.*?)\}", ruling, re.DOTALL).group(1))
+    built = set(outcomes) | set(re.findall(r'"([a-z_]+/near_duplicates)"', ruling))
+    built |= set(re.search(r'prefix \+ \("([a-z_]+)" if not_modified else "([a-z_]+)"\)', ruling).groups())
+    built |= {f"short/{o}" for o in outcomes if 'prefix + "short/" + name' in ruling}
+    built |= {name.replace("{verdict.distance}", "{x}") for name in re.findall(r'f"\{prefix\}([a-z_/{}.]+)"', ruling)}
     # Items are never 304 answers: only the downloader middleware passes not_modified=True.
     names |= {f"simhash/{b}" for b in built} | {f"simhash/items/{b}" for b in built - {"not_modified"}}
     # backends/persistent.py: self._stat("name", ...) writes simhash/<name>.
@@ -112,6 +113,9 @@ def code_meta_keys() -> set[str]:
     keys: set[str] = set()
     for text in CODE.values():
         keys |= set(re.findall(r"""meta(?:\[|\.get\(|\.setdefault\(|\.pop\()\s*["'](simhash[a-z_]*)["']""", text))
+    # core/ruling.py: the keys a page's ruling sets, written as a dict (the middleware updates meta with it).
+    ruling = (PACKAGE / "core" / "ruling.py").read_text(encoding="utf-8")
+    keys |= set(re.findall(r"""^\s*["'](simhash[a-z_]*)["']:""", ruling, re.MULTILINE))
     return keys
 
 
