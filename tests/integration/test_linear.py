@@ -123,6 +123,9 @@ def growth(make: Callable[[int], bytes], analyse: Callable[[bytes], object], sta
     return relative, raw, n
 
 
+# 44 cases of 0.6-2.0 s of CPU each, 38 s in all (a third of the fast set's CPU): 19 of them took 2 s or more
+# (pytest -n 4 -m "not slow" --durations=0, load 1-4, 2 cores).
+@pytest.mark.slow
 @pytest.mark.parametrize("compiled", [True, False], ids=["C", "pure"])
 @pytest.mark.parametrize("main_content", [True, False], ids=["main", "visible"])
 @pytest.mark.parametrize("shape", list(SHAPES))
