@@ -26,27 +26,21 @@ from scrapy.http import TextResponse
 from . import _compat
 from .backends import PageRecord, Verdict, create_backend
 from .config import SimhashConfig, from_crawler
-from .core.report.changes import LAST_CRAWL_EXTRA, LastCrawl, build_page_changes, count_changes, encode_last_crawl
 from .core.analysis import Analysis
 from .core.cluster.clustering import Outcome
 from .core.cluster.distinct import scope_key
 from .core.cluster.identity import IdentitySignals, combine_digests, identity_signals, may_declare
 from .core.cluster.kept_apart import KeptApart
-from .core.records import is_item_scope, item_scope, page_record, page_scope, record_again
+from .core.records import item_scope, page_record, page_scope, record_again
 from .core.cluster.representative import ClusterBook, Placement
 from .core.report.report import (
-    build_changes,
-    build_clusters,
     check_format_available,
-    count_clusters,
-    describe_report,
-    report_summary,
-    write_report,
 )
 from .core.redact import redact
 from .core.ruling import Ruling, describe_rule, rule_item, rule_page, verdict_stats
 from .core.report.report_path import expand_report_path, report_params
 from .core.extract.text import parse_html
+from .closing import write_crawl_report
 from .startup import check_report_folder, warn_at_startup
 from . import workers
 from .workers import DaemonExecutor, cut_at_deadline
@@ -238,18 +232,6 @@ class DedupState:
         for kind in kinds:
             self.inc(f"simhash/identity/{kind}")
         return signals
-
-    def _identity_summary(self) -> dict[str, int]:
-        """This crawl's ``simhash/identity/*`` counts for the report's summary (``identity_pages``,
-        ``identity_kept_apart``, ``identity_kept_apart_<signal>``); empty when no page declared anything."""
-        stats = self.stats.get_stats()
-        if not stats.get("simhash/identity/pages"):
-            return {}
-        return {
-            name.replace("simhash/identity/", "identity_").replace("/", "_"): int(value)
-            for name, value in sorted(stats.items())
-            if name == "simhash/identity/pages" or name.startswith("simhash/identity/kept_apart")
-        }
 
     def _count_kept_apart(self, record: PageRecord, verdict: Verdict) -> None:
         """A page declaring an identity that became canonical in its scope: whether the signals kept it apart
@@ -526,7 +508,8 @@ class DedupState:
             self._task.stop()
         try:
             if self.opened:
-                await self._finish(spider, reason)
+                await self._run_hooks(self.close_hooks, spider)
+                await write_crawl_report(self, spider, reason)
         except Exception:
             logger.exception("simhash-scrapy: error while finishing the crawl", extra={"spider": spider})
         finally:
@@ -549,72 +532,3 @@ class DedupState:
         """A page the record knew answered ``status`` (404 / 410): listed as gone (``core.report.changes``)."""
         self.gone.append((url, scope, status))
         self.inc("simhash/gone")
-
-    async def _page_changes(self, members: list[Any]) -> list[dict[str, Any]]:
-        """This crawl's pages, each new, changed, edited, unchanged or gone; kept with the backend
-        (``LAST_CRAWL_EXTRA``) for ``scrapy simhash report --changes``."""
-        last = LastCrawl(self.crawl_started, self.backend.initial > 0, self.gone)
-        try:
-            await self.backend.save_extra(LAST_CRAWL_EXTRA, encode_last_crawl(last))
-        except Exception:
-            logger.exception("simhash-scrapy: cannot keep the list of gone pages", extra={"spider": self.spider})
-        pages = build_page_changes(members, last)
-        if last.previous_crawl:
-            self.stats.set_value("simhash/new", count_changes(pages)["new"])
-        return pages
-
-    async def _finish(self, spider: Spider, reason: str = "finished") -> None:
-        await self._run_hooks(self.close_hooks, spider)
-        self.stats.set_value("simhash/index_size", await self.backend.index_size())
-        members = await self.backend.members()
-        # Distinct pages in the record (a page fetched twice counts once, unlike simhash/fingerprinted):
-        # the report's "pages".
-        self.stats.set_value("simhash/pages", sum(1 for m in members if not is_item_scope(m.scope)))
-        pages = await self._page_changes(members)
-        if self.report_path is None or self.config.report_format is None:
-            self.stats.set_value("simhash/clusters", count_clusters(members))
-            return
-        clusters = build_clusters(
-            members,
-            include_text=self.config.keep_text,
-            max_distance=self.config.max_distance,
-            representative=self.config.representative,
-        )
-        self.stats.set_value("simhash/clusters", len(clusters))
-        # Counted from the record, not this run's counters: after a resumed job
-        # (JOBDIR, SIMHASH_DIR) or with several Redis workers the report covers more.
-        summary = report_summary(
-            members,
-            clusters,
-            title=f"Near-duplicate clusters: {spider.name}",
-            max_distance=self.config.max_distance,
-            source=f"spider {spider.name}",
-            previous_crawl=self.backend.initial > 0,
-        )
-        summary.update(self._identity_summary())
-        summary.update(self.report_extra)
-        if self.backend.initial > 0:
-            summary.update({kind: count_changes(pages)[kind] for kind in ("new", "gone")})
-        try:
-            path = write_report(
-                self.report_path, clusters, self.config.report_format, summary, changes=build_changes(members),
-                pages=pages,
-            )
-        except Exception:
-            logger.exception(
-                "simhash-scrapy: cannot write the cluster report to %(path)s",
-                {"path": str(self.report_path)},
-                extra={"spider": spider},
-            )
-            self.stats.set_value("simhash/report_error", True)
-            return
-        paused = ""
-        if reason == "shutdown" and self.config.persistent:
-            # Ctrl-C with JOBDIR/SIMHASH_DIR: the record is kept, so the resumed
-            # crawl's report (same path) covers these pages too and replaces this one.
-            paused = " (the crawl was stopped: a resumed crawl rewrites this report with every page)"
-        logger.info(
-            "Simhash: wrote the %(format)s report to %(path)s (%(what)s)%(paused)s",
-            {"format": self.config.report_format, "path": str(path), "what": describe_report(summary), "paused": paused},
-            extra={"spider": spider},
-        )
