@@ -51,7 +51,7 @@ def test_a_page_inside_another_is_always_fully_contained(small: set[int], extra:
     assert shared >= 1
 
 
-@settings(max_examples=30, derandomize=True)
+@settings(max_examples=30, derandomize=True, deadline=None)  # (a 200 ms deadline failed at load 15)
 @given(st.integers(min_value=0, max_value=2**32))
 def test_the_estimate_follows_the_exact_containment(seed: int) -> None:
     """Random pairs of 60-400 sentences (the larger at most twice the smaller, as ``verify`` asks) sharing
