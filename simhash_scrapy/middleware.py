@@ -217,7 +217,7 @@ class SimhashMiddleware:
             or any(name in request.headers for name in _VALIDATORS)
         ):
             return None
-        previous = await state.backend.previous(state.scope_for(request.url), state.identity_of(request))
+        previous = await state.previous(request)
         if previous is None or (previous.etag is None and previous.last_modified is None):
             return None
         sent = False
@@ -234,18 +234,6 @@ class SimhashMiddleware:
         meta[_SENT] = True
         state.inc("simhash/conditional")
         return None
-
-    async def _gone(self, request: Request, response: Response) -> None:
-        """A 404 / 410 answer for a page the record knows: listed as gone (``meta["simhash_gone"]``)."""
-        state = self.state
-        scope = state.scope_for(response.url)
-        try:
-            previous = await state.backend.previous(scope, state.identity_of(request))
-        except BackendError:
-            return  # (not known to be gone: the page is skipped as any 404 is)
-        if previous is not None:
-            request.meta["simhash_gone"] = True
-            state.page_gone(previous.url, scope, response.status)
 
     def _handles_304(self, request: Request, spider: Spider | None) -> bool:
         """Whether Scrapy's HttpErrorMiddleware lets a 304 through to this request's callback."""
@@ -351,8 +339,9 @@ class SimhashMiddleware:
         meta = request.meta
         if response.status == 304 and meta.get(_SENT) and state.error is None:
             return await self._not_modified(request, response, spider)
-        if response.status in GONE_STATUSES and self.recurring and state.error is None:
-            await self._gone(request, response)
+        recurring = response.status in GONE_STATUSES and self.recurring and state.error is None
+        if recurring and await state.page_gone(request, response):  # a page the record knows: listed as gone
+            meta["simhash_gone"] = True
         reason = "unavailable" if state.error is not None else self._skip_reason(request, response)
         if reason is None:
             try:

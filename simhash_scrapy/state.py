@@ -24,7 +24,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import TextResponse
 
 from . import _compat
-from .backends import PageRecord, Verdict, create_backend
+from .backends import BackendError, ClusterMember, PageRecord, Verdict, create_backend
 from .config import SimhashConfig, from_crawler
 from .core.analysis import Analysis
 from .core.cluster.clustering import Outcome
@@ -528,7 +528,22 @@ class DedupState:
             except Exception:
                 logger.exception("simhash-scrapy: error in %(hook)r", {"hook": hook}, extra={"spider": spider})
 
-    def page_gone(self, url: str, scope: str, status: int) -> None:
-        """A page the record knew answered ``status`` (404 / 410): listed as gone (``core.report.changes``)."""
-        self.gone.append((url, scope, status))
+    async def previous(self, request: Any) -> ClusterMember | None:
+        """The record of ``request``'s page (its scope by URL, its identity), for its validators (conditional
+        re-crawls)."""
+        return await self.backend.previous(self.scope_for(request.url), self.identity_of(request))
+
+    async def page_gone(self, request: Any, response: Any) -> bool:
+        """Whether a 404 / 410 answer is of a page the record knew: then it is listed as gone
+        (``core.report.changes``, ``simhash/gone``); not when the backend cannot say (the page is skipped as
+        any 404 is)."""
+        scope = self.scope_for(response.url)
+        try:
+            previous = await self.backend.previous(scope, self.identity_of(request))
+        except BackendError:
+            return False
+        if previous is None:
+            return False
+        self.gone.append((previous.url, scope, response.status))
         self.inc("simhash/gone")
+        return True
