@@ -1,7 +1,8 @@
 """The test suite's CPU time, test by test: what the fast and slow sets cost, whatever the machine's load.
 
 Wall times of a busy 2-core machine say little (a test that takes 1 s alone takes 10 s at load 15); the CPU
-a test uses (its worker process, and the subprocesses it waited for: crawls, commands) moves much less.
+a test uses (its worker process, and the subprocesses it waited for: crawls, commands) moves less, though
+it grows with the load too (shared caches and cores): compare two sets of tests within one run.
 Run the suite with this file as a pytest plugin, then read the totals::
 
     PYTHONPATH=benchmarks SUITE_CPU_OUT=/tmp/cpu pytest -n 4 -p suite_cpu --durations=0
