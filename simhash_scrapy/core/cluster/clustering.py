@@ -78,7 +78,9 @@ import numpy as np
 from .. import defaults
 from ..index.index import BlockPermutedIndex
 from ..index.keytable import KeyTable, pack_keys, unpack_keys
-from .containment import ContainmentIndex, SentenceCounts, Sketch
+from .containment import ContainmentIndex, SentenceCounts, Sketch, estimate, verify
+from .views import MIN_RATIO as VIEW_MIN_RATIO
+from .views import AddressBook
 from ..features.second import VERIFY_FACTOR
 
 __all__ = [
@@ -236,6 +238,8 @@ class Clusterer:
         #: closer size (``containment.CROSS_HOST_MIN_RATIO``); ``None``: every entry counts as of the page's host.
         self.host_of_entry: Callable[[int], str | None] | None = None
         self._host: str | None = None  # the host of the page being checked (``check``)
+        self._address: str | None = None  # its address (``views.address_of``), for step 7's other views
+        self._views = AddressBook()  # canonical pages with a sketch, per scope and address (``core.cluster.views``)
 
     def __len__(self) -> int:
         return len(self.fingerprint)
@@ -337,8 +341,26 @@ class Clusterer:
             counts = self._sentences = SentenceCounts()
         index = self._contained.get(scope)
         found = index.match(sketch, counts, self._other_host) if index is not None else None
+        if found is None and index is not None and self._address is not None:
+            found = self._other_view(scope, index, sketch)
         counts.add(sketch.hashes)
         return None if found is None else found[0]
+
+    def _other_view(self, scope: str, index: ContainmentIndex, sketch: Sketch) -> tuple[int, float] | None:
+        """Step 7 between views of one address (``core.cluster.views``): the canonical page of this page's
+        address whose sentences hold its own (or the other way round) at ``views.MIN_RATIO``; several:
+        the highest containment, then the one listed first.  No sentence is left out as common here: the
+        copies of one address (its tracking copies, its print views) would make their own sentences common."""
+        assert self._address is not None
+        best: tuple[int, float] | None = None
+        for entry in self._views.entries(scope, self._address):
+            other = index.sketch(entry)
+            if other is None or not verify(sketch, other, min_ratio=VIEW_MIN_RATIO):
+                continue
+            contained = estimate(sketch, other)[0]
+            if best is None or contained > best[1]:
+                best = (entry, contained)
+        return best
 
     def _make_canonical(
         self,
@@ -371,7 +393,8 @@ class Clusterer:
                 contained = self._contained.get(scope)
                 if contained is None:
                     contained = self._contained[scope] = ContainmentIndex()
-                contained.add(entry, sketch)
+                if contained.add(entry, sketch) and self._address is not None:
+                    self._views.add(scope, self._address, entry)
         self.indexed[entry] = fingerprint
         self.canonical[entry] = self.distance[entry] = -1
 
@@ -408,6 +431,7 @@ class Clusterer:
                 self.second[entry] = None
             if scope in self._contained:
                 self._contained[scope].remove(entry)
+                self._views.remove(entry)
             key_table = self._edits.get(scope)
             if key_table is not None and self.indexed_keys[entry]:
                 key_table.remove(entry, self.keys_of(entry))
@@ -441,6 +465,7 @@ class Clusterer:
         second: int | None = None,
         sketch: Sketch | None = None,
         host: str | None = None,
+        address: str | None = None,
     ) -> Decision:
         """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical).
 
@@ -452,8 +477,11 @@ class Clusterer:
         which tells ``UNCHANGED`` from ``EDITED`` when it is re-checked; ``None``: unknown.
         ``host``: its host (``sitetemplate.host_of``): step 7 matches it with a canonical page of another
         host (``host_of_entry``) only on stronger evidence (``containment.CROSS_HOST_MIN_RATIO``).
+        ``address``: its address (``views.address_of``): step 7 matches it with a canonical page of the same
+        address at a smaller size (``core.cluster.views``).
         """
         self._host = host
+        self._address = address
         if exact:
             edit_keys = ()
             digest = fingerprint

@@ -1,0 +1,84 @@
+"""Other views of one address: the print or reader view of a page, found by step 7 at a smaller size.
+
+A print view, a reader view or a tracking copy of a page usually keeps the
+page's address and adds a query (``?print=1``, ``?format=print``,
+``?view=reader``, ``?utm_source=...``).  A print view of a shop or recipe
+page keeps only part of the page (the recipe card, the product box): a
+fifth of its sentences, too small a share for step 7's ``MIN_RATIO``
+(``core.cluster.containment``: a page holding another plus as much again is
+not a copy of it).  Between two pages of the **same address** (host and path;
+only the query and the fragment differ) the share may be as small as
+``MIN_RATIO``: every sampled sentence of the smaller page must still be
+one of the larger's, with at least ``containment.MIN_SHARED`` shared, as in
+step 7.  Pages of other addresses keep step 7's own bounds.
+
+Such a pair is found by its address, not only by a shared anchor: a
+canonical page with a sketch is listed under its scope and address
+(``AddressBook``), and a page that step 7 left unmatched is verified against
+the canonical pages of its own address (at most ``MAX_PER_ADDRESS``).  Listing
+pages of one address (``?page=2``, ``?sort=price``) that show other items are
+not contained in each other and stay apart, as do a product's variants, whose
+options (``?variant=``, ``?color=``) put them in scopes of their own
+(``core.cluster.identity``).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from .identity import url_page_number
+from .sitetemplate import host_of
+
+__all__ = ["AddressBook", "address_of", "MIN_RATIO", "MAX_PER_ADDRESS"]
+
+#: Between two pages of one address, the smaller has at least this share of the larger's sentences.
+MIN_RATIO = 0.1
+#: The most canonical pages an address lists (later ones are not listed: fewer pairs, never a wrong one).
+MAX_PER_ADDRESS = 4
+
+
+def address_of(url: str | None) -> str | None:
+    """A page's address without its query and fragment: host (``host_of``) and path, no trailing slash,
+    and the page number its URL names (``identity.url_page_number``: page 2 of a thread is another page);
+    ``None`` for no URL or one without a host."""
+    if not url:
+        return None
+    host = host_of(url)
+    if not host:
+        return None
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return None
+    number = url_page_number(url)
+    return f"{host}{path.rstrip('/') or '/'}" + ("" if number is None else f" page {number}")
+
+
+class AddressBook:
+    """The canonical pages with a sentence sketch, per scope and address (step 7's views)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], list[int]] = {}
+        self._where: dict[int, tuple[str, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def add(self, scope: str, address: str, entry: int) -> None:
+        listed = self._entries.setdefault((scope, address), [])
+        if len(listed) < MAX_PER_ADDRESS and entry not in self._where:
+            listed.append(entry)
+            self._where[entry] = (scope, address)
+
+    def remove(self, entry: int) -> None:
+        key = self._where.pop(entry, None)
+        if key is None:
+            return
+        listed = self._entries[key]
+        listed.remove(entry)
+        if not listed:
+            del self._entries[key]
+
+    def entries(self, scope: str, address: str) -> list[int]:
+        """The canonical entries listed under ``scope`` and ``address``, in the order they were listed."""
+        return list(self._entries.get((scope, address), ()))
