@@ -80,7 +80,7 @@ from ..index.index import BlockPermutedIndex
 from ..index.keytable import KeyTable, pack_keys, unpack_keys
 from .containment import ContainmentIndex, SentenceCounts, Sketch, estimate, verify
 from .views import MIN_RATIO as VIEW_MIN_RATIO
-from .views import AddressBook
+from .views import AddressBook, address_of
 from ..features.second import VERIFY_FACTOR
 
 __all__ = [
@@ -240,6 +240,9 @@ class Clusterer:
         self._host: str | None = None  # the host of the page being checked (``check``)
         self._address: str | None = None  # its address (``views.address_of``), for step 7's other views
         self._views = AddressBook()  # canonical pages with a sketch, per scope and address (``core.cluster.views``)
+        #: The URL of an entry's page (the backend's), for the address of a canonical page restored from a
+        #: store (``list_view``); ``None``: restored pages are not listed.
+        self.url_of_entry: Callable[[int], str | None] | None = None
 
     def __len__(self) -> int:
         return len(self.fingerprint)
@@ -361,6 +364,12 @@ class Clusterer:
             if best is None or contained > best[1]:
                 best = (entry, contained)
         return best
+
+    def list_view(self, scope: str, entry: int) -> None:
+        """List a canonical entry restored with its sketch under its page's address (``url_of_entry``)."""
+        address = address_of(self.url_of_entry(entry)) if self.url_of_entry is not None else None
+        if address is not None:
+            self._views.add(scope, address, entry)
 
     def _make_canonical(
         self,

@@ -385,7 +385,8 @@ def _index(rule: Clusterer, extras: Mapping[int, Extras], scopes: Sequence[str])
             contained = rule._contained.get(scope)
             if contained is None:
                 contained = rule._contained[scope] = ContainmentIndex()
-            contained.add(entry, sketch)
+            if contained.add(entry, sketch):
+                rule.list_view(scope, entry)  # (step 7's other views: core.cluster.views)
     for scope, (keys, fps) in rows.items():
         rule._index(scope).add_many(keys, fps)
         rule._also_rows += len(keys)
@@ -407,6 +408,7 @@ def state_of(detector: Detector) -> dict[str, Any]:
         "anchors": {s: {h: sorted(o) if isinstance(o, list) else o for h, o in c._anchors.items()}
                     for s, c in rule._contained.items()},
         "seconds": {s: len(t) for s, t in rule._seconds.items()},
+        "views": dict(rule._views._where),
         "counts": None if counts is None else (bytes(counts._low), bytes(counts._high)),
         "templates": None if templates is None else {
             h: (list(v.articles), dict(v.lines)) for h, v in templates._hosts.items()
