@@ -92,5 +92,24 @@ def test_the_detector_passes_the_address_of_the_url() -> None:
     detector.check(Page("s", "a", ORIGINAL[0], url, sketch=ORIGINAL[1]))
     decision = detector.check(Page("s", "b", PRINT[0], url + "?print=1", sketch=PRINT[1]))
     assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.via == "containment"
-    decision = detector.check(Page("s", "c", PRINT[0], "https://shop.test/recipes/stew/?print=1", sketch=PRINT[1]))
+    stew = page(STORY, sentences(6, 12))  # another recipe told with the same story: its card is its own
+    decision = detector.check(Page("s", "c", stew[0], "https://shop.test/recipes/stew/", sketch=stew[1]))
     assert decision.outcome is Outcome.UNIQUE
+    # the soup's print view, now a row of the soup's cluster: a page within k of it joins the soup
+    decision = detector.check(Page("s", "d", PRINT[0], "https://shop.test/recipes/soup/print", sketch=PRINT[1]))
+    assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.canonical == 0 and decision.via == "containment"
+    assert decision.distance == (PRINT[0] ^ ORIGINAL[0]).bit_count() > detector.rule.max_distance
+    assert detector.rule.copy_rows == {0: [PRINT[0]]}  # found by the row: no second row
+
+
+def test_copy_rows_are_bounded_and_leave_with_their_canonical_page() -> None:
+    clusters = Clusterer()
+    clusters.check("s", "a", ORIGINAL[0], sketch=ORIGINAL[1], address="shop.test/item/7")
+    rows = [PRINT[0] ^ (0xFFFF << (16 * i)) for i in range(4)] + [PRINT[0] ^ 0xFF00FF]
+    for row in rows:
+        clusters.add_copy_row("s", 0, row)
+    assert clusters.copy_rows[0] == rows[:4] and clusters.index_size() == 1  # MAX_COPY_ROWS; rows not counted
+    other = page(sentences(5, 40))
+    assert clusters.check("s", "a", other[0], sketch=other[1]).outcome is Outcome.CHANGED
+    assert 0 not in clusters.copy_rows and clusters._copy_rows == 0
+    assert clusters.check("s", "b", rows[1], address="elsewhere").outcome is Outcome.UNIQUE

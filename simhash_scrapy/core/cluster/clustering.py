@@ -88,6 +88,8 @@ __all__ = [
 ]
 
 #: Distance given to a page whose kind changed (short <-> long): "more than any k".
+#: The most rows of step-7 copies a canonical page gets (``Clusterer.add_copy_row``).
+MAX_COPY_ROWS = 4
 _FAR = 64
 
 
@@ -232,6 +234,9 @@ class Clusterer:
         self.second: list[int | None] = []  # a canonical entry's second simhash in its index, else None
         self._seconds: dict[str, BlockPermutedIndex] = {}  # second simhashes of canonical pages, per scope
         self._also_rows = 0  # index rows holding one (not counted by index_size)
+        #: canonical entry -> fingerprints of the pages step 7 joined to it further than k (rows of its own)
+        self.copy_rows: dict[int, list[int]] = {}
+        self._copy_rows = 0  # index rows holding one (not counted by index_size)
         self._contained: dict[str, ContainmentIndex] = {}  # canonical pages' sentence sketches, per scope (step 7)
         self._sentences: SentenceCounts | None = None  # sentences of the pages step 7 saw (made at the first)
         #: The host of an entry's page (the backend's, from its URL), for step 7: across hosts it wants a
@@ -267,7 +272,7 @@ class Clusterer:
 
     def index_size(self) -> int:
         """Canonical entries in all scopes (simhash and exact)."""
-        indexed = sum(len(index) for index in self._indexes.values()) - self._also_rows
+        indexed = sum(len(index) for index in self._indexes.values()) - self._also_rows - self._copy_rows
         return indexed + sum(len(t) for t in self._exact.values())
 
     # ------------------------------------------------------------ lookups
@@ -311,7 +316,12 @@ class Clusterer:
             if via is None:
                 real = (fingerprint ^ self.indexed[owner]).bit_count()
                 if real > self.max_distance:
-                    via = "template"  # found by the canonical page's template-free row
+                    # found by the canonical page's template-free row, or by a copy step 7 joined to it
+                    row = self.also[owner]
+                    found_by_also = row is not None and (fingerprint ^ row).bit_count() <= self.max_distance
+                    via = "template" if found_by_also else "containment"
+                    if not found_by_also:
+                        nearest = real  # (step 7's distance: the two fingerprints' own)
                 else:
                     # The nearest row may be the owner's template-free one: the distance a report shows
                     # is the fingerprints' own whenever they are within k (anyone can recompute it).
@@ -364,6 +374,17 @@ class Clusterer:
             if best is None or contained > best[1]:
                 best = (entry, contained)
         return best
+
+    def add_copy_row(self, scope: str, canonical: int, fingerprint: int) -> None:
+        """Index ``fingerprint``, a page step 7 joined to ``canonical`` further than k, as a row of
+        ``canonical`` (at most ``MAX_COPY_ROWS``): a later copy of that page, within k of it, finds the
+        cluster (its print view with the link list, a tracking copy of it)."""
+        rows = self.copy_rows.setdefault(canonical, [])
+        near = any((fingerprint ^ row).bit_count() <= self.max_distance for row in rows)  # found by a row: no chain
+        if len(rows) < MAX_COPY_ROWS and not near and self.indexed[canonical] is not None:
+            rows.append(fingerprint)
+            self._index(scope).add(canonical, fingerprint)
+            self._copy_rows += 1
 
     def list_view(self, scope: str, entry: int) -> None:
         """List a canonical entry restored with its sketch under its page's address (``url_of_entry``)."""
@@ -435,6 +456,7 @@ class Clusterer:
             if self.also[entry] is not None:
                 self.also[entry] = None
                 self._also_rows -= 1
+            self._copy_rows -= len(self.copy_rows.pop(entry, ()))
             if self.second[entry] is not None:
                 self._seconds[scope].remove(entry)
                 self.second[entry] = None
@@ -506,6 +528,8 @@ class Clusterer:
             entry = self._new_entry(fingerprint, exact, found[0], found[1])
             self.digest[entry] = digest
             self._identities[key] = entry
+            if found[2] == "containment" and found[1] > self.max_distance:
+                self.add_copy_row(scope, found[0], fingerprint)
             return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], via=found[2])
         entry = self._new_entry(fingerprint, exact, -1, -1)
         self.digest[entry] = digest
@@ -550,6 +574,8 @@ class Clusterer:
         found = self._nearest(scope, fingerprint, exact, edit_keys, also, second, sketch)
         if found is not None:
             self.canonical[entry], self.distance[entry] = found[0], found[1]
+            if found[2] == "containment" and found[1] > self.max_distance:
+                self.add_copy_row(scope, found[0], fingerprint)
             return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], previous, found[2])
         self.canonical[entry] = self.distance[entry] = -1
         if index:
