@@ -54,7 +54,13 @@ follows the user's URL canonicalisation):
    counted on ``COMMON`` pages that came this far are left out); several:
    the highest containment, then the canonical page checked first.  The
    distance is the two fingerprints' real Hamming distance (``rule_of``
-   names the step when given ``via``).
+   names the step when given ``via``).  Between two pages of one address
+   (``core.cluster.views``: host, path and page number; the query aside) the
+   smaller may hold as little as a tenth of the larger's sentences (a print
+   view of a recipe or product page), found by the address, not only by an
+   anchor.  A page step 7 joined further than k becomes a row of its
+   canonical page in the index (``add_copy_row``): its own copies, within k
+   of it, find the cluster (``via`` ``"containment"``, the real distance).
 
 Which step matched a near-duplicate (``Rule``: ``simhash`` within k,
 ``exact`` short page, ``one_edit``) follows from its kind and distance
