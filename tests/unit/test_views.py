@@ -7,7 +7,7 @@ import random
 from simhash_scrapy.core.analysis import AnalysisOptions, analyse_text
 from simhash_scrapy.core.cluster import containment
 from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
-from simhash_scrapy.core.cluster.views import MAX_PER_ADDRESS, MIN_RATIO, AddressBook, address_of
+from simhash_scrapy.core.cluster.views import MAX_PER_ADDRESS, MIN_CONTAINMENT, MIN_RATIO, AddressBook, address_of
 from simhash_scrapy.core.detector import Detector, Page
 
 _WORDS = [f"w{i}" for i in range(3000)]
@@ -113,3 +113,23 @@ def test_copy_rows_are_bounded_and_leave_with_their_canonical_page() -> None:
     assert clusters.check("s", "a", other[0], sketch=other[1]).outcome is Outcome.CHANGED
     assert 0 not in clusters.copy_rows and clusters._copy_rows == 0
     assert clusters.check("s", "b", rows[1], address="elsewhere").outcome is Outcome.UNIQUE
+
+
+def test_a_print_view_joins_an_edited_copy_of_its_page_on_most_of_its_sentences() -> None:
+    story, card = sentences(8, 40), sentences(9, 20)
+    view = page(card)
+    first = min(range(len(card)), key=lambda i: containment.sentence_hashes(card[i]))  # a sampled sentence
+    edited = page(story, [line if i != first else "Edited: " + line for i, line in enumerate(card)])
+    contained, shared = containment.estimate(view[1], edited[1])
+    assert MIN_CONTAINMENT <= contained < 1.0 and shared >= containment.MIN_SHARED
+    clusters = Clusterer()
+    clusters.check("s", "copy", edited[0], sketch=edited[1], address="recipes.test/soup")  # crawled first
+    decision = clusters.check("s", "print", view[0], sketch=view[1], address="recipes.test/soup")
+    assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.canonical == 0
+    # the same sentences left out as common (three pages had them): too few left to tell, kept apart
+    clusters = Clusterer()
+    clusters.check("s", "copy", edited[0], sketch=edited[1], address="recipes.test/soup")
+    assert clusters._sentences is not None
+    for _ in range(containment.COMMON):
+        clusters._sentences.add(view[1].hashes)
+    assert clusters.check("s", "print", view[0], sketch=view[1], address="recipes.test/soup").outcome is Outcome.UNIQUE

@@ -84,7 +84,8 @@ import numpy as np
 from .. import defaults
 from ..index.index import BlockPermutedIndex
 from ..index.keytable import KeyTable, pack_keys, unpack_keys
-from .containment import ContainmentIndex, SentenceCounts, Sketch, estimate, verify
+from .containment import COMMON, ContainmentIndex, SentenceCounts, Sketch, estimate, verify
+from .views import MIN_CONTAINMENT as VIEW_MIN_CONTAINMENT
 from .views import MIN_RATIO as VIEW_MIN_RATIO
 from .views import AddressBook, address_of
 from ..features.second import VERIFY_FACTOR
@@ -361,22 +362,32 @@ class Clusterer:
         index = self._contained.get(scope)
         found = index.match(sketch, counts, self._other_host) if index is not None else None
         if found is None and index is not None and self._address is not None:
-            found = self._other_view(scope, index, sketch)
+            found = self._other_view(scope, index, sketch, counts)
         counts.add(sketch.hashes)
         return None if found is None else found[0]
 
-    def _other_view(self, scope: str, index: ContainmentIndex, sketch: Sketch) -> tuple[int, float] | None:
+    def _other_view(
+        self, scope: str, index: ContainmentIndex, sketch: Sketch, counts: SentenceCounts
+    ) -> tuple[int, float] | None:
         """Step 7 between views of one address (``core.cluster.views``): the canonical page of this page's
-        address whose sentences hold its own (or the other way round) at ``views.MIN_RATIO``; several:
-        the highest containment, then the one listed first.  No sentence is left out as common here: the
-        copies of one address (its tracking copies, its print views) would make their own sentences common."""
+        address whose sentences hold its own (or the other way round) at ``views.MIN_RATIO``: all of
+        its sampled sentences, or ``views.MIN_CONTAINMENT`` of them once the common sentences are left
+        out (a view of an edited copy); several: the highest containment, then the one listed first.
+        (All of them: no sentence is left out as common, the copies of one address, its tracking copies
+        and print views, would make their own sentences common.)"""
         assert self._address is not None
         best: tuple[int, float] | None = None
+        common = lambda h: counts.count(h) >= COMMON  # noqa: E731
         for entry in self._views.entries(scope, self._address):
             other = index.sketch(entry)
-            if other is None or not verify(sketch, other, min_ratio=VIEW_MIN_RATIO):
+            if other is None:
                 continue
-            contained = estimate(sketch, other)[0]
+            if verify(sketch, other, min_ratio=VIEW_MIN_RATIO):
+                contained = estimate(sketch, other)[0]
+            elif verify(sketch, other, min_containment=VIEW_MIN_CONTAINMENT, min_ratio=VIEW_MIN_RATIO, common=common):
+                contained = estimate(sketch, other, common=common)[0]
+            else:
+                continue
             if best is None or contained > best[1]:
                 best = (entry, contained)
         return best
