@@ -95,11 +95,13 @@ def test_the_detector_passes_the_address_of_the_url() -> None:
     stew = page(STORY, sentences(6, 12))  # another recipe told with the same story: its card is its own
     decision = detector.check(Page("s", "c", stew[0], "https://shop.test/recipes/stew/", sketch=stew[1]))
     assert decision.outcome is Outcome.UNIQUE
-    # the soup's print view, now a row of the soup's cluster: a page within k of it joins the soup
-    decision = detector.check(Page("s", "d", PRINT[0], "https://shop.test/recipes/soup/print", sketch=PRINT[1]))
+    # the soup's print view, now a row of the soup's cluster: a copy of it at the soup's address joins the soup
+    decision = detector.check(Page("s", "d", PRINT[0], url + "?print=1&utm_source=x", sketch=PRINT[1]))
     assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.canonical == 0 and decision.via == "containment"
     assert decision.distance == (PRINT[0] ^ ORIGINAL[0]).bit_count() > detector.rule.max_distance
     assert detector.rule.copy_rows == {0: [PRINT[0]]}  # found by the row: no second row
+    # ... at another address, the row does not serve (a sibling page within k of a print view is not a copy)
+    assert detector.check(Page("s", "e", PRINT[0], "https://shop.test/recipes/soup-2/")).outcome is Outcome.UNIQUE
 
 
 def test_copy_rows_are_bounded_and_leave_with_their_canonical_page() -> None:

@@ -84,6 +84,11 @@ class AddressBook:
         if not listed:
             del self._entries[key]
 
+    def address(self, entry: int) -> str | None:
+        """The address ``entry`` is listed under, else ``None``."""
+        where = self._where.get(entry)
+        return None if where is None else where[1]
+
     def entries(self, scope: str, address: str) -> list[int]:
         """The canonical entries listed under ``scope`` and ``address``, in the order they were listed."""
         return list(self._entries.get((scope, address), ()))
