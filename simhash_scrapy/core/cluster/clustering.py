@@ -304,10 +304,10 @@ class Clusterer:
             owner = self._exact.get(scope, {}).get(fingerprint)
             return None if owner is None else (owner, 0, None)
         index = self._indexes.get(scope)
-        matches = self._query(index, fingerprint) if index is not None else []  # nearest first
+        matches = self._query(scope, index, fingerprint) if index is not None else []  # nearest first
         via = None
         if not matches and also is not None and index is not None:
-            matches, via = self._query(index, also), "template"  # step 5: the template-free text
+            matches, via = self._query(scope, index, also), "template"  # step 5: the template-free text
         if not matches and second is not None and scope in self._seconds:
             # step 6: the second simhash, verified by the first within VERIFY_FACTOR * k
             wide = VERIFY_FACTOR * self.max_distance
@@ -348,7 +348,7 @@ class Clusterer:
         assert indexed is not None
         return owner, (fingerprint ^ indexed).bit_count(), via
 
-    def _query(self, index: BlockPermutedIndex, value: int) -> list[Any]:
+    def _query(self, scope: str, index: BlockPermutedIndex, value: int) -> list[Any]:
         """``index.query(value)`` without the matches only a copy row (``add_copy_row``) explains when the page
         is at another address than the canonical page: a copy's rows serve the other views of its address."""
         matches = index.query(value)
@@ -360,7 +360,7 @@ class Clusterer:
             rows = self.copy_rows.get(m.key)
             if rows and (value ^ self.indexed[m.key]).bit_count() > k:
                 also = self.also[m.key]
-                if (also is None or (value ^ also).bit_count() > k) and self._views.address(m.key) != self._address:
+                if (also is None or (value ^ also).bit_count() > k) and not self._views.listed_at(m.key, scope, self._address):
                     continue
             kept.append(m)
         return kept

@@ -60,35 +60,52 @@ def address_of(url: str | None) -> str | None:
 
 
 class AddressBook:
-    """The canonical pages with a sentence sketch, per scope and address (step 7's views)."""
+    """The canonical pages with a sentence sketch, per scope and address (step 7's views).
+
+    Each (scope, address) is kept as its hash (``hash``: this process only; the book is rebuilt when a
+    store is opened), about 150 bytes a listed page; two addresses of one hash only share candidates,
+    which step 7 still verifies by their sentences.
+    """
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[str, str], list[int]] = {}
-        self._where: dict[int, tuple[str, str]] = {}
+        self._entries: dict[int, int | list[int]] = {}  # key -> entry, or entries (in the order listed)
+        self._where: dict[int, int] = {}  # entry -> key
 
     def __len__(self) -> int:
         return len(self._where)
 
     def add(self, scope: str, address: str, entry: int) -> None:
-        listed = self._entries.setdefault((scope, address), [])
-        if len(listed) < MAX_PER_ADDRESS and entry not in self._where:
+        if entry in self._where:
+            return
+        key = hash((scope, address))
+        listed = self._entries.get(key)
+        if listed is None:
+            self._entries[key] = entry
+        elif isinstance(listed, int):
+            self._entries[key] = [listed, entry]
+        elif len(listed) < MAX_PER_ADDRESS:
             listed.append(entry)
-            self._where[entry] = (scope, address)
+        else:
+            return
+        self._where[entry] = key
 
     def remove(self, entry: int) -> None:
         key = self._where.pop(entry, None)
         if key is None:
             return
         listed = self._entries[key]
-        listed.remove(entry)
-        if not listed:
+        if isinstance(listed, int):
             del self._entries[key]
-
-    def address(self, entry: int) -> str | None:
-        """The address ``entry`` is listed under, else ``None``."""
-        where = self._where.get(entry)
-        return None if where is None else where[1]
+            return
+        listed.remove(entry)
+        if len(listed) == 1:
+            self._entries[key] = listed[0]
 
     def entries(self, scope: str, address: str) -> list[int]:
         """The canonical entries listed under ``scope`` and ``address``, in the order they were listed."""
-        return list(self._entries.get((scope, address), ()))
+        listed = self._entries.get(hash((scope, address)))
+        return [] if listed is None else [listed] if isinstance(listed, int) else list(listed)
+
+    def listed_at(self, entry: int, scope: str, address: str | None) -> bool:
+        """Whether ``entry`` is listed under ``scope`` and ``address``."""
+        return address is not None and self._where.get(entry) == hash((scope, address))
