@@ -6,13 +6,15 @@ page's address and adds a query (``?print=1``, ``?format=print``,
 page keeps only part of the page (the recipe card, the product box): a
 fifth of its sentences, too small a share for step 7's ``MIN_RATIO``
 (``core.cluster.containment``: a page holding another plus as much again is
-not a copy of it).  Between two pages of the **same address** (host and path;
-only the query and the fragment differ) the share may be as small as
-``MIN_RATIO``: every sampled sentence of the smaller page must still be
-one of the larger's, with at least ``containment.MIN_SHARED`` shared, as in
-step 7 (no sentence left out as common: a page's own copies would make its
-sentences common), or ``MIN_CONTAINMENT`` of them once the common sentences
-are left out (the print view of a page whose canonical copy was edited).  Pages of other addresses keep step 7's own bounds.
+not a copy of it).  Between two pages of the **same address** (host, path
+and the page number the URL names; only the rest of the query and the
+fragment differ) the share may be as small as ``MIN_RATIO``: every sampled
+sentence of the smaller page must still be one of the larger's, with at
+least ``containment.MIN_SHARED`` shared, as in step 7 (no sentence left out
+as common: a page's own copies would make its sentences common), or
+``MIN_CONTAINMENT`` of them once the common sentences are left out (the
+print view of a page whose canonical copy was edited).  Pages of other
+addresses keep step 7's own bounds.
 
 Such a pair is found by its address, not only by a shared anchor: a
 canonical page with a sketch is listed under its scope and address
@@ -21,7 +23,10 @@ the canonical pages of its own address (at most ``MAX_PER_ADDRESS``).  Listing
 pages of one address (``?page=2``, ``?sort=price``) that show other items are
 not contained in each other and stay apart, as do a product's variants, whose
 options (``?variant=``, ``?color=``) put them in scopes of their own
-(``core.cluster.identity``).
+(``core.cluster.identity``).  What it cannot tell: a site that names its
+items in the query (``item.php?id=7``) has one address for all of them; a
+small item page whose sampled sentences are all ones a larger item page
+also has (a shipping notice, no sentence of its own sampled) joins it.
 """
 
 from __future__ import annotations
