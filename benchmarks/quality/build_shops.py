@@ -123,6 +123,12 @@ def _address(raw: bytes, folder: str, i: int) -> str:
 class ShopBuilder(build_realweb.RealBuilder):
     """``RealBuilder`` with the shop moves: another sidebar, and a product variant."""
 
+    def add(self, html: bytes, url: str, *args, **kwargs) -> int:
+        """``RealBuilder.add``, a copy's query joined to its page's with ``&`` (``?page=2&format=print``: the
+        builders' moves append ``?...`` to the page's address, which may hold a query of its own)."""
+        head, mark, query = url.partition("?")
+        return super().add(html, head + mark + query.replace("?", "&"), *args, **kwargs)
+
     def sidebar(self, src: build_realweb.RealSource, group: str) -> int:
         tree = src.tree()
         others = [s for s in self.sources.values() if s.site.name == src.site.name and s.key != src.key]

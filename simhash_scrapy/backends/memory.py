@@ -44,6 +44,7 @@ class MemoryBackend(DedupBackend):
         self._members: list[ClusterMember] = []
         # Steps 5-7 match pages of one host only: a canonical entry's host is its page's.
         self._clusters.host_of_entry = self._host_of_entry
+        self._clusters.url_of_entry = self._url_of_entry  # (step 7's views of a restored page: core.cluster.views)
         #: canonical entry -> entries recorded as its near-duplicates (built at the first
         #: ``cluster_members``; an entry that moved to another cluster is filtered out on reading).
         self._groups: dict[int, list[int]] | None = None
@@ -54,6 +55,9 @@ class MemoryBackend(DedupBackend):
 
     def _host_of_entry(self, entry: int) -> str | None:
         return host_of(self._members[entry].url) if entry < len(self._members) else None
+
+    def _url_of_entry(self, entry: int) -> str | None:
+        return self._members[entry].url if entry < len(self._members) else None
 
     # ----------------------------------------------------------- interface
     async def open(self, spider_name: str) -> None:

@@ -53,6 +53,7 @@ from ..core import defaults
 from ..core.defaults import default_blocks
 from ..core.store.detector_state import (
     COMPACT_BYTES, JOURNAL, SNAPSHOT, Recorder, contained_entries, is_detector_blob, restore,
+    restore_copy_rows,
 )  # fmt: skip
 from ..core.index.keytable import pack_keys
 from ..core.store.store import PageStore, StoreConfig, StoreContents, StoreError, StoreRecord, read_store
@@ -358,6 +359,7 @@ class PersistentBackend(MemoryBackend):
         except StoreError as exc:
             raise BackendError(f"{exc}. The file was not changed; start afresh with SIMHASH_RESET = True.") from exc
         contained: set[int] = self._members.contained if isinstance(self._members, _Members) else set()
+        restore_copy_rows(self.detector.rule, contained, contents.scopes)
         self._recorder = Recorder(self.detector, contained=set(contained))
 
     def _write_detector(self, snapshot: bool = False) -> None:

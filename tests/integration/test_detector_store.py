@@ -203,3 +203,26 @@ def test_replaying_what_was_learned_gives_the_learner_and_the_counts_exactly() -
         one.add(hashes[at : at + 25])
     many.add_many(np.array(hashes, dtype=np.uint64))
     assert (one._low, one._high) == (many._low, many._high) and max(one._low) == 255
+
+
+def test_a_partial_print_view_after_a_resume_joins_its_restored_page(tmp_path: Path) -> None:
+    """Step 7's other views (``core.cluster.views``): a restored canonical page is listed under its address."""
+    config = SimhashConfig(store_dir=str(tmp_path / "store"), flush_interval=0.0)
+    story = " ".join(f"Sentence number {i} of the long story told before the recipe, with words {i * 7}." for i in range(45))
+    card = " ".join(f"Step {i}: stir the pot {i} times and then wait for {i + 3} minutes before tasting it." for i in range(20))
+    page, view = (analyse_html(f"<html><body><main><p>{text}</p></main></body></html>".encode(), None, config.analysis)
+                  for text in (f"{story} {card}", card))  # fmt: skip
+    assert page.sketch is not None and view.sketch is not None and view.sketch.sentences < page.sketch.sentences / 2
+    url = "https://recipes.test/soup/"
+    first = PersistentBackend(config)
+    run(first.open("spider"))
+    first.check_now(PageRecord(url, page.fingerprint, "spider", identity=url, source=page.source, sketch=page.sketch))
+    before = detector_state.state_of(first.detector)
+    run(first.close())
+    resumed = PersistentBackend(config)
+    run(resumed.open("spider"))
+    assert detector_state.state_of(resumed.detector) == before and before["views"]
+    verdict = resumed.check_now(PageRecord(url + "?print=1", view.fingerprint, "spider", identity=url + "?print=1",
+                                           source=view.source, sketch=view.sketch))  # fmt: skip
+    run(resumed.close())
+    assert verdict.is_duplicate and verdict.canonical_url == url and verdict.via == "containment"

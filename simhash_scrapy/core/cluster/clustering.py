@@ -54,7 +54,13 @@ follows the user's URL canonicalisation):
    counted on ``COMMON`` pages that came this far are left out); several:
    the highest containment, then the canonical page checked first.  The
    distance is the two fingerprints' real Hamming distance (``rule_of``
-   names the step when given ``via``).
+   names the step when given ``via``).  Between two pages of one address
+   (``core.cluster.views``: host, path and page number; the query aside) the
+   smaller may hold as little as a tenth of the larger's sentences (a print
+   view of a recipe or product page), found by the address, not only by an
+   anchor.  A page step 7 joined further than k becomes a row of its
+   canonical page in the index (``add_copy_row``): its own copies, within k
+   of it, find the cluster (``via`` ``"containment"``, the real distance).
 
 Which step matched a near-duplicate (``Rule``: ``simhash`` within k,
 ``exact`` short page, ``one_edit``) follows from its kind and distance
@@ -78,7 +84,10 @@ import numpy as np
 from .. import defaults
 from ..index.index import BlockPermutedIndex
 from ..index.keytable import KeyTable, pack_keys, unpack_keys
-from .containment import ContainmentIndex, SentenceCounts, Sketch
+from .containment import COMMON, ContainmentIndex, SentenceCounts, Sketch, estimate, verify
+from .views import MIN_CONTAINMENT as VIEW_MIN_CONTAINMENT
+from .views import MIN_RATIO as VIEW_MIN_RATIO
+from .views import AddressBook, address_of
 from ..features.second import VERIFY_FACTOR
 
 __all__ = [
@@ -86,6 +95,8 @@ __all__ = [
 ]
 
 #: Distance given to a page whose kind changed (short <-> long): "more than any k".
+#: The most rows of step-7 copies a canonical page gets (``Clusterer.add_copy_row``).
+MAX_COPY_ROWS = 4
 _FAR = 64
 
 
@@ -230,12 +241,20 @@ class Clusterer:
         self.second: list[int | None] = []  # a canonical entry's second simhash in its index, else None
         self._seconds: dict[str, BlockPermutedIndex] = {}  # second simhashes of canonical pages, per scope
         self._also_rows = 0  # index rows holding one (not counted by index_size)
+        #: canonical entry -> fingerprints of the pages step 7 joined to it further than k (rows of its own)
+        self.copy_rows: dict[int, list[int]] = {}
+        self._copy_rows = 0  # index rows holding one (not counted by index_size)
         self._contained: dict[str, ContainmentIndex] = {}  # canonical pages' sentence sketches, per scope (step 7)
         self._sentences: SentenceCounts | None = None  # sentences of the pages step 7 saw (made at the first)
         #: The host of an entry's page (the backend's, from its URL), for step 7: across hosts it wants a
         #: closer size (``containment.CROSS_HOST_MIN_RATIO``); ``None``: every entry counts as of the page's host.
         self.host_of_entry: Callable[[int], str | None] | None = None
         self._host: str | None = None  # the host of the page being checked (``check``)
+        self._address: str | None = None  # its address (``views.address_of``), for step 7's other views
+        self._views = AddressBook()  # canonical pages with a sketch, per scope and address (``core.cluster.views``)
+        #: The URL of an entry's page (the backend's), for the address of a canonical page restored from a
+        #: store (``list_view``); ``None``: restored pages are not listed.
+        self.url_of_entry: Callable[[int], str | None] | None = None
 
     def __len__(self) -> int:
         return len(self.fingerprint)
@@ -260,7 +279,7 @@ class Clusterer:
 
     def index_size(self) -> int:
         """Canonical entries in all scopes (simhash and exact)."""
-        indexed = sum(len(index) for index in self._indexes.values()) - self._also_rows
+        indexed = sum(len(index) for index in self._indexes.values()) - self._also_rows - self._copy_rows
         return indexed + sum(len(t) for t in self._exact.values())
 
     # ------------------------------------------------------------ lookups
@@ -285,10 +304,10 @@ class Clusterer:
             owner = self._exact.get(scope, {}).get(fingerprint)
             return None if owner is None else (owner, 0, None)
         index = self._indexes.get(scope)
-        matches = index.query(fingerprint) if index is not None else []  # nearest first
+        matches = self._query(scope, index, fingerprint) if index is not None else []  # nearest first
         via = None
         if not matches and also is not None and index is not None:
-            matches, via = index.query(also), "template"  # step 5: the template-free text
+            matches, via = self._query(scope, index, also), "template"  # step 5: the template-free text
         if not matches and second is not None and scope in self._seconds:
             # step 6: the second simhash, verified by the first within VERIFY_FACTOR * k
             wide = VERIFY_FACTOR * self.max_distance
@@ -304,7 +323,12 @@ class Clusterer:
             if via is None:
                 real = (fingerprint ^ self.indexed[owner]).bit_count()
                 if real > self.max_distance:
-                    via = "template"  # found by the canonical page's template-free row
+                    # found by the canonical page's template-free row, or by a copy step 7 joined to it
+                    row = self.also[owner]
+                    found_by_also = row is not None and (fingerprint ^ row).bit_count() <= self.max_distance
+                    via = "template" if found_by_also else "containment"
+                    if not found_by_also:
+                        nearest = real  # (step 7's distance: the two fingerprints' own)
                 else:
                     # The nearest row may be the owner's template-free one: the distance a report shows
                     # is the fingerprints' own whenever they are within k (anyone can recompute it).
@@ -324,6 +348,23 @@ class Clusterer:
         assert indexed is not None
         return owner, (fingerprint ^ indexed).bit_count(), via
 
+    def _query(self, scope: str, index: BlockPermutedIndex, value: int) -> list[Any]:
+        """``index.query(value)`` without the matches only a copy row (``add_copy_row``) explains when the page
+        is at another address than the canonical page: a copy's rows serve the other views of its address."""
+        matches = index.query(value)
+        if not self.copy_rows or not matches:
+            return matches
+        k = self.max_distance
+        kept = []
+        for m in matches:
+            rows = self.copy_rows.get(m.key)
+            if rows and (value ^ self.indexed[m.key]).bit_count() > k:
+                also = self.also[m.key]
+                if (also is None or (value ^ also).bit_count() > k) and not self._views.listed_at(m.key, scope, self._address):
+                    continue
+            kept.append(m)
+        return kept
+
     def _other_host(self, entry: int) -> bool:
         """Whether ``entry``'s page is of another host than the page checked (step 7 wants more then)."""
         host_of_entry = self.host_of_entry
@@ -337,8 +378,53 @@ class Clusterer:
             counts = self._sentences = SentenceCounts()
         index = self._contained.get(scope)
         found = index.match(sketch, counts, self._other_host) if index is not None else None
+        if found is None and index is not None and self._address is not None:
+            found = self._other_view(scope, index, sketch, counts)
         counts.add(sketch.hashes)
         return None if found is None else found[0]
+
+    def _other_view(
+        self, scope: str, index: ContainmentIndex, sketch: Sketch, counts: SentenceCounts
+    ) -> tuple[int, float] | None:
+        """Step 7 between views of one address (``core.cluster.views``): the canonical page of this page's
+        address whose sentences hold its own (or the other way round) at ``views.MIN_RATIO``: all of
+        its sampled sentences, or ``views.MIN_CONTAINMENT`` of them once the common sentences are left
+        out (a view of an edited copy); several: the highest containment, then the one listed first.
+        (All of them: no sentence is left out as common, the copies of one address, its tracking copies
+        and print views, would make their own sentences common.)"""
+        assert self._address is not None
+        best: tuple[int, float] | None = None
+        common = lambda h: counts.count(h) >= COMMON  # noqa: E731
+        for entry in self._views.entries(scope, self._address):
+            other = index.sketch(entry)
+            if other is None:
+                continue
+            if verify(sketch, other, min_ratio=VIEW_MIN_RATIO):
+                contained = estimate(sketch, other)[0]
+            elif verify(sketch, other, min_containment=VIEW_MIN_CONTAINMENT, min_ratio=VIEW_MIN_RATIO, common=common):
+                contained = estimate(sketch, other, common=common)[0]
+            else:
+                continue
+            if best is None or contained > best[1]:
+                best = (entry, contained)
+        return best
+
+    def add_copy_row(self, scope: str, canonical: int, fingerprint: int) -> None:
+        """Index ``fingerprint``, a page step 7 joined to ``canonical`` further than k, as a row of
+        ``canonical`` (at most ``MAX_COPY_ROWS``): a later copy of that page, within k of it, finds the
+        cluster (its print view with the link list, a tracking copy of it)."""
+        rows = self.copy_rows.setdefault(canonical, [])
+        near = any((fingerprint ^ row).bit_count() <= self.max_distance for row in rows)  # found by a row: no chain
+        if len(rows) < MAX_COPY_ROWS and not near and self.indexed[canonical] is not None:
+            rows.append(fingerprint)
+            self._index(scope).add(canonical, fingerprint)
+            self._copy_rows += 1
+
+    def list_view(self, scope: str, entry: int) -> None:
+        """List a canonical entry restored with its sketch under its page's address (``url_of_entry``)."""
+        address = address_of(self.url_of_entry(entry)) if self.url_of_entry is not None else None
+        if address is not None:
+            self._views.add(scope, address, entry)
 
     def _make_canonical(
         self,
@@ -371,7 +457,8 @@ class Clusterer:
                 contained = self._contained.get(scope)
                 if contained is None:
                     contained = self._contained[scope] = ContainmentIndex()
-                contained.add(entry, sketch)
+                if contained.add(entry, sketch) and self._address is not None:
+                    self._views.add(scope, self._address, entry)
         self.indexed[entry] = fingerprint
         self.canonical[entry] = self.distance[entry] = -1
 
@@ -403,11 +490,13 @@ class Clusterer:
             if self.also[entry] is not None:
                 self.also[entry] = None
                 self._also_rows -= 1
+            self._copy_rows -= len(self.copy_rows.pop(entry, ()))
             if self.second[entry] is not None:
                 self._seconds[scope].remove(entry)
                 self.second[entry] = None
             if scope in self._contained:
                 self._contained[scope].remove(entry)
+                self._views.remove(entry)
             key_table = self._edits.get(scope)
             if key_table is not None and self.indexed_keys[entry]:
                 key_table.remove(entry, self.keys_of(entry))
@@ -441,6 +530,7 @@ class Clusterer:
         second: int | None = None,
         sketch: Sketch | None = None,
         host: str | None = None,
+        address: str | None = None,
     ) -> Decision:
         """Apply the rule to one page and record it (``index=False``: a unique page is not made canonical).
 
@@ -452,8 +542,11 @@ class Clusterer:
         which tells ``UNCHANGED`` from ``EDITED`` when it is re-checked; ``None``: unknown.
         ``host``: its host (``sitetemplate.host_of``): step 7 matches it with a canonical page of another
         host (``host_of_entry``) only on stronger evidence (``containment.CROSS_HOST_MIN_RATIO``).
+        ``address``: its address (``views.address_of``): step 7 matches it with a canonical page of the same
+        address at a smaller size (``core.cluster.views``).
         """
         self._host = host
+        self._address = address
         if exact:
             edit_keys = ()
             digest = fingerprint
@@ -469,6 +562,8 @@ class Clusterer:
             entry = self._new_entry(fingerprint, exact, found[0], found[1])
             self.digest[entry] = digest
             self._identities[key] = entry
+            if found[2] == "containment" and found[1] > self.max_distance:
+                self.add_copy_row(scope, found[0], fingerprint)
             return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], via=found[2])
         entry = self._new_entry(fingerprint, exact, -1, -1)
         self.digest[entry] = digest
@@ -513,6 +608,8 @@ class Clusterer:
         found = self._nearest(scope, fingerprint, exact, edit_keys, also, second, sketch)
         if found is not None:
             self.canonical[entry], self.distance[entry] = found[0], found[1]
+            if found[2] == "containment" and found[1] > self.max_distance:
+                self.add_copy_row(scope, found[0], fingerprint)
             return Decision(Outcome.NEAR_DUPLICATE, entry, found[0], found[1], previous, found[2])
         self.canonical[entry] = self.distance[entry] = -1
         if index:

@@ -56,7 +56,7 @@ from lxml import etree
 
 __all__ = [
     "IdentitySignals", "identity_signals", "identity_digest", "may_declare", "combine_digests", "SIGNAL_KINDS",
-    "url_options", "OPTION_PARAMETERS",
+    "url_options", "url_page_number", "OPTION_PARAMETERS",
 ]
 
 #: The kinds of signal (the ``simhash/identity/<kind>`` stats count the pages declaring each).
@@ -257,6 +257,12 @@ def _page_numbers(element: Any, signals: IdentitySignals) -> None:
         match = _PAGE_NUMBER.search(element.get("href") or "")
         if match is not None:
             signals.add("page", f"{side}:{int(match.group(1) or match.group(2))}")
+
+
+def url_page_number(url: str) -> int | None:
+    """The page number ``url`` names (``?page=3``, ``/page/3/``, ``start=40``: as a pagination link's), else ``None``."""
+    match = _PAGE_NUMBER.search(url)
+    return None if match is None else int(match.group(1) or match.group(2))
 
 
 def url_options(url: str | None) -> list[str]:

@@ -425,8 +425,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("SIMHASH_CONTAINMENT", "bool", defaults.CONTAINMENT,
       "give pages a sketch of their sentences (8 words or more): a page nothing else matched joins a canonical "
       "page whose sentences hold at least 95% of its own (or the other way round), the smaller having at least "
-      "half the larger's sentences (two thirds when they are of different hosts) (clustering step 7; print views, syndicated copies in another site's "
-      "template). In-process and store backends (not Redis); saved with a store, at most "
+      "half the larger's sentences (two thirds when they are of different hosts; a tenth when they are of one address, "
+      "the query aside) (clustering step 7; print views, syndicated copies in another site's template). In-process and store backends (not Redis); saved with a store, at most "
       "100,000 canonical pages a scope. Chosen on the tuning halves",
       "False", "core", boolean, "containment"),
     S("SIMHASH_KEEP_PER_CLUSTER", "int >= 1", defaults.KEEP_PER_CLUSTER,

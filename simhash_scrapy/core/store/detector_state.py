@@ -48,7 +48,7 @@ from ..detector import Detector
 from ..index.index import BlockPermutedIndex
 from ..cluster.sitetemplate import HostTemplates, _Host, line_hashes_many
 
-__all__ = ["Recorder", "restore", "contained_entries", "JOURNAL", "SNAPSHOT", "COMPACT_BYTES", "is_detector_blob"]
+__all__ = ["Recorder", "restore", "restore_copy_rows", "contained_entries", "JOURNAL", "SNAPSHOT", "COMPACT_BYTES", "is_detector_blob"]
 
 #: Names of the blobs in the store's ``extra`` table.
 JOURNAL = "detector/journal/"
@@ -287,6 +287,15 @@ def restore(detector: Detector, blobs: Mapping[str, bytes], scopes: Sequence[str
     return max(through, journals[-1] + 1 if journals else 0)
 
 
+def restore_copy_rows(rule: Clusterer, contained: set[int], scopes: Sequence[str]) -> None:
+    """The rows of the pages step 7 joined to a canonical page further than k (``Clusterer.add_copy_row``),
+    back in the index from the restored entries, in entry order (``contained``: ``contained_entries``)."""
+    for entry in sorted(contained):
+        canonical = rule.canonical[entry] if entry < len(rule) else -1
+        if canonical >= 0 and not rule.exact[entry] and rule.distance[entry] > rule.max_distance:
+            rule.add_copy_row(scopes[entry], canonical, rule.fingerprint[entry])
+
+
 def contained_entries(blobs: Mapping[str, bytes], path: object) -> set[int]:
     """The entries whose latest check step 7 matched, from the store's detector blobs (a report names their
     rule ``containment``); ``StoreError`` naming a blob that cannot be read."""
@@ -385,7 +394,8 @@ def _index(rule: Clusterer, extras: Mapping[int, Extras], scopes: Sequence[str])
             contained = rule._contained.get(scope)
             if contained is None:
                 contained = rule._contained[scope] = ContainmentIndex()
-            contained.add(entry, sketch)
+            if contained.add(entry, sketch):
+                rule.list_view(scope, entry)  # (step 7's other views: core.cluster.views)
     for scope, (keys, fps) in rows.items():
         rule._index(scope).add_many(keys, fps)
         rule._also_rows += len(keys)
@@ -407,6 +417,8 @@ def state_of(detector: Detector) -> dict[str, Any]:
         "anchors": {s: {h: sorted(o) if isinstance(o, list) else o for h, o in c._anchors.items()}
                     for s, c in rule._contained.items()},
         "seconds": {s: len(t) for s, t in rule._seconds.items()},
+        "views": dict(rule._views._where),
+        "copy_rows": {e: list(r) for e, r in rule.copy_rows.items() if r},
         "counts": None if counts is None else (bytes(counts._low), bytes(counts._high)),
         "templates": None if templates is None else {
             h: (list(v.articles), dict(v.lines)) for h, v in templates._hosts.items()

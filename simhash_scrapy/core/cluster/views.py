@@ -1,0 +1,116 @@
+"""Other views of one address: the print or reader view of a page, found by step 7 at a smaller size.
+
+A print view, a reader view or a tracking copy of a page usually keeps the
+page's address and adds a query (``?print=1``, ``?format=print``,
+``?view=reader``, ``?utm_source=...``).  A print view of a shop or recipe
+page keeps only part of the page (the recipe card, the product box): a
+fifth of its sentences, too small a share for step 7's ``MIN_RATIO``
+(``core.cluster.containment``: a page holding another plus as much again is
+not a copy of it).  Between two pages of the **same address** (host, path
+and the page number the URL names; only the rest of the query and the
+fragment differ) the share may be as small as ``MIN_RATIO``: every sampled
+sentence of the smaller page must still be one of the larger's, with at
+least ``containment.MIN_SHARED`` shared, as in step 7 (no sentence left out
+as common: a page's own copies would make its sentences common), or
+``MIN_CONTAINMENT`` of them once the common sentences are left out (the
+print view of a page whose canonical copy was edited).  Pages of other
+addresses keep step 7's own bounds.
+
+Such a pair is found by its address, not only by a shared anchor: a
+canonical page with a sketch is listed under its scope and address
+(``AddressBook``), and a page that step 7 left unmatched is verified against
+the canonical pages of its own address (at most ``MAX_PER_ADDRESS``).  Listing
+pages of one address (``?page=2``, ``?sort=price``) that show other items are
+not contained in each other and stay apart, as do a product's variants, whose
+options (``?variant=``, ``?color=``) put them in scopes of their own
+(``core.cluster.identity``).  What it cannot tell: a site that names its
+items in the query (``item.php?id=7``) has one address for all of them; a
+small item page whose sampled sentences are all ones a larger item page
+also has (a shipping notice, no sentence of its own sampled) joins it.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from .identity import url_page_number
+from .sitetemplate import host_of
+
+__all__ = ["AddressBook", "address_of", "MIN_RATIO", "MIN_CONTAINMENT", "MAX_PER_ADDRESS"]
+
+#: Between two pages of one address, the smaller has at least this share of the larger's sentences.
+MIN_RATIO = 0.1
+#: ... and all of the smaller's sampled sentences are in the larger, or this share of them once the sentences
+#: ``containment.COMMON`` pages had are left out (a print view of an edited copy of the page).
+MIN_CONTAINMENT = 0.8
+#: The most canonical pages an address lists (later ones are not listed: fewer pairs, never a wrong one).
+MAX_PER_ADDRESS = 4
+
+
+def address_of(url: str | None) -> str | None:
+    """A page's address without its query and fragment: host (``host_of``) and path, no trailing slash,
+    and the page number its URL names (``identity.url_page_number``: page 2 of a thread is another page);
+    ``None`` for no URL or one without a host."""
+    if not url:
+        return None
+    host = host_of(url)
+    if not host:
+        return None
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return None
+    number = url_page_number(url)
+    return f"{host}{path.rstrip('/') or '/'}" + ("" if number is None else f" page {number}")
+
+
+class AddressBook:
+    """The canonical pages with a sentence sketch, per scope and address (step 7's views).
+
+    Each (scope, address) is kept as its hash (``hash``: this process only; the book is rebuilt when a
+    store is opened), about 150 bytes a listed page; two addresses of one hash only share candidates,
+    which step 7 still verifies by their sentences.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, int | list[int]] = {}  # key -> entry, or entries (in the order listed)
+        self._where: dict[int, int] = {}  # entry -> key
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def add(self, scope: str, address: str, entry: int) -> None:
+        if entry in self._where:
+            return
+        key = hash((scope, address))
+        listed = self._entries.get(key)
+        if listed is None:
+            self._entries[key] = entry
+        elif isinstance(listed, int):
+            self._entries[key] = [listed, entry]
+        elif len(listed) < MAX_PER_ADDRESS:
+            listed.append(entry)
+        else:
+            return
+        self._where[entry] = key
+
+    def remove(self, entry: int) -> None:
+        key = self._where.pop(entry, None)
+        if key is None:
+            return
+        listed = self._entries[key]
+        if isinstance(listed, int):
+            del self._entries[key]
+            return
+        listed.remove(entry)
+        if len(listed) == 1:
+            self._entries[key] = listed[0]
+
+    def entries(self, scope: str, address: str) -> list[int]:
+        """The canonical entries listed under ``scope`` and ``address``, in the order they were listed."""
+        listed = self._entries.get(hash((scope, address)))
+        return [] if listed is None else [listed] if isinstance(listed, int) else list(listed)
+
+    def listed_at(self, entry: int, scope: str, address: str | None) -> bool:
+        """Whether ``entry`` is listed under ``scope`` and ``address``."""
+        return address is not None and self._where.get(entry) == hash((scope, address))

@@ -1,0 +1,137 @@
+"""Step 7 between views of one address (``core.cluster.views``): a partial print view kept with its page."""
+
+from __future__ import annotations
+
+import random
+
+from simhash_scrapy.core.analysis import AnalysisOptions, analyse_text
+from simhash_scrapy.core.cluster import containment
+from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
+from simhash_scrapy.core.cluster.views import MAX_PER_ADDRESS, MIN_CONTAINMENT, MIN_RATIO, AddressBook, address_of
+from simhash_scrapy.core.detector import Detector, Page
+
+_WORDS = [f"w{i}" for i in range(3000)]
+
+
+def sentences(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(_WORDS, k=rng.randrange(10, 20))).capitalize() + "." for _ in range(count)]
+
+
+def page(*parts: list[str]) -> tuple[int, containment.Sketch]:
+    answer = analyse_text("\n".join(line for part in parts for line in part), AnalysisOptions(sketch=True))
+    assert answer.fingerprint is not None and answer.sketch is not None
+    return answer.fingerprint, answer.sketch
+
+
+STORY, CARD = sentences(1, 60), sentences(2, 12)  # a recipe post: its story, and the recipe card
+ORIGINAL = page(STORY, CARD)
+PRINT = page(CARD)  # the print view: the card only, a sixth of the page
+
+
+def test_address_is_host_path_and_page_number() -> None:
+    assert address_of("https://Shop.test/item/7/?print=1#top") == address_of("https://shop.test/item/7") == "shop.test/item/7"
+    assert address_of("http://shop.test:8080/a?utm_source=x") == "shop.test:8080/a"
+    assert address_of("https://forum.test/t/9?page=2&print=1") == "forum.test/t/9 page 2"
+    assert address_of("https://forum.test/t/9?page=2") != address_of("https://forum.test/t/9?page=3")
+    assert address_of("https://forum.test/t/9/page/2/") == "forum.test/t/9/page/2 page 2"
+    assert address_of(None) is None and address_of("") is None and address_of("no host") is None
+    assert address_of("http://[::1/x") is None  # not a URL
+
+
+def test_the_book_lists_a_few_entries_per_scope_and_address_and_forgets_removed_ones() -> None:
+    book = AddressBook()
+    for entry in range(MAX_PER_ADDRESS + 2):
+        book.add("s", "a", entry)
+    book.add("t", "a", 99)
+    assert book.entries("s", "a") == list(range(MAX_PER_ADDRESS)) and book.entries("t", "a") == [99]
+    book.remove(0)
+    book.remove(12345)  # never listed: nothing to do
+    assert book.entries("s", "a") == list(range(1, MAX_PER_ADDRESS))
+    for entry in range(1, MAX_PER_ADDRESS):
+        book.remove(entry)
+    assert book.entries("s", "a") == [] and len(book) == 1
+
+
+def test_a_partial_print_view_joins_its_page_at_the_same_address_only() -> None:
+    assert PRINT[1].sentences < containment.MIN_RATIO * ORIGINAL[1].sentences  # too small for step 7 alone
+    assert PRINT[1].sentences >= MIN_RATIO * ORIGINAL[1].sentences
+    for first, second in ((ORIGINAL, PRINT), (PRINT, ORIGINAL)):  # either may come first
+        clusters = Clusterer()
+        clusters.check("s", "a", first[0], sketch=first[1], address="shop.test/item/7")
+        decision = clusters.check("s", "b", second[0], sketch=second[1], address="shop.test/item/7")
+        assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.canonical == 0
+        assert decision.via == "containment"
+        # at another address, or without one, step 7's own bounds keep them apart
+        for address in ("shop.test/item/8", "shop.test/item/7 page 2", None):
+            clusters = Clusterer()
+            clusters.check("s", "a", first[0], sketch=first[1], address="shop.test/item/7")
+            assert clusters.check("s", "b", second[0], sketch=second[1], address=address).outcome is Outcome.UNIQUE
+
+
+def test_a_page_of_the_same_address_with_other_sentences_stays_apart() -> None:
+    clusters = Clusterer()
+    clusters.check("s", "a", ORIGINAL[0], sketch=ORIGINAL[1], address="shop.test/list")
+    other = page(sentences(3, 12))  # the listing's next items, sorted another way: other sentences
+    assert clusters.check("s", "b", other[0], sketch=other[1], address="shop.test/list").outcome is Outcome.UNIQUE
+    mixed = page(CARD[:8], sentences(4, 6))  # most of the card, and sentences the page lacks
+    assert clusters.check("s", "c", mixed[0], sketch=mixed[1], address="shop.test/list").outcome is Outcome.UNIQUE
+
+
+def test_a_canonical_page_that_changed_leaves_its_address() -> None:
+    clusters = Clusterer()
+    clusters.check("s", "a", ORIGINAL[0], sketch=ORIGINAL[1], address="shop.test/item/7")
+    other = page(sentences(5, 40))
+    assert clusters.check("s", "a", other[0], sketch=other[1], address="shop.test/item/7").outcome is Outcome.CHANGED
+    assert clusters.check("s", "b", PRINT[0], sketch=PRINT[1], address="shop.test/item/7").outcome is Outcome.UNIQUE
+
+
+def test_the_detector_passes_the_address_of_the_url() -> None:
+    detector = Detector()
+    url = "https://shop.test/recipes/soup/"
+    detector.check(Page("s", "a", ORIGINAL[0], url, sketch=ORIGINAL[1]))
+    decision = detector.check(Page("s", "b", PRINT[0], url + "?print=1", sketch=PRINT[1]))
+    assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.via == "containment"
+    stew = page(STORY, sentences(6, 12))  # another recipe told with the same story: its card is its own
+    decision = detector.check(Page("s", "c", stew[0], "https://shop.test/recipes/stew/", sketch=stew[1]))
+    assert decision.outcome is Outcome.UNIQUE
+    # the soup's print view, now a row of the soup's cluster: a copy of it at the soup's address joins the soup
+    decision = detector.check(Page("s", "d", PRINT[0], url + "?print=1&utm_source=x", sketch=PRINT[1]))
+    assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.canonical == 0 and decision.via == "containment"
+    assert decision.distance == (PRINT[0] ^ ORIGINAL[0]).bit_count() > detector.rule.max_distance
+    assert detector.rule.copy_rows == {0: [PRINT[0]]}  # found by the row: no second row
+    # ... at another address, the row does not serve (a sibling page within k of a print view is not a copy)
+    assert detector.check(Page("s", "e", PRINT[0], "https://shop.test/recipes/soup-2/")).outcome is Outcome.UNIQUE
+
+
+def test_copy_rows_are_bounded_and_leave_with_their_canonical_page() -> None:
+    clusters = Clusterer()
+    clusters.check("s", "a", ORIGINAL[0], sketch=ORIGINAL[1], address="shop.test/item/7")
+    rows = [PRINT[0] ^ (0xFFFF << (16 * i)) for i in range(4)] + [PRINT[0] ^ 0xFF00FF]
+    for row in rows:
+        clusters.add_copy_row("s", 0, row)
+    assert clusters.copy_rows[0] == rows[:4] and clusters.index_size() == 1  # MAX_COPY_ROWS; rows not counted
+    other = page(sentences(5, 40))
+    assert clusters.check("s", "a", other[0], sketch=other[1]).outcome is Outcome.CHANGED
+    assert 0 not in clusters.copy_rows and clusters._copy_rows == 0
+    assert clusters.check("s", "b", rows[1], address="elsewhere").outcome is Outcome.UNIQUE
+
+
+def test_a_print_view_joins_an_edited_copy_of_its_page_on_most_of_its_sentences() -> None:
+    story, card = sentences(8, 40), sentences(9, 20)
+    view = page(card)
+    first = min(range(len(card)), key=lambda i: containment.sentence_hashes(card[i]))  # a sampled sentence
+    edited = page(story, [line if i != first else "Edited: " + line for i, line in enumerate(card)])
+    contained, shared = containment.estimate(view[1], edited[1])
+    assert MIN_CONTAINMENT <= contained < 1.0 and shared >= containment.MIN_SHARED
+    clusters = Clusterer()
+    clusters.check("s", "copy", edited[0], sketch=edited[1], address="recipes.test/soup")  # crawled first
+    decision = clusters.check("s", "print", view[0], sketch=view[1], address="recipes.test/soup")
+    assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.canonical == 0
+    # the same sentences left out as common (three pages had them): too few left to tell, kept apart
+    clusters = Clusterer()
+    clusters.check("s", "copy", edited[0], sketch=edited[1], address="recipes.test/soup")
+    assert clusters._sentences is not None
+    for _ in range(containment.COMMON):
+        clusters._sentences.add(view[1].hashes)
+    assert clusters.check("s", "print", view[0], sketch=view[1], address="recipes.test/soup").outcome is Outcome.UNIQUE
