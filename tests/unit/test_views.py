@@ -39,6 +39,18 @@ def test_address_is_host_path_and_page_number() -> None:
     assert address_of("http://[::1/x") is None  # not a URL
 
 
+def test_a_query_that_names_the_item_is_part_of_the_address() -> None:
+    # items named in the query are different addresses: their small pages must not pass as each other's views
+    assert address_of("http://x.test/item.php?id=7") != address_of("http://x.test/item.php?id=8")
+    assert address_of("http://x.test/item.php?id=7&print=1") == address_of("http://x.test/item.php?id=7")
+    assert address_of("http://d.test/details.php?page=offer_1_14") != address_of("http://d.test/details.php?page=offer_2_6")
+    assert address_of("http://w.test/?p=123") != address_of("http://w.test/?p=124")
+    assert address_of("http://s.test/a?productId=5") != address_of("http://s.test/a?productId=6")
+    # views, tracking, sessions and sorting are not names
+    for query in ("format=print&links=1", "utm_campaign=bf2026", "sessionid=ab12cd", "PHPSESSID=x9y8", "sort=price2"):
+        assert address_of(f"http://s.test/a?{query}") == "s.test/a", query
+
+
 def test_the_book_lists_a_few_entries_per_scope_and_address_and_forgets_removed_ones() -> None:
     book = AddressBook()
     for entry in range(MAX_PER_ADDRESS + 2):

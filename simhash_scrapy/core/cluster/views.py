@@ -23,15 +23,22 @@ the canonical pages of its own address (at most ``MAX_PER_ADDRESS``).  Listing
 pages of one address (``?page=2``, ``?sort=price``) that show other items are
 not contained in each other and stay apart, as do a product's variants, whose
 options (``?variant=``, ``?color=``) put them in scopes of their own
-(``core.cluster.identity``).  What it cannot tell: a site that names its
-items in the query (``item.php?id=7``) has one address for all of them; a
-small item page whose sampled sentences are all ones a larger item page
-also has (a shipping notice, no sentence of its own sampled) joins it.
+(``core.cluster.identity``).  A query value that names an item is part of
+the address (``item.php?id=7``, ``details.php?page=offer_1_14``,
+``?p=123``: a parameter named like an identifier, or a value of letters and
+digits or of three digits or more; tracking and session parameters aside),
+so a site that names its items in the query does not give them one address:
+a small item page whose sampled sentences are all shared boilerplate would
+otherwise join a larger item page.  An unknown parameter of that shape
+(``?token=a1b2``) only costs recall: its views are left to step 7's own
+bounds.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import re
+
+from urllib.parse import parse_qsl, urlsplit
 
 from .identity import url_page_number
 from .sitetemplate import host_of
@@ -47,21 +54,44 @@ MIN_CONTAINMENT = 0.8
 MAX_PER_ADDRESS = 4
 
 
+#: A query parameter whose name says it identifies an item (``id``, ``productId``, ``item_id``, ``sku``, ``p``).
+_ID_NAME = re.compile(r"(?:^|[_\-.]|[a-z](?=I[dD]$))(?:id|sku|pid|item|product|article|offer|post|topic|thread|p)$",
+                      re.IGNORECASE)
+#: A value that names something: letters and digits together, or three digits or more (``1``, ``print``: no).
+_ID_VALUE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z]).{2,}$|\d{3}")
+#: Parameters that never name the item: tracking, sessions, sorting and the views themselves.
+_NOT_NAMING = re.compile(r"^(?:utm_.*|.*sess(?:ion)?(?:id)?|sid|[gf]clid|msclkid|mc_[ce]id|ref|source|sort|order(?:by)?"
+                         r"|dir|view|format|print|output|mode|layout|ts|t|_)$", re.IGNORECASE)
+
+
+def _naming_query(query: str) -> str:
+    """The parameters of ``query`` that name an item (``_ID_NAME`` or ``_ID_VALUE``, not ``_NOT_NAMING``),
+    sorted, as ``name=value``; ``""`` for most queries."""
+    named = sorted(
+        f"{name}={value}" for name, value in parse_qsl(query, keep_blank_values=False)
+        if not _NOT_NAMING.match(name) and (_ID_NAME.search(name) or _ID_VALUE.search(value))
+    )
+    return "&".join(named)
+
+
 def address_of(url: str | None) -> str | None:
-    """A page's address without its query and fragment: host (``host_of``) and path, no trailing slash,
-    and the page number its URL names (``identity.url_page_number``: page 2 of a thread is another page);
-    ``None`` for no URL or one without a host."""
+    """A page's address: host (``host_of``) and path, no trailing slash, the query parameters that name an
+    item (``_naming_query``) and the page number its URL names (``identity.url_page_number``: page 2 of a
+    thread is another page); the fragment and the rest of the query are left out.  ``None`` for no URL or
+    one without a host."""
     if not url:
         return None
     host = host_of(url)
     if not host:
         return None
     try:
-        path = urlsplit(url).path
+        parts = urlsplit(url)
     except ValueError:
         return None
+    naming = _naming_query(parts.query) if parts.query else ""
     number = url_page_number(url)
-    return f"{host}{path.rstrip('/') or '/'}" + ("" if number is None else f" page {number}")
+    return (f"{host}{parts.path.rstrip('/') or '/'}" + (f"?{naming}" if naming else "")
+            + ("" if number is None else f" page {number}"))
 
 
 class AddressBook:
