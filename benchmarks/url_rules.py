@@ -443,12 +443,20 @@ def load_realweb(count: int) -> list[dict[str, Any]]:
     by_source: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_source.setdefault(row["source"], []).append(row)
+    texts = {}
+    for line in (REALWEB / "texts.jsonl").read_text().splitlines():
+        if line.strip():
+            item = json.loads(line)
+            texts[item["id"]] = item["text"]
     articles = []
     for row in sorted(rows, key=lambda r: r["id"]):
         if row["role"] != "original" or row["words"] < 80:
             continue
         variants = {v["category"]: v["file"] for v in by_source[row["source"]] if v["role"] == "variant"}
-        articles.append({"id": row["id"], "genre": row["genre"], "file": row["file"], "variants": variants})
+        # A list shows the article's first words (its teaser): list pages of real sites differ by their items.
+        teaser = " ".join(texts.get(row["id"], "").split()[:40])
+        articles.append({"id": row["id"], "genre": row["genre"], "file": row["file"], "variants": variants,
+                         "teaser": teaser})
         if len(articles) >= count:
             break
     return articles
@@ -520,7 +528,8 @@ class RealWebSite:
         links += [(f"/{genre}/?page={p}", f"Page {p}") for p in range(1, pages + 1)]
         links += [(f"/{genre}/?sort=newest", "Newest first"), (f"/{genre}/?sort=oldest&page={page}", "Oldest first")]
         order = "oldest" if params.get("sort") == "oldest" else "newest"
-        body = "".join(f"<h3>Article {self.articles[i]['id']} of the {genre} section</h3>" for i in shown)
+        body = "".join(f"<h3>Article {self.articles[i]['id']}</h3><p>{html.escape(self.articles[i]['teaser'])}</p>"
+                       for i in shown)
         links = [(self._decorate(h, f"/{genre}/{page}", k), t) for k, (h, t) in enumerate(links)]
         return (f"{genre}-{order}-{page}", f"<!doctype html><html><head><title>{genre} {page}</title></head><body>"
                 f"<h1>{genre.title()}, page {page}</h1>{body}{self._links(links)}</body></html>")
