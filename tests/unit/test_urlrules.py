@@ -249,10 +249,8 @@ def test_losing_trust_by_counter_evidence_revokes_too() -> None:
 
 
 def test_a_path_rule_revoked_takes_its_prefix_along() -> None:
-    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    learner = _shop_mirrored()
     for i in range(6):
-        learner.observe(f"{B}/shop/p{i}")
-        learner.observe(f"{B}/en/shop/p{i}", duplicate_of=f"{B}/shop/p{i}")
         learner.observe(f"{B}/en/x/q{i}", duplicate_of=f"{B}/fr/q{i}")
     rules = {r.describe(): r for r in learner.rules()}
     en, en_x = rules["/en/… -> /…"], rules["/en/x/… -> /fr/…"]
@@ -262,6 +260,42 @@ def test_a_path_rule_revoked_takes_its_prefix_along() -> None:
     assert prediction is not None
     assert learner.verify(prediction, None) is False
     assert en.contradicted and not en_x.trusted and en_x.support == 0
+
+
+def _shop_mirrored() -> UrlRuleLearner:
+    """A learner that saw six products of /shop/ and their copies under /en/shop/."""
+    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
+    for i in range(6):
+        learner.observe(f"{B}/shop/p{i}")
+        learner.observe(f"{B}/en/shop/p{i}", duplicate_of=f"{B}/shop/p{i}")
+    return learner
+
+
+def test_a_section_rule_outlives_its_broader_rule_unless_its_own_section_contradicts_it() -> None:
+    # /en/ mirrors the shop and translates the news: /en/… -> /… meets the translations, the rule within
+    # /en/shop/ never does and keeps its support; a counter-example inside /en/shop/ takes both.
+    learner = _shop_mirrored()
+    rules = {r.describe(): r for r in learner.rules()}
+    en, en_shop = rules["/en/… -> /…"], rules["/en/shop/… -> /shop/…"]
+    assert en.trusted and en_shop.trusted
+    learner.observe(f"{B}/news/3")
+    prediction = learner.predict(f"{B}/en/news/3")
+    assert prediction is not None and learner.verify(prediction, None) is False  # a translation
+    assert en.contradicted and not en.trusted
+    assert en_shop.trusted and en_shop.support == 6 and not en_shop.contradicted
+    assert learner.predict(f"{B}/en/news/4") is None
+    learner.observe(f"{B}/shop/p9")
+    prediction = learner.predict(f"{B}/en/shop/p9")
+    assert prediction is not None and learner.verify(prediction, None) is False  # /en/shop/ differs too
+    assert en_shop.contradicted and not learner.rules(trusted_only=True)
+
+
+def test_a_contradiction_in_a_section_blames_the_broader_rule_too() -> None:
+    learner = _shop_mirrored()
+    learner.observe(f"{B}/shop/p9")
+    prediction = learner.predict(f"{B}/en/shop/p9")
+    assert prediction is not None and learner.verify(prediction, None) is False
+    assert {r.describe() for r in learner.rules() if r.contradicted} == {"/en/… -> /…", "/en/shop/… -> /shop/…"}
 
 
 def test_exploration_tests_each_rule_on_each_kind_of_page() -> None:
@@ -289,17 +323,17 @@ def test_exploration_tests_each_rule_on_each_kind_of_page() -> None:
     assert prediction is not None and prediction.target_kind == "/news-#"
     assert learner.explore(prediction, share) is True
     assert learner.verify(prediction, None) is False  # its own content
-    assert learner.predict(f"{B}/en/news-4") is None and learner.predict(f"{B}/en/shop/product-101") is None
+    assert learner.predict(f"{B}/en/news-4") is None
+    # The rule within /en/shop/, never contradicted there, keeps predicting the products (issue 37).
+    still = learner.predict(f"{B}/en/shop/product-101")
+    assert still is not None and [r.describe() for r in still.rules] == ["/en/shop/… -> /shop/…"]
     # Exploration 0: never.
     assert learner.explore(prediction, 0) is False
 
 
 def test_a_verification_waits_for_its_target() -> None:
     """The explored page arrives before the page it was predicted to duplicate."""
-    learner = UrlRuleLearner(min_support=3, min_precision=0.5)
-    for i in range(6):
-        learner.observe(f"{B}/shop/p{i}")
-        learner.observe(f"{B}/en/shop/p{i}", duplicate_of=f"{B}/shop/p{i}")
+    learner = _shop_mirrored()
     learner.scheduled(f"{B}/news/1")
     learner.scheduled(f"{B}/news/2")
     first = learner.predict(f"{B}/en/news/1")
@@ -314,7 +348,7 @@ def test_a_verification_waits_for_its_target() -> None:
     assert learner.contradictions == [] and learner.rules(trusted_only=True)
     learner.observe(f"{B}/news/1")  # its target: another content
     assert learner.contradictions == [first]
-    assert not learner.rules(trusted_only=True)
+    assert [r.describe() for r in learner.rules(trusted_only=True)] == ["/en/shop/… -> /shop/…"]
 
 
 def test_revocations_survive_a_merge_and_old_blobs_still_load() -> None:

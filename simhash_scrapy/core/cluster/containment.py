@@ -30,9 +30,10 @@ containment of documents", 1997), estimated from small sketches:
   least ``MIN_CONTAINMENT`` (1.0: all of them; two pages of one site that
   are mostly a long common section share most of their sentences, copies
   share all), at least ``MIN_SHARED`` sampled hashes are
-  shared, and the smaller page has at least ``MIN_RATIO`` times the larger's
+  shared, and the smaller page has more than ``MIN_RATIO`` times the larger's
   sentences (more than ``CROSS_HOST_MIN_RATIO`` across hosts): a listing page that holds a whole article among others contains
-  it, but is not a copy of it.
+  it, but is not a copy of it, and a page that holds another plus as much again (two articles, an article
+  and its excerpt) is not a copy of it either, on one host or across hosts (issue 37).
 * **Common sentences** (``SentenceCounts``): the rule counts the sentences of
   every page that reaches step 7; a sentence both pages have that ``COMMON``
   such pages had is left out of the sample (a host's teaser box, a site-wide
@@ -78,7 +79,8 @@ ANCHORS = 4
 #: page that shares most of its sentences with another, such as a long section common to a site's
 #: pages, is not a copy) ...
 MIN_CONTAINMENT = 1.0
-#: ... it has at least this many times the other page's sentences (or the other way round) ...
+#: ... it has more than this many times the other page's sentences (or the other way round): exactly
+#: half is the other page plus as much again, not a copy ...
 MIN_RATIO = 0.5
 #: Across hosts, stronger evidence: the smaller page has at least this share of the larger's sentences
 #: (the larger holds it plus at most half as much again): another host's pages that each hold two of a
@@ -212,8 +214,8 @@ def verify(
     common: Callable[[int], bool] | None = None,
 ) -> bool:
     """Whether two pages are copies by their sentences: contained, of comparable size, enough shared."""
-    if min(a.sentences, b.sentences) < min_ratio * max(a.sentences, b.sentences):
-        return False
+    if min(a.sentences, b.sentences) <= min_ratio * max(a.sentences, b.sentences):
+        return False  # the larger holds the smaller plus at least (1 / min_ratio - 1) times as much again
     contained, shared = estimate(a, b, size, common)
     return shared >= min_shared and contained >= min_containment
 

@@ -215,8 +215,10 @@ def related(rule: Rule, other: Rule) -> bool:
     Parameter rules: any rule on the same parameter (broader, narrower or one
     value of it), and the rules under the same (not root) prefix.  Path rules:
     the rules anchored at the same place on the same first (or last) segment,
-    which includes every rule it subsumes (``/en/… -> /…`` takes
-    ``/en/shop/… -> /shop/…`` with it).
+    except a narrower rule within one section that never met a counter-example
+    of its own (``/en/… -> /…`` revoked by ``/en/news-3``, a translation, leaves
+    ``/en/shop/… -> /shop/…`` trusted: every crawled URL it rewrites was
+    checked against it too, issue 37); one that did goes with it.
     """
     if other is rule or other.host != rule.host:
         return False
@@ -225,10 +227,24 @@ def related(rule: Rule, other: Rule) -> bool:
             return False
         if rule.at < 0:
             return other.old[-1:] == rule.old[-1:]
-        return other.old[:1] == rule.old[:1]
+        return other.old[:1] == rule.old[:1] and not _clean_section_rule(rule, other)
     if other.kind == "path":
         return False
     return other.name == rule.name or (rule.prefix != "/" and other.prefix == rule.prefix)
+
+
+def section_rule(rule: Rule, other: Rule) -> bool:
+    """Is ``other`` the path rule ``rule`` within one more segment (``/en/shop/… -> /shop/…`` of ``/en/… -> /…``)?"""
+    n = len(rule.old)
+    return (
+        rule.kind == other.kind == "path" and rule.at == other.at >= 0 and len(other.old) == n + 1
+        and other.old[:n] == rule.old and other.new == rule.new + other.old[n:]
+    )
+
+
+def _clean_section_rule(rule: Rule, other: Rule) -> bool:
+    """``other`` is ``rule`` within one more segment and no evidence ever contradicted it."""
+    return section_rule(rule, other) and not (other.contradicted or other.counter or other.list_counter)
 
 
 def apply_path(segs: list[str], rule: Rule) -> list[str] | None:

@@ -41,7 +41,12 @@ Three guards keep a rule from losing a whole family of pages (issue 23):
   page, by counter-evidence or by a verification) wipes the support of the
   rules ``core.urlrules.urlrewrite.related`` names (the same parameter, the same
   prefix, the same path anchor): they earn their trust again from new
-  evidence only.
+  evidence only.  A path rule is also learned within its next segment, a
+  section (``/en/shop/… -> /shop/…`` beside ``/en/… -> /…``, issue 37): a
+  section rule that never met a counter-example of its own outlives its
+  broader rule's revocation (``/en/news-N`` translations leave the
+  ``/en/shop/`` mirror trusted), and a contradiction inside the section
+  blames both.
 * **Exploration by kind of page.**  ``explore`` downloads the first
   predictions of each (rule, ``page_kind`` of the target) until
   ``EXPLORE_FIRST`` of them confirmed the rule, then keeps a share of them;
@@ -81,6 +86,7 @@ from .urlrewrite import (
     page_kind,
     parse_url,
     related,
+    section_rule,
     site_of,
     url_key,
     wilson_lower_bound,
@@ -460,6 +466,12 @@ class UrlRuleLearner:
             while j < min(len(sa), len(sb)) - i and sa[-1 - j] == sb[-1 - j]:
                 j += 1
             old, new = tuple(sa[i : len(sa) - j]), tuple(sb[i : len(sb) - j])
+            if old and j >= 2:
+                # Also the rule within the next segment (a section: ``/en/shop/… -> /shop/…`` beside
+                # ``/en/… -> /…``), first: it keeps its own evidence when the broader rule meets
+                # another section's counter-examples (``related``).
+                section = sa[len(sa) - j]
+                found.append(Rule(host, "path", at=i, old=old + (section,), new=new + (section,)))
             if old:
                 found.append(Rule(host, "path", at=-1 if j == 0 else i, old=old, new=new))
         # Parameter rules are scoped by the shorter path (the form the path rules lead to).
@@ -773,7 +785,9 @@ class UrlRuleLearner:
                     counts_of[2] += 1
             return True
         # The rules that rewrote the target (a variant crawled first) only led to a crawled URL;
-        # the request's own rules made the claim.
+        # the request's own rules made the claim, and so did the trusted rules a section apart that
+        # rewrite the request's URL too (``/en/… -> /…`` beside ``/en/shop/… -> /shop/…``).
+        blamed = tuple(blamed) + self._section_kin(hr, blamed, prediction.url)
         if all(rule.contradicted for rule in blamed):
             return False  # already revoked by an earlier verification: nothing new to report
         for rule in blamed:
@@ -791,6 +805,19 @@ class UrlRuleLearner:
         hr.gained = []
         self._rebuild(hr)
         return False
+
+    @staticmethod
+    def _section_kin(hr: _Host, blamed: Iterable[Rule], url: str) -> tuple[Rule, ...]:
+        """The trusted path rules a section broader or narrower than a ``blamed`` one that rewrite ``url``."""
+        parts = parse_url(url)
+        if parts is None:
+            return ()
+        paths = [rule for rule in blamed if rule.kind == "path"]
+        return tuple(
+            other for other in hr.trusted.path_rules(parts[2].split("/")[1:])
+            if other not in paths and any(section_rule(r, other) or section_rule(other, r) for r in paths)
+            and apply_one(other, *parts) is not None
+        )
 
     # ------------------------------------------------------------ inspection
     def rules(self, trusted_only: bool = False) -> list[Rule]:
