@@ -126,11 +126,34 @@ async def test_memory_store_and_resumed_store_crawls_give_the_same_pairs(serve: 
 async def test_a_redis_crawl_with_one_worker_gives_the_in_process_pairs_of_steps_1_to_4(
     serve: Any, redis_server: Any
 ) -> None:
-    """Redis applies steps 1-4 only (its Lua script; steps 5-7 are not shared between workers yet): with
-    steps 5-7 off, one Redis worker finds the in-process crawl's pairs on the same page order."""
+    """Steps 1-4 alone (steps 5-7 off): one Redis worker finds the in-process crawl's pairs on the same page
+    order (the Lua script's rule)."""
     pages = sample_pages("sample") + sample_pages("sample_wide")
     local = serve_by_host(serve, pages)
     urls = [local[url] for url, _ in pages]
     _, memory = await crawl_pairs(urls, STEPS_OFF)
     _, redis = await crawl_pairs(urls, {**STEPS_OFF, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url})
     assert memory and redis == memory
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_redis_crawl_with_one_worker_gives_the_in_process_pairs_of_steps_1_to_7(
+    serve: Any, redis_server: Any
+) -> None:
+    """Steps 5-7 on Redis (``backends.redis.mirror``): one worker finds the in-process crawl's pairs on the
+    same page order, the pairs only steps 5-7 find included; what they keep is in Redis (the scope's extras)."""
+    pages = steps_pages() + sample_pages("sample")
+    local = serve_by_host(serve, pages)
+    urls = [local[url] for url, _ in pages]
+    _, memory = await crawl_pairs(urls)
+    _, without = await crawl_pairs(urls, STEPS_OFF)
+    settings = {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url, "SIMHASH_REDIS_PERSIST": True}
+    _, redis = await crawl_pairs(urls, settings)
+    assert without < memory  # steps 5-7 find pairs steps 1-4 do not
+    assert redis == memory
+    client = redis_server.client()
+    try:
+        extras = [key for key in client.scan_iter("*:extras")]
+        assert extras and all(client.strlen(key) > 0 for key in extras)
+    finally:
+        client.close()

@@ -25,6 +25,7 @@ import os
 import socket
 import time
 import uuid
+from dataclasses import replace
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ from .layout import (
     lua_constants,
     parse_record,
 )
+from .mirror import Mirror, first_related, has_extras, record_of
 from .outages import Outages, ignore
 from .protocol import Row, pack_page, parse_verdicts, verdict
 from .replica import LOAD_CHUNK, Replica
@@ -79,6 +81,9 @@ def lua(name: str) -> str:
 class RedisBackend(Outages, DedupBackend):
     """Canonical pages and one record per identity, in Redis (``SIMHASH_BACKEND = "redis"``)."""
 
+    #: Steps 5-7 too: each worker's mirror of the shared index gives the script its hints (``mirror.py``).
+    extra_queries = True
+
     def __init__(
         self, config: SimhashConfig, settings: RedisConfig, stats: Any = None, crawler: Crawler | None = None
     ) -> None:
@@ -104,6 +109,8 @@ class RedisBackend(Outages, DedupBackend):
         self.stored_layout: str | None = None  # read by attach()
         self._last_loss_log = -_LOSS_LOG_INTERVAL
         self._last_relist = -float("inf")  # when _scope_lost last listed this worker's scopes again
+        #: Steps 5-7 (``mirror.py``), when one of them is on.
+        self._mirror = Mirror(config) if config.templates or config.second_simhash or config.containment else None
         self._init_outages()
 
     @classmethod
@@ -310,6 +317,9 @@ class RedisBackend(Outages, DedupBackend):
     async def _check(self, record: PageRecord, index: bool = True) -> Verdict:
         if self._down_since is not None:
             return self._failed(ConnectionError(f"Redis at {self.settings.describe()} is down; waiting for it"))
+        if self._mirror is not None and record.source is not None and not record.exact:
+            # Step 5 learns the host's template in check order (this worker's pages): the queue's order.
+            record = replace(record, also=self._mirror.template_free(record), source=None)
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(record.scope, []).append((record, index, future))
         self._ensure_drain(record.scope)
@@ -417,6 +427,8 @@ class RedisBackend(Outages, DedupBackend):
         same, records = reply.split()[1:3]
         replica = self._replicas.pop(scope, None)
         self._codecs.pop(scope, None)
+        if self._mirror is not None:
+            self._mirror.drop(scope)
         known = replica.records if replica is not None else 0
         lost = max(0, known - int(records)) if same == "1" else known
         if self.stats is not None:
@@ -470,6 +482,11 @@ class RedisBackend(Outages, DedupBackend):
         """Check ``batch`` (pages of ``scope``) in one script call; a verdict per page, in order."""
         if self.keys.shards > 1:
             cut = shards.first_repeat([record for record, _, _ in batch])
+            if cut is not None:
+                return [*await self._send(scope, batch[:cut], attempt), *await self._send(scope, batch[cut:], attempt)]
+        if self._mirror is not None and len(batch) > 1:
+            # Steps 5-7: a page that may depend on an earlier one of the batch waits for its answer (mirror.py).
+            cut = first_related([record for record, _, _ in batch], self.config.max_distance)
             if cut is not None:
                 return [*await self._send(scope, batch[:cut], attempt), *await self._send(scope, batch[cut:], attempt)]
         try:
@@ -542,6 +559,9 @@ class RedisBackend(Outages, DedupBackend):
         for n, row in zip(sent, rows):
             verdicts[n] = verdict(codec, self.config.max_distance, row.outcome, row.distance, row.canonical_fingerprint,
                                   row.canonical_field, row.canonical_payload, row.previous)
+            if row.via is not None or batch[n][0].also is not None:
+                verdicts[n] = replace(verdicts[n], also=batch[n][0].also, **(
+                    {"via": row.via, "one_edit": False} if row.via is not None else {}))
         busy = sorted(set(range(len(batch))) - set(sent))
         if busy and attempt < shards.TRIES:
             # Identities another worker is checking right now: again once its check is written back
@@ -580,9 +600,12 @@ class RedisBackend(Outages, DedupBackend):
     ) -> list[Row]:
         """One ``check.lua`` call for the pages at ``sent``; the replica takes the log entries it returns."""
         seq_key = self.keys.meta if self.keys.global_seq else sk.meta
-        keys = [seq_key, sk.meta, sk.log]
+        keys = [seq_key, sk.meta, sk.log, sk.extras]
+        mirror = self._mirror if await self._mirrored(scope, sk, [batch[n][0] for n in sent]) else None
+        xsync = mirror.scopes[scope].xsync if mirror is not None else -1
         args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
-                           "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex]
+                           "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex, xsync]
+        vias: list[str | None] = []
         for n in sent:
             (record, index, _), slot = batch[n], slots[n]
             edit_keys = () if record.exact else record.edit_keys
@@ -592,13 +615,40 @@ class RedisBackend(Outages, DedupBackend):
             if olds is None:
                 keys.append(sk.bucket(slot.bucket))
             shard_record = None if olds is None else (slot.bucket, olds[n] or b"")
+            extra = None
+            if mirror is not None and not record.exact:
+                found = mirror.hint(scope, record)
+                vias.append(None if found is None else found[1])
+                extra = (None if found is None else found[0], record_of(record) if has_extras(record) else b"")
+            else:
+                vias.append(None)
             args.append(pack_page(slot.field, record.fingerprint, index, record.exact, record.seen, local[n], payload,
-                                  shard_record, edit_keys))
+                                  shard_record, edit_keys, extra))
         sync = replica.sync
         reply = await self._scripts["check"](keys=keys, args=args)
         replica.apply(reply[0], sync)
+        if mirror is not None:
+            mirror.apply(scope, reply[0], sync, reply[4], xsync)
         replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
-        return parse_verdicts(reply[1], len(sent))
+        rows = parse_verdicts(reply[1], len(sent))
+        return [row._replace(via=via) if row.hinted else row for row, via in zip(rows, vias)]
+
+    async def _mirrored(self, scope: str, sk: ScopeKeys, records: list[PageRecord]) -> bool:
+        """Whether this worker's mirror of steps 5-7 holds ``scope`` (``mirror.py``): loaded (its log and extras,
+        read together) at the scope's first page with steps 5-7 data."""
+        mirror = self._mirror
+        if mirror is None:
+            return False
+        if scope in mirror.scopes:
+            return True
+        if not any(has_extras(record) for record in records):
+            return False
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.get(sk.log)
+            pipe.get(sk.extras)
+            log, extras = await pipe.execute()
+        mirror.load(scope, bytes(log or b""), bytes(extras or b""))
+        return True
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:

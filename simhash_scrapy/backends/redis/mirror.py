@@ -1,0 +1,295 @@
+"""Clustering steps 5-7 on the Redis backend: a worker's mirror of the shared index, the core's rule as the hint.
+
+Steps 1-4 are decided by ``check.lua`` on the server.  Steps 5-7 (the host's
+template-free text, the second simhash, sentence containment) are decided by the
+core's own rule (``core.detector.Detector``, ``core.cluster.clustering.Clusterer``),
+run by each worker over a *mirror* of the scope's canonical pages, and sent to
+the script as the page's **hint** (``protocol.Hint``):
+
+* What steps 5-7 need of a page is kept in Redis beside the canonical log, in
+  the scope's **extras** (``layout.ScopeKeys.extras``, one ``APPEND``-only
+  string): the script appends a page's record (its template-free and second
+  simhash, its sentence sketch, its host: ``record_of``) when the page
+  *reached step 7* (nothing matched it, or its containment hint did), with its
+  log position when it became canonical.  That is what the in-process rule
+  learns from the same page: the canonical pages' rows and the sentences
+  counted (``SentenceCounts``).
+* Every worker's ``Mirror`` holds, per scope, a ``Clusterer`` of the canonical
+  pages the log names (add and remove entries) with their extras, and the
+  sentence counts of every extras record; it is loaded at the scope's first
+  page with steps 5-7 data and follows the log and the extras with every
+  check script reply (the same tails the replica takes).
+* For a page, ``hint`` asks that rule what ``check`` would match it with
+  (``Clusterer.nearest``): a match by step 5 or 6 goes to the script as one
+  more candidate within k (it competes with the script's own step 2 by
+  distance, before the one-edit rule); a match by step 7 is taken by the
+  script only when steps 1-6 and the one-edit rule find nothing.  The
+  script takes a hint only if its canonical page is still canonical.
+* Host templates (step 5) are learned by each worker from the pages it
+  checks, in check order (``Mirror.template_free``).
+
+Same decisions as in process: with one worker, the mirror holds exactly the
+canonical pages and counts the in-process rule has when it checks the page,
+except for pages of the same script call: a batch is cut before a page that
+may depend on an earlier page of it (``first_related``), so the mirror is
+always up to date when it answers.  With several workers, see the Redis guide
+(``docs/guides/redis.md``, "what can race").
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...core.cluster.containment import Sketch
+from ...core.cluster.sitetemplate import host_of
+from ...core.detector import Detector, Page
+from .layout import NO_POSITION, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
+from .protocol import Hint
+from .replica import _LOG_DTYPE
+
+if TYPE_CHECKING:
+    from ...core.records import PageRecord
+    from ...core.settings.config import SimhashConfig
+
+__all__ = ["Mirror", "record_of", "read_record", "first_related", "has_extras"]
+
+_ALSO, _SECOND, _SKETCH = 1, 2, 4
+_Q = struct.Struct(">Q")
+_SKETCH_HEAD = struct.Struct(">IB")
+_RECORD_HEAD = struct.Struct(">IH")
+#: Hint kinds (``check.lua``): a candidate within k (steps 5, 6); taken when nothing else matches (step 7).
+KIND_WITHIN_K, KIND_CONTAINMENT = 1, 2
+
+
+def has_extras(record: PageRecord) -> bool:
+    """Whether a page carries steps 5-7 data (a crawled simhash page checked with them on)."""
+    return not record.exact and (
+        record.also is not None
+        or record.second is not None
+        or record.sketch is not None
+    )
+
+
+def record_of(record: PageRecord) -> bytes:
+    """What the extras keep of a page: flags, its template-free simhash, second simhash, sentence sketch
+    (sentence count, hashes) and host (UTF-8, the rest)."""
+    flags, parts = 0, [b""]
+    if record.also is not None:
+        flags |= _ALSO
+        parts.append(_Q.pack(record.also))
+    if record.second is not None:
+        flags |= _SECOND
+        parts.append(_Q.pack(record.second))
+    sketch = record.sketch
+    if sketch is not None:
+        flags |= _SKETCH
+        hashes = sketch.hashes[:255]
+        parts.append(
+            _SKETCH_HEAD.pack(sketch.sentences, len(hashes))
+            + struct.pack(f">{len(hashes)}Q", *hashes)
+        )
+    parts[0] = bytes([flags])
+    parts.append(
+        host_of(record.url).encode("utf-8", "surrogatepass") if record.url else b""
+    )
+    return b"".join(parts)
+
+
+def read_record(
+    data: bytes,
+) -> tuple[int | None, int | None, Sketch | None, str | None]:
+    """``record_of``'s fields back: (template-free simhash, second simhash, sketch, host or None)."""
+    flags, at = data[0], 1
+    also = second = None
+    sketch = None
+    if flags & _ALSO:
+        (also,) = _Q.unpack_from(data, at)
+        at += 8
+    if flags & _SECOND:
+        (second,) = _Q.unpack_from(data, at)
+        at += 8
+    if flags & _SKETCH:
+        sentences, n = _SKETCH_HEAD.unpack_from(data, at)
+        at += _SKETCH_HEAD.size
+        sketch = Sketch(struct.unpack_from(f">{n}Q", data, at), sentences)
+        at += 8 * n
+    host = data[at:].decode("utf-8", "surrogatepass") or None
+    return also, second, sketch, host
+
+
+def _records(data: bytes) -> list[tuple[int, bytes]]:
+    """The extras records of ``data`` (whole records): (log position or ``NO_POSITION``, record)."""
+    out, at = [], 0
+    while at + _RECORD_HEAD.size <= len(data):
+        pos, length = _RECORD_HEAD.unpack_from(data, at)
+        at += _RECORD_HEAD.size
+        out.append((pos, data[at : at + length]))
+        at += length
+    return out
+
+
+def first_related(records: list[PageRecord], k: int) -> int | None:
+    """The first page of a batch (after the first) that an earlier page of it may match or be matched by
+    through steps 2, 5, 6 or 7, or whose sentences an earlier page may count, when it carries steps 5-7 data:
+    the batch is cut there, so every hint is made from a mirror holding the pages checked before."""
+    rows: list[int] = []
+    seconds: list[int] = []
+    sentences: set[int] = set()
+    for at, record in enumerate(records):
+        if record.exact:
+            continue
+        mine = (
+            [record.fingerprint]
+            if record.also is None
+            else [record.fingerprint, record.also]
+        )
+        if at and has_extras(record):
+            if any((a ^ b).bit_count() <= k for a in mine for b in rows):
+                return at
+            if record.second is not None and any(
+                (record.second ^ s).bit_count() <= k for s in seconds
+            ):
+                return at
+            if record.sketch is not None and not sentences.isdisjoint(
+                record.sketch.hashes
+            ):
+                return at
+        rows.extend(mine)
+        if record.second is not None:
+            seconds.append(record.second)
+        if record.sketch is not None:
+            sentences.update(record.sketch.hashes)
+    return None
+
+
+class _Scope:
+    """What a ``Mirror`` holds of one scope: log entries and extras bytes applied, log position <-> entry."""
+
+    __slots__ = ("sync", "xsync", "entry_of", "pos_of", "seq_of")
+
+    def __init__(self) -> None:
+        self.sync = 0
+        self.xsync = 0
+        self.entry_of: dict[int, int] = {}
+        self.pos_of: dict[int, int] = {}
+        self.seq_of: dict[int, int] = {}
+
+
+class Mirror:
+    """A worker's mirror of steps 5-7: the core ``Detector``, its rule holding the scopes' canonical pages."""
+
+    def __init__(self, config: SimhashConfig) -> None:
+        self.detector = Detector.from_config(config)
+        self.rule = self.detector.rule
+        self.rule.host_of_entry = self._host_of_entry
+        self._hosts: dict[int, str | None] = {}
+        self.scopes: dict[str, _Scope] = {}
+
+    def _host_of_entry(self, entry: int) -> str | None:
+        return self._hosts.get(entry)
+
+    def template_free(self, record: PageRecord) -> int | None:
+        """Learn the page's host template from its text (in check order) and give its template-free simhash."""
+        page = Page(record.scope, record.identity or record.url, record.fingerprint, record.url, record.exact,
+                    source=record.source, also=record.also)  # fmt: skip
+        return self.detector.template_free(page)
+
+    def drop(self, scope: str) -> None:
+        """Forget the scope (Redis lost it; the next check loads it again)."""
+        state = self.scopes.pop(scope, None)
+        if state is not None:
+            for entry in state.entry_of.values():
+                self.rule.remove_canonical(scope, entry)
+                self._hosts.pop(entry, None)
+
+    def load(self, scope: str, log: bytes, extras: bytes) -> None:
+        """The scope's whole log and extras, read together (``MULTI``)."""
+        self.drop(scope)
+        self.scopes[scope] = _Scope()
+        self.apply(scope, log, 0, extras, 0)
+
+    def apply(
+        self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
+    ) -> None:
+        """The log entries from position ``start`` and the extras from byte ``xstart`` (a check reply's tails);
+        what the mirror holds already is skipped."""
+        state = self.scopes[scope]
+        skip = max(0, state.xsync - xstart)
+        records = _records(extras[skip:]) if skip < len(extras) else []
+        state.xsync = max(state.xsync, xstart + len(extras))
+        found = {pos: data for pos, data in records if pos != NO_POSITION}
+        entries = np.frombuffer(
+            log[: len(log) - len(log) % _LOG_DTYPE.itemsize], dtype=_LOG_DTYPE
+        )
+        first = max(0, state.sync - start)
+        ops: list[int] = entries["op"].tolist()
+        fps: list[int] = entries["fp"].tolist()
+        seqs: list[int] = entries["seq"].tolist()
+        owners: list[int] = entries["owner"].tolist()
+        keys: dict[int, list[int]] = {}
+        for j in range(first, len(ops)):
+            if ops[j] == OP_EDIT_KEY:
+                keys.setdefault(owners[j], []).append(fps[j])
+        for j in range(first, len(ops)):
+            op, pos = ops[j], start + j
+            if op in (OP_ADD, OP_EXACT):
+                self._add(
+                    scope,
+                    state,
+                    pos,
+                    fps[j],
+                    op == OP_EXACT,
+                    keys.get(pos, ()),
+                    seqs[j],
+                    found.get(pos),
+                )
+            elif op == OP_REMOVE:
+                entry = state.entry_of.pop(fps[j] >> 32, None)
+                if entry is not None:
+                    self.rule.remove_canonical(scope, entry)
+                    state.pos_of.pop(entry, None)
+                    state.seq_of.pop(fps[j] >> 32, None)
+        state.sync = max(state.sync, start + len(ops))
+        for _, data in records:
+            sketch = read_record(data)[2]
+            if sketch is not None:
+                self.rule.count_sentences(sketch.hashes)
+
+    def _add(
+        self,
+        scope: str,
+        state: _Scope,
+        pos: int,
+        fp: int,
+        exact: bool,
+        keys: list[int] | tuple[()],
+        seq: int,
+        data: bytes | None,
+    ) -> None:
+        also, second, sketch, host = (
+            read_record(data) if data is not None else (None, None, None, None)
+        )
+        entry = self.rule.add_canonical(
+            scope, fp, exact, tuple(keys), also, second, sketch
+        )
+        self._hosts[entry] = host
+        state.entry_of[pos], state.pos_of[entry], state.seq_of[pos] = entry, pos, seq
+
+    def hint(self, scope: str, record: PageRecord) -> tuple[Hint, str] | None:
+        """What the rule matches the page with by steps 5-7 now (``Clusterer.nearest``), as the script's hint,
+        with its ``via``; ``None`` when it matches nothing, or by steps 1-4 (the script finds those itself)."""
+        if record.exact:
+            return None
+        state = self.scopes[scope]
+        found = self.rule.nearest(scope, record.fingerprint, record.edit_keys, record.also, record.second,
+                                  record.sketch, host_of(record.url) if record.url else None)  # fmt: skip
+        if found is None or found[2] is None:
+            return None
+        entry, distance, via = found
+        pos = state.pos_of[entry]
+        if via == "containment":
+            return Hint(pos, state.seq_of[pos], KIND_CONTAINMENT, 0), via
+        return Hint(pos, state.seq_of[pos], KIND_WITHIN_K, distance), via
