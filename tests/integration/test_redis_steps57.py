@@ -90,3 +90,32 @@ def test_two_redis_workers_find_only_in_process_duplicates(redis_server: RedisSe
     root = lambda url: cluster.get(url, url)  # noqa: E731 - canonical pages are never near-duplicates
     assert all(root(a) == root(b) for a, b in redis), redis - same_order
     assert len(redis) >= 2 * len(same_order) // 3  # races and templates learned by each worker miss a few
+
+
+async def crawls_in_turn(server: RedisServer, config: SimhashConfig, pages: list[PageRecord],
+                         cuts: list[int]) -> set[tuple[str, str]]:  # fmt: skip
+    """The pages cut in parts at ``cuts``, each part checked by a new worker after the one before closed (a
+    later crawl, or a worker joining): it learns from Redis what steps 5-7 learned before."""
+    pairs = set()
+    for a, b in zip([0, *cuts], [*cuts, len(pages)]):
+        backend = make_backend(server, config, SIMHASH_REDIS_PERSIST=True)
+        await backend.open("steps")
+        try:
+            verdicts = await asyncio.gather(*(backend.check(replace(p)) for p in pages[a:b]))
+        finally:
+            await backend.close()
+        pairs |= {(p.url, v.canonical_url) for p, v in zip(pages[a:b], verdicts) if v.canonical_url is not None}
+    return pairs
+
+
+def test_a_worker_joining_later_learns_steps_5_to_7_from_redis(redis_server: RedisServer) -> None:
+    """The host templates learned, the canonical pages' extras and the sentence counts are in Redis: workers
+    started one after the other decide the pages as one in-process crawl of them all (the cuts part a host's
+    first articles from the next one, a story from its print view)."""
+    config = SimhashConfig()
+    pages = records(config)
+    urls = [page.url for page in pages]
+    cuts = [urls.index("http://tmpl.test/story/3"), urls.index("http://contain.test/story/print")]
+    memory, _ = memory_pairs(config, pages)
+    assert ("http://tmpl.test/reader/3", "http://tmpl.test/story/3") in memory
+    assert in_thread(crawls_in_turn(redis_server, config, pages, cuts)) == memory

@@ -69,6 +69,8 @@ _MAX_BATCH = 256
 _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 #: Times a batch is checked again after Redis answered that its scope was lost (then: a backend error).
 _MAX_RESETS = 3
+#: Two strings read in one atomic step (a scope's log and extras, for ``mirror.py``).
+_READ_BOTH = "return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or ''}"
 #: One ERROR line per loss of data: further scopes lost within this many seconds are counted, not logged.
 _LOSS_LOG_INTERVAL = 60.0
 
@@ -111,6 +113,7 @@ class RedisBackend(Outages, DedupBackend):
         self._last_relist = -float("inf")  # when _scope_lost last listed this worker's scopes again
         #: Steps 5-7 (``mirror.py``), when one of them is on.
         self._mirror = Mirror(config) if config.templates or config.second_simhash or config.containment else None
+        self._learning = asyncio.Lock()
         self._init_outages()
 
     @classmethod
@@ -317,9 +320,8 @@ class RedisBackend(Outages, DedupBackend):
     async def _check(self, record: PageRecord, index: bool = True) -> Verdict:
         if self._down_since is not None:
             return self._failed(ConnectionError(f"Redis at {self.settings.describe()} is down; waiting for it"))
-        if self._mirror is not None and record.source is not None and not record.exact:
-            # Step 5 learns the host's template in check order (this worker's pages): the queue's order.
-            record = replace(record, also=self._mirror.template_free(record), source=None)
+        if self._mirror is not None and record.source is not None:
+            record = replace(record)  # this backend's copy: step 5 gives it its template-free simhash (_send)
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(record.scope, []).append((record, index, future))
         self._ensure_drain(record.scope)
@@ -484,6 +486,8 @@ class RedisBackend(Outages, DedupBackend):
             cut = shards.first_repeat([record for record, _, _ in batch])
             if cut is not None:
                 return [*await self._send(scope, batch[:cut], attempt), *await self._send(scope, batch[cut:], attempt)]
+        if self._mirror is not None and any(record.source is not None for record, _, _ in batch):
+            await self._learn_templates([record for record, _, _ in batch])
         if self._mirror is not None and len(batch) > 1:
             # Steps 5-7: a page that may depend on an earlier one of the batch waits for its answer (mirror.py).
             cut = first_related([record for record, _, _ in batch], self.config.max_distance)
@@ -633,6 +637,21 @@ class RedisBackend(Outages, DedupBackend):
         rows = parse_verdicts(reply[1], len(sent))
         return [row._replace(via=via) if row.hinted else row for row, via in zip(rows, vias)]
 
+    async def _learn_templates(self, records: list[PageRecord]) -> None:
+        """Step 5: the other workers' learner inputs replayed, then these pages learned from, in this order
+        (each given its template-free simhash), and their inputs appended for the others (``mirror.py``)."""
+        mirror = self._mirror
+        assert mirror is not None
+        key = self.keys.extra("templates")
+        async with self._learning:  # one batch at a time: each input is replayed once, in order
+            start = mirror.learned
+            mirror.replay_templates(bytes(await self.client.getrange(key, start, -1) or b""), start)
+            data = mirror.learn_templates(records)
+            if data:
+                mirror.appended(int(await self.client.append(key, data)), len(data))
+                if self._ttl:
+                    await self.client.pexpire(key, self._ttl)
+
     async def _mirrored(self, scope: str, sk: ScopeKeys, records: list[PageRecord]) -> bool:
         """Whether this worker's mirror of steps 5-7 holds ``scope`` (``mirror.py``): loaded (its log and extras,
         read together) at the scope's first page with steps 5-7 data."""
@@ -643,10 +662,9 @@ class RedisBackend(Outages, DedupBackend):
             return True
         if not any(has_extras(record) for record in records):
             return False
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.get(sk.log)
-            pipe.get(sk.extras)
-            log, extras = await pipe.execute()
+        if "read_both" not in self._scripts:  # one script: the log and the extras of one moment
+            self._scripts["read_both"] = self.client.register_script(_READ_BOTH)
+        log, extras = await self._scripts["read_both"](keys=[sk.log, sk.extras])
         mirror.load(scope, bytes(log or b""), bytes(extras or b""))
         return True
 

@@ -25,8 +25,13 @@ the script as the page's **hint** (``protocol.Hint``):
   distance, before the one-edit rule); a match by step 7 is taken by the
   script only when steps 1-6 and the one-edit rule find nothing.  The
   script takes a hint only if its canonical page is still canonical.
-* Host templates (step 5) are learned by each worker from the pages it
-  checks, in check order (``Mirror.template_free``).
+* Host templates (step 5) are learned from every worker's pages: each page's
+  learner input (host, fingerprint, the digests of its lines: what the store
+  journals, ``core.store.detector_state``) is appended to the key's
+  ``templates`` string, and every worker replays the other workers' inputs
+  (``HostTemplates.learn``) before it learns from its own pages, in check
+  order (``Mirror.learn_templates``): the learner of one in-process crawl of
+  the pages in the order they were appended.
 
 Same decisions as in process: with one worker, the mirror holds exactly the
 canonical pages and counts the in-process rule has when it checks the page,
@@ -44,7 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...core.cluster.containment import Sketch
-from ...core.cluster.sitetemplate import host_of
+from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
 from .layout import NO_POSITION, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 from .protocol import Hint
@@ -60,6 +65,7 @@ _ALSO, _SECOND, _SKETCH = 1, 2, 4
 _Q = struct.Struct(">Q")
 _SKETCH_HEAD = struct.Struct(">IB")
 _RECORD_HEAD = struct.Struct(">IH")
+_LEARNED_HEAD = struct.Struct(">QHI")  # fingerprint, host length, number of line digests
 #: Hint kinds (``check.lua``): a candidate within k (steps 5, 6); taken when nothing else matches (step 7).
 KIND_WITHIN_K, KIND_CONTAINMENT = 1, 2
 
@@ -187,6 +193,47 @@ class Mirror:
         self.rule.host_of_entry = self._host_of_entry
         self._hosts: dict[int, str | None] = {}
         self.scopes: dict[str, _Scope] = {}
+        #: Bytes of the shared learner inputs (the ``templates`` string) replayed, and the ranges this
+        #: worker appended there that are not behind ``learned`` yet (never replayed: learned already).
+        self.learned = 0
+        self._own: list[tuple[int, int]] = []
+
+    def replay_templates(self, data: bytes, start: int) -> None:
+        """The shared learner inputs from byte ``start`` (other workers' pages, in the order they were
+        appended; this worker's own are skipped)."""
+        templates = self.detector.templates
+        at = max(0, self.learned - start)
+        while templates is not None and at + _LEARNED_HEAD.size <= len(data):
+            fp, hlen, n = _LEARNED_HEAD.unpack_from(data, at)
+            end = at + _LEARNED_HEAD.size + hlen + 8 * n
+            if not any(a <= start + at < b for a, b in self._own):
+                host = data[at + _LEARNED_HEAD.size : at + _LEARNED_HEAD.size + hlen].decode("utf-8", "surrogatepass")
+                digests = list(struct.unpack_from(f">{n}Q", data, at + _LEARNED_HEAD.size + hlen))
+                templates.learn(host, fp, digests)
+            at = end
+        self.learned = max(self.learned, start + len(data))
+        self._own = [(a, b) for a, b in self._own if b > self.learned]
+
+    def learn_templates(self, records: list[PageRecord]) -> bytes:
+        """Learn from each page's text, in this order, and give it its template-free simhash (``also``; its
+        text is then dropped); the learner inputs to append to the shared string."""
+        out = []
+        for record in records:
+            if record.source is None:
+                continue
+            if not record.exact and record.url and self.detector.templates is not None:
+                host = host_of(record.url).encode("utf-8", "surrogatepass")
+                digests = line_hashes(record.source)
+                out.append(_LEARNED_HEAD.pack(record.fingerprint, len(host), len(digests)) + host
+                           + struct.pack(f">{len(digests)}Q", *digests))  # fmt: skip
+                record.also = self.template_free(record)
+            record.source = None
+        return b"".join(out)
+
+    def appended(self, end: int, length: int) -> None:
+        """This worker appended ``length`` bytes of learner inputs, ending at byte ``end``."""
+        if length:
+            self._own.append((end - length, end))
 
     def _host_of_entry(self, entry: int) -> str | None:
         return self._hosts.get(entry)
