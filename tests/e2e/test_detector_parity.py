@@ -157,3 +157,40 @@ async def test_a_redis_crawl_with_one_worker_gives_the_in_process_pairs_of_steps
         assert extras and all(client.strlen(key) > 0 for key in extras)
     finally:
         client.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_two_redis_crawlers_find_only_the_in_process_duplicates(serve: Any, redis_server: Any) -> None:
+    """Two real crawls at once against one redis-server, each fetching every other page: every pair they flag
+    is one an in-process crawl of the pages, in the order Redis checked them, puts in one cluster (crawl order
+    and races differ: a race keeps a duplicate, it never pairs distinct pages); most pairs are found."""
+    import asyncio
+
+    from twisted.internet import defer
+
+    from simhash_scrapy.backends.redis import RedisBackend, RedisSettings
+    from simhash_scrapy.config import SimhashConfig
+
+    pages = steps_pages() + sample_pages("sample")
+    local = serve_by_host(serve, pages)
+    urls = [local[url] for url, _ in pages]
+    settings = {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url, "SIMHASH_REDIS_PERSIST": True}
+    crawls = await defer.gatherResults([
+        defer.ensureDeferred(crawl_pairs(urls[worker::2], settings)) for worker in range(2)
+    ])  # fmt: skip
+    redis = crawls[0][1] | crawls[1][1]
+
+    async def checked_order() -> list[str]:
+        backend = RedisBackend(SimhashConfig(), RedisSettings({"SIMHASH_REDIS_URL": redis_server.url}))
+        await backend.attach(RecordingSpider.name)
+        try:
+            return [member.url for member in await backend.members()]
+        finally:
+            await backend.close()
+
+    order = await defer.Deferred.fromFuture(asyncio.ensure_future(checked_order()))
+    assert sorted(order) == sorted(crawls[0][0] + crawls[1][0])
+    _, memory = await crawl_pairs(order)
+    canonical = dict(memory)
+    assert redis and all(canonical.get(a, a) == canonical.get(b, b) for a, b in redis), redis - memory
+    assert len(redis) >= 2 * len(memory) // 3
