@@ -82,11 +82,23 @@ def url_of(i: int) -> str:
     return f"https://www.example.com/section-{i % 50}/article-{i}.html"
 
 
+#: ``--steps``: pages carry what clustering steps 5-7 use (set in the environment for the worker processes).
+STEPS = os.environ.get("SIMHASH_BENCH_STEPS") == "1"
+
+
 def record_of(i: int, fp: int) -> PageRecord:
     url = url_of(i)
+    extra: dict[str, Any] = {}
+    if STEPS:  # a second simhash and a full 32-sentence sketch, random: their cost, not their matches
+        from simhash_scrapy.core.cluster.containment import Sketch
+
+        digest = b"".join(hashlib.blake2b(i.to_bytes(8, "big"), digest_size=64, person=bytes([n])).digest()
+                          for n in range(5))  # fmt: skip
+        hashes = sorted(int.from_bytes(digest[8 * n : 8 * n + 8], "big") for n in range(1, 33))
+        extra = {"second": int.from_bytes(digest[:8], "big"), "sketch": Sketch(tuple(hashes), 40)}
     return PageRecord(
         url=url, fingerprint=fp, scope=SCOPE, identity=hashlib.sha1(url.encode()).hexdigest(),
-        referer=f"https://www.example.com/section-{i % 50}/", depth=2, seen=T0 + i * 0.01,
+        referer=f"https://www.example.com/section-{i % 50}/", depth=2, seen=T0 + i * 0.01, **extra,
     )
 
 
@@ -398,7 +410,7 @@ def save_rdb(client: Any, server: Server, path: Path) -> None:
 
 def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int, in_flight: int, compare: bool,
             rdb_cache: Path | None = None) -> dict[str, Any]:
-    name = f"fill-{stored}-{'direct' if direct else 'checks'}-v{LAYOUT_VERSION}.rdb"
+    name = f"fill-{stored}-{'direct' if direct else 'checks'}{'-steps' if STEPS else ''}-v{LAYOUT_VERSION}.rdb"
     cached = rdb_cache / name if rdb_cache is not None else None
     loaded = cached is not None and cached.exists()
     server = Server(str(cached) if loaded else None)
@@ -443,7 +455,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5,000 vs 20,000 stored, 2 workers, 2,000 checks each")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--rdb-cache", type=Path, help="keep each filled Redis here as an RDB file; later runs load it")
+    parser.add_argument("--steps", action="store_true",
+                        help="pages carry a second simhash and a 32-sentence sketch (steps 5-7: random, so their cost "
+                             "only); the big fill writes no steps 5-7 records, its bytes/page leave them out")
     args = parser.parse_args()
+    if args.steps:
+        global STEPS
+        STEPS = True
+        os.environ["SIMHASH_BENCH_STEPS"] = "1"  # (the spawned workers read it)
     if args.quick:
         args.stored, args.baseline, args.workers, args.checks = 20_000, 5_000, 2, 2000
     rows = []

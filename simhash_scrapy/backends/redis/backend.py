@@ -387,8 +387,14 @@ class RedisBackend(Outages, DedupBackend):
                 self._queues.pop(scope, None)
 
     async def preload(self, scope: str) -> None:
-        """Load this worker's replica of ``scope``'s canonical log now rather than at its first check."""
-        return await connection.on_asyncio(self._replica(scope))
+        """Load this worker's replica of ``scope``'s canonical log (and its mirror of steps 5-7, when one of them
+        is on) now rather than at its first check."""
+        return await connection.on_asyncio(self._preload(scope))
+
+    async def _preload(self, scope: str) -> None:
+        await self._replica(scope)
+        if self._mirror is not None:
+            await self._load_mirror(scope, self.keys.scope(scope))
 
     async def _replica(self, scope: str) -> Replica:
         replica = self._replicas.get(scope)
@@ -662,11 +668,16 @@ class RedisBackend(Outages, DedupBackend):
             return True
         if not any(has_extras(record) for record in records):
             return False
+        await self._load_mirror(scope, sk)
+        return True
+
+    async def _load_mirror(self, scope: str, sk: ScopeKeys) -> None:
+        mirror = self._mirror
+        assert mirror is not None
         if "read_both" not in self._scripts:  # one script: the log and the extras of one moment
             self._scripts["read_both"] = self.client.register_script(_READ_BOTH)
         log, extras = await self._scripts["read_both"](keys=[sk.log, sk.extras])
         mirror.load(scope, bytes(log or b""), bytes(extras or b""))
-        return True
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:
