@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from redis_server import RedisServer

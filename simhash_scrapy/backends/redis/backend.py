@@ -569,9 +569,10 @@ class RedisBackend(Outages, DedupBackend):
         for n, row in zip(sent, rows):
             verdicts[n] = verdict(codec, self.config.max_distance, row.outcome, row.distance, row.canonical_fingerprint,
                                   row.canonical_field, row.canonical_payload, row.previous)
-            if row.via is not None or batch[n][0].also is not None:
-                verdicts[n] = replace(verdicts[n], also=batch[n][0].also, **(
-                    {"via": row.via, "one_edit": False} if row.via is not None else {}))
+            if row.via is not None:  # the page's hint (steps 5-7, mirror.py) matched it
+                verdicts[n] = replace(verdicts[n], via=row.via, one_edit=False)
+            if batch[n][0].also is not None:
+                verdicts[n] = replace(verdicts[n], also=batch[n][0].also)
         busy = sorted(set(range(len(batch))) - set(sent))
         if busy and attempt < shards.TRIES:
             # Identities another worker is checking right now: again once its check is written back

@@ -336,6 +336,7 @@ class Mirror:
         if found is None or found[2] is None:
             return None
         entry, distance, via = found
+        assert via is not None
         pos = state.pos_of[entry]
         if via == "containment":
             return Hint(pos, state.seq_of[pos], KIND_CONTAINMENT, 0), via
