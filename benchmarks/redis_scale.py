@@ -5,6 +5,7 @@
     python benchmarks/redis_scale.py --quick                  # 20,000 vs 5,000 stored, 2 workers: about a minute
     python benchmarks/redis_scale.py --json benchmarks/results/redis_scale.json
     python benchmarks/redis_scale.py --rdb-cache /tmp/simhash-fills    # keep the filled Redis: reruns skip the fill
+    python benchmarks/redis_scale.py --stored 1000000 --steps        # pages with steps 5-7 data (second simhash, sketch)
 
 For each size (the baseline first, then ``--stored``), in one run:
 
@@ -86,6 +87,14 @@ def url_of(i: int) -> str:
 STEPS = os.environ.get("SIMHASH_BENCH_STEPS") == "1"
 
 
+def bench_config() -> SimhashConfig:
+    """The workers' settings: the defaults, clustering steps 5-7 off unless ``--steps`` (pages without their data
+    are checked by steps 1-4, and a worker then keeps no mirror of them: ``backends/redis/mirror.py``)."""
+    if STEPS:
+        return SimhashConfig()
+    return SimhashConfig(templates=False, second_simhash=False, containment=False)
+
+
 def record_of(i: int, fp: int) -> PageRecord:
     url = url_of(i)
     extra: dict[str, Any] = {}
@@ -132,7 +141,7 @@ async def fill_through_backend(url: str, stored: int, capacity: int, extra: dict
     from simhash_scrapy.backends.redis import RedisBackend
 
     fps, _ = fill_plan(stored)
-    backend = RedisBackend(SimhashConfig(), settings(url, capacity, extra))
+    backend = RedisBackend(bench_config(), settings(url, capacity, extra))
     await backend.open("bench")
     pages = iter(range(stored))
 
@@ -175,7 +184,7 @@ def fill_directly(url: str, stored: int, capacity: int) -> None:
     from simhash_scrapy.backends.redis.layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, layout_string
     from simhash_scrapy.core.index.index import BlockPermutedIndex
 
-    config = SimhashConfig()
+    config = bench_config()
     bits = bucket_bits_for(capacity)
     fps, dup = fill_plan(stored)
     canon_pages = np.flatnonzero(~dup)
@@ -284,7 +293,7 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
     pages = worker_pages(stored, worker, workers, checks)
 
     async def main() -> None:
-        backend = RedisBackend(SimhashConfig(), settings(url, capacity, extra))
+        backend = RedisBackend(bench_config(), settings(url, capacity, extra))
         await backend.open("bench")
         gc.collect()
         reset = _reset_peak()
@@ -367,7 +376,7 @@ def same_decisions(url: str, stored: int, capacity: int, workers: int, checks: i
     seqs = {page: parse_record(v).seq for page, v in zip(order, pipe.execute())}
     client.close()
     fps, dup = fill_plan(stored)
-    memory = MemoryBackend(SimhashConfig())
+    memory = MemoryBackend(bench_config())
     # The fill's canonical pages, restored the way a resumed crawl restores them (PersistentBackend._restore:
     # Clusterer.restore_many, then one bulk index add); the stored near-duplicates never matter for pages of
     # new identities.
