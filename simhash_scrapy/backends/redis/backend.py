@@ -493,7 +493,11 @@ class RedisBackend(Outages, DedupBackend):
             if cut is not None:
                 return [*await self._send(scope, batch[:cut], attempt), *await self._send(scope, batch[cut:], attempt)]
         if self._mirror is not None and any(record.source is not None for record, _, _ in batch):
-            await self._learn_templates([record for record, _, _ in batch])
+            try:
+                await self._learn_templates([record for record, _, _ in batch])
+            except _DOWN_ERRORS as exc:
+                self._mark_down(exc)
+                raise
         if self._mirror is not None and len(batch) > 1:
             # Steps 5-7: a page that may depend on an earlier one of the batch waits for its answer (mirror.py).
             cut = first_related([record for record, _, _ in batch], self.config.max_distance)
