@@ -306,13 +306,14 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
         # The replica at rest (RSS after the load minus before it), and the peak while it loaded.
         memory = {"before": before, "rest": _proc_status("VmRSS"), "peak": _proc_status("VmHWM") if reset else rss,
                   "load_cpu_s": load_cpu}
+        records = [record_of(page, fp) for page, fp in pages]  # (made before the clock starts)
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
         verdicts: list[Any] = [None] * len(pages)
-        queue = iter(enumerate(pages))
+        queue = iter(enumerate(records))
 
         async def one() -> None:
-            for n, (page, fp) in queue:
-                verdicts[n] = await backend.check(record_of(page, fp))
+            for n, record in queue:
+                verdicts[n] = await backend.check(record)
 
         start, cpu = time.time(), time.process_time()
         await asyncio.gather(*(one() for _ in range(in_flight)))

@@ -33,6 +33,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ...core.cluster.sitetemplate import host_of
 from ...core.redact import redact
 from ...core.wording import plural
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
@@ -632,9 +633,10 @@ class RedisBackend(Outages, DedupBackend):
             shard_record = None if olds is None else (slot.bucket, olds[n] or b"")
             extra = None
             if mirror is not None and not record.exact:
-                found = mirror.hint(scope, record)
+                host = host_of(record.url) if record.url else None
+                found = mirror.hint(scope, record, host)
                 vias.append(None if found is None else found[1])
-                extra = (None if found is None else found[0], record_of(record) if has_extras(record) else b"")
+                extra = (None if found is None else found[0], record_of(record, host) if has_extras(record) else b"")
             else:
                 vias.append(None)
             args.append(pack_page(slot.field, record.fingerprint, index, record.exact, record.seen, local[n], payload,

@@ -79,7 +79,7 @@ def has_extras(record: PageRecord) -> bool:
     )
 
 
-def record_of(record: PageRecord) -> bytes:
+def record_of(record: PageRecord, host: str | None) -> bytes:
     """What the extras keep of a page: flags, its template-free simhash, second simhash, sentence sketch
     (sentence count, hashes) and host (UTF-8, the rest)."""
     flags, parts = 0, [b""]
@@ -99,7 +99,7 @@ def record_of(record: PageRecord) -> bytes:
         )
     parts[0] = bytes([flags])
     parts.append(
-        host_of(record.url).encode("utf-8", "surrogatepass") if record.url else b""
+        host.encode("utf-8", "surrogatepass") if host else b""
     )
     return b"".join(parts)
 
@@ -174,14 +174,12 @@ def first_related(records: list[PageRecord], k: int) -> int | None:
 class _Scope:
     """What a ``Mirror`` holds of one scope: log entries and extras bytes applied, log position <-> entry."""
 
-    __slots__ = ("sync", "xsync", "entry_of", "pos_of", "seq_of")
+    __slots__ = ("sync", "xsync", "entry_of")
 
     def __init__(self) -> None:
         self.sync = 0
         self.xsync = 0
-        self.entry_of: dict[int, int] = {}
-        self.pos_of: dict[int, int] = {}
-        self.seq_of: dict[int, int] = {}
+        self.entry_of: dict[int, int] = {}  # log position -> entry, for the canonical pages of the scope
 
 
 class Mirror:
@@ -191,7 +189,11 @@ class Mirror:
         self.detector = Detector.from_config(config)
         self.rule = self.detector.rule
         self.rule.host_of_entry = self._host_of_entry
-        self._hosts: dict[int, str | None] = {}
+        # Per entry of the rule (entries are made in order, one per canonical page added): its page's host,
+        # log position and seq.
+        self._hosts: list[str | None] = []
+        self._pos: list[int] = []
+        self._seq: list[int] = []
         self.scopes: dict[str, _Scope] = {}
         #: Bytes of the shared learner inputs (the ``templates`` string) replayed, and the ranges this
         #: worker appended there that are not behind ``learned`` yet (never replayed: learned already).
@@ -236,7 +238,7 @@ class Mirror:
             self._own.append((end - length, end))
 
     def _host_of_entry(self, entry: int) -> str | None:
-        return self._hosts.get(entry)
+        return self._hosts[entry] if entry < len(self._hosts) else None
 
     def template_free(self, record: PageRecord) -> int | None:
         """Learn the page's host template from its text (in check order) and give its template-free simhash."""
@@ -250,7 +252,6 @@ class Mirror:
         if state is not None:
             for entry in state.entry_of.values():
                 self.rule.remove_canonical(scope, entry)
-                self._hosts.pop(entry, None)
 
     def load(self, scope: str, log: bytes, extras: bytes) -> None:
         """The scope's whole log and extras, read together (``MULTI``)."""
@@ -297,13 +298,10 @@ class Mirror:
                 entry = state.entry_of.pop(fps[j] >> 32, None)
                 if entry is not None:
                     self.rule.remove_canonical(scope, entry)
-                    state.pos_of.pop(entry, None)
-                    state.seq_of.pop(fps[j] >> 32, None)
         state.sync = max(state.sync, start + len(ops))
-        for _, data in records:
-            sketch = read_record(data)[2]
-            if sketch is not None:
-                self.rule.count_sentences(sketch.hashes)
+        counted = [sketch.hashes for sketch in (read_record(data)[2] for _, data in records) if sketch is not None]
+        if counted:
+            self.rule.count_sentences(np.fromiter((h for hashes in counted for h in hashes), dtype=np.uint64))
 
     def _add(
         self,
@@ -322,22 +320,24 @@ class Mirror:
         entry = self.rule.add_canonical(
             scope, fp, exact, tuple(keys), also, second, sketch
         )
-        self._hosts[entry] = host
-        state.entry_of[pos], state.pos_of[entry], state.seq_of[pos] = entry, pos, seq
+        assert entry == len(self._pos)
+        self._hosts.append(host)
+        self._pos.append(pos)
+        self._seq.append(seq)
+        state.entry_of[pos] = entry
 
-    def hint(self, scope: str, record: PageRecord) -> tuple[Hint, str] | None:
+    def hint(self, scope: str, record: PageRecord, host: str | None) -> tuple[Hint, str] | None:
         """What the rule matches the page with by steps 5-7 now (``Clusterer.nearest``), as the script's hint,
         with its ``via``; ``None`` when it matches nothing, or by steps 1-4 (the script finds those itself)."""
         if record.exact:
             return None
-        state = self.scopes[scope]
         found = self.rule.nearest(scope, record.fingerprint, record.edit_keys, record.also, record.second,
-                                  record.sketch, host_of(record.url) if record.url else None)  # fmt: skip
+                                  record.sketch, host)  # fmt: skip
         if found is None or found[2] is None:
             return None
         entry, distance, via = found
         assert via is not None
-        pos = state.pos_of[entry]
+        pos, seq = self._pos[entry], self._seq[entry]
         if via == "containment":
-            return Hint(pos, state.seq_of[pos], KIND_CONTAINMENT, 0), via
-        return Hint(pos, state.seq_of[pos], KIND_WITHIN_K, distance), via
+            return Hint(pos, seq, KIND_CONTAINMENT, 0), via
+        return Hint(pos, seq, KIND_WITHIN_K, distance), via

@@ -383,9 +383,10 @@ class Clusterer:
         """``entry`` is no longer canonical (decided elsewhere): out of every index of ``scope``."""
         self._unindex(scope, entry)
 
-    def count_sentences(self, hashes: Sequence[int]) -> None:
-        """A page decided elsewhere reached step 7: its sentences are counted (``SentenceCounts``)."""
-        self._counts().add(hashes)
+    def count_sentences(self, hashes: np.ndarray) -> None:
+        """Pages decided elsewhere reached step 7: their sentences are counted (``SentenceCounts.add_many``;
+        ``hashes``: each page's distinct sentence hashes, one after the other)."""
+        self._counts().add_many(hashes)
 
     def _make_canonical(
         self,
