@@ -23,6 +23,7 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from dataclasses import replace
@@ -115,6 +116,8 @@ class RedisBackend(Outages, DedupBackend):
         #: Steps 5-7 (``mirror.py``), when one of them is on.
         self._mirror = Mirror(config) if config.templates or config.second_simhash or config.containment else None
         self._learning = asyncio.Lock()
+        #: Held while the mirror changes or answers: a scope's mirror loads in a thread (a big log takes seconds).
+        self._mirror_lock = threading.Lock()
         self._init_outages()
 
     @classmethod
@@ -437,7 +440,8 @@ class RedisBackend(Outages, DedupBackend):
         replica = self._replicas.pop(scope, None)
         self._codecs.pop(scope, None)
         if self._mirror is not None:
-            self._mirror.drop(scope)
+            with self._mirror_lock:
+                self._mirror.drop(scope)
         known = replica.records if replica is not None else 0
         lost = max(0, known - int(records)) if same == "1" else known
         if self.stats is not None:
@@ -621,8 +625,8 @@ class RedisBackend(Outages, DedupBackend):
         xsync = mirror.scopes[scope].xsync if mirror is not None else -1
         args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
                            "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex, xsync]
-        vias: list[str | None] = []
-        for n in sent:
+        extras = self._hints(scope, mirror, [batch[n][0] for n in sent]) if mirror is not None else None
+        for at, n in enumerate(sent):
             (record, index, _), slot = batch[n], slots[n]
             edit_keys = () if record.exact else record.edit_keys
             payload = codec.encode(record.url, record.identity, slot.kept, record.referer, record.depth, record.text,
@@ -631,24 +635,35 @@ class RedisBackend(Outages, DedupBackend):
             if olds is None:
                 keys.append(sk.bucket(slot.bucket))
             shard_record = None if olds is None else (slot.bucket, olds[n] or b"")
-            extra = None
-            if mirror is not None and not record.exact:
-                host = host_of(record.url) if record.url else None
-                found = mirror.hint(scope, record, host)
-                vias.append(None if found is None else found[1])
-                extra = (None if found is None else found[0], record_of(record, host) if has_extras(record) else b"")
-            else:
-                vias.append(None)
+            extra = extras[at][0] if extras is not None else None
             args.append(pack_page(slot.field, record.fingerprint, index, record.exact, record.seen, local[n], payload,
                                   shard_record, edit_keys, extra))
         sync = replica.sync
         reply = await self._scripts["check"](keys=keys, args=args)
         replica.apply(reply[0], sync)
         if mirror is not None:
-            mirror.apply(scope, reply[0], sync, reply[4], xsync)
+            with self._mirror_lock:
+                mirror.apply(scope, reply[0], sync, reply[4], xsync)
         replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
         rows = parse_verdicts(reply[1], len(sent))
-        return [row._replace(via=via) if row.hinted else row for row, via in zip(rows, vias)]
+        if extras is None:
+            return rows
+        return [row._replace(via=extra[1]) if row.hinted else row for row, extra in zip(rows, extras)]
+
+    def _hints(self, scope: str, mirror: Mirror, records: list[PageRecord]) -> list[tuple[Any, str | None]]:
+        """Per page, what ``pack_page`` sends for steps 5-7 (its hint and extras record, ``None`` for a short
+        page) and the step its hint matched by (``mirror.py``)."""
+        out: list[tuple[Any, str | None]] = []
+        with self._mirror_lock:
+            for record in records:
+                if record.exact:
+                    out.append((None, None))
+                    continue
+                host = host_of(record.url) if record.url else None
+                found = mirror.hint(scope, record, host)
+                extra = (None if found is None else found[0], record_of(record, host) if has_extras(record) else b"")
+                out.append((extra, None if found is None else found[1]))
+        return out
 
     async def _learn_templates(self, records: list[PageRecord]) -> None:
         """Step 5: the other workers' learner inputs replayed, then these pages learned from, in this order
@@ -684,7 +699,13 @@ class RedisBackend(Outages, DedupBackend):
         if "read_both" not in self._scripts:  # one script: the log and the extras of one moment
             self._scripts["read_both"] = self.client.register_script(_READ_BOTH)
         log, extras = await self._scripts["read_both"](keys=[sk.log, sk.extras])
-        mirror.load(scope, bytes(log or b""), bytes(extras or b""))
+
+        def load() -> None:
+            with self._mirror_lock:
+                mirror.load(scope, bytes(log or b""), bytes(extras or b""))
+
+        # A big scope takes seconds to load: not on the event loop (heartbeats, other scopes' checks).
+        await asyncio.get_running_loop().run_in_executor(None, load)
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:
