@@ -672,6 +672,8 @@ class RedisBackend(Outages, DedupBackend):
         assert mirror is not None
         key = self.keys.extra("templates")
         async with self._learning:  # one batch at a time: each input is replayed once, in order
+            if mirror.learned and int(await self.client.strlen(key)) < mirror.learned:
+                mirror.forget_templates()  # the string was made anew (flushed, expired): learn afresh
             start = mirror.learned
             mirror.replay_templates(bytes(await self.client.getrange(key, start, -1) or b""), start)
             data = mirror.learn_templates(records)

@@ -185,11 +185,9 @@ local function best_match(fp, hi, lo, exact, locals, own, keys, hint)
 end
 
 -- A page that reached step 7 (nothing matched it, or its containment hint did) leaves its extras record.
-local nextras = 0
 local function append_extras(extras, pos)
   if extras and #extras > 0 then
     redis.call('APPEND', KEYS[4], struct.pack('>I4I2', pos or NO_POSITION, #extras) .. extras)
-    nextras = nextras + 1
   end
 end
 

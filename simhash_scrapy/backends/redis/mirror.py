@@ -200,6 +200,14 @@ class Mirror:
         self.learned = 0
         self._own: list[tuple[int, int]] = []
 
+    def forget_templates(self) -> None:
+        """The shared learner inputs are gone (Redis lost them): learn afresh from what comes next."""
+        if self.detector.templates is not None:
+            templates = self.detector.templates
+            self.detector.templates = type(templates)(templates.features, templates.min_tokens)
+        self.learned = 0
+        self._own = []
+
     def replay_templates(self, data: bytes, start: int) -> None:
         """The shared learner inputs from byte ``start`` (other workers' pages, in the order they were
         appended; this worker's own are skipped)."""
