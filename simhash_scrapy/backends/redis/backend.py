@@ -503,11 +503,8 @@ class RedisBackend(Outages, DedupBackend):
             except _DOWN_ERRORS as exc:
                 self._mark_down(exc)
                 raise
-        if self._mirror is not None and len(batch) > 1:
-            # Steps 5-7: a page that may depend on an earlier one of the batch waits for its answer (mirror.py).
-            cut = first_related([record for record, _, _ in batch], self.config.max_distance)
-            if cut is not None:
-                return [*await self._send(scope, batch[:cut], attempt), *await self._send(scope, batch[cut:], attempt)]
+        if self._mirror is not None and len(batch) > 1 and self._first_related(batch) is not None:
+            return await self._send_in_parts(scope, batch, attempt)
         try:
             exchanged = await self._exchange(scope, batch, resets)
             if exchanged is None:  # a shard lost the scope's records: the scope was made anew
@@ -520,6 +517,22 @@ class RedisBackend(Outages, DedupBackend):
                 raise
             return await self._send(scope, batch, attempt, resets + 1)
         return await self._answer(scope, batch, attempt, *exchanged)
+
+    def _first_related(self, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]]) -> int | None:
+        return first_related([record for record, _, _ in batch], self.config.max_distance)
+
+    async def _send_in_parts(
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int
+    ) -> list[Verdict]:
+        """Steps 5-7: a page that may depend on an earlier one of the batch waits for its answer (``mirror.py``):
+        the batch is sent in parts, each cut before such a page."""
+        out: list[Verdict] = []
+        cut = self._first_related(batch)
+        while cut is not None:
+            out += await self._send(scope, batch[:cut], attempt)
+            batch = batch[cut:]
+            cut = self._first_related(batch) if len(batch) > 1 else None
+        return [*out, *await self._send(scope, batch, attempt)]
 
     async def _exchange(
         self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], resets: int,
