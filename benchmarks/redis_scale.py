@@ -5,6 +5,7 @@
     python benchmarks/redis_scale.py --quick                  # 20,000 vs 5,000 stored, 2 workers: about a minute
     python benchmarks/redis_scale.py --json benchmarks/results/redis_scale.json
     python benchmarks/redis_scale.py --rdb-cache /tmp/simhash-fills    # keep the filled Redis: reruns skip the fill
+    python benchmarks/redis_scale.py --stored 1000000 --steps        # pages with steps 5-7 data (second simhash, sketch)
 
 For each size (the baseline first, then ``--stored``), in one run:
 
@@ -82,11 +83,31 @@ def url_of(i: int) -> str:
     return f"https://www.example.com/section-{i % 50}/article-{i}.html"
 
 
+#: ``--steps``: pages carry what clustering steps 5-7 use (set in the environment for the worker processes).
+STEPS = os.environ.get("SIMHASH_BENCH_STEPS") == "1"
+
+
+def bench_config() -> SimhashConfig:
+    """The workers' settings: the defaults, clustering steps 5-7 off unless ``--steps`` (pages without their data
+    are checked by steps 1-4, and a worker then keeps no mirror of them: ``backends/redis/mirror.py``)."""
+    if STEPS:
+        return SimhashConfig()
+    return SimhashConfig(templates=False, second_simhash=False, containment=False)
+
+
 def record_of(i: int, fp: int) -> PageRecord:
     url = url_of(i)
+    extra: dict[str, Any] = {}
+    if STEPS:  # a second simhash and a full 32-sentence sketch, random: their cost, not their matches
+        from simhash_scrapy.core.cluster.containment import Sketch
+
+        digest = b"".join(hashlib.blake2b(i.to_bytes(8, "big"), digest_size=64, person=bytes([n])).digest()
+                          for n in range(5))  # fmt: skip
+        hashes = sorted(int.from_bytes(digest[8 * n : 8 * n + 8], "big") for n in range(1, 33))
+        extra = {"second": int.from_bytes(digest[:8], "big"), "sketch": Sketch(tuple(hashes), 40)}
     return PageRecord(
         url=url, fingerprint=fp, scope=SCOPE, identity=hashlib.sha1(url.encode()).hexdigest(),
-        referer=f"https://www.example.com/section-{i % 50}/", depth=2, seen=T0 + i * 0.01,
+        referer=f"https://www.example.com/section-{i % 50}/", depth=2, seen=T0 + i * 0.01, **extra,
     )
 
 
@@ -120,7 +141,7 @@ async def fill_through_backend(url: str, stored: int, capacity: int, extra: dict
     from simhash_scrapy.backends.redis import RedisBackend
 
     fps, _ = fill_plan(stored)
-    backend = RedisBackend(SimhashConfig(), settings(url, capacity, extra))
+    backend = RedisBackend(bench_config(), settings(url, capacity, extra))
     await backend.open("bench")
     pages = iter(range(stored))
 
@@ -163,7 +184,7 @@ def fill_directly(url: str, stored: int, capacity: int) -> None:
     from simhash_scrapy.backends.redis.layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, layout_string
     from simhash_scrapy.core.index.index import BlockPermutedIndex
 
-    config = SimhashConfig()
+    config = bench_config()
     bits = bucket_bits_for(capacity)
     fps, dup = fill_plan(stored)
     canon_pages = np.flatnonzero(~dup)
@@ -272,7 +293,7 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
     pages = worker_pages(stored, worker, workers, checks)
 
     async def main() -> None:
-        backend = RedisBackend(SimhashConfig(), settings(url, capacity, extra))
+        backend = RedisBackend(bench_config(), settings(url, capacity, extra))
         await backend.open("bench")
         gc.collect()
         reset = _reset_peak()
@@ -285,13 +306,14 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
         # The replica at rest (RSS after the load minus before it), and the peak while it loaded.
         memory = {"before": before, "rest": _proc_status("VmRSS"), "peak": _proc_status("VmHWM") if reset else rss,
                   "load_cpu_s": load_cpu}
+        records = [record_of(page, fp) for page, fp in pages]  # (made before the clock starts)
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
         verdicts: list[Any] = [None] * len(pages)
-        queue = iter(enumerate(pages))
+        queue = iter(enumerate(records))
 
         async def one() -> None:
-            for n, (page, fp) in queue:
-                verdicts[n] = await backend.check(record_of(page, fp))
+            for n, record in queue:
+                verdicts[n] = await backend.check(record)
 
         start, cpu = time.time(), time.process_time()
         await asyncio.gather(*(one() for _ in range(in_flight)))
@@ -355,7 +377,7 @@ def same_decisions(url: str, stored: int, capacity: int, workers: int, checks: i
     seqs = {page: parse_record(v).seq for page, v in zip(order, pipe.execute())}
     client.close()
     fps, dup = fill_plan(stored)
-    memory = MemoryBackend(SimhashConfig())
+    memory = MemoryBackend(bench_config())
     # The fill's canonical pages, restored the way a resumed crawl restores them (PersistentBackend._restore:
     # Clusterer.restore_many, then one bulk index add); the stored near-duplicates never matter for pages of
     # new identities.
@@ -398,7 +420,7 @@ def save_rdb(client: Any, server: Server, path: Path) -> None:
 
 def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int, in_flight: int, compare: bool,
             rdb_cache: Path | None = None) -> dict[str, Any]:
-    name = f"fill-{stored}-{'direct' if direct else 'checks'}-v{LAYOUT_VERSION}.rdb"
+    name = f"fill-{stored}-{'direct' if direct else 'checks'}{'-steps' if STEPS else ''}-v{LAYOUT_VERSION}.rdb"
     cached = rdb_cache / name if rdb_cache is not None else None
     loaded = cached is not None and cached.exists()
     server = Server(str(cached) if loaded else None)
@@ -443,7 +465,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5,000 vs 20,000 stored, 2 workers, 2,000 checks each")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--rdb-cache", type=Path, help="keep each filled Redis here as an RDB file; later runs load it")
+    parser.add_argument("--steps", action="store_true",
+                        help="pages carry a second simhash and a 32-sentence sketch (steps 5-7: random, so their cost "
+                             "only); the big fill writes no steps 5-7 records, its bytes/page leave them out")
     args = parser.parse_args()
+    if args.steps:
+        global STEPS
+        STEPS = True
+        os.environ["SIMHASH_BENCH_STEPS"] = "1"  # (the spawned workers read it)
     if args.quick:
         args.stored, args.baseline, args.workers, args.checks = 20_000, 5_000, 2, 2000
     rows = []

@@ -43,3 +43,18 @@ def sample_pages(name: str) -> list[tuple[str, bytes]]:
     rows = [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines() if line.strip()]
     rows.sort(key=lambda row: row["order"])
     return [(row["url"], (root / row["file"]).read_bytes()) for row in rows]
+
+
+def clusters(*pair_sets: set[tuple[str, str]]) -> dict[str, str]:
+    """Each page's cluster (a representative page) in the union of the pairs' clusters."""
+    parent: dict[str, str] = {}
+
+    def find(url: str) -> str:
+        while parent.get(url, url) != url:
+            url = parent[url]
+        return url
+
+    for pairs in pair_sets:
+        for a, b in pairs:
+            parent[find(a)] = find(b)
+    return {url: find(url) for url in parent}

@@ -13,7 +13,7 @@ from conftest import RecordingSpider, run_crawl
 from urllib.parse import urlsplit
 
 import simhash_scrapy
-from detector_helpers import sample_pages, steps_pages  # (tests/ is on sys.path)
+from detector_helpers import clusters, sample_pages, steps_pages  # (tests/ is on sys.path)
 
 pytest_plugins = ["conftest_redis"]
 
@@ -126,11 +126,72 @@ async def test_memory_store_and_resumed_store_crawls_give_the_same_pairs(serve: 
 async def test_a_redis_crawl_with_one_worker_gives_the_in_process_pairs_of_steps_1_to_4(
     serve: Any, redis_server: Any
 ) -> None:
-    """Redis applies steps 1-4 only (its Lua script; steps 5-7 are not shared between workers yet): with
-    steps 5-7 off, one Redis worker finds the in-process crawl's pairs on the same page order."""
+    """Steps 1-4 alone (steps 5-7 off): one Redis worker finds the in-process crawl's pairs on the same page
+    order (the Lua script's rule)."""
     pages = sample_pages("sample") + sample_pages("sample_wide")
     local = serve_by_host(serve, pages)
     urls = [local[url] for url, _ in pages]
     _, memory = await crawl_pairs(urls, STEPS_OFF)
     _, redis = await crawl_pairs(urls, {**STEPS_OFF, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url})
     assert memory and redis == memory
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_redis_crawl_with_one_worker_gives_the_in_process_pairs_of_steps_1_to_7(
+    serve: Any, redis_server: Any
+) -> None:
+    """Steps 5-7 on Redis (``backends.redis.mirror``): one worker finds the in-process crawl's pairs on the
+    same page order, the pairs only steps 5-7 find included; what they keep is in Redis (the scope's extras)."""
+    pages = steps_pages() + sample_pages("sample")
+    local = serve_by_host(serve, pages)
+    urls = [local[url] for url, _ in pages]
+    _, memory = await crawl_pairs(urls)
+    _, without = await crawl_pairs(urls, STEPS_OFF)
+    settings = {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url, "SIMHASH_REDIS_PERSIST": True}
+    _, redis = await crawl_pairs(urls, settings)
+    assert without < memory  # steps 5-7 find pairs steps 1-4 do not
+    assert redis == memory
+    client = redis_server.client()
+    try:
+        extras = [key for key in client.scan_iter("*:extras")]
+        assert extras and all(client.strlen(key) > 0 for key in extras)
+    finally:
+        client.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_two_redis_crawlers_find_only_the_in_process_duplicates(serve: Any, redis_server: Any) -> None:
+    """Two real crawls at once against one redis-server, each fetching every other page: every pair they flag
+    joins pages the in-process rule puts in one cluster, on the order Redis checked them or on the set's
+    (races: docs/guides/redis.md); most pairs are found."""
+    import asyncio
+
+    from twisted.internet import defer
+
+    from simhash_scrapy.backends.redis import RedisBackend, RedisSettings
+    from simhash_scrapy.config import SimhashConfig
+
+    pages = steps_pages() + sample_pages("sample")
+    local = serve_by_host(serve, pages)
+    urls = [local[url] for url, _ in pages]
+    settings = {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url, "SIMHASH_REDIS_PERSIST": True}
+    crawls = await defer.gatherResults([
+        defer.ensureDeferred(crawl_pairs(urls[worker::2], settings)) for worker in range(2)
+    ])  # fmt: skip
+    redis = crawls[0][1] | crawls[1][1]
+
+    async def checked_order() -> list[str]:
+        backend = RedisBackend(SimhashConfig(), RedisSettings({"SIMHASH_REDIS_URL": redis_server.url}))
+        await backend.attach(RecordingSpider.name)
+        try:
+            return [member.url for member in await backend.members()]
+        finally:
+            await backend.close()
+
+    order = await defer.Deferred.fromFuture(asyncio.ensure_future(checked_order()))
+    assert sorted(order) == sorted(crawls[0][0] + crawls[1][0])
+    _, memory = await crawl_pairs(order)
+    bodies = {local[url]: body for url, body in pages}
+    cluster = clusters(memory, library_pairs(urls, bodies))  # on Redis' order and on the set's
+    assert redis and all(cluster.get(a, a) == cluster.get(b, b) for a, b in redis), redis - memory
+    assert len(redis) >= 2 * len(memory) // 3

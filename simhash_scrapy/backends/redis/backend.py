@@ -23,8 +23,10 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
+from dataclasses import replace
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ...core.cluster.sitetemplate import host_of
 from ...core.redact import redact
 from ...core.wording import plural
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
@@ -49,6 +52,7 @@ from .layout import (
     lua_constants,
     parse_record,
 )
+from .mirror import Mirror, first_related, has_extras, record_of
 from .outages import Outages, ignore
 from .protocol import Row, pack_page, parse_verdicts, verdict
 from .replica import LOAD_CHUNK, Replica
@@ -67,6 +71,8 @@ _MAX_BATCH = 256
 _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 #: Times a batch is checked again after Redis answered that its scope was lost (then: a backend error).
 _MAX_RESETS = 3
+#: Two strings read in one atomic step (a scope's log and extras, for ``mirror.py``).
+_READ_BOTH = "return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or ''}"
 #: One ERROR line per loss of data: further scopes lost within this many seconds are counted, not logged.
 _LOSS_LOG_INTERVAL = 60.0
 
@@ -78,6 +84,9 @@ def lua(name: str) -> str:
 
 class RedisBackend(Outages, DedupBackend):
     """Canonical pages and one record per identity, in Redis (``SIMHASH_BACKEND = "redis"``)."""
+
+    #: Steps 5-7 too: each worker's mirror of the shared index gives the script its hints (``mirror.py``).
+    extra_queries = True
 
     def __init__(
         self, config: SimhashConfig, settings: RedisConfig, stats: Any = None, crawler: Crawler | None = None
@@ -104,6 +113,11 @@ class RedisBackend(Outages, DedupBackend):
         self.stored_layout: str | None = None  # read by attach()
         self._last_loss_log = -_LOSS_LOG_INTERVAL
         self._last_relist = -float("inf")  # when _scope_lost last listed this worker's scopes again
+        #: Steps 5-7 (``mirror.py``), when one of them is on.
+        self._mirror = Mirror(config) if config.templates or config.second_simhash or config.containment else None
+        self._learning = asyncio.Lock()
+        #: Held while the mirror changes or answers: a scope's mirror loads in a thread (a big log takes seconds).
+        self._mirror_lock = threading.Lock()
         self._init_outages()
 
     @classmethod
@@ -310,6 +324,8 @@ class RedisBackend(Outages, DedupBackend):
     async def _check(self, record: PageRecord, index: bool = True) -> Verdict:
         if self._down_since is not None:
             return self._failed(ConnectionError(f"Redis at {self.settings.describe()} is down; waiting for it"))
+        if self._mirror is not None and record.source is not None:
+            record = replace(record)  # this backend's copy: step 5 gives it its template-free simhash (_send)
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(record.scope, []).append((record, index, future))
         self._ensure_drain(record.scope)
@@ -375,8 +391,14 @@ class RedisBackend(Outages, DedupBackend):
                 self._queues.pop(scope, None)
 
     async def preload(self, scope: str) -> None:
-        """Load this worker's replica of ``scope``'s canonical log now rather than at its first check."""
-        return await connection.on_asyncio(self._replica(scope))
+        """Load this worker's replica of ``scope``'s canonical log (and its mirror of steps 5-7, when one of them
+        is on) now rather than at its first check."""
+        return await connection.on_asyncio(self._preload(scope))
+
+    async def _preload(self, scope: str) -> None:
+        await self._replica(scope)
+        if self._mirror is not None:
+            await self._load_mirror(scope, self.keys.scope(scope))
 
     async def _replica(self, scope: str) -> Replica:
         replica = self._replicas.get(scope)
@@ -417,6 +439,9 @@ class RedisBackend(Outages, DedupBackend):
         same, records = reply.split()[1:3]
         replica = self._replicas.pop(scope, None)
         self._codecs.pop(scope, None)
+        if self._mirror is not None:
+            with self._mirror_lock:
+                self._mirror.drop(scope)
         known = replica.records if replica is not None else 0
         lost = max(0, known - int(records)) if same == "1" else known
         if self.stats is not None:
@@ -472,6 +497,14 @@ class RedisBackend(Outages, DedupBackend):
             cut = shards.first_repeat([record for record, _, _ in batch])
             if cut is not None:
                 return [*await self._send(scope, batch[:cut], attempt), *await self._send(scope, batch[cut:], attempt)]
+        if self._mirror is not None and any(record.source is not None for record, _, _ in batch):
+            try:
+                await self._learn_templates([record for record, _, _ in batch])
+            except _DOWN_ERRORS as exc:
+                self._mark_down(exc)
+                raise
+        if self._mirror is not None and len(batch) > 1 and self._first_related(batch) is not None:
+            return await self._send_in_parts(scope, batch, attempt)
         try:
             exchanged = await self._exchange(scope, batch, resets)
             if exchanged is None:  # a shard lost the scope's records: the scope was made anew
@@ -484,6 +517,22 @@ class RedisBackend(Outages, DedupBackend):
                 raise
             return await self._send(scope, batch, attempt, resets + 1)
         return await self._answer(scope, batch, attempt, *exchanged)
+
+    def _first_related(self, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]]) -> int | None:
+        return first_related([record for record, _, _ in batch], self.config.max_distance)
+
+    async def _send_in_parts(
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int
+    ) -> list[Verdict]:
+        """Steps 5-7: a page that may depend on an earlier one of the batch waits for its answer (``mirror.py``):
+        the batch is sent in parts, each cut before such a page."""
+        out: list[Verdict] = []
+        cut = self._first_related(batch)
+        while cut is not None:
+            out += await self._send(scope, batch[:cut], attempt)
+            batch = batch[cut:]
+            cut = self._first_related(batch) if len(batch) > 1 else None
+        return [*out, *await self._send(scope, batch, attempt)]
 
     async def _exchange(
         self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], resets: int,
@@ -542,6 +591,10 @@ class RedisBackend(Outages, DedupBackend):
         for n, row in zip(sent, rows):
             verdicts[n] = verdict(codec, self.config.max_distance, row.outcome, row.distance, row.canonical_fingerprint,
                                   row.canonical_field, row.canonical_payload, row.previous)
+            if row.via is not None:  # the page's hint (steps 5-7, mirror.py) matched it
+                verdicts[n] = replace(verdicts[n], via=row.via, one_edit=False)
+            if batch[n][0].also is not None:
+                verdicts[n] = replace(verdicts[n], also=batch[n][0].also)
         busy = sorted(set(range(len(batch))) - set(sent))
         if busy and attempt < shards.TRIES:
             # Identities another worker is checking right now: again once its check is written back
@@ -580,10 +633,13 @@ class RedisBackend(Outages, DedupBackend):
     ) -> list[Row]:
         """One ``check.lua`` call for the pages at ``sent``; the replica takes the log entries it returns."""
         seq_key = self.keys.meta if self.keys.global_seq else sk.meta
-        keys = [seq_key, sk.meta, sk.log]
+        keys = [seq_key, sk.meta, sk.log, sk.extras]
+        mirror = self._mirror if await self._mirrored(scope, sk, [batch[n][0] for n in sent]) else None
+        xsync = mirror.scopes[scope].xsync if mirror is not None else -1
         args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
-                           "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex]
-        for n in sent:
+                           "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex, xsync]
+        extras = self._hints(scope, mirror, [batch[n][0] for n in sent]) if mirror is not None else None
+        for at, n in enumerate(sent):
             (record, index, _), slot = batch[n], slots[n]
             edit_keys = () if record.exact else record.edit_keys
             payload = codec.encode(record.url, record.identity, slot.kept, record.referer, record.depth, record.text,
@@ -592,13 +648,79 @@ class RedisBackend(Outages, DedupBackend):
             if olds is None:
                 keys.append(sk.bucket(slot.bucket))
             shard_record = None if olds is None else (slot.bucket, olds[n] or b"")
+            extra = extras[at][0] if extras is not None else None
             args.append(pack_page(slot.field, record.fingerprint, index, record.exact, record.seen, local[n], payload,
-                                  shard_record, edit_keys))
+                                  shard_record, edit_keys, extra))
         sync = replica.sync
         reply = await self._scripts["check"](keys=keys, args=args)
         replica.apply(reply[0], sync)
+        if mirror is not None:
+            with self._mirror_lock:
+                mirror.apply(scope, reply[0], sync, reply[4], xsync)
         replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
-        return parse_verdicts(reply[1], len(sent))
+        rows = parse_verdicts(reply[1], len(sent))
+        if extras is None:
+            return rows
+        return [row._replace(via=extra[1]) if row.hinted else row for row, extra in zip(rows, extras)]
+
+    def _hints(self, scope: str, mirror: Mirror, records: list[PageRecord]) -> list[tuple[Any, str | None]]:
+        """Per page, what ``pack_page`` sends for steps 5-7 (its hint and extras record, ``None`` for a short
+        page) and the step its hint matched by (``mirror.py``)."""
+        out: list[tuple[Any, str | None]] = []
+        with self._mirror_lock:
+            for record in records:
+                if record.exact:
+                    out.append((None, None))
+                    continue
+                host = host_of(record.url) if record.url else None
+                found = mirror.hint(scope, record, host)
+                extra = (None if found is None else found[0], record_of(record, host) if has_extras(record) else b"")
+                out.append((extra, None if found is None else found[1]))
+        return out
+
+    async def _learn_templates(self, records: list[PageRecord]) -> None:
+        """Step 5: the other workers' learner inputs replayed, then these pages learned from, in this order
+        (each given its template-free simhash), and their inputs appended for the others (``mirror.py``)."""
+        mirror = self._mirror
+        assert mirror is not None
+        key = self.keys.extra("templates")
+        async with self._learning:  # one batch at a time: each input is replayed once, in order
+            if mirror.learned and int(await self.client.strlen(key)) < mirror.learned:
+                mirror.forget_templates()  # the string was made anew (flushed, expired): learn afresh
+            start = mirror.learned
+            mirror.replay_templates(bytes(await self.client.getrange(key, start, -1) or b""), start)
+            data = mirror.learn_templates(records)
+            if data:
+                mirror.appended(int(await self.client.append(key, data)), len(data))
+                if self._ttl:
+                    await self.client.pexpire(key, self._ttl)
+
+    async def _mirrored(self, scope: str, sk: ScopeKeys, records: list[PageRecord]) -> bool:
+        """Whether this worker's mirror of steps 5-7 holds ``scope`` (``mirror.py``): loaded (its log and extras,
+        read together) at the scope's first page with steps 5-7 data."""
+        mirror = self._mirror
+        if mirror is None:
+            return False
+        if scope in mirror.scopes:
+            return True
+        if not any(has_extras(record) for record in records):
+            return False
+        await self._load_mirror(scope, sk)
+        return True
+
+    async def _load_mirror(self, scope: str, sk: ScopeKeys) -> None:
+        mirror = self._mirror
+        assert mirror is not None
+        if "read_both" not in self._scripts:  # one script: the log and the extras of one moment
+            self._scripts["read_both"] = self.client.register_script(_READ_BOTH)
+        log, extras = await self._scripts["read_both"](keys=[sk.log, sk.extras])
+
+        def load() -> None:
+            with self._mirror_lock:
+                mirror.load(scope, bytes(log or b""), bytes(extras or b""))
+
+        # A big scope takes seconds to load: not on the event loop (heartbeats, other scopes' checks).
+        await asyncio.get_running_loop().run_in_executor(None, load)
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:

@@ -3,7 +3,9 @@
 -- KEYS[1]  the sequence counter (HASH, field "seq": first-check order of identities)
 -- KEYS[2]  the scope's meta (HASH: layout, scope, canonicals)
 -- KEYS[3]  the scope's canonical log (STRING of 24-byte entries)
--- KEYS[3+i] the identity bucket (HASH) of record i (not with shards)
+-- KEYS[4]  the scope's extras (STRING of records: ">I4I2" log position or NO_POSITION, length, then what
+--   steps 5-7 keep of a page that reached step 7: see mirror.py)
+-- KEYS[4+i] the identity bucket (HASH) of record i (not with shards)
 -- ARGV[1] layout  ARGV[2] k  ARGV[3] sync position (log entries the caller's replica holds)
 -- ARGV[4] bucket key prefix  ARGV[5] ttl ms (0: none)  ARGV[6] scope name
 -- ARGV[7] "1" when the identity records live in shards (SIMHASH_REDIS_SHARDS > 1): the caller read
@@ -12,18 +14,24 @@
 -- ARGV[8] the scope's incarnation the caller's replica was built from: "-" (none: the replica holds
 --   nothing), else "=" .. the meta's epoch ("=" alone: a scope made before epochs existed)
 -- ARGV[9] the epoch to give the scope's meta if this call creates it (a fresh random token)
+-- ARGV[10] the byte offset of the extras the caller's mirror holds (-1: it has no mirror of the scope)
 -- then one value per record: with shards, ">I3I4" (bucket, length of the old record) and the old
 --   record first; then ">c8c8Bc8I4I2": field (8 bytes), fingerprint (8 bytes), mode (1: index, 2: exact),
 --   seen (8-byte big-endian double), length of the local candidates, number of one-edit keys; then the
 --   local candidates (">I4I4B" each: log position, seq, distance; EDIT_MATCH: found by a one-edit
---   key), the one-edit keys (8 bytes each) and the payload.
+--   key), the one-edit keys (8 bytes each), with MODE_EXTRA the hint of the caller's mirror (">I4I4BB": log
+--   position or NO_POSITION, seq, kind (1: template or second simhash, a candidate within k like the local
+--   ones; 2: sentence containment, taken only when nothing else matches), distance) and the page's extras
+--   record (">I2" length, then the record), then the payload.
 -- When the scope is not the one the caller's replica was built from (Redis restarted empty, the keys were
 -- flushed or expired and made again), or its log is shorter than the caller's sync position (a log that
 -- lost its tail), the script changes nothing and returns the error "SIMHASH_RESET <same> <records>"
 -- (same: 1 if the meta is the same incarnation; records: identities the scope records now): the caller
 -- drops its replica, counts the pages lost and checks the batch again.
--- Returns {tail of the log since the sync position, verdicts, "=" .. epoch, records}: verdicts is, per record, ">BBI4B" (outcome,
---   parts: 1 canonical, 2 canonical payload, 4 previous, 8 new record, 16 canonical's bucket; seq;
+-- Returns {tail of the log since the sync position, verdicts, "=" .. epoch, records, tail of the extras since
+--   ARGV[10]}: verdicts is, per record, ">BBI4B" (outcome,
+--   parts: 1 canonical, 2 canonical payload, 4 previous, 8 new record, 16 canonical's bucket, 32 the hint
+--   was taken; seq;
 --   distance), then [canonical fingerprint, field (16 bytes)], [">I4" length and canonical payload],
 --   [previous fingerprint, previous seen (16 bytes)], [">I4" length and the new record],
 --   [canonical's bucket and log position (">I3I4")].
@@ -125,13 +133,19 @@ end
 
 -- The nearest canonical page within k (ties: the identity checked first), excluding the log entry ``own``;
 -- else the first-checked canonical page sharing one of ``keys`` (one-edit keys), at its real distance.
-local function best_match(fp, hi, lo, exact, locals, own, keys)
-  local bd, bp, bs = EDIT_MATCH + 1, -1, -1
+-- A hint (mirror.py) of kind 1 is one more local candidate; of kind 2 (step 7) it is taken when nothing else
+-- matched.  Returns also whether the hint was taken.
+local function best_match(fp, hi, lo, exact, locals, own, keys, hint)
+  local bd, bp, bs, contained = EDIT_MATCH + 1, -1, -1, false
   for i = 1, #locals, 9 do
     local pos, seq, d = struct.unpack('>I4I4B', locals, i)
     if pos ~= own and not removed[pos] and (d < bd or (d == bd and seq < bs)) then
       bd, bp, bs = d, pos, seq
     end
+  end
+  if hint and hint.kind == 1 and hint.pos ~= own and not removed[hint.pos] and
+      (hint.d < bd or (hint.d == bd and hint.seq < bs)) then
+    bd, bp, bs = hint.d, hint.pos, hint.seq
   end
   if exact then
     for i = 1, nx do
@@ -159,12 +173,22 @@ local function best_match(fp, hi, lo, exact, locals, own, keys)
         end
       end
     end
+    if bp < 0 and hint and hint.kind == 2 and hint.pos ~= own and not removed[hint.pos] then
+      bd, bp, contained = EDIT_MATCH, hint.pos, true
+    end
     if bd == EDIT_MATCH then
       local chi, clo = struct.unpack('>I4I4', redis.call('GETRANGE', KEYS[3], bp * ENTRY + 1, bp * ENTRY + 8))
       bd = pop(bxor(chi, hi)) + pop(bxor(clo, lo))
     end
   end
-  return bp, bd
+  return bp, bd, contained or (hint ~= nil and hint.kind == 1 and bp == hint.pos)
+end
+
+-- A page that reached step 7 (nothing matched it, or its containment hint did) leaves its extras record.
+local function append_extras(extras, pos)
+  if extras and #extras > 0 then
+    redis.call('APPEND', KEYS[4], struct.pack('>I4I2', pos or NO_POSITION, #extras) .. extras)
+  end
 end
 
 -- The canonical page at log position pos: {its fingerprint (the one it is indexed with now, at its own log
@@ -172,11 +196,16 @@ end
 -- payload.
 -- A page checked against the index (new, or changed): near-duplicate of the best match, else
 -- ``otherwise`` (UNIQUE or CHANGED) and indexed unless ``index=False``.  Returns outcome, own, canon, dist.
-local function decide(otherwise, fp, hi, lo, exact, locals, own, want_index, seq, bucket, field, keys)
-  local bp, bd = best_match(fp, hi, lo, exact, locals, own, keys)
-  if bp >= 0 then return NEAR_DUPLICATE, nil, bp, bd end
-  if want_index then return otherwise, append_add(fp, exact, seq, bucket, field, keys), nil, 0 end
-  return otherwise, nil, nil, 0
+local function decide(otherwise, fp, hi, lo, exact, locals, own, want_index, seq, bucket, field, keys, hint, extras)
+  local bp, bd, hinted = best_match(fp, hi, lo, exact, locals, own, keys, hint)
+  if bp >= 0 then
+    if hinted and hint.kind == 2 then append_extras(extras, nil) end
+    return NEAR_DUPLICATE, nil, bp, bd, hinted
+  end
+  local pos
+  if want_index then pos = append_add(fp, exact, seq, bucket, field, keys) end
+  append_extras(extras, pos)
+  return otherwise, pos, nil, 0, false
 end
 
 local function canonical_of(pos)
@@ -216,8 +245,8 @@ local function live(pos, field, bucket)
 end
 
 local out = {}
-for i = 1, #ARGV - 9 do
-  local key, blob = KEYS[3 + i], ARGV[9 + i]
+for i = 1, #ARGV - 10 do
+  local key, blob = KEYS[4 + i], ARGV[10 + i]
   local bucket, old
   if sharded then
     local oldlen, at0
@@ -228,7 +257,16 @@ for i = 1, #ARGV - 9 do
   local field, fp, mode, seen, nloc, nkeys, at = struct.unpack('>c8c8Bc8I4I2', blob)
   local locals = string.sub(blob, at, at + nloc - 1)
   local keys = string.sub(blob, at + nloc, at + nloc + 8 * nkeys - 1)
-  local payload = string.sub(blob, at + nloc + 8 * nkeys)
+  at = at + nloc + 8 * nkeys
+  local hint, extras
+  if band(mode, MODE_EXTRA) ~= 0 then
+    local hpos, hseq, hkind, hd, xlen
+    hpos, hseq, hkind, hd, xlen, at = struct.unpack('>I4I4BBI2', blob, at)
+    if hpos ~= NO_POSITION then hint = {pos = hpos, seq = hseq, kind = hkind, d = hd} end
+    extras = string.sub(blob, at, at + xlen - 1)
+    at = at + xlen
+  end
+  local payload = string.sub(blob, at)
   local exact = band(mode, MODE_EXACT) ~= 0
   local want_index = band(mode, MODE_INDEX) ~= 0
   if not sharded then
@@ -236,7 +274,7 @@ for i = 1, #ARGV - 9 do
     old = redis.call('HGET', key, field)
   end
   local hi, lo = struct.unpack('>I4I4', fp)
-  local outcome, seq, first, own, canon, dist, prev, prevseen
+  local outcome, seq, first, own, canon, dist, prev, prevseen, hinted
   dist = 0
   if old and sharded then
     local oflags, p = string.byte(old, 13), 15
@@ -278,14 +316,15 @@ for i = 1, #ARGV - 9 do
       own, canon, dist = oown, ocanon, odist
     else
       if oown then append_remove(oown) end
-      outcome, own, canon, dist =
-        decide(CHANGED, fp, hi, lo, exact, locals, oown or -1, want_index, seq, bucket, field, keys)
+      outcome, own, canon, dist, hinted =
+        decide(CHANGED, fp, hi, lo, exact, locals, oown or -1, want_index, seq, bucket, field, keys, hint, extras)
     end
   else
     seq = redis.call('HINCRBY', KEYS[1], 'seq', 1) - 1
     redis.call('HINCRBY', KEYS[2], 'records', 1)
     first = seen
-    outcome, own, canon, dist = decide(UNIQUE, fp, hi, lo, exact, locals, -1, want_index, seq, bucket, field, keys)
+    outcome, own, canon, dist, hinted =
+      decide(UNIQUE, fp, hi, lo, exact, locals, -1, want_index, seq, bucket, field, keys, hint, extras)
   end
   local flags = bit.lshift(outcome, OUTCOME_SHIFT)
   if exact then flags = bor(flags, F_EXACT) end
@@ -324,6 +363,7 @@ for i = 1, #ARGV - 9 do
       parts_out[#parts_out + 1] = cwhere
     end
   end
+  if hinted then has = has + PART_HINT end
   parts_out[1] = struct.pack('>BBI4B', outcome, has, seq, dist)
   out[#out + 1] = table.concat(parts_out)
 end
@@ -334,4 +374,9 @@ local ttl = tonumber(ARGV[5])
 if ttl > 0 then
   for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
-return {tail, table.concat(out), epoch, tonumber(redis.call('HGET', KEYS[2], 'records') or '0')}
+local xsync, xtail = tonumber(ARGV[10]), ''
+if xsync >= 0 then
+  local xlen = redis.call('STRLEN', KEYS[4])
+  if xlen > xsync then xtail = redis.call('GETRANGE', KEYS[4], xsync, xlen - 1) end
+end
+return {tail, table.concat(out), epoch, tonumber(redis.call('HGET', KEYS[2], 'records') or '0'), xtail}

@@ -51,7 +51,7 @@ async def delete_all(client: Any, keys: Keys) -> None:
     for scope in await scopes(client, keys):
         sk = keys.scope(scope)
         await delete_records(client, sk)
-        await client.unlink(sk.meta, sk.log, sk.positions)
+        await client.unlink(sk.meta, sk.log, sk.positions, sk.extras)
     extras = await _scan(client, _glob_escape(keys.extra("")) + "*")
     await client.unlink(keys.meta, keys.scopes, *extras)
 

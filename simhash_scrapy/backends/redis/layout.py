@@ -100,8 +100,14 @@ OUTCOMES = tuple(outcome.value for outcome in RECORDED_OUTCOMES)
 #: The parts of one verdict in the check script's reply (its "has" byte; ``protocol.parse_verdicts``): the
 #: canonical page, its payload, the previous version, the new record (shards), the canonical's bucket (shards).
 PART_CANONICAL, PART_PAYLOAD, PART_PREVIOUS, PART_RECORD, PART_BUCKET = 1, 2, 4, 8, 16
+#: A flag of the "has" byte without a part: the page's hint (``mirror.py``) made it a near-duplicate.
+PART_HINT = 32
 #: A page's mode in the check script's argument (``protocol.pack_page``): index it if unique; a short page.
 MODE_INDEX, MODE_EXACT = 1, 2
+#: ... a page with steps 5-7 data (``mirror.py``): its containment hint and extras record follow its one-edit keys.
+MODE_EXTRA = 4
+#: The log position of "no page" in a containment hint and an extras record (``mirror.py``).
+NO_POSITION = 0xFFFFFFFF
 _HEAD = struct.Struct(">I8sBB")
 _I4 = struct.Struct(">I")
 _D = struct.Struct(">d")
@@ -217,6 +223,11 @@ class ScopeKeys:
     @property
     def log(self) -> str:
         return f"{self.base}:log"
+
+    @property
+    def extras(self) -> str:
+        """What steps 5-7 need of the scope's pages (``mirror.py``): one record a page that reached step 7."""
+        return f"{self.base}:extras"
 
     @property
     def positions(self) -> str:
@@ -441,10 +452,10 @@ def lua_constants() -> str:
         "ENTRY": ENTRY, "EDIT_MATCH": EDIT_MATCH,
         "OP_ADD": OP_ADD, "OP_REMOVE": OP_REMOVE, "OP_EXACT": OP_EXACT, "OP_EDIT_KEY": OP_EDIT_KEY,
         "F_EXACT": F_EXACT, "F_INDEXED": F_INDEXED, "F_MEMBER": F_MEMBER, "F_PREV": F_PREV, "F_LAST": F_LAST,
-        "MODE_INDEX": MODE_INDEX, "MODE_EXACT": MODE_EXACT, "OUTCOME_SHIFT": OUTCOME_SHIFT,
+        "MODE_INDEX": MODE_INDEX, "MODE_EXACT": MODE_EXACT, "MODE_EXTRA": MODE_EXTRA, "NO_POSITION": NO_POSITION, "OUTCOME_SHIFT": OUTCOME_SHIFT,
         **{outcome.name: code for code, outcome in enumerate(RECORDED_OUTCOMES)},
         "K_SCOPE_DICT": _K_SCOPE_DICT, "K_HEX_IDENTITY": _K_HEX_IDENTITY, "K_DIGEST": _K_DIGEST,
         "PART_CANONICAL": PART_CANONICAL, "PART_PAYLOAD": PART_PAYLOAD, "PART_PREVIOUS": PART_PREVIOUS,
-        "PART_RECORD": PART_RECORD, "PART_BUCKET": PART_BUCKET,
+        "PART_RECORD": PART_RECORD, "PART_BUCKET": PART_BUCKET, "PART_HINT": PART_HINT,
     }  # fmt: skip
     return f"local {', '.join(values)} = {', '.join(str(v) for v in values.values())}\n"

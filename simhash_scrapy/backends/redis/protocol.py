@@ -18,16 +18,27 @@ from typing import Any, NamedTuple
 from ...core.cluster.clustering import RECORDED_OUTCOMES, is_one_edit
 from ..base import Verdict
 from .layout import (
-    MODE_EXACT, MODE_INDEX, PART_BUCKET, PART_CANONICAL, PART_PAYLOAD, PART_PREVIOUS, PART_RECORD, Codec, pack_seen,
+    MODE_EXACT, MODE_EXTRA, MODE_INDEX, NO_POSITION, PART_BUCKET, PART_HINT, PART_CANONICAL, PART_PAYLOAD, PART_PREVIOUS, PART_RECORD, Codec, pack_seen,
     unpack_seen,
 )
 
-__all__ = ["pack_page", "parse_verdicts", "verdict"]
+__all__ = ["Hint", "pack_page", "parse_verdicts", "verdict"]
 
 _PAGE = struct.Struct(">8s8sB8sIH")
 _VERDICT = struct.Struct(">BBIB")
 _LENGTH = struct.Struct(">I")
-_SHARD_HEAD = struct.Struct(">HBI")  # bucket (3 bytes: >I3 in Lua), length of the old record
+_SHARD_HEAD = struct.Struct(">HBI")
+_HINT = struct.Struct(">IIBB")  # log position, seq, kind, distance (``Hint``)
+_LENGTH2 = struct.Struct(">H")
+
+
+class Hint(NamedTuple):
+    """What a worker's mirror of steps 5-7 (``mirror.py``) found for a page: the check script's hint."""
+
+    position: int  # the canonical page's log position
+    seq: int  # its seq (ties)
+    kind: int  # 1: template-free text or second simhash (a candidate within k); 2: sentence containment
+    distance: int  # kind 1: the distance it matched at (kind 2: the script computes the real one)  # bucket (3 bytes: >I3 in Lua), length of the old record
 
 
 class CanonicalAt(NamedTuple):
@@ -48,6 +59,8 @@ class Row(NamedTuple):
     previous: bytes | None  # the identity's previous fingerprint and time seen (16 bytes)
     record: bytes | None  # with shards: the identity's new record, written back to its shard
     canonical_at: CanonicalAt | None  # with shards: where the canonical page's record is
+    hinted: bool = False  # the page's hint (``mirror.py``: steps 5-7) made it a near-duplicate
+    via: str | None = None  # then the step that matched (``Verdict.via``), set by the backend
 
 
 def parse_verdicts(data: bytes, count: int) -> list[Row]:
@@ -78,20 +91,27 @@ def parse_verdicts(data: bytes, count: int) -> list[Row]:
         if has & PART_BUCKET:
             canon_bucket = CanonicalAt(int.from_bytes(data[p : p + 3], "big"), int.from_bytes(data[p + 3 : p + 7], "big"))
             p += 7
-        rows.append(Row(outcome, distance, canon_fp, field, payload, prev, record, canon_bucket))
+        hinted = bool(has & PART_HINT)
+        rows.append(Row(outcome, distance, canon_fp, field, payload, prev, record, canon_bucket, hinted))
     return rows
 
 
 
 
 def pack_page(field: bytes, fingerprint: int, index: bool, exact: bool, seen: float, local: bytes, payload: bytes,
-              shard_record: tuple[int, bytes] | None = None, edit_keys: tuple[int, ...] = ()) -> bytes:
-    """One page's argument of the check script; with shards, ``shard_record`` is (bucket, old record or b"")."""
-    mode = (MODE_INDEX if index else 0) | (MODE_EXACT if exact else 0)
+              shard_record: tuple[int, bytes] | None = None, edit_keys: tuple[int, ...] = (),
+              extra: tuple[Hint | None, bytes] | None = None) -> bytes:
+    """One page's argument of the check script; with shards, ``shard_record`` is (bucket, old record or b"");
+    ``extra``: a page checked with steps 5-7, its mirror's hint and its extras record (``mirror.py``)."""
+    mode = (MODE_INDEX if index else 0) | (MODE_EXACT if exact else 0) | (MODE_EXTRA if extra is not None else 0)
     page = _PAGE.pack(field, fingerprint.to_bytes(8, "big"), mode, pack_seen(seen), len(local), len(edit_keys))
     head = b"" if shard_record is None else _SHARD_HEAD.pack(shard_record[0] >> 8, shard_record[0] & 0xFF, len(shard_record[1])) + shard_record[1]
     keys = b"".join(key.to_bytes(8, "big") for key in edit_keys)
-    return b"".join((head, page, local, keys, payload))
+    tail = b""
+    if extra is not None:
+        hint = extra[0] if extra[0] is not None else Hint(NO_POSITION, 0, 0, 0)
+        tail = _HINT.pack(*hint) + _LENGTH2.pack(len(extra[1])) + extra[1]
+    return b"".join((head, page, local, keys, tail, payload))
 
 
 def verdict(codec: Codec, k: int, outcome: int, distance: int, canon_fp: bytes | None, field: bytes,

@@ -132,7 +132,7 @@ class Shards:
     async def drop_scope(self, sk: ScopeKeys, epoch: str) -> bool:
         """Drop the scope whose shard was lost (``drop.lua``); False when it was made anew already
         (another worker found the loss first, or the scope's own node restarted empty too)."""
-        return bool(await self.scripts["drop"](keys=[sk.meta, sk.log, sk.positions], args=[epoch]))
+        return bool(await self.scripts["drop"](keys=[sk.meta, sk.log, sk.positions, sk.extras], args=[epoch]))
 
     async def write_back(
         self, sk: ScopeKeys, slots: list[Slot], olds: list[bytes | None], rows: list[Row], replica: Replica

@@ -298,8 +298,10 @@ class Clusterer:
         also: int | None = None,
         second: int | None = None,
         sketch: Sketch | None = None,
+        count: bool = True,
     ) -> tuple[int, int, str | None] | None:
-        """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None``."""
+        """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None`` (``count=False``:
+        a page reaching step 7 is not counted in ``SentenceCounts``)."""
         if exact:
             owner = self._exact.get(scope, {}).get(fingerprint)
             return None if owner is None else (owner, 0, None)
@@ -340,7 +342,7 @@ class Clusterer:
         if owner is None:
             if sketch is None:
                 return None
-            owner = self._contains(scope, sketch)  # step 7
+            owner = self._contains(scope, sketch, count)  # step 7
             if owner is None:
                 return None
             via = "containment"
@@ -370,18 +372,69 @@ class Clusterer:
         host_of_entry = self.host_of_entry
         return host_of_entry is not None and self._host is not None and host_of_entry(entry) != self._host
 
-    def _contains(self, scope: str, sketch: Sketch) -> int | None:
+    def _contains(self, scope: str, sketch: Sketch, count: bool = True) -> int | None:
         """Step 7: the canonical entry whose sentences hold this page's (or the other way round), else ``None``;
-        the page's sentences are then counted (``SentenceCounts``)."""
-        counts = self._sentences
-        if counts is None:
-            counts = self._sentences = SentenceCounts()
+        the page's sentences are then counted (``SentenceCounts``; not with ``count=False``)."""
+        counts = self._counts()
         index = self._contained.get(scope)
         found = index.match(sketch, counts, self._other_host) if index is not None else None
         if found is None and index is not None and self._address is not None:
             found = self._other_view(scope, index, sketch, counts)
-        counts.add(sketch.hashes)
+        if count:
+            counts.add(sketch.hashes)
         return None if found is None else found[0]
+
+    def _counts(self) -> SentenceCounts:
+        counts = self._sentences
+        if counts is None:
+            counts = self._sentences = SentenceCounts()
+        return counts
+
+    # ------------------------------------------- a mirror of a shared index (backends.redis.mirror)
+    def nearest(
+        self,
+        scope: str,
+        fingerprint: int,
+        edit_keys: Sequence[int] = (),
+        also: int | None = None,
+        second: int | None = None,
+        sketch: Sketch | None = None,
+        host: str | None = None,
+        address: str | None = None,
+    ) -> tuple[int, int, str | None] | None:
+        """What ``check`` would match a new simhash page with now, ``(canonical entry, distance, via)``, without
+        recording the page or counting its sentences (a backend deciding elsewhere, with this rule's answer
+        as its hint: ``backends.redis.mirror``); ``host`` and ``address`` as ``check`` takes them."""
+        self._host = host
+        self._address = address
+        return self._nearest(scope, fingerprint, False, edit_keys, also, second, sketch, count=False)
+
+    def add_canonical(
+        self,
+        scope: str,
+        fingerprint: int,
+        exact: bool = False,
+        edit_keys: Sequence[int] = (),
+        also: int | None = None,
+        second: int | None = None,
+        sketch: Sketch | None = None,
+        address: str | None = None,
+    ) -> int:
+        """A canonical page decided elsewhere, indexed as ``check`` indexes a unique one (listed under its
+        ``address`` for step 7's other views); its new entry."""
+        self._address = address
+        entry = self._new_entry(fingerprint, exact, -1, -1)
+        self._make_canonical(scope, entry, fingerprint, exact, () if exact else edit_keys, also, second, sketch)
+        return entry
+
+    def remove_canonical(self, scope: str, entry: int) -> None:
+        """``entry`` is no longer canonical (decided elsewhere): out of every index of ``scope``."""
+        self._unindex(scope, entry)
+
+    def count_sentences(self, hashes: np.ndarray) -> None:
+        """Pages decided elsewhere reached step 7: their sentences are counted (``SentenceCounts.add_many``;
+        ``hashes``: each page's distinct sentence hashes, one after the other)."""
+        self._counts().add_many(hashes)
 
     def _other_view(
         self, scope: str, index: ContainmentIndex, sketch: Sketch, counts: SentenceCounts

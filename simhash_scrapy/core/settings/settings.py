@@ -413,20 +413,21 @@ SETTINGS: tuple[Setting, ...] = (
     S("SIMHASH_TEMPLATES", "bool", defaults.TEMPLATES,
       "learn, per host and port, the text lines that came back in different articles of that host (pages more "
       "than 12 bits apart) and also match a page by the simhash of its text without them (clustering step 5). "
-      "The page's own fingerprint never changes. In-process and store backends (not Redis); saved with a store "
-      "(`SIMHASH_DIR`, `JOBDIR`), at most 200,000 lines (a full learner forgets its least recently useful hosts) and 64 "
+      "The page's own fingerprint never changes. Every backend: saved with a store "
+      "(`SIMHASH_DIR`, `JOBDIR`), shared by Redis workers ([Redis](../guides/redis.md)), at most 200,000 lines (a full learner forgets its least recently useful hosts) and 64 "
       "articles a host. Chosen on the real-web tuning half",
       "False", "core", boolean, "templates"),
     S("SIMHASH_SECOND_SIMHASH", "bool", defaults.SECOND_SIMHASH,
       "give pages of 64 tokens or more a second, independent simhash: with nothing within k, a page joins a "
       "canonical page whose second simhash is within k and whose simhash is within 2k (clustering step 6; lifts "
-      "1-3%-edit recall). In-process and store backends (not Redis). Chosen on the tuning halves",
+      "1-3%-edit recall). Every backend (Redis: shared by its workers). Chosen on the tuning halves",
       "False", "core", boolean, "second_simhash"),
     S("SIMHASH_CONTAINMENT", "bool", defaults.CONTAINMENT,
       "give pages a sketch of their sentences (8 words or more): a page nothing else matched joins a canonical "
       "page whose sentences hold at least 95% of its own (or the other way round), the smaller having at least "
       "half the larger's sentences (two thirds when they are of different hosts; a tenth when they are of one address, "
-      "the query aside) (clustering step 7; print views, syndicated copies in another site's template). In-process and store backends (not Redis); saved with a store, at most "
+      "the query aside) (clustering step 7; print views, syndicated copies in another site's template). Every backend: saved "
+      "with a store, shared by Redis workers, at most "
       "100,000 canonical pages a scope. Chosen on the tuning halves",
       "False", "core", boolean, "containment"),
     S("SIMHASH_KEEP_PER_CLUSTER", "int >= 1", defaults.KEEP_PER_CLUSTER,

@@ -1,0 +1,367 @@
+"""Clustering steps 5-7 on the Redis backend: a worker's mirror of the shared index, the core's rule as the hint.
+
+Steps 1-4 are decided by ``check.lua`` on the server.  Steps 5-7 (the host's
+template-free text, the second simhash, sentence containment) are decided by the
+core's own rule (``core.detector.Detector``, ``core.cluster.clustering.Clusterer``),
+run by each worker over a *mirror* of the scope's canonical pages, and sent to
+the script as the page's **hint** (``protocol.Hint``):
+
+* What steps 5-7 need of a page is kept in Redis beside the canonical log, in
+  the scope's **extras** (``layout.ScopeKeys.extras``, one ``APPEND``-only
+  string): the script appends a page's record (its template-free and second
+  simhash, its sentence sketch, its host: ``record_of``) when the page
+  *reached step 7* (nothing matched it, or its containment hint did), with its
+  log position when it became canonical.  That is what the in-process rule
+  learns from the same page: the canonical pages' rows and the sentences
+  counted (``SentenceCounts``).
+* Every worker's ``Mirror`` holds, per scope, a ``Clusterer`` of the canonical
+  pages the log names (add and remove entries) with their extras, and the
+  sentence counts of every extras record; it is loaded at the scope's first
+  page with steps 5-7 data and follows the log and the extras with every
+  check script reply (the same tails the replica takes).
+* For a page, ``hint`` asks that rule what ``check`` would match it with
+  (``Clusterer.nearest``): a match by step 5 or 6 goes to the script as one
+  more candidate within k (it competes with the script's own step 2 by
+  distance, before the one-edit rule); a match by step 7 is taken by the
+  script only when steps 1-6 and the one-edit rule find nothing.  The
+  script takes a hint only if its canonical page is still canonical.
+* Host templates (step 5) are learned from every worker's pages: each page's
+  learner input (host, fingerprint, the digests of its lines: what the store
+  journals, ``core.store.detector_state``) is appended to the key's
+  ``templates`` string, and every worker replays the other workers' inputs
+  (``HostTemplates.learn``) before it learns from its own pages, in check
+  order (``Mirror.learn_templates``): the learner of one in-process crawl of
+  the pages in the order they were appended.
+
+Same decisions as in process: with one worker, the mirror holds exactly the
+canonical pages and counts the in-process rule has when it checks the page,
+except for pages of the same script call: a batch is cut before a page that
+may depend on an earlier page of it (``first_related``), so the mirror is
+always up to date when it answers.  With several workers, see the Redis guide
+(``docs/guides/redis.md``, "what can race").
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...core.cluster.containment import Sketch
+from ...core.cluster.sitetemplate import host_of, line_hashes
+from ...core.cluster.views import address_of
+from ...core.detector import Detector, Page
+from .layout import NO_POSITION, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
+from .protocol import Hint
+from .replica import _LOG_DTYPE
+
+if TYPE_CHECKING:
+    from ...core.records import PageRecord
+    from ...core.settings.config import SimhashConfig
+
+__all__ = ["Mirror", "record_of", "read_record", "first_related", "has_extras"]
+
+_ALSO, _SECOND, _SKETCH, _ADDRESS = 1, 2, 4, 8
+_LENGTH = struct.Struct(">H")
+_Q = struct.Struct(">Q")
+_SKETCH_HEAD = struct.Struct(">IB")
+_RECORD_HEAD = struct.Struct(">IH")
+_LEARNED_HEAD = struct.Struct(">QHI")  # fingerprint, host length, number of line digests
+#: Hint kinds (``check.lua``): a candidate within k (steps 5, 6); taken when nothing else matches (step 7).
+KIND_WITHIN_K, KIND_CONTAINMENT = 1, 2
+
+
+def has_extras(record: PageRecord) -> bool:
+    """Whether a page carries steps 5-7 data (a crawled simhash page checked with them on)."""
+    return not record.exact and (
+        record.also is not None
+        or record.second is not None
+        or record.sketch is not None
+    )
+
+
+def record_of(record: PageRecord, host: str | None) -> bytes:
+    """What the extras keep of a page: flags, its template-free simhash, second simhash, sentence sketch
+    (sentence count, hashes), its address when it has a sketch (``views.address_of``: step 7's other views;
+    length and UTF-8) and host (UTF-8, the rest).  Records written before addresses were kept have no
+    ``_ADDRESS`` flag: their pages are not listed under an address (only fewer print views found)."""
+    flags, parts = 0, [b""]
+    if record.also is not None:
+        flags |= _ALSO
+        parts.append(_Q.pack(record.also))
+    if record.second is not None:
+        flags |= _SECOND
+        parts.append(_Q.pack(record.second))
+    sketch = record.sketch
+    if sketch is not None:
+        flags |= _SKETCH
+        hashes = sketch.hashes[:255]
+        parts.append(
+            _SKETCH_HEAD.pack(sketch.sentences, len(hashes))
+            + struct.pack(f">{len(hashes)}Q", *hashes)
+        )
+        address = address_of(record.url)
+        encoded = address.encode("utf-8", "surrogatepass") if address else b""
+        if encoded and len(encoded) <= 0xFFFF:
+            flags |= _ADDRESS
+            parts.append(_LENGTH.pack(len(encoded)) + encoded)
+    parts[0] = bytes([flags])
+    parts.append(
+        host.encode("utf-8", "surrogatepass") if host else b""
+    )
+    return b"".join(parts)
+
+
+def read_record(
+    data: bytes,
+) -> tuple[int | None, int | None, Sketch | None, str | None, str | None]:
+    """``record_of``'s fields back: (template-free simhash, second simhash, sketch, host or None, address
+    or None)."""
+    flags, at = data[0], 1
+    also = second = None
+    sketch = None
+    if flags & _ALSO:
+        (also,) = _Q.unpack_from(data, at)
+        at += 8
+    if flags & _SECOND:
+        (second,) = _Q.unpack_from(data, at)
+        at += 8
+    if flags & _SKETCH:
+        sentences, n = _SKETCH_HEAD.unpack_from(data, at)
+        at += _SKETCH_HEAD.size
+        sketch = Sketch(struct.unpack_from(f">{n}Q", data, at), sentences)
+        at += 8 * n
+    address = None
+    if flags & _ADDRESS:
+        (length,) = _LENGTH.unpack_from(data, at)
+        address = data[at + _LENGTH.size : at + _LENGTH.size + length].decode("utf-8", "surrogatepass")
+        at += _LENGTH.size + length
+    host = data[at:].decode("utf-8", "surrogatepass") or None
+    return also, second, sketch, host, address
+
+
+def _records(data: bytes) -> list[tuple[int, bytes]]:
+    """The extras records of ``data`` (whole records): (log position or ``NO_POSITION``, record)."""
+    out, at = [], 0
+    while at + _RECORD_HEAD.size <= len(data):
+        pos, length = _RECORD_HEAD.unpack_from(data, at)
+        at += _RECORD_HEAD.size
+        out.append((pos, data[at : at + length]))
+        at += length
+    return out
+
+
+def first_related(records: list[PageRecord], k: int) -> int | None:
+    """The first page of a batch (after the first) that an earlier page of it may match or be matched by
+    through steps 2, 5, 6 or 7, or whose sentences an earlier page may count, when it carries steps 5-7 data:
+    the batch is cut there, so every hint is made from a mirror holding the pages checked before."""
+    rows: list[int] = []
+    seconds: list[int] = []
+    sentences: set[int] = set()
+    for at, record in enumerate(records):
+        if record.exact:
+            continue
+        mine = (
+            [record.fingerprint]
+            if record.also is None
+            else [record.fingerprint, record.also]
+        )
+        if at and has_extras(record):
+            if any((a ^ b).bit_count() <= k for a in mine for b in rows):
+                return at
+            if record.second is not None and any(
+                (record.second ^ s).bit_count() <= k for s in seconds
+            ):
+                return at
+            if record.sketch is not None and not sentences.isdisjoint(
+                record.sketch.hashes
+            ):
+                return at
+        rows.extend(mine)
+        if record.second is not None:
+            seconds.append(record.second)
+        if record.sketch is not None:
+            sentences.update(record.sketch.hashes)
+    return None
+
+
+class _Scope:
+    """What a ``Mirror`` holds of one scope: log entries and extras bytes applied, log position <-> entry."""
+
+    __slots__ = ("sync", "xsync", "entry_of")
+
+    def __init__(self) -> None:
+        self.sync = 0
+        self.xsync = 0
+        self.entry_of: dict[int, int] = {}  # log position -> entry, for the canonical pages of the scope
+
+
+class Mirror:
+    """A worker's mirror of steps 5-7: the core ``Detector``, its rule holding the scopes' canonical pages."""
+
+    def __init__(self, config: SimhashConfig) -> None:
+        self.detector = Detector.from_config(config)
+        self.rule = self.detector.rule
+        self.rule.host_of_entry = self._host_of_entry
+        # Per entry of the rule (entries are made in order, one per canonical page added): its page's host,
+        # log position and seq.
+        self._hosts: list[str | None] = []
+        self._pos: list[int] = []
+        self._seq: list[int] = []
+        self.scopes: dict[str, _Scope] = {}
+        #: Bytes of the shared learner inputs (the ``templates`` string) replayed, and the ranges this
+        #: worker appended there that are not behind ``learned`` yet (never replayed: learned already).
+        self.learned = 0
+        self._own: list[tuple[int, int]] = []
+
+    def forget_templates(self) -> None:
+        """The shared learner inputs are gone (Redis lost them): learn afresh from what comes next."""
+        if self.detector.templates is not None:
+            templates = self.detector.templates
+            self.detector.templates = type(templates)(templates.features, templates.min_tokens)
+        self.learned = 0
+        self._own = []
+
+    def replay_templates(self, data: bytes, start: int) -> None:
+        """The shared learner inputs from byte ``start`` (other workers' pages, in the order they were
+        appended; this worker's own are skipped)."""
+        templates = self.detector.templates
+        at = max(0, self.learned - start)
+        while templates is not None and at + _LEARNED_HEAD.size <= len(data):
+            fp, hlen, n = _LEARNED_HEAD.unpack_from(data, at)
+            end = at + _LEARNED_HEAD.size + hlen + 8 * n
+            if not any(a <= start + at < b for a, b in self._own):
+                host = data[at + _LEARNED_HEAD.size : at + _LEARNED_HEAD.size + hlen].decode("utf-8", "surrogatepass")
+                digests = list(struct.unpack_from(f">{n}Q", data, at + _LEARNED_HEAD.size + hlen))
+                templates.learn(host, fp, digests)
+            at = end
+        self.learned = max(self.learned, start + len(data))
+        self._own = [(a, b) for a, b in self._own if b > self.learned]
+
+    def learn_templates(self, records: list[PageRecord]) -> bytes:
+        """Learn from each page's text, in this order, and give it its template-free simhash (``also``; its
+        text is then dropped); the learner inputs to append to the shared string."""
+        out = []
+        for record in records:
+            if record.source is None:
+                continue
+            if not record.exact and record.url and self.detector.templates is not None:
+                host = host_of(record.url).encode("utf-8", "surrogatepass")
+                digests = line_hashes(record.source)
+                out.append(_LEARNED_HEAD.pack(record.fingerprint, len(host), len(digests)) + host
+                           + struct.pack(f">{len(digests)}Q", *digests))  # fmt: skip
+                record.also = self.template_free(record)
+            record.source = None
+        return b"".join(out)
+
+    def appended(self, end: int, length: int) -> None:
+        """This worker appended ``length`` bytes of learner inputs, ending at byte ``end``."""
+        if length:
+            self._own.append((end - length, end))
+
+    def _host_of_entry(self, entry: int) -> str | None:
+        return self._hosts[entry] if entry < len(self._hosts) else None
+
+    def template_free(self, record: PageRecord) -> int | None:
+        """Learn the page's host template from its text (in check order) and give its template-free simhash."""
+        page = Page(record.scope, record.identity or record.url, record.fingerprint, record.url, record.exact,
+                    source=record.source, also=record.also)  # fmt: skip
+        return self.detector.template_free(page)
+
+    def drop(self, scope: str) -> None:
+        """Forget the scope (Redis lost it; the next check loads it again)."""
+        state = self.scopes.pop(scope, None)
+        if state is not None:
+            for entry in state.entry_of.values():
+                self.rule.remove_canonical(scope, entry)
+
+    def load(self, scope: str, log: bytes, extras: bytes) -> None:
+        """The scope's whole log and extras, read together (``MULTI``)."""
+        self.drop(scope)
+        self.scopes[scope] = _Scope()
+        self.apply(scope, log, 0, extras, 0)
+
+    def apply(
+        self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
+    ) -> None:
+        """The log entries from position ``start`` and the extras from byte ``xstart`` (a check reply's tails);
+        what the mirror holds already is skipped."""
+        state = self.scopes[scope]
+        skip = max(0, state.xsync - xstart)
+        records = _records(extras[skip:]) if skip < len(extras) else []
+        state.xsync = max(state.xsync, xstart + len(extras))
+        found = {pos: data for pos, data in records if pos != NO_POSITION}
+        entries = np.frombuffer(
+            log[: len(log) - len(log) % _LOG_DTYPE.itemsize], dtype=_LOG_DTYPE
+        )
+        first = max(0, state.sync - start)
+        ops: list[int] = entries["op"].tolist()
+        fps: list[int] = entries["fp"].tolist()
+        seqs: list[int] = entries["seq"].tolist()
+        owners: list[int] = entries["owner"].tolist()
+        keys: dict[int, list[int]] = {}
+        for j in range(first, len(ops)):
+            if ops[j] == OP_EDIT_KEY:
+                keys.setdefault(owners[j], []).append(fps[j])
+        for j in range(first, len(ops)):
+            op, pos = ops[j], start + j
+            if op in (OP_ADD, OP_EXACT):
+                self._add(
+                    scope,
+                    state,
+                    pos,
+                    fps[j],
+                    op == OP_EXACT,
+                    keys.get(pos, ()),
+                    seqs[j],
+                    found.get(pos),
+                )
+            elif op == OP_REMOVE:
+                entry = state.entry_of.pop(fps[j] >> 32, None)
+                if entry is not None:
+                    self.rule.remove_canonical(scope, entry)
+        state.sync = max(state.sync, start + len(ops))
+        counted = [sketch.hashes for sketch in (read_record(data)[2] for _, data in records) if sketch is not None]
+        if counted:
+            self.rule.count_sentences(np.fromiter((h for hashes in counted for h in hashes), dtype=np.uint64))
+
+    def _add(
+        self,
+        scope: str,
+        state: _Scope,
+        pos: int,
+        fp: int,
+        exact: bool,
+        keys: list[int] | tuple[()],
+        seq: int,
+        data: bytes | None,
+    ) -> None:
+        also, second, sketch, host, address = (
+            read_record(data) if data is not None else (None, None, None, None, None)
+        )
+        entry = self.rule.add_canonical(
+            scope, fp, exact, tuple(keys), also, second, sketch, address
+        )
+        assert entry == len(self._pos)
+        self._hosts.append(host)
+        self._pos.append(pos)
+        self._seq.append(seq)
+        state.entry_of[pos] = entry
+
+    def hint(self, scope: str, record: PageRecord, host: str | None) -> tuple[Hint, str] | None:
+        """What the rule matches the page with by steps 5-7 now (``Clusterer.nearest``), as the script's hint,
+        with its ``via``; ``None`` when it matches nothing, or by steps 1-4 (the script finds those itself)."""
+        if record.exact:
+            return None
+        address = address_of(record.url) if record.sketch is not None else None  # as ``Detector`` passes it
+        found = self.rule.nearest(scope, record.fingerprint, record.edit_keys, record.also, record.second,
+                                  record.sketch, host, address)  # fmt: skip
+        if found is None or found[2] is None:
+            return None
+        entry, distance, via = found
+        assert via is not None
+        pos, seq = self._pos[entry], self._seq[entry]
+        if via == "containment":
+            return Hint(pos, seq, KIND_CONTAINMENT, 0), via
+        return Hint(pos, seq, KIND_WITHIN_K, distance), via
