@@ -661,6 +661,12 @@ class RedisBackend(Outages, DedupBackend):
         rows = parse_verdicts(reply[1], len(sent))
         if extras is None:
             return rows
+        assert mirror is not None
+        with self._mirror_lock:  # a page step 7 joined further than k: a row of its canonical page, as in process
+            for at, (row, extra) in enumerate(zip(rows, extras)):
+                hint = extra[0][0] if extra[0] is not None else None
+                if row.hinted and extra[1] == "containment" and hint is not None:
+                    mirror.joined(scope, hint.position, batch[sent[at]][0].fingerprint)
         return [row._replace(via=extra[1]) if row.hinted else row for row, extra in zip(rows, extras)]
 
     def _hints(self, scope: str, mirror: Mirror, records: list[PageRecord]) -> list[tuple[Any, str | None]]:

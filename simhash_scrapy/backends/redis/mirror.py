@@ -349,6 +349,17 @@ class Mirror:
         self._seq.append(seq)
         state.entry_of[pos] = entry
 
+    def joined(self, scope: str, pos: int, fingerprint: int) -> None:
+        """The script took this worker's step-7 hint: the page of ``fingerprint`` joined the canonical page at
+        log position ``pos``; further than k from it, it becomes a row of that page (``Clusterer.add_copy_row``,
+        as the in-process rule does).  Only this worker learns it (other workers' mirrors do not: a later copy
+        of that page is then found by step 7 itself, or kept: a duplicate kept, never a page dropped)."""
+        state = self.scopes.get(scope)
+        entry = None if state is None else state.entry_of.get(pos)
+        canonical = None if entry is None else self.rule.indexed[entry]
+        if entry is not None and canonical is not None and (canonical ^ fingerprint).bit_count() > self.rule.max_distance:
+            self.rule.add_copy_row(scope, entry, fingerprint)
+
     def hint(self, scope: str, record: PageRecord, host: str | None) -> tuple[Hint, str] | None:
         """What the rule matches the page with by steps 5-7 now (``Clusterer.nearest``), as the script's hint,
         with its ``via``; ``None`` when it matches nothing, or by steps 1-4 (the script finds those itself)."""
