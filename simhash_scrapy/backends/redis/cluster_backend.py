@@ -100,6 +100,9 @@ class _Batch:
     slot_of: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # seq -> (bucket, field) when known
     lengths: dict[str, int] = field(default_factory=dict)  # bucket key -> length read
     first_exact: dict[int, bool | None] = field(default_factory=dict)  # seq -> exact as read (None: new)
+    placeholders: set[int] = field(default_factory=set)  # seqs known only as a member's canonical page
+    #: per decision: the canonical entry's (indexed fingerprint, fingerprint) at that moment
+    snapshots: list[tuple[int | None, int] | None] = field(default_factory=list)
     initial: dict[int, int | None] = field(default_factory=dict)  # seq -> indexed fingerprint read (batch identities)
 
 
@@ -123,6 +126,7 @@ class GlobalRedisBackend(DedupBackend):
         self.cache_size = settings.global_cache
         self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()  # seq -> directory slot
         self._keys: dict[str, GlobalKeys] = {}
+        self._ready: dict[str, asyncio.Future[None]] = {}  # scope -> its layout check (once per scope)
         self._queue: list[_Page] = []
         self._running = False
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "batches": 0, "checks": 0}
@@ -148,6 +152,7 @@ class GlobalRedisBackend(DedupBackend):
     async def open(self, spider_name: str) -> None:
         self.keys(spider_name)  # validates the table layout before connecting
         self._keys.clear()
+        self._ready.clear()
         self.prefix = self.settings.key(spider_name)
         self.client = connection.get_client(self.settings)
         try:
@@ -187,7 +192,11 @@ class GlobalRedisBackend(DedupBackend):
         keys = self._keys.get(scope)
         if keys is None:
             keys = self.keys(scope)
-            await self._check_layout(keys)
+            self._ready[scope] = asyncio.ensure_future(self._check_layout(keys))
+        ready = self._ready[scope]
+        if not ready.done():
+            await asyncio.shield(ready)  # every check of the scope waits here in arrival order
+        ready.result()
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         bucket, fieldname, keep = identity_slot(scope, record.key, keys.record_bits)
         self._queue.append(_Page(record, index, future, keys, bucket, fieldname, keep))
@@ -280,6 +289,7 @@ class GlobalRedisBackend(DedupBackend):
             if rec.canonical_seq is not None and rec.canonical_seq not in own:
                 placeholders.setdefault(rec.canonical_seq, (rec.canonical_fp or 0, False))
         seqs = sorted(set(own) | set(candidates) | set(placeholders))
+        batch.placeholders = set(placeholders) - set(candidates)
         entry_of = {seq: n for n, seq in enumerate(seqs)}
         scopes, identities, fps, exact, canonical, distance, indexed = [], [], [], [], [], [], []
         scope = batch.pages[0].record.scope if batch.pages else ""
@@ -333,6 +343,8 @@ class GlobalRedisBackend(DedupBackend):
                 batch.slot_of[offsets[record.scope]] = (page.bucket, page.fieldname)
             offsets[record.scope] += 1
             decisions.append(decision)
+            c = decision.canonical
+            batch.snapshots.append(None if c is None else (clusterer.indexed[c], clusterer.fingerprint[c]))
         return decisions
 
     async def _canonicals(self, batch: _Batch, decisions: list[Decision]) -> dict[int, GlobalRecord]:
@@ -393,7 +405,7 @@ class GlobalRedisBackend(DedupBackend):
             batch.first_exact.setdefault(seq, old.exact if old is not None else None)
             records[seq] = (page, rec)
             batch.stored[seq] = rec
-            verdicts.append(self._verdict(batch, decision, canon, old))
+            verdicts.append(self._verdict(batch, decision, canon, old, batch.snapshots[len(verdicts)]))
         canonicals = 0
         entry_of = {seq: e for e, seq in enumerate(batch.seq_of)}
         for seq, (page, rec) in records.items():
@@ -479,7 +491,7 @@ class GlobalRedisBackend(DedupBackend):
         self.counts["races"] += len(raced)
 
     def _verdict(self, batch: _Batch, decision: Decision, canon: dict[int, GlobalRecord],
-                 old: GlobalRecord | None) -> Verdict:
+                 old: GlobalRecord | None, snapshot: tuple[int | None, int] | None) -> Verdict:
         previous = dict(
             previous_fingerprint=decision.previous_fingerprint,
             previous_seen=(old.last_seen or None) if old is not None and decision.previous_fingerprint is not None else None,
@@ -490,15 +502,16 @@ class GlobalRedisBackend(DedupBackend):
         rec = batch.stored.get(seq) or canon.get(seq)
         url = identity = ""
         link = None
-        fp = batch.clusterer.indexed[decision.canonical]
+        assert snapshot is not None
+        fp = snapshot[0] if snapshot[0] is not None else snapshot[1]
         if rec is not None:
             bucket, fieldname = batch.slot_of[seq]
             url, identity, *_, link = self.codec.decode_all(rec.payload, fieldname)
-            if fp is None:
+            if seq in batch.placeholders:  # known from a member's record only: the canonical's own record tells
                 fp = rec.indexed_fp if rec.indexed_fp is not None else rec.fingerprint
         return Verdict(
             decision.outcome, canonical_url=url, distance=decision.distance,
-            canonical_fingerprint=fp if fp is not None else batch.clusterer.fingerprint[decision.canonical],
+            canonical_fingerprint=fp,
             canonical_identity=identity or url, one_edit=is_one_edit(decision.distance, self.config.max_distance),
             canonical_link=link, **previous,
         )
