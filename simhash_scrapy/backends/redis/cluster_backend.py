@@ -37,6 +37,7 @@ errors (a Redis error raises ``BackendError``).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ from . import connection
 from .cluster_layout import (
     DIR, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
 )
-from .layout import Codec, identity_slot
+from .layout import Codec, bucket_bits_for, identity_slot
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -124,12 +125,15 @@ class GlobalRedisBackend(DedupBackend):
         self.blocks = settings.table_blocks or config.max_distance + 1
         self.bucket_bits = settings.bucket_bits
         self.cache_size = settings.global_cache
+        self.record_bits = bucket_bits_for(settings.capacity)
         self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()  # seq -> directory slot
         self._keys: dict[str, GlobalKeys] = {}
         self._ready: dict[str, asyncio.Future[None]] = {}  # scope -> its layout check (once per scope)
         self._queue: list[_Page] = []
         self._running = False
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "batches": 0, "checks": 0}
+        #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
+        self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> GlobalRedisBackend:
@@ -140,14 +144,14 @@ class GlobalRedisBackend(DedupBackend):
         keys = self._keys.get(scope)
         if keys is None:
             keys = self._keys[scope] = GlobalKeys(
-                self.prefix, scope, self.config.max_distance, self.blocks, self.bucket_bits, 16
+                self.prefix, scope, self.config.max_distance, self.blocks, self.bucket_bits, self.record_bits
             )
         return keys
 
     def layout(self) -> str:
         features = self.config.features.signature()
         return (f"global v={LAYOUT_VERSION} k={self.config.max_distance} blocks={self.blocks} "
-                f"bits={self.bucket_bits} features={features} text={self.config.text_mode}")
+                f"bits={self.bucket_bits} rbits={self.record_bits} features={features} text={self.config.text_mode}")
 
     async def open(self, spider_name: str) -> None:
         self.keys(spider_name)  # validates the table layout before connecting
@@ -180,8 +184,8 @@ class GlobalRedisBackend(DedupBackend):
         if found != wanted:
             raise BackendError(
                 f"Redis key {keys.meta!r} holds a global index made with {found!r}, but this crawl uses {wanted!r} "
-                f"(SIMHASH_MAX_DISTANCE, SIMHASH_REDIS_TABLE_BLOCKS, SIMHASH_REDIS_BUCKET_BITS and the feature "
-                f"settings must be the same on every worker); or start afresh with SIMHASH_REDIS_FLUSH_ON_START"
+                f"(SIMHASH_MAX_DISTANCE, SIMHASH_REDIS_TABLE_BLOCKS, SIMHASH_REDIS_BUCKET_BITS, "
+                f"SIMHASH_REDIS_CAPACITY and the feature settings must be the same on every worker); or start afresh with SIMHASH_REDIS_FLUSH_ON_START"
             )
 
     # -------------------------------------------------------------- check
@@ -229,11 +233,20 @@ class GlobalRedisBackend(DedupBackend):
     async def _run(self, pages: list[_Page]) -> list[Verdict]:
         self.counts["batches"] += 1
         self.counts["checks"] += len(pages)
+        timing, clock = self.timing, time.perf_counter
+        t0 = clock()
         batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks))
         base = await self._read(batch)
+        t1 = clock()
         decisions = self._decide(batch, base)
+        t2 = clock()
         canon = await self._canonicals(batch, decisions)
+        t3 = clock()
         verdicts = await self._write(batch, decisions, canon)
+        timing["read"] += t1 - t0
+        timing["decide"] += t2 - t1
+        timing["canonicals"] += t3 - t2
+        timing["write"] += clock() - t3
         return verdicts
 
     async def _read(self, batch: _Batch) -> dict[str, int]:
@@ -371,7 +384,7 @@ class GlobalRedisBackend(DedupBackend):
             for seq, raw in zip(unknown, await pipe.execute()):
                 if len(raw) != DIR:
                     raise BackendError(f"simhash: the global index's directory has no slot for seq {seq}")
-                slot = (int.from_bytes(raw[:2], "big"), raw[2:])
+                slot = (int.from_bytes(raw[:3], "big"), raw[3:])
                 batch.slot_of[seq] = slot
                 self._remember(seq, slot)
         fetch = [seq for seq in wanted if seq not in batch.stored]
@@ -448,7 +461,7 @@ class GlobalRedisBackend(DedupBackend):
     def _index(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool, page: _Page,
                batch: _Batch, appended: list[tuple[str, int, int, int]]) -> None:
         dkey, offset = keys.directory(seq)
-        pipe.setrange(dkey, offset, page.bucket.to_bytes(2, "big") + page.fieldname)
+        pipe.setrange(dkey, offset, page.bucket.to_bytes(3, "big") + page.fieldname)
         kinds.append("setrange")
         if exact:
             pipe.hsetnx(keys.exact(fp), fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))

@@ -17,7 +17,7 @@ scope's BLAKE2b hash::
                                  seq (>I4: ties go to the lowest)
     P:{sid.x.<b>}        HASH    short pages (exact digest): digest (8 bytes) -> seq (4) +
                                  directory slot; HSETNX: the first writer wins
-    P:{sid.d.<n>}        STRING  the directory: seq -> identity (DIR bytes at (seq % DIR_SPAN) * DIR,
+    P:{sid.d.<n>}        STRING  the directory: seq -> identity (DIR bytes at (seq % DIR_SPAN) * DIR:
                                  SETRANGE), for canonical pages only: where a verdict finds
                                  its canonical page's record
     P:{sid.r.<b>}        HASH    one record per identity (field: 8 bytes of the identity's
@@ -47,8 +47,8 @@ LAYOUT_VERSION = 1
 #: A table entry: fingerprint (8), seq (4).
 ENTRY = 12
 ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("seq", ">u4")])
-#: A directory slot: the identity's record bucket (2 bytes of its hash) and field (8 bytes).
-DIR = 10
+#: A directory slot: the identity's record bucket (3 bytes) and field (8 bytes).
+DIR = 11
 #: Directory slots per STRING key (one key per 4096 seq numbers).
 DIR_SPAN = 4096
 F_EXACT, F_INDEXED, F_MEMBER, F_MOVED = 1, 2, 4, 8
