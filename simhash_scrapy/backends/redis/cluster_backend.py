@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, Outcome, is_one_edit
+from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
 from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
 from . import connection
 from .cluster_layout import (
@@ -131,6 +131,7 @@ class GlobalRedisBackend(DedupBackend):
         self._ready: dict[str, asyncio.Future[None]] = {}  # scope -> its layout check (once per scope)
         self._queue: list[_Page] = []
         self._running = False
+        self._drainer: asyncio.Future[None] | None = None
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "batches": 0, "checks": 0}
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
         self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
@@ -206,7 +207,7 @@ class GlobalRedisBackend(DedupBackend):
         self._queue.append(_Page(record, index, future, keys, bucket, fieldname, keep))
         if not self._running:
             self._running = True
-            asyncio.ensure_future(self._drain())
+            self._drainer = asyncio.ensure_future(self._drain())
         return await future
 
     async def _drain(self) -> None:
@@ -336,7 +337,8 @@ class GlobalRedisBackend(DedupBackend):
         if rec.exact:
             return rec.fingerprint
         try:
-            return self.codec.decode_all(rec.payload, b"\0" * 8)[5]  # type: ignore[no-any-return]
+            digest: int | None = self.codec.decode_all(rec.payload, b"\0" * 8)[5]
+            return digest
         except ValueError:
             return None
 
@@ -410,7 +412,7 @@ class GlobalRedisBackend(DedupBackend):
         records: dict[int, tuple[_Page, GlobalRecord]] = {}
         kinds: list[str] = []  # each pipeline command's kind, to find the replies of the APPENDs and HSETNXs
         appended: list[tuple[str, int, int, int]] = []  # (bucket key, fingerprint, seq, expected length)
-        verdicts = []
+        verdicts: list[Verdict] = []
         for page, decision in zip(batch.pages, decisions):
             seq = batch.seq_of[decision.entry]
             old = batch.stored.get(seq) or (records[seq][1] if seq in records else None)
@@ -496,7 +498,7 @@ class GlobalRedisBackend(DedupBackend):
             pipe.get(key)
         known = set(batch.seq_of)
         raced = set()
-        for (key, fp, seq), data in zip(suspects, await pipe.execute()):
+        for (_key, fp, seq), data in zip(suspects, await pipe.execute()):
             entries = entries_of(data)
             near = np.bitwise_count(entries["fp"] ^ np.uint64(fp)) <= self.config.max_distance
             if any(s not in known for s in entries[near]["seq"].tolist()):
@@ -505,7 +507,7 @@ class GlobalRedisBackend(DedupBackend):
 
     def _verdict(self, batch: _Batch, decision: Decision, canon: dict[int, GlobalRecord],
                  old: GlobalRecord | None, snapshot: tuple[int | None, int] | None) -> Verdict:
-        previous = dict(
+        previous: dict[str, Any] = dict(
             previous_fingerprint=decision.previous_fingerprint,
             previous_seen=(old.last_seen or None) if old is not None and decision.previous_fingerprint is not None else None,
         )
@@ -518,7 +520,7 @@ class GlobalRedisBackend(DedupBackend):
         assert snapshot is not None
         fp = snapshot[0] if snapshot[0] is not None else snapshot[1]
         if rec is not None:
-            bucket, fieldname = batch.slot_of[seq]
+            fieldname = batch.slot_of[seq][1]
             url, identity, *_, link = self.codec.decode_all(rec.payload, fieldname)
             if seq in batch.placeholders:  # known from a member's record only: the canonical's own record tells
                 fp = rec.indexed_fp if rec.indexed_fp is not None else rec.fingerprint
@@ -558,7 +560,7 @@ class GlobalRedisBackend(DedupBackend):
                 members.append(ClusterMember(
                     url=url, fingerprint=rec.fingerprint, scope=keys.scope, canonical_url=canonical_url,
                     distance=rec.distance if rec.canonical_seq is not None else None, referer=referer, depth=depth,
-                    text=text, indexed=rec.indexed, identity=identity if identity != url else None, exact=rec.exact,
+                    text=text, indexed=rec.indexed, identity="" if identity == url else identity, exact=rec.exact,
                     outcome=RECORDED_OUTCOMES[rec.outcome], first_seen=rec.first_seen, last_seen=rec.last_seen,
                     digest=rec.fingerprint if rec.exact else digest, etag=etag, last_modified=last_modified,
                     canonical_link=link,
