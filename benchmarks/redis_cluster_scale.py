@@ -101,6 +101,28 @@ def node_info(cluster: RedisCluster, section: str) -> list[dict[str, Any]]:
     return out
 
 
+def memory_by_kind(cluster: RedisCluster) -> dict[str, int]:
+    """``MEMORY USAGE`` summed by kind of key (``t``: table buckets, ``r``: records, ``d``: directory, ``m``: meta,
+    ``x``: short pages), over every node: where the bytes of a page go."""
+    import redis
+
+    out: dict[str, int] = {}
+    for port in cluster.ports:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        try:
+            keys = list(client.scan_iter(count=10_000))
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.memory_usage(key, samples=0)
+            for key, used in zip(keys, pipe.execute()):
+                tail = key.decode().rsplit("{", 1)[-1].split(".")
+                kind = tail[1][0] if len(tail) > 1 else "?"
+                out[kind] = out.get(kind, 0) + int(used or 0)
+        finally:
+            client.close()
+    return out
+
+
 def reset_stats(cluster: RedisCluster) -> None:
     import redis
 
@@ -251,6 +273,7 @@ def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
             print(f"{nodes} node(s): {stored:,} pages filled in {fill_s:.0f} s", file=sys.stderr, flush=True)
             memory = [m["used_memory"] - m["used_memory_startup"] for m in node_info(cluster, "memory")]
             keys = sum(int(db.get("db0", {}).get("keys", 0)) for db in node_info(cluster, "keyspace"))
+            by_kind = memory_by_kind(cluster)
             ctx = mp.get_context("spawn")
             barrier, results = ctx.Barrier(workers + 1), ctx.Queue()
             procs = [ctx.Process(target=run_worker, args=(cluster.url, stored, w, workers, checks, k, extra, barrier,
@@ -267,7 +290,9 @@ def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
                 p.join()
         finally:
             cluster.stop()
-    return summary(nodes, stored, workers, checks, k, extra, fill_s, memory, keys, cpu_before, cpu_after, commands, out)
+    result = summary(nodes, stored, workers, checks, k, extra, fill_s, memory, keys, cpu_before, cpu_after, commands, out)
+    result["bytes_per_page_by_kind"] = {kind: round(used / stored, 1) for kind, used in sorted(by_kind.items())}
+    return result
 
 
 def summary(nodes: int, stored: int, workers: int, checks: int, k: int, extra: dict[str, Any], fill_s: float,
@@ -321,7 +346,9 @@ def print_table(runs: list[dict[str, Any]]) -> None:
         steps = ", ".join(f"{name} {us:.0f}" for name, us in r["step_us_per_check"].items())
         top = sorted(r["redis_usec_per_check_by_command"].items(), key=lambda item: -item[1])[:6]
         redis = ", ".join(f"{name} {us:.1f} ({r['redis_calls_per_check_by_command'][name]:.2f} calls)" for name, us in top)
-        print(f"\n{r['nodes']} node(s): worker wall µs/check by step (all in-flight checks share it): {steps}; "
+        kinds = ", ".join(f"{name} {b}" for name, b in r["bytes_per_page_by_kind"].items())
+        print(f"\n{r['nodes']} node(s): MEMORY USAGE bytes/page by key kind (t tables, r records, d directory): {kinds}")
+        print(f"{r['nodes']} node(s): worker wall µs/check by step (all in-flight checks share it): {steps}; "
               f"Redis µs/check by command: {redis}; outcomes {r['outcomes']}")
 
 

@@ -410,7 +410,7 @@ class GlobalRedisBackend(DedupBackend):
         clusterer = batch.clusterer
         pipe = self.client.pipeline(transaction=False)
         records: dict[int, tuple[_Page, GlobalRecord]] = {}
-        kinds: list[str] = []  # each pipeline command's kind, to find the replies of the APPENDs and HSETNXs
+        kinds: list[str] = []  # each index command's kind, to find the replies of the APPENDs and HSETNXs
         appended: list[tuple[str, int, int, int]] = []  # (bucket key, fingerprint, seq, expected length)
         verdicts: list[Verdict] = []
         for page, decision in zip(batch.pages, decisions):
@@ -421,13 +421,16 @@ class GlobalRedisBackend(DedupBackend):
             records[seq] = (page, rec)
             batch.stored[seq] = rec
             verdicts.append(self._verdict(batch, decision, canon, old, batch.snapshots[len(verdicts)]))
+        # Records and directory slots first, then (a second pipeline) the table entries: an entry another
+        # worker reads always has its record and directory slot written already.
+        first = self.client.pipeline(transaction=False)
+        pipe = self.client.pipeline(transaction=False)
         canonicals = 0
         entry_of = {seq: e for e, seq in enumerate(batch.seq_of)}
         for seq, (page, rec) in records.items():
             before, now = batch.initial.get(seq), clusterer.indexed[entry_of[seq]]
             keys = page.keys
-            pipe.hset(keys.record(page.bucket), page.fieldname, pack_record(rec))
-            kinds.append("hset")
+            first.hset(keys.record(page.bucket), page.fieldname, pack_record(rec))
             if before == now and (before is None or old_exact(batch, seq) == rec.exact):
                 continue
             if before is not None:
@@ -435,10 +438,14 @@ class GlobalRedisBackend(DedupBackend):
                 self._unindex(pipe, kinds, keys, seq, before, bool(old_exact(batch, seq)))
             if now is not None:
                 canonicals += 1
-                self._index(pipe, kinds, keys, seq, now, rec.exact, page, batch, appended)
+                dkey, offset = keys.directory(seq)
+                first.setrange(dkey, offset, page.bucket.to_bytes(3, "big") + page.fieldname)
+                self._index(pipe, kinds, keys, seq, now, rec.exact, batch, appended)
         if canonicals:
-            pipe.hincrby(batch.pages[0].keys.meta, "canonicals", canonicals)
-            kinds.append("hincrby")
+            first.hincrby(batch.pages[0].keys.meta, "canonicals", canonicals)
+        await first.execute()
+        if not kinds:
+            return verdicts
         results = await pipe.execute()
         await self._races(batch, [r for r, kind in zip(results, kinds) if kind == "append"], appended,
                           [r for r, kind in zip(results, kinds) if kind == "hsetnx"])
@@ -460,11 +467,8 @@ class GlobalRedisBackend(DedupBackend):
             old.first_seen if old is not None else record.seen, record.seen, payload, clusterer.indexed[e],
         )
 
-    def _index(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool, page: _Page,
-               batch: _Batch, appended: list[tuple[str, int, int, int]]) -> None:
-        dkey, offset = keys.directory(seq)
-        pipe.setrange(dkey, offset, page.bucket.to_bytes(3, "big") + page.fieldname)
-        kinds.append("setrange")
+    def _index(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool, batch: _Batch,
+               appended: list[tuple[str, int, int, int]]) -> None:
         if exact:
             pipe.hsetnx(keys.exact(fp), fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
             kinds.append("hsetnx")
