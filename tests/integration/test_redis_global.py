@@ -137,3 +137,22 @@ async def test_selected_by_settings_and_a_layout_mismatch_names_the_settings(red
 def test_a_table_key_must_match_exactly() -> None:
     with pytest.raises(ValueError, match="SIMHASH_REDIS_TABLE_BLOCKS=3"):
         GlobalRedisBackend(SimhashConfig(), RedisConfig.of({"SIMHASH_REDIS_TABLE_BLOCKS": 3})).keys("s")
+
+
+def test_records_and_entries_round_trip() -> None:
+    from simhash_scrapy.backends.redis.cluster_layout import (
+        ENTRY, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
+    )
+
+    for record in (
+        GlobalRecord(7, 2**64 - 1, False, True, 0, -1, None, None, 1.5, 2.5, b"payload", 2**63),
+        GlobalRecord(2**32 - 1, 5, True, False, 1, 0, 3, 5, 1.0, 1.0, b""),
+        GlobalRecord(9, 12345, False, True, 2, -1, None, None, 1.0, 3.0, b"x", 12345),
+    ):
+        assert parse_record(pack_record(record)) == record
+    data = pack_entry(2**64 - 2, 9) + pack_entry(3, 2**32 - 1)
+    assert len(data) == 2 * ENTRY
+    assert entries_of(data).tolist() == [(2**64 - 2, 9), (3, 2**32 - 1)]
+    keys = GlobalKeys("p", "s", 3, 4, 16, 12)
+    assert len({key.split("{")[1] for key in keys.buckets(0)}) == 4  # one hash slot per table bucket
+    assert keys.bucket_bits == 16
