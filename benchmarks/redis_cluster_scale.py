@@ -80,8 +80,7 @@ class LocalCluster(RedisCluster):
 def backend_settings(url: str, extra: dict[str, Any]) -> Any:
     from simhash_scrapy.core.settings.config import RedisConfig
 
-    return RedisConfig.of({"SIMHASH_REDIS_URL": url, "SIMHASH_REDIS_CLUSTER": True, "SIMHASH_REDIS_CAPACITY": 10_000_000,
-                           **extra})
+    return RedisConfig.of({"SIMHASH_REDIS_URL": url, "SIMHASH_REDIS_CLUSTER": True, **extra})
 
 
 def config(k: int) -> SimhashConfig:
@@ -121,6 +120,18 @@ def memory_by_kind(cluster: RedisCluster) -> dict[str, int]:
         finally:
             client.close()
     return out
+
+
+def configure(cluster: RedisCluster, listpack_value: int) -> None:
+    """``hash-max-listpack-value`` on every node: records of ~70-90 bytes stay in the compact encoding."""
+    import redis
+
+    for port in cluster.ports:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        try:
+            client.config_set("hash-max-listpack-value", listpack_value)
+        finally:
+            client.close()
 
 
 def reset_stats(cluster: RedisCluster) -> None:
@@ -174,14 +185,14 @@ def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any]]) -> int:
         payload = codec.encode(record.url, record.key, kept, record.referer, record.depth, None)
         canon = int(source[i])
         if canon < 0:
-            value = GlobalRecord(seq, fp, False, True, unique, -1, None, None, record.seen, record.seen, payload, fp)
+            value = GlobalRecord(seq, fp, False, True, unique, -1, None, record.seen, record.seen, payload, fp)
             dkey, offset = keys.directory(seq)
             pipe.setrange(dkey, offset, bucket.to_bytes(3, "big") + field)
             for key in keys.buckets(fp):
                 pipe.append(key, pack_entry(fp, seq))
         else:
             cfp = int(fps[canon])
-            value = GlobalRecord(seq, fp, False, False, near, (fp ^ cfp).bit_count(), canon + 1, cfp, record.seen,
+            value = GlobalRecord(seq, fp, False, False, near, (fp ^ cfp).bit_count(), canon + 1, record.seen,
                                  record.seen, payload)
         pipe.hset(keys.record(bucket), field, pack_record(value))
         if (i - start) % 2000 == 1999:
@@ -260,10 +271,11 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
 
 
 def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: dict[str, Any], through_checks: bool,
-            processes: int) -> dict[str, Any]:
+            processes: int, listpack_value: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         cluster = LocalCluster(folder, nodes).start()
         try:
+            configure(cluster, listpack_value)
             fill_start = time.time()
             if through_checks:
                 asyncio.run(fill_through_checks(cluster.url, stored, k, extra))
@@ -363,16 +375,18 @@ def main() -> None:
     parser.add_argument("--bucket-bits", type=int, default=16, help="SIMHASH_REDIS_BUCKET_BITS")
     parser.add_argument("--fill-checks", action="store_true", help="fill through real checks (slow)")
     parser.add_argument("--processes", type=int, default=2, help="fill processes")
+    parser.add_argument("--listpack-value", type=int, default=128, help="hash-max-listpack-value of the nodes")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    extra = {"SIMHASH_REDIS_TABLE_BLOCKS": args.blocks, "SIMHASH_REDIS_BUCKET_BITS": args.bucket_bits}
+    extra = {"SIMHASH_REDIS_TABLE_BLOCKS": args.blocks, "SIMHASH_REDIS_BUCKET_BITS": args.bucket_bits,
+             "SIMHASH_REDIS_CAPACITY": args.stored}  # records sized for the crawl: ~64 a hash
     runs = []
     for nodes in [int(n) for n in args.nodes.split(",")]:
         runs.append(measure(nodes, args.stored, args.workers, args.checks, args.k, extra, args.fill_checks,
-                            args.processes))
+                            args.processes, args.listpack_value))
         print(json.dumps(runs[-1]), flush=True)
     print(f"\n# redis-global: {args.stored:,} stored pages, one scope, k={args.k}, blocks={args.blocks or args.k + 1}, "
-          f"bucket bits {args.bucket_bits}; {args.workers} workers x {args.checks:,} checks, 16 in flight each\n")
+          f"bucket bits {args.bucket_bits}, hash-max-listpack-value {args.listpack_value}; {args.workers} workers x {args.checks:,} checks, 16 in flight each\n")
     print_table(runs)
     if len(runs) > 1:
         print(f"\nchecks/s, {runs[-1]['nodes']} nodes vs {runs[0]['nodes']}: "

@@ -145,9 +145,9 @@ def test_records_and_entries_round_trip() -> None:
     )
 
     for record in (
-        GlobalRecord(7, 2**64 - 1, False, True, 0, -1, None, None, 1.5, 2.5, b"payload", 2**63),
-        GlobalRecord(2**32 - 1, 5, True, False, 1, 0, 3, 5, 1.0, 1.0, b""),
-        GlobalRecord(9, 12345, False, True, 2, -1, None, None, 1.0, 3.0, b"x", 12345),
+        GlobalRecord(7, 2**64 - 1, False, True, 0, -1, None, 1.5, 2.5, b"payload", 2**63),
+        GlobalRecord(2**32 - 1, 5, True, False, 1, 0, 3, 1.0, 1.0, b""),
+        GlobalRecord(9, 12345, False, True, 2, -1, None, 1.0, 3.0, b"x", 12345),
     ):
         assert parse_record(pack_record(record)) == record
     data = pack_entry(2**64 - 2, 9) + pack_entry(3, 2**32 - 1)

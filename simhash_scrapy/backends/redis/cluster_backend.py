@@ -301,7 +301,7 @@ class GlobalRedisBackend(DedupBackend):
         placeholders: dict[int, tuple[int, bool]] = {}
         for _, rec in own.values():
             if rec.canonical_seq is not None and rec.canonical_seq not in own:
-                placeholders.setdefault(rec.canonical_seq, (rec.canonical_fp or 0, False))
+                placeholders.setdefault(rec.canonical_seq, (0, False))  # its fingerprint: read with its record
         seqs = sorted(set(own) | set(candidates) | set(placeholders))
         batch.placeholders = set(placeholders) - set(candidates)
         entry_of = {seq: n for n, seq in enumerate(seqs)}
@@ -463,7 +463,6 @@ class GlobalRedisBackend(DedupBackend):
             seq, record.fingerprint, record.exact, clusterer.indexed[e] is not None,
             RECORDED_OUTCOMES.index(decision.outcome), clusterer.distance[e],
             batch.seq_of[canonical] if canonical >= 0 else None,
-            clusterer.fingerprint[canonical] if canonical >= 0 else None,
             old.first_seen if old is not None else record.seen, record.seen, payload, clusterer.indexed[e],
         )
 

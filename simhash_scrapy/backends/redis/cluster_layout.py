@@ -24,10 +24,11 @@ scope's BLAKE2b hash::
                                  hash, ``layout.identity_slot``; b: its first ``record_bits``
                                  bits, hex)
 
-Record: seq (>I4), fingerprint (8), flags (1: exact 1, indexed 2, member 4, outcome << 5),
-distance (1), [canonical seq (>I4) and fingerprint (8) if member], [the fingerprint in the index (8) if
-moved: indexed, and re-checked within k since], first seen (>d),
-last seen (>d), payload (``layout.Codec``, preset dictionary only).
+Record: seq (>I4), fingerprint (8), flags (1: exact 1, indexed 2, member 4, moved 8, last seen 16,
+outcome << 5), distance (1), [canonical seq (>I4) if member], [the fingerprint in the index (8) if
+moved: indexed, and re-checked within k since], first seen (>d), [last seen (>d) if it differs],
+payload (``layout.Codec``, preset dictionary only).  Records of ~70-90 bytes: run the nodes with
+``hash-max-listpack-value 128`` to keep them in Redis' compact encoding.
 """
 
 from __future__ import annotations
@@ -51,11 +52,11 @@ ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("seq", ">u4")])
 DIR = 11
 #: Directory slots per STRING key (one key per 4096 seq numbers).
 DIR_SPAN = 4096
-F_EXACT, F_INDEXED, F_MEMBER, F_MOVED = 1, 2, 4, 8
+F_EXACT, F_INDEXED, F_MEMBER, F_MOVED, F_LAST = 1, 2, 4, 8, 16
 OUTCOME_SHIFT = 5
 _HEAD = struct.Struct(">I8sBB")
-_MEMBER = struct.Struct(">I8s")
-_SEEN = struct.Struct(">dd")
+_MEMBER = struct.Struct(">I")
+_SEEN = struct.Struct(">d")
 
 
 class GlobalKeys:
@@ -114,7 +115,6 @@ class GlobalRecord(NamedTuple):
     outcome: int  # code in RECORDED_OUTCOMES
     distance: int
     canonical_seq: int | None
-    canonical_fp: int | None
     first_seen: float
     last_seen: float
     payload: bytes
@@ -128,33 +128,40 @@ class GlobalRecord(NamedTuple):
 def pack_record(r: GlobalRecord) -> bytes:
     flags = r.outcome << OUTCOME_SHIFT | (F_EXACT if r.exact else 0) | (F_INDEXED if r.indexed else 0)
     member = b""
-    if r.canonical_seq is not None and r.canonical_fp is not None:
+    if r.canonical_seq is not None:
         flags |= F_MEMBER
-        member = _MEMBER.pack(r.canonical_seq, r.canonical_fp.to_bytes(8, "big"))
+        member = _MEMBER.pack(r.canonical_seq)
     moved = b""
     if r.indexed and r.indexed_fp is not None and r.indexed_fp != r.fingerprint:
         flags |= F_MOVED
         moved = r.indexed_fp.to_bytes(8, "big")
+    seen = _SEEN.pack(r.first_seen)
+    if _SEEN.pack(r.last_seen) != seen:
+        flags |= F_LAST
+        seen += _SEEN.pack(r.last_seen)
     head = _HEAD.pack(r.seq, r.fingerprint.to_bytes(8, "big"), flags, max(r.distance, 0))
-    return b"".join((head, member, moved, _SEEN.pack(r.first_seen, r.last_seen), r.payload))
+    return b"".join((head, member, moved, seen, r.payload))
 
 
 def parse_record(value: bytes) -> GlobalRecord:
     seq, fp, flags, distance = _HEAD.unpack_from(value)
     p = _HEAD.size
-    canonical_seq = canonical_fp = None
+    canonical_seq = None
     if flags & F_MEMBER:
-        canonical_seq, raw = _MEMBER.unpack_from(value, p)
-        canonical_fp = int.from_bytes(raw, "big")
+        (canonical_seq,) = _MEMBER.unpack_from(value, p)
         p += _MEMBER.size
     fingerprint = int.from_bytes(fp, "big")
     indexed_fp = fingerprint if flags & F_INDEXED else None
     if flags & F_MOVED:
         indexed_fp = int.from_bytes(value[p : p + 8], "big")
         p += 8
-    first, last = _SEEN.unpack_from(value, p)
+    (first,) = _SEEN.unpack_from(value, p)
+    last = first
     p += _SEEN.size
+    if flags & F_LAST:
+        (last,) = _SEEN.unpack_from(value, p)
+        p += _SEEN.size
     return GlobalRecord(
         seq, fingerprint, bool(flags & F_EXACT), bool(flags & F_INDEXED), flags >> OUTCOME_SHIFT,
-        distance if flags & F_MEMBER else -1, canonical_seq, canonical_fp, first, last, value[p:], indexed_fp,
+        distance if flags & F_MEMBER else -1, canonical_seq, first, last, value[p:], indexed_fp,
     )
