@@ -440,7 +440,7 @@ SETTINGS: tuple[Setting, ...] = (
       '"INFO"', "glue", log_level, "log_level", default_doc=f'`"{defaults.LOG_LEVEL}"`'),
     S("SIMHASH_BACKEND", "str", defaults.BACKEND,
       'where the index lives: `"memory"` (this process), `"redis"` (shared, see [Distributed crawls with Redis](../guides/redis.md)), '
-      '`"redis-global"` (one index sharded over a Redis Cluster, see [A global index over a Redis Cluster](../guides/redis.md#redis-global)) or the import '
+      '`"redis-global"` (one index sharded over a Redis Cluster, see [A global index over a Redis Cluster](#redis-global)) or the import '
       "path of a `simhash_scrapy.backends.DedupBackend` subclass",
       '"redis"', "glue", _backend, "backend"),
     S("SIMHASH_THREADS", "bool", defaults.THREADS,
