@@ -13,8 +13,8 @@ For each node count of ``--nodes``, in one run:
    ``redis_scale.py`` (70% new, 30% within 0..4 bits of an earlier canonical
    page; SHA-1 identities, URLs, referers, depths, times), written directly in
    the backend's layout with its own functions (``cluster_layout``:
-   ``pack_record``, ``pack_entry``, ``GlobalKeys``; table entries APPENDed in
-   seq order, as checks append them).  ``--fill-checks`` fills through real
+   ``pack_record``, ``pack_entry``, ``GlobalKeys``; table entries appended in
+   seq order by the backend's own script, as checks append them).  ``--fill-checks`` fills through real
    checks instead (slow; to show both give the same bytes/page).
 3. Redis memory: ``used_memory`` minus ``used_memory_startup`` per node, summed
    over the nodes, divided by the stored pages.
@@ -164,7 +164,7 @@ def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any]]) -> int:
     """Records, directory slots and table entries of pages [start, stop) (a pool process)."""
     from redis.cluster import RedisCluster as SyncCluster
 
-    from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
+    from simhash_scrapy.backends.redis.cluster_backend import APPEND_LUA, GlobalRedisBackend
     from simhash_scrapy.backends.redis.cluster_layout import GlobalRecord, pack_entry, pack_record
     from simhash_scrapy.backends.redis.layout import Codec, identity_slot
     from simhash_scrapy.core.cluster.clustering import RECORDED_OUTCOMES, Outcome
@@ -189,7 +189,7 @@ def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any]]) -> int:
             dkey, offset = keys.directory(seq)
             pipe.setrange(dkey, offset, bucket.to_bytes(3, "big") + field)
             for key in keys.buckets(fp):
-                pipe.append(key, pack_entry(fp, seq))
+                pipe.eval(APPEND_LUA, 1, key, pack_entry(fp, seq))  # the backend's own append
         else:
             cfp = int(fps[canon])
             value = GlobalRecord(seq, fp, False, False, near, (fp ^ cfp).bit_count(), canon + 1, record.seen,

@@ -76,6 +76,14 @@ _UNSET_EXACT = """
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """
+#: Appends ARGV[1] to a table bucket (KEYS[1]) and returns its new length.  GET and SET rather than APPEND:
+#: SET stores the string at its size, where APPEND keeps up to as much again spare (measured: 76 bytes of
+#: table per page at 1M pages with APPEND, ~44 expected at the entries' size).
+APPEND_LUA = """
+local data = (redis.call('GET', KEYS[1]) or '') .. ARGV[1]
+redis.call('SET', KEYS[1], data)
+return #data
+"""
 _MAX_BATCH = 64
 
 
@@ -475,7 +483,7 @@ class GlobalRedisBackend(DedupBackend):
         for key in keys.buckets(fp):
             expected = batch.lengths.get(key, 0) + ENTRY
             batch.lengths[key] = expected
-            pipe.append(key, pack_entry(fp, seq))
+            pipe.eval(APPEND_LUA, 1, key, pack_entry(fp, seq))  # (redis-py's cluster pipelines refuse EVALSHA)
             kinds.append("append")
             appended.append((key, fp, seq, expected))
 
