@@ -14,7 +14,7 @@ commands redis-py's cluster client sends to every node at once:
    core's: this module only moves its inputs and outputs.
 3. **Read the canonical pages** the verdicts name: their directory slots
    (cached, up to ``SIMHASH_REDIS_GLOBAL_CACHE`` entries) and their records.
-4. **Write**: the records, new canonical pages' entries (APPEND to every
+4. **Write**: the records, new canonical pages' entries (appended to every
    table bucket, SETRANGE of the directory, HSETNX of a short page's digest),
    removed entries of pages whose content changed (a Lua script per bucket).
 
@@ -23,7 +23,7 @@ checking near-duplicates at the same moment may both read the buckets before
 either appends: both pages become canonical (a duplicate kept twice).  A page
 is only ever a near-duplicate of an entry that is in the tables, written by a
 check that made it canonical: a race never drops a distinct page.  A race is
-seen after the fact (an APPEND that returns a longer bucket than read plus
+seen after the fact (an append that returns a longer bucket than read plus
 this worker's own entries, an HSETNX that finds the digest taken): the worker
 reads what came in between and counts ``simhash/redis/global/races`` when one
 of those entries is within k.
@@ -418,7 +418,7 @@ class GlobalRedisBackend(DedupBackend):
         clusterer = batch.clusterer
         pipe = self.client.pipeline(transaction=False)
         records: dict[int, tuple[_Page, GlobalRecord]] = {}
-        kinds: list[str] = []  # each index command's kind, to find the replies of the APPENDs and HSETNXs
+        kinds: list[str] = []  # each index command's kind, to find the replies of the appends and HSETNXs
         appended: list[tuple[str, int, int, int]] = []  # (bucket key, fingerprint, seq, expected length)
         verdicts: list[Verdict] = []
         for page, decision in zip(batch.pages, decisions):
