@@ -177,6 +177,7 @@ def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any]]) -> int:
     keys = backend.keys(SCOPE)
     codec = Codec()
     client = SyncCluster.from_url(url)
+    sha = client.script_load(APPEND_LUA)
     pipe = client.pipeline(transaction=False)
     unique, near = RECORDED_OUTCOMES.index(Outcome.UNIQUE), RECORDED_OUTCOMES.index(Outcome.NEAR_DUPLICATE)
     for i in range(start, stop):
@@ -189,7 +190,7 @@ def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any]]) -> int:
             dkey, offset = keys.directory(seq)
             pipe.setrange(dkey, offset, bucket.to_bytes(3, "big") + field)
             for key in keys.buckets(fp):
-                pipe.eval(APPEND_LUA, 1, key, pack_entry(fp, seq))  # the backend's own append
+                pipe.execute_command("EVALSHA", sha, 1, key, pack_entry(fp, seq))  # the backend's own append
         else:
             cfp = int(fps[canon])
             value = GlobalRecord(seq, fp, False, False, near, (fp ^ cfp).bit_count(), canon + 1, record.seen,

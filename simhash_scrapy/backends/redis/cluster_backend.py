@@ -140,6 +140,7 @@ class GlobalRedisBackend(DedupBackend):
         self._queue: list[_Page] = []
         self._running = False
         self._drainer: asyncio.Future[None] | None = None
+        self._append_sha = ""
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "batches": 0, "checks": 0}
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
         self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
@@ -177,6 +178,7 @@ class GlobalRedisBackend(DedupBackend):
             ) from None
         if self.settings.flush_on_start:
             await self.flush()
+        self._append_sha = await self.client.script_load(APPEND_LUA)  # on every primary
 
     async def flush(self) -> int:
         """Delete every key of this prefix, on every node; returns how many."""
@@ -483,7 +485,8 @@ class GlobalRedisBackend(DedupBackend):
         for key in keys.buckets(fp):
             expected = batch.lengths.get(key, 0) + ENTRY
             batch.lengths[key] = expected
-            pipe.eval(APPEND_LUA, 1, key, pack_entry(fp, seq))  # (redis-py's cluster pipelines refuse EVALSHA)
+            # (redis-py's cluster pipelines refuse their evalsha method, not the command)
+            pipe.execute_command("EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq))
             kinds.append("append")
             appended.append((key, fp, seq, expected))
 
