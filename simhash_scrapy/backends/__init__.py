@@ -51,7 +51,7 @@ def backend_class(config: SimhashConfig) -> type[DedupBackend]:
         hint = " (install the extra: pip install 'simhash-scrapy[redis]')" if config.backend == "redis" else ""
         raise ValueError(
             f"SIMHASH_BACKEND={config.backend!r}: cannot load {path!r}: {exc}{hint}; "
-            f"use 'memory', 'redis' or the import path of a DedupBackend subclass"
+            f"use 'memory', 'redis', 'redis-global' or the import path of a DedupBackend subclass"
         ) from exc
     if not (isinstance(cls, type) and issubclass(cls, DedupBackend)):
         raise ValueError(

@@ -137,6 +137,12 @@ REDIS_CAPACITY = 10_000_000
 #: ``SIMHASH_REDIS_SHARDS``: hash slots the identity records of one scope are spread over (1: the
 #: scope's own slot, next to its log; more: a Redis Cluster spreads one scope over its nodes).
 REDIS_SHARDS = 1
+#: ``SIMHASH_REDIS_TABLE_BLOCKS``: blocks of the global index's tables (``"redis-global"``; 0: k + 1).
+REDIS_TABLE_BLOCKS = 0
+#: ``SIMHASH_REDIS_BUCKET_BITS``: key bits of a table bucket of the global index (one Redis key each).
+REDIS_BUCKET_BITS = 16
+#: ``SIMHASH_REDIS_GLOBAL_CACHE``: directory slots a worker of the global index keeps (seq -> identity).
+REDIS_GLOBAL_CACHE = 1_000_000
 
 # ------------------------------------------------------------------ URL rules
 #: ``SIMHASH_URL_RULES``: ``"off"``, ``"learn"`` (learn and report rules) or

@@ -156,8 +156,8 @@ def test_disabled_raises_not_configured() -> None:
         ({"ITEM_FORMAT": "pdf"}, r"SIMHASH_ITEM_FORMAT must be one of 'auto', 'html', 'text'"),
         ({"ITEM_ACTION": "keep"}, r"SIMHASH_ITEM_ACTION must be one of 'drop', 'flag'"),
         ({"ITEM_URL_FIELD": " "}, r"SIMHASH_ITEM_URL_FIELD must name an item field"),
-        ({"BACKEND": "mongo"}, r"SIMHASH_BACKEND must be 'memory', 'redis' or a class path"),
-        ({"BACKEND": 3}, r"SIMHASH_BACKEND must be 'memory', 'redis' or a class path"),
+        ({"BACKEND": "mongo"}, r"SIMHASH_BACKEND must be 'memory', 'redis', 'redis-global' or a class path"),
+        ({"BACKEND": 3}, r"SIMHASH_BACKEND must be 'memory', 'redis', 'redis-global' or a class path"),
         ({"THREADS": "sometimes"}, r"SIMHASH_THREADS must be a boolean"),
     ],
 )

@@ -86,6 +86,9 @@ class RedisConfig:
     heartbeat: float = _default("redis.heartbeat")
     capacity: int = _default("redis.capacity")
     shards: int = _default("redis.shards")
+    table_blocks: int = _default("redis.table_blocks")
+    bucket_bits: int = _default("redis.bucket_bits")
+    global_cache: int = _default("redis.global_cache")
 
     @property
     def secrets(self) -> tuple[str, ...]:

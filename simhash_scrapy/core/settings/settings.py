@@ -82,6 +82,7 @@ URL_RULES_MODES = ("off", "learn", "skip")
 BACKENDS = {
     "memory": "simhash_scrapy.backends.memory.MemoryBackend",
     "redis": "simhash_scrapy.backends.redis.RedisBackend",
+    "redis-global": "simhash_scrapy.backends.redis.cluster_backend.GlobalRedisBackend",
 }
 #: The URL schemes redis-py accepts.
 _REDIS_SCHEMES = ("redis", "rediss", "unix")
@@ -238,7 +239,7 @@ def _backend(name: str, value: Any) -> str:
         if "." in path:
             return path
     raise ValueError(
-        f"{name} must be 'memory', 'redis' or a class path such as 'myproject.backends.MyBackend', got {value!r}"
+        f"{name} must be 'memory', 'redis', 'redis-global' or a class path such as 'myproject.backends.MyBackend', got {value!r}"
     )
 
 
@@ -439,7 +440,8 @@ SETTINGS: tuple[Setting, ...] = (
       "level of the near-duplicate log lines and of dropped items' log lines",
       '"INFO"', "glue", log_level, "log_level", default_doc=f'`"{defaults.LOG_LEVEL}"`'),
     S("SIMHASH_BACKEND", "str", defaults.BACKEND,
-      'where the index lives: `"memory"` (this process), `"redis"` (shared, see [Distributed crawls with Redis](../guides/redis.md)) or the import '
+      'where the index lives: `"memory"` (this process), `"redis"` (shared, see [Distributed crawls with Redis](../guides/redis.md)), '
+      '`"redis-global"` (one index sharded over a Redis Cluster, see [A global index over a Redis Cluster](#redis-global)) or the import '
       "path of a `simhash_scrapy.backends.DedupBackend` subclass",
       '"redis"', "glue", _backend, "backend"),
     S("SIMHASH_THREADS", "bool", defaults.THREADS,
@@ -546,6 +548,20 @@ SETTINGS: tuple[Setting, ...] = (
       "buckets). Far more pages than this cost memory (buckets leave Redis' compact encoding), never correctness "
       "or speed. Fixed by the first worker of a key",
       "200_000_000", "redis", integer(1), "redis.capacity"),
+    S("SIMHASH_REDIS_TABLE_BLOCKS", "int (0, or k + 1..16)", defaults.REDIS_TABLE_BLOCKS,
+      '`SIMHASH_BACKEND = "redis-global"` only: blocks of the tables sharded over the cluster, C(blocks, k) tables '
+      "(0: k + 1, four tables at k = 3; k + 2 gives more, longer keys, for billions of pages). Every worker must "
+      "use the same value (recorded in Redis)",
+      "5", "redis", integer(0, 16), "redis.table_blocks"),
+    S("SIMHASH_REDIS_BUCKET_BITS", "int (8..32)", defaults.REDIS_BUCKET_BITS,
+      '`SIMHASH_BACKEND = "redis-global"` only: key bits of a table bucket (one Redis key, in a hash slot of its '
+      "own), at most a table key's bits; a check reads one bucket per table, about canonical pages / 2^bits entries "
+      "each. Every worker must use the same value (recorded in Redis)",
+      "20", "redis", integer(8, 32), "redis.bucket_bits"),
+    S("SIMHASH_REDIS_GLOBAL_CACHE", "int >= 0 (entries)", defaults.REDIS_GLOBAL_CACHE,
+      '`SIMHASH_BACKEND = "redis-global"` only: where canonical pages\' records are, kept by each worker (LRU, about '
+      "150 bytes an entry: 150 MB at the default); a hit saves one read before a verdict names its canonical page",
+      "100_000", "redis", integer(0), "redis.global_cache"),
     # ------------------------------------------------------------ URL rules
     S("SIMHASH_URL_RULES", _one_of(URL_RULES_MODES), defaults.URL_RULES,
       "learn URL rules from the duplicates found (`learn`: report them; `skip`: also skip predicted duplicates "

@@ -1,0 +1,400 @@
+"""The global index sharded over a Redis Cluster (``SIMHASH_BACKEND = "redis-global"``): checks/s and bytes/page.
+
+    python benchmarks/redis_cluster_scale.py                              # 1,000,000 stored, 1 and 3 nodes, 8 workers
+    python benchmarks/redis_cluster_scale.py --stored 10000000 --nodes 3  # 10M pages (fill ~15 min here)
+    python benchmarks/redis_cluster_scale.py --stored 50000 --checks 300 --nodes 1,3   # about two minutes
+    python benchmarks/redis_cluster_scale.py --json benchmarks/results/redis_cluster_scale.json
+
+For each node count of ``--nodes``, in one run:
+
+1. Starts a fresh local Redis Cluster of that many ``redis-server`` primaries
+   (no persistence; one node: ``CLUSTER ADDSLOTSRANGE 0 16383``).
+2. Fills one scope (the spider's, one global scope) with ``--stored`` pages of
+   ``redis_scale.py`` (70% new, 30% within 0..4 bits of an earlier canonical
+   page; SHA-1 identities, URLs, referers, depths, times), written directly in
+   the backend's layout with its own functions (``cluster_layout``:
+   ``pack_record``, ``pack_entry``, ``GlobalKeys``; table entries appended in
+   seq order by the backend's own script, as checks append them).  ``--fill-checks`` fills through real
+   checks instead (slow; to show both give the same bytes/page).
+3. Redis memory: ``used_memory`` minus ``used_memory_startup`` per node, summed
+   over the nodes, divided by the stored pages.
+4. ``--workers`` processes, each with its own ``GlobalRedisBackend``, check
+   ``--checks`` new pages each with 16 in flight (``redis_scale.worker_pages``:
+   70% new, 20% near a stored canonical page, 10% near another worker's
+   page).  checks/s = all checks / (last finish - first start); worker CPU
+   per check (process time); Redis CPU per node (``INFO cpu``); each worker's
+   peak RSS; the cost per check by step (the backend's ``timing``); the
+   directory cache's hit rate; races (duplicates kept twice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import multiprocessing as mp
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve()
+sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent), str(HERE.parent.parent / "tests")]
+
+from redis_scale import SCOPE, _proc_status, _reset_peak, fill_plan, record_of, worker_pages  # noqa: E402
+from redis_server import RedisCluster  # noqa: E402  (tests/redis_server.py)
+
+from simhash_scrapy.config import SimhashConfig  # noqa: E402
+
+SPIDER = SCOPE  # the scope is the spider's name: one global scope
+
+
+class LocalCluster(RedisCluster):
+    """``tests/redis_server.RedisCluster`` with any number of nodes (one: all slots assigned by hand)."""
+
+    def start(self, timeout: float = 60.0) -> LocalCluster:
+        if len(self.ports) >= 3:
+            super().start(timeout)
+            return self
+        for port in self.ports:
+            self.processes.append(self._node(port))
+        deadline = time.monotonic() + timeout
+        for port in self.ports:
+            while subprocess.run([self.cli, "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"node {port} did not start")
+                time.sleep(0.05)
+        subprocess.run([self.cli, "-p", str(self.ports[0]), "cluster", "addslotsrange", "0", "16383"], check=True,
+                       capture_output=True)
+        if not self._wait_ok(deadline):
+            raise RuntimeError("the one-node cluster did not reach cluster_state:ok")
+        return self
+
+
+def backend_settings(url: str, extra: dict[str, Any]) -> Any:
+    from simhash_scrapy.core.settings.config import RedisConfig
+
+    return RedisConfig.of({"SIMHASH_REDIS_URL": url, "SIMHASH_REDIS_CLUSTER": True, **extra})
+
+
+def config(k: int) -> SimhashConfig:
+    return SimhashConfig(max_distance=k)
+
+
+def node_info(cluster: RedisCluster, section: str) -> list[dict[str, Any]]:
+    import redis
+
+    out = []
+    for port in cluster.ports:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        try:
+            out.append(client.info(section))
+        finally:
+            client.close()
+    return out
+
+
+def memory_by_kind(cluster: RedisCluster) -> dict[str, int]:
+    """``MEMORY USAGE`` summed by kind of key (``t``: table buckets, ``r``: records, ``d``: directory, ``m``: meta,
+    ``x``: short pages), over every node: where the bytes of a page go."""
+    import redis
+
+    out: dict[str, int] = {}
+    for port in cluster.ports:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        try:
+            keys = list(client.scan_iter(count=10_000))
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.memory_usage(key, samples=0)
+            for key, used in zip(keys, pipe.execute()):
+                tail = key.decode().rsplit("{", 1)[-1].split(".")
+                kind = tail[1][0] if len(tail) > 1 else "?"
+                out[kind] = out.get(kind, 0) + int(used or 0)
+        finally:
+            client.close()
+    return out
+
+
+def configure(cluster: RedisCluster, listpack_value: int) -> None:
+    """``hash-max-listpack-value`` on every node: records of ~70-90 bytes stay in the compact encoding."""
+    import redis
+
+    for port in cluster.ports:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        try:
+            client.config_set("hash-max-listpack-value", listpack_value)
+        finally:
+            client.close()
+
+
+def reset_stats(cluster: RedisCluster) -> None:
+    import redis
+
+    for port in cluster.ports:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        try:
+            client.config_resetstat()
+        finally:
+            client.close()
+
+
+# ------------------------------------------------------------------------------ fill
+def sources(stored: int) -> np.ndarray:
+    """The canonical page each near-duplicate of ``fill_plan`` copies (-1: a canonical page), rebuilt by
+    replaying ``fill_plan``'s random draws."""
+    rng = np.random.default_rng(1)
+    rng.integers(0, 2**64, stored, dtype=np.uint64, endpoint=False)
+    dup = rng.random(stored) < 0.3
+    dup[0] = False
+    canon_pages, dup_pages = np.flatnonzero(~dup), np.flatnonzero(dup)
+    earlier = np.searchsorted(canon_pages, dup_pages) - 1
+    out = np.full(stored, -1, dtype=np.int64)
+    out[dup_pages] = canon_pages[(rng.random(len(dup_pages)) * (earlier + 1)).astype(np.int64)]
+    return out
+
+
+def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any]]) -> int:
+    """Records, directory slots and table entries of pages [start, stop) (a pool process)."""
+    from redis.cluster import RedisCluster as SyncCluster
+
+    from simhash_scrapy.backends.redis.cluster_backend import APPEND_LUA, GlobalRedisBackend
+    from simhash_scrapy.backends.redis.cluster_layout import GlobalRecord, pack_entry, pack_record
+    from simhash_scrapy.backends.redis.layout import Codec, identity_slot
+    from simhash_scrapy.core.cluster.clustering import RECORDED_OUTCOMES, Outcome
+
+    url, start, stop, k, extra = args
+    fps, _ = fill_plan(stop)
+    source = sources(stop)
+    backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
+    backend.prefix = backend.settings.key(SPIDER)
+    keys = backend.keys(SCOPE)
+    codec = Codec()
+    client = SyncCluster.from_url(url)
+    sha = client.script_load(APPEND_LUA)
+    pipe = client.pipeline(transaction=False)
+    unique, near = RECORDED_OUTCOMES.index(Outcome.UNIQUE), RECORDED_OUTCOMES.index(Outcome.NEAR_DUPLICATE)
+    for i in range(start, stop):
+        record, seq, fp = record_of(i, int(fps[i])), i + 1, int(fps[i])
+        bucket, field, kept = identity_slot(SCOPE, record.key, keys.record_bits)
+        payload = codec.encode(record.url, record.key, kept, record.referer, record.depth, None)
+        canon = int(source[i])
+        if canon < 0:
+            value = GlobalRecord(seq, fp, False, True, unique, -1, None, record.seen, record.seen, payload, fp)
+            dkey, offset = keys.directory(seq)
+            pipe.setrange(dkey, offset, bucket.to_bytes(3, "big") + field)
+            for key in keys.buckets(fp):
+                pipe.execute_command("EVALSHA", sha, 1, key, pack_entry(fp, seq))  # the backend's own append
+        else:
+            cfp = int(fps[canon])
+            value = GlobalRecord(seq, fp, False, False, near, (fp ^ cfp).bit_count(), canon + 1, record.seen,
+                                 record.seen, payload)
+        pipe.hset(keys.record(bucket), field, pack_record(value))
+        if (i - start) % 2000 == 1999:
+            pipe.execute()
+    pipe.execute()
+    client.close()
+    return stop - start
+
+
+def fill_directly(url: str, stored: int, k: int, extra: dict[str, Any], processes: int) -> None:
+    from redis.cluster import RedisCluster as SyncCluster
+
+    from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
+
+    # Pages in seq order per chunk; chunks in order (as checks append, in first-check order).
+    step = 50_000
+    chunks = [(url, s, min(s + step, stored), k, extra) for s in range(0, stored, step)]
+    with mp.get_context("spawn").Pool(processes) as pool:
+        for _ in pool.imap(_fill_chunk, chunks):
+            pass
+    backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
+    backend.prefix = backend.settings.key(SPIDER)
+    keys = backend.keys(SCOPE)
+    canonicals = int((sources(stored) < 0).sum())
+    client = SyncCluster.from_url(url)
+    client.hset(keys.meta, mapping={"layout": backend.layout(), "seq": stored, "canonicals": canonicals})
+    client.close()
+
+
+async def fill_through_checks(url: str, stored: int, k: int, extra: dict[str, Any]) -> None:
+    from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
+
+    fps, _ = fill_plan(stored)
+    backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
+    await backend.open(SPIDER)
+    pages = iter(range(stored))
+
+    async def one() -> None:
+        for i in pages:
+            await backend.check(record_of(i, int(fps[i])))
+
+    await asyncio.gather(*(one() for _ in range(64)))
+    await backend.close()
+
+
+# ------------------------------------------------------------------------------ timed
+def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k: int, extra: dict[str, Any],
+               barrier: Any, results: Any) -> None:
+    from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
+
+    pages = worker_pages(stored, worker, workers, checks)
+
+    async def main() -> None:
+        backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
+        await backend.open(SPIDER)
+        gc.collect()
+        reset = _reset_peak()
+        await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
+        queue = iter(pages)
+        outcomes: dict[str, int] = {}
+
+        async def one() -> None:
+            for page, fp in queue:
+                verdict = await backend.check(record_of(page, fp))
+                outcomes[verdict.outcome.value] = outcomes.get(verdict.outcome.value, 0) + 1
+
+        start, cpu = time.time(), time.process_time()
+        await asyncio.gather(*(one() for _ in range(16)))
+        end, cpu = time.time(), time.process_time() - cpu
+        peak = _proc_status("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        await backend.close()
+        results.put({"start": start, "end": end, "cpu": cpu, "peak_rss": peak, "counts": backend.counts,
+                     "timing": backend.timing, "outcomes": outcomes})
+
+    asyncio.run(main())
+
+
+def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: dict[str, Any], through_checks: bool,
+            processes: int, listpack_value: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        cluster = LocalCluster(folder, nodes).start()
+        try:
+            configure(cluster, listpack_value)
+            fill_start = time.time()
+            if through_checks:
+                asyncio.run(fill_through_checks(cluster.url, stored, k, extra))
+            else:
+                fill_directly(cluster.url, stored, k, extra, processes)
+            fill_s = time.time() - fill_start
+            print(f"{nodes} node(s): {stored:,} pages filled in {fill_s:.0f} s", file=sys.stderr, flush=True)
+            memory = [m["used_memory"] - m["used_memory_startup"] for m in node_info(cluster, "memory")]
+            keys = sum(int(db.get("db0", {}).get("keys", 0)) for db in node_info(cluster, "keyspace"))
+            by_kind = memory_by_kind(cluster)
+            ctx = mp.get_context("spawn")
+            barrier, results = ctx.Barrier(workers + 1), ctx.Queue()
+            procs = [ctx.Process(target=run_worker, args=(cluster.url, stored, w, workers, checks, k, extra, barrier,
+                                                          results)) for w in range(workers)]
+            for p in procs:
+                p.start()
+            barrier.wait()
+            reset_stats(cluster)
+            cpu_before = node_info(cluster, "cpu")
+            out = [results.get() for _ in procs]
+            cpu_after = node_info(cluster, "cpu")
+            commands = node_info(cluster, "commandstats")
+            for p in procs:
+                p.join()
+        finally:
+            cluster.stop()
+    result = summary(nodes, stored, workers, checks, k, extra, fill_s, memory, keys, cpu_before, cpu_after, commands, out)
+    result["bytes_per_page_by_kind"] = {kind: round(used / stored, 1) for kind, used in sorted(by_kind.items())}
+    return result
+
+
+def summary(nodes: int, stored: int, workers: int, checks: int, k: int, extra: dict[str, Any], fill_s: float,
+            memory: list[int], keys: int, cpu_before: list[dict[str, Any]], cpu_after: list[dict[str, Any]],
+            commands: list[dict[str, Any]], out: list[dict[str, Any]]) -> dict[str, Any]:
+    total = workers * checks
+    node_cpu = [sum(a[f] - b[f] for f in ("used_cpu_user", "used_cpu_sys")) for a, b in zip(cpu_after, cpu_before)]
+    start, end = min(o["start"] for o in out), max(o["end"] for o in out)
+    per_command: dict[str, list[float]] = {}  # command -> [calls, usec]
+    for node in commands:
+        for name, stat in node.items():
+            row = per_command.setdefault(name.removeprefix("cmdstat_"), [0, 0.0])
+            row[0] += stat["calls"]
+            row[1] += stat["usec"]
+    counts = {name: sum(o["counts"][name] for o in out) for name in out[0]["counts"]}
+    timing = {name: sum(o["timing"][name] for o in out) / total * 1e6 for name in out[0]["timing"]}
+    outcomes: dict[str, int] = {}
+    for o in out:
+        for name, n in o["outcomes"].items():
+            outcomes[name] = outcomes.get(name, 0) + n
+    lookups = counts["cache_hits"] + counts["cache_misses"]
+    return {
+        "nodes": nodes, "stored": stored, "workers": workers, "checks": total, "k": k, "settings": extra,
+        "fill_s": round(fill_s, 1),
+        "redis_bytes_per_node": memory, "redis_bytes_per_page": sum(memory) / stored, "keys": keys,
+        "checks_per_s": total / (end - start), "seconds": end - start,
+        "worker_cpu_us_per_check": sum(o["cpu"] for o in out) / total * 1e6,
+        "redis_cpu_us_per_check": sum(node_cpu) / total * 1e6,
+        "redis_cpu_s_per_node": [round(c, 2) for c in node_cpu],
+        "redis_cpu_share_per_node": [round(c / (end - start), 2) for c in node_cpu],
+        "worker_peak_rss_mb": max(o["peak_rss"] for o in out) / 1e6,
+        "step_us_per_check": timing,
+        "redis_usec_per_check_by_command": {name: round(row[1] / total, 2) for name, row in per_command.items()},
+        "redis_calls_per_check_by_command": {name: round(row[0] / total, 2) for name, row in per_command.items()},
+        "cache_hit_rate": counts["cache_hits"] / lookups if lookups else None,
+        "counts": counts, "outcomes": outcomes,
+    }
+
+
+def print_table(runs: list[dict[str, Any]]) -> None:
+    print("| nodes | stored | bytes/page | checks/s | worker CPU µs/check | Redis CPU µs/check (all nodes) | "
+          "Redis CPU share per node | worker peak RSS | cache hit rate | races |")
+    print("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+    for r in runs:
+        share = " / ".join(f"{c:.2f}" for c in r["redis_cpu_share_per_node"])
+        hit = "-" if r["cache_hit_rate"] is None else f"{r['cache_hit_rate']:.0%}"
+        print(f"| {r['nodes']} | {r['stored']:,} | {r['redis_bytes_per_page']:.1f} | {r['checks_per_s']:,.0f} | "
+              f"{r['worker_cpu_us_per_check']:.0f} | {r['redis_cpu_us_per_check']:.0f} | {share} | "
+              f"{r['worker_peak_rss_mb']:.0f} MB | {hit} | {r['counts']['races']} |")
+    for r in runs:
+        steps = ", ".join(f"{name} {us:.0f}" for name, us in r["step_us_per_check"].items())
+        top = sorted(r["redis_usec_per_check_by_command"].items(), key=lambda item: -item[1])[:6]
+        redis = ", ".join(f"{name} {us:.1f} ({r['redis_calls_per_check_by_command'][name]:.2f} calls)" for name, us in top)
+        kinds = ", ".join(f"{name} {b}" for name, b in r["bytes_per_page_by_kind"].items())
+        print(f"\n{r['nodes']} node(s): MEMORY USAGE bytes/page by key kind (t tables, r records, d directory): {kinds}")
+        print(f"{r['nodes']} node(s): worker wall µs/check by step (all in-flight checks share it): {steps}; "
+              f"Redis µs/check by command: {redis}; outcomes {r['outcomes']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stored", type=int, default=1_000_000)
+    parser.add_argument("--nodes", default="1,3", help="node counts, comma-separated (e.g. 1,3,6)")
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--checks", type=int, default=2000, help="timed checks per worker")
+    parser.add_argument("--k", type=int, default=4, help="SIMHASH_MAX_DISTANCE")
+    parser.add_argument("--blocks", type=int, default=0, help="SIMHASH_REDIS_TABLE_BLOCKS (0: k + 1)")
+    parser.add_argument("--bucket-bits", type=int, default=16, help="SIMHASH_REDIS_BUCKET_BITS")
+    parser.add_argument("--fill-checks", action="store_true", help="fill through real checks (slow)")
+    parser.add_argument("--processes", type=int, default=2, help="fill processes")
+    parser.add_argument("--listpack-value", type=int, default=128, help="hash-max-listpack-value of the nodes")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    extra = {"SIMHASH_REDIS_TABLE_BLOCKS": args.blocks, "SIMHASH_REDIS_BUCKET_BITS": args.bucket_bits,
+             "SIMHASH_REDIS_CAPACITY": args.stored}  # records sized for the crawl: ~64 a hash
+    runs = []
+    for nodes in [int(n) for n in args.nodes.split(",")]:
+        runs.append(measure(nodes, args.stored, args.workers, args.checks, args.k, extra, args.fill_checks,
+                            args.processes, args.listpack_value))
+        print(json.dumps(runs[-1]), flush=True)
+    print(f"\n# redis-global: {args.stored:,} stored pages, one scope, k={args.k}, blocks={args.blocks or args.k + 1}, "
+          f"bucket bits {args.bucket_bits}, hash-max-listpack-value {args.listpack_value}; {args.workers} workers x {args.checks:,} checks, 16 in flight each\n")
+    print_table(runs)
+    if len(runs) > 1:
+        print(f"\nchecks/s, {runs[-1]['nodes']} nodes vs {runs[0]['nodes']}: "
+              f"{runs[-1]['checks_per_s'] / runs[0]['checks_per_s']:.2f}x")
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,595 @@
+"""One global index sharded over a Redis Cluster (``SIMHASH_BACKEND = "redis-global"``): no replica in any worker.
+
+Layout: ``cluster_layout``.  A batch of checks (the checks that arrive while a
+call is in flight go together) takes these steps, each one pipeline whose
+commands redis-py's cluster client sends to every node at once:
+
+1. **Read**: one ``HINCRBY seq`` per scope (first-check order), the identity
+   records of the batch and, per page, its bucket in every table (a GET each)
+   or its short-page digest (an HGET).
+2. **Decide** in the worker: the candidates within k of the bucket entries,
+   the pages' own records and the canonical pages they name go into a
+   ``core.cluster.clustering.Clusterer`` (in seq order: ties go to the page
+   checked first), which checks the batch's pages in order.  The rule is the
+   core's: this module only moves its inputs and outputs.
+3. **Read the canonical pages** the verdicts name: their directory slots
+   (cached, up to ``SIMHASH_REDIS_GLOBAL_CACHE`` entries) and their records.
+4. **Write**: the records, new canonical pages' entries (appended to every
+   table bucket, SETRANGE of the directory, HSETNX of a short page's digest),
+   removed entries of pages whose content changed (a Lua script per bucket).
+
+Atomicity: each command is atomic on its node, a check is not.  Two workers
+checking near-duplicates at the same moment may both read the buckets before
+either appends: both pages become canonical (a duplicate kept twice).  A page
+is only ever a near-duplicate of an entry that is in the tables, written by a
+check that made it canonical: a race never drops a distinct page.  A race is
+seen after the fact (an append that returns a longer bucket than read plus
+this worker's own entries, an HSETNX that finds the digest taken): the worker
+reads what came in between and counts ``simhash/redis/global/races`` when one
+of those entries is within k.
+
+Not done (yet): steps 4-7 of the rule (one-edit keys, template-free text,
+second simhash, containment); lifecycle (the keys are kept until
+``SIMHASH_REDIS_FLUSH_ON_START``: no worker registry, no TTL); fail-open on
+errors (a Redis error raises ``BackendError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
+from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
+from . import connection
+from .cluster_layout import (
+    DIR, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
+)
+from .layout import Codec, bucket_bits_for, identity_slot
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from ...core.settings.config import RedisConfig, SimhashConfig
+
+__all__ = ["GlobalRedisBackend"]
+
+#: Removes the entry of a seq (4 bytes, ARGV[1]) from a table bucket (KEYS[1]); returns 1 if found.
+_REMOVE = """
+local data = redis.call('GET', KEYS[1])
+if not data then return 0 end
+for i = 1, #data - 11, 12 do
+  if string.sub(data, i + 8, i + 11) == ARGV[1] then
+    redis.call('SET', KEYS[1], string.sub(data, 1, i - 1) .. string.sub(data, i + 12))
+    return 1
+  end
+end
+return 0
+"""
+#: Deletes a short page's digest (KEYS[1], field ARGV[1]) if it still names seq ARGV[2].
+_UNSET_EXACT = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+"""
+#: Appends ARGV[1] to a table bucket (KEYS[1]) and returns its new length.  GET and SET rather than APPEND:
+#: SET stores the string at its size, where APPEND keeps up to as much again spare (measured at 1M pages: 76 bytes of
+#: table per page with APPEND, 49 with this script; redis_cluster_scale.py).
+APPEND_LUA = """
+local data = (redis.call('GET', KEYS[1]) or '') .. ARGV[1]
+redis.call('SET', KEYS[1], data)
+return #data
+"""
+_MAX_BATCH = 64
+
+
+@dataclass
+class _Page:
+    record: PageRecord
+    index: bool
+    future: asyncio.Future[Verdict]
+    keys: GlobalKeys
+    bucket: int = 0
+    fieldname: bytes = b""
+    keep: bytes = b""
+
+
+@dataclass
+class _Batch:
+    """What one batch read and decided (entry numbers are the batch's ``Clusterer``'s)."""
+
+    pages: list[_Page]
+    clusterer: Clusterer
+    seq_of: list[int] = field(default_factory=list)  # entry -> seq
+    stored: dict[int, GlobalRecord] = field(default_factory=dict)  # seq -> the record read (batch identities)
+    slot_of: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # seq -> (bucket, field) when known
+    lengths: dict[str, int] = field(default_factory=dict)  # bucket key -> length read
+    first_exact: dict[int, bool | None] = field(default_factory=dict)  # seq -> exact as read (None: new)
+    placeholders: set[int] = field(default_factory=set)  # seqs known only as a member's canonical page
+    #: per decision: the canonical entry's (indexed fingerprint, fingerprint) at that moment
+    snapshots: list[tuple[int | None, int] | None] = field(default_factory=list)
+    initial: dict[int, int | None] = field(default_factory=dict)  # seq -> indexed fingerprint read (batch identities)
+
+
+def old_exact(batch: _Batch, seq: int) -> bool | None:
+    """Whether the identity ``seq`` was a short page when the batch read it (``None``: new)."""
+    return batch.first_exact.get(seq)
+
+
+class GlobalRedisBackend(DedupBackend):
+    """The block-permuted tables of every scope sharded over a Redis Cluster's hash slots."""
+
+    def __init__(self, config: SimhashConfig, settings: RedisConfig, stats: Any = None) -> None:
+        super().__init__(config)
+        self.settings = settings
+        self.stats = stats
+        self.client: Any = None
+        self.prefix = ""
+        self.codec = Codec()
+        self.blocks = settings.table_blocks or config.max_distance + 1
+        self.bucket_bits = settings.bucket_bits
+        self.cache_size = settings.global_cache
+        self.record_bits = bucket_bits_for(settings.capacity)
+        self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()  # seq -> directory slot
+        self._keys: dict[str, GlobalKeys] = {}
+        self._ready: dict[str, asyncio.Future[None]] = {}  # scope -> its layout check (once per scope)
+        self._queue: list[_Page] = []
+        self._running = False
+        self._drainer: asyncio.Future[None] | None = None
+        self._append_sha = ""
+        self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "batches": 0, "checks": 0}
+        #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
+        self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> GlobalRedisBackend:
+        return cls(config, config.redis, crawler.stats)
+
+    # ------------------------------------------------------------- set-up
+    def keys(self, scope: str) -> GlobalKeys:
+        keys = self._keys.get(scope)
+        if keys is None:
+            keys = self._keys[scope] = GlobalKeys(
+                self.prefix, scope, self.config.max_distance, self.blocks, self.bucket_bits, self.record_bits
+            )
+        return keys
+
+    def layout(self) -> str:
+        features = self.config.features.signature()
+        return (f"global v={LAYOUT_VERSION} k={self.config.max_distance} blocks={self.blocks} "
+                f"bits={self.bucket_bits} rbits={self.record_bits} features={features} text={self.config.text_mode}")
+
+    async def open(self, spider_name: str) -> None:
+        self.keys(spider_name)  # validates the table layout before connecting
+        self._keys.clear()
+        self._ready.clear()
+        self.prefix = self.settings.key(spider_name)
+        self.client = connection.get_client(self.settings)
+        try:
+            await self.client.ping()
+        except Exception as exc:
+            raise BackendError(
+                f"Cannot reach Redis at {self.settings.describe()} ({type(exc).__name__}: {exc}). "
+                f"SIMHASH_BACKEND='redis-global' needs it: fix SIMHASH_REDIS_URL / REDIS_URL"
+            ) from None
+        if self.settings.flush_on_start:
+            await self.flush()
+        self._append_sha = await self.client.script_load(APPEND_LUA)  # on every primary
+
+    async def flush(self) -> int:
+        """Delete every key of this prefix, on every node; returns how many."""
+        deleted = 0
+        async for key in self.client.scan_iter(match=f"{self.prefix}:{{*", count=10_000):
+            deleted += await self.client.delete(key)
+        self._cache.clear()
+        return deleted
+
+    async def _check_layout(self, keys: GlobalKeys) -> None:
+        wanted = self.layout()
+        await self.client.hsetnx(keys.meta, "layout", wanted)
+        found = (await self.client.hget(keys.meta, "layout") or b"").decode()
+        if found != wanted:
+            raise BackendError(
+                f"Redis key {keys.meta!r} holds a global index made with {found!r}, but this crawl uses {wanted!r} "
+                f"(SIMHASH_MAX_DISTANCE, SIMHASH_REDIS_TABLE_BLOCKS, SIMHASH_REDIS_BUCKET_BITS, "
+                f"SIMHASH_REDIS_CAPACITY and the feature settings must be the same on every worker); or start afresh with SIMHASH_REDIS_FLUSH_ON_START"
+            )
+
+    # -------------------------------------------------------------- check
+    async def check(self, record: PageRecord, index: bool = True) -> Verdict:
+        if self.client is None:
+            raise BackendError("GlobalRedisBackend.check before open")
+        scope = record.scope
+        keys = self._keys.get(scope)
+        if keys is None:
+            keys = self.keys(scope)
+            self._ready[scope] = asyncio.ensure_future(self._check_layout(keys))
+        ready = self._ready[scope]
+        if not ready.done():
+            await asyncio.shield(ready)  # every check of the scope waits here in arrival order
+        ready.result()
+        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        bucket, fieldname, keep = identity_slot(scope, record.key, keys.record_bits)
+        self._queue.append(_Page(record, index, future, keys, bucket, fieldname, keep))
+        if not self._running:
+            self._running = True
+            self._drainer = asyncio.ensure_future(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                scope = self._queue[0].record.scope  # one scope per batch: seq numbers are per scope
+                pages = [page for page in self._queue if page.record.scope == scope][:_MAX_BATCH]
+                taken = {id(page) for page in pages}
+                self._queue = [page for page in self._queue if id(page) not in taken]
+                try:
+                    verdicts = await self._run(pages)
+                except Exception as exc:  # every page of the batch learns why
+                    error = exc if isinstance(exc, BackendError) else BackendError(
+                        f"Redis error at {self.settings.describe()}: {type(exc).__name__}: {exc}")
+                    for page in pages:
+                        if not page.future.done():
+                            page.future.set_exception(error)
+                    continue
+                for page, verdict in zip(pages, verdicts):
+                    page.future.set_result(verdict)
+        finally:
+            self._running = False
+
+    async def _run(self, pages: list[_Page]) -> list[Verdict]:
+        self.counts["batches"] += 1
+        self.counts["checks"] += len(pages)
+        timing, clock = self.timing, time.perf_counter
+        t0 = clock()
+        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks))
+        base = await self._read(batch)
+        t1 = clock()
+        decisions = self._decide(batch, base)
+        t2 = clock()
+        canon = await self._canonicals(batch, decisions)
+        t3 = clock()
+        verdicts = await self._write(batch, decisions, canon)
+        timing["read"] += t1 - t0
+        timing["decide"] += t2 - t1
+        timing["canonicals"] += t3 - t2
+        timing["write"] += clock() - t3
+        return verdicts
+
+    async def _read(self, batch: _Batch) -> dict[str, int]:
+        """Step 1: seq numbers, records and buckets; restores the neighbourhood into the batch's Clusterer."""
+        pipe = self.client.pipeline(transaction=False)
+        scopes: dict[str, int] = {}
+        for page in batch.pages:
+            scopes[page.record.scope] = scopes.get(page.record.scope, 0) + 1
+        for scope, n in scopes.items():
+            pipe.hincrby(self._keys[scope].meta, "seq", n)
+        for page in batch.pages:
+            pipe.hget(page.keys.record(page.bucket), page.fieldname)
+        reads: list[tuple[_Page, str]] = []
+        for page in batch.pages:
+            record = page.record
+            for key in [page.keys.exact(record.fingerprint)] if record.exact else page.keys.buckets(record.fingerprint):
+                reads.append((page, key))
+                if record.exact:
+                    pipe.hget(key, record.fingerprint.to_bytes(8, "big"))
+                else:
+                    pipe.get(key)
+        out = await pipe.execute()
+        top = dict(zip(scopes, out[: len(scopes)]))
+        stored = out[len(scopes) : len(scopes) + len(batch.pages)]
+        found = out[len(scopes) + len(batch.pages) :]
+        self._restore(batch, stored, list(zip(reads, found)))
+        return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
+
+    def _restore(self, batch: _Batch, stored: list[bytes | None], found: list[tuple[tuple[_Page, str], Any]]) -> None:
+        k = self.config.max_distance
+        own: dict[int, tuple[_Page, GlobalRecord]] = {}
+        for page, value in zip(batch.pages, stored):
+            if value is not None:
+                rec = parse_record(value)
+                own[rec.seq] = (page, rec)
+                batch.stored[rec.seq] = rec
+                batch.slot_of[rec.seq] = (page.bucket, page.fieldname)
+        candidates: dict[int, tuple[int, bool]] = {}  # seq -> (indexed fingerprint or digest, exact)
+        for (page, key), value in found:
+            record = page.record
+            if record.exact:
+                if value is not None:
+                    candidates.setdefault(int.from_bytes(value[:4], "big"), (record.fingerprint, True))
+                continue
+            batch.lengths[key] = len(value or b"")
+            entries = entries_of(value)
+            if len(entries):
+                near = np.bitwise_count(entries["fp"] ^ np.uint64(record.fingerprint)) <= k
+                for fp, seq in entries[near].tolist():
+                    candidates.setdefault(seq, (fp, False))
+        placeholders: dict[int, tuple[int, bool]] = {}
+        for _, rec in own.values():
+            if rec.canonical_seq is not None and rec.canonical_seq not in own:
+                placeholders.setdefault(rec.canonical_seq, (0, False))  # its fingerprint: read with its record
+        seqs = sorted(set(own) | set(candidates) | set(placeholders))
+        batch.placeholders = set(placeholders) - set(candidates)
+        entry_of = {seq: n for n, seq in enumerate(seqs)}
+        scopes, identities, fps, exact, canonical, distance, indexed = [], [], [], [], [], [], []
+        scope = batch.pages[0].record.scope if batch.pages else ""
+        for seq in seqs:
+            if seq in own:
+                page, rec = own[seq]
+                scopes.append(page.record.scope)
+                identities.append(page.record.key)
+                fps.append(rec.fingerprint)
+                exact.append(rec.exact)
+                member = rec.canonical_seq is not None
+                canonical.append(entry_of[rec.canonical_seq] if member else -1)  # type: ignore[index]
+                distance.append(rec.distance if member else -1)
+                indexed.append(rec.indexed_fp)
+                batch.initial[seq] = rec.indexed_fp
+            else:
+                fp, is_exact = candidates.get(seq) or placeholders[seq]
+                scopes.append(scope)
+                identities.append(f"\0{seq}")  # a canonical page known by its seq only
+                fps.append(fp)
+                exact.append(is_exact)
+                canonical.append(-1)
+                distance.append(-1)
+                indexed.append(fp if seq in candidates else None)
+        digests = [self._digest_of(own[seq][1]) if seq in own else None for seq in seqs]
+        batch.clusterer.restore_many(scopes, identities, fps, exact, canonical, distance, indexed, None, digests)
+        batch.clusterer.restore_indexes()
+        batch.seq_of = list(seqs)
+
+    def _digest_of(self, rec: GlobalRecord) -> int | None:
+        if rec.exact:
+            return rec.fingerprint
+        try:
+            digest: int | None = self.codec.decode_all(rec.payload, b"\0" * 8)[5]
+            return digest
+        except ValueError:
+            return None
+
+    def _decide(self, batch: _Batch, base: dict[str, int]) -> list[Decision]:
+        """Step 2: the core's rule, page by page, in batch order."""
+        decisions = []
+        offsets = dict(base)
+        clusterer = batch.clusterer
+        for page in batch.pages:
+            record = page.record
+            before = len(clusterer)
+            decision = clusterer.check(
+                record.scope, record.key, record.fingerprint, record.exact, page.index, (), record.digest
+            )
+            if len(clusterer) > before:  # a new identity: the seq numbered for it in step 1
+                batch.seq_of.append(offsets[record.scope])
+                batch.slot_of[offsets[record.scope]] = (page.bucket, page.fieldname)
+            offsets[record.scope] += 1
+            decisions.append(decision)
+            c = decision.canonical
+            batch.snapshots.append(None if c is None else (clusterer.indexed[c], clusterer.fingerprint[c]))
+        return decisions
+
+    async def _canonicals(self, batch: _Batch, decisions: list[Decision]) -> dict[int, GlobalRecord]:
+        """Step 3: the current records of the canonical pages the verdicts name (seq -> record)."""
+        wanted = {batch.seq_of[d.canonical] for d in decisions if d.canonical is not None}
+        missing = [seq for seq in wanted if seq not in batch.slot_of]
+        keys_of = {page.record.scope: page.keys for page in batch.pages}
+        scope_keys = next(iter(keys_of.values()))
+        unknown = []
+        for seq in missing:
+            slot = self._cache.get(seq)
+            if slot is None:
+                unknown.append(seq)
+                self.counts["cache_misses"] += 1
+            else:
+                self._cache.move_to_end(seq)
+                batch.slot_of[seq] = slot
+                self.counts["cache_hits"] += 1
+        if unknown:
+            pipe = self.client.pipeline(transaction=False)
+            for seq in unknown:
+                key, offset = scope_keys.directory(seq)
+                pipe.getrange(key, offset, offset + DIR - 1)
+            for seq, raw in zip(unknown, await pipe.execute()):
+                if len(raw) != DIR:
+                    raise BackendError(f"simhash: the global index's directory has no slot for seq {seq}")
+                slot = (int.from_bytes(raw[:3], "big"), raw[3:])
+                batch.slot_of[seq] = slot
+                self._remember(seq, slot)
+        fetch = [seq for seq in wanted if seq not in batch.stored]
+        if not fetch:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for seq in fetch:
+            bucket, fieldname = batch.slot_of[seq]
+            pipe.hget(scope_keys.record(bucket), fieldname)
+        return {seq: parse_record(value) for seq, value in zip(fetch, await pipe.execute()) if value is not None}
+
+    def _remember(self, seq: int, slot: tuple[int, bytes]) -> None:
+        if self.cache_size <= 0:
+            return
+        self._cache[seq] = slot
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    async def _write(self, batch: _Batch, decisions: list[Decision], canon: dict[int, GlobalRecord]) -> list[Verdict]:
+        """Step 4: records, index changes; then the verdicts."""
+        clusterer = batch.clusterer
+        pipe = self.client.pipeline(transaction=False)
+        records: dict[int, tuple[_Page, GlobalRecord]] = {}
+        kinds: list[str] = []  # each index command's kind, to find the replies of the appends and HSETNXs
+        appended: list[tuple[str, int, int, int]] = []  # (bucket key, fingerprint, seq, expected length)
+        verdicts: list[Verdict] = []
+        for page, decision in zip(batch.pages, decisions):
+            seq = batch.seq_of[decision.entry]
+            old = batch.stored.get(seq) or (records[seq][1] if seq in records else None)
+            rec = self._record(page, decision, seq, old, batch)
+            batch.first_exact.setdefault(seq, old.exact if old is not None else None)
+            records[seq] = (page, rec)
+            batch.stored[seq] = rec
+            verdicts.append(self._verdict(batch, decision, canon, old, batch.snapshots[len(verdicts)]))
+        # Records and directory slots first, then (a second pipeline) the table entries: an entry another
+        # worker reads always has its record and directory slot written already.
+        first = self.client.pipeline(transaction=False)
+        pipe = self.client.pipeline(transaction=False)
+        canonicals = 0
+        entry_of = {seq: e for e, seq in enumerate(batch.seq_of)}
+        for seq, (page, rec) in records.items():
+            before, now = batch.initial.get(seq), clusterer.indexed[entry_of[seq]]
+            keys = page.keys
+            first.hset(keys.record(page.bucket), page.fieldname, pack_record(rec))
+            if before == now and (before is None or old_exact(batch, seq) == rec.exact):
+                continue
+            if before is not None:
+                canonicals -= 1
+                self._unindex(pipe, kinds, keys, seq, before, bool(old_exact(batch, seq)))
+            if now is not None:
+                canonicals += 1
+                dkey, offset = keys.directory(seq)
+                first.setrange(dkey, offset, page.bucket.to_bytes(3, "big") + page.fieldname)
+                self._index(pipe, kinds, keys, seq, now, rec.exact, batch, appended)
+        if canonicals:
+            first.hincrby(batch.pages[0].keys.meta, "canonicals", canonicals)
+        await first.execute()
+        if not kinds:
+            return verdicts
+        results = await pipe.execute()
+        await self._races(batch, [r for r, kind in zip(results, kinds) if kind == "append"], appended,
+                          [r for r, kind in zip(results, kinds) if kind == "hsetnx"])
+        return verdicts
+
+    def _record(self, page: _Page, decision: Decision, seq: int, old: GlobalRecord | None, batch: _Batch) -> GlobalRecord:
+        record, clusterer, e = page.record, batch.clusterer, decision.entry
+        canonical = clusterer.canonical[e]
+        digest = None if record.exact else clusterer.digest[e]
+        payload = self.codec.encode(
+            record.url, record.key, page.keep, record.referer, record.depth, record.text, digest, record.etag,
+            record.last_modified, record.canonical_link,
+        )
+        return GlobalRecord(
+            seq, record.fingerprint, record.exact, clusterer.indexed[e] is not None,
+            RECORDED_OUTCOMES.index(decision.outcome), clusterer.distance[e],
+            batch.seq_of[canonical] if canonical >= 0 else None,
+            old.first_seen if old is not None else record.seen, record.seen, payload, clusterer.indexed[e],
+        )
+
+    def _index(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool, batch: _Batch,
+               appended: list[tuple[str, int, int, int]]) -> None:
+        if exact:
+            pipe.hsetnx(keys.exact(fp), fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
+            kinds.append("hsetnx")
+            return
+        for key in keys.buckets(fp):
+            expected = batch.lengths.get(key, 0) + ENTRY
+            batch.lengths[key] = expected
+            # (redis-py's cluster pipelines refuse their evalsha method, not the command)
+            pipe.execute_command("EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq))
+            kinds.append("append")
+            appended.append((key, fp, seq, expected))
+
+    def _unindex(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool) -> None:
+        raw = seq.to_bytes(4, "big")
+        if exact:
+            pipe.eval(_UNSET_EXACT, 1, keys.exact(fp), fp.to_bytes(8, "big"), raw)
+            kinds.append("eval")
+            return
+        for key in keys.buckets(fp):
+            pipe.eval(_REMOVE, 1, key, raw)
+            kinds.append("eval")
+
+    async def _races(self, batch: _Batch, append_replies: list[Any], appended: list[tuple[str, int, int, int]],
+                     exact_replies: list[Any]) -> None:
+        """Counts the canonical pages this batch made while another worker made a near-duplicate one canonical."""
+        self.counts["races"] += sum(1 for r in exact_replies if not r)
+        suspects = [(key, fp, seq) for (key, fp, seq, expected), got in zip(appended, append_replies) if got != expected]
+        if not suspects:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for key, *_ in suspects:
+            pipe.get(key)
+        known = set(batch.seq_of)
+        raced = set()
+        for (_key, fp, seq), data in zip(suspects, await pipe.execute()):
+            entries = entries_of(data)
+            near = np.bitwise_count(entries["fp"] ^ np.uint64(fp)) <= self.config.max_distance
+            if any(s not in known for s in entries[near]["seq"].tolist()):
+                raced.add(seq)
+        self.counts["races"] += len(raced)
+
+    def _verdict(self, batch: _Batch, decision: Decision, canon: dict[int, GlobalRecord],
+                 old: GlobalRecord | None, snapshot: tuple[int | None, int] | None) -> Verdict:
+        previous: dict[str, Any] = dict(
+            previous_fingerprint=decision.previous_fingerprint,
+            previous_seen=(old.last_seen or None) if old is not None and decision.previous_fingerprint is not None else None,
+        )
+        if decision.canonical is None:
+            return Verdict(decision.outcome, **previous)
+        seq = batch.seq_of[decision.canonical]
+        rec = batch.stored.get(seq) or canon.get(seq)
+        url = identity = ""
+        link = None
+        assert snapshot is not None
+        fp = snapshot[0] if snapshot[0] is not None else snapshot[1]
+        if rec is not None:
+            fieldname = batch.slot_of[seq][1]
+            url, identity, *_, link = self.codec.decode_all(rec.payload, fieldname)
+            if seq in batch.placeholders:  # known from a member's record only: the canonical's own record tells
+                fp = rec.indexed_fp if rec.indexed_fp is not None else rec.fingerprint
+        return Verdict(
+            decision.outcome, canonical_url=url, distance=decision.distance,
+            canonical_fingerprint=fp,
+            canonical_identity=identity or url, one_edit=is_one_edit(decision.distance, self.config.max_distance),
+            canonical_link=link, **previous,
+        )
+
+    # ------------------------------------------------------------ export
+    async def index_size(self) -> int:
+        total = 0
+        for keys in self._keys.values():
+            total += int(await self.client.hget(keys.meta, "canonicals") or 0)
+        return total
+
+    async def _records(self, keys: GlobalKeys) -> dict[int, tuple[bytes, GlobalRecord]]:
+        """Every record of a scope: seq -> (field, record), read from every node."""
+        out: dict[int, tuple[bytes, GlobalRecord]] = {}
+        async for key in self.client.scan_iter(match=f"{keys.base}.r.*", count=10_000):
+            for fieldname, value in (await self.client.hgetall(key)).items():
+                rec = parse_record(value)
+                out[rec.seq] = (fieldname, rec)
+        return out
+
+    async def members(self) -> list[ClusterMember]:
+        """Every page recorded in the scopes this worker checked, in first-check order per scope."""
+        members = []
+        for keys in self._keys.values():
+            records = await self._records(keys)
+            decoded = {seq: self.codec.decode_all(rec.payload, fieldname) for seq, (fieldname, rec) in records.items()}
+            for seq in sorted(records):
+                _, rec = records[seq]
+                url, identity, referer, depth, text, digest, etag, last_modified, link = decoded[seq]
+                canonical_url = decoded[rec.canonical_seq][0] if rec.canonical_seq in decoded else None
+                members.append(ClusterMember(
+                    url=url, fingerprint=rec.fingerprint, scope=keys.scope, canonical_url=canonical_url,
+                    distance=rec.distance if rec.canonical_seq is not None else None, referer=referer, depth=depth,
+                    text=text, indexed=rec.indexed, identity="" if identity == url else identity, exact=rec.exact,
+                    outcome=RECORDED_OUTCOMES[rec.outcome], first_seen=rec.first_seen, last_seen=rec.last_seen,
+                    digest=rec.fingerprint if rec.exact else digest, etag=etag, last_modified=last_modified,
+                    canonical_link=link,
+                ))
+        return members
+
+    def publish(self) -> None:
+        """The worker's counts as stats (``simhash/redis/global/*``)."""
+        if self.stats is None:
+            return
+        for name, value in self.counts.items():
+            self.stats.set_value(f"simhash/redis/global/{name}", value)
+
+    async def close(self) -> None:
+        self.publish()
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None

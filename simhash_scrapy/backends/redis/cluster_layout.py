@@ -1,0 +1,167 @@
+"""Key layout and binary formats of the global scope sharded over a Redis Cluster (``SIMHASH_BACKEND = "redis-global"``).
+
+Manku, Jain and Das Sarma's distributed design: the block-permuted tables of
+``core.index.index_layout`` (``tables_for(k, SIMHASH_REDIS_TABLE_BLOCKS)``)
+live in Redis, one STRING per (table, key prefix), each in a hash slot of its
+own (the whole key is the hash tag), so the buckets spread evenly over the
+nodes.  A check reads one bucket per table: at most ``tables`` nodes, one GET
+each; the worker filters the entries (no copy of the index in any worker).
+
+``P`` is the key prefix (``SIMHASH_REDIS_KEY``), ``sid`` 12 hex digits of the
+scope's BLAKE2b hash::
+
+    P:{sid.m}            HASH    layout, seq (INCRBY once per batch: first-check order),
+                                 canonicals (count)
+    P:{sid.t<t>.<b>}     STRING  table t, bucket b (the table key's top ``bucket_bits`` bits,
+                                 hex): ENTRY-byte entries, appended: fingerprint (8),
+                                 seq (>I4: ties go to the lowest)
+    P:{sid.x.<b>}        HASH    short pages (exact digest): digest (8 bytes) -> seq (4) +
+                                 directory slot; HSETNX: the first writer wins
+    P:{sid.d.<n>}        STRING  the directory: seq -> identity (DIR bytes at (seq % DIR_SPAN) * DIR:
+                                 SETRANGE), for canonical pages only: where a verdict finds
+                                 its canonical page's record
+    P:{sid.r.<b>}        HASH    one record per identity (field: 8 bytes of the identity's
+                                 hash, ``layout.identity_slot``; b: its first ``record_bits``
+                                 bits, hex)
+
+Record: seq (>I4), fingerprint (8), flags (1: exact 1, indexed 2, member 4, moved 8, last seen 16,
+outcome << 5), distance (1), [canonical seq (>I4) if member], [the fingerprint in the index (8) if
+moved: indexed, and re-checked within k since], first seen (>d), [last seen (>d) if it differs],
+payload (``layout.Codec``, preset dictionary only).  Records of ~70-90 bytes: run the nodes with
+``hash-max-listpack-value 128`` to keep them in Redis' compact encoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from typing import NamedTuple
+
+import numpy as np
+
+from ...core.cluster.clustering import RECORDED_OUTCOMES
+from ...core.index.index_layout import Table, tables_for
+
+__all__ = ["GlobalKeys", "GlobalRecord", "pack_record", "parse_record", "ENTRY", "DIR", "DIR_SPAN", "entries_of"]
+
+LAYOUT_VERSION = 1
+#: A table entry: fingerprint (8), seq (4).
+ENTRY = 12
+ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("seq", ">u4")])
+#: A directory slot: the identity's record bucket (3 bytes) and field (8 bytes).
+DIR = 11
+#: Directory slots per STRING key (one key per 4096 seq numbers).
+DIR_SPAN = 4096
+F_EXACT, F_INDEXED, F_MEMBER, F_MOVED, F_LAST = 1, 2, 4, 8, 16
+OUTCOME_SHIFT = 5
+_HEAD = struct.Struct(">I8sBB")
+_MEMBER = struct.Struct(">I")
+_SEEN = struct.Struct(">d")
+
+
+class GlobalKeys:
+    """Key names and the table layout of one scope."""
+
+    def __init__(self, prefix: str, scope: str, max_distance: int, blocks: int, bucket_bits: int,
+                 record_bits: int) -> None:
+        self.scope = scope
+        self.sid = hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+        self.base = f"{prefix}:{{{self.sid}"
+        _, self.tables = tables_for(max_distance, blocks)
+        if any(table.errors for table in self.tables):
+            raise ValueError(
+                f"SIMHASH_REDIS_TABLE_BLOCKS={blocks} must be more than SIMHASH_MAX_DISTANCE={max_distance} "
+                f"(a table key must match exactly)"
+            )
+        self.bucket_bits = min(bucket_bits, min(table.key_bits for table in self.tables))
+        self.record_bits = record_bits
+        self.meta = f"{self.base}.m}}"
+        self.pattern = f"{prefix}:{{{self.sid}.*"
+
+    def buckets(self, fp: int) -> list[str]:
+        """The bucket key of ``fp`` in every table."""
+        return [self.bucket(t, table, fp) for t, table in enumerate(self.tables)]
+
+    def bucket(self, t: int, table: Table, fp: int) -> str:
+        return f"{self.base}.t{t}.{table.key(fp) >> (table.key_bits - self.bucket_bits):x}}}"
+
+    def exact(self, digest: int) -> str:
+        return f"{self.base}.x.{digest >> 48:x}}}"
+
+    def directory(self, seq: int) -> tuple[str, int]:
+        """``(key, byte offset)`` of ``seq``'s directory slot."""
+        return f"{self.base}.d.{seq // DIR_SPAN:x}}}", (seq % DIR_SPAN) * DIR
+
+    def record(self, bucket: int) -> str:
+        return f"{self.base}.r.{bucket:x}}}"
+
+
+def entries_of(data: bytes | None) -> np.ndarray:
+    """A bucket's entries (``ENTRY_DTYPE``); a torn tail (never written by this module) is ignored."""
+    if not data:
+        return np.zeros(0, dtype=ENTRY_DTYPE)
+    return np.frombuffer(data, dtype=ENTRY_DTYPE, count=len(data) // ENTRY)
+
+
+def pack_entry(fp: int, seq: int) -> bytes:
+    return fp.to_bytes(8, "big") + seq.to_bytes(4, "big")
+
+
+class GlobalRecord(NamedTuple):
+    seq: int
+    fingerprint: int
+    exact: bool
+    indexed: bool
+    outcome: int  # code in RECORDED_OUTCOMES
+    distance: int
+    canonical_seq: int | None
+    first_seen: float
+    last_seen: float
+    payload: bytes
+    indexed_fp: int | None = None  # the fingerprint in the tables (indexed pages)
+
+    @property
+    def outcome_name(self) -> str:
+        return RECORDED_OUTCOMES[self.outcome].value
+
+
+def pack_record(r: GlobalRecord) -> bytes:
+    flags = r.outcome << OUTCOME_SHIFT | (F_EXACT if r.exact else 0) | (F_INDEXED if r.indexed else 0)
+    member = b""
+    if r.canonical_seq is not None:
+        flags |= F_MEMBER
+        member = _MEMBER.pack(r.canonical_seq)
+    moved = b""
+    if r.indexed and r.indexed_fp is not None and r.indexed_fp != r.fingerprint:
+        flags |= F_MOVED
+        moved = r.indexed_fp.to_bytes(8, "big")
+    seen = _SEEN.pack(r.first_seen)
+    if _SEEN.pack(r.last_seen) != seen:
+        flags |= F_LAST
+        seen += _SEEN.pack(r.last_seen)
+    head = _HEAD.pack(r.seq, r.fingerprint.to_bytes(8, "big"), flags, max(r.distance, 0))
+    return b"".join((head, member, moved, seen, r.payload))
+
+
+def parse_record(value: bytes) -> GlobalRecord:
+    seq, fp, flags, distance = _HEAD.unpack_from(value)
+    p = _HEAD.size
+    canonical_seq = None
+    if flags & F_MEMBER:
+        (canonical_seq,) = _MEMBER.unpack_from(value, p)
+        p += _MEMBER.size
+    fingerprint = int.from_bytes(fp, "big")
+    indexed_fp = fingerprint if flags & F_INDEXED else None
+    if flags & F_MOVED:
+        indexed_fp = int.from_bytes(value[p : p + 8], "big")
+        p += 8
+    (first,) = _SEEN.unpack_from(value, p)
+    last = first
+    p += _SEEN.size
+    if flags & F_LAST:
+        (last,) = _SEEN.unpack_from(value, p)
+        p += _SEEN.size
+    return GlobalRecord(
+        seq, fingerprint, bool(flags & F_EXACT), bool(flags & F_INDEXED), flags >> OUTCOME_SHIFT,
+        distance if flags & F_MEMBER else -1, canonical_seq, first, last, value[p:], indexed_fp,
+    )
