@@ -47,7 +47,8 @@ import numpy as np
 HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent), str(HERE.parent.parent / "tests")]
 
-from redis_scale import SCOPE, _proc_status, _reset_peak, fill_plan, record_of, worker_pages  # noqa: E402
+from redis_scale import SCOPE, _proc_status, _reset_peak, check_plan, fill_plan, record_of, worker_pages  # noqa: E402
+from redis_shards import node_info  # noqa: E402
 from redis_server import RedisCluster  # noqa: E402  (tests/redis_server.py)
 
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
@@ -85,19 +86,6 @@ def backend_settings(url: str, extra: dict[str, Any]) -> Any:
 
 def config(k: int) -> SimhashConfig:
     return SimhashConfig(max_distance=k)
-
-
-def node_info(cluster: RedisCluster, section: str) -> list[dict[str, Any]]:
-    import redis
-
-    out = []
-    for port in cluster.ports:
-        client = redis.Redis(host="127.0.0.1", port=port)
-        try:
-            out.append(client.info(section))
-        finally:
-            client.close()
-    return out
 
 
 def memory_by_kind(cluster: RedisCluster) -> dict[str, int]:
@@ -226,16 +214,9 @@ def fill_directly(url: str, stored: int, k: int, extra: dict[str, Any], processe
 async def fill_through_checks(url: str, stored: int, k: int, extra: dict[str, Any]) -> None:
     from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 
-    fps, _ = fill_plan(stored)
     backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
     await backend.open(SPIDER)
-    pages = iter(range(stored))
-
-    async def one() -> None:
-        for i in pages:
-            await backend.check(record_of(i, int(fps[i])))
-
-    await asyncio.gather(*(one() for _ in range(64)))
+    await check_plan(backend, stored)
     await backend.close()
 
 

@@ -140,9 +140,15 @@ def fill_plan(stored: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
 async def fill_through_backend(url: str, stored: int, capacity: int, extra: dict[str, Any] | None = None) -> None:
     from simhash_scrapy.backends.redis import RedisBackend
 
-    fps, _ = fill_plan(stored)
     backend = RedisBackend(bench_config(), settings(url, capacity, extra))
     await backend.open("bench")
+    await check_plan(backend, stored)
+    await backend.close()
+
+
+async def check_plan(backend: Any, stored: int) -> None:
+    """Check the fill plan's first ``stored`` pages through ``backend``, 64 in flight."""
+    fps, _ = fill_plan(stored)
     pages = iter(range(stored))
 
     async def worker() -> None:
@@ -150,7 +156,6 @@ async def fill_through_backend(url: str, stored: int, capacity: int, extra: dict
             await backend.check(record_of(i, int(fps[i])))
 
     await asyncio.gather(*(worker() for _ in range(64)))
-    await backend.close()
 
 
 def _encode_chunk(args: tuple[str, int, int, int, bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> int:

@@ -38,7 +38,7 @@ from .cluster.containment import Sketch
 from .features.features import DEFAULT_FEATURES, FeatureConfig
 from .records import page_scope
 from .cluster.sitetemplate import HostTemplates, host_of
-from .cluster.views import address_of
+from .cluster.views import page_address
 
 if TYPE_CHECKING:
     from .settings.config import SimhashConfig
@@ -120,7 +120,7 @@ class Detector:
         host = host_of(page.url) if page.url else None
         decision = self.rule.check(
             page.scope, page.identity, page.fingerprint, page.exact, index, page.edit_keys, page.digest, also,
-            page.second, page.sketch, host, address_of(page.url) if page.sketch is not None else None,
+            page.second, page.sketch, host, page_address(page.url, page.sketch),
         )  # fmt: skip
         self._entry_hosts.setdefault(decision.entry, host)
         return decision if also is None else replace(decision, also=also)

@@ -35,6 +35,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ...core.cluster.sitetemplate import host_of
+from ...core.cluster.views import page_address
 from ...core.redact import redact
 from ...core.wording import plural
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
@@ -679,8 +680,10 @@ class RedisBackend(Outages, DedupBackend):
                     out.append((None, None))
                     continue
                 host = host_of(record.url) if record.url else None
-                found = mirror.hint(scope, record, host)
-                extra = (None if found is None else found[0], record_of(record, host) if has_extras(record) else b"")
+                address = page_address(record.url, record.sketch)
+                found = mirror.hint(scope, record, host, address)
+                extra = (None if found is None else found[0],
+                         record_of(record, host, address) if has_extras(record) else b"")  # fmt: skip
                 out.append((extra, None if found is None else found[1]))
         return out
 

@@ -50,7 +50,6 @@ import numpy as np
 
 from ...core.cluster.containment import Sketch
 from ...core.cluster.sitetemplate import host_of, line_hashes
-from ...core.cluster.views import address_of
 from ...core.detector import Detector, Page
 from .layout import NO_POSITION, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 from .protocol import Hint
@@ -81,9 +80,9 @@ def has_extras(record: PageRecord) -> bool:
     )
 
 
-def record_of(record: PageRecord, host: str | None) -> bytes:
+def record_of(record: PageRecord, host: str | None, address: str | None) -> bytes:
     """What the extras keep of a page: flags, its template-free simhash, second simhash, sentence sketch
-    (sentence count, hashes), its address when it has a sketch (``views.address_of``: step 7's other views;
+    (sentence count, hashes), its ``address`` (``views.page_address``: step 7's other views;
     length and UTF-8) and host (UTF-8, the rest).  Records written before addresses were kept have no
     ``_ADDRESS`` flag: their pages are not listed under an address (only fewer print views found)."""
     flags, parts = 0, [b""]
@@ -101,7 +100,6 @@ def record_of(record: PageRecord, host: str | None) -> bytes:
             _SKETCH_HEAD.pack(sketch.sentences, len(hashes))
             + struct.pack(f">{len(hashes)}Q", *hashes)
         )
-        address = address_of(record.url)
         encoded = address.encode("utf-8", "surrogatepass") if address else b""
         if encoded and len(encoded) <= 0xFFFF:
             flags |= _ADDRESS
@@ -360,12 +358,12 @@ class Mirror:
         if entry is not None and canonical is not None and (canonical ^ fingerprint).bit_count() > self.rule.max_distance:
             self.rule.add_copy_row(scope, entry, fingerprint)
 
-    def hint(self, scope: str, record: PageRecord, host: str | None) -> tuple[Hint, str] | None:
-        """What the rule matches the page with by steps 5-7 now (``Clusterer.nearest``), as the script's hint,
-        with its ``via``; ``None`` when it matches nothing, or by steps 1-4 (the script finds those itself)."""
+    def hint(self, scope: str, record: PageRecord, host: str | None, address: str | None) -> tuple[Hint, str] | None:
+        """What the rule matches the page with by steps 5-7 now (``Clusterer.nearest``; ``host`` and ``address``
+        as ``Detector`` passes them), as the script's hint, with its ``via``; ``None`` when it matches nothing,
+        or by steps 1-4 (the script finds those itself)."""
         if record.exact:
             return None
-        address = address_of(record.url) if record.sketch is not None else None  # as ``Detector`` passes it
         found = self.rule.nearest(scope, record.fingerprint, record.edit_keys, record.also, record.second,
                                   record.sketch, host, address)  # fmt: skip
         if found is None or found[2] is None:

@@ -43,7 +43,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .identity import url_page_number
 from .sitetemplate import host_of
 
-__all__ = ["AddressBook", "address_of", "MIN_RATIO", "MIN_CONTAINMENT", "MAX_PER_ADDRESS"]
+__all__ = ["AddressBook", "address_of", "page_address", "MIN_RATIO", "MIN_CONTAINMENT", "MAX_PER_ADDRESS"]
 
 #: Between two pages of one address, the smaller has at least this share of the larger's sentences.
 MIN_RATIO = 0.1
@@ -92,6 +92,12 @@ def address_of(url: str | None) -> str | None:
     number = url_page_number(url)
     return (f"{host}{parts.path.rstrip('/') or '/'}" + (f"?{naming}" if naming else "")
             + ("" if number is None else f" page {number}"))
+
+
+def page_address(url: str | None, sketch: object | None) -> str | None:
+    """The address step 7 checks a page at (``address_of``): only a page with a sentence sketch has one (the
+    in-process rule, the store and the Redis mirror all take it from here)."""
+    return address_of(url) if sketch is not None else None
 
 
 class AddressBook:
