@@ -29,7 +29,9 @@ its pure-Python twin).  It is bounded (``MAX_LINES`` lines over all hosts,
 not learned, known ones still are; when the lines are full, the hosts least
 recently useful are forgotten to make room, so thousands of junk hosts never
 switch learning off for the hosts after them) and lives in the crawl's
-process (it is not persisted).
+process; the persistent store saves its inputs and replays them on resume
+(``core.store.detector_state``), and Redis workers share them through the
+scope's mirror (``backends.redis.mirror``).
 """
 
 from __future__ import annotations
