@@ -1,8 +1,8 @@
 """One global index sharded over a Redis Cluster (``SIMHASH_BACKEND = "redis-global"``): no replica in any worker.
 
 Layout: ``cluster_layout``.  A batch of checks (the checks that arrive while a
-call is in flight go together) takes these steps, each one pipeline whose
-commands redis-py's cluster client sends to every node at once:
+call is in flight go together) takes these steps, each one round trip whose
+commands ``node_link`` sends to every node at once (one connection per primary):
 
 1. **Read**: one ``HINCRBY seq`` per scope (first-check order), the identity
    records of the batch and, per page, its bucket in every table (a GET each)
@@ -51,6 +51,7 @@ from .cluster_layout import (
     DIR, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
 )
 from .layout import Codec, bucket_bits_for, identity_slot
+from .node_link import NodeLink
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -128,6 +129,7 @@ class GlobalRedisBackend(DedupBackend):
         self.settings = settings
         self.stats = stats
         self.client: Any = None
+        self.link: Any = None  # NodeLink: the checks' round trips
         self.prefix = ""
         self.codec = Codec()
         self.blocks = settings.table_blocks or config.max_distance + 1
@@ -140,7 +142,7 @@ class GlobalRedisBackend(DedupBackend):
         self._queue: list[_Page] = []
         self._running = False
         self._drainer: asyncio.Future[None] | None = None
-        self._append_sha = ""
+        self._append_sha = self._remove_sha = self._unset_sha = ""
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "batches": 0, "checks": 0}
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
         self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
@@ -178,7 +180,14 @@ class GlobalRedisBackend(DedupBackend):
             ) from None
         if self.settings.flush_on_start:
             await self.flush()
-        self._append_sha = await self.client.script_load(APPEND_LUA)  # on every primary
+        # on every primary
+        self._append_sha = await self.client.script_load(APPEND_LUA)
+        self._remove_sha = await self.client.script_load(_REMOVE)
+        self._unset_sha = await self.client.script_load(_UNSET_EXACT)
+        self.link = NodeLink(self.client, float(connection.client_params(self.settings).get("socket_timeout") or 10))
+        self.link.remember_script(self._append_sha, APPEND_LUA)
+        self.link.remember_script(self._remove_sha, _REMOVE)
+        self.link.remember_script(self._unset_sha, _UNSET_EXACT)
 
     async def flush(self) -> int:
         """Delete every key of this prefix, on every node; returns how many."""
@@ -262,23 +271,25 @@ class GlobalRedisBackend(DedupBackend):
 
     async def _read(self, batch: _Batch) -> dict[str, int]:
         """Step 1: seq numbers, records and buckets; restores the neighbourhood into the batch's Clusterer."""
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.link.batch()
         scopes: dict[str, int] = {}
         for page in batch.pages:
             scopes[page.record.scope] = scopes.get(page.record.scope, 0) + 1
         for scope, n in scopes.items():
-            pipe.hincrby(self._keys[scope].meta, "seq", n)
+            meta = self._keys[scope].meta
+            pipe.call(meta, "HINCRBY", meta, "seq", n)
         for page in batch.pages:
-            pipe.hget(page.keys.record(page.bucket), page.fieldname)
+            key = page.keys.record(page.bucket)
+            pipe.call(key, "HGET", key, page.fieldname)
         reads: list[tuple[_Page, str]] = []
         for page in batch.pages:
             record = page.record
             for key in [page.keys.exact(record.fingerprint)] if record.exact else page.keys.buckets(record.fingerprint):
                 reads.append((page, key))
                 if record.exact:
-                    pipe.hget(key, record.fingerprint.to_bytes(8, "big"))
+                    pipe.call(key, "HGET", key, record.fingerprint.to_bytes(8, "big"))
                 else:
-                    pipe.get(key)
+                    pipe.call(key, "GET", key)
         out = await pipe.execute()
         top = dict(zip(scopes, out[: len(scopes)]))
         stored = out[len(scopes) : len(scopes) + len(batch.pages)]
@@ -389,10 +400,10 @@ class GlobalRedisBackend(DedupBackend):
                 batch.slot_of[seq] = slot
                 self.counts["cache_hits"] += 1
         if unknown:
-            pipe = self.client.pipeline(transaction=False)
+            pipe = self.link.batch()
             for seq in unknown:
                 key, offset = scope_keys.directory(seq)
-                pipe.getrange(key, offset, offset + DIR - 1)
+                pipe.call(key, "GETRANGE", key, offset, offset + DIR - 1)
             for seq, raw in zip(unknown, await pipe.execute()):
                 if len(raw) != DIR:
                     raise BackendError(f"simhash: the global index's directory has no slot for seq {seq}")
@@ -402,10 +413,11 @@ class GlobalRedisBackend(DedupBackend):
         fetch = [seq for seq in wanted if seq not in batch.stored]
         if not fetch:
             return {}
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.link.batch()
         for seq in fetch:
             bucket, fieldname = batch.slot_of[seq]
-            pipe.hget(scope_keys.record(bucket), fieldname)
+            key = scope_keys.record(bucket)
+            pipe.call(key, "HGET", key, fieldname)
         return {seq: parse_record(value) for seq, value in zip(fetch, await pipe.execute()) if value is not None}
 
     def _remember(self, seq: int, slot: tuple[int, bytes]) -> None:
@@ -418,7 +430,6 @@ class GlobalRedisBackend(DedupBackend):
     async def _write(self, batch: _Batch, decisions: list[Decision], canon: dict[int, GlobalRecord]) -> list[Verdict]:
         """Step 4: records, index changes; then the verdicts."""
         clusterer = batch.clusterer
-        pipe = self.client.pipeline(transaction=False)
         records: dict[int, tuple[_Page, GlobalRecord]] = {}
         kinds: list[str] = []  # each index command's kind, to find the replies of the appends and HSETNXs
         appended: list[tuple[str, int, int, int]] = []  # (bucket key, fingerprint, seq, expected length)
@@ -433,14 +444,14 @@ class GlobalRedisBackend(DedupBackend):
             verdicts.append(self._verdict(batch, decision, canon, old, batch.snapshots[len(verdicts)]))
         # Records and directory slots first, then (a second pipeline) the table entries: an entry another
         # worker reads always has its record and directory slot written already.
-        first = self.client.pipeline(transaction=False)
-        pipe = self.client.pipeline(transaction=False)
+        first, pipe = self.link.batch(), self.link.batch()
         canonicals = 0
         entry_of = {seq: e for e, seq in enumerate(batch.seq_of)}
         for seq, (page, rec) in records.items():
             before, now = batch.initial.get(seq), clusterer.indexed[entry_of[seq]]
             keys = page.keys
-            first.hset(keys.record(page.bucket), page.fieldname, pack_record(rec))
+            rkey = keys.record(page.bucket)
+            first.call(rkey, "HSET", rkey, page.fieldname, pack_record(rec))
             if before == now and (before is None or old_exact(batch, seq) == rec.exact):
                 continue
             if before is not None:
@@ -449,10 +460,11 @@ class GlobalRedisBackend(DedupBackend):
             if now is not None:
                 canonicals += 1
                 dkey, offset = keys.directory(seq)
-                first.setrange(dkey, offset, page.bucket.to_bytes(3, "big") + page.fieldname)
+                first.call(dkey, "SETRANGE", dkey, offset, page.bucket.to_bytes(3, "big") + page.fieldname)
                 self._index(pipe, kinds, keys, seq, now, rec.exact, batch, appended)
         if canonicals:
-            first.hincrby(batch.pages[0].keys.meta, "canonicals", canonicals)
+            meta = batch.pages[0].keys.meta
+            first.call(meta, "HINCRBY", meta, "canonicals", canonicals)
         await first.execute()
         if not kinds:
             return verdicts
@@ -479,25 +491,26 @@ class GlobalRedisBackend(DedupBackend):
     def _index(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool, batch: _Batch,
                appended: list[tuple[str, int, int, int]]) -> None:
         if exact:
-            pipe.hsetnx(keys.exact(fp), fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
+            key = keys.exact(fp)
+            pipe.call(key, "HSETNX", key, fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
             kinds.append("hsetnx")
             return
         for key in keys.buckets(fp):
             expected = batch.lengths.get(key, 0) + ENTRY
             batch.lengths[key] = expected
-            # (redis-py's cluster pipelines refuse their evalsha method, not the command)
-            pipe.execute_command("EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq))
+            pipe.call(key, "EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq))
             kinds.append("append")
             appended.append((key, fp, seq, expected))
 
     def _unindex(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool) -> None:
         raw = seq.to_bytes(4, "big")
         if exact:
-            pipe.eval(_UNSET_EXACT, 1, keys.exact(fp), fp.to_bytes(8, "big"), raw)
+            key = keys.exact(fp)
+            pipe.call(key, "EVALSHA", self._unset_sha, 1, key, fp.to_bytes(8, "big"), raw)
             kinds.append("eval")
             return
         for key in keys.buckets(fp):
-            pipe.eval(_REMOVE, 1, key, raw)
+            pipe.call(key, "EVALSHA", self._remove_sha, 1, key, raw)
             kinds.append("eval")
 
     async def _races(self, batch: _Batch, append_replies: list[Any], appended: list[tuple[str, int, int, int]],
@@ -507,9 +520,9 @@ class GlobalRedisBackend(DedupBackend):
         suspects = [(key, fp, seq) for (key, fp, seq, expected), got in zip(appended, append_replies) if got != expected]
         if not suspects:
             return
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.link.batch()
         for key, *_ in suspects:
-            pipe.get(key)
+            pipe.call(key, "GET", key)
         known = set(batch.seq_of)
         raced = set()
         for (_key, fp, seq), data in zip(suspects, await pipe.execute()):
@@ -590,6 +603,9 @@ class GlobalRedisBackend(DedupBackend):
 
     async def close(self) -> None:
         self.publish()
+        if self.link is not None:
+            await self.link.close()
+            self.link = None
         if self.client is not None:
             await self.client.aclose()
             self.client = None
