@@ -148,35 +148,48 @@ def sources(stored: int) -> np.ndarray:
     return out
 
 
-def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any]]) -> int:
+def scope_dict(stored: int) -> bytes:
+    """The scope's payload dictionary as the backend makes it: from the first ``DICT_SAMPLES`` pages' payloads."""
+    from simhash_scrapy.backends.redis.layout import DICT_SAMPLES, Codec, identity_slot
+
+    fps, _ = fill_plan(min(stored, DICT_SAMPLES))
+    codec = Codec()
+    for i in range(min(stored, DICT_SAMPLES)):
+        record = record_of(i, int(fps[i]))
+        _, _, kept = identity_slot(SCOPE, record.key, 12)
+        codec.encode(record.url, record.key, kept, record.referer, record.depth, None)
+    return codec.proposed_dict() or b""
+
+
+def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any], bytes]) -> int:
     """Records, directory slots and table entries of pages [start, stop) (a pool process)."""
     from redis.cluster import RedisCluster as SyncCluster
 
-    from simhash_scrapy.backends.redis.cluster_backend import APPEND_LUA, GlobalRedisBackend
-    from simhash_scrapy.backends.redis.cluster_layout import GlobalRecord, pack_entry, pack_record
-    from simhash_scrapy.backends.redis.layout import Codec, identity_slot
+    from simhash_scrapy.backends.redis.cluster_backend import APPEND_LUA, DIRECTORY_LUA, GlobalRedisBackend
+    from simhash_scrapy.backends.redis.cluster_layout import DIR, DIR_SPAN, GlobalRecord, pack_entry, pack_record
+    from simhash_scrapy.backends.redis.layout import DICT_SAMPLES, Codec, identity_slot
     from simhash_scrapy.core.cluster.clustering import RECORDED_OUTCOMES, Outcome
 
-    url, start, stop, k, extra = args
+    url, start, stop, k, extra, zdict = args
     fps, _ = fill_plan(stop)
     source = sources(stop)
     backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
     backend.prefix = backend.settings.key(SPIDER)
     keys = backend.keys(SCOPE)
-    codec = Codec()
+    codecs = Codec(), Codec(zdict or None)  # the first pages' payloads before the scope's dictionary was made
     client = SyncCluster.from_url(url)
-    sha = client.script_load(APPEND_LUA)
+    sha, dsha = client.script_load(APPEND_LUA), client.script_load(DIRECTORY_LUA)
     pipe = client.pipeline(transaction=False)
     unique, near = RECORDED_OUTCOMES.index(Outcome.UNIQUE), RECORDED_OUTCOMES.index(Outcome.NEAR_DUPLICATE)
     for i in range(start, stop):
         record, seq, fp = record_of(i, int(fps[i])), i + 1, int(fps[i])
         bucket, field, kept = identity_slot(SCOPE, record.key, keys.record_bits)
-        payload = codec.encode(record.url, record.key, kept, record.referer, record.depth, None)
+        payload = codecs[i >= DICT_SAMPLES].encode(record.url, record.key, kept, record.referer, record.depth, None)
         canon = int(source[i])
         if canon < 0:
             value = GlobalRecord(seq, fp, False, True, unique, -1, None, record.seen, record.seen, payload, fp)
             dkey, offset = keys.directory(seq)
-            pipe.setrange(dkey, offset, bucket.to_bytes(3, "big") + field)
+            pipe.execute_command("EVALSHA", dsha, 1, dkey, offset, bucket.to_bytes(3, "big") + field, DIR_SPAN * DIR)
             for key in keys.buckets(fp):
                 pipe.execute_command("EVALSHA", sha, 1, key, pack_entry(fp, seq))  # the backend's own append
         else:
@@ -198,7 +211,8 @@ def fill_directly(url: str, stored: int, k: int, extra: dict[str, Any], processe
 
     # Pages in seq order per chunk; chunks in order (as checks append, in first-check order).
     step = 50_000
-    chunks = [(url, s, min(s + step, stored), k, extra) for s in range(0, stored, step)]
+    zdict = scope_dict(stored)
+    chunks = [(url, s, min(s + step, stored), k, extra, zdict) for s in range(0, stored, step)]
     with mp.get_context("spawn").Pool(processes) as pool:
         for _ in pool.imap(_fill_chunk, chunks):
             pass
@@ -207,7 +221,7 @@ def fill_directly(url: str, stored: int, k: int, extra: dict[str, Any], processe
     keys = backend.keys(SCOPE)
     canonicals = int((sources(stored) < 0).sum())
     client = SyncCluster.from_url(url)
-    client.hset(keys.meta, mapping={"layout": backend.layout(), "seq": stored, "canonicals": canonicals})
+    client.hset(keys.meta, mapping={"layout": backend.layout(), "seq": stored, "canonicals": canonicals, "zdict": zdict})
     client.close()
 
 

@@ -48,7 +48,7 @@ from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, i
 from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
 from . import connection
 from .cluster_layout import (
-    DIR, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
+    DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
 )
 from .layout import Codec, bucket_bits_for, identity_slot
 from .node_link import NodeLink
@@ -85,6 +85,13 @@ local data = (redis.call('GET', KEYS[1]) or '') .. ARGV[1]
 redis.call('SET', KEYS[1], data)
 return #data
 """
+#: Writes a directory slot: SETRANGE of KEYS[1] at ARGV[1] with ARGV[2], on a string made at its full size (ARGV[3]
+#: bytes) when the key is new: SETRANGE alone grows a string to twice what it needs (measured at 1M pages: 14 bytes of
+#: directory per page against 8 at full size; redis_cluster_scale.py).
+DIRECTORY_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], string.rep('\\0', tonumber(ARGV[3]))) end
+return redis.call('SETRANGE', KEYS[1], ARGV[1], ARGV[2])
+"""
 _MAX_BATCH = 64
 
 
@@ -105,6 +112,7 @@ class _Batch:
 
     pages: list[_Page]
     clusterer: Clusterer
+    codec: Codec  # the scope's payload codec
     seq_of: list[int] = field(default_factory=list)  # entry -> seq
     stored: dict[int, GlobalRecord] = field(default_factory=dict)  # seq -> the record read (batch identities)
     slot_of: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # seq -> (bucket, field) when known
@@ -131,7 +139,7 @@ class GlobalRedisBackend(DedupBackend):
         self.client: Any = None
         self.link: Any = None  # NodeLink: the checks' round trips
         self.prefix = ""
-        self.codec = Codec()
+        self._codecs: dict[str, Codec] = {}  # scope -> payload codec (its dictionary: the meta hash's zdict)
         self.blocks = settings.table_blocks or config.max_distance + 1
         self.bucket_bits = settings.bucket_bits
         self.cache_size = settings.global_cache
@@ -142,7 +150,7 @@ class GlobalRedisBackend(DedupBackend):
         self._queue: list[_Page] = []
         self._running = False
         self._drainer: asyncio.Future[None] | None = None
-        self._append_sha = self._remove_sha = self._unset_sha = ""
+        self._append_sha = self._remove_sha = self._unset_sha = self._directory_sha = ""
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "batches": 0, "checks": 0}
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
         self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
@@ -158,6 +166,7 @@ class GlobalRedisBackend(DedupBackend):
             keys = self._keys[scope] = GlobalKeys(
                 self.prefix, scope, self.config.max_distance, self.blocks, self.bucket_bits, self.record_bits
             )
+            self._codecs[scope] = Codec()
         return keys
 
     def layout(self) -> str:
@@ -184,10 +193,12 @@ class GlobalRedisBackend(DedupBackend):
         self._append_sha = await self.client.script_load(APPEND_LUA)
         self._remove_sha = await self.client.script_load(_REMOVE)
         self._unset_sha = await self.client.script_load(_UNSET_EXACT)
+        self._directory_sha = await self.client.script_load(DIRECTORY_LUA)
         self.link = NodeLink(self.client, float(connection.client_params(self.settings).get("socket_timeout") or 10))
         self.link.remember_script(self._append_sha, APPEND_LUA)
         self.link.remember_script(self._remove_sha, _REMOVE)
         self.link.remember_script(self._unset_sha, _UNSET_EXACT)
+        self.link.remember_script(self._directory_sha, DIRECTORY_LUA)
 
     async def flush(self) -> int:
         """Delete every key of this prefix, on every node; returns how many."""
@@ -200,7 +211,9 @@ class GlobalRedisBackend(DedupBackend):
     async def _check_layout(self, keys: GlobalKeys) -> None:
         wanted = self.layout()
         await self.client.hsetnx(keys.meta, "layout", wanted)
-        found = (await self.client.hget(keys.meta, "layout") or b"").decode()
+        found, zdict = await self.client.hmget(keys.meta, ["layout", "zdict"])
+        found = (found or b"").decode()
+        self._codecs[keys.scope].zdict = zdict or None
         if found != wanted:
             raise BackendError(
                 f"Redis key {keys.meta!r} holds a global index made with {found!r}, but this crawl uses {wanted!r} "
@@ -255,7 +268,7 @@ class GlobalRedisBackend(DedupBackend):
         self.counts["checks"] += len(pages)
         timing, clock = self.timing, time.perf_counter
         t0 = clock()
-        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks))
+        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks), self._codecs[pages[0].record.scope])
         base = await self._read(batch)
         t1 = clock()
         decisions = self._decide(batch, base)
@@ -263,6 +276,7 @@ class GlobalRedisBackend(DedupBackend):
         canon = await self._canonicals(batch, decisions)
         t3 = clock()
         verdicts = await self._write(batch, decisions, canon)
+        await self._share_dict(batch)
         timing["read"] += t1 - t0
         timing["decide"] += t2 - t1
         timing["canonicals"] += t3 - t2
@@ -293,6 +307,7 @@ class GlobalRedisBackend(DedupBackend):
         out = await pipe.execute()
         top = dict(zip(scopes, out[: len(scopes)]))
         stored = out[len(scopes) : len(scopes) + len(batch.pages)]
+        await self._load_dict(batch, [parse_record(value) for value in stored if value is not None])
         found = out[len(scopes) + len(batch.pages) :]
         self._restore(batch, stored, list(zip(reads, found)))
         return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
@@ -349,16 +364,17 @@ class GlobalRedisBackend(DedupBackend):
                 canonical.append(-1)
                 distance.append(-1)
                 indexed.append(fp if seq in candidates else None)
-        digests = [self._digest_of(own[seq][1]) if seq in own else None for seq in seqs]
+        digests = [self._digest_of(batch.codec, own[seq][1]) if seq in own else None for seq in seqs]
         batch.clusterer.restore_many(scopes, identities, fps, exact, canonical, distance, indexed, None, digests)
         batch.clusterer.restore_indexes()
         batch.seq_of = list(seqs)
 
-    def _digest_of(self, rec: GlobalRecord) -> int | None:
+    @staticmethod
+    def _digest_of(codec: Codec, rec: GlobalRecord) -> int | None:
         if rec.exact:
             return rec.fingerprint
         try:
-            digest: int | None = self.codec.decode_all(rec.payload, b"\0" * 8)[5]
+            digest: int | None = codec.decode_all(rec.payload, b"\0" * 8)[5]
             return digest
         except ValueError:
             return None
@@ -405,7 +421,7 @@ class GlobalRedisBackend(DedupBackend):
                 key, offset = scope_keys.directory(seq)
                 pipe.call(key, "GETRANGE", key, offset, offset + DIR - 1)
             for seq, raw in zip(unknown, await pipe.execute()):
-                if len(raw) != DIR:
+                if len(raw) != DIR or raw == bytes(DIR):  # (a slot never written reads as zeros)
                     raise BackendError(f"simhash: the global index's directory has no slot for seq {seq}")
                 slot = (int.from_bytes(raw[:3], "big"), raw[3:])
                 batch.slot_of[seq] = slot
@@ -418,7 +434,25 @@ class GlobalRedisBackend(DedupBackend):
             bucket, fieldname = batch.slot_of[seq]
             key = scope_keys.record(bucket)
             pipe.call(key, "HGET", key, fieldname)
-        return {seq: parse_record(value) for seq, value in zip(fetch, await pipe.execute()) if value is not None}
+        canon = {seq: parse_record(value) for seq, value in zip(fetch, await pipe.execute()) if value is not None}
+        await self._load_dict(batch, list(canon.values()))
+        return canon
+
+    async def _load_dict(self, batch: _Batch, records: list[GlobalRecord]) -> None:
+        """The scope's payload dictionary, once a record read was written with it (another worker made it)."""
+        codec = batch.codec
+        if codec.zdict is None and any(Codec.needs_dict(rec.payload) for rec in records):
+            codec.zdict = await self.client.hget(batch.pages[0].keys.meta, "zdict")
+            if codec.zdict is None:
+                raise BackendError(f"simhash: {batch.pages[0].keys.meta!r} has no zdict, but its records need it")
+
+    async def _share_dict(self, batch: _Batch) -> None:
+        """Once this worker sampled enough payloads: the scope's dictionary (the first worker's wins)."""
+        codec = batch.codec
+        if codec.zdict is None and codec.proposed_dict() is not None:
+            meta = batch.pages[0].keys.meta
+            await self.client.hsetnx(meta, "zdict", codec.proposed_dict())
+            codec.zdict = await self.client.hget(meta, "zdict")
 
     def _remember(self, seq: int, slot: tuple[int, bytes]) -> None:
         if self.cache_size <= 0:
@@ -460,7 +494,8 @@ class GlobalRedisBackend(DedupBackend):
             if now is not None:
                 canonicals += 1
                 dkey, offset = keys.directory(seq)
-                first.call(dkey, "SETRANGE", dkey, offset, page.bucket.to_bytes(3, "big") + page.fieldname)
+                slot = page.bucket.to_bytes(3, "big") + page.fieldname
+                first.call(dkey, "EVALSHA", self._directory_sha, 1, dkey, offset, slot, DIR_SPAN * DIR)
                 self._index(pipe, kinds, keys, seq, now, rec.exact, batch, appended)
         if canonicals:
             meta = batch.pages[0].keys.meta
@@ -477,7 +512,7 @@ class GlobalRedisBackend(DedupBackend):
         record, clusterer, e = page.record, batch.clusterer, decision.entry
         canonical = clusterer.canonical[e]
         digest = None if record.exact else clusterer.digest[e]
-        payload = self.codec.encode(
+        payload = batch.codec.encode(
             record.url, record.key, page.keep, record.referer, record.depth, record.text, digest, record.etag,
             record.last_modified, record.canonical_link,
         )
@@ -548,7 +583,7 @@ class GlobalRedisBackend(DedupBackend):
         fp = snapshot[0] if snapshot[0] is not None else snapshot[1]
         if rec is not None:
             fieldname = batch.slot_of[seq][1]
-            url, identity, *_, link = self.codec.decode_all(rec.payload, fieldname)
+            url, identity, *_, link = batch.codec.decode_all(rec.payload, fieldname)
             if seq in batch.placeholders:  # known from a member's record only: the canonical's own record tells
                 fp = rec.indexed_fp if rec.indexed_fp is not None else rec.fingerprint
         return Verdict(
@@ -579,7 +614,8 @@ class GlobalRedisBackend(DedupBackend):
         members = []
         for keys in self._keys.values():
             records = await self._records(keys)
-            decoded = {seq: self.codec.decode_all(rec.payload, fieldname) for seq, (fieldname, rec) in records.items()}
+            codec = Codec(await self.client.hget(keys.meta, "zdict"))
+            decoded = {seq: codec.decode_all(rec.payload, fieldname) for seq, (fieldname, rec) in records.items()}
             for seq in sorted(records):
                 _, rec = records[seq]
                 url, identity, referer, depth, text, digest, etag, last_modified, link = decoded[seq]

@@ -11,14 +11,16 @@ each; the worker filters the entries (no copy of the index in any worker).
 scope's BLAKE2b hash::
 
     P:{sid.m}            HASH    layout, seq (INCRBY once per batch: first-check order),
-                                 canonicals (count)
+                                 canonicals (count), zdict (the scope's payload dictionary:
+                                 the first worker's 32 sampled payloads, HSETNX)
     P:{sid.t<t>.<b>}     STRING  table t, bucket b (the table key's top ``bucket_bits`` bits,
                                  hex): ENTRY-byte entries, appended: fingerprint (8),
                                  seq (>I4: ties go to the lowest)
     P:{sid.x.<b>}        HASH    short pages (exact digest): digest (8 bytes) -> seq (4) +
                                  directory slot; HSETNX: the first writer wins
     P:{sid.d.<n>}        STRING  the directory: seq -> identity (DIR bytes at (seq % DIR_SPAN) * DIR:
-                                 SETRANGE), for canonical pages only: where a verdict finds
+                                 SETRANGE; made at its full size, zeros, when new), for
+                                 canonical pages only: where a verdict finds
                                  its canonical page's record
     P:{sid.r.<b>}        HASH    one record per identity (field: 8 bytes of the identity's
                                  hash, ``layout.identity_slot``; b: its first ``record_bits``
@@ -27,7 +29,7 @@ scope's BLAKE2b hash::
 Record: seq (>I4), fingerprint (8), flags (1: exact 1, indexed 2, member 4, moved 8, last seen 16,
 outcome << 5), distance (1), [canonical seq (>I4) if member], [the fingerprint in the index (8) if
 moved: indexed, and re-checked within k since], first seen (>d), [last seen (>d) if it differs],
-payload (``layout.Codec``, preset dictionary only).  Records of ~70-90 bytes: run the nodes with
+payload (``layout.Codec``: the scope's dictionary once made, the preset one before).  Records of ~70-90 bytes: run the nodes with
 ``hash-max-listpack-value 128`` to keep them in Redis' compact encoding.
 """
 
@@ -44,7 +46,7 @@ from ...core.index.index_layout import Table, tables_for
 
 __all__ = ["GlobalKeys", "GlobalRecord", "pack_record", "parse_record", "ENTRY", "DIR", "DIR_SPAN", "entries_of"]
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: the scope's payload dictionary (meta zdict), directory strings made at full size
 #: A table entry: fingerprint (8), seq (4).
 ENTRY = 12
 ENTRY_DTYPE = np.dtype([("fp", ">u8"), ("seq", ">u4")])
