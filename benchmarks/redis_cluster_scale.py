@@ -13,7 +13,7 @@ For each node count of ``--nodes``, in one run:
    ``redis_scale.py`` (70% new, 30% within 0..4 bits of an earlier canonical
    page; SHA-1 identities, URLs, referers, depths, times), written directly in
    the backend's layout with its own functions (``cluster_layout``:
-   ``pack_record``, ``GlobalKeys``, ``ENTRY_DTYPE``; ``layout.Codec`` with the
+   ``pack_record``, ``GlobalKeys``, ``ENTRY_DTYPE`` of ``fold``; ``layout.Codec`` with the
    scope's dictionary made from the first 32 pages, as the backend makes it):
    records by pool processes, one HSET per record hash; each table bucket and
    directory string whole, as the backend's scripts leave them (entries in seq
@@ -231,7 +231,8 @@ def table_strings(keys: Any, fps: np.ndarray, canonical: np.ndarray) -> Any:
     from simhash_scrapy.backends.redis.cluster_layout import ENTRY_DTYPE
 
     entries = np.zeros(len(canonical), dtype=ENTRY_DTYPE)
-    entries["fp"], entries["seq"] = fps[canonical], canonical + 1
+    cfps = fps[canonical]
+    entries["fold"], entries["seq"] = (cfps >> np.uint64(32)) ^ (cfps & np.uint64(0xFFFFFFFF)), canonical + 1  # fold()
     for t, table in enumerate(keys.tables):
         buckets = table.keys(fps[canonical]) >> np.uint64(table.key_bits - keys.bucket_bits)
         order = np.argsort(buckets, kind="stable")  # seq order within a bucket

@@ -141,7 +141,7 @@ def test_a_table_key_must_match_exactly() -> None:
 
 def test_records_and_entries_round_trip() -> None:
     from simhash_scrapy.backends.redis.cluster_layout import (
-        ENTRY, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
+        ENTRY, GlobalKeys, GlobalRecord, entries_of, fold, pack_entry, pack_record, parse_record,
     )
 
     for record in (
@@ -152,7 +152,26 @@ def test_records_and_entries_round_trip() -> None:
         assert parse_record(pack_record(record)) == record
     data = pack_entry(2**64 - 2, 9) + pack_entry(3, 2**32 - 1)
     assert len(data) == 2 * ENTRY
-    assert entries_of(data).tolist() == [(2**64 - 2, 9), (3, 2**32 - 1)]
+    assert entries_of(data).tolist() == [(fold(2**64 - 2), 9), (3, 2**32 - 1)]
+    assert fold(2**64 - 2) == 1
     keys = GlobalKeys("p", "s", 3, 4, 16, 12)
     assert len({key.split("{")[1] for key in keys.buckets(0)}) == 4  # one hash slot per table bucket
     assert keys.bucket_bits == 16
+
+
+def test_folded_entries_find_every_fingerprint_within_k() -> None:
+    # A fold's distance is never more than the fingerprints': every entry within k is found, and few others.
+    from simhash_scrapy.backends.redis.cluster_layout import entries_of, fold, near_entries, pack_entry
+
+    rng = random.Random(5)
+    for _ in range(2000):
+        a = rng.getrandbits(64)
+        b = flip(a, rng.randint(0, 6), rng)
+        assert (fold(a) ^ fold(b)).bit_count() <= (a ^ b).bit_count()
+    probe = rng.getrandbits(64)
+    near = [flip(probe, rng.randint(0, 4), rng) for _ in range(300)]
+    far = [rng.getrandbits(64) for _ in range(20000)]
+    entries = entries_of(b"".join(pack_entry(fp, seq) for seq, fp in enumerate(near + far)))
+    found = set(near_entries(entries, probe, 4).tolist())
+    assert set(range(len(near))) <= found
+    assert len(found) - len(near) <= 3  # random fingerprints: ~1 in 100,000 within 4 after folding

@@ -42,13 +42,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 
 from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
 from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
 from . import connection
 from .cluster_layout import (
-    DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
+    DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, near_entries, pack_entry, pack_record,
+    parse_record,
 )
 from .layout import Codec, bucket_bits_for, identity_slot
 from .node_link import NodeLink
@@ -64,9 +64,9 @@ __all__ = ["GlobalRedisBackend"]
 _REMOVE = """
 local data = redis.call('GET', KEYS[1])
 if not data then return 0 end
-for i = 1, #data - 11, 12 do
-  if string.sub(data, i + 8, i + 11) == ARGV[1] then
-    redis.call('SET', KEYS[1], string.sub(data, 1, i - 1) .. string.sub(data, i + 12))
+for i = 1, #data - 7, 8 do
+  if string.sub(data, i + 4, i + 7) == ARGV[1] then
+    redis.call('SET', KEYS[1], string.sub(data, 1, i - 1) .. string.sub(data, i + 8))
     return 1
   end
 end
@@ -122,6 +122,7 @@ class _Batch:
     #: per decision: the canonical entry's (indexed fingerprint, fingerprint) at that moment
     snapshots: list[tuple[int | None, int] | None] = field(default_factory=list)
     initial: dict[int, int | None] = field(default_factory=dict)  # seq -> indexed fingerprint read (batch identities)
+    fetched: dict[int, GlobalRecord] = field(default_factory=dict)  # seq -> the record read (other canonical pages)
 
 
 def old_exact(batch: _Batch, seq: int) -> bool | None:
@@ -284,7 +285,8 @@ class GlobalRedisBackend(DedupBackend):
         return verdicts
 
     async def _read(self, batch: _Batch) -> dict[str, int]:
-        """Step 1: seq numbers, records and buckets; restores the neighbourhood into the batch's Clusterer."""
+        """Step 1: seq numbers, records, buckets and the candidates' records; restores the neighbourhood into the
+        batch's Clusterer."""
         pipe = self.link.batch()
         scopes: dict[str, int] = {}
         for page in batch.pages:
@@ -307,13 +309,6 @@ class GlobalRedisBackend(DedupBackend):
         out = await pipe.execute()
         top = dict(zip(scopes, out[: len(scopes)]))
         stored = out[len(scopes) : len(scopes) + len(batch.pages)]
-        await self._load_dict(batch, [parse_record(value) for value in stored if value is not None])
-        found = out[len(scopes) + len(batch.pages) :]
-        self._restore(batch, stored, list(zip(reads, found)))
-        return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
-
-    def _restore(self, batch: _Batch, stored: list[bytes | None], found: list[tuple[tuple[_Page, str], Any]]) -> None:
-        k = self.config.max_distance
         own: dict[int, tuple[_Page, GlobalRecord]] = {}
         for page, value in zip(batch.pages, stored):
             if value is not None:
@@ -321,7 +316,17 @@ class GlobalRedisBackend(DedupBackend):
                 own[rec.seq] = (page, rec)
                 batch.stored[rec.seq] = rec
                 batch.slot_of[rec.seq] = (page.bucket, page.fieldname)
+        await self._load_dict(batch, [rec for _, rec in own.values()])
+        candidates = await self._candidates(batch, list(zip(reads, out[len(scopes) + len(batch.pages) :])))
+        self._restore(batch, own, candidates)
+        return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
+
+    async def _candidates(self, batch: _Batch, found: list[tuple[tuple[_Page, str], Any]]) -> dict[int, tuple[int, bool]]:
+        """seq -> (indexed fingerprint or digest, exact) of the canonical pages within k of a page of the batch: the
+        entries whose fold is within k, kept when their record's fingerprint in the index is."""
+        k = self.config.max_distance
         candidates: dict[int, tuple[int, bool]] = {}  # seq -> (indexed fingerprint or digest, exact)
+        folded: dict[int, list[int]] = {}  # seq -> the fingerprints of the pages whose fold it is near
         for (page, key), value in found:
             record = page.record
             if record.exact:
@@ -329,11 +334,18 @@ class GlobalRedisBackend(DedupBackend):
                     candidates.setdefault(int.from_bytes(value[:4], "big"), (record.fingerprint, True))
                 continue
             batch.lengths[key] = len(value or b"")
-            entries = entries_of(value)
-            if len(entries):
-                near = np.bitwise_count(entries["fp"] ^ np.uint64(record.fingerprint)) <= k
-                for fp, seq in entries[near].tolist():
-                    candidates.setdefault(seq, (fp, False))
+            for seq in near_entries(entries_of(value), record.fingerprint, k).tolist():
+                folded.setdefault(seq, []).append(record.fingerprint)
+        records = await self._fetch(batch, [seq for seq in folded if seq not in batch.stored])
+        for seq, fps in folded.items():
+            rec = batch.stored.get(seq) or records.get(seq)
+            indexed = rec.indexed_fp if rec is not None else None
+            if indexed is not None and any((indexed ^ fp).bit_count() <= k for fp in fps):
+                candidates.setdefault(seq, (indexed, False))
+        return candidates
+
+    def _restore(self, batch: _Batch, own: dict[int, tuple[_Page, GlobalRecord]],
+                 candidates: dict[int, tuple[int, bool]]) -> None:
         placeholders: dict[int, tuple[int, bool]] = {}
         for _, rec in own.values():
             if rec.canonical_seq is not None and rec.canonical_seq not in own:
@@ -402,19 +414,25 @@ class GlobalRedisBackend(DedupBackend):
     async def _canonicals(self, batch: _Batch, decisions: list[Decision]) -> dict[int, GlobalRecord]:
         """Step 3: the current records of the canonical pages the verdicts name (seq -> record)."""
         wanted = {batch.seq_of[d.canonical] for d in decisions if d.canonical is not None}
-        missing = [seq for seq in wanted if seq not in batch.slot_of]
-        keys_of = {page.record.scope: page.keys for page in batch.pages}
-        scope_keys = next(iter(keys_of.values()))
+        return {seq: rec for seq, rec in batch.fetched.items() if seq in wanted} | await self._fetch(
+            batch, [seq for seq in wanted if seq not in batch.stored and seq not in batch.fetched])
+
+    async def _fetch(self, batch: _Batch, seqs: list[int]) -> dict[int, GlobalRecord]:
+        """The records of canonical pages known by their seq: their directory slots (cached), then the records."""
+        if not seqs:
+            return {}
+        scope_keys = batch.pages[0].keys
         unknown = []
-        for seq in missing:
-            slot = self._cache.get(seq)
+        for seq in seqs:
+            slot = batch.slot_of.get(seq) or self._cache.get(seq)
             if slot is None:
                 unknown.append(seq)
                 self.counts["cache_misses"] += 1
             else:
-                self._cache.move_to_end(seq)
+                if seq in self._cache:
+                    self._cache.move_to_end(seq)
+                    self.counts["cache_hits"] += 1
                 batch.slot_of[seq] = slot
-                self.counts["cache_hits"] += 1
         if unknown:
             pipe = self.link.batch()
             for seq in unknown:
@@ -426,17 +444,15 @@ class GlobalRedisBackend(DedupBackend):
                 slot = (int.from_bytes(raw[:3], "big"), raw[3:])
                 batch.slot_of[seq] = slot
                 self._remember(seq, slot)
-        fetch = [seq for seq in wanted if seq not in batch.stored]
-        if not fetch:
-            return {}
         pipe = self.link.batch()
-        for seq in fetch:
+        for seq in seqs:
             bucket, fieldname = batch.slot_of[seq]
             key = scope_keys.record(bucket)
             pipe.call(key, "HGET", key, fieldname)
-        canon = {seq: parse_record(value) for seq, value in zip(fetch, await pipe.execute()) if value is not None}
-        await self._load_dict(batch, list(canon.values()))
-        return canon
+        records = {seq: parse_record(value) for seq, value in zip(seqs, await pipe.execute()) if value is not None}
+        await self._load_dict(batch, list(records.values()))
+        batch.fetched.update(records)
+        return records
 
     async def _load_dict(self, batch: _Batch, records: list[GlobalRecord]) -> None:
         """The scope's payload dictionary, once a record read was written with it (another worker made it)."""
@@ -561,9 +577,7 @@ class GlobalRedisBackend(DedupBackend):
         known = set(batch.seq_of)
         raced = set()
         for (_key, fp, seq), data in zip(suspects, await pipe.execute()):
-            entries = entries_of(data)
-            near = np.bitwise_count(entries["fp"] ^ np.uint64(fp)) <= self.config.max_distance
-            if any(s not in known for s in entries[near]["seq"].tolist()):
+            if any(s not in known for s in near_entries(entries_of(data), fp, self.config.max_distance).tolist()):
                 raced.add(seq)
         self.counts["races"] += len(raced)
 
