@@ -166,7 +166,7 @@ def scope_dict(stored: int) -> bytes:
     return codec.proposed_dict() or b""
 
 
-def _fill_records(args: tuple[str, int, int, int, dict[str, Any], bytes]) -> tuple[np.ndarray, bytes]:
+def _fill_records(args: tuple[str, int, int, int, int, dict[str, Any], bytes]) -> tuple[np.ndarray, bytes]:
     """The records of pages [start, stop) (a pool process): one HSET per record hash with every field of the chunk
     in it; returns the canonical pages' seq numbers and directory slots (11 bytes each)."""
     from redis.cluster import RedisCluster as SyncCluster
@@ -176,9 +176,9 @@ def _fill_records(args: tuple[str, int, int, int, dict[str, Any], bytes]) -> tup
     from simhash_scrapy.backends.redis.layout import DICT_SAMPLES, Codec, identity_slot
     from simhash_scrapy.core.cluster.clustering import RECORDED_OUTCOMES, Outcome
 
-    url, start, stop, k, extra, zdict = args
-    fps, _ = fill_plan(stop)
-    source = sources(stop)
+    url, stored, start, stop, k, extra, zdict = args
+    fps, _ = fill_plan(stored)  # (the plan of all the pages: its draws depend on the count)
+    source = sources(stored)
     backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
     backend.prefix = backend.settings.key(SPIDER)
     keys = backend.keys(SCOPE)
@@ -262,7 +262,7 @@ def fill_directly(url: str, stored: int, k: int, extra: dict[str, Any], processe
 
     step = max(50_000, -(-stored // (4 * processes)))
     zdict = scope_dict(stored)
-    chunks = [(url, s, min(s + step, stored), k, extra, zdict) for s in range(0, stored, step)]
+    chunks = [(url, stored, s, min(s + step, stored), k, extra, zdict) for s in range(0, stored, step)]
     seqs, slots = [], []
     with mp.get_context("spawn").Pool(processes) as pool:
         for chunk_seqs, chunk_slots in pool.imap(_fill_records, chunks):
