@@ -37,8 +37,13 @@ def read_all(reader: Any, chunks: list[bytes]) -> list[Any]:
 def test_the_python_reader_reads_every_reply_however_the_bytes_are_cut(size: int) -> None:
     chunks = [REPLIES[i : i + size] for i in range(0, len(REPLIES), size)]
     assert read_all(RespReader(replyError=ReplyError), chunks) == WANT
-    hiredis = pytest.importorskip("hiredis")
-    assert read_all(hiredis.Reader(replyError=ReplyError), chunks) == WANT
+
+
+def test_hiredis_reads_what_the_python_reader_reads() -> None:
+    hiredis = pytest.importorskip("hiredis")  # optional: used when installed
+    for size in (1, 3, 7, len(REPLIES)):
+        chunks = [REPLIES[i : i + size] for i in range(0, len(REPLIES), size)]
+        assert read_all(hiredis.Reader(replyError=ReplyError), chunks) == WANT
 
 
 def test_pack_is_resp() -> None:
