@@ -104,7 +104,7 @@ class RespReader:
 def reader_class() -> Any:
     """hiredis' C reader when installed, else ``RespReader``."""
     try:
-        import hiredis
+        import hiredis  # type: ignore[import-not-found,unused-ignore]  # (optional)
     except ImportError:
         return RespReader
     return hiredis.Reader
