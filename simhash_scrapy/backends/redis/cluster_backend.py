@@ -42,7 +42,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-
 from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
 from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
 from . import connection
@@ -86,8 +85,8 @@ redis.call('SET', KEYS[1], data)
 return #data
 """
 #: Writes a directory slot: SETRANGE of KEYS[1] at ARGV[1] with ARGV[2], on a string made at its full size (ARGV[3]
-#: bytes) when the key is new: SETRANGE alone grows a string to twice what it needs (measured at 1M pages: 14 bytes of
-#: directory per page against 8 at full size; redis_cluster_scale.py).
+#: bytes) when the key is new: SETRANGE alone grows a string to up to twice what it needs (measured at 1M pages: 14 bytes
+#: of directory per page, 12 at full size, 11 a seq number; redis_cluster_scale.py).
 DIRECTORY_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], string.rep('\\0', tonumber(ARGV[3]))) end
 return redis.call('SETRANGE', KEYS[1], ARGV[1], ARGV[2])
