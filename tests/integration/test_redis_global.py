@@ -175,3 +175,26 @@ def test_folded_entries_find_every_fingerprint_within_k() -> None:
     found = set(near_entries(entries, probe, 4).tolist())
     assert set(range(len(near))) <= found
     assert len(found) - len(near) <= 3  # random fingerprints: ~1 in 100,000 within 4 after folding
+
+
+@async_test
+async def test_an_entry_whose_fold_alone_is_near_is_not_a_near_duplicate(redis_cluster: RedisCluster) -> None:
+    # Flipping bit i and bit i + 32 leaves the fold unchanged: the entry is read as a candidate, and its record's
+    # fingerprint (distance 6 > k = 3) keeps the page apart, as the in-process backend decides.
+    from simhash_scrapy.backends.redis.cluster_layout import fold
+
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    memory = MemoryBackend(SimhashConfig())
+    a = 0x0123456789ABCDEF
+    twin = a ^ sum((1 << i) | (1 << (i + 32)) for i in (3, 17, 29))
+    near = a ^ (1 << 5) ^ (1 << 40)
+    assert fold(twin) == fold(a) and (a ^ twin).bit_count() == 6
+    records = [PageRecord("https://a.example/", a, "myspider"), PageRecord("https://b.example/", twin, "myspider"),
+               PageRecord("https://c.example/", near, "myspider")]
+    got = [await backend.check(r) for r in records]
+    assert got == [memory.check_now(r) for r in records]
+    assert [v.outcome for v in got] == [Outcome.UNIQUE, Outcome.UNIQUE, Outcome.NEAR_DUPLICATE]
+    assert got[2].canonical_url == "https://a.example/"
+    assert backend.counts["cache_misses"] >= 1  # the twin's record was read to tell
+    await backend.close()
