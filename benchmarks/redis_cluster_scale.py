@@ -1,7 +1,7 @@
 """The global index sharded over a Redis Cluster (``SIMHASH_BACKEND = "redis-global"``): checks/s and bytes/page.
 
     python benchmarks/redis_cluster_scale.py                              # 1,000,000 stored, 1 and 3 nodes, 8 workers
-    python benchmarks/redis_cluster_scale.py --stored 10000000 --nodes 3  # 10M pages (fill ~15 min here)
+    python benchmarks/redis_cluster_scale.py --stored 10000000 --nodes 3  # 10M pages
     python benchmarks/redis_cluster_scale.py --stored 50000 --checks 300 --nodes 1,3   # about two minutes
     python benchmarks/redis_cluster_scale.py --json benchmarks/results/redis_cluster_scale.json
 
@@ -13,9 +13,14 @@ For each node count of ``--nodes``, in one run:
    ``redis_scale.py`` (70% new, 30% within 0..4 bits of an earlier canonical
    page; SHA-1 identities, URLs, referers, depths, times), written directly in
    the backend's layout with its own functions (``cluster_layout``:
-   ``pack_record``, ``pack_entry``, ``GlobalKeys``; table entries appended in
-   seq order by the backend's own script, as checks append them).  ``--fill-checks`` fills through real
-   checks instead (slow; to show both give the same bytes/page).
+   ``pack_record``, ``GlobalKeys``, ``ENTRY_DTYPE`` of ``fold``; ``layout.Codec`` with the
+   scope's dictionary made from the first 32 pages, as the backend makes it):
+   records by pool processes, one HSET per record hash; each table bucket and
+   directory string whole, as the backend's scripts leave them (entries in seq
+   order; strings at their size; directory strings at their full size: the
+   same bytes by kind of key as the former fill through the append script,
+   checked at 20,000 pages).  ``--fill-checks`` fills through real checks
+   instead (slow; to show both give the same bytes/page).
 3. Redis memory: ``used_memory`` minus ``used_memory_startup`` per node, summed
    over the nodes, divided by the stored pages.
 4. ``--workers`` processes, each with its own ``GlobalRedisBackend``, check
@@ -148,66 +153,131 @@ def sources(stored: int) -> np.ndarray:
     return out
 
 
-def _fill_chunk(args: tuple[str, int, int, int, dict[str, Any]]) -> int:
-    """Records, directory slots and table entries of pages [start, stop) (a pool process)."""
+def scope_dict(stored: int) -> bytes:
+    """The scope's payload dictionary as the backend makes it: from the first ``DICT_SAMPLES`` pages' payloads."""
+    from simhash_scrapy.backends.redis.layout import DICT_SAMPLES, Codec, identity_slot
+
+    fps, _ = fill_plan(min(stored, DICT_SAMPLES))
+    codec = Codec()
+    for i in range(min(stored, DICT_SAMPLES)):
+        record = record_of(i, int(fps[i]))
+        _, _, kept = identity_slot(SCOPE, record.key, 12)
+        codec.encode(record.url, record.key, kept, record.referer, record.depth, None)
+    return codec.proposed_dict() or b""
+
+
+def _fill_records(args: tuple[str, int, int, int, int, dict[str, Any], bytes]) -> tuple[np.ndarray, bytes]:
+    """The records of pages [start, stop) (a pool process): one HSET per record hash with every field of the chunk
+    in it; returns the canonical pages' seq numbers and directory slots (11 bytes each)."""
     from redis.cluster import RedisCluster as SyncCluster
 
-    from simhash_scrapy.backends.redis.cluster_backend import APPEND_LUA, GlobalRedisBackend
-    from simhash_scrapy.backends.redis.cluster_layout import GlobalRecord, pack_entry, pack_record
-    from simhash_scrapy.backends.redis.layout import Codec, identity_slot
+    from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
+    from simhash_scrapy.backends.redis.cluster_layout import GlobalRecord, pack_record
+    from simhash_scrapy.backends.redis.layout import DICT_SAMPLES, Codec, identity_slot
     from simhash_scrapy.core.cluster.clustering import RECORDED_OUTCOMES, Outcome
 
-    url, start, stop, k, extra = args
-    fps, _ = fill_plan(stop)
-    source = sources(stop)
+    url, stored, start, stop, k, extra, zdict = args
+    fps, _ = fill_plan(stored)  # (the plan of all the pages: its draws depend on the count)
+    source = sources(stored)
     backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
     backend.prefix = backend.settings.key(SPIDER)
     keys = backend.keys(SCOPE)
-    codec = Codec()
-    client = SyncCluster.from_url(url)
-    sha = client.script_load(APPEND_LUA)
-    pipe = client.pipeline(transaction=False)
+    codecs = Codec(), Codec(zdict or None)  # the first pages' payloads before the scope's dictionary was made
     unique, near = RECORDED_OUTCOMES.index(Outcome.UNIQUE), RECORDED_OUTCOMES.index(Outcome.NEAR_DUPLICATE)
+    hashes: dict[str, list[bytes]] = {}
+    seqs, slots = [], []
     for i in range(start, stop):
         record, seq, fp = record_of(i, int(fps[i])), i + 1, int(fps[i])
         bucket, field, kept = identity_slot(SCOPE, record.key, keys.record_bits)
-        payload = codec.encode(record.url, record.key, kept, record.referer, record.depth, None)
+        payload = codecs[i >= DICT_SAMPLES].encode(record.url, record.key, kept, record.referer, record.depth, None)
         canon = int(source[i])
         if canon < 0:
             value = GlobalRecord(seq, fp, False, True, unique, -1, None, record.seen, record.seen, payload, fp)
-            dkey, offset = keys.directory(seq)
-            pipe.setrange(dkey, offset, bucket.to_bytes(3, "big") + field)
-            for key in keys.buckets(fp):
-                pipe.execute_command("EVALSHA", sha, 1, key, pack_entry(fp, seq))  # the backend's own append
+            seqs.append(seq)
+            slots.append(bucket.to_bytes(3, "big") + field)
         else:
             cfp = int(fps[canon])
             value = GlobalRecord(seq, fp, False, False, near, (fp ^ cfp).bit_count(), canon + 1, record.seen,
                                  record.seen, payload)
-        pipe.hset(keys.record(bucket), field, pack_record(value))
-        if (i - start) % 2000 == 1999:
+        hashes.setdefault(keys.record(bucket), []).extend((field, pack_record(value)))
+    client = SyncCluster.from_url(url)
+    pipe = client.pipeline(transaction=False)
+    for n, (key, fields) in enumerate(hashes.items()):
+        pipe.execute_command("HSET", key, *fields)
+        if n % 1000 == 999:
             pipe.execute()
     pipe.execute()
     client.close()
-    return stop - start
+    return np.array(seqs, dtype=np.int64), b"".join(slots)
+
+
+def _write_strings(url: str, strings: Any) -> None:
+    """``SET key value`` for every (key, value) of ``strings``, pipelined."""
+    from redis.cluster import RedisCluster as SyncCluster
+
+    client = SyncCluster.from_url(url)
+    pipe = client.pipeline(transaction=False)
+    for n, (key, value) in enumerate(strings):
+        pipe.set(key, value)
+        if n % 500 == 499:
+            pipe.execute()
+    pipe.execute()
+    client.close()
+
+
+def table_strings(keys: Any, fps: np.ndarray, canonical: np.ndarray) -> Any:
+    """Every table bucket's string: the canonical pages' entries (``ENTRY_DTYPE``) in seq order, as the backend's
+    append script leaves them (a string stored at its size)."""
+    from simhash_scrapy.backends.redis.cluster_layout import ENTRY_DTYPE
+
+    entries = np.zeros(len(canonical), dtype=ENTRY_DTYPE)
+    cfps = fps[canonical]
+    entries["fold"], entries["seq"] = (cfps >> np.uint64(32)) ^ (cfps & np.uint64(0xFFFFFFFF)), canonical + 1  # fold()
+    for t, table in enumerate(keys.tables):
+        buckets = table.keys(fps[canonical]) >> np.uint64(table.key_bits - keys.bucket_bits)
+        order = np.argsort(buckets, kind="stable")  # seq order within a bucket
+        values, first = np.unique(buckets[order], return_index=True)
+        for b, lo, hi in zip(values.tolist(), first.tolist(), [*first[1:].tolist(), len(order)]):
+            yield f"{keys.base}.t{t}.{b:x}}}", entries[order[lo:hi]].tobytes()
+
+
+def directory_strings(keys: Any, stored: int, seqs: np.ndarray, slots: bytes) -> Any:
+    """The directory's strings, each at its full size (as ``DIRECTORY_LUA`` makes them), the canonical pages' slots
+    written."""
+    from simhash_scrapy.backends.redis.cluster_layout import DIR, DIR_SPAN
+
+    data = np.zeros(((stored // DIR_SPAN) + 1) * DIR_SPAN * DIR, dtype=np.uint8)
+    offsets = (seqs[:, None] * DIR + np.arange(DIR)[None, :]).ravel()
+    data[offsets] = np.frombuffer(slots, dtype=np.uint8)
+    for n in range(stored // DIR_SPAN + 1):
+        yield keys.directory(n * DIR_SPAN)[0], data[n * DIR_SPAN * DIR : (n + 1) * DIR_SPAN * DIR].tobytes()
 
 
 def fill_directly(url: str, stored: int, k: int, extra: dict[str, Any], processes: int) -> None:
+    """Writes the layout at once: records by ``processes`` pool processes (one HSET per record hash and chunk), then
+    the table buckets and the directory strings whole (numpy): the bytes that checks leave, much faster."""
     from redis.cluster import RedisCluster as SyncCluster
 
     from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 
-    # Pages in seq order per chunk; chunks in order (as checks append, in first-check order).
-    step = 50_000
-    chunks = [(url, s, min(s + step, stored), k, extra) for s in range(0, stored, step)]
+    step = max(50_000, -(-stored // (4 * processes)))
+    zdict = scope_dict(stored)
+    chunks = [(url, stored, s, min(s + step, stored), k, extra, zdict) for s in range(0, stored, step)]
+    seqs, slots = [], []
     with mp.get_context("spawn").Pool(processes) as pool:
-        for _ in pool.imap(_fill_chunk, chunks):
-            pass
+        for chunk_seqs, chunk_slots in pool.imap(_fill_records, chunks):
+            seqs.append(chunk_seqs)
+            slots.append(chunk_slots)
     backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
     backend.prefix = backend.settings.key(SPIDER)
     keys = backend.keys(SCOPE)
-    canonicals = int((sources(stored) < 0).sum())
+    fps, _ = fill_plan(stored)
+    canonical = np.flatnonzero(sources(stored) < 0)
+    _write_strings(url, table_strings(keys, fps, canonical))
+    _write_strings(url, directory_strings(keys, stored, np.concatenate(seqs), b"".join(slots)))
     client = SyncCluster.from_url(url)
-    client.hset(keys.meta, mapping={"layout": backend.layout(), "seq": stored, "canonicals": canonicals})
+    client.hset(keys.meta, mapping={"layout": backend.layout(), "seq": stored, "canonicals": len(canonical),
+                                    "zdict": zdict})
     client.close()
 
 

@@ -141,7 +141,7 @@ def test_a_table_key_must_match_exactly() -> None:
 
 def test_records_and_entries_round_trip() -> None:
     from simhash_scrapy.backends.redis.cluster_layout import (
-        ENTRY, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
+        ENTRY, GlobalKeys, GlobalRecord, entries_of, fold, pack_entry, pack_record, parse_record,
     )
 
     for record in (
@@ -152,7 +152,49 @@ def test_records_and_entries_round_trip() -> None:
         assert parse_record(pack_record(record)) == record
     data = pack_entry(2**64 - 2, 9) + pack_entry(3, 2**32 - 1)
     assert len(data) == 2 * ENTRY
-    assert entries_of(data).tolist() == [(2**64 - 2, 9), (3, 2**32 - 1)]
+    assert entries_of(data).tolist() == [(fold(2**64 - 2), 9), (3, 2**32 - 1)]
+    assert fold(2**64 - 2) == 1
     keys = GlobalKeys("p", "s", 3, 4, 16, 12)
     assert len({key.split("{")[1] for key in keys.buckets(0)}) == 4  # one hash slot per table bucket
     assert keys.bucket_bits == 16
+
+
+def test_folded_entries_find_every_fingerprint_within_k() -> None:
+    # A fold's distance is never more than the fingerprints': every entry within k is found, and few others.
+    from simhash_scrapy.backends.redis.cluster_layout import entries_of, fold, near_entries, pack_entry
+
+    rng = random.Random(5)
+    for _ in range(2000):
+        a = rng.getrandbits(64)
+        b = flip(a, rng.randint(0, 6), rng)
+        assert (fold(a) ^ fold(b)).bit_count() <= (a ^ b).bit_count()
+    probe = rng.getrandbits(64)
+    near = [flip(probe, rng.randint(0, 4), rng) for _ in range(300)]
+    far = [rng.getrandbits(64) for _ in range(20000)]
+    entries = entries_of(b"".join(pack_entry(fp, seq) for seq, fp in enumerate(near + far)))
+    found = set(near_entries(entries, probe, 4).tolist())
+    assert set(range(len(near))) <= found
+    assert len(found) - len(near) <= 3  # random fingerprints: ~1 in 100,000 within 4 after folding
+
+
+@async_test
+async def test_an_entry_whose_fold_alone_is_near_is_not_a_near_duplicate(redis_cluster: RedisCluster) -> None:
+    # Flipping bit i and bit i + 32 leaves the fold unchanged: the entry is read as a candidate, and its record's
+    # fingerprint (distance 6 > k = 3) keeps the page apart, as the in-process backend decides.
+    from simhash_scrapy.backends.redis.cluster_layout import fold
+
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    memory = MemoryBackend(SimhashConfig())
+    a = 0x0123456789ABCDEF
+    twin = a ^ sum((1 << i) | (1 << (i + 32)) for i in (3, 17, 29))
+    near = a ^ (1 << 5) ^ (1 << 40)
+    assert fold(twin) == fold(a) and (a ^ twin).bit_count() == 6
+    records = [PageRecord("https://a.example/", a, "myspider"), PageRecord("https://b.example/", twin, "myspider"),
+               PageRecord("https://c.example/", near, "myspider")]
+    got = [await backend.check(r) for r in records]
+    assert got == [memory.check_now(r) for r in records]
+    assert [v.outcome for v in got] == [Outcome.UNIQUE, Outcome.UNIQUE, Outcome.NEAR_DUPLICATE]
+    assert got[2].canonical_url == "https://a.example/"
+    assert backend.counts["cache_misses"] >= 1  # the twin's record was read to tell
+    await backend.close()

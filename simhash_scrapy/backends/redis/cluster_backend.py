@@ -1,8 +1,8 @@
 """One global index sharded over a Redis Cluster (``SIMHASH_BACKEND = "redis-global"``): no replica in any worker.
 
 Layout: ``cluster_layout``.  A batch of checks (the checks that arrive while a
-call is in flight go together) takes these steps, each one pipeline whose
-commands redis-py's cluster client sends to every node at once:
+call is in flight go together) takes these steps, each one round trip whose
+commands ``node_link`` sends to every node at once (one connection per primary):
 
 1. **Read**: one ``HINCRBY seq`` per scope (first-check order), the identity
    records of the batch and, per page, its bucket in every table (a GET each)
@@ -42,15 +42,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
 from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
 from . import connection
 from .cluster_layout import (
-    DIR, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, pack_entry, pack_record, parse_record,
+    DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, GlobalKeys, GlobalRecord, entries_of, near_entries, pack_entry, pack_record,
+    parse_record,
 )
 from .layout import Codec, bucket_bits_for, identity_slot
+from .node_link import NodeLink
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -63,9 +63,9 @@ __all__ = ["GlobalRedisBackend"]
 _REMOVE = """
 local data = redis.call('GET', KEYS[1])
 if not data then return 0 end
-for i = 1, #data - 11, 12 do
-  if string.sub(data, i + 8, i + 11) == ARGV[1] then
-    redis.call('SET', KEYS[1], string.sub(data, 1, i - 1) .. string.sub(data, i + 12))
+for i = 1, #data - 7, 8 do
+  if string.sub(data, i + 4, i + 7) == ARGV[1] then
+    redis.call('SET', KEYS[1], string.sub(data, 1, i - 1) .. string.sub(data, i + 8))
     return 1
   end
 end
@@ -83,6 +83,13 @@ APPEND_LUA = """
 local data = (redis.call('GET', KEYS[1]) or '') .. ARGV[1]
 redis.call('SET', KEYS[1], data)
 return #data
+"""
+#: Writes a directory slot: SETRANGE of KEYS[1] at ARGV[1] with ARGV[2], on a string made at its full size (ARGV[3]
+#: bytes) when the key is new: SETRANGE alone grows a string to up to twice what it needs (measured at 1M pages: 14 bytes
+#: of directory per page, 12 at full size, 11 a seq number; redis_cluster_scale.py).
+DIRECTORY_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], string.rep('\\0', tonumber(ARGV[3]))) end
+return redis.call('SETRANGE', KEYS[1], ARGV[1], ARGV[2])
 """
 _MAX_BATCH = 64
 
@@ -104,6 +111,7 @@ class _Batch:
 
     pages: list[_Page]
     clusterer: Clusterer
+    codec: Codec  # the scope's payload codec
     seq_of: list[int] = field(default_factory=list)  # entry -> seq
     stored: dict[int, GlobalRecord] = field(default_factory=dict)  # seq -> the record read (batch identities)
     slot_of: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # seq -> (bucket, field) when known
@@ -113,6 +121,7 @@ class _Batch:
     #: per decision: the canonical entry's (indexed fingerprint, fingerprint) at that moment
     snapshots: list[tuple[int | None, int] | None] = field(default_factory=list)
     initial: dict[int, int | None] = field(default_factory=dict)  # seq -> indexed fingerprint read (batch identities)
+    fetched: dict[int, GlobalRecord] = field(default_factory=dict)  # seq -> the record read (other canonical pages)
 
 
 def old_exact(batch: _Batch, seq: int) -> bool | None:
@@ -128,8 +137,9 @@ class GlobalRedisBackend(DedupBackend):
         self.settings = settings
         self.stats = stats
         self.client: Any = None
+        self.link: Any = None  # NodeLink: the checks' round trips
         self.prefix = ""
-        self.codec = Codec()
+        self._codecs: dict[str, Codec] = {}  # scope -> payload codec (its dictionary: the meta hash's zdict)
         self.blocks = settings.table_blocks or config.max_distance + 1
         self.bucket_bits = settings.bucket_bits
         self.cache_size = settings.global_cache
@@ -140,7 +150,7 @@ class GlobalRedisBackend(DedupBackend):
         self._queue: list[_Page] = []
         self._running = False
         self._drainer: asyncio.Future[None] | None = None
-        self._append_sha = ""
+        self._append_sha = self._remove_sha = self._unset_sha = self._directory_sha = ""
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "batches": 0, "checks": 0}
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
         self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
@@ -156,6 +166,7 @@ class GlobalRedisBackend(DedupBackend):
             keys = self._keys[scope] = GlobalKeys(
                 self.prefix, scope, self.config.max_distance, self.blocks, self.bucket_bits, self.record_bits
             )
+            self._codecs[scope] = Codec()
         return keys
 
     def layout(self) -> str:
@@ -178,7 +189,16 @@ class GlobalRedisBackend(DedupBackend):
             ) from None
         if self.settings.flush_on_start:
             await self.flush()
-        self._append_sha = await self.client.script_load(APPEND_LUA)  # on every primary
+        # on every primary
+        self._append_sha = await self.client.script_load(APPEND_LUA)
+        self._remove_sha = await self.client.script_load(_REMOVE)
+        self._unset_sha = await self.client.script_load(_UNSET_EXACT)
+        self._directory_sha = await self.client.script_load(DIRECTORY_LUA)
+        self.link = NodeLink(self.client, float(connection.client_params(self.settings).get("socket_timeout") or 10))
+        self.link.remember_script(self._append_sha, APPEND_LUA)
+        self.link.remember_script(self._remove_sha, _REMOVE)
+        self.link.remember_script(self._unset_sha, _UNSET_EXACT)
+        self.link.remember_script(self._directory_sha, DIRECTORY_LUA)
 
     async def flush(self) -> int:
         """Delete every key of this prefix, on every node; returns how many."""
@@ -191,7 +211,9 @@ class GlobalRedisBackend(DedupBackend):
     async def _check_layout(self, keys: GlobalKeys) -> None:
         wanted = self.layout()
         await self.client.hsetnx(keys.meta, "layout", wanted)
-        found = (await self.client.hget(keys.meta, "layout") or b"").decode()
+        found, zdict = await self.client.hmget(keys.meta, ["layout", "zdict"])
+        found = (found or b"").decode()
+        self._codecs[keys.scope].zdict = zdict or None
         if found != wanted:
             raise BackendError(
                 f"Redis key {keys.meta!r} holds a global index made with {found!r}, but this crawl uses {wanted!r} "
@@ -246,7 +268,7 @@ class GlobalRedisBackend(DedupBackend):
         self.counts["checks"] += len(pages)
         timing, clock = self.timing, time.perf_counter
         t0 = clock()
-        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks))
+        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks), self._codecs[pages[0].record.scope])
         base = await self._read(batch)
         t1 = clock()
         decisions = self._decide(batch, base)
@@ -254,6 +276,7 @@ class GlobalRedisBackend(DedupBackend):
         canon = await self._canonicals(batch, decisions)
         t3 = clock()
         verdicts = await self._write(batch, decisions, canon)
+        await self._share_dict(batch)
         timing["read"] += t1 - t0
         timing["decide"] += t2 - t1
         timing["canonicals"] += t3 - t2
@@ -261,33 +284,30 @@ class GlobalRedisBackend(DedupBackend):
         return verdicts
 
     async def _read(self, batch: _Batch) -> dict[str, int]:
-        """Step 1: seq numbers, records and buckets; restores the neighbourhood into the batch's Clusterer."""
-        pipe = self.client.pipeline(transaction=False)
+        """Step 1: seq numbers, records, buckets and the candidates' records; restores the neighbourhood into the
+        batch's Clusterer."""
+        pipe = self.link.batch()
         scopes: dict[str, int] = {}
         for page in batch.pages:
             scopes[page.record.scope] = scopes.get(page.record.scope, 0) + 1
         for scope, n in scopes.items():
-            pipe.hincrby(self._keys[scope].meta, "seq", n)
+            meta = self._keys[scope].meta
+            pipe.call(meta, "HINCRBY", meta, "seq", n)
         for page in batch.pages:
-            pipe.hget(page.keys.record(page.bucket), page.fieldname)
+            key = page.keys.record(page.bucket)
+            pipe.call(key, "HGET", key, page.fieldname)
         reads: list[tuple[_Page, str]] = []
         for page in batch.pages:
             record = page.record
             for key in [page.keys.exact(record.fingerprint)] if record.exact else page.keys.buckets(record.fingerprint):
                 reads.append((page, key))
                 if record.exact:
-                    pipe.hget(key, record.fingerprint.to_bytes(8, "big"))
+                    pipe.call(key, "HGET", key, record.fingerprint.to_bytes(8, "big"))
                 else:
-                    pipe.get(key)
+                    pipe.call(key, "GET", key)
         out = await pipe.execute()
         top = dict(zip(scopes, out[: len(scopes)]))
         stored = out[len(scopes) : len(scopes) + len(batch.pages)]
-        found = out[len(scopes) + len(batch.pages) :]
-        self._restore(batch, stored, list(zip(reads, found)))
-        return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
-
-    def _restore(self, batch: _Batch, stored: list[bytes | None], found: list[tuple[tuple[_Page, str], Any]]) -> None:
-        k = self.config.max_distance
         own: dict[int, tuple[_Page, GlobalRecord]] = {}
         for page, value in zip(batch.pages, stored):
             if value is not None:
@@ -295,7 +315,17 @@ class GlobalRedisBackend(DedupBackend):
                 own[rec.seq] = (page, rec)
                 batch.stored[rec.seq] = rec
                 batch.slot_of[rec.seq] = (page.bucket, page.fieldname)
+        await self._load_dict(batch, [rec for _, rec in own.values()])
+        candidates = await self._candidates(batch, list(zip(reads, out[len(scopes) + len(batch.pages) :])))
+        self._restore(batch, own, candidates)
+        return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
+
+    async def _candidates(self, batch: _Batch, found: list[tuple[tuple[_Page, str], Any]]) -> dict[int, tuple[int, bool]]:
+        """seq -> (indexed fingerprint or digest, exact) of the canonical pages within k of a page of the batch: the
+        entries whose fold is within k, kept when their record's fingerprint in the index is."""
+        k = self.config.max_distance
         candidates: dict[int, tuple[int, bool]] = {}  # seq -> (indexed fingerprint or digest, exact)
+        folded: dict[int, list[int]] = {}  # seq -> the fingerprints of the pages whose fold it is near
         for (page, key), value in found:
             record = page.record
             if record.exact:
@@ -303,11 +333,18 @@ class GlobalRedisBackend(DedupBackend):
                     candidates.setdefault(int.from_bytes(value[:4], "big"), (record.fingerprint, True))
                 continue
             batch.lengths[key] = len(value or b"")
-            entries = entries_of(value)
-            if len(entries):
-                near = np.bitwise_count(entries["fp"] ^ np.uint64(record.fingerprint)) <= k
-                for fp, seq in entries[near].tolist():
-                    candidates.setdefault(seq, (fp, False))
+            for seq in near_entries(entries_of(value), record.fingerprint, k).tolist():
+                folded.setdefault(seq, []).append(record.fingerprint)
+        records = await self._fetch(batch, [seq for seq in folded if seq not in batch.stored])
+        for seq, fps in folded.items():
+            rec = batch.stored.get(seq) or records.get(seq)
+            indexed = rec.indexed_fp if rec is not None else None
+            if indexed is not None and any((indexed ^ fp).bit_count() <= k for fp in fps):
+                candidates.setdefault(seq, (indexed, False))
+        return candidates
+
+    def _restore(self, batch: _Batch, own: dict[int, tuple[_Page, GlobalRecord]],
+                 candidates: dict[int, tuple[int, bool]]) -> None:
         placeholders: dict[int, tuple[int, bool]] = {}
         for _, rec in own.values():
             if rec.canonical_seq is not None and rec.canonical_seq not in own:
@@ -338,16 +375,17 @@ class GlobalRedisBackend(DedupBackend):
                 canonical.append(-1)
                 distance.append(-1)
                 indexed.append(fp if seq in candidates else None)
-        digests = [self._digest_of(own[seq][1]) if seq in own else None for seq in seqs]
+        digests = [self._digest_of(batch.codec, own[seq][1]) if seq in own else None for seq in seqs]
         batch.clusterer.restore_many(scopes, identities, fps, exact, canonical, distance, indexed, None, digests)
         batch.clusterer.restore_indexes()
         batch.seq_of = list(seqs)
 
-    def _digest_of(self, rec: GlobalRecord) -> int | None:
+    @staticmethod
+    def _digest_of(codec: Codec, rec: GlobalRecord) -> int | None:
         if rec.exact:
             return rec.fingerprint
         try:
-            digest: int | None = self.codec.decode_all(rec.payload, b"\0" * 8)[5]
+            digest: int | None = codec.decode_all(rec.payload, b"\0" * 8)[5]
             return digest
         except ValueError:
             return None
@@ -375,38 +413,61 @@ class GlobalRedisBackend(DedupBackend):
     async def _canonicals(self, batch: _Batch, decisions: list[Decision]) -> dict[int, GlobalRecord]:
         """Step 3: the current records of the canonical pages the verdicts name (seq -> record)."""
         wanted = {batch.seq_of[d.canonical] for d in decisions if d.canonical is not None}
-        missing = [seq for seq in wanted if seq not in batch.slot_of]
-        keys_of = {page.record.scope: page.keys for page in batch.pages}
-        scope_keys = next(iter(keys_of.values()))
+        return {seq: rec for seq, rec in batch.fetched.items() if seq in wanted} | await self._fetch(
+            batch, [seq for seq in wanted if seq not in batch.stored and seq not in batch.fetched])
+
+    async def _fetch(self, batch: _Batch, seqs: list[int]) -> dict[int, GlobalRecord]:
+        """The records of canonical pages known by their seq: their directory slots (cached), then the records."""
+        if not seqs:
+            return {}
+        scope_keys = batch.pages[0].keys
         unknown = []
-        for seq in missing:
-            slot = self._cache.get(seq)
+        for seq in seqs:
+            slot = batch.slot_of.get(seq) or self._cache.get(seq)
             if slot is None:
                 unknown.append(seq)
                 self.counts["cache_misses"] += 1
             else:
-                self._cache.move_to_end(seq)
+                if seq in self._cache:
+                    self._cache.move_to_end(seq)
+                    self.counts["cache_hits"] += 1
                 batch.slot_of[seq] = slot
-                self.counts["cache_hits"] += 1
         if unknown:
-            pipe = self.client.pipeline(transaction=False)
+            pipe = self.link.batch()
             for seq in unknown:
                 key, offset = scope_keys.directory(seq)
-                pipe.getrange(key, offset, offset + DIR - 1)
+                pipe.call(key, "GETRANGE", key, offset, offset + DIR - 1)
             for seq, raw in zip(unknown, await pipe.execute()):
-                if len(raw) != DIR:
+                if len(raw) != DIR or raw == bytes(DIR):  # (a slot never written reads as zeros)
                     raise BackendError(f"simhash: the global index's directory has no slot for seq {seq}")
                 slot = (int.from_bytes(raw[:3], "big"), raw[3:])
                 batch.slot_of[seq] = slot
                 self._remember(seq, slot)
-        fetch = [seq for seq in wanted if seq not in batch.stored]
-        if not fetch:
-            return {}
-        pipe = self.client.pipeline(transaction=False)
-        for seq in fetch:
+        pipe = self.link.batch()
+        for seq in seqs:
             bucket, fieldname = batch.slot_of[seq]
-            pipe.hget(scope_keys.record(bucket), fieldname)
-        return {seq: parse_record(value) for seq, value in zip(fetch, await pipe.execute()) if value is not None}
+            key = scope_keys.record(bucket)
+            pipe.call(key, "HGET", key, fieldname)
+        records = {seq: parse_record(value) for seq, value in zip(seqs, await pipe.execute()) if value is not None}
+        await self._load_dict(batch, list(records.values()))
+        batch.fetched.update(records)
+        return records
+
+    async def _load_dict(self, batch: _Batch, records: list[GlobalRecord]) -> None:
+        """The scope's payload dictionary, once a record read was written with it (another worker made it)."""
+        codec = batch.codec
+        if codec.zdict is None and any(Codec.needs_dict(rec.payload) for rec in records):
+            codec.zdict = await self.client.hget(batch.pages[0].keys.meta, "zdict")
+            if codec.zdict is None:
+                raise BackendError(f"simhash: {batch.pages[0].keys.meta!r} has no zdict, but its records need it")
+
+    async def _share_dict(self, batch: _Batch) -> None:
+        """Once this worker sampled enough payloads: the scope's dictionary (the first worker's wins)."""
+        codec = batch.codec
+        if codec.zdict is None and codec.proposed_dict() is not None:
+            meta = batch.pages[0].keys.meta
+            await self.client.hsetnx(meta, "zdict", codec.proposed_dict())
+            codec.zdict = await self.client.hget(meta, "zdict")
 
     def _remember(self, seq: int, slot: tuple[int, bytes]) -> None:
         if self.cache_size <= 0:
@@ -418,7 +479,6 @@ class GlobalRedisBackend(DedupBackend):
     async def _write(self, batch: _Batch, decisions: list[Decision], canon: dict[int, GlobalRecord]) -> list[Verdict]:
         """Step 4: records, index changes; then the verdicts."""
         clusterer = batch.clusterer
-        pipe = self.client.pipeline(transaction=False)
         records: dict[int, tuple[_Page, GlobalRecord]] = {}
         kinds: list[str] = []  # each index command's kind, to find the replies of the appends and HSETNXs
         appended: list[tuple[str, int, int, int]] = []  # (bucket key, fingerprint, seq, expected length)
@@ -433,14 +493,14 @@ class GlobalRedisBackend(DedupBackend):
             verdicts.append(self._verdict(batch, decision, canon, old, batch.snapshots[len(verdicts)]))
         # Records and directory slots first, then (a second pipeline) the table entries: an entry another
         # worker reads always has its record and directory slot written already.
-        first = self.client.pipeline(transaction=False)
-        pipe = self.client.pipeline(transaction=False)
+        first, pipe = self.link.batch(), self.link.batch()
         canonicals = 0
         entry_of = {seq: e for e, seq in enumerate(batch.seq_of)}
         for seq, (page, rec) in records.items():
             before, now = batch.initial.get(seq), clusterer.indexed[entry_of[seq]]
             keys = page.keys
-            first.hset(keys.record(page.bucket), page.fieldname, pack_record(rec))
+            rkey = keys.record(page.bucket)
+            first.call(rkey, "HSET", rkey, page.fieldname, pack_record(rec))
             if before == now and (before is None or old_exact(batch, seq) == rec.exact):
                 continue
             if before is not None:
@@ -449,10 +509,12 @@ class GlobalRedisBackend(DedupBackend):
             if now is not None:
                 canonicals += 1
                 dkey, offset = keys.directory(seq)
-                first.setrange(dkey, offset, page.bucket.to_bytes(3, "big") + page.fieldname)
+                slot = page.bucket.to_bytes(3, "big") + page.fieldname
+                first.call(dkey, "EVALSHA", self._directory_sha, 1, dkey, offset, slot, DIR_SPAN * DIR)
                 self._index(pipe, kinds, keys, seq, now, rec.exact, batch, appended)
         if canonicals:
-            first.hincrby(batch.pages[0].keys.meta, "canonicals", canonicals)
+            meta = batch.pages[0].keys.meta
+            first.call(meta, "HINCRBY", meta, "canonicals", canonicals)
         await first.execute()
         if not kinds:
             return verdicts
@@ -465,7 +527,7 @@ class GlobalRedisBackend(DedupBackend):
         record, clusterer, e = page.record, batch.clusterer, decision.entry
         canonical = clusterer.canonical[e]
         digest = None if record.exact else clusterer.digest[e]
-        payload = self.codec.encode(
+        payload = batch.codec.encode(
             record.url, record.key, page.keep, record.referer, record.depth, record.text, digest, record.etag,
             record.last_modified, record.canonical_link,
         )
@@ -479,25 +541,26 @@ class GlobalRedisBackend(DedupBackend):
     def _index(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool, batch: _Batch,
                appended: list[tuple[str, int, int, int]]) -> None:
         if exact:
-            pipe.hsetnx(keys.exact(fp), fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
+            key = keys.exact(fp)
+            pipe.call(key, "HSETNX", key, fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
             kinds.append("hsetnx")
             return
         for key in keys.buckets(fp):
             expected = batch.lengths.get(key, 0) + ENTRY
             batch.lengths[key] = expected
-            # (redis-py's cluster pipelines refuse their evalsha method, not the command)
-            pipe.execute_command("EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq))
+            pipe.call(key, "EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq))
             kinds.append("append")
             appended.append((key, fp, seq, expected))
 
     def _unindex(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool) -> None:
         raw = seq.to_bytes(4, "big")
         if exact:
-            pipe.eval(_UNSET_EXACT, 1, keys.exact(fp), fp.to_bytes(8, "big"), raw)
+            key = keys.exact(fp)
+            pipe.call(key, "EVALSHA", self._unset_sha, 1, key, fp.to_bytes(8, "big"), raw)
             kinds.append("eval")
             return
         for key in keys.buckets(fp):
-            pipe.eval(_REMOVE, 1, key, raw)
+            pipe.call(key, "EVALSHA", self._remove_sha, 1, key, raw)
             kinds.append("eval")
 
     async def _races(self, batch: _Batch, append_replies: list[Any], appended: list[tuple[str, int, int, int]],
@@ -507,15 +570,13 @@ class GlobalRedisBackend(DedupBackend):
         suspects = [(key, fp, seq) for (key, fp, seq, expected), got in zip(appended, append_replies) if got != expected]
         if not suspects:
             return
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.link.batch()
         for key, *_ in suspects:
-            pipe.get(key)
+            pipe.call(key, "GET", key)
         known = set(batch.seq_of)
         raced = set()
         for (_key, fp, seq), data in zip(suspects, await pipe.execute()):
-            entries = entries_of(data)
-            near = np.bitwise_count(entries["fp"] ^ np.uint64(fp)) <= self.config.max_distance
-            if any(s not in known for s in entries[near]["seq"].tolist()):
+            if any(s not in known for s in near_entries(entries_of(data), fp, self.config.max_distance).tolist()):
                 raced.add(seq)
         self.counts["races"] += len(raced)
 
@@ -535,7 +596,7 @@ class GlobalRedisBackend(DedupBackend):
         fp = snapshot[0] if snapshot[0] is not None else snapshot[1]
         if rec is not None:
             fieldname = batch.slot_of[seq][1]
-            url, identity, *_, link = self.codec.decode_all(rec.payload, fieldname)
+            url, identity, *_, link = batch.codec.decode_all(rec.payload, fieldname)
             if seq in batch.placeholders:  # known from a member's record only: the canonical's own record tells
                 fp = rec.indexed_fp if rec.indexed_fp is not None else rec.fingerprint
         return Verdict(
@@ -566,7 +627,8 @@ class GlobalRedisBackend(DedupBackend):
         members = []
         for keys in self._keys.values():
             records = await self._records(keys)
-            decoded = {seq: self.codec.decode_all(rec.payload, fieldname) for seq, (fieldname, rec) in records.items()}
+            codec = Codec(await self.client.hget(keys.meta, "zdict"))
+            decoded = {seq: codec.decode_all(rec.payload, fieldname) for seq, (fieldname, rec) in records.items()}
             for seq in sorted(records):
                 _, rec = records[seq]
                 url, identity, referer, depth, text, digest, etag, last_modified, link = decoded[seq]
@@ -590,6 +652,9 @@ class GlobalRedisBackend(DedupBackend):
 
     async def close(self) -> None:
         self.publish()
+        if self.link is not None:
+            await self.link.close()
+            self.link = None
         if self.client is not None:
             await self.client.aclose()
             self.client = None

@@ -1,0 +1,97 @@
+"""``node_link``: the global index's round trips to a real local three-node Redis Cluster.
+
+What they assert: replies come back in the order the commands were added, whichever node holds each key; a
+stale slot map (every slot said to be on one node) is corrected by the nodes' ``MOVED`` replies and every
+command runs once; a node without the append script (``SCRIPT FLUSH``) gets ``EVAL``; an error reply raises;
+the Python reply reader reads what hiredis reads, however the bytes are cut.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from redis_server import RedisCluster
+from test_redis_backend import async_test
+from test_redis_global import global_backend
+
+from simhash_scrapy.backends import PageRecord
+from simhash_scrapy.backends.redis.node_link import NodeLink, ReplyError, RespReader, pack
+
+pytest_plugins = ["conftest_redis"]
+
+REPLIES = b"+OK\r\n:42\r\n:-3\r\n$5\r\nhello\r\n$0\r\n\r\n$-1\r\n*2\r\n$1\r\na\r\n*1\r\n:1\r\n*-1\r\n-ERR bad thing\r\n"
+WANT = [b"OK", 42, -3, b"hello", b"", None, [b"a", [1]], None, "ERR bad thing"]
+
+
+def read_all(reader: Any, chunks: list[bytes]) -> list[Any]:
+    out = []
+    for chunk in chunks:
+        reader.feed(chunk)
+        while (reply := reader.gets()) is not False:
+            out.append(str(reply) if isinstance(reply, ReplyError) else reply)
+    return out
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, len(REPLIES)])
+def test_the_python_reader_reads_every_reply_however_the_bytes_are_cut(size: int) -> None:
+    chunks = [REPLIES[i : i + size] for i in range(0, len(REPLIES), size)]
+    assert read_all(RespReader(replyError=ReplyError), chunks) == WANT
+
+
+def test_hiredis_reads_what_the_python_reader_reads() -> None:
+    hiredis = pytest.importorskip("hiredis")  # optional: used when installed
+    for size in (1, 3, 7, len(REPLIES)):
+        chunks = [REPLIES[i : i + size] for i in range(0, len(REPLIES), size)]
+        assert read_all(hiredis.Reader(replyError=ReplyError), chunks) == WANT
+
+
+def test_pack_is_resp() -> None:
+    assert pack(("SET", b"k\r\n", 12, "é")) == b"*4\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$2\r\n12\r\n$2\r\n\xc3\xa9\r\n"
+
+
+@async_test
+async def test_replies_in_order_and_a_stale_slot_map_is_corrected_by_moved(redis_cluster: RedisCluster) -> None:
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    link: NodeLink = backend.link
+    keys = [f"t:{{k{i}}}" for i in range(60)]
+    assert len({link.node_of(key).port for key in keys}) == 3  # the keys are on every node
+    batch = link.batch()
+    for i, key in enumerate(keys):
+        batch.call(key, "SET", key, b"v%d" % i)
+        batch.call(key, "APPEND", key, b"!")
+    want: list[Any] = []
+    for i in range(60):
+        want += [b"OK", len(f"v{i}!")]
+    assert await batch.execute() == want
+    # Every slot said to be on the first node: the other nodes' keys come back MOVED, are sent again, run once.
+    manager = backend.client.nodes_manager
+    first = manager.slots_cache[0][0]
+    manager.slots_cache = {slot: [first] for slot in range(16384)}
+    batch = link.batch()
+    for key in keys:
+        batch.call(key, "APPEND", key, b"?")
+        batch.call(key, "GET", key)
+    replies = await batch.execute()
+    assert replies[1::2] == [b"v%d!?" % i for i in range(60)]
+    assert len({link.node_of(key).port for key in keys}) == 3  # the map was read again
+    batch = link.batch()
+    batch.call(keys[0], "HGET", keys[0], "f")  # a string key: WRONGTYPE
+    with pytest.raises(ReplyError, match="WRONGTYPE"):
+        await batch.execute()
+    await backend.close()
+
+
+@async_test
+async def test_a_node_without_the_script_gets_eval(redis_cluster: RedisCluster) -> None:
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    first = await backend.check(PageRecord("https://a.example/", 1 << 40, "myspider"))
+    await backend.client.execute_command("SCRIPT FLUSH", target_nodes=backend.client.ALL_NODES)
+    second = await backend.check(PageRecord("https://b.example/", (1 << 40) | 1, "myspider"))
+    third = await backend.check(PageRecord("https://c.example/", 0x5555555555555555, "myspider"))
+    assert (first.outcome.value, second.outcome.value, third.outcome.value) == ("unique", "near_duplicate", "unique")
+    assert second.canonical_url == "https://a.example/"
+    assert await backend.index_size() == 2
+    await backend.close()
