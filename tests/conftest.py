@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import mimetypes
 import random
@@ -146,10 +147,20 @@ def article_words(seed: int, count: int = 600) -> list[str]:
     shuffle of a 5,000-word vocabulary), so two seeds give clearly different
     texts under any feature setting, while small edits of one text stay near.
     """
+    vocabulary, state = _shuffled_vocabulary(seed)
+    rng = random.Random()
+    rng.setstate(state)
+    return rng.choices(vocabulary, cum_weights=_ZIPF_CUM_WEIGHTS, k=count)
+
+
+@functools.lru_cache(maxsize=256)  # (40 kB a seed)
+def _shuffled_vocabulary(seed: int) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """``seed``'s shuffle of the vocabulary and its random stream's state after it: the words
+    ``article_words`` draws are the same, and the shuffle (most of a call's time) is done once a seed."""
     rng = random.Random(seed)
     vocabulary = list(_VOCABULARY)
     rng.shuffle(vocabulary)
-    return rng.choices(vocabulary, cum_weights=_ZIPF_CUM_WEIGHTS, k=count)
+    return tuple(vocabulary), rng.getstate()
 
 
 #: ``article_words``' rank weights 1/(rank+1), accumulated once (``random.choices`` accumulates the
