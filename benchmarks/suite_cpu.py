@@ -9,8 +9,8 @@ Run the suite with this file as a pytest plugin, then read the totals::
     python benchmarks/suite_cpu.py /tmp/cpu
 
 Each worker appends ``cpu seconds, wall seconds, slow (0/1), test id`` lines to ``$SUITE_CPU_OUT.<worker>``
-(remove the files before a new run).  The summary gives the fast set's and the slow set's tests and CPU,
-and the tests that used the most CPU.  On two cores with ``-n 4``, a test of more than about 15 s of CPU
+(remove the files before a new run), and first the CPU it used to start and collect the suite.  The summary
+gives that fixed cost, the fast set's and the slow set's tests and CPU, and the tests that used the most CPU.  On two cores with ``-n 4``, a test of more than about 15 s of CPU
 takes more than 30 s when the other workers are busy too.
 """
 
@@ -32,15 +32,25 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _write(row: str) -> None:
+    out = os.environ.get("SUITE_CPU_OUT")
+    if out:
+        with open(f"{out}.{os.environ.get('PYTEST_XDIST_WORKER', 'main')}", "a", encoding="utf-8") as handle:
+            handle.write(row)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The process's CPU from its start to the end of collection (start-up, imports, collecting every test
+    module): a fixed cost each worker pays, whatever tests it then runs."""
+    _write(f"{_cpu():.3f}\t0\t-\t(start-up and collection)\n")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Iterator[None]:
     cpu, wall = _cpu(), time.perf_counter()
     yield
-    out = os.environ.get("SUITE_CPU_OUT")
-    if out:
-        slow = int(item.get_closest_marker("slow") is not None)
-        with open(f"{out}.{os.environ.get('PYTEST_XDIST_WORKER', 'main')}", "a", encoding="utf-8") as handle:
-            handle.write(f"{_cpu() - cpu:.3f}\t{time.perf_counter() - wall:.3f}\t{slow}\t{item.nodeid}\n")
+    slow = int(item.get_closest_marker("slow") is not None)
+    _write(f"{_cpu() - cpu:.3f}\t{time.perf_counter() - wall:.3f}\t{slow}\t{item.nodeid}\n")
 
 
 def main() -> None:
@@ -48,14 +58,20 @@ def main() -> None:
     parser.add_argument("out", help="the SUITE_CPU_OUT prefix of the run")
     parser.add_argument("--top", type=int, default=15, help="list this many tests by CPU (default 15)")
     args = parser.parse_args()
-    rows = []
+    rows, collections = [], []
     for path in sorted(glob.glob(glob.escape(args.out) + ".*")):
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 cpu, wall, slow, test = line.rstrip("\n").split("\t", 3)
-                rows.append((float(cpu), float(wall), slow == "1", test))
+                if slow == "-":
+                    collections.append(float(cpu))
+                else:
+                    rows.append((float(cpu), float(wall), slow == "1", test))
     if not rows:
         raise SystemExit(f"no {args.out}.* files: run pytest with -p suite_cpu and SUITE_CPU_OUT={args.out}")
+    if collections:
+        print(f"start-up and collection: {len(collections)} processes, {sum(collections):.1f} s of CPU "
+              f"({max(collections):.1f} s the most)")  # fmt: skip
     for name, part in (("fast set", [r for r in rows if not r[2]]), ("slow set", [r for r in rows if r[2]])):
         print(f"{name}: {len(part):,} tests, {sum(r[0] for r in part):.1f} s of CPU, "
               f"{sum(r[1] for r in part):.1f} s of test time (all workers)")  # fmt: skip

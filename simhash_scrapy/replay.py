@@ -115,7 +115,7 @@ def keeps(state: DedupState, request: Request, response: Response) -> bool:
 async def keep(state: DedupState, request: Request, response: Response, data: bytes) -> None:
     """Keep a page's blob (``encode_requests``, ``DROPPED``); a failure is logged (it costs a download)."""
     try:
-        await state.backend.save_replay(state.scope_for(response.url), state.identity_of(request), data)
+        await state.save_replay(request, response.url, data)
     except Exception as exc:  # noqa: BLE001 - a lost blob only costs a download next time
         logger.warning("simhash: cannot keep the requests of %s: %s", response.url, exc,
                        extra={"spider": state.spider})  # fmt: skip
@@ -182,7 +182,7 @@ async def replay(state: DedupState, crawler: Crawler | None, request: Request, r
     """Schedule again the requests kept for the page of a 304 answer; ``False`` when none are kept."""
     spider = crawler.spider if crawler is not None else state.spider
     try:
-        data = await state.backend.load_replay(state.scope_for(response.url), state.identity_of(request))
+        data = await state.load_replay(request, response.url)
         requests = decode_requests(data, spider) if data and data != DROPPED else None
     except (ReplayFileError, ValueError) as exc:
         state.inc("simhash/replay/damaged")

@@ -533,6 +533,15 @@ class DedupState:
         re-crawls)."""
         return await self.backend.previous(self.scope_for(request.url), self.identity_of(request))
 
+    async def save_replay(self, request: Any, url: str, data: bytes) -> None:
+        """Keep the blob of the requests the page of ``request`` (answered from ``url``) yielded
+        (``simhash_scrapy.replay``), under the page's scope and identity as ``previous`` reads them."""
+        await self.backend.save_replay(self.scope_for(url), self.identity_of(request), data)
+
+    async def load_replay(self, request: Any, url: str) -> bytes | None:
+        """The blob ``save_replay`` kept for the page of ``request`` (answered from ``url``); ``None``: none."""
+        return await self.backend.load_replay(self.scope_for(url), self.identity_of(request))
+
     async def page_gone(self, request: Any, response: Any) -> bool:
         """Whether a 404 / 410 answer is of a page the record knew: then it is listed as gone
         (``core.report.changes``, ``simhash/gone``); not when the backend cannot say (the page is skipped as

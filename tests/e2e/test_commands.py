@@ -319,6 +319,7 @@ def test_compare_files_text_and_json(tmp_path: Path) -> None:
     assert "+Filed on Tuesday by the harbour desk." in text.stdout
 
 
+@pytest.mark.slow  # 2.5 s measured (--durations, serial, load 4 on 2 cores): two scrapy processes
 def test_compare_says_which_text_it_compared(tmp_path: Path) -> None:
     """Pages whose dates differ outside the article: in main-content mode compare says it compared the
     extracted article, not "the visible texts" (which differ)."""

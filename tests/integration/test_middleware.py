@@ -353,6 +353,22 @@ def test_middleware_and_pipeline_share_one_state() -> None:
     assert other.state is not mw.state
 
 
+@pytest_twisted.ensureDeferred
+async def test_replay_blobs_are_kept_by_the_pages_scope_and_identity() -> None:
+    """``simhash_scrapy.replay`` keeps and reads a page's requests with one call of the state each: under the
+    scope of the address that answered and the request's fingerprint (what ``previous`` reads), so the same
+    page asked with its query in another order finds them; another page, or another host, does not."""
+    mw, _ = await make({"SIMHASH_SCOPE": "domain"})
+    state = mw.state
+    await state.save_replay(Request("http://site/a?b=1&a=2"), "http://site/a?b=1&a=2", b"requests of a")
+    await state.save_replay(Request("http://site/old"), "http://site/new", b"requests of old")  # redirected
+    assert await state.load_replay(Request("http://site/a?a=2&b=1"), "http://site/a?a=2&b=1") == b"requests of a"
+    assert await state.load_replay(Request("http://site/old"), "http://site/new") == b"requests of old"
+    assert await state.load_replay(Request("http://site/new"), "http://site/new") is None
+    assert await state.load_replay(Request("http://site/b"), "http://site/b") is None
+    assert await state.load_replay(Request("http://other/a?b=1&a=2"), "http://other/a?b=1&a=2") is None
+
+
 def test_addon_inserts_components() -> None:
     crawler = get_crawler(MySpider, {"ADDONS": {"simhash_scrapy.Addon": 0}})
     from simhash_scrapy.spidermw import SimhashSpiderMiddleware

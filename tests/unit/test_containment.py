@@ -31,6 +31,7 @@ def exact_containment(a: set[int], b: set[int]) -> float:
 hashes = st.integers(min_value=0, max_value=2**64 - 1)
 
 
+@settings(deadline=None)  # (the 200 ms default deadline failed a run at load 19: no timed assertions)
 @given(st.sets(hashes, min_size=1, max_size=c.SKETCH // 2), st.sets(hashes, min_size=1, max_size=c.SKETCH // 2))
 def test_sets_that_fit_in_a_sketch_are_measured_exactly(a: set[int], b: set[int]) -> None:
     if len(a) == len(b):  # which one is "the smaller" is then the first: make it so
@@ -40,6 +41,7 @@ def test_sets_that_fit_in_a_sketch_are_measured_exactly(a: set[int], b: set[int]
     assert contained == pytest.approx(exact_containment(a, b))
 
 
+@settings(deadline=None)  # (the 200 ms default deadline failed a run at load 19: no timed assertions)
 @given(st.sets(hashes, min_size=1, max_size=200), st.sets(hashes, max_size=200))
 def test_a_page_inside_another_is_always_fully_contained(small: set[int], extra: set[int]) -> None:
     # membership in the sample is exact, so a subset never looks less than contained

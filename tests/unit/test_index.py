@@ -93,13 +93,11 @@ def test_batch_query_and_find_all_match_brute_force(layout: tuple[int, int], see
     with switched(compiled):
         results = index.query_many(queries)
     assert len(results) == len(queries)
+    stored = np.array(fps, dtype=np.uint64)  # (brute_array: brute's exhaustive scan, vectorised)
     for query, found in zip(queries, results):
-        assert [(m.distance, m.key) for m in found] == brute(fps, query, k)
+        assert [(m.distance, m.key) for m in found] == brute_array(stored, query, k)
     expected_pairs = sorted(
-        (hamming_distance(fps[a], fps[b]), a, b)
-        for a in range(len(fps))
-        for b in range(a + 1, len(fps))
-        if hamming_distance(fps[a], fps[b]) <= k
+        (distance, a, a + 1 + row) for a in range(len(fps)) for distance, row in brute_array(stored[a + 1 :], fps[a], k)
     )
     assert sorted((d, a, b) for a, b, d in index.find_all()) == expected_pairs
 
@@ -347,5 +345,6 @@ def test_adds_merge_into_spare_room_in_place() -> None:
         index.add(row, fp)
         stored.append(fp)
     assert any(len(t.room) > len(t.entries) for t in index._tables) or index._indexed < len(stored)
+    every = np.array(stored, dtype=np.uint64)
     for query in rng.sample(stored, 200):
-        assert [(m.distance, m.key) for m in index.query(query)] == brute(stored, query, 4)
+        assert [(m.distance, m.key) for m in index.query(query)] == brute_array(every, query, 4)

@@ -45,6 +45,8 @@ def edit_distance(a: str, b: str, limit: int | None = None) -> int:
     be returned as ``limit + 1`` (the rows are cut short)."""
     if a == b:
         return 0
+    if limit is not None and abs(len(a) - len(b)) > limit:
+        return limit + 1  # (each edit changes the length by one at most)
     previous: list[int] | None = None
     row = list(range(len(b) + 1))
     for i in range(1, len(a) + 1):
