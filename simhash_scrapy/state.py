@@ -492,6 +492,8 @@ class DedupState:
             _compat.close_spider_soon(self.crawler, spider, "simhash_error")
             return
         self.opened = True
+        if self.config.identity_signals and self.config.distinct is None:
+            self.view_identities.replay(self.backend.restored_pages())  # (a resumed crawl goes on as it was)
         await self._run_hooks(self.open_hooks, spider)
         if self.backend.initial:
             self.stats.set_value("simhash/initial", self.backend.initial)

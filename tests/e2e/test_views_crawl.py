@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest_twisted
@@ -97,3 +98,18 @@ async def test_a_print_view_without_the_json_ld_takes_its_product_pages_identity
     assert seen[site.url("/p/c-3.html?format=print")] is None  # plain scope: nothing declared there before
     stats = crawler.stats.get_stats()
     assert stats["simhash/identity/inherited"] == 2 and stats["simhash/identity/pages"] == 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_resumed_crawl_goes_on_with_the_identities_its_store_recorded(serve: Any, tmp_path: Path) -> None:
+    pages = {
+        "/p/a-1.html": product_page("A-1", "199.00", jsonld=True),
+        "/p/b-2.html": product_page("B-2", "249.00", jsonld=True),
+        "/p/a-1.html?format=print": product_page("A-1", "199.00", jsonld=False),
+    }
+    site = serve(pages)
+    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag", "SIMHASH_DIR": str(tmp_path / "state")}
+    await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in list(pages)[:2]])
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url("/p/a-1.html?format=print")])
+    assert crawler.spider.seen[0]["duplicate_of"] == site.url("/p/a-1.html")  # as in one uninterrupted crawl
+    assert crawler.stats.get_value("simhash/identity/inherited") == 1

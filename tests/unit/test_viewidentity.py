@@ -66,3 +66,19 @@ def test_decide_html_joins_a_print_view_without_json_ld_to_its_product_page() ->
     assert decide_html(pages[::-1], config)[1].canonical is None  # type: ignore[union-attr]
     plain = SimhashConfig.from_settings({"SIMHASH_IDENTITY_SIGNALS": False})
     assert decide_html(pages, plain)[1].canonical == 0  # type: ignore[union-attr]
+
+
+def test_a_store_s_records_are_replayed_as_they_were_checked() -> None:
+    crawl = AddressIdentities()
+    pages = [(PAGE, "shop.test", "d1"), (PAGE + "?format=print", "shop.test", None),
+             ("https://shop.test/q/2.html", "shop.test", "d2"), ("https://shop.test/q/2.html?x=1", "shop.test", "d3")]  # fmt: skip
+    recorded = []
+    for url, plain, declared in pages:
+        identity = crawl.resolve(plain, url, declared)[0]
+        recorded.append((url, plain if identity is None else f"{plain}#{identity}"))
+    assert recorded[1] == (PAGE + "?format=print", "shop.test#d1")
+    resumed = AddressIdentities()
+    resumed.replay(recorded + [("https://shop.test/items", "items:shop.test")])  # (an item's scope: nothing)
+    for url in (PAGE + "?print=1", "https://shop.test/q/2.html?print=1", "https://shop.test/items?print=1"):
+        assert resumed.resolve("shop.test", url, None) == crawl.resolve("shop.test", url, None)
+    assert resumed.resolve("shop.test", PAGE + "?print=1", None) == ("d1", True) and len(resumed) == 2

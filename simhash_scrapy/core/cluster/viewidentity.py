@@ -25,13 +25,19 @@ page.  Never between different items or variants:
 A view crawled *before* every page of its address that declares the identity
 keeps its plain scope (a kept duplicate, never a lost page).  Bounded:
 ``MAX_ADDRESSES`` addresses (then new addresses are not remembered: fewer
-views joined, never a wrong one).  It lives in the crawl's process, as
-step 5's template learner: a resumed crawl, or another worker of a shared
-Redis index, starts without the addresses seen before.
+views joined, never a wrong one).  A crawl resumed from a store replays its
+records' URLs and scopes (``replay``: the scope of a page declaring an
+identity ends with its digest), so it goes on as the crawl that wrote them;
+with ``SIMHASH_DISTINCT_SELECTORS`` a scope's digest mixes the protected
+text's in and nothing is replayed.  Another worker of a shared Redis index
+starts without the addresses the others saw (fewer views joined).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from .distinct import SCOPE_SEPARATOR
 from .identity import url_options
 from .views import address_of
 
@@ -72,3 +78,12 @@ class AddressIdentities:
         elif known != declared:
             self._declared[key] = _AMBIGUOUS
         return declared, False
+
+    def replay(self, pages: Iterable[tuple[str, str]]) -> None:
+        """Learn from pages checked before, ``(url, scope)`` in the order they were checked (a store's records):
+        a scope ``plain#digest`` is a page of ``plain`` whose identity was ``digest`` (declared or taken).
+        Only for scopes without protected text (``SIMHASH_DISTINCT_SELECTORS`` unset)."""
+        for url, scope in pages:
+            plain, separator, digest = scope.rpartition(SCOPE_SEPARATOR)
+            if separator and digest:
+                self.resolve(plain, url, digest)
