@@ -31,6 +31,7 @@ from .core.cluster.clustering import Outcome
 from .core.cluster.distinct import scope_key
 from .core.cluster.identity import IdentitySignals, combine_digests, identity_signals, may_declare
 from .core.cluster.kept_apart import KeptApart
+from .core.cluster.viewidentity import AddressIdentities
 from .core.records import item_scope, page_record, page_scope, record_again
 from .core.cluster.representative import ClusterBook, Placement
 from .core.report.report import (
@@ -161,6 +162,8 @@ class DedupState:
         #: Pages declaring an identity (``core.cluster.identity``): final scope -> (plain scope, declared values),
         #: read by ``check``; and the count of the pairs their scopes kept apart (``core.cluster.kept_apart``).
         self._declared: dict[str, tuple[str, dict[str, set[str]]]] = {}
+        #: The identity each address's pages declared, for its views that declare none (``core.cluster.viewidentity``).
+        self.view_identities = AddressIdentities()
         self.kept_apart = KeptApart(self.config.max_distance, self.config.blocks)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -194,7 +197,8 @@ class DedupState:
         ``simhash/distinct/pages`` (or ``simhash/distinct/unmatched`` when no
         selector matched: the plain scope); with ``SIMHASH_IDENTITY_SIGNALS``,
         the digest of the identity it declares (``core.cluster.identity``), counted as
-        ``simhash/identity/pages`` and per signal.
+        ``simhash/identity/pages`` and per signal, or, when it declares none, the one its address's pages
+        declared (``core.cluster.viewidentity``: a print view), counted as ``simhash/identity/inherited``.
         """
         scope = page_scope(self.config.scope, url, self.spider.name if self.spider is not None else "")
         if items:
@@ -207,8 +211,12 @@ class DedupState:
             digest = distinct.digest(_root_of(response))
             self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
         declared = self._identity(response, url) if self.config.identity_signals else None
-        if declared is not None:
-            digest = combine_digests((digest, declared.digest()))
+        if self.config.identity_signals:
+            own = None if declared is None else declared.digest()
+            identity, inherited = self.view_identities.resolve(scope_key(scope, digest), url, own)
+            if inherited:
+                self.inc("simhash/identity/inherited")
+            digest = combine_digests((digest, identity))
         key = scope_key(scope, digest)
         if declared is not None:
             if len(self._declared) >= _DECLARED_PENDING:
@@ -484,6 +492,8 @@ class DedupState:
             _compat.close_spider_soon(self.crawler, spider, "simhash_error")
             return
         self.opened = True
+        if self.config.identity_signals and self.config.distinct is None:
+            self.view_identities.replay(self.backend.restored_pages())  # (a resumed crawl goes on as it was)
         await self._run_hooks(self.open_hooks, spider)
         if self.backend.initial:
             self.stats.set_value("simhash/initial", self.backend.initial)

@@ -23,6 +23,7 @@ This module imports no Scrapy: backends are usable from plain Python.
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..core.cluster.clustering import Outcome
@@ -68,6 +69,11 @@ class DedupBackend(abc.ABC):
     @abc.abstractmethod
     async def open(self, spider_name: str) -> None:
         """Get ready; raise ``BackendError`` (or another clear exception) if the backend is unusable."""
+
+    def restored_pages(self) -> Iterable[tuple[str, str]]:
+        """``(url, scope)`` of the records loaded at ``open`` (a store's), in the order they were first checked:
+        the crawl replays what their scopes say (``core.cluster.viewidentity``); none by default."""
+        return ()
 
     @abc.abstractmethod
     async def check(self, record: PageRecord, index: bool = True) -> Verdict:

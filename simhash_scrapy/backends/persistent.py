@@ -43,7 +43,7 @@ import logging
 import re
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -254,6 +254,7 @@ class PersistentBackend(MemoryBackend):
         self._journal_next = 0
         #: The requests each page yielded (``<name>.store.replay``), opened with the store.
         self.replay: ReplayFile | None = None
+        self._restored: StoreContents | None = None  # the records loaded at open (``restored_pages``)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> PersistentBackend:
@@ -351,6 +352,11 @@ class PersistentBackend(MemoryBackend):
             raise BackendError(str(exc)) from exc
         self._links = dict(self._members.links)  # type: ignore[attr-defined]
         self.initial += len(contents)
+        self._restored = contents
+
+    def restored_pages(self) -> Iterable[tuple[str, str]]:
+        contents = self._restored
+        return () if contents is None else zip(contents.url_list, contents.scopes)
 
     def _restore_detector(self, contents: StoreContents) -> None:
         """What steps 5-7 learned (the store's detector blobs), back in the detector; then recorded anew."""

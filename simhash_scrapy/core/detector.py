@@ -39,6 +39,7 @@ from .features.features import DEFAULT_FEATURES, FeatureConfig
 from .records import page_scope
 from .cluster.sitetemplate import HostTemplates, host_of
 from .cluster.views import page_address
+from .cluster.viewidentity import AddressIdentities
 
 if TYPE_CHECKING:
     from .settings.config import SimhashConfig
@@ -192,6 +193,7 @@ def decide_html(
     config = config if config is not None else SimhashConfig.from_settings({})
     options: AnalysisOptions = config.analysis
     detector = Detector.from_config(config)
+    addresses = AddressIdentities()
     checked: list[Page] = []
     where: list[int] = []
     total = 0
@@ -200,7 +202,7 @@ def decide_html(
         answer = analyse_html(body, None, options)
         if answer.fingerprint is None:
             continue
-        checked.append(page_of(answer, scope_of(config, url, body, spider), url, url))
+        checked.append(page_of(answer, scope_of(config, url, body, spider, addresses), url, url))
         where.append(position)
     out: list[PageDecision | None] = [None] * total
     for d in decide(checked, detector):
@@ -209,11 +211,15 @@ def decide_html(
     return out
 
 
-def scope_of(config: SimhashConfig, url: str, body: str | bytes, spider: str = "") -> str:
+def scope_of(
+    config: SimhashConfig, url: str, body: str | bytes, spider: str = "", addresses: AddressIdentities | None = None
+) -> str:
     """The scope the crawl checks the page ``body`` of ``url`` in (``DedupState.scope_for``): ``SIMHASH_SCOPE``'s,
     with the digest of its protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and of the
     identity it declares (``SIMHASH_IDENTITY_SIGNALS``, ``core.cluster.identity``: its markup and the product options
-    its URL names); the page is parsed again only when one of them may apply."""
+    its URL names), or, with ``addresses`` (the identities of the addresses of the pages before it,
+    ``core.cluster.viewidentity``), the one its address's pages declared when it declares none; the page is
+    parsed again only when one of them may apply."""
     from .cluster.distinct import scope_key
     from .cluster.identity import combine_digests, identity_digest
     from .extract.text import parse_html
@@ -232,6 +238,8 @@ def scope_of(config: SimhashConfig, url: str, body: str | bytes, spider: str = "
 
     protected = None if distinct is None or root() is None else distinct.digest(root())
     declared = identity_digest(root, raw, url) if config.identity_signals else None
+    if addresses is not None and config.identity_signals:
+        declared = addresses.resolve(scope_key(scope, protected), url, declared)[0]
     return scope_key(scope, combine_digests((protected, declared)))
 
 

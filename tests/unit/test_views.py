@@ -7,7 +7,9 @@ import random
 from simhash_scrapy.core.analysis import AnalysisOptions, analyse_text
 from simhash_scrapy.core.cluster import containment
 from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
-from simhash_scrapy.core.cluster.views import MAX_PER_ADDRESS, MIN_CONTAINMENT, MIN_RATIO, AddressBook, address_of
+from simhash_scrapy.core.cluster.views import (
+    MAX_PER_ADDRESS, MIN_CONTAINMENT, MIN_RATIO, MIN_SHARED, AddressBook, address_of,
+)
 from simhash_scrapy.core.detector import Detector, Page
 
 _WORDS = [f"w{i}" for i in range(3000)]
@@ -79,6 +81,39 @@ def test_a_partial_print_view_joins_its_page_at_the_same_address_only() -> None:
             clusters = Clusterer()
             clusters.check("s", "a", first[0], sketch=first[1], address="shop.test/item/7")
             assert clusters.check("s", "b", second[0], sketch=second[1], address=address).outcome is Outcome.UNIQUE
+
+
+def _card_with_shared(story: list[str], shared: int) -> tuple[list[str], int]:
+    """A card of a few sentences, the first whose pair sample with ``story`` + card shares exactly ``shared``."""
+    for seed in range(100, 400):
+        card = sentences(seed, 8)
+        view, whole = page(card), page(story, card)
+        if containment.estimate(view[1], whole[1]) == (1.0, shared):
+            return card, seed
+    raise AssertionError("no such card")
+
+
+def test_a_card_whose_sample_holds_three_of_its_sentences_joins_its_page_at_one_address() -> None:
+    # a long page's sketch keeps its 32 smallest sentence hashes: a card a tenth of it has about three in
+    # the pair's sample; all of them in the page and three shared is enough between views of one address
+    story = sentences(20, 70)
+    card, _ = _card_with_shared(story, MIN_SHARED)
+    view, whole = page(card), page(story, card)
+    assert MIN_SHARED < containment.MIN_SHARED and view[1].sentences >= MIN_RATIO * whole[1].sentences
+    for first, second in ((whole, view), (view, whole)):
+        clusters = Clusterer()
+        clusters.check("s", "a", first[0], sketch=first[1], address="recipes.test/soup")
+        decision = clusters.check("s", "b", second[0], sketch=second[1], address="recipes.test/soup")
+        assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.via == "containment"
+        clusters = Clusterer()  # another address: step 7's own bounds
+        clusters.check("s", "a", first[0], sketch=first[1], address="recipes.test/soup")
+        assert clusters.check("s", "b", second[0], sketch=second[1], address="recipes.test/stew").outcome is Outcome.UNIQUE
+    # two sampled sentences are too few, at one address too
+    card, _ = _card_with_shared(story, MIN_SHARED - 1)
+    view, whole = page(card), page(story, card)
+    clusters = Clusterer()
+    clusters.check("s", "a", whole[0], sketch=whole[1], address="recipes.test/soup")
+    assert clusters.check("s", "b", view[0], sketch=view[1], address="recipes.test/soup").outcome is Outcome.UNIQUE
 
 
 def test_a_page_of_the_same_address_with_other_sentences_stays_apart() -> None:

@@ -87,6 +87,7 @@ from ..index.keytable import KeyTable, pack_keys, unpack_keys
 from .containment import COMMON, ContainmentIndex, SentenceCounts, Sketch, estimate, verify
 from .views import MIN_CONTAINMENT as VIEW_MIN_CONTAINMENT
 from .views import MIN_RATIO as VIEW_MIN_RATIO
+from .views import MIN_SHARED as VIEW_MIN_SHARED
 from .views import AddressBook, address_of
 from ..features.second import VERIFY_FACTOR
 
@@ -441,8 +442,8 @@ class Clusterer:
     ) -> tuple[int, float] | None:
         """Step 7 between views of one address (``core.cluster.views``): the canonical page of this page's
         address whose sentences hold its own (or the other way round) at ``views.MIN_RATIO``: all of
-        its sampled sentences, or ``views.MIN_CONTAINMENT`` of them once the common sentences are left
-        out (a view of an edited copy); several: the highest containment, then the one listed first.
+        its sampled sentences (at least ``views.MIN_SHARED``), or ``views.MIN_CONTAINMENT`` of them once
+        the common sentences are left out (a view of an edited copy); several: the highest containment, then the one listed first.
         (All of them: no sentence is left out as common, the copies of one address, its tracking copies
         and print views, would make their own sentences common.)"""
         assert self._address is not None
@@ -452,9 +453,10 @@ class Clusterer:
             other = index.sketch(entry)
             if other is None:
                 continue
-            if verify(sketch, other, min_ratio=VIEW_MIN_RATIO):
+            if verify(sketch, other, min_ratio=VIEW_MIN_RATIO, min_shared=VIEW_MIN_SHARED):
                 contained = estimate(sketch, other)[0]
-            elif verify(sketch, other, min_containment=VIEW_MIN_CONTAINMENT, min_ratio=VIEW_MIN_RATIO, common=common):
+            elif verify(sketch, other, min_containment=VIEW_MIN_CONTAINMENT, min_ratio=VIEW_MIN_RATIO,
+                        min_shared=VIEW_MIN_SHARED, common=common):
                 contained = estimate(sketch, other, common=common)[0]
             else:
                 continue

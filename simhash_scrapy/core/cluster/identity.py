@@ -39,8 +39,9 @@ page declaring nothing keeps its plain scope.
 
 What this cannot do (the price of riding in the scope): a page declaring an
 identity and a copy that declares none (a print view without the JSON-LD) are
-in different scopes and never compared; a page whose declared price changed
-between two crawls is a new page of a new scope.
+in different scopes, unless the copy comes after a page of its address that
+declared it (``core.cluster.viewidentity``: the copy then takes it); a page
+whose declared price changed between two crawls is a new page of a new scope.
 """
 
 from __future__ import annotations

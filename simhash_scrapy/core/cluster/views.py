@@ -10,11 +10,16 @@ not a copy of it).  Between two pages of the **same address** (host, path
 and the page number the URL names; only the rest of the query and the
 fragment differ) the share may be as small as ``MIN_RATIO``: every sampled
 sentence of the smaller page must still be one of the larger's, with at
-least ``containment.MIN_SHARED`` shared, as in step 7 (no sentence left out
-as common: a page's own copies would make its sentences common), or
-``MIN_CONTAINMENT`` of them once the common sentences are left out (the
-print view of a page whose canonical copy was edited).  Pages of other
-addresses keep step 7's own bounds.
+least ``MIN_SHARED`` shared (no sentence left out as common: a page's own
+copies would make its sentences common), or ``MIN_CONTAINMENT`` of them once
+the common sentences are left out (the print view of a page whose canonical
+copy was edited).  ``MIN_SHARED`` is one less than step 7's
+``containment.MIN_SHARED``: a sketch keeps a long page's 32 smallest sentence
+hashes, so a recipe card a tenth of its page has only about three sentences
+in the pair's sample, every one of which must then be the larger page's;
+pages of one address are already one item (the query values that name an
+item are part of the address).  Pages of other addresses keep step 7's own
+bounds.
 
 Such a pair is found by its address, not only by a shared anchor: a
 canonical page with a sketch is listed under its scope and address
@@ -43,13 +48,15 @@ from urllib.parse import parse_qsl, urlsplit
 from .identity import url_page_number
 from .sitetemplate import host_of
 
-__all__ = ["AddressBook", "address_of", "page_address", "MIN_RATIO", "MIN_CONTAINMENT", "MAX_PER_ADDRESS"]
+__all__ = ["AddressBook", "address_of", "page_address", "MIN_RATIO", "MIN_CONTAINMENT", "MIN_SHARED", "MAX_PER_ADDRESS"]
 
 #: Between two pages of one address, the smaller has at least this share of the larger's sentences.
 MIN_RATIO = 0.1
 #: ... and all of the smaller's sampled sentences are in the larger, or this share of them once the sentences
 #: ``containment.COMMON`` pages had are left out (a print view of an edited copy of the page).
 MIN_CONTAINMENT = 0.8
+#: ... with at least this many sampled sentences shared (step 7's ``containment.MIN_SHARED`` is 4).
+MIN_SHARED = 3
 #: The most canonical pages an address lists (later ones are not listed: fewer pairs, never a wrong one).
 MAX_PER_ADDRESS = 4
 

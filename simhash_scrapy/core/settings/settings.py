@@ -379,7 +379,8 @@ SETTINGS: tuple[Setting, ...] = (
       "of `rel=next`/`prev` links, a product option the URL's query names (`variant=`, `color=`, `colour=`, "
       "`size=`, `attribute_*=`) (two variants of one product, two pages of one listing). The digest of what "
       "a page declares joins its scope, as protected text does; a page declaring nothing keeps its plain "
-      "scope. `False` merges variants by their text alone. Keep it the same across the crawls of one store "
+      "scope, or takes the identity the pages of its address declared (a print view without its page's "
+      "JSON-LD). `False` merges variants by their text alone. Keep it the same across the crawls of one store "
       "or Redis key",
       "False", "core", boolean, "identity_signals"),
     # ------------------------------------------------------------ the crawl (glue)
