@@ -85,6 +85,8 @@ def url_of(i: int) -> str:
 
 #: ``--steps``: pages carry what clustering steps 5-7 use (set in the environment for the worker processes).
 STEPS = os.environ.get("SIMHASH_BENCH_STEPS") == "1"
+#: ``--profile PATH``: the first worker's timed checks are profiled into PATH-<stored>.prof (cProfile).
+PROFILE = os.environ.get("SIMHASH_BENCH_PROFILE", "")
 
 
 def bench_config() -> SimhashConfig:
@@ -320,9 +322,18 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
             for n, record in queue:
                 verdicts[n] = await backend.check(record)
 
+        profile = None
+        if PROFILE and worker == 0:  # ``--profile``: the first worker's timed checks under cProfile
+            import cProfile
+
+            profile = cProfile.Profile()
+            profile.enable()
         start, cpu = time.time(), time.process_time()
         await asyncio.gather(*(one() for _ in range(in_flight)))
         end, cpu = time.time(), time.process_time() - cpu
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(f"{PROFILE}-{stored}.prof")
         errors = backend.stats.values.get("simhash/backend_errors", 0) if backend.stats is not None else 0
         await backend.close()
         results.put((worker, start, end, cpu, rss, [
@@ -473,7 +484,11 @@ def main() -> None:
     parser.add_argument("--steps", action="store_true",
                         help="pages carry a second simhash and a 32-sentence sketch (steps 5-7: random, so their cost "
                              "only); the big fill writes no steps 5-7 records, its bytes/page leave them out")
+    parser.add_argument("--profile", type=Path, help="profile the first worker's timed checks (cProfile) into "
+                        "PROFILE-<stored>.prof (its CPU per check is then inflated)")
     args = parser.parse_args()
+    if args.profile:
+        os.environ["SIMHASH_BENCH_PROFILE"] = str(args.profile.resolve())  # (the spawned workers read it)
     if args.steps:
         global STEPS
         STEPS = True

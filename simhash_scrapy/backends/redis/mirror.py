@@ -51,6 +51,7 @@ import numpy as np
 from ...core.cluster.containment import Sketch
 from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
+from ...core.index.layered import LayeredIndex
 from .layout import NO_POSITION, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 from .protocol import Hint
 from .replica import _LOG_DTYPE
@@ -201,6 +202,7 @@ class Mirror:
     def __init__(self, config: SimhashConfig) -> None:
         self.detector = Detector.from_config(config)
         self.rule = self.detector.rule
+        self.rule.index_type = LayeredIndex  # canonical pages arrive one run at a time, into a big index
         self.rule.host_of_entry = self._host_of_entry
         # Per entry of the rule (entries are made in order, one per canonical page added): its page's host,
         # log position and seq.
@@ -284,12 +286,13 @@ class Mirror:
         self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
     ) -> None:
         """The log entries from position ``start`` and the extras from byte ``xstart`` (a check reply's tails);
-        what the mirror holds already is skipped."""
+        what the mirror holds already is skipped.  Canonical pages are added in runs (``Clusterer.add_canonicals``:
+        their index rows in one step), a run ended by each remove entry."""
         state = self.scopes[scope]
         skip = max(0, state.xsync - xstart)
-        records = _records(extras[skip:]) if skip < len(extras) else []
+        records = [(pos, read_record(data)) for pos, data in _records(extras[skip:])] if skip < len(extras) else []
         state.xsync = max(state.xsync, xstart + len(extras))
-        found = {pos: data for pos, data in records if pos != NO_POSITION}
+        found = {pos: fields for pos, fields in records if pos != NO_POSITION}
         entries = np.frombuffer(
             log[: len(log) - len(log) % _LOG_DTYPE.itemsize], dtype=_LOG_DTYPE
         )
@@ -302,50 +305,46 @@ class Mirror:
         for j in range(first, len(ops)):
             if ops[j] == OP_EDIT_KEY:
                 keys.setdefault(owners[j], []).append(fps[j])
+        run: list[tuple[int, int, bool, int]] = []  # (log position, fingerprint, exact, seq) of adds to make
         for j in range(first, len(ops)):
             op, pos = ops[j], start + j
             if op in (OP_ADD, OP_EXACT):
-                self._add(
-                    scope,
-                    state,
-                    pos,
-                    fps[j],
-                    op == OP_EXACT,
-                    keys.get(pos, ()),
-                    seqs[j],
-                    found.get(pos),
-                )
+                run.append((pos, fps[j], op == OP_EXACT, seqs[j]))
             elif op == OP_REMOVE:
+                self._add_run(scope, state, run, keys, found)
+                run = []
                 entry = state.entry_of.pop(fps[j] >> 32, None)
                 if entry is not None:
                     self.rule.remove_canonical(scope, entry)
+        self._add_run(scope, state, run, keys, found)
         state.sync = max(state.sync, start + len(ops))
-        counted = [sketch.hashes for sketch in (read_record(data)[2] for _, data in records) if sketch is not None]
+        counted = [fields[2].hashes for _, fields in records if fields[2] is not None]
         if counted:
-            self.rule.count_sentences(np.fromiter((h for hashes in counted for h in hashes), dtype=np.uint64))
+            self.rule.count_sentences(np.array([h for hashes in counted for h in hashes], dtype=np.uint64))
 
-    def _add(
+    def _add_run(
         self,
         scope: str,
         state: _Scope,
-        pos: int,
-        fp: int,
-        exact: bool,
-        keys: list[int] | tuple[()],
-        seq: int,
-        data: bytes | None,
+        run: list[tuple[int, int, bool, int]],
+        keys: dict[int, list[int]],
+        found: dict[int, tuple[int | None, int | None, Sketch | None, str | None, str | None]],
     ) -> None:
-        also, second, sketch, host, address = (
-            read_record(data) if data is not None else (None, None, None, None, None)
-        )
-        entry = self.rule.add_canonical(
-            scope, fp, exact, tuple(keys), also, second, sketch, address
-        )
-        assert entry == len(self._pos)
-        self._hosts.append(host)
-        self._pos.append(pos)
-        self._seq.append(seq)
-        state.entry_of[pos] = entry
+        """``apply``: canonical pages added to the rule, in log order, with their extras (none: steps 1-4 only)."""
+        if not run:
+            return
+        none = (None, None, None, None, None)
+        fields = [found.get(pos, none) for pos, _, _, _ in run]
+        added = self.rule.add_canonicals(scope, [
+            (fp, exact, tuple(keys.get(pos, ())), also, second, sketch, address)
+            for (pos, fp, exact, _), (also, second, sketch, _, address) in zip(run, fields)
+        ])  # fmt: skip
+        assert not added or added[0] == len(self._pos)
+        for entry, (pos, _, _, seq), (_, _, _, host, _) in zip(added, run, fields):
+            self._hosts.append(host)
+            self._pos.append(pos)
+            self._seq.append(seq)
+            state.entry_of[pos] = entry
 
     def joined(self, scope: str, pos: int, fingerprint: int) -> None:
         """The script took this worker's step-7 hint: the page of ``fingerprint`` joined the canonical page at

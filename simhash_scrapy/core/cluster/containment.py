@@ -262,6 +262,10 @@ class SentenceCounts:
         hashes = np.asarray(hashes, dtype=np.uint64)
         if not len(hashes):
             return
+        count = getattr(_native.speedups, "count_hashes", None)  # (None: an older build of the helpers)
+        if count is not None:
+            count(self._low, self._high, np.ascontiguousarray(hashes), self._bits)
+            return
         mask = np.uint64(self._mask)
         for table, keys in ((self._low, hashes & mask), (self._high, (hashes >> np.uint64(self._bits)) & mask)):
             slots, times = np.unique(keys.astype(np.int64), return_counts=True)
