@@ -42,9 +42,11 @@ def memory_pairs(config: SimhashConfig, pages: list[PageRecord]) -> tuple[set[tu
 
 
 async def redis_pairs(server: RedisServer, config: SimhashConfig, pages: list[PageRecord], workers: int = 1,
-                      batched: bool = True) -> tuple[set[tuple[str, str]], set[str], list[str]]:  # fmt: skip
+                      batched: bool = True, found: dict[str, str | None] | None = None,
+                      ) -> tuple[set[tuple[str, str]], set[str], list[str]]:  # fmt: skip
     """The pairs ``workers`` Redis workers find, page i checked by worker i % workers (all in flight at once
-    when ``batched``), the vias, and the order Redis checked the pages in."""
+    when ``batched``), the vias, and the order Redis checked the pages in (``found``: filled with each
+    recorded page's ``via`` as Redis reports it, ``ClusterMember.via``)."""
     backends = [make_backend(server, config, SIMHASH_REDIS_PERSIST=True) for _ in range(workers)]
     for backend in backends:
         await backend.open("steps")
@@ -53,7 +55,10 @@ async def redis_pairs(server: RedisServer, config: SimhashConfig, pages: list[Pa
             verdicts = await asyncio.gather(*(backends[i % workers].check(replace(p)) for i, p in enumerate(pages)))
         else:
             verdicts = [await backends[i % workers].check(replace(p)) for i, p in enumerate(pages)]
-        order = [member.url for member in await backends[0].members()]
+        members = await backends[0].members()
+        order = [member.url for member in members]
+        if found is not None:
+            found.update((member.url, member.via) for member in members)
     finally:
         for backend in backends:
             await backend.close()
@@ -66,10 +71,15 @@ def test_one_redis_worker_decides_steps_1_to_7_as_in_process(redis_server: Redis
     config = SimhashConfig()
     pages = records(config)
     memory, memory_vias = memory_pairs(config, pages)
-    redis, vias, _ = in_thread(redis_pairs(redis_server, config, pages, batched=batched))
+    found: dict[str, str | None] = {}
+    redis, vias, _ = in_thread(redis_pairs(redis_server, config, pages, batched=batched, found=found))
     assert {"template", "second", "containment"} <= memory_vias
     assert redis == memory
     assert vias == memory_vias
+    # The report names step 7 as in process (the record's D_CONTAINMENT), not the one-edit rule.
+    memory_backend = MemoryBackend(config)
+    contained = {p.url for p in pages if memory_backend.check_now(replace(p)).via == "containment"}
+    assert contained and {url for url, via in found.items() if via == "containment"} == contained
     client = redis_server.client()
     try:
         assert client.strlen("steps:simhash:s:spider:extras") > 0 or any(client.scan_iter("*:extras"))
