@@ -116,10 +116,19 @@ async def crawls_in_turn(server: RedisServer, config: SimhashConfig, pages: list
     return pairs
 
 
-def test_a_worker_joining_later_learns_steps_5_to_7_from_redis(redis_server: RedisServer) -> None:
+@pytest.mark.parametrize("chunks", [False, True])
+def test_a_worker_joining_later_learns_steps_5_to_7_from_redis(
+    redis_server: RedisServer, chunks: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The host templates learned, the canonical pages' extras and the sentence counts are in Redis: workers
     started one after the other decide the pages as one in-process crawl of them all (the cuts part a host's
-    first articles from the next one, a story from its print view)."""
+    first articles from the next one, a story from its print view); ``chunks``: each loads its mirror a few
+    hundred bytes of extras and 3 log entries at a time (records cut between reads)."""
+    if chunks:
+        from simhash_scrapy.backends.redis import backend as module
+
+        monkeypatch.setattr(module, "MIRROR_CHUNK", 333)
+        monkeypatch.setattr(module, "LOAD_CHUNK", 3)
     config = SimhashConfig()
     pages = records(config)
     urls = [page.url for page in pages]

@@ -140,15 +140,18 @@ def read_record(
     return also, second, sketch, host, address
 
 
-def _records(data: bytes) -> list[tuple[int, bytes]]:
-    """The extras records of ``data`` (whole records): (log position or ``NO_POSITION``, record)."""
+def _records(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
+    """The whole extras records at the start of ``data``: (log position or ``NO_POSITION``, record), and their
+    bytes (a chunk of the string may end within a record: the rest comes with the next chunk)."""
     out, at = [], 0
     while at + _RECORD_HEAD.size <= len(data):
         pos, length = _RECORD_HEAD.unpack_from(data, at)
+        if at + _RECORD_HEAD.size + length > len(data):
+            break
         at += _RECORD_HEAD.size
         out.append((pos, data[at : at + length]))
         at += length
-    return out
+    return out, at
 
 
 def first_related(records: list[PageRecord], k: int) -> int | None:
@@ -188,12 +191,14 @@ def first_related(records: list[PageRecord], k: int) -> int | None:
 class _Scope:
     """What a ``Mirror`` holds of one scope: log entries and extras bytes applied, log position <-> entry."""
 
-    __slots__ = ("sync", "xsync", "entry_of")
+    __slots__ = ("sync", "xsync", "entry_of", "pending")
 
     def __init__(self) -> None:
         self.sync = 0
         self.xsync = 0
         self.entry_of: dict[int, int] = {}  # log position -> entry, for the canonical pages of the scope
+        #: Extras records read before their log entries (a scope loaded in chunks: ``stage``), by log position.
+        self.pending: dict[int, tuple[int | None, int | None, Sketch | None, str | None, str | None]] = {}
 
 
 class Mirror:
@@ -282,6 +287,23 @@ class Mirror:
         self.scopes[scope] = _Scope()
         self.apply(scope, log, 0, extras, 0)
 
+    def stage(self, scope: str, extras: bytes, xstart: int) -> int:
+        """The extras records from byte ``xstart`` (whole records; what the mirror holds already is skipped):
+        their sentences counted, each canonical page's record kept until its log entry is applied.  Returns
+        the log position up to which the log is needed for them (a scope loaded in chunks reads that far)."""
+        state = self.scopes[scope]
+        skip = max(0, state.xsync - xstart)
+        if skip >= len(extras):
+            return state.sync
+        found, used = _records(extras[skip:])
+        state.xsync = max(state.xsync, xstart + skip + used)
+        records = [(pos, read_record(data)) for pos, data in found]
+        state.pending.update((pos, fields) for pos, fields in records if pos != NO_POSITION)
+        counted = [fields[2].hashes for _, fields in records if fields[2] is not None]
+        if counted:
+            self.rule.count_sentences(np.array([h for hashes in counted for h in hashes], dtype=np.uint64))
+        return max(state.pending, default=state.sync - 1) + 1
+
     def apply(
         self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
     ) -> None:
@@ -289,10 +311,8 @@ class Mirror:
         what the mirror holds already is skipped.  Canonical pages are added in runs (``Clusterer.add_canonicals``:
         their index rows in one step), a run ended by each remove entry."""
         state = self.scopes[scope]
-        skip = max(0, state.xsync - xstart)
-        records = [(pos, read_record(data)) for pos, data in _records(extras[skip:])] if skip < len(extras) else []
-        state.xsync = max(state.xsync, xstart + len(extras))
-        found = {pos: fields for pos, fields in records if pos != NO_POSITION}
+        self.stage(scope, extras, xstart)
+        found = state.pending
         entries = np.frombuffer(
             log[: len(log) - len(log) % _LOG_DTYPE.itemsize], dtype=_LOG_DTYPE
         )
@@ -318,9 +338,9 @@ class Mirror:
                     self.rule.remove_canonical(scope, entry)
         self._add_run(scope, state, run, keys, found)
         state.sync = max(state.sync, start + len(ops))
-        counted = [fields[2].hashes for _, fields in records if fields[2] is not None]
-        if counted:
-            self.rule.count_sentences(np.array([h for hashes in counted for h in hashes], dtype=np.uint64))
+        if found and min(found) < state.sync:  # (records of entries held already: none are expected)
+            for pos in [pos for pos in found if pos < state.sync]:
+                del found[pos]
 
     def _add_run(
         self,
@@ -334,7 +354,7 @@ class Mirror:
         if not run:
             return
         none = (None, None, None, None, None)
-        fields = [found.get(pos, none) for pos, _, _, _ in run]
+        fields = [found.pop(pos, none) for pos, _, _, _ in run]
         added = self.rule.add_canonicals(scope, [
             (fp, exact, tuple(keys.get(pos, ())), also, second, sketch, address)
             for (pos, fp, exact, _), (also, second, sketch, _, address) in zip(run, fields)
