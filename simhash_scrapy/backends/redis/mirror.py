@@ -117,7 +117,17 @@ def read_record(
 ) -> tuple[int | None, int | None, Sketch | None, str | None, str | None]:
     """``record_of``'s fields back: (template-free simhash, second simhash, sketch, host or None, address
     or None)."""
+    return _read(data)[:5]
+
+
+#: ``_read``'s fields: ``read_record``'s, and the sketch's hashes as the record packs them (big-endian).
+_Fields = tuple[int | None, int | None, Sketch | None, str | None, str | None, bytes | None]
+_NO_FIELDS: _Fields = (None, None, None, None, None, None)
+
+
+def _read(data: bytes) -> _Fields:
     flags, at = data[0], 1
+    packed = None
     also = second = None
     sketch = None
     if flags & _ALSO:
@@ -130,6 +140,7 @@ def read_record(
         sentences, n = _SKETCH_HEAD.unpack_from(data, at)
         at += _SKETCH_HEAD.size
         sketch = Sketch(struct.unpack_from(f">{n}Q", data, at), sentences)
+        packed = data[at : at + 8 * n]
         at += 8 * n
     address = None
     if flags & _ADDRESS:
@@ -137,7 +148,7 @@ def read_record(
         address = data[at + _LENGTH.size : at + _LENGTH.size + length].decode("utf-8", "surrogatepass")
         at += _LENGTH.size + length
     host = data[at:].decode("utf-8", "surrogatepass") or None
-    return also, second, sketch, host, address
+    return also, second, sketch, host, address, packed
 
 
 def _records(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
@@ -198,7 +209,7 @@ class _Scope:
         self.xsync = 0
         self.entry_of: dict[int, int] = {}  # log position -> entry, for the canonical pages of the scope
         #: Extras records read before their log entries (a scope loaded in chunks: ``stage``), by log position.
-        self.pending: dict[int, tuple[int | None, int | None, Sketch | None, str | None, str | None]] = {}
+        self.pending: dict[int, _Fields] = {}
 
 
 class Mirror:
@@ -292,17 +303,20 @@ class Mirror:
         their sentences counted, each canonical page's record kept until its log entry is applied.  Returns
         the log position up to which the log is needed for them (a scope loaded in chunks reads that far)."""
         state = self.scopes[scope]
+        self._stage(state, extras, xstart)
+        return max(state.pending, default=state.sync - 1) + 1
+
+    def _stage(self, state: _Scope, extras: bytes, xstart: int) -> None:
         skip = max(0, state.xsync - xstart)
         if skip >= len(extras):
-            return state.sync
+            return
         found, used = _records(extras[skip:])
         state.xsync = max(state.xsync, xstart + skip + used)
-        records = [(pos, read_record(data)) for pos, data in found]
+        records = [(pos, _read(data)) for pos, data in found]
         state.pending.update((pos, fields) for pos, fields in records if pos != NO_POSITION)
-        counted = [fields[2].hashes for _, fields in records if fields[2] is not None]
+        counted = b"".join([fields[5] for _, fields in records if fields[5] is not None])
         if counted:
-            self.rule.count_sentences(np.array([h for hashes in counted for h in hashes], dtype=np.uint64))
-        return max(state.pending, default=state.sync - 1) + 1
+            self.rule.count_sentences(np.frombuffer(counted, dtype=">u8").astype(np.uint64))
 
     def apply(
         self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
@@ -311,7 +325,7 @@ class Mirror:
         what the mirror holds already is skipped.  Canonical pages are added in runs (``Clusterer.add_canonicals``:
         their index rows in one step), a run ended by each remove entry."""
         state = self.scopes[scope]
-        self.stage(scope, extras, xstart)
+        self._stage(state, extras, xstart)
         found = state.pending
         entries = np.frombuffer(
             log[: len(log) - len(log) % _LOG_DTYPE.itemsize], dtype=_LOG_DTYPE
@@ -348,19 +362,18 @@ class Mirror:
         state: _Scope,
         run: list[tuple[int, int, bool, int]],
         keys: dict[int, list[int]],
-        found: dict[int, tuple[int | None, int | None, Sketch | None, str | None, str | None]],
+        found: dict[int, _Fields],
     ) -> None:
         """``apply``: canonical pages added to the rule, in log order, with their extras (none: steps 1-4 only)."""
         if not run:
             return
-        none = (None, None, None, None, None)
-        fields = [found.pop(pos, none) for pos, _, _, _ in run]
+        fields = [found.pop(pos, _NO_FIELDS) for pos, _, _, _ in run]
         added = self.rule.add_canonicals(scope, [
             (fp, exact, tuple(keys.get(pos, ())), also, second, sketch, address)
-            for (pos, fp, exact, _), (also, second, sketch, _, address) in zip(run, fields)
-        ])  # fmt: skip
+            for (pos, fp, exact, _), (also, second, sketch, _, address, _) in zip(run, fields)
+        ], [f[5] for f in fields])  # fmt: skip
         assert not added or added[0] == len(self._pos)
-        for entry, (pos, _, _, seq), (_, _, _, host, _) in zip(added, run, fields):
+        for entry, (pos, _, _, seq), (_, _, _, host, _, _) in zip(added, run, fields):
             self._hosts.append(host)
             self._pos.append(pos)
             self._seq.append(seq)

@@ -435,10 +435,12 @@ class Clusterer:
         self,
         scope: str,
         pages: Sequence[tuple[int, bool, Sequence[int], int | None, int | None, Sketch | None, str | None]],
+        packed: Sequence[bytes | None] | None = None,
     ) -> list[int]:
         """``add_canonical`` of each page (``(fingerprint, exact, edit_keys, also, second, sketch, address)``), in
         order: the same entries and rows (``test_clustering``), made in one loop and added to the indexes in one
-        step (a worker's mirror takes every canonical page of every worker: ``backends.redis.mirror``)."""
+        step (a worker's mirror takes every canonical page of every worker: ``backends.redis.mirror``).
+        ``packed``: each page's sketch hashes packed (``ContainmentIndex.add``), when the caller has them."""
         first = len(self.fingerprint)
         rows: list[int] = []  # entry, fingerprint, entry, fingerprint, ... (first simhash and template-free rows)
         seconds: list[int] = []
@@ -459,7 +461,7 @@ class Clusterer:
                 seconds += (entry, second)
                 self.second[entry] = second
             if sketch is not None:
-                self._add_sketch(scope, entry, sketch, address)
+                self._add_sketch(scope, entry, sketch, address, None if packed is None else packed[entry - first])
         if pages:
             self._address = pages[-1][6]
         for flat, tables in ((rows, self._indexes), (seconds, self._seconds)):
@@ -471,12 +473,14 @@ class Clusterer:
                 table.add_many(np.array(flat[::2], dtype=np.int64), np.array(flat[1::2], dtype=np.uint64))
         return list(range(first, len(self.fingerprint)))
 
-    def _add_sketch(self, scope: str, entry: int, sketch: Sketch, address: str | None) -> None:
+    def _add_sketch(
+        self, scope: str, entry: int, sketch: Sketch, address: str | None, packed: bytes | None = None
+    ) -> None:
         """A canonical entry's sketch in the scope's containment index, listed under its address (step 7)."""
         contained = self._contained.get(scope)
         if contained is None:
             contained = self._contained[scope] = ContainmentIndex()
-        if contained.add(entry, sketch) and address is not None:
+        if contained.add(entry, sketch, packed) and address is not None:
             self._views.add(scope, address, entry)
 
     def remove_canonical(self, scope: str, entry: int) -> None:

@@ -289,11 +289,12 @@ class ContainmentIndex:
     def __len__(self) -> int:
         return len(self._sketches)
 
-    def add(self, entry: int, sketch: Sketch) -> bool:
-        """Keep ``entry``'s sketch (``False`` when full)."""
+    def add(self, entry: int, sketch: Sketch, packed: bytes | None = None) -> bool:
+        """Keep ``entry``'s sketch (``False`` when full); ``packed``: its hashes as ``_pack`` packs them, when
+        the caller has them so (the Redis extras records: ``backends.redis.mirror``)."""
         if len(self._sketches) >= self.max_pages or entry in self._sketches:
             return False
-        self._sketches[entry] = (_pack(sketch.hashes), sketch.sentences)
+        self._sketches[entry] = (_pack(sketch.hashes) if packed is None else packed, sketch.sentences)
         anchors = self._anchors
         for h in sketch.hashes[:ANCHORS]:
             owners = anchors.get(h)
@@ -359,8 +360,9 @@ class ContainmentIndex:
 
 
 def _pack(hashes: Sequence[int]) -> bytes:
-    return struct.pack(f"<{len(hashes)}Q", *hashes)
+    """A sketch's hashes as kept: 8 bytes each, big-endian (as the Redis extras records hold them)."""
+    return struct.pack(f">{len(hashes)}Q", *hashes)
 
 
 def _unpack(data: bytes) -> tuple[int, ...]:
-    return struct.unpack(f"<{len(data) // 8}Q", data)
+    return struct.unpack(f">{len(data) // 8}Q", data)
