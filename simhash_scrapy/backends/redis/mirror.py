@@ -44,6 +44,7 @@ always up to date when it answers.  With several workers, see the Redis guide
 from __future__ import annotations
 
 import struct
+from array import array
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -222,9 +223,10 @@ class Mirror:
         self.rule.host_of_entry = self._host_of_entry
         # Per entry of the rule (entries are made in order, one per canonical page added): its page's host,
         # log position and seq.
-        self._hosts: list[str | None] = []
-        self._pos: list[int] = []
-        self._seq: list[int] = []
+        self._hosts: list[str | None] = []  # (one string a host: ``_host_names``)
+        self._host_names: dict[str, str] = {}
+        self._pos = array("q")
+        self._seq = array("q")
         self.scopes: dict[str, _Scope] = {}
         #: Bytes of the shared learner inputs (the ``templates`` string) replayed, and the ranges this
         #: worker appended there that are not behind ``learned`` yet (never replayed: learned already).
@@ -374,7 +376,7 @@ class Mirror:
         ], [f[5] for f in fields])  # fmt: skip
         assert not added or added[0] == len(self._pos)
         for entry, (pos, _, _, seq), (_, _, _, host, _, _) in zip(added, run, fields):
-            self._hosts.append(host)
+            self._hosts.append(None if host is None else self._host_names.setdefault(host, host))
             self._pos.append(pos)
             self._seq.append(seq)
             state.entry_of[pos] = entry
