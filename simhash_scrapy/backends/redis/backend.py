@@ -683,7 +683,7 @@ class RedisBackend(Outages, DedupBackend):
                     out.append((None, None))
                     continue
                 host = host_of(record.url) if record.url else None
-                address = page_address(record.url, record.sketch)
+                address = page_address(record.url, record.sketch, host)
                 found = mirror.hint(scope, record, host, address)
                 extra = (None if found is None else found[0],
                          record_of(record, host, address) if has_extras(record) else b"")  # fmt: skip
