@@ -6,6 +6,7 @@
     python benchmarks/redis_scale.py --json benchmarks/results/redis_scale.json
     python benchmarks/redis_scale.py --rdb-cache /tmp/simhash-fills    # keep the filled Redis: reruns skip the fill
     python benchmarks/redis_scale.py --stored 1000000 --steps        # pages with steps 5-7 data (second simhash, sketch)
+    python benchmarks/redis_scale.py --quick --steps --profile /tmp/p   # cProfile of a worker's checks: /tmp/p-<stored>.prof
 
 For each size (the baseline first, then ``--stored``), in one run:
 
@@ -42,6 +43,7 @@ import multiprocessing as mp
 import os
 import resource
 import shutil
+import struct
 import sys
 import time
 from pathlib import Path
@@ -160,17 +162,28 @@ async def check_plan(backend: Any, stored: int) -> None:
     await asyncio.gather(*(worker() for _ in range(64)))
 
 
-def _encode_chunk(args: tuple[str, int, int, int, bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> int:
-    """Write identity records of pages [start, stop) (runs in a pool process)."""
+def _encode_chunk(
+    args: tuple[str, int, int, int, bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[int, bytes]:
+    """Write identity records of pages [start, stop) (runs in a pool process); with ``--steps``, return the
+    extras records of its canonical pages (``backends.redis.mirror``: what a check appends for a page that
+    reached step 7), in page order."""
     from simhash_scrapy.backends.redis.layout import Codec, Keys, identity_slot, pack_record
+    from simhash_scrapy.backends.redis.mirror import record_of as extras_of
+    from simhash_scrapy.core.cluster.sitetemplate import host_of
+    from simhash_scrapy.core.cluster.views import page_address
 
     url, start, stop, bits, zdict, fps, own, canon, dist, _ = args
     keys = Keys("bench:simhash").scope(SCOPE)
     codec = Codec(zdict)
     client = sync_client(url)
     pipe = client.pipeline(transaction=False)
+    extras = []
     for n, i in enumerate(range(start, stop)):
         record = record_of(i, int(fps[n]))
+        if STEPS and canon[n] < 0:  # a canonical page: its log position is its number among them
+            data = extras_of(record, host_of(record.url), page_address(record.url, record.sketch))
+            extras.append(struct.pack(">IH", int(own[n]), len(data)) + data)
         bucket, field, kept = identity_slot(SCOPE, record.identity, bits)
         payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, None)
         member = canon[n] >= 0
@@ -183,7 +196,7 @@ def _encode_chunk(args: tuple[str, int, int, int, bytes, np.ndarray, np.ndarray,
             pipe.execute()
     pipe.execute()
     client.close()
-    return stop - start
+    return stop - start, b"".join(extras)
 
 
 def fill_directly(url: str, stored: int, capacity: int) -> None:
@@ -249,7 +262,13 @@ def fill_directly(url: str, stored: int, capacity: int) -> None:
     jobs = [(url, s, min(stored, s + chunk), bits, zdict, fps[s : s + chunk], own[s : s + chunk],
              canon[s : s + chunk], dist[s : s + chunk], None) for s in range(0, stored, chunk)]
     with mp.get_context("spawn").Pool(2) as pool:
-        assert sum(pool.map(_encode_chunk, jobs)) == stored
+        done = pool.map(_encode_chunk, jobs)
+    assert sum(count for count, _ in done) == stored
+    client = sync_client(url)
+    for _, extras in done:  # (--steps) the extras records, in log order
+        for at in range(0, len(extras), 1 << 24):
+            client.append(sk.extras, extras[at : at + (1 << 24)])
+    client.close()
 
 
 # --------------------------------------------------------------------------- workers
@@ -483,7 +502,7 @@ def main() -> None:
     parser.add_argument("--rdb-cache", type=Path, help="keep each filled Redis here as an RDB file; later runs load it")
     parser.add_argument("--steps", action="store_true",
                         help="pages carry a second simhash and a 32-sentence sketch (steps 5-7: random, so their cost "
-                             "only); the big fill writes no steps 5-7 records, its bytes/page leave them out")
+                             "only); the big fill writes their extras records too (each canonical page's)")
     parser.add_argument("--profile", type=Path, help="profile the first worker's timed checks (cProfile) into "
                         "PROFILE-<stored>.prof (its CPU per check is then inflated)")
     args = parser.parse_args()
