@@ -101,29 +101,34 @@ def test_two_redis_workers_find_only_in_process_duplicates(redis_server: RedisSe
     assert len(redis) >= 2 * len(same_order) // 3  # races miss a few
 
 async def crawls_in_turn(server: RedisServer, config: SimhashConfig, pages: list[PageRecord],
-                         cuts: list[int]) -> set[tuple[str, str]]:  # fmt: skip
+                         cuts: list[int], preload: bool = False) -> set[tuple[str, str]]:  # fmt: skip
     """The pages cut in parts at ``cuts``, each part checked by a new worker after the one before closed (a
-    later crawl, or a worker joining): it learns from Redis what steps 5-7 learned before."""
+    later crawl, or a worker joining): it learns from Redis what steps 5-7 learned before (``preload``: its
+    mirror loaded by ``preload`` while its checks are already coming in)."""
     pairs = set()
     for a, b in zip([0, *cuts], [*cuts, len(pages)]):
         backend = make_backend(server, config, SIMHASH_REDIS_PERSIST=True)
         await backend.open("steps")
         try:
-            verdicts = await asyncio.gather(*(backend.check(replace(p)) for p in pages[a:b]))
+            checks = [backend.check(replace(p)) for p in pages[a:b]]
+            if preload:
+                checks.insert(0, backend.preload("spider"))
+            verdicts = (await asyncio.gather(*checks))[1 if preload else 0 :]
         finally:
             await backend.close()
         pairs |= {(p.url, v.canonical_url) for p, v in zip(pages[a:b], verdicts) if v.canonical_url is not None}
     return pairs
 
 
-@pytest.mark.parametrize("chunks", [False, True])
+@pytest.mark.parametrize(("chunks", "preload"), [(False, False), (True, False), (True, True)])
 def test_a_worker_joining_later_learns_steps_5_to_7_from_redis(
-    redis_server: RedisServer, chunks: bool, monkeypatch: pytest.MonkeyPatch
+    redis_server: RedisServer, chunks: bool, preload: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The host templates learned, the canonical pages' extras and the sentence counts are in Redis: workers
     started one after the other decide the pages as one in-process crawl of them all (the cuts part a host's
     first articles from the next one, a story from its print view); ``chunks``: each loads its mirror a few
-    hundred bytes of extras and 3 log entries at a time (records cut between reads)."""
+    hundred bytes of extras and 3 log entries at a time (records cut between reads); ``preload``: while its
+    first checks wait for that load."""
     if chunks:
         from simhash_scrapy.backends.redis import backend as module
 
@@ -135,7 +140,7 @@ def test_a_worker_joining_later_learns_steps_5_to_7_from_redis(
     cuts = [urls.index("http://tmpl.test/story/3"), urls.index("http://contain.test/story/print")]
     memory, _ = memory_pairs(config, pages)
     assert ("http://tmpl.test/reader/3", "http://tmpl.test/story/3") in memory
-    assert in_thread(crawls_in_turn(redis_server, config, pages, cuts)) == memory
+    assert in_thread(crawls_in_turn(redis_server, config, pages, cuts, preload)) == memory
 
 
 def view_records(config: SimhashConfig) -> list[PageRecord]:

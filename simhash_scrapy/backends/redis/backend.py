@@ -122,6 +122,8 @@ class RedisBackend(Outages, DedupBackend):
         self._learning = asyncio.Lock()
         #: Held while the mirror changes or answers: a scope's mirror loads in a thread (a big log takes seconds).
         self._mirror_lock = threading.Lock()
+        #: Scopes whose mirror is being loaded (in chunks, over several awaits): their checks wait for it.
+        self._mirror_loads: dict[str, asyncio.Event] = {}
         self._init_outages()
 
     @classmethod
@@ -713,6 +715,9 @@ class RedisBackend(Outages, DedupBackend):
         mirror = self._mirror
         if mirror is None:
             return False
+        loading = self._mirror_loads.get(scope)
+        if loading is not None:
+            await loading.wait()
         if scope in mirror.scopes:
             return True
         if not any(has_extras(record) for record in records):
@@ -721,8 +726,27 @@ class RedisBackend(Outages, DedupBackend):
         return True
 
     async def _load_mirror(self, scope: str, sk: ScopeKeys) -> None:
-        """Load the mirror of ``scope`` (``mirror.py``): its log and extras as of one moment (their lengths and
-        the scope's epoch, read together; both strings only grow), read in chunks of ``MIRROR_CHUNK`` bytes of
+        """Load the mirror of ``scope`` (``_read_mirror``), once at a time: a check of the scope meanwhile waits
+        for it; a load that fails leaves no part of the scope behind."""
+        loading = self._mirror_loads.get(scope)
+        if loading is not None:
+            await loading.wait()
+            return
+        loading = self._mirror_loads[scope] = asyncio.Event()
+        try:
+            await self._read_mirror(scope, sk)
+        except BaseException:
+            with self._mirror_lock:
+                assert self._mirror is not None
+                self._mirror.drop(scope)
+            raise
+        finally:
+            del self._mirror_loads[scope]
+            loading.set()
+
+    async def _read_mirror(self, scope: str, sk: ScopeKeys) -> None:
+        """The mirror of ``scope`` (``mirror.py``): its log and extras as of one moment (their lengths and the
+        scope's epoch, read together; both strings only grow), read in chunks of ``MIRROR_CHUNK`` bytes of
         extras and the log entries they need, so no reply holds a whole big scope; again if the scope was made
         anew meanwhile."""
         mirror = self._mirror
