@@ -455,7 +455,8 @@ def save_rdb(client: Any, server: Server, path: Path) -> None:
 
 def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int, in_flight: int, compare: bool,
             rdb_cache: Path | None = None) -> dict[str, Any]:
-    name = f"fill-{stored}-{'direct' if direct else 'checks'}{'-steps' if STEPS else ''}-v{LAYOUT_VERSION}.rdb"
+    # (-steps-x: a direct fill with the extras records, since 2026-11-28)
+    name = f"fill-{stored}-{'direct' if direct else 'checks'}{'-steps-x' if STEPS else ''}-v{LAYOUT_VERSION}.rdb"
     cached = rdb_cache / name if rdb_cache is not None else None
     loaded = cached is not None and cached.exists()
     server = Server(str(cached) if loaded else None)
