@@ -372,5 +372,7 @@ def test_a_layered_index_answers_as_one_index() -> None:
         if key % 11 == 10:
             assert layered.remove(key - 5) == single.remove(key - 5)
     assert len(layered.big) and len(layered) == len(single)
+    row_keys, row_fps = single.rows()  # (what the small index hands over: every live row, in order)
+    assert list(zip(list(row_keys), row_fps.tolist())) == list(single) == list(layered)
     for fp in fps + [fp ^ 0b10101 for fp in fps[:100]]:
         assert layered.query(fp) == single.query(fp)

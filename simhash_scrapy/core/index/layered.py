@@ -55,8 +55,8 @@ class LayeredIndex:
 
     def _settle(self) -> None:
         if len(self.recent) >= self.recent_rows:
-            keys, fps = zip(*self.recent)
-            self.big.add_many(list(keys), list(fps))
+            keys, fps = self.recent.rows()
+            self.big.add_many(keys, fps)
             self.recent = BlockPermutedIndex(self.max_distance, self.blocks)
 
     def remove(self, key: Hashable) -> int:
