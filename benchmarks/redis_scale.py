@@ -6,6 +6,7 @@
     python benchmarks/redis_scale.py --json benchmarks/results/redis_scale.json
     python benchmarks/redis_scale.py --rdb-cache /tmp/simhash-fills    # keep the filled Redis: reruns skip the fill
     python benchmarks/redis_scale.py --stored 1000000 --steps        # pages with steps 5-7 data (second simhash, sketch)
+    python benchmarks/redis_scale.py --quick --steps --profile /tmp/p   # cProfile of a worker's checks: /tmp/p-<stored>.prof
 
 For each size (the baseline first, then ``--stored``), in one run:
 
@@ -42,6 +43,7 @@ import multiprocessing as mp
 import os
 import resource
 import shutil
+import struct
 import sys
 import time
 from pathlib import Path
@@ -85,6 +87,8 @@ def url_of(i: int) -> str:
 
 #: ``--steps``: pages carry what clustering steps 5-7 use (set in the environment for the worker processes).
 STEPS = os.environ.get("SIMHASH_BENCH_STEPS") == "1"
+#: ``--profile PATH``: the first worker's timed checks are profiled into PATH-<stored>.prof (cProfile).
+PROFILE = os.environ.get("SIMHASH_BENCH_PROFILE", "")
 
 
 def bench_config() -> SimhashConfig:
@@ -158,17 +162,28 @@ async def check_plan(backend: Any, stored: int) -> None:
     await asyncio.gather(*(worker() for _ in range(64)))
 
 
-def _encode_chunk(args: tuple[str, int, int, int, bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> int:
-    """Write identity records of pages [start, stop) (runs in a pool process)."""
+def _encode_chunk(
+    args: tuple[str, int, int, int, bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[int, bytes]:
+    """Write identity records of pages [start, stop) (runs in a pool process); with ``--steps``, return the
+    extras records of its canonical pages (``backends.redis.mirror``: what a check appends for a page that
+    reached step 7), in page order."""
     from simhash_scrapy.backends.redis.layout import Codec, Keys, identity_slot, pack_record
+    from simhash_scrapy.backends.redis.mirror import record_of as extras_of
+    from simhash_scrapy.core.cluster.sitetemplate import host_of
+    from simhash_scrapy.core.cluster.views import page_address
 
     url, start, stop, bits, zdict, fps, own, canon, dist, _ = args
     keys = Keys("bench:simhash").scope(SCOPE)
     codec = Codec(zdict)
     client = sync_client(url)
     pipe = client.pipeline(transaction=False)
+    extras = []
     for n, i in enumerate(range(start, stop)):
         record = record_of(i, int(fps[n]))
+        if STEPS and canon[n] < 0:  # a canonical page: its log position is its number among them
+            data = extras_of(record, host_of(record.url), page_address(record.url, record.sketch))
+            extras.append(struct.pack(">IH", int(own[n]), len(data)) + data)
         bucket, field, kept = identity_slot(SCOPE, record.identity, bits)
         payload = codec.encode(record.url, record.identity, kept, record.referer, record.depth, None)
         member = canon[n] >= 0
@@ -181,7 +196,7 @@ def _encode_chunk(args: tuple[str, int, int, int, bytes, np.ndarray, np.ndarray,
             pipe.execute()
     pipe.execute()
     client.close()
-    return stop - start
+    return stop - start, b"".join(extras)
 
 
 def fill_directly(url: str, stored: int, capacity: int) -> None:
@@ -247,7 +262,13 @@ def fill_directly(url: str, stored: int, capacity: int) -> None:
     jobs = [(url, s, min(stored, s + chunk), bits, zdict, fps[s : s + chunk], own[s : s + chunk],
              canon[s : s + chunk], dist[s : s + chunk], None) for s in range(0, stored, chunk)]
     with mp.get_context("spawn").Pool(2) as pool:
-        assert sum(pool.map(_encode_chunk, jobs)) == stored
+        done = pool.map(_encode_chunk, jobs)
+    assert sum(count for count, _ in done) == stored
+    client = sync_client(url)
+    for _, extras in done:  # (--steps) the extras records, in log order
+        for at in range(0, len(extras), 1 << 24):
+            client.append(sk.extras, extras[at : at + (1 << 24)])
+    client.close()
 
 
 # --------------------------------------------------------------------------- workers
@@ -320,9 +341,18 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
             for n, record in queue:
                 verdicts[n] = await backend.check(record)
 
+        profile = None
+        if PROFILE and worker == 0:  # ``--profile``: the first worker's timed checks under cProfile
+            import cProfile
+
+            profile = cProfile.Profile()
+            profile.enable()
         start, cpu = time.time(), time.process_time()
         await asyncio.gather(*(one() for _ in range(in_flight)))
         end, cpu = time.time(), time.process_time() - cpu
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(f"{PROFILE}-{stored}.prof")
         errors = backend.stats.values.get("simhash/backend_errors", 0) if backend.stats is not None else 0
         await backend.close()
         results.put((worker, start, end, cpu, rss, [
@@ -425,7 +455,8 @@ def save_rdb(client: Any, server: Server, path: Path) -> None:
 
 def measure(stored: int, capacity: int, direct: bool, workers: int, checks: int, in_flight: int, compare: bool,
             rdb_cache: Path | None = None) -> dict[str, Any]:
-    name = f"fill-{stored}-{'direct' if direct else 'checks'}{'-steps' if STEPS else ''}-v{LAYOUT_VERSION}.rdb"
+    # (-steps-x: a direct fill with the extras records, since 2026-11-28)
+    name = f"fill-{stored}-{'direct' if direct else 'checks'}{'-steps-x' if STEPS else ''}-v{LAYOUT_VERSION}.rdb"
     cached = rdb_cache / name if rdb_cache is not None else None
     loaded = cached is not None and cached.exists()
     server = Server(str(cached) if loaded else None)
@@ -472,8 +503,12 @@ def main() -> None:
     parser.add_argument("--rdb-cache", type=Path, help="keep each filled Redis here as an RDB file; later runs load it")
     parser.add_argument("--steps", action="store_true",
                         help="pages carry a second simhash and a 32-sentence sketch (steps 5-7: random, so their cost "
-                             "only); the big fill writes no steps 5-7 records, its bytes/page leave them out")
+                             "only); the big fill writes their extras records too (each canonical page's)")
+    parser.add_argument("--profile", type=Path, help="profile the first worker's timed checks (cProfile) into "
+                        "PROFILE-<stored>.prof (its CPU per check is then inflated)")
     args = parser.parse_args()
+    if args.profile:
+        os.environ["SIMHASH_BENCH_PROFILE"] = str(args.profile.resolve())  # (the spawned workers read it)
     if args.steps:
         global STEPS
         STEPS = True

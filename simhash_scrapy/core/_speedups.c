@@ -1351,6 +1351,50 @@ static int compare_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* count_hashes(low, high, hashes, bits): containment.SentenceCounts.add_many's counting: for each uint64 hash
+ * (native byte order), the saturating 8-bit counters low[h & mask] and high[(h >> bits) & mask] go up by one. */
+static PyObject *count_hashes(PyObject *module, PyObject *args) {
+    PyObject *low_obj, *high_obj, *hashes_obj;
+    int bits;
+    if (!PyArg_ParseTuple(args, "OOOi:count_hashes", &low_obj, &high_obj, &hashes_obj, &bits)) return NULL;
+    if (bits <= 0 || bits > 32) {
+        PyErr_SetString(PyExc_ValueError, "count_hashes: bits must be in 1..32");
+        return NULL;
+    }
+    Py_buffer low, high, hashes;
+    if (PyObject_GetBuffer(low_obj, &low, PyBUF_WRITABLE) < 0) return NULL;
+    if (PyObject_GetBuffer(high_obj, &high, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&low);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(hashes_obj, &hashes, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&low);
+        PyBuffer_Release(&high);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
+    if (low.len != (Py_ssize_t)(mask + 1) || high.len != (Py_ssize_t)(mask + 1) || hashes.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "count_hashes: tables of 2**bits bytes and whole uint64 hashes");
+        goto done;
+    }
+    unsigned char *lo = low.buf, *hi = high.buf;
+    const unsigned char *raw = hashes.buf;
+    for (Py_ssize_t j = 0; j < hashes.len / 8; j++) {
+        uint64_t h;
+        memcpy(&h, raw + 8 * j, 8);
+        uint64_t a = h & mask, b = (h >> bits) & mask;
+        if (lo[a] < 255) lo[a]++;
+        if (hi[b] < 255) hi[b]++;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&low);
+    PyBuffer_Release(&high);
+    PyBuffer_Release(&hashes);
+    return result;
+}
+
 static PyObject *sentence_hashes(PyObject *module, PyObject *args) {
     Py_buffer view;
     Py_ssize_t min_words;
@@ -1578,6 +1622,7 @@ static PyMethodDef methods[] = {
     {"insert_sorted", insert_sorted, METH_VARARGS, "insert_sorted(buffer, count, at, values) -> None"},
     {"prepare_tables", prepare_tables, METH_O, "prepare_tables(tables) -> capsule for query_tables"},
     {"sentence_hashes", sentence_hashes, METH_VARARGS, "sentence_hashes(data, min_words) -> sorted distinct hashes"},
+    {"count_hashes", count_hashes, METH_VARARGS, "count_hashes(low, high, hashes, bits) -> None"},
     {"template_lines", template_lines, METH_VARARGS, "template_lines(data, known, article, room) -> (kept, added)"},
     {NULL, NULL, 0, NULL},
 };

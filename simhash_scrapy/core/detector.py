@@ -121,7 +121,7 @@ class Detector:
         host = host_of(page.url) if page.url else None
         decision = self.rule.check(
             page.scope, page.identity, page.fingerprint, page.exact, index, page.edit_keys, page.digest, also,
-            page.second, page.sketch, host, page_address(page.url, page.sketch),
+            page.second, page.sketch, host, page_address(page.url, page.sketch, host),
         )  # fmt: skip
         self._entry_hosts.setdefault(decision.entry, host)
         return decision if also is None else replace(decision, also=also)

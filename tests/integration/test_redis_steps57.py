@@ -42,9 +42,11 @@ def memory_pairs(config: SimhashConfig, pages: list[PageRecord]) -> tuple[set[tu
 
 
 async def redis_pairs(server: RedisServer, config: SimhashConfig, pages: list[PageRecord], workers: int = 1,
-                      batched: bool = True) -> tuple[set[tuple[str, str]], set[str], list[str]]:  # fmt: skip
+                      batched: bool = True, found: dict[str, str | None] | None = None,
+                      ) -> tuple[set[tuple[str, str]], set[str], list[str]]:  # fmt: skip
     """The pairs ``workers`` Redis workers find, page i checked by worker i % workers (all in flight at once
-    when ``batched``), the vias, and the order Redis checked the pages in."""
+    when ``batched``), the vias, and the order Redis checked the pages in (``found``: filled with each
+    recorded page's ``via`` as Redis reports it, ``ClusterMember.via``)."""
     backends = [make_backend(server, config, SIMHASH_REDIS_PERSIST=True) for _ in range(workers)]
     for backend in backends:
         await backend.open("steps")
@@ -53,7 +55,10 @@ async def redis_pairs(server: RedisServer, config: SimhashConfig, pages: list[Pa
             verdicts = await asyncio.gather(*(backends[i % workers].check(replace(p)) for i, p in enumerate(pages)))
         else:
             verdicts = [await backends[i % workers].check(replace(p)) for i, p in enumerate(pages)]
-        order = [member.url for member in await backends[0].members()]
+        members = await backends[0].members()
+        order = [member.url for member in members]
+        if found is not None:
+            found.update((member.url, member.via) for member in members)
     finally:
         for backend in backends:
             await backend.close()
@@ -66,10 +71,15 @@ def test_one_redis_worker_decides_steps_1_to_7_as_in_process(redis_server: Redis
     config = SimhashConfig()
     pages = records(config)
     memory, memory_vias = memory_pairs(config, pages)
-    redis, vias, _ = in_thread(redis_pairs(redis_server, config, pages, batched=batched))
+    found: dict[str, str | None] = {}
+    redis, vias, _ = in_thread(redis_pairs(redis_server, config, pages, batched=batched, found=found))
     assert {"template", "second", "containment"} <= memory_vias
     assert redis == memory
     assert vias == memory_vias
+    # The report names step 7 as in process (the record's D_CONTAINMENT), not the one-edit rule.
+    memory_backend = MemoryBackend(config)
+    contained = {p.url for p in pages if memory_backend.check_now(replace(p)).via == "containment"}
+    assert contained and {url for url, via in found.items() if via == "containment"} == contained
     client = redis_server.client()
     try:
         assert client.strlen("steps:simhash:s:spider:extras") > 0 or any(client.scan_iter("*:extras"))
@@ -91,32 +101,46 @@ def test_two_redis_workers_find_only_in_process_duplicates(redis_server: RedisSe
     assert len(redis) >= 2 * len(same_order) // 3  # races miss a few
 
 async def crawls_in_turn(server: RedisServer, config: SimhashConfig, pages: list[PageRecord],
-                         cuts: list[int]) -> set[tuple[str, str]]:  # fmt: skip
+                         cuts: list[int], preload: bool = False) -> set[tuple[str, str]]:  # fmt: skip
     """The pages cut in parts at ``cuts``, each part checked by a new worker after the one before closed (a
-    later crawl, or a worker joining): it learns from Redis what steps 5-7 learned before."""
+    later crawl, or a worker joining): it learns from Redis what steps 5-7 learned before (``preload``: its
+    mirror loaded by ``preload`` while its checks are already coming in)."""
     pairs = set()
     for a, b in zip([0, *cuts], [*cuts, len(pages)]):
         backend = make_backend(server, config, SIMHASH_REDIS_PERSIST=True)
         await backend.open("steps")
         try:
-            verdicts = await asyncio.gather(*(backend.check(replace(p)) for p in pages[a:b]))
+            checks = [backend.check(replace(p)) for p in pages[a:b]]
+            if preload:
+                checks.insert(0, backend.preload("spider"))
+            verdicts = (await asyncio.gather(*checks))[1 if preload else 0 :]
         finally:
             await backend.close()
         pairs |= {(p.url, v.canonical_url) for p, v in zip(pages[a:b], verdicts) if v.canonical_url is not None}
     return pairs
 
 
-def test_a_worker_joining_later_learns_steps_5_to_7_from_redis(redis_server: RedisServer) -> None:
+@pytest.mark.parametrize(("chunks", "preload"), [(False, False), (True, False), (True, True)])
+def test_a_worker_joining_later_learns_steps_5_to_7_from_redis(
+    redis_server: RedisServer, chunks: bool, preload: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The host templates learned, the canonical pages' extras and the sentence counts are in Redis: workers
     started one after the other decide the pages as one in-process crawl of them all (the cuts part a host's
-    first articles from the next one, a story from its print view)."""
+    first articles from the next one, a story from its print view); ``chunks``: each loads its mirror a few
+    hundred bytes of extras and 3 log entries at a time (records cut between reads); ``preload``: while its
+    first checks wait for that load."""
+    if chunks:
+        from simhash_scrapy.backends.redis import backend as module
+
+        monkeypatch.setattr(module, "MIRROR_CHUNK", 333)
+        monkeypatch.setattr(module, "LOAD_CHUNK", 3)
     config = SimhashConfig()
     pages = records(config)
     urls = [page.url for page in pages]
     cuts = [urls.index("http://tmpl.test/story/3"), urls.index("http://contain.test/story/print")]
     memory, _ = memory_pairs(config, pages)
     assert ("http://tmpl.test/reader/3", "http://tmpl.test/story/3") in memory
-    assert in_thread(crawls_in_turn(redis_server, config, pages, cuts)) == memory
+    assert in_thread(crawls_in_turn(redis_server, config, pages, cuts, preload)) == memory
 
 
 def view_records(config: SimhashConfig) -> list[PageRecord]:

@@ -107,6 +107,13 @@ def test_outcome_codes_are_defined_once_and_keep_their_numbers() -> None:
         packed = layout.pack_record(7, 99, False, outcome.value, 0, None, None, None, 1.0, 1.0, b"")
         assert packed[12] >> layout.OUTCOME_SHIFT == code
         assert layout.parse_record(packed).outcome == outcome.value
+    # Step 7's flag in the distance byte: the distance reads back whole, and the report's rule is containment.
+    for distance in (0, 9, 64):
+        for containment in (False, True):
+            packed = layout.pack_record(7, 99, False, "near_duplicate", distance, None, 3, None, 1.0, 1.0, b"",
+                                        containment)  # fmt: skip
+            record = layout.parse_record(packed)
+            assert (record.distance, record.containment) == (distance, containment)
 
 
 def test_one_edit_is_a_distance_beyond_k() -> None:
@@ -308,7 +315,7 @@ def test_the_generated_constants_are_layouts() -> None:
         "F_EXACT": layout.F_EXACT, "F_INDEXED": layout.F_INDEXED, "F_MEMBER": layout.F_MEMBER,
         "F_PREV": layout.F_PREV, "F_LAST": layout.F_LAST, "OUTCOME_SHIFT": layout.OUTCOME_SHIFT,
         "MODE_INDEX": layout.MODE_INDEX, "MODE_EXACT": layout.MODE_EXACT, "MODE_EXTRA": layout.MODE_EXTRA,
-        "NO_POSITION": layout.NO_POSITION, "PART_HINT": layout.PART_HINT,
+        "NO_POSITION": layout.NO_POSITION, "D_CONTAINMENT": layout.D_CONTAINMENT, "PART_HINT": layout.PART_HINT,
         "PART_CANONICAL": layout.PART_CANONICAL, "PART_PAYLOAD": layout.PART_PAYLOAD,
         "PART_PREVIOUS": layout.PART_PREVIOUS, "PART_RECORD": layout.PART_RECORD, "PART_BUCKET": layout.PART_BUCKET,
         "K_SCOPE_DICT": 1, "K_HEX_IDENTITY": 2, "K_DIGEST": 4,

@@ -199,3 +199,36 @@ def test_restoring_two_entries_with_one_identity_is_refused() -> None:
         rule.restore_arrays(["s"] * 3, ["x", "y", "x"], np.arange(3, dtype=np.uint64), np.zeros(3, dtype=bool),
                             np.full(3, -1), np.full(3, -1), np.ones(3, dtype=bool), np.arange(3, dtype=np.uint64),
                             [b""] * 3, [None] * 3, hashes)  # fmt: skip
+
+
+def test_add_canonicals_is_add_canonical_page_by_page() -> None:
+    """``Clusterer.add_canonicals`` (a worker's mirror, ``backends.redis.mirror``) leaves the state that
+    ``add_canonical`` of each page leaves, and the rule then answers alike."""
+    import random
+
+    from simhash_scrapy.core.cluster.containment import Sketch
+    from simhash_scrapy.core.index.layered import LayeredIndex
+
+    rng = random.Random(4)
+    pages = []
+    for n in range(300):
+        fp = rng.getrandbits(64)
+        sketch = Sketch(tuple(sorted(rng.sample(range(2000), 12))), 20) if n % 2 else None
+        pages.append((fp, n % 13 == 0, (rng.getrandbits(64),) if n % 5 == 0 else (),
+                      fp ^ 0xFF00 if n % 3 == 0 else None, rng.getrandbits(64) if n % 4 else None, sketch,
+                      f"example.com/a/{n % 40}" if sketch is not None else None))  # fmt: skip
+    one, many = Clusterer(), Clusterer()
+    many.index_type = LayeredIndex
+    entries = [one.add_canonical("s", *page) for page in pages]
+    assert many.add_canonicals("s", pages[:100]) + many.add_canonicals("s", pages[100:]) == entries
+    for name in ("fingerprint", "exact", "canonical", "distance", "indexed", "indexed_keys", "also", "second"):
+        assert getattr(many, name) == getattr(one, name), name
+    assert many._exact == one._exact and many._also_rows == one._also_rows
+    assert sorted(many._indexes["s"]) == sorted(one._indexes["s"])
+    assert sorted(many._seconds["s"]) == sorted(one._seconds["s"])
+    assert many._contained["s"]._sketches == one._contained["s"]._sketches
+    assert many._views._entries == one._views._entries
+    for fp, _, keys, also, second, sketch, address in pages:
+        for probe in (fp, fp ^ 0b1011, fp ^ 0xFF00FF):
+            assert (many.nearest("s", probe, keys, also, second, sketch, "example.com", address)
+                    == one.nearest("s", probe, keys, also, second, sketch, "example.com", address))  # fmt: skip

@@ -348,3 +348,30 @@ def test_adds_merge_into_spare_room_in_place() -> None:
     every = np.array(stored, dtype=np.uint64)
     for query in rng.sample(stored, 200):
         assert [(m.distance, m.key) for m in index.query(query)] == brute_array(every, query, 4)
+
+
+def test_a_layered_index_answers_as_one_index() -> None:
+    """``LayeredIndex`` (a big and a small index, ``core.index.layered``): the same matches, in the same order,
+    as one ``BlockPermutedIndex`` of the same rows, through moves into the big index and removals."""
+    import random
+
+    from simhash_scrapy.core.index.layered import LayeredIndex
+
+    rng = random.Random(11)
+    layered, single = LayeredIndex(4, None, recent_rows=50), BlockPermutedIndex(4, None)
+    fps = [rng.getrandbits(64) for _ in range(400)]
+    for key, fp in enumerate(fps):
+        near = fp ^ (1 << rng.randrange(64)) if key % 3 == 0 else fp  # near-duplicates of earlier rows too
+        if key % 7 == 0:
+            layered.add_many(np.array([key, key]), np.array([fp, near], dtype=np.uint64))
+            single.add_many([key, key], [fp, near])
+        else:
+            layered.add(key, fp)
+            single.add(key, fp)
+        if key % 11 == 10:
+            assert layered.remove(key - 5) == single.remove(key - 5)
+    assert len(layered.big) and len(layered) == len(single)
+    row_keys, row_fps = single.rows()  # (what the small index hands over: every live row, in order)
+    assert list(zip(list(row_keys), row_fps.tolist())) == list(single) == list(layered)
+    for fp in fps + [fp ^ 0b10101 for fp in fps[:100]]:
+        assert layered.query(fp) == single.query(fp)

@@ -679,3 +679,22 @@ def test_template_lines_on_real_text_and_what_it_refuses() -> None:
         FAST.template_lines("text", {}, 0, 10)  # bytes only (the learner encodes a str first)
     with pytest.raises(TypeError):
         FAST.template_lines(b"text", [], 0, 10)
+
+
+def test_sentence_counting_in_c_is_the_numpy_counting() -> None:
+    """``SentenceCounts.add_many``: the C loop (``count_hashes``) and numpy count alike, saturating at 255."""
+    from simhash_scrapy.core.cluster.containment import SentenceCounts
+
+    rng = np.random.default_rng(5)
+    batches = [rng.integers(0, 2**64, 40, dtype=np.uint64, endpoint=False) for _ in range(30)]
+    batches.append(np.full(300, 12345, dtype=np.uint64))  # one hash past saturation
+    batches.append(rng.integers(0, 64, 500, dtype=np.uint64))  # many collisions in 6 bits
+    tables = []
+    for compiled in (True, False):
+        with _native.switched(compiled):
+            counts = SentenceCounts(bits=6)
+            for batch in batches:
+                counts.add_many(batch)
+            tables.append((bytes(counts._low), bytes(counts._high)))
+    assert tables[0] == tables[1]
+    assert max(tables[0][0]) == 255

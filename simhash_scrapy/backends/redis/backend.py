@@ -72,8 +72,11 @@ _MAX_BATCH = 256
 _DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 #: Times a batch is checked again after Redis answered that its scope was lost (then: a backend error).
 _MAX_RESETS = 3
-#: Two strings read in one atomic step (a scope's log and extras, for ``mirror.py``).
-_READ_BOTH = "return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or ''}"
+#: The lengths of a scope's log and extras and its epoch, read in one atomic step (``_load_mirror``).
+_LENGTHS = ("return {redis.call('STRLEN', KEYS[1]), redis.call('STRLEN', KEYS[2]), "
+            "redis.call('HGET', KEYS[3], 'epoch') or ''}")
+#: Bytes of a scope's extras read at a time when a worker's mirror loads it (``_load_mirror``).
+MIRROR_CHUNK = 1 << 22
 #: One ERROR line per loss of data: further scopes lost within this many seconds are counted, not logged.
 _LOSS_LOG_INTERVAL = 60.0
 
@@ -119,6 +122,8 @@ class RedisBackend(Outages, DedupBackend):
         self._learning = asyncio.Lock()
         #: Held while the mirror changes or answers: a scope's mirror loads in a thread (a big log takes seconds).
         self._mirror_lock = threading.Lock()
+        #: Scopes whose mirror is being loaded (in chunks, over several awaits): their checks wait for it.
+        self._mirror_loads: dict[str, asyncio.Event] = {}
         self._init_outages()
 
     @classmethod
@@ -680,7 +685,7 @@ class RedisBackend(Outages, DedupBackend):
                     out.append((None, None))
                     continue
                 host = host_of(record.url) if record.url else None
-                address = page_address(record.url, record.sketch)
+                address = page_address(record.url, record.sketch, host)
                 found = mirror.hint(scope, record, host, address)
                 extra = (None if found is None else found[0],
                          record_of(record, host, address) if has_extras(record) else b"")  # fmt: skip
@@ -710,6 +715,9 @@ class RedisBackend(Outages, DedupBackend):
         mirror = self._mirror
         if mirror is None:
             return False
+        loading = self._mirror_loads.get(scope)
+        if loading is not None:
+            await loading.wait()
         if scope in mirror.scopes:
             return True
         if not any(has_extras(record) for record in records):
@@ -718,18 +726,74 @@ class RedisBackend(Outages, DedupBackend):
         return True
 
     async def _load_mirror(self, scope: str, sk: ScopeKeys) -> None:
+        """Load the mirror of ``scope`` (``_read_mirror``), once at a time: a check of the scope meanwhile waits
+        for it; a load that fails leaves no part of the scope behind."""
+        loading = self._mirror_loads.get(scope)
+        if loading is not None:
+            await loading.wait()
+            return
+        loading = self._mirror_loads[scope] = asyncio.Event()
+        try:
+            await self._read_mirror(scope, sk)
+        except BaseException:
+            with self._mirror_lock:
+                assert self._mirror is not None
+                self._mirror.drop(scope)
+            raise
+        finally:
+            del self._mirror_loads[scope]
+            loading.set()
+
+    async def _read_mirror(self, scope: str, sk: ScopeKeys) -> None:
+        """The mirror of ``scope`` (``mirror.py``): its log and extras as of one moment (their lengths and the
+        scope's epoch, read together; both strings only grow), read in chunks of ``MIRROR_CHUNK`` bytes of
+        extras and the log entries they need, so no reply holds a whole big scope; again if the scope was made
+        anew meanwhile."""
         mirror = self._mirror
         assert mirror is not None
-        if "read_both" not in self._scripts:  # one script: the log and the extras of one moment
-            self._scripts["read_both"] = self.client.register_script(_READ_BOTH)
-        log, extras = await self._scripts["read_both"](keys=[sk.log, sk.extras])
-
-        def load() -> None:
+        if "lengths" not in self._scripts:
+            self._scripts["lengths"] = self.client.register_script(_LENGTHS)
+        loop = asyncio.get_running_loop()
+        while True:
+            loglen, xlen, epoch = await self._scripts["lengths"](keys=[sk.log, sk.extras, sk.meta])
+            entries = int(loglen) // ENTRY
             with self._mirror_lock:
-                mirror.load(scope, bytes(log or b""), bytes(extras or b""))
+                mirror.load(scope, b"", b"")
+            state, whole = mirror.scopes[scope], True
+            while whole and state.xsync < int(xlen):
+                start, end = state.xsync, min(int(xlen), state.xsync + MIRROR_CHUNK)
+                data = bytes(await self.client.getrange(sk.extras, start, end - 1))
+                # A big scope takes seconds to load: not on the event loop (heartbeats, other scopes' checks).
+                needed = await loop.run_in_executor(None, self._mirror_stage, scope, data, start)
+                # (a string shorter than its length was: the scope was made anew meanwhile; load again)
+                whole = len(data) == end - start and await self._mirror_log(scope, sk, min(needed, entries))
+            whole = whole and await self._mirror_log(scope, sk, entries)
+            if whole and await self.client.hget(sk.meta, "epoch") == (epoch or None):
+                return
 
-        # A big scope takes seconds to load: not on the event loop (heartbeats, other scopes' checks).
-        await asyncio.get_running_loop().run_in_executor(None, load)
+    def _mirror_stage(self, scope: str, data: bytes, start: int) -> int:
+        assert self._mirror is not None
+        with self._mirror_lock:
+            return self._mirror.stage(scope, data, start)
+
+    async def _mirror_log(self, scope: str, sk: ScopeKeys, upto: int) -> bool:
+        """``_load_mirror``: the scope's log entries up to position ``upto``, ``LOAD_CHUNK`` at a time; False
+        when the log is shorter (the scope was made anew meanwhile)."""
+        mirror = self._mirror
+        assert mirror is not None
+        state = mirror.scopes[scope]
+        while state.sync < upto:
+            start = state.sync
+            data = await self.client.getrange(sk.log, start * ENTRY, min(upto, start + LOAD_CHUNK) * ENTRY - 1)
+            if len(data) != (min(upto, start + LOAD_CHUNK) - start) * ENTRY:
+                return False
+
+            def apply(data: bytes = bytes(data), start: int = start) -> None:
+                with self._mirror_lock:
+                    mirror.apply(scope, data, start, b"", state.xsync)
+
+            await asyncio.get_running_loop().run_in_executor(None, apply)
+        return True
 
     # ----------------------------------------------------------- exports
     async def members(self) -> list[ClusterMember]:

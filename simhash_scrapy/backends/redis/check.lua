@@ -275,6 +275,7 @@ for i = 1, #ARGV - 10 do
   end
   local hi, lo = struct.unpack('>I4I4', fp)
   local outcome, seq, first, own, canon, dist, prev, prevseen, hinted
+  local step7 = false  -- found by sentence containment (the page's hint): D_CONTAINMENT in its record
   dist = 0
   if old and sharded then
     local oflags, p = string.byte(old, 13), 15
@@ -313,7 +314,8 @@ for i = 1, #ARGV - 10 do
       else
         outcome = EDITED
       end
-      own, canon, dist = oown, ocanon, odist
+      own, canon, dist = oown, ocanon, odist % D_CONTAINMENT
+      step7 = odist >= D_CONTAINMENT  -- (the member keeps how it was found)
     else
       if oown then append_remove(oown) end
       outcome, own, canon, dist, hinted =
@@ -326,6 +328,7 @@ for i = 1, #ARGV - 10 do
     outcome, own, canon, dist, hinted =
       decide(UNIQUE, fp, hi, lo, exact, locals, -1, want_index, seq, bucket, field, keys, hint, extras)
   end
+  if hinted and hint.kind == 2 then step7 = true end
   local flags = bit.lshift(outcome, OUTCOME_SHIFT)
   if exact then flags = bor(flags, F_EXACT) end
   local parts = {struct.pack('>I4', seq), fp, '', ''}
@@ -335,7 +338,7 @@ for i = 1, #ARGV - 10 do
   parts[#parts + 1] = first
   if seen ~= first then flags = bor(flags, F_LAST); parts[#parts + 1] = seen end
   parts[3] = string.char(flags)
-  parts[4] = string.char(dist)
+  parts[4] = string.char(step7 and dist + D_CONTAINMENT or dist)
   parts[#parts + 1] = payload
   local record = table.concat(parts)
   if not sharded then redis.call('HSET', key, field, record) end

@@ -35,6 +35,7 @@ def record_member(codec: Codec, record: Record, field: bytes, scope: str, canoni
         etag=etag,
         last_modified=last_modified,
         canonical_link=link,
+        via="containment" if record.containment else None,
     )
 
 

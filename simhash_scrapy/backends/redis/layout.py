@@ -108,6 +108,9 @@ MODE_INDEX, MODE_EXACT = 1, 2
 MODE_EXTRA = 4
 #: The log position of "no page" in a containment hint and an extras record (``mirror.py``).
 NO_POSITION = 0xFFFFFFFF
+#: Set in an identity record's distance byte (distances are 0..64): step 7 (sentence containment, the page's
+#: hint) made it a near-duplicate; reports then name the rule ``containment`` (``Record.containment``).
+D_CONTAINMENT = 0x80
 _HEAD = struct.Struct(">I8sBB")
 _I4 = struct.Struct(">I")
 _D = struct.Struct(">d")
@@ -361,6 +364,8 @@ class Record:
     first_seen: float
     last_seen: float
     payload: bytes
+    #: Found by step 7 (``D_CONTAINMENT``): the report's rule is ``containment``, whatever the distance.
+    containment: bool = False
 
 
 def parse_record(value: bytes) -> Record:
@@ -382,8 +387,8 @@ def parse_record(value: bytes) -> Record:
         last = _D.unpack_from(value, p)[0]
         p += 8
     return Record(
-        seq, int.from_bytes(fp, "big"), bool(flags & F_EXACT), OUTCOMES[flags >> OUTCOME_SHIFT], distance, own,
-        canonical, previous, first, last, value[p:],
+        seq, int.from_bytes(fp, "big"), bool(flags & F_EXACT), OUTCOMES[flags >> OUTCOME_SHIFT],
+        distance & ~D_CONTAINMENT, own, canonical, previous, first, last, value[p:], bool(distance & D_CONTAINMENT),
     )
 
 
@@ -416,7 +421,7 @@ def parse_log(data: bytes, start: int) -> list[tuple[int, int, int, int, bytes]]
 
 def pack_record(
     seq: int, fingerprint: int, exact: bool, outcome: str, distance: int, own: int | None, canonical: int | None,
-    previous: int | None, first_seen: float, last_seen: float, payload: bytes,
+    previous: int | None, first_seen: float, last_seen: float, payload: bytes, containment: bool = False,
 ) -> bytes:
     """An identity record, byte for byte as ``check.lua`` writes it (bulk loads, tests)."""
     flags = OUTCOMES.index(outcome) << OUTCOME_SHIFT | (F_EXACT if exact else 0)
@@ -434,7 +439,7 @@ def pack_record(
     if _D.pack(last_seen) != _D.pack(first_seen):
         flags |= F_LAST
         parts.append(_D.pack(last_seen))
-    parts[0] = _HEAD.pack(seq, fingerprint.to_bytes(8, "big"), flags, distance)
+    parts[0] = _HEAD.pack(seq, fingerprint.to_bytes(8, "big"), flags, distance | (D_CONTAINMENT if containment else 0))
     parts.append(payload)
     return b"".join(parts)
 
@@ -452,7 +457,7 @@ def lua_constants() -> str:
         "ENTRY": ENTRY, "EDIT_MATCH": EDIT_MATCH,
         "OP_ADD": OP_ADD, "OP_REMOVE": OP_REMOVE, "OP_EXACT": OP_EXACT, "OP_EDIT_KEY": OP_EDIT_KEY,
         "F_EXACT": F_EXACT, "F_INDEXED": F_INDEXED, "F_MEMBER": F_MEMBER, "F_PREV": F_PREV, "F_LAST": F_LAST,
-        "MODE_INDEX": MODE_INDEX, "MODE_EXACT": MODE_EXACT, "MODE_EXTRA": MODE_EXTRA, "NO_POSITION": NO_POSITION, "OUTCOME_SHIFT": OUTCOME_SHIFT,
+        "MODE_INDEX": MODE_INDEX, "MODE_EXACT": MODE_EXACT, "MODE_EXTRA": MODE_EXTRA, "NO_POSITION": NO_POSITION, "D_CONTAINMENT": D_CONTAINMENT, "OUTCOME_SHIFT": OUTCOME_SHIFT,
         **{outcome.name: code for code, outcome in enumerate(RECORDED_OUTCOMES)},
         "K_SCOPE_DICT": _K_SCOPE_DICT, "K_HEX_IDENTITY": _K_HEX_IDENTITY, "K_DIGEST": _K_DIGEST,
         "PART_CANONICAL": PART_CANONICAL, "PART_PAYLOAD": PART_PAYLOAD, "PART_PREVIOUS": PART_PREVIOUS,

@@ -44,6 +44,7 @@ always up to date when it answers.  With several workers, see the Redis guide
 from __future__ import annotations
 
 import struct
+from array import array
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,6 +52,7 @@ import numpy as np
 from ...core.cluster.containment import Sketch
 from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
+from ...core.index.layered import LayeredIndex
 from .layout import NO_POSITION, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 from .protocol import Hint
 from .replica import _LOG_DTYPE
@@ -116,7 +118,17 @@ def read_record(
 ) -> tuple[int | None, int | None, Sketch | None, str | None, str | None]:
     """``record_of``'s fields back: (template-free simhash, second simhash, sketch, host or None, address
     or None)."""
+    return _read(data)[:5]
+
+
+#: ``_read``'s fields: ``read_record``'s, and the sketch's hashes as the record packs them (big-endian).
+_Fields = tuple[int | None, int | None, Sketch | None, str | None, str | None, bytes | None]
+_NO_FIELDS: _Fields = (None, None, None, None, None, None)
+
+
+def _read(data: bytes) -> _Fields:
     flags, at = data[0], 1
+    packed = None
     also = second = None
     sketch = None
     if flags & _ALSO:
@@ -129,6 +141,7 @@ def read_record(
         sentences, n = _SKETCH_HEAD.unpack_from(data, at)
         at += _SKETCH_HEAD.size
         sketch = Sketch(struct.unpack_from(f">{n}Q", data, at), sentences)
+        packed = data[at : at + 8 * n]
         at += 8 * n
     address = None
     if flags & _ADDRESS:
@@ -136,18 +149,21 @@ def read_record(
         address = data[at + _LENGTH.size : at + _LENGTH.size + length].decode("utf-8", "surrogatepass")
         at += _LENGTH.size + length
     host = data[at:].decode("utf-8", "surrogatepass") or None
-    return also, second, sketch, host, address
+    return also, second, sketch, host, address, packed
 
 
-def _records(data: bytes) -> list[tuple[int, bytes]]:
-    """The extras records of ``data`` (whole records): (log position or ``NO_POSITION``, record)."""
+def _records(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
+    """The whole extras records at the start of ``data``: (log position or ``NO_POSITION``, record), and their
+    bytes (a chunk of the string may end within a record: the rest comes with the next chunk)."""
     out, at = [], 0
     while at + _RECORD_HEAD.size <= len(data):
         pos, length = _RECORD_HEAD.unpack_from(data, at)
+        if at + _RECORD_HEAD.size + length > len(data):
+            break
         at += _RECORD_HEAD.size
         out.append((pos, data[at : at + length]))
         at += length
-    return out
+    return out, at
 
 
 def first_related(records: list[PageRecord], k: int) -> int | None:
@@ -187,12 +203,14 @@ def first_related(records: list[PageRecord], k: int) -> int | None:
 class _Scope:
     """What a ``Mirror`` holds of one scope: log entries and extras bytes applied, log position <-> entry."""
 
-    __slots__ = ("sync", "xsync", "entry_of")
+    __slots__ = ("sync", "xsync", "entry_of", "pending")
 
     def __init__(self) -> None:
         self.sync = 0
         self.xsync = 0
         self.entry_of: dict[int, int] = {}  # log position -> entry, for the canonical pages of the scope
+        #: Extras records read before their log entries (a scope loaded in chunks: ``stage``), by log position.
+        self.pending: dict[int, _Fields] = {}
 
 
 class Mirror:
@@ -201,12 +219,14 @@ class Mirror:
     def __init__(self, config: SimhashConfig) -> None:
         self.detector = Detector.from_config(config)
         self.rule = self.detector.rule
+        self.rule.index_type = LayeredIndex  # canonical pages arrive one run at a time, into a big index
         self.rule.host_of_entry = self._host_of_entry
         # Per entry of the rule (entries are made in order, one per canonical page added): its page's host,
         # log position and seq.
-        self._hosts: list[str | None] = []
-        self._pos: list[int] = []
-        self._seq: list[int] = []
+        self._hosts: list[str | None] = []  # (one string a host: ``_host_names``)
+        self._host_names: dict[str, str] = {}
+        self._pos = array("q")
+        self._seq = array("q")
         self.scopes: dict[str, _Scope] = {}
         #: Bytes of the shared learner inputs (the ``templates`` string) replayed, and the ranges this
         #: worker appended there that are not behind ``learned`` yet (never replayed: learned already).
@@ -280,16 +300,35 @@ class Mirror:
         self.scopes[scope] = _Scope()
         self.apply(scope, log, 0, extras, 0)
 
+    def stage(self, scope: str, extras: bytes, xstart: int) -> int:
+        """The extras records from byte ``xstart`` (whole records; what the mirror holds already is skipped):
+        their sentences counted, each canonical page's record kept until its log entry is applied.  Returns
+        the log position up to which the log is needed for them (a scope loaded in chunks reads that far)."""
+        state = self.scopes[scope]
+        self._stage(state, extras, xstart)
+        return max(state.pending, default=state.sync - 1) + 1
+
+    def _stage(self, state: _Scope, extras: bytes, xstart: int) -> None:
+        skip = max(0, state.xsync - xstart)
+        if skip >= len(extras):
+            return
+        found, used = _records(extras[skip:])
+        state.xsync = max(state.xsync, xstart + skip + used)
+        records = [(pos, _read(data)) for pos, data in found]
+        state.pending.update((pos, fields) for pos, fields in records if pos != NO_POSITION)
+        counted = b"".join([fields[5] for _, fields in records if fields[5] is not None])
+        if counted:
+            self.rule.count_sentences(np.frombuffer(counted, dtype=">u8").astype(np.uint64))
+
     def apply(
         self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
     ) -> None:
         """The log entries from position ``start`` and the extras from byte ``xstart`` (a check reply's tails);
-        what the mirror holds already is skipped."""
+        what the mirror holds already is skipped.  Canonical pages are added in runs (``Clusterer.add_canonicals``:
+        their index rows in one step), a run ended by each remove entry."""
         state = self.scopes[scope]
-        skip = max(0, state.xsync - xstart)
-        records = _records(extras[skip:]) if skip < len(extras) else []
-        state.xsync = max(state.xsync, xstart + len(extras))
-        found = {pos: data for pos, data in records if pos != NO_POSITION}
+        self._stage(state, extras, xstart)
+        found = state.pending
         entries = np.frombuffer(
             log[: len(log) - len(log) % _LOG_DTYPE.itemsize], dtype=_LOG_DTYPE
         )
@@ -302,50 +341,45 @@ class Mirror:
         for j in range(first, len(ops)):
             if ops[j] == OP_EDIT_KEY:
                 keys.setdefault(owners[j], []).append(fps[j])
+        run: list[tuple[int, int, bool, int]] = []  # (log position, fingerprint, exact, seq) of adds to make
         for j in range(first, len(ops)):
             op, pos = ops[j], start + j
             if op in (OP_ADD, OP_EXACT):
-                self._add(
-                    scope,
-                    state,
-                    pos,
-                    fps[j],
-                    op == OP_EXACT,
-                    keys.get(pos, ()),
-                    seqs[j],
-                    found.get(pos),
-                )
+                run.append((pos, fps[j], op == OP_EXACT, seqs[j]))
             elif op == OP_REMOVE:
+                self._add_run(scope, state, run, keys, found)
+                run = []
                 entry = state.entry_of.pop(fps[j] >> 32, None)
                 if entry is not None:
                     self.rule.remove_canonical(scope, entry)
+        self._add_run(scope, state, run, keys, found)
         state.sync = max(state.sync, start + len(ops))
-        counted = [sketch.hashes for sketch in (read_record(data)[2] for _, data in records) if sketch is not None]
-        if counted:
-            self.rule.count_sentences(np.fromiter((h for hashes in counted for h in hashes), dtype=np.uint64))
+        if found and min(found) < state.sync:  # (records of entries held already: none are expected)
+            for pos in [pos for pos in found if pos < state.sync]:
+                del found[pos]
 
-    def _add(
+    def _add_run(
         self,
         scope: str,
         state: _Scope,
-        pos: int,
-        fp: int,
-        exact: bool,
-        keys: list[int] | tuple[()],
-        seq: int,
-        data: bytes | None,
+        run: list[tuple[int, int, bool, int]],
+        keys: dict[int, list[int]],
+        found: dict[int, _Fields],
     ) -> None:
-        also, second, sketch, host, address = (
-            read_record(data) if data is not None else (None, None, None, None, None)
-        )
-        entry = self.rule.add_canonical(
-            scope, fp, exact, tuple(keys), also, second, sketch, address
-        )
-        assert entry == len(self._pos)
-        self._hosts.append(host)
-        self._pos.append(pos)
-        self._seq.append(seq)
-        state.entry_of[pos] = entry
+        """``apply``: canonical pages added to the rule, in log order, with their extras (none: steps 1-4 only)."""
+        if not run:
+            return
+        fields = [found.pop(pos, _NO_FIELDS) for pos, _, _, _ in run]
+        added = self.rule.add_canonicals(scope, [
+            (fp, exact, tuple(keys.get(pos, ())), also, second, sketch, address)
+            for (pos, fp, exact, _), (also, second, sketch, _, address, _) in zip(run, fields)
+        ], [f[5] for f in fields])  # fmt: skip
+        assert not added or added[0] == len(self._pos)
+        for entry, (pos, _, _, seq), (_, _, _, host, _, _) in zip(added, run, fields):
+            self._hosts.append(None if host is None else self._host_names.setdefault(host, host))
+            self._pos.append(pos)
+            self._seq.append(seq)
+            state.entry_of[pos] = entry
 
     def joined(self, scope: str, pos: int, fingerprint: int) -> None:
         """The script took this worker's step-7 hint: the page of ``fingerprint`` joined the canonical page at

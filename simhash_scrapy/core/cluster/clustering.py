@@ -84,6 +84,7 @@ import numpy as np
 from .. import defaults
 from ..index.index import BlockPermutedIndex
 from ..index.keytable import KeyTable, pack_keys, unpack_keys
+from ..index.layered import LayeredIndex
 from .containment import COMMON, ContainmentIndex, SentenceCounts, Sketch, estimate, verify
 from .views import MIN_CONTAINMENT as VIEW_MIN_CONTAINMENT
 from .views import MIN_RATIO as VIEW_MIN_RATIO
@@ -219,7 +220,10 @@ class Clusterer:
         BlockPermutedIndex(max_distance, blocks)  # validates the layout now, not at the first page
         self.max_distance = max_distance
         self.blocks = blocks
-        self._indexes: dict[str, BlockPermutedIndex] = {}
+        self._indexes: dict[str, BlockPermutedIndex | LayeredIndex] = {}
+        #: The class of the canonical pages' indexes (first and second simhash): ``LayeredIndex`` where
+        #: canonical pages arrive one by one into a big index (``backends.redis.mirror``; the same answers).
+        self.index_type: type[BlockPermutedIndex] | type[LayeredIndex] = BlockPermutedIndex
         self._exact: dict[str, dict[int, int]] = {}
         self._edits: dict[str, KeyTable] = {}  # one-edit key -> canonical entry, per scope
         self._identities: dict[tuple[str, str], int] = {}
@@ -240,7 +244,7 @@ class Clusterer:
         self._pending: list[tuple[str, int]] = []  # restored canonical entries, indexed by restore_indexes
         self.also: list[int | None] = []  # a canonical entry's template-free fingerprint in the index, else None
         self.second: list[int | None] = []  # a canonical entry's second simhash in its index, else None
-        self._seconds: dict[str, BlockPermutedIndex] = {}  # second simhashes of canonical pages, per scope
+        self._seconds: dict[str, BlockPermutedIndex | LayeredIndex] = {}  # second simhashes of canonical pages, per scope
         self._also_rows = 0  # index rows holding one (not counted by index_size)
         #: canonical entry -> fingerprints of the pages step 7 joined to it further than k (rows of its own)
         self.copy_rows: dict[int, list[int]] = {}
@@ -284,10 +288,10 @@ class Clusterer:
         return indexed + sum(len(t) for t in self._exact.values())
 
     # ------------------------------------------------------------ lookups
-    def _index(self, scope: str) -> BlockPermutedIndex:
+    def _index(self, scope: str) -> BlockPermutedIndex | LayeredIndex:
         index = self._indexes.get(scope)
         if index is None:
-            index = self._indexes[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
+            index = self._indexes[scope] = self.index_type(self.max_distance, self.blocks)
         return index
 
     def _nearest(
@@ -351,7 +355,7 @@ class Clusterer:
         assert indexed is not None
         return owner, (fingerprint ^ indexed).bit_count(), via
 
-    def _query(self, scope: str, index: BlockPermutedIndex, value: int) -> list[Any]:
+    def _query(self, scope: str, index: BlockPermutedIndex | LayeredIndex, value: int) -> list[Any]:
         """``index.query(value)`` without the matches only a copy row (``add_copy_row``) explains when the page
         is at another address than the canonical page: a copy's rows serve the other views of its address."""
         matches = index.query(value)
@@ -427,6 +431,58 @@ class Clusterer:
         entry = self._new_entry(fingerprint, exact, -1, -1)
         self._make_canonical(scope, entry, fingerprint, exact, () if exact else edit_keys, also, second, sketch)
         return entry
+
+    def add_canonicals(
+        self,
+        scope: str,
+        pages: Sequence[tuple[int, bool, Sequence[int], int | None, int | None, Sketch | None, str | None]],
+        packed: Sequence[bytes | None] | None = None,
+    ) -> list[int]:
+        """``add_canonical`` of each page (``(fingerprint, exact, edit_keys, also, second, sketch, address)``), in
+        order: the same entries and rows (``test_clustering``), made in one loop and added to the indexes in one
+        step (a worker's mirror takes every canonical page of every worker: ``backends.redis.mirror``).
+        ``packed``: each page's sketch hashes packed (``ContainmentIndex.add``), when the caller has them."""
+        first = len(self.fingerprint)
+        rows: list[int] = []  # entry, fingerprint, entry, fingerprint, ... (first simhash and template-free rows)
+        seconds: list[int] = []
+        for entry, (fingerprint, exact, keys, also, second, sketch, address) in enumerate(pages, first):
+            self._new_entry(fingerprint, exact, -1, -1)
+            self.indexed[entry] = fingerprint
+            if exact:
+                self._exact.setdefault(scope, {}).setdefault(fingerprint, entry)
+                continue
+            rows += (entry, fingerprint)
+            if keys:
+                self._add_keys(scope, entry, keys)
+            if also is not None and also != fingerprint:
+                rows += (entry, also)  # removed with the entry (BlockPermutedIndex.remove: every row of a key)
+                self.also[entry] = also
+                self._also_rows += 1
+            if second is not None:
+                seconds += (entry, second)
+                self.second[entry] = second
+            if sketch is not None:
+                self._add_sketch(scope, entry, sketch, address, None if packed is None else packed[entry - first])
+        if pages:
+            self._address = pages[-1][6]
+        for flat, tables in ((rows, self._indexes), (seconds, self._seconds)):
+            if flat:
+                table = tables.get(scope)
+                if table is None:
+                    table = tables[scope] = self.index_type(self.max_distance, self.blocks)
+                # (fingerprints checked already: the pages', or the rows made from them)
+                table.add_many(np.array(flat[::2], dtype=np.int64), np.array(flat[1::2], dtype=np.uint64))
+        return list(range(first, len(self.fingerprint)))
+
+    def _add_sketch(
+        self, scope: str, entry: int, sketch: Sketch, address: str | None, packed: bytes | None = None
+    ) -> None:
+        """A canonical entry's sketch in the scope's containment index, listed under its address (step 7)."""
+        contained = self._contained.get(scope)
+        if contained is None:
+            contained = self._contained[scope] = ContainmentIndex()
+        if contained.add(entry, sketch, packed) and address is not None:
+            self._views.add(scope, address, entry)
 
     def remove_canonical(self, scope: str, entry: int) -> None:
         """``entry`` is no longer canonical (decided elsewhere): out of every index of ``scope``."""
@@ -505,15 +561,11 @@ class Clusterer:
             if second is not None:
                 table = self._seconds.get(scope)
                 if table is None:
-                    table = self._seconds[scope] = BlockPermutedIndex(self.max_distance, self.blocks)
+                    table = self._seconds[scope] = self.index_type(self.max_distance, self.blocks)
                 table.add(entry, second)
                 self.second[entry] = second
             if sketch is not None:
-                contained = self._contained.get(scope)
-                if contained is None:
-                    contained = self._contained[scope] = ContainmentIndex()
-                if contained.add(entry, sketch) and self._address is not None:
-                    self._views.add(scope, self._address, entry)
+                self._add_sketch(scope, entry, sketch, self._address)
         self.indexed[entry] = fingerprint
         self.canonical[entry] = self.distance[entry] = -1
 

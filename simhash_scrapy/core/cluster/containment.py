@@ -262,6 +262,10 @@ class SentenceCounts:
         hashes = np.asarray(hashes, dtype=np.uint64)
         if not len(hashes):
             return
+        count = getattr(_native.speedups, "count_hashes", None)  # (None: an older build of the helpers)
+        if count is not None:
+            count(self._low, self._high, np.ascontiguousarray(hashes), self._bits)
+            return
         mask = np.uint64(self._mask)
         for table, keys in ((self._low, hashes & mask), (self._high, (hashes >> np.uint64(self._bits)) & mask)):
             slots, times = np.unique(keys.astype(np.int64), return_counts=True)
@@ -285,11 +289,12 @@ class ContainmentIndex:
     def __len__(self) -> int:
         return len(self._sketches)
 
-    def add(self, entry: int, sketch: Sketch) -> bool:
-        """Keep ``entry``'s sketch (``False`` when full)."""
+    def add(self, entry: int, sketch: Sketch, packed: bytes | None = None) -> bool:
+        """Keep ``entry``'s sketch (``False`` when full); ``packed``: its hashes as ``_pack`` packs them, when
+        the caller has them so (the Redis extras records: ``backends.redis.mirror``)."""
         if len(self._sketches) >= self.max_pages or entry in self._sketches:
             return False
-        self._sketches[entry] = (_pack(sketch.hashes), sketch.sentences)
+        self._sketches[entry] = (_pack(sketch.hashes) if packed is None else packed, sketch.sentences)
         anchors = self._anchors
         for h in sketch.hashes[:ANCHORS]:
             owners = anchors.get(h)
@@ -355,8 +360,9 @@ class ContainmentIndex:
 
 
 def _pack(hashes: Sequence[int]) -> bytes:
-    return struct.pack(f"<{len(hashes)}Q", *hashes)
+    """A sketch's hashes as kept: 8 bytes each, big-endian (as the Redis extras records hold them)."""
+    return struct.pack(f">{len(hashes)}Q", *hashes)
 
 
 def _unpack(data: bytes) -> tuple[int, ...]:
-    return struct.unpack(f"<{len(data) // 8}Q", data)
+    return struct.unpack(f">{len(data) // 8}Q", data)

@@ -81,14 +81,14 @@ def _naming_query(query: str) -> str:
     return "&".join(named)
 
 
-def address_of(url: str | None) -> str | None:
+def address_of(url: str | None, host: str | None = None) -> str | None:
     """A page's address: host (``host_of``) and path, no trailing slash, the query parameters that name an
     item (``_naming_query``) and the page number its URL names (``identity.url_page_number``: page 2 of a
     thread is another page); the fragment and the rest of the query are left out.  ``None`` for no URL or
-    one without a host."""
+    one without a host.  ``host``: ``host_of(url)``, when the caller has it already."""
     if not url:
         return None
-    host = host_of(url)
+    host = host_of(url) if host is None else host
     if not host:
         return None
     try:
@@ -101,10 +101,10 @@ def address_of(url: str | None) -> str | None:
             + ("" if number is None else f" page {number}"))
 
 
-def page_address(url: str | None, sketch: object | None) -> str | None:
+def page_address(url: str | None, sketch: object | None, host: str | None = None) -> str | None:
     """The address step 7 checks a page at (``address_of``): only a page with a sentence sketch has one (the
     in-process rule, the store and the Redis mirror all take it from here)."""
-    return address_of(url) if sketch is not None else None
+    return address_of(url, host) if sketch is not None else None
 
 
 class AddressBook:

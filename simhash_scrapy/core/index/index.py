@@ -707,6 +707,16 @@ class BlockPermutedIndex:
         self._removed = 0
         self._rebuild()
 
+    def rows(self) -> tuple[np.ndarray | list[Any], np.ndarray]:
+        """The keys and fingerprints (uint64) of every entry, in insertion order, in bulk (``__iter__``'s)."""
+        keys, fps = self._keys.saved(self._n), self._fps[: self._n]
+        if self._alive is None:
+            return keys, fps.copy()
+        live = self._alive[: self._n]
+        if isinstance(keys, np.ndarray):
+            return keys[live], fps[live]
+        return [key for key, keep in zip(keys, live.tolist()) if keep], fps[live]
+
     def __iter__(self) -> Iterator[tuple[Any, int]]:
         """``(key, fingerprint)`` of every entry, in insertion order."""
         fps = self._fps
