@@ -52,7 +52,8 @@ def test_the_third_party_modules_the_package_imports_are_declared() -> None:
     """Every module the package imports from outside the standard library is a declared dependency
     (``parsel`` and ``cssselect`` arrived through Scrapy only)."""
     declared = {re.split(r"[<>=!~ \[;]", d, maxsplit=1)[0].lower().replace("-", "_")
-                for d in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["redis"]}
+                for d in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["redis"]
+                + PROJECT["optional-dependencies"]["hiredis"]}
     imported = set()
     for path in (ROOT / "simhash_scrapy").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
