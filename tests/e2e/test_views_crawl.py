@@ -70,6 +70,26 @@ async def test_a_print_card_with_three_sampled_sentences_joins_its_recipe_at_its
     assert seen[site.url("/recipes/stew?format=print")]["duplicate_of"] is None
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_home_page_of_three_sentences_keeps_its_tracking_copy_with_a_session_line(serve: Any) -> None:
+    home = sentences(30, 3)  # a short home page: three sentences of eight words or more
+    pages = {
+        "/": html(home),
+        "/?utm_source=newsletter": html(sentences(31, 1) + home),  # a tracking copy adds its session line
+        "/about": html(sentences(32, 1) + home),  # another address: step 7's own four shared sentences
+    }
+    assert sketch(pages["/"]).sentences == views.MIN_SHARED < containment.MIN_SHARED
+    site = serve(pages)
+    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in pages])
+    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    tracked = seen[site.url("/?utm_source=newsletter")]
+    assert tracked["duplicate_of"] == site.url("/") or seen[site.url("/")]["duplicate_of"] == tracked["url"]
+    joined = tracked if tracked["duplicate_of"] else seen[site.url("/")]
+    assert joined["rule"] == "containment" and joined["distance"] > 8
+    assert seen[site.url("/about")]["duplicate_of"] is None
+
+
 def product_page(sku: str, price: str, jsonld: bool) -> str:
     data = {"@context": "https://schema.org", "@type": "Product", "name": f"Monitor {sku}", "sku": sku,
             "offers": {"@type": "Offer", "price": price, "priceCurrency": "EUR"}}  # fmt: skip

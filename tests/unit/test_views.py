@@ -182,3 +182,22 @@ def test_a_print_view_joins_an_edited_copy_of_its_page_on_most_of_its_sentences(
     for _ in range(containment.COMMON):
         clusters._sentences.add(view[1].hashes)
     assert clusters.check("s", "print", view[0], sketch=view[1], address="recipes.test/soup").outcome is Outcome.UNIQUE
+
+
+def test_a_page_of_three_sentences_has_a_sketch_and_joins_its_view_at_one_address() -> None:
+    # three shared sentences are enough between views of one address: a page of three gets a sketch
+    # (before, a sketch needed four sentences, and a short home page never met its tracking copy)
+    home = sentences(30, 3)
+    session = sentences(31, 1)  # the tracking copy's session line
+    small, large = page(home), page(session, home)
+    assert containment.MIN_SENTENCES <= small[1].sentences == MIN_SHARED < containment.MIN_SHARED
+    assert (small[0] ^ large[0]).bit_count() > 8  # far apart in simhash: only step 7 can join them
+    for first, second in ((small, large), (large, small)):
+        clusters = Clusterer()
+        clusters.check("s", "a", first[0], sketch=first[1], address="shop.test/")
+        decision = clusters.check("s", "b", second[0], sketch=second[1], address="shop.test/")
+        assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.via == "containment"
+        clusters = Clusterer()  # at another address, step 7's own four shared sentences are not there
+        clusters.check("s", "a", first[0], sketch=first[1], address="shop.test/")
+        assert clusters.check("s", "b", second[0], sketch=second[1], address="shop.test/about").outcome is Outcome.UNIQUE
+    assert containment.sketch_of("\n".join(home[:2])) is None  # two sentences: never enough, no sketch

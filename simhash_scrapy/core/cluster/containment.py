@@ -88,8 +88,10 @@ MIN_RATIO = 0.5
 CROSS_HOST_MIN_RATIO = 2 / 3
 #: ... and the two share at least this many sampled sentences.
 MIN_SHARED = 4
-#: Pages with fewer sentences get no sketch.
-MIN_SENTENCES = 4
+#: Pages with fewer sentences get no sketch.  Three: between views of one address three shared sentences
+#: are enough (``views.MIN_SHARED``), and a page of three never reaches ``MIN_SHARED`` elsewhere (a print view
+#: of three sentences, a short home page and its tracking copy: issue 33, round 6).
+MIN_SENTENCES = 3
 #: A sentence counted in this many pages checked by step 7 is common (a host's widget, a site-wide
 #: section): it is left out of the verification.
 COMMON = 3
