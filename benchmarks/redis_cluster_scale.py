@@ -291,6 +291,21 @@ async def fill_through_checks(url: str, stored: int, k: int, extra: dict[str, An
 
 
 # ------------------------------------------------------------------------------ timed
+async def check_all(backend: Any, pages: list[tuple[int, int]], in_flight: int = 16) -> dict[str, int]:
+    """Check every ``(page, fingerprint)`` of ``pages`` through ``backend``, ``in_flight`` checks at a time, as a
+    crawl's concurrent requests do; the count of each outcome."""
+    queue = iter(pages)
+    outcomes: dict[str, int] = {}
+
+    async def one() -> None:
+        for page, fp in queue:
+            verdict = await backend.check(record_of(page, fp))
+            outcomes[verdict.outcome.value] = outcomes.get(verdict.outcome.value, 0) + 1
+
+    await asyncio.gather(*(one() for _ in range(in_flight)))
+    return outcomes
+
+
 def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k: int, extra: dict[str, Any],
                barrier: Any, results: Any) -> None:
     from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
@@ -303,16 +318,8 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
         gc.collect()
         reset = _reset_peak()
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
-        queue = iter(pages)
-        outcomes: dict[str, int] = {}
-
-        async def one() -> None:
-            for page, fp in queue:
-                verdict = await backend.check(record_of(page, fp))
-                outcomes[verdict.outcome.value] = outcomes.get(verdict.outcome.value, 0) + 1
-
         start, cpu = time.time(), time.process_time()
-        await asyncio.gather(*(one() for _ in range(16)))
+        outcomes = await check_all(backend, pages)
         end, cpu = time.time(), time.process_time() - cpu
         peak = _proc_status("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         await backend.close()

@@ -37,7 +37,15 @@ from typing import Any
 HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent), str(HERE.parent.parent / "tests")]
 
-from redis_cluster_scale import SPIDER, LocalCluster, backend_settings, config, configure, fill_directly  # noqa: E402
+from redis_cluster_scale import (  # noqa: E402
+    SPIDER,
+    LocalCluster,
+    backend_settings,
+    check_all,
+    config,
+    configure,
+    fill_directly,
+)
 from redis_scale import record_of, worker_pages  # noqa: E402
 from redis_shards import node_info  # noqa: E402
 
@@ -95,19 +103,11 @@ async def run(url: str, stored: int, name: str, pages: list[tuple[int, int]], k:
     backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
     await backend.open(SPIDER)
     use(backend, name)
-    queue = iter(pages)
-    outcomes: dict[str, int] = {}
-
-    async def one() -> None:
-        for page, fp in queue:
-            verdict = await backend.check(record_of(page, fp))
-            outcomes[verdict.outcome.value] = outcomes.get(verdict.outcome.value, 0) + 1
-
     await backend.check(record_of(*pages[0]))  # connections made, layout checked: not timed
     if profile is not None:
         profile.enable()
     cpu = time.process_time()
-    await asyncio.gather(*(one() for _ in range(16)))
+    outcomes = await check_all(backend, pages)
     cpu = time.process_time() - cpu
     if profile is not None:
         profile.disable()
