@@ -289,10 +289,16 @@ class Clusterer:
 
     # ------------------------------------------------------------ lookups
     def _index(self, scope: str) -> BlockPermutedIndex | LayeredIndex:
-        index = self._indexes.get(scope)
-        if index is None:
-            index = self._indexes[scope] = self.index_type(self.max_distance, self.blocks)
-        return index
+        return self._table(self._indexes, scope)
+
+    def _table(
+        self, tables: dict[str, BlockPermutedIndex | LayeredIndex], scope: str
+    ) -> BlockPermutedIndex | LayeredIndex:
+        """``scope``'s index in ``tables`` (first simhashes, or second ones), made when first needed."""
+        table = tables.get(scope)
+        if table is None:
+            table = tables[scope] = self.index_type(self.max_distance, self.blocks)
+        return table
 
     def _nearest(
         self,
@@ -446,32 +452,18 @@ class Clusterer:
         rows: list[int] = []  # entry, fingerprint, entry, fingerprint, ... (first simhash and template-free rows)
         seconds: list[int] = []
         for entry, (fingerprint, exact, keys, also, second, sketch, address) in enumerate(pages, first):
+            self._address = address
             self._new_entry(fingerprint, exact, -1, -1)
-            self.indexed[entry] = fingerprint
-            if exact:
-                self._exact.setdefault(scope, {}).setdefault(fingerprint, entry)
-                continue
-            rows += (entry, fingerprint)
-            if keys:
-                self._add_keys(scope, entry, keys)
-            if also is not None and also != fingerprint:
-                rows += (entry, also)  # removed with the entry (BlockPermutedIndex.remove: every row of a key)
-                self.also[entry] = also
-                self._also_rows += 1
-            if second is not None:
-                seconds += (entry, second)
-                self.second[entry] = second
-            if sketch is not None:
-                self._add_sketch(scope, entry, sketch, address, None if packed is None else packed[entry - first])
-        if pages:
-            self._address = pages[-1][6]
+            self._make_canonical(
+                scope, entry, fingerprint, exact, () if exact else keys, also, second, sketch,
+                None if packed is None else packed[entry - first], (rows, seconds),
+            )  # fmt: skip
         for flat, tables in ((rows, self._indexes), (seconds, self._seconds)):
             if flat:
-                table = tables.get(scope)
-                if table is None:
-                    table = tables[scope] = self.index_type(self.max_distance, self.blocks)
                 # (fingerprints checked already: the pages', or the rows made from them)
-                table.add_many(np.array(flat[::2], dtype=np.int64), np.array(flat[1::2], dtype=np.uint64))
+                self._table(tables, scope).add_many(
+                    np.array(flat[::2], dtype=np.int64), np.array(flat[1::2], dtype=np.uint64)
+                )
         return list(range(first, len(self.fingerprint)))
 
     def _add_sketch(
@@ -547,25 +539,35 @@ class Clusterer:
         also: int | None = None,
         second: int | None = None,
         sketch: Sketch | None = None,
+        packed: bytes | None = None,
+        batch: tuple[list[int], list[int]] | None = None,
     ) -> None:
+        """``entry`` indexed as a canonical page.  ``batch``: two lists (first-simhash rows, second-simhash rows)
+        that collect the index rows as ``entry, fingerprint, ...``, for the caller to add in one step
+        (``add_canonicals``), instead of adding them one at a time."""
         if exact:
             self._exact.setdefault(scope, {}).setdefault(fingerprint, entry)
         else:
-            index = self._index(scope)
-            index.add(entry, fingerprint)
+            rows = [entry, fingerprint]
             self._add_keys(scope, entry, keys)
             if also is not None and also != fingerprint:
-                index.add(entry, also)  # removed with the entry (BlockPermutedIndex.remove: every row of a key)
+                rows += (entry, also)  # removed with the entry (BlockPermutedIndex.remove: every row of a key)
                 self.also[entry] = also
                 self._also_rows += 1
+            if batch is not None:
+                batch[0].extend(rows)
+            else:
+                index = self._index(scope)
+                for row in range(0, len(rows), 2):
+                    index.add(rows[row], rows[row + 1])
             if second is not None:
-                table = self._seconds.get(scope)
-                if table is None:
-                    table = self._seconds[scope] = self.index_type(self.max_distance, self.blocks)
-                table.add(entry, second)
+                if batch is not None:
+                    batch[1].extend((entry, second))
+                else:
+                    self._table(self._seconds, scope).add(entry, second)
                 self.second[entry] = second
             if sketch is not None:
-                self._add_sketch(scope, entry, sketch, self._address)
+                self._add_sketch(scope, entry, sketch, self._address, packed)
         self.indexed[entry] = fingerprint
         self.canonical[entry] = self.distance[entry] = -1
 
