@@ -173,13 +173,10 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
     fingerprint, reason = answer.fingerprint, answer.skip_reason
     page.text = extract_text(page.body, encoding=page.encoding, main_content=config.main_content)
     if config.distinct is not None or config.identity_signals:
-        from ..core.cluster.identity import combine_digests, identity_digest
-        from ..core.extract.text import parse_html
+        from ..core.cluster.identity import combine_digests
+        from ..core.detector import page_digests
 
-        root = parse_html(page.body, page.encoding)
-        protected = None if root is None or config.distinct is None else config.distinct.digest(root)
-        declared = identity_digest(root, body, page.url) if config.identity_signals else None
-        page.protected = combine_digests((protected, declared))
+        page.protected = combine_digests(page_digests(config, page.url, page.body, page.encoding))
     page.tokens = len(token_hashes(page.text, config.features.cjk_ngram))
     if fingerprint is None:
         page.skipped = page.skipped or reason

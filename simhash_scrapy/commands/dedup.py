@@ -176,22 +176,10 @@ def _protected_digest(value: Any, config: SimhashConfig, page: bool = True, url:
     """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and, for a
     page (not an item, as in the crawl), of the identity it declares (``SIMHASH_IDENTITY_SIGNALS``,
     ``core.cluster.identity``; ``url``: the page's address, for the product options it names): the crawl's scope."""
-    from ..core.cluster.identity import combine_digests, identity_digest
-    from ..core.extract.text import parse_html
+    from ..core.cluster.identity import combine_digests
+    from ..core.detector import page_digests
 
-    raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
-    parsed: list[Any] = []
-
-    def root() -> Any:
-        if not parsed:
-            parsed.append(parse_html(value))
-        return parsed[0]
-
-    protected = None
-    if config.distinct is not None:
-        protected = None if root() is None else config.distinct.digest(root())
-    declared = identity_digest(root, raw, url) if page and config.identity_signals else None
-    return combine_digests((protected, declared))
+    return combine_digests(page_digests(config, url, value if isinstance(value, bytes) else str(value), identity=page))
 
 
 def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:

@@ -221,26 +221,40 @@ def scope_of(
     ``core.cluster.viewidentity``), the one its address's pages declared when it declares none; the page is
     parsed again only when one of them may apply."""
     from .cluster.distinct import scope_key
-    from .cluster.identity import combine_digests, identity_digest
-    from .extract.text import parse_html
+    from .cluster.identity import combine_digests
 
     scope = page_scope(config.scope, url, spider)
-    distinct = config.distinct
-    if distinct is None and not config.identity_signals:
+    if config.distinct is None and not config.identity_signals:
         return scope
+    protected, declared = page_digests(config, url, body)
+    if addresses is not None and config.identity_signals:
+        declared = addresses.resolve(scope_key(scope, protected), url, declared)[0]
+    return scope_key(scope, combine_digests((protected, declared)))
+
+
+def page_digests(
+    config: SimhashConfig, url: str | None, body: str | bytes, encoding: str | None = None, identity: bool = True
+) -> tuple[str | None, str | None]:
+    """The digests that split the scope of the page ``body`` (of ``url``): of its protected text
+    (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and of the identity it declares
+    (``SIMHASH_IDENTITY_SIGNALS``, ``core.cluster.identity``: its markup and the product options its URL
+    names; not with ``identity=False``, an item); the page is parsed once, and only when one of them may
+    apply.  ``scope_of``, and the commands ``compare`` and ``dedup``, the crawl's scope from a body."""
+    from .cluster.identity import identity_digest
+    from .extract.text import parse_html
+
     raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
     parsed: list[Any] = []
 
     def root() -> Any:
         if not parsed:
-            parsed.append(parse_html(body))
+            parsed.append(parse_html(body, encoding))
         return parsed[0]
 
+    distinct = config.distinct
     protected = None if distinct is None or root() is None else distinct.digest(root())
-    declared = identity_digest(root, raw, url) if config.identity_signals else None
-    if addresses is not None and config.identity_signals:
-        declared = addresses.resolve(scope_key(scope, protected), url, declared)[0]
-    return scope_key(scope, combine_digests((protected, declared)))
+    declared = identity_digest(root, raw, url) if identity and config.identity_signals else None
+    return protected, declared
 
 
 def canonical_positions(decisions: Sequence[PageDecision | None]) -> list[tuple[int, int]]:
