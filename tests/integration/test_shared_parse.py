@@ -184,6 +184,9 @@ def bodies(draw: Any) -> tuple[bytes, str]:
 @given(bodies(), st.booleans())
 # Found by CI: a vertical tab before the text, kept by one parse, dropped by the other.
 @example((b"\x0b0<p></p>" + b" ".join([b"mamen", b"bota", b"kunan"] * 12), "text/html"), False)
+# Found by a fresh-venv run: a control character in a tail moved by one parse's removal (made a space),
+# kept as it was by the other's; the template learner read a line "\x1f" from one answer only.
+@example((b"0<p></p>" + b" ".join([b"mamen", b"bota", b"kunan"] * 10) + b"<p></p><nav></nav><?<p>\x1f</p>", "text/html"), True)
 def test_generated_bodies(case: tuple[bytes, str], main_content: bool) -> None:
     body, content_type = case
     crawl, library = crawl_answer(body, content_type, main_content), library_answer(body, content_type, main_content)

@@ -35,7 +35,7 @@ from lxml import etree
 from .. import _native
 from .boilerplate import keep_main_content
 from .decode import charset_of, source_codec, to_utf8
-from .dom import NotUndoable, UndoableDrops, drop_elements
+from .dom import CONTROL_CHARS, NotUndoable, UndoableDrops, drop_elements
 from .shared_parse import deeper_than, shared_parse_usable
 
 __all__ = [
@@ -345,8 +345,15 @@ def _text_bytes(tree: etree._Element, marker: str) -> bytes:
     """
     if _native.walker is not None:
         text: bytes = _native.walker.visible_text(tree, _MARKER_BYTES[marker])
-        return text
-    return bytes(_stylesheet(_STYLESHEET_NAMES[marker], marker)(tree))
+    else:
+        text = bytes(_stylesheet(_STYLESHEET_NAMES[marker], marker)(tree))
+    # C0 controls as spaces, as ``dom.xml_safe`` leaves a moved tail: whether a control character
+    # survives would otherwise depend on which parse built the tree (Scrapy's or ours) and on whether
+    # an element next to it was removed, and the template learner reads these lines.
+    return text.translate(_CONTROL_BYTES_AS_SPACES)
+
+
+_CONTROL_BYTES_AS_SPACES = bytes(ord(CONTROL_CHARS.get(byte, chr(byte))) for byte in range(256))
 
 
 def visible_text_of(root: etree._Element) -> str:
