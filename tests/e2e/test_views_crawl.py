@@ -71,6 +71,24 @@ async def test_a_print_card_with_three_sampled_sentences_joins_its_recipe_at_its
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_print_card_under_a_tenth_of_its_recipe_joins_it_at_its_address(serve: Any) -> None:
+    story = sentences(21, 87)  # a long post: the card is 8 of its 95 sentences (scrummylane's broccoli)
+    for seed in range(100, 400):
+        card = sentences(seed, 8)
+        small, large = sketch(html(card)), sketch(html(story + card))
+        if containment.estimate(small, large) == (1.0, views.MIN_SHARED):
+            break
+    assert small.sentences < 0.1 * large.sentences  # under a tenth of the post (the bound before round 7)
+    pages = {"/recipes/broccoli": html(story + card), "/recipes/broccoli?format=print": html(card)}
+    site = serve(pages)
+    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in pages])
+    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    printed = seen[site.url("/recipes/broccoli?format=print")]
+    assert printed["duplicate_of"] == site.url("/recipes/broccoli") and printed["rule"] == "containment"
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_home_page_of_three_sentences_keeps_its_tracking_copy_with_a_session_line(serve: Any) -> None:
     home = sentences(30, 3)  # a short home page: three sentences of eight words or more
     pages = {
