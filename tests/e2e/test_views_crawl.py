@@ -88,6 +88,31 @@ async def test_a_print_card_under_a_tenth_of_its_recipe_joins_it_at_its_address(
     assert printed["duplicate_of"] == site.url("/recipes/broccoli") and printed["rule"] == "containment"
 
 
+def marked(lines: list[str]) -> list[str]:
+    """``lines`` as a CMS print view with links shows them: a numbered marker after a link in each, the
+    addresses listed below."""
+    out = []
+    for number, line in enumerate(lines, 1):
+        words = line.split()
+        out.append(" ".join(words[:3] + [f"[{number}]"] + words[3:]))
+    return out + [f"[{number}] https://recipes.test/w{number}" for number in range(1, len(lines) + 1)]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_print_view_with_numbered_links_joins_its_recipe_at_its_address(serve: Any) -> None:
+    card = card_sharing(views.MIN_SHARED + 1)
+    pages = {
+        "/recipes/soup": html(STORY + card),
+        "/recipes/soup?format=print&links=1": html(marked(card)),  # every sentence of the card has a link
+    }
+    site = serve(pages)
+    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in pages])
+    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    printed = seen[site.url("/recipes/soup?format=print&links=1")]
+    assert printed["duplicate_of"] == site.url("/recipes/soup") and printed["rule"] == "containment"
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_home_page_of_three_sentences_keeps_its_tracking_copy_with_a_session_line(serve: Any) -> None:
     home = sentences(30, 3)  # a short home page: three sentences of eight words or more
