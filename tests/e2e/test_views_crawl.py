@@ -36,6 +36,15 @@ def sketch(body: str) -> containment.Sketch:
     return answer.sketch
 
 
+async def crawl_flagging(serve: Any, pages: dict[str, str]) -> tuple[Any, Any, dict[str, dict[str, Any]]]:
+    """Serve ``pages`` and crawl them in this order at the defaults, flagging: the site, the crawler and what
+    the spider saw of each URL."""
+    site = serve(pages)
+    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in pages])
+    return site, crawler, {entry["url"]: entry for entry in crawler.spider.seen}
+
+
 STORY = sentences(20, 70)  # the recipe post's story
 
 
@@ -58,16 +67,50 @@ async def test_a_print_card_with_three_sampled_sentences_joins_its_recipe_at_its
         "/recipes/soup?format=print": html(card),  # the print view: the card alone, a tenth of the post or so
         "/recipes/stew?format=print": html(card),  # the same card at another address: not a view of the soup
     }
-    site = serve(pages)
-    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
-    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in pages])
-    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    site, _crawler, seen = await crawl_flagging(serve, pages)
     printed = seen[site.url("/recipes/soup?format=print")]
     assert printed["duplicate_of"] == site.url("/recipes/soup")
     assert printed["rule"] == "containment" and printed["distance"] > 4
     # at another address step 7's own bounds hold (a tenth of the post is not a copy of it), and the print
     # view's row in the soup's cluster serves only its own address: the same card elsewhere stays apart
     assert seen[site.url("/recipes/stew?format=print")]["duplicate_of"] is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_print_card_under_a_tenth_of_its_recipe_joins_it_at_its_address(serve: Any) -> None:
+    story = sentences(21, 87)  # a long post: the card is 8 of its 95 sentences (scrummylane's broccoli)
+    for seed in range(100, 400):
+        card = sentences(seed, 8)
+        small, large = sketch(html(card)), sketch(html(story + card))
+        if containment.estimate(small, large) == (1.0, views.MIN_SHARED):
+            break
+    assert small.sentences < 0.1 * large.sentences  # under a tenth of the post (the bound before)
+    pages = {"/recipes/broccoli": html(story + card), "/recipes/broccoli?format=print": html(card)}
+    site, _crawler, seen = await crawl_flagging(serve, pages)
+    printed = seen[site.url("/recipes/broccoli?format=print")]
+    assert printed["duplicate_of"] == site.url("/recipes/broccoli") and printed["rule"] == "containment"
+
+
+def marked(lines: list[str]) -> list[str]:
+    """``lines`` as a CMS print view with links shows them: a numbered marker after a link in each, the
+    addresses listed below."""
+    out = []
+    for number, line in enumerate(lines, 1):
+        words = line.split()
+        out.append(" ".join(words[:3] + [f"[{number}]"] + words[3:]))
+    return out + [f"[{number}] https://recipes.test/w{number}" for number in range(1, len(lines) + 1)]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_print_view_with_numbered_links_joins_its_recipe_at_its_address(serve: Any) -> None:
+    card = card_sharing(views.MIN_SHARED + 1)
+    pages = {
+        "/recipes/soup": html(STORY + card),
+        "/recipes/soup?format=print&links=1": html(marked(card)),  # every sentence of the card has a link
+    }
+    site, _crawler, seen = await crawl_flagging(serve, pages)
+    printed = seen[site.url("/recipes/soup?format=print&links=1")]
+    assert printed["duplicate_of"] == site.url("/recipes/soup") and printed["rule"] == "containment"
 
 
 @pytest_twisted.ensureDeferred
@@ -79,10 +122,7 @@ async def test_a_home_page_of_three_sentences_keeps_its_tracking_copy_with_a_ses
         "/about": html(sentences(32, 1) + home),  # another address: step 7's own four shared sentences
     }
     assert sketch(pages["/"]).sentences == views.MIN_SHARED < containment.MIN_SHARED
-    site = serve(pages)
-    settings = {"ADDONS": {"simhash_scrapy.Addon": 0}, "SIMHASH_ACTION": "flag"}
-    crawler = await run_crawl(RecordingSpider, settings, start_urls=[site.url(path) for path in pages])
-    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    site, _crawler, seen = await crawl_flagging(serve, pages)
     tracked = seen[site.url("/?utm_source=newsletter")]
     assert tracked["duplicate_of"] == site.url("/") or seen[site.url("/")]["duplicate_of"] == tracked["url"]
     joined = tracked if tracked["duplicate_of"] else seen[site.url("/")]

@@ -117,6 +117,16 @@ def test_sentences_are_normalised_and_short_ones_left_out() -> None:
     assert c.sketch_of(text) is None  # under MIN_SENTENCES
 
 
+def test_a_print_views_link_markers_are_left_out_of_its_sentences() -> None:
+    page = "Stir the broccoli with a wooden spoon until every floret is coated in oil. Serve it hot.\n"
+    printed = "Stir the broccoli [3] with a wooden spoon until every floret[4] is coated in oil.[5] Serve it hot.\n"
+    assert c.sentence_hashes(printed) == c.sentence_hashes(page) == c.sentence_hashes(printed.encode())
+    assert list(c.sentence_texts(printed).values()) == ["stir the broccoli with a wooden spoon until every floret is coated in oil"]
+    # only a number of 1-4 digits in brackets is a marker: a word, five digits, a code stay
+    for kept in ("[note]", "[12345]", "[1a]"):
+        assert c.sentence_hashes(page.replace("wooden", f"wooden {kept}")) != c.sentence_hashes(page)
+
+
 def test_sentence_hashes_are_the_same_in_every_process() -> None:
     text = " ".join(f"Sentence {i} of a page that has quite a few words." for i in range(30))
     code = "import sys;from simhash_scrapy.core.cluster.containment import sketch_of; print(sketch_of(sys.argv[1]))"

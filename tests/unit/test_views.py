@@ -116,6 +116,27 @@ def test_a_card_whose_sample_holds_three_of_its_sentences_joins_its_page_at_one_
     assert clusters.check("s", "b", view[0], sketch=view[1], address="recipes.test/soup").outcome is Outcome.UNIQUE
 
 
+def test_a_card_under_a_tenth_of_its_page_joins_it_at_one_address_down_to_a_twentieth() -> None:
+    # a recipe card of 8 sentences under a post of 95 (scrummylane's): under a tenth, over a twentieth
+    story = sentences(21, 87)
+    card, _ = _card_with_shared(story, MIN_SHARED)
+    view, whole = page(card), page(story, card)
+    assert MIN_RATIO * whole[1].sentences <= view[1].sentences < 0.1 * whole[1].sentences
+    for first, second in ((whole, view), (view, whole)):
+        clusters = Clusterer()
+        clusters.check("s", "a", first[0], sketch=first[1], address="recipes.test/broccoli")
+        decision = clusters.check("s", "b", second[0], sketch=second[1], address="recipes.test/broccoli")
+        assert decision.outcome is Outcome.NEAR_DUPLICATE and decision.via == "containment"
+    # under a twentieth (a sentence or two of a long page, all of them the page's) it stays apart
+    story = sentences(22, 200)
+    card, _ = _card_with_shared(story, MIN_SHARED)
+    view, whole = page(card), page(story, card)
+    assert view[1].sentences < MIN_RATIO * whole[1].sentences
+    clusters = Clusterer()
+    clusters.check("s", "a", whole[0], sketch=whole[1], address="recipes.test/broccoli")
+    assert clusters.check("s", "b", view[0], sketch=view[1], address="recipes.test/broccoli").outcome is Outcome.UNIQUE
+
+
 def test_a_page_of_the_same_address_with_other_sentences_stays_apart() -> None:
     clusters = Clusterer()
     clusters.check("s", "a", ORIGINAL[0], sketch=ORIGINAL[1], address="shop.test/list")

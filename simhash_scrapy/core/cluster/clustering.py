@@ -56,7 +56,7 @@ follows the user's URL canonicalisation):
    distance is the two fingerprints' real Hamming distance (``rule_of``
    names the step when given ``via``).  Between two pages of one address
    (``core.cluster.views``: host, path and page number; the query aside) the
-   smaller may hold as little as a tenth of the larger's sentences (a print
+   smaller may hold as little as a twentieth of the larger's sentences (a print
    view of a recipe or product page), found by the address, not only by an
    anchor.  A page step 7 joined further than k becomes a row of its
    canonical page in the index (``add_copy_row``): its own copies, within k

@@ -108,6 +108,8 @@ _ASCII_WORD = re.compile(rb"[0-9A-Za-z_\x80-\xff]+")
 # Where a sentence ends (besides a line break): . ! ? before a space, and the full-width stop, exclamation and question marks (UTF-8).
 # Replaced by line breaks with bytes.replace: a regex scan costs several times more.
 _WIDE_ENDS = ("\u3002".encode(), "\uff01".encode(), "\uff1f".encode())
+# A link marker a print view puts after each link of its text (``see the recipe [12] below``).
+_MARKER = re.compile(rb"\[[0-9]{1,4}\]")
 
 
 class Sketch(NamedTuple):
@@ -125,9 +127,11 @@ def sentence_hashes(text: str | bytes, min_words: int = MIN_WORDS) -> list[int]:
     a character of a script written without spaces counts as a word (the sentence is then its ``\\w``
     runs and those characters, so joined).  Each is hashed with ``features.stable_hash64`` (the
     tokeniser's hash).  UTF-8 bytes and ``str`` give the same hashes; the C helper
-    (``_speedups.sentence_hashes``) gives the same as the pure-Python path.
+    (``_speedups.sentence_hashes``) gives the same as the pure-Python path.  Link markers (``[12]``: a
+    print view's numbered links, ``_unmarked``) are left out, so a sentence with them is the sentence
+    without.
     """
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    data = _unmarked(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text))
     if _native.speedups is not None:
         hashes: list[int] = _native.speedups.sentence_hashes(data, min_words)
         return hashes
@@ -141,9 +145,15 @@ def _sentence_hashes_python(data: bytes, min_words: int) -> list[int]:
 
 def sentence_texts(text: str | bytes, min_words: int = MIN_WORDS) -> dict[int, str]:
     """Each sentence of ``text`` (as ``sentence_hashes`` counts it) by its hash: the evidence ``compare`` shows."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    data = _unmarked(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text))
     keys = _sentence_keys(data, min_words)
     return {h: key.decode("utf-8", "replace") for h, key in zip(_stable_hashes(keys), keys)}
+
+
+def _unmarked(data: bytes) -> bytes:
+    """``data`` without its link markers (``_MARKER``: ``[1]`` to ``[9999]``, each a space): a CMS print view
+    numbers every link of the text and lists the addresses below it, and its sentences are its page's."""
+    return _MARKER.sub(b" ", data) if b"[" in data else data
 
 
 def _sentence_keys(data: bytes, min_words: int) -> list[bytes]:

@@ -427,7 +427,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("SIMHASH_CONTAINMENT", "bool", defaults.CONTAINMENT,
       "give pages a sketch of their sentences (8 words or more): a page nothing else matched joins a canonical "
       "page whose sentences hold at least 95% of its own (or the other way round), the smaller having at least "
-      "half the larger's sentences (two thirds when they are of different hosts; a tenth when they are of one address, "
+      "half the larger's sentences (two thirds when they are of different hosts; a twentieth when they are of one address, "
       "the query aside) (clustering step 7; print views, syndicated copies in another site's template). Every backend: saved "
       "with a store, shared by Redis workers, at most "
       "100,000 canonical pages a scope. Chosen on the tuning halves",
