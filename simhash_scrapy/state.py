@@ -28,9 +28,9 @@ from .backends import BackendError, ClusterMember, PageRecord, Verdict, create_b
 from .config import SimhashConfig, from_crawler
 from .core.analysis import Analysis
 from .core.cluster.clustering import Outcome
-from .core.cluster.distinct import scope_key
-from .core.cluster.identity import IdentitySignals, combine_digests, identity_signals, may_declare
+from .core.cluster.identity import IdentitySignals, identity_signals, may_declare
 from .core.cluster.kept_apart import KeptApart
+from .core.detector import crawl_scope
 from .core.cluster.viewidentity import AddressIdentities
 from .core.records import item_scope, page_record, page_scope, record_again
 from .core.cluster.representative import ClusterBook, Placement
@@ -211,13 +211,12 @@ class DedupState:
             digest = distinct.digest(_root_of(response))
             self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
         declared = self._identity(response, url) if self.config.identity_signals else None
-        if self.config.identity_signals:
-            own = None if declared is None else declared.digest()
-            identity, inherited = self.view_identities.resolve(scope_key(scope, digest), url, own)
-            if inherited:
-                self.inc("simhash/identity/inherited")
-            digest = combine_digests((digest, identity))
-        key = scope_key(scope, digest)
+        key, inherited = crawl_scope(
+            scope, url, digest, None if declared is None else declared.digest(),
+            self.view_identities if self.config.identity_signals else None,
+        )  # fmt: skip
+        if inherited:
+            self.inc("simhash/identity/inherited")
         if declared is not None:
             if len(self._declared) >= _DECLARED_PENDING:
                 self._declared.clear()  # (pages checked long ago, or never: a skipped page)
