@@ -108,3 +108,16 @@ def test_address_keys_are_the_same_in_every_process() -> None:
         for seed in ("1", "2", "3")
     }
     assert len(keys) == 1, keys
+
+
+def test_declared_gives_an_address_s_identity_without_learning() -> None:
+    """The scope a page of an address was checked in, before it is downloaded (its record's, for a conditional
+    re-crawl): the identity the address declared; none for an unknown or ambiguous address or a URL naming an
+    option; asking teaches nothing."""
+    book = AddressIdentities()
+    assert book.declared("s", PAGE) is None and len(book) == 0
+    book.resolve("s", PAGE, "d1")
+    assert book.declared("s", PAGE + "?utm_source=x") == "d1" and book.declared("t", PAGE) is None
+    assert book.declared("s", PAGE + "?variant=red") is None
+    book.resolve("s", PAGE, "d2")
+    assert book.declared("s", PAGE) is None and len(book) == 1

@@ -64,12 +64,9 @@ class AddressIdentities:
         """``(identity digest, inherited)`` of a page of ``url`` in ``scope`` (its plain scope, with the
         protected text's digest) that declared ``declared`` (a digest, else ``None``): its own, remembered
         for its address, or the one its address's pages declared when it declares none (``inherited``)."""
-        if url_options(url):
+        key = self._key(scope, url)
+        if key is None:
             return declared, False
-        address = address_of(url)
-        if address is None:
-            return declared, False
-        key = scoped_hash(scope, address)
         known = self._declared.get(key)
         if declared is None:
             return (known, True) if known else (None, False)
@@ -79,6 +76,21 @@ class AddressIdentities:
         elif known != declared:
             self._declared[key] = _AMBIGUOUS
         return declared, False
+
+    def declared(self, scope: str, url: str | None) -> str | None:
+        """The identity the pages of ``url``'s address declared in ``scope`` (as ``resolve`` gives it a page declaring
+        none), without learning: the scope a page of that address was checked in, before it is downloaded
+        (its record, for a conditional re-crawl)."""
+        key = self._key(scope, url)
+        return None if key is None else self._declared.get(key) or None
+
+    @staticmethod
+    def _key(scope: str, url: str | None) -> int | None:
+        """The key of ``url``'s address in ``scope``; ``None`` for none, or a URL naming a product option."""
+        if url_options(url):
+            return None
+        address = address_of(url)
+        return None if address is None else scoped_hash(scope, address)
 
     def replay(self, pages: Iterable[tuple[str, str]]) -> None:
         """Learn from pages checked before, ``(url, scope)`` in the order they were checked (a store's records):
