@@ -288,14 +288,16 @@ def assign_canonicals(
     second: Sequence[int | None] | None = None,
     sketches: Sequence[Sketch | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The crawl's rule over a batch of distinct pages, in order (the ``dedup`` command).
+    """The crawl's rule over a batch of distinct pages given by their fingerprints, in order.
 
     Returns ``(canonical, distance)``: for each page the position of its
     canonical page and the distance to it, ``-1`` for canonical pages.  Every
-    page is its own identity (positions), so this is exactly what a crawl of
-    these pages in this order decides.  ``also`` (template-free fingerprints,
+    page is its own identity (positions), so this is what a crawl of these
+    pages in this order decides, but for what a URL tells (below).  ``also`` (template-free fingerprints,
     learned in this order: ``core.cluster.sitetemplate``), ``second`` and ``sketches``
-    give steps 5-7 (``core.detector.decide`` applies the rule).
+    give steps 5-7 (``core.detector.decide`` applies the rule).  Without URLs it has neither step 7's rule
+    for views of one address nor the identities views take from their address: ``decide`` with ``Page`` objects
+    at their URLs, in ``crawl_scope``'s scopes, has both (``scrapy simhash dedup``).
     """
     fps = np.asarray(fingerprints, dtype=np.uint64).tolist()
     n = len(fps)
