@@ -271,3 +271,24 @@ async def test_a_crawl_the_library_dedup_and_compare_give_the_same_pairs_on_one_
     assert run.returncode == 0, run.stderr
     decision = json.loads(run.stdout)["decisions"][-1]
     assert decision["decision"] == "near-duplicate" and decision["canonical"] == 1
+
+
+@pytest_twisted.ensureDeferred
+@pytest.mark.parametrize("backend", ["store", "redis"])
+async def test_store_and_redis_crawls_decide_views_as_the_in_process_crawl(
+    serve: Any, tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """The views site (print views taking their product's identity, a print card at its recipe's address) on a
+    ``SIMHASH_DIR`` store and on Redis with one worker: the in-process crawl's pairs on the same order."""
+    pages = views_site_pages()
+    site = serve(pages)
+    urls = sorted(site.url(path) for path in pages)
+    _, memory = await crawl_pairs(urls)
+    if backend == "store":
+        settings: dict[str, Any] = {"SIMHASH_DIR": str(tmp_path / "store")}
+    else:
+        redis_server = request.getfixturevalue("redis_server")
+        settings = {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url}
+    order, pairs = await crawl_pairs(urls, settings)
+    assert order == urls and len(memory) == 4
+    assert pairs == memory
