@@ -437,12 +437,14 @@ def _check_pages(pages: _Pages, source: _Source, field: str) -> None:
         raise CommandError(f"none of the {plural(pages.read, 'page')} of {source.description} could be fingerprinted{hint}: {details}")
 
 
-def _cluster_pages(pages: _Pages, config: SimhashConfig) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+def _cluster_pages(
+    pages: _Pages, config: SimhashConfig, items: bool = False
+) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
     """The crawl's rule (``core.detector.decide``, steps 1-7), page by page in input order, each page in the crawl's
-    scope (``core.detector.crawl_scope``: a print view takes the identity its address's pages declared) and at its
-    URL (step 7's views of one address): each page's canonical page and distance, its scope, and whether it is in
-    a cluster."""
-    addresses = AddressIdentities() if config.identity_signals else None
+    scope (``core.detector.crawl_scope``: a print view takes the identity its address's pages declared; not
+    ``items``, which declare none) and at its URL (step 7's views of one address): each page's canonical page and
+    distance, its scope, and whether it is in a cluster."""
+    addresses = AddressIdentities() if config.identity_signals and not items else None
     scope_names = [
         crawl_scope(page_scope(config.scope, url), url, *(digests or (None, None)), addresses)[0]
         for url, digests in zip(pages.urls, pages.digests)
@@ -521,7 +523,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
 
     # Clusters: the crawl's rule (core.cluster.clustering), page by page in input order.
     cluster_started = time.monotonic()
-    canonical, distance, scope_names, in_cluster = _cluster_pages(pages, config)
+    canonical, distance, scope_names, in_cluster = _cluster_pages(pages, config, items=source.kind == "lines")
     cluster_seconds = time.monotonic() - cluster_started
 
     texts: dict[int, str | None] = {}

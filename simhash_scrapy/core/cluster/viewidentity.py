@@ -64,6 +64,8 @@ class AddressIdentities:
         """``(identity digest, inherited)`` of a page of ``url`` in ``scope`` (its plain scope, with the
         protected text's digest) that declared ``declared`` (a digest, else ``None``): its own, remembered
         for its address, or the one its address's pages declared when it declares none (``inherited``)."""
+        if declared is None and not self._declared:
+            return None, False  # (nothing learned yet: no address to parse)
         key = self._key(scope, url)
         if key is None:
             return declared, False
