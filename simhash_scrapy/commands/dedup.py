@@ -88,8 +88,10 @@ class _Folder(_Source):
         return path.resolve().as_uri()
 
     def payloads(self) -> Iterator[tuple[int, Any]]:
+        """``(position, (path, URL))``: the worker reads the file and gives the page's URL its identity signals
+        (the product option it names, as in the crawl)."""
         for position, path in enumerate(self.files):
-            yield position, str(path)
+            yield position, (str(path), self.url(position))
 
 
 def _open_binary(path: Path) -> BinaryIO:
@@ -197,12 +199,13 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
         value: Any = None
         is_html = True
         if kind == "files":
+            path, url = payload
             try:
-                size = os.path.getsize(payload)
+                size = os.path.getsize(path)
                 if too_large(size, config.max_bytes):
                     reason = "too_large"
                 else:
-                    with open(payload, "rb") as handle:
+                    with open(path, "rb") as handle:
                         value = handle.read()
             except OSError:
                 reason = "unreadable"

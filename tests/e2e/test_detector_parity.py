@@ -201,8 +201,9 @@ def views_site_pages() -> dict[str, str]:
     """A small shop and a recipe blog, named so that the paths' sorted order is a crawl's order (``dedup`` reads a
     folder in sorted order): two products declaring their identity (JSON-LD), the print view of each (the page's
     text, no JSON-LD: it takes its page's identity from its address, ``core.cluster.viewidentity``), a tracking
-    copy, and a recipe with its print card (step 7 at one address, ``core.cluster.views.MIN_SHARED``)."""
-    from test_shop_crawl import DESCRIPTION, product_html
+    copy, two variants named by their URL's option, and a recipe with its print card (step 7 at one address,
+    ``core.cluster.views.MIN_SHARED``)."""
+    from test_shop_crawl import DESCRIPTION, plain_product_html, product_html
     from test_views_crawl import STORY, card_sharing, html
 
     from simhash_scrapy.core.cluster import views
@@ -220,6 +221,9 @@ def views_site_pages() -> dict[str, str]:
         ),
         "/p/shirt-red.html": product_html("Linen shirt red", "LS-1-RD", "52.90"),
         "/p/shirt-red.html?print=1": print_html("Linen shirt red", "52.90"),
+        # variants named by their URL only (the option is their identity, ``core.cluster.identity.url_options``)
+        "/p/shirt.html?variant=blue": plain_product_html("Linen shirt blue", "49.90"),
+        "/p/shirt.html?variant=red": plain_product_html("Linen shirt red", "52.90"),
         "/recipes/soup.html": html(STORY + card),
         "/recipes/soup.html?format=print": html(card),
     }
@@ -244,7 +248,8 @@ async def test_a_crawl_the_library_dedup_and_compare_give_the_same_pairs_on_one_
     """One page order, four ways: a real in-process crawl, the library's entry point (``decide_html``),
     ``scrapy simhash dedup`` on the pages saved as files, and ``scrapy simhash compare`` on a pair (a print view
     after its page) decide alike: print views join their own product (the identity their address's page
-    declared), never another product's print view; the recipe's print card joins it at its address."""
+    declared), never another product's print view; variants stay apart; the recipe's print card joins it at its
+    address."""
     from command_helpers import simhash
 
     pages = views_site_pages()
