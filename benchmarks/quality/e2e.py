@@ -266,7 +266,7 @@ def dedup_agrees(evalset: common.EvalSet, setup, local: dict, order: list, flagg
         from simhash_scrapy.commands import dedup
         from simhash_scrapy.commands._common import Progress
 
-        dedup._cluster_pages  # noqa: B018 - an older tree has another dedup
+        dedup._scope_digests  # noqa: B018 - an older tree has another dedup (its files without URLs)
     except (ImportError, AttributeError):
         return {}
     from simhash_scrapy.core.settings.config import SimhashConfig
