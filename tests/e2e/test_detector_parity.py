@@ -241,6 +241,7 @@ def dedup_pairs(folder: Path, base: str, cwd: Path) -> set[tuple[str, str]]:
     return {(m["url"], c["canonical"]) for c in clusters for m in c["members"] if m["url"] != c["canonical"]}
 
 
+@pytest.mark.slow  # 2.1 s measured (--durations, loaded 2-core machine): dedup and compare in subprocesses
 @pytest_twisted.ensureDeferred
 async def test_a_crawl_the_library_dedup_and_compare_give_the_same_pairs_on_one_page_order(
     serve: Any, tmp_path: Path
