@@ -28,9 +28,9 @@ from .backends import BackendError, ClusterMember, PageRecord, Verdict, create_b
 from .config import SimhashConfig, from_crawler
 from .core.analysis import Analysis
 from .core.cluster.clustering import Outcome
-from .core.cluster.distinct import scope_key
-from .core.cluster.identity import IdentitySignals, combine_digests, identity_signals, may_declare
+from .core.cluster.identity import IdentitySignals, identity_signals, may_declare
 from .core.cluster.kept_apart import KeptApart
+from .core.detector import crawl_scope
 from .core.cluster.viewidentity import AddressIdentities
 from .core.records import item_scope, page_record, page_scope, record_again
 from .core.cluster.representative import ClusterBook, Placement
@@ -211,13 +211,12 @@ class DedupState:
             digest = distinct.digest(_root_of(response))
             self.inc("simhash/distinct/unmatched" if digest is None else "simhash/distinct/pages")
         declared = self._identity(response, url) if self.config.identity_signals else None
-        if self.config.identity_signals:
-            own = None if declared is None else declared.digest()
-            identity, inherited = self.view_identities.resolve(scope_key(scope, digest), url, own)
-            if inherited:
-                self.inc("simhash/identity/inherited")
-            digest = combine_digests((digest, identity))
-        key = scope_key(scope, digest)
+        key, inherited = crawl_scope(
+            scope, url, digest, None if declared is None else declared.digest(),
+            self.view_identities if self.config.identity_signals else None,
+        )  # fmt: skip
+        if inherited:
+            self.inc("simhash/identity/inherited")
         if declared is not None:
             if len(self._declared) >= _DECLARED_PENDING:
                 self._declared.clear()  # (pages checked long ago, or never: a skipped page)
@@ -356,10 +355,11 @@ class DedupState:
 
     async def judge_again(self, fetch: Fetch) -> Ruling:
         """The same for a 304 answer to a conditional re-crawl: the identity's record checked again as it
-        was recorded (``core.records.record_again``; ``LookupError`` when the record is gone)."""
+        was recorded, in the scope it was recorded in (``core.records.record_again``; ``LookupError`` when the
+        record is gone)."""
         url = fetch.response.url
-        scope, identity = self.scope_for(url), self.identity_of(fetch.request)
-        previous = await self.backend.previous(scope, identity)
+        identity = self.identity_of(fetch.request)
+        scope, previous = await self._recorded(url, identity)
         if previous is None:  # the record went away since the request was sent (a flushed Redis key)
             raise LookupError("its record is gone")
         record = record_again(
@@ -541,7 +541,29 @@ class DedupState:
     async def previous(self, request: Any) -> ClusterMember | None:
         """The record of ``request``'s page (its scope by URL, its identity), for its validators (conditional
         re-crawls)."""
-        return await self.backend.previous(self.scope_for(request.url), self.identity_of(request))
+        return (await self._recorded(request.url, self.identity_of(request)))[1]
+
+    def recorded_scopes(self, url: str) -> list[str]:
+        """The scopes a page of ``url`` may have been checked in, known before it is downloaded: with
+        ``SIMHASH_IDENTITY_SIGNALS`` (and no ``SIMHASH_DISTINCT_SELECTORS``), the scope of the identity its
+        address's pages declared (``core.cluster.viewidentity``: a product page, its tracking copies and print
+        views), then its plain scope.  A page whose URL names a product option, or whose address declared two
+        identities, is looked for in its plain scope only (not found: downloaded without validators)."""
+        scope = self.scope_for(url)
+        if not self.config.identity_signals or self.config.distinct is not None:
+            return [scope]
+        declared = self.view_identities.declared(scope, url)
+        return [scope] if declared is None else [crawl_scope(scope, url, None, declared)[0], scope]
+
+    async def _recorded(self, url: str, identity: str) -> tuple[str, ClusterMember | None]:
+        """``(scope, record)`` of the page ``identity`` of ``url``: the first of its ``recorded_scopes`` that holds
+        its record, else ``(plain scope, None)``."""
+        scopes = self.recorded_scopes(url)
+        for scope in scopes:
+            previous = await self.backend.previous(scope, identity)
+            if previous is not None:
+                return scope, previous
+        return scopes[-1], None
 
     async def save_replay(self, request: Any, url: str, data: bytes) -> None:
         """Keep the blob of the requests the page of ``request`` (answered from ``url``) yielded
@@ -556,9 +578,8 @@ class DedupState:
         """Whether a 404 / 410 answer is of a page the record knew: then it is listed as gone
         (``core.report.changes``, ``simhash/gone``); not when the backend cannot say (the page is skipped as
         any 404 is)."""
-        scope = self.scope_for(response.url)
         try:
-            previous = await self.backend.previous(scope, self.identity_of(request))
+            scope, previous = await self._recorded(response.url, self.identity_of(request))
         except BackendError:
             return False
         if previous is None:

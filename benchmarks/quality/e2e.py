@@ -226,6 +226,7 @@ def run_e2e(evalset: common.EvalSet, setup, backend: str = "memory"):  # -> scor
     result = score.evaluate(evalset, setup, fps, flagged)
     result.skipped = sum(v for k, v in stats.items() if k.startswith("simhash/skipped/") and isinstance(v, int))
     result.extra.update(library_agrees(evalset, setup, local, order, flagged))
+    result.extra.update(dedup_agrees(evalset, setup, local, order, flagged))
     result.extra.update(
         mode="e2e", backend=backend, seconds=round(seconds, 1), clusters=len(clusters),
         fingerprinted=stats.get("simhash/fingerprinted"), responses=stats.get("response_received_count"),
@@ -252,6 +253,72 @@ def library_agrees(evalset: common.EvalSet, setup, local: dict, order: list, fla
             clusters.setdefault(d.canonical, [local[checked[d.canonical]]]).append(local[checked[d.position]])
     mine = {common.pair(a, b) for ids in clusters.values() for i, a in enumerate(ids) for b in ids[i + 1 :]}
     return {"library_pairs": len(mine), "library_only": len(mine - flagged), "crawl_only": len(flagged - mine)}
+
+
+def dedup_agrees(evalset: common.EvalSet, setup, local: dict, order: list, flagged: set) -> dict:
+    """``scrapy simhash dedup``'s code (``commands.dedup``: its first pass over the files, then its clustering) on
+    the pages the crawl checked, in the crawl's order, each file at its crawled URL (what ``--base-url`` gives a
+    folder whose files are named by their paths): the pairs it flags beside the crawl's (``dedup_only`` /
+    ``crawl_only_dedup``: 0 and 0 when they agree)."""
+    import io
+
+    try:
+        from simhash_scrapy.commands import dedup
+        from simhash_scrapy.commands._common import Progress
+
+        dedup._scope_digests  # noqa: B018 - an older tree has another dedup (its files without URLs)
+    except (ImportError, AttributeError):
+        return {}
+    from simhash_scrapy.core.settings.config import SimhashConfig
+
+    checked = [url for url, status, skipped in order if status == 200 and skipped is None and url in local]
+    files = {p.id: str(evalset.root / p.file) for p in evalset.pages}
+
+    class Crawled(dedup._Source):
+        kind = "files"
+        description = "the crawl's pages"
+
+        def count(self) -> int:
+            return len(checked)
+
+        def url(self, position: int) -> str:
+            return checked[position]
+
+        def payloads(self):  # type: ignore[no-untyped-def]
+            return ((position, (files[local[url]], url)) for position, url in enumerate(checked))
+
+    config = SimhashConfig.from_settings(_settings(setup))
+    source = Crawled()
+    quiet = Progress("fingerprinting", len(checked), "pages", False, io.StringIO())
+    pages = dedup._fingerprint_pages(source, (config, "", "", config.item_format), 1, quiet, config)
+
+    def pairs(canonical: list[int]) -> set[tuple[int, int]]:
+        clusters: dict[int, list[int]] = {}
+        for i, c in enumerate(canonical):
+            if c >= 0:
+                clusters.setdefault(c, [local[checked[pages.kept[c]]]]).append(local[checked[pages.kept[i]]])
+        return {common.pair(a, b) for ids in clusters.values() for i, a in enumerate(ids) for b in ids[i + 1 :]}
+
+    mine = pairs(dedup._cluster_pages(pages, config)[0].tolist())
+    # The baseline, in the same run: dedup before issue 34's parity work (commit 6588428): the rule on fingerprints
+    # alone (``assign_canonicals``: no URL), each page in the scope of its own digests, made without its URL (no
+    # product option from the URL, no view identities).
+    from simhash_scrapy.core.cluster.distinct import scope_key
+    from simhash_scrapy.core.cluster.identity import combine_digests
+    from simhash_scrapy.core.detector import assign_canonicals, page_digests
+    from simhash_scrapy.core.records import page_scope
+
+    names = [
+        scope_key(page_scope(config.scope, url), combine_digests(page_digests(config, None, Path(path).read_bytes())))
+        for url, path in ((url, files[local[checked[i]]]) for url, i in zip(pages.urls, pages.kept))
+    ]  # fmt: skip
+    numbers: dict[str, int] = {}
+    before = pairs(assign_canonicals(
+        pages.fingerprints, [numbers.setdefault(n, len(numbers)) for n in names], config.max_distance, config.blocks,
+        pages.exact_flags, pages.edit_keys, pages.also, pages.seconds, pages.sketches,
+    )[0].tolist())  # fmt: skip
+    return {"dedup_pairs": len(mine), "dedup_only": len(mine - flagged), "crawl_only_dedup": len(flagged - mine),
+            "dedup_before_only": len(before - flagged), "crawl_only_before": len(flagged - before)}  # fmt: skip
 
 
 def run_detector(evalset: common.EvalSet, setup):  # -> score.Result

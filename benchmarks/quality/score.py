@@ -749,6 +749,10 @@ def main(argv: list[str] | None = None) -> int:
         if "library_pairs" in r.extra:  # e2e: decide_html on the pages the crawl checked, in its order
             print(f"  library (decide_html) on the crawl's pages and order: {r.extra['library_pairs']} pairs, "
                   f"{r.extra['library_only']} not flagged by the crawl, {r.extra['crawl_only']} flagged by the crawl only")
+        if "dedup_pairs" in r.extra:  # e2e: scrapy simhash dedup's code on the same pages, order and URLs
+            print(f"  dedup on the crawl's pages, order and URLs: {r.extra['dedup_pairs']} pairs, "
+                  f"{r.extra['dedup_only']} not flagged by the crawl, {r.extra['crawl_only_dedup']} flagged by the crawl only "
+                  f"(before, without URLs: {r.extra['dedup_before_only']} and {r.extra['crawl_only_before']})")
     print()
     print(markdown_table(results))
     if args.genres:

@@ -63,6 +63,7 @@ class Page:
     edit_keys: tuple[int, ...] = ()  # one-edit keys (a page of a few dozen tokens)
     skipped: str | None = None  # the crawl's skip reason
     protected: str | None = None  # digest of the protected text and declared identity (core.cluster.distinct, core.cluster.identity)
+    digests: tuple[str | None, str | None] = (None, None)  # the two apart (core.detector.page_digests)
     text: str = ""
     tokens: int = 0
     weights: dict[int, float] = field(default_factory=dict)
@@ -176,7 +177,8 @@ def _analyse(page: Page, config: SimhashConfig) -> None:
         from ..core.cluster.identity import combine_digests
         from ..core.detector import page_digests
 
-        page.protected = combine_digests(page_digests(config, page.url, page.body, page.encoding))
+        page.digests = page_digests(config, page.url, page.body, page.encoding)
+        page.protected = combine_digests(page.digests)
     page.tokens = len(token_hashes(page.text, config.features.cjk_ngram))
     if fingerprint is None:
         page.skipped = page.skipped or reason
@@ -274,14 +276,16 @@ def _text_diff(a: str, b: str) -> tuple[list[str], list[str], list[str]]:
 def _decisions(pages: list[Page], config: SimhashConfig) -> list[dict[str, Any]]:
     """What a crawl meeting the pages in this order decides for each one (``core.detector``: steps 1-7)."""
     from ..core.cluster.clustering import rule_of
-    from ..core.detector import Detector, decide, page_of
-    from ..core.cluster.distinct import scope_key
+    from ..core.cluster.viewidentity import AddressIdentities
+    from ..core.detector import Detector, crawl_scope, decide, page_of
     from ..core.records import page_scope
 
     usable = [i for i, p in enumerate(pages) if p.fingerprint is not None and p.skipped is None]
+    # The crawl's scopes, in order: a page declaring no identity takes its address's (a print view).
+    addresses = AddressIdentities() if config.identity_signals else None
     rule_pages = [
-        page_of(pages[i].answer, scope_key(page_scope(config.scope, pages[i].url), pages[i].protected), str(i),
-                pages[i].url)
+        page_of(pages[i].answer, crawl_scope(page_scope(config.scope, pages[i].url), pages[i].url, *pages[i].digests,
+                                             addresses)[0], str(i), pages[i].url)
         for i in usable
     ]  # fmt: skip
     detector = Detector.from_config(config)

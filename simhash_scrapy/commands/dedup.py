@@ -5,8 +5,9 @@ feed export output; ``.gz`` and a JSON array feed are read too) whose text or
 HTML is in one field.  Pages are fingerprinted in worker processes with the
 project's ``SIMHASH_*`` settings (``core.analysis``, as the crawl does:
 short pages get exact digests), then the crawl's clustering rule
-(``core.detector.assign_canonicals``) runs over them in input order, so
-the report is the one a crawl of the same pages in the same order writes.
+(``core.detector.decide``, with each page's URL and the crawl's scope:
+``core.detector.crawl_scope``) runs over them in input order, so the report
+is the one a crawl of the same pages in the same order writes.
 
 Why one module of ~480 lines: it is one command whose parts (input sources,
 the two-pass worker pool, the report) only make sense together, and the
@@ -33,8 +34,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..config import SimhashConfig
-from ..core.detector import Detector, Page, assign_canonicals
-from ..core.cluster.distinct import scope_key
+from ..core.cluster.viewidentity import AddressIdentities
+from ..core.detector import Detector, Page, crawl_scope, decide
 from ..core.records import page_scope
 from ..core.skip import item_is_html, too_large
 from ..core.wording import plural
@@ -87,8 +88,10 @@ class _Folder(_Source):
         return path.resolve().as_uri()
 
     def payloads(self) -> Iterator[tuple[int, Any]]:
+        """``(position, (path, URL))``: the worker reads the file and gives the page's URL its identity signals
+        (the product option it names, as in the crawl)."""
         for position, path in enumerate(self.files):
-            yield position, str(path)
+            yield position, (str(path), self.url(position))
 
 
 def _open_binary(path: Path) -> BinaryIO:
@@ -172,14 +175,16 @@ def _item_value(line: bytes, field: str, url_field: str) -> tuple[Any, str | Non
     return value, url, referer, depth, None
 
 
-def _protected_digest(value: Any, config: SimhashConfig, page: bool = True, url: str | None = None) -> str | None:
-    """The digest of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and, for a
+def _scope_digests(
+    value: Any, config: SimhashConfig, page: bool = True, url: str | None = None
+) -> tuple[str | None, str | None]:
+    """The digests of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and, for a
     page (not an item, as in the crawl), of the identity it declares (``SIMHASH_IDENTITY_SIGNALS``,
-    ``core.cluster.identity``; ``url``: the page's address, for the product options it names): the crawl's scope."""
-    from ..core.cluster.identity import combine_digests
+    ``core.cluster.identity``; ``url``: the page's address, for the product options it names): the crawl's scope
+    (``core.detector.crawl_scope``, in input order)."""
     from ..core.detector import page_digests
 
-    return combine_digests(page_digests(config, url, value if isinstance(value, bytes) else str(value), identity=page))
+    return page_digests(config, url, value if isinstance(value, bytes) else str(value), identity=page)
 
 
 def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:
@@ -194,12 +199,13 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
         value: Any = None
         is_html = True
         if kind == "files":
+            path, url = payload
             try:
-                size = os.path.getsize(payload)
+                size = os.path.getsize(path)
                 if too_large(size, config.max_bytes):
                     reason = "too_large"
                 else:
-                    with open(payload, "rb") as handle:
+                    with open(path, "rb") as handle:
                         value = handle.read()
             except OSError:
                 reason = "unreadable"
@@ -217,7 +223,7 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
                 out.append((value,))
             continue
         keys: tuple[int, ...] = ()
-        fingerprint, exact, protected = None, False, None
+        fingerprint, exact, digests = None, False, None
         extra: tuple[Any, ...] = (None, None, None)
         if reason is None:
             # A page gets steps 5-7 as in a crawl; an item, as in the item pipeline, steps 1-4.
@@ -228,8 +234,8 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             fingerprint, exact, reason, keys = answer.fingerprint, answer.exact, answer.skip_reason, answer.edit_keys
             extra = (answer.source, answer.second, answer.sketch)
             if fingerprint is not None and is_html and (config.distinct is not None or config.identity_signals):
-                protected = _protected_digest(value, config, page=kind == "files", url=url)
-        out.append((fingerprint, reason, url, referer, depth, exact, keys, protected, *extra))
+                digests = _scope_digests(value, config, page=kind == "files", url=url)
+        out.append((fingerprint, reason, url, referer, depth, exact, keys, digests, *extra))
     return out
 
 
@@ -362,7 +368,8 @@ class _Pages:
     depths: list[Any] = field(default_factory=list)
     exact_flags: list[bool] = field(default_factory=list)
     edit_keys: list[tuple[int, ...]] = field(default_factory=list)
-    protected: list[str | None] = field(default_factory=list)  # digests of the protected text (SIMHASH_DISTINCT_SELECTORS)
+    # The digests of the protected text (SIMHASH_DISTINCT_SELECTORS) and the declared identity (SIMHASH_IDENTITY_SIGNALS).
+    digests: list[tuple[str | None, str | None] | None] = field(default_factory=list)
     # Steps 5-7: the template-free fingerprints (learned in input order as the pages come; the text is
     # not kept), the second simhashes and the sentence sketches, for the rule (core.detector).
     also: list[int | None] = field(default_factory=list)
@@ -411,7 +418,7 @@ def _fingerprint_pages(
         pages.fingerprints.append(fingerprint)
         pages.exact_flags.append(exact)
         pages.edit_keys.append(keys)
-        pages.protected.append(digest)
+        pages.digests.append(digest)
         if source.kind == "files":
             url = source.url(position)  # type: ignore[attr-defined]
         elif not isinstance(url, str) or not url:
@@ -433,22 +440,34 @@ def _check_pages(pages: _Pages, source: _Source, field: str) -> None:
         raise CommandError(f"none of the {plural(pages.read, 'page')} of {source.description} could be fingerprinted{hint}: {details}")
 
 
-def _cluster_pages(pages: _Pages, config: SimhashConfig) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
-    """The crawl's rule (core.cluster.clustering), page by page in input order: each page's canonical
-    page and distance, its scope, and whether it is in a cluster."""
-    fps = np.array(pages.fingerprints, dtype=np.uint64)
-    scopes = None
-    scope_names = [page_scope(config.scope, u) for u in pages.urls]  # the crawl's: the host, or "" (one spider)
-    if any(digest is not None for digest in pages.protected):  # the crawl's scopes: protected text, declared identity
-        scope_names = [scope_key(name, digest) for name, digest in zip(scope_names, pages.protected)]
-    if config.scope == "domain" or any(digest is not None for digest in pages.protected):
-        numbers: dict[str, int] = {}
-        scopes = np.array([numbers.setdefault(s, len(numbers)) for s in scope_names], dtype=np.int64)
-    canonical, distance = assign_canonicals(
-        fps, scopes, config.max_distance, config.blocks, pages.exact_flags, pages.edit_keys,
-        pages.also, pages.seconds, pages.sketches,
-    )
-    in_cluster = np.zeros(len(pages.urls), dtype=bool)
+def _cluster_pages(
+    pages: _Pages, config: SimhashConfig, items: bool = False
+) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """The crawl's rule (``core.detector.decide``, steps 1-7), page by page in input order, each page in the crawl's
+    scope (``core.detector.crawl_scope``: a print view takes the identity its address's pages declared; not
+    ``items``, which declare none) and at its URL (step 7's views of one address): each page's canonical page and
+    distance, its scope, and whether it is in a cluster."""
+    addresses = AddressIdentities() if config.identity_signals and not items else None
+    scope_names = [
+        crawl_scope(page_scope(config.scope, url), url, *(digests or (None, None)), addresses)[0]
+        for url, digests in zip(pages.urls, pages.digests)
+    ]  # fmt: skip
+    n = len(pages.urls)
+    canonical = np.full(n, -1, dtype=np.int64)
+    distance = np.full(n, -1, dtype=np.int64)
+    checked = (
+        Page(scope, str(i), fp, url, exact, keys, None, None, also, second, sketch)
+        for i, (scope, url, fp, exact, keys, also, second, sketch) in enumerate(zip(
+            scope_names, pages.urls, pages.fingerprints, pages.exact_flags, pages.edit_keys, pages.also,
+            pages.seconds, pages.sketches,
+        ))
+    )  # fmt: skip
+    # Template-free fingerprints were learned in pass 1 (``also``): the detector learns no template here.
+    for decision in decide(checked, Detector(config.max_distance, config.blocks, templates=False)):
+        if decision.canonical is not None and decision.distance is not None:
+            canonical[decision.position] = decision.canonical
+            distance[decision.position] = decision.distance
+    in_cluster = np.zeros(n, dtype=bool)
     in_cluster[canonical[canonical >= 0]] = True
     in_cluster[canonical >= 0] = True
     return canonical, distance, scope_names, in_cluster
@@ -507,7 +526,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
 
     # Clusters: the crawl's rule (core.cluster.clustering), page by page in input order.
     cluster_started = time.monotonic()
-    canonical, distance, scope_names, in_cluster = _cluster_pages(pages, config)
+    canonical, distance, scope_names, in_cluster = _cluster_pages(pages, config, items=source.kind == "lines")
     cluster_seconds = time.monotonic() - cluster_started
 
     texts: dict[int, str | None] = {}

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Page", "Detector", "PageDecision", "decide", "decide_html", "page_of", "canonical_positions", "assign_canonicals",
-    "scope_of",
+    "scope_of", "crawl_scope",
 ]
 
 
@@ -220,16 +220,31 @@ def scope_of(
     its URL names), or, with ``addresses`` (the identities of the addresses of the pages before it,
     ``core.cluster.viewidentity``), the one its address's pages declared when it declares none; the page is
     parsed again only when one of them may apply."""
-    from .cluster.distinct import scope_key
-    from .cluster.identity import combine_digests
-
     scope = page_scope(config.scope, url, spider)
     if config.distinct is None and not config.identity_signals:
         return scope
     protected, declared = page_digests(config, url, body)
-    if addresses is not None and config.identity_signals:
-        declared = addresses.resolve(scope_key(scope, protected), url, declared)[0]
-    return scope_key(scope, combine_digests((protected, declared)))
+    return crawl_scope(scope, url, protected, declared, addresses if config.identity_signals else None)[0]
+
+
+def crawl_scope(
+    scope: str, url: str | None, protected: str | None, declared: str | None,
+    addresses: AddressIdentities | None = None,
+) -> tuple[str, bool]:
+    """``(scope, inherited)``: the scope the crawl checks a page of ``url`` in, from its plain scope
+    (``core.records.page_scope``) and the digests of its protected text and of the identity it declares
+    (``page_digests``): with ``addresses`` (the identities the pages checked before it declared, per address,
+    ``core.cluster.viewidentity``; ``SIMHASH_IDENTITY_SIGNALS`` on), a page declaring none takes the one its
+    address's pages declared (``inherited``: a print view), and a page declaring one teaches it to its address.
+    The crawl (``DedupState.scope_for``), the library (``scope_of``), ``compare`` and ``dedup`` all call it, in
+    check order."""
+    from .cluster.distinct import scope_key
+    from .cluster.identity import combine_digests
+
+    inherited = False
+    if addresses is not None:
+        declared, inherited = addresses.resolve(scope_key(scope, protected), url, declared)
+    return scope_key(scope, combine_digests((protected, declared))), inherited
 
 
 def page_digests(
@@ -273,14 +288,16 @@ def assign_canonicals(
     second: Sequence[int | None] | None = None,
     sketches: Sequence[Sketch | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The crawl's rule over a batch of distinct pages, in order (the ``dedup`` command).
+    """The crawl's rule over a batch of distinct pages given by their fingerprints, in order.
 
     Returns ``(canonical, distance)``: for each page the position of its
     canonical page and the distance to it, ``-1`` for canonical pages.  Every
-    page is its own identity (positions), so this is exactly what a crawl of
-    these pages in this order decides.  ``also`` (template-free fingerprints,
+    page is its own identity (positions), so this is what a crawl of these
+    pages in this order decides, but for what a URL tells (below).  ``also`` (template-free fingerprints,
     learned in this order: ``core.cluster.sitetemplate``), ``second`` and ``sketches``
-    give steps 5-7 (``core.detector.decide`` applies the rule).
+    give steps 5-7 (``core.detector.decide`` applies the rule).  Without URLs it has neither step 7's rule
+    for views of one address nor the identities views take from their address: ``decide`` with ``Page`` objects
+    at their URLs, in ``crawl_scope``'s scopes, has both (``scrapy simhash dedup``).
     """
     fps = np.asarray(fingerprints, dtype=np.uint64).tolist()
     n = len(fps)

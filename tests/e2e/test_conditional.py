@@ -474,3 +474,40 @@ async def test_a_304_of_a_kept_near_duplicate_is_kept_again(http_server: Any, tm
     assert second["simhash/not_modified"] == 2, second
     assert second.get("simhash/kept_per_cluster") == 1 and "simhash/dropped" not in second, sorted(second.items())
     assert all(isinstance(f.value, NotModifiedPage) for f in crawler.spider.failures)
+
+
+@pytest_twisted.ensureDeferred
+async def test_pages_declaring_a_product_identity_get_304s_and_are_listed_gone(
+    http_server: Any, tmp_path: Path
+) -> None:
+    """A product page declares its identity (JSON-LD: checked in a scope of its own, ``core.cluster.identity``),
+    and so does its tracking copy.  A second crawl on the store finds each one's record in the scope it was
+    checked in (the identity its address declared, ``core.cluster.viewidentity``): every page answers 304 and is
+    ruled on as it was (the tracking copy still a near-duplicate of its product page), and a product page that
+    went away is listed as gone (before, the record was looked for in the plain scope: never found)."""
+    from test_shop_crawl import product_html
+
+    root = tmp_path / "site"
+    (root / "p").mkdir(parents=True)
+    (root / "p" / "shirt-blue.html").write_text(product_html("Linen shirt blue", "LS-1-BL", "49.90"), encoding="utf-8")
+    (root / "p" / "shirt-red.html").write_text(product_html("Linen shirt red", "LS-1-RD", "52.90"), encoding="utf-8")
+    for path in root.rglob("*.html"):
+        os.utime(path, (OLD, OLD))
+    server = http_server(root)
+    blue = f"{server.base}/p/shirt-blue.html"
+    # (http.server serves the file of the path: the query makes the tracking copy)
+    urls = [blue, f"{blue}?utm_source=mail", f"{server.base}/p/shirt-red.html"]
+    settings = {**ADDON, "SIMHASH_DIR": str(tmp_path / "state"), "SIMHASH_ACTION": "flag"}
+    first = await run_crawl(RecordingSpider, settings, start_urls=urls)
+    duplicate_of = {entry["url"]: entry["duplicate_of"] for entry in first.spider.seen}
+    assert duplicate_of == {blue: None, f"{blue}?utm_source=mail": blue, urls[2]: None}
+    assert simhash_stats(first)["simhash/identity/pages"] == 3
+    (root / "p" / "shirt-red.html").unlink()
+    crawler = await run_crawl(RecordingSpider, settings, start_urls=urls, meta={
+        url: {"handle_httpstatus_list": [304, 404]} for url in urls
+    })  # fmt: skip
+    stats = simhash_stats(crawler)
+    assert stats.get("simhash/conditional") == 3 and stats.get("simhash/not_modified") == 2, sorted(stats.items())
+    assert stats.get("simhash/gone") == 1, sorted(stats.items())
+    seen = {entry["url"]: entry for entry in crawler.spider.seen}
+    assert seen[f"{blue}?utm_source=mail"]["duplicate_of"] == blue and seen[blue]["duplicate_of"] is None

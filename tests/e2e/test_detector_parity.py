@@ -195,3 +195,106 @@ async def test_two_redis_crawlers_find_only_the_in_process_duplicates(serve: Any
     cluster = clusters(memory, library_pairs(urls, bodies))  # on Redis' order and on the set's
     assert redis and all(cluster.get(a, a) == cluster.get(b, b) for a, b in redis), redis - memory
     assert len(redis) >= 2 * len(memory) // 3
+
+
+def views_site_pages() -> dict[str, str]:
+    """A small shop and a recipe blog, named so that the paths' sorted order is a crawl's order (``dedup`` reads a
+    folder in sorted order): two products declaring their identity (JSON-LD), the print view of each (the page's
+    text, no JSON-LD: it takes its page's identity from its address, ``core.cluster.viewidentity``), a tracking
+    copy, two variants named by their URL's option, and a recipe with its print card (step 7 at one address,
+    ``core.cluster.views.MIN_SHARED``)."""
+    from test_shop_crawl import DESCRIPTION, plain_product_html, product_html
+    from test_views_crawl import STORY, card_sharing, html
+
+    from simhash_scrapy.core.cluster import views
+
+    def print_html(name: str, price: str) -> str:
+        return (f"<!doctype html><html><head><title>{name}</title></head><body><main><h1>{name}</h1>"
+                f"<p class='price'>{price} EUR</p><p>{DESCRIPTION}</p></main></body></html>")  # fmt: skip
+
+    card = card_sharing(views.MIN_SHARED)
+    return {
+        "/p/shirt-blue.html": product_html("Linen shirt blue", "LS-1-BL", "49.90"),
+        "/p/shirt-blue.html?print=1": print_html("Linen shirt blue", "49.90"),
+        "/p/shirt-blue.html?utm_source=mail": product_html(
+            "Linen shirt blue", "LS-1-BL", "49.90", "<div class='session'>Welcome back, session 9f8e</div>"
+        ),
+        "/p/shirt-red.html": product_html("Linen shirt red", "LS-1-RD", "52.90"),
+        "/p/shirt-red.html?print=1": print_html("Linen shirt red", "52.90"),
+        # variants named by their URL only (the option is their identity, ``core.cluster.identity.url_options``)
+        "/p/shirt.html?variant=blue": plain_product_html("Linen shirt blue", "49.90"),
+        "/p/shirt.html?variant=red": plain_product_html("Linen shirt red", "52.90"),
+        "/recipes/soup.html": html(STORY + card),
+        "/recipes/soup.html?format=print": html(card),
+    }
+
+
+def dedup_pairs(folder: Path, base: str, cwd: Path) -> set[tuple[str, str]]:
+    """The (near-duplicate, canonical) pairs of ``scrapy simhash dedup`` on a folder of the pages (a real process),
+    its files named by their paths (``--base-url``: the URL of each is the crawl's)."""
+    from command_helpers import read_jsonl, simhash
+
+    suffixes = sorted({"." + path.name.split(".", 1)[1] for path in folder.rglob("*") if path.is_file()})
+    run = simhash("dedup", str(folder), "--base-url", base, *(f"--suffix={s}" for s in suffixes), cwd=cwd)
+    assert run.returncode == 0, run.stderr
+    clusters = read_jsonl(run.stdout)
+    return {(m["url"], c["canonical"]) for c in clusters for m in c["members"] if m["url"] != c["canonical"]}
+
+
+@pytest.mark.slow  # 2.1 s measured (--durations, loaded 2-core machine): dedup and compare in subprocesses
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_the_library_dedup_and_compare_give_the_same_pairs_on_one_page_order(
+    serve: Any, tmp_path: Path
+) -> None:
+    """One page order, four ways: a real in-process crawl, the library's entry point (``decide_html``),
+    ``scrapy simhash dedup`` on the pages saved as files, and ``scrapy simhash compare`` on a pair (a print view
+    after its page) decide alike: print views join their own product (the identity their address's page
+    declared), never another product's print view; variants stay apart; the recipe's print card joins it at its
+    address."""
+    from command_helpers import simhash
+
+    pages = views_site_pages()
+    site = serve(pages)
+    urls = sorted(site.url(path) for path in pages)
+    order, crawled = await crawl_pairs(urls)
+    assert order == urls  # (one request at a time, in the order given)
+    bodies = {site.url(path): body.encode() for path, body in pages.items()}
+    expected = {
+        (site.url("/p/shirt-blue.html?print=1"), site.url("/p/shirt-blue.html")),
+        (site.url("/p/shirt-blue.html?utm_source=mail"), site.url("/p/shirt-blue.html")),
+        (site.url("/p/shirt-red.html?print=1"), site.url("/p/shirt-red.html")),
+        (site.url("/recipes/soup.html?format=print"), site.url("/recipes/soup.html")),
+    }
+    assert crawled == expected
+    assert library_pairs(order, bodies) == crawled
+    folder = tmp_path / "pages"
+    for path, body in pages.items():
+        (folder / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path.lstrip("/")).write_text(body, encoding="utf-8")
+    assert dedup_pairs(folder, site.url("").rstrip("/"), tmp_path) == crawled
+    view, page = site.url("/p/shirt-red.html?print=1"), site.url("/p/shirt-red.html")
+    run = simhash("compare", page, view, "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    decision = json.loads(run.stdout)["decisions"][-1]
+    assert decision["decision"] == "near-duplicate" and decision["canonical"] == 1
+
+
+@pytest_twisted.ensureDeferred
+@pytest.mark.parametrize("backend", ["store", "redis"])
+async def test_store_and_redis_crawls_decide_views_as_the_in_process_crawl(
+    serve: Any, tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """The views site (print views taking their product's identity, a print card at its recipe's address) on a
+    ``SIMHASH_DIR`` store and on Redis with one worker: the in-process crawl's pairs on the same order."""
+    pages = views_site_pages()
+    site = serve(pages)
+    urls = sorted(site.url(path) for path in pages)
+    _, memory = await crawl_pairs(urls)
+    if backend == "store":
+        settings: dict[str, Any] = {"SIMHASH_DIR": str(tmp_path / "store")}
+    else:
+        redis_server = request.getfixturevalue("redis_server")
+        settings = {"SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_server.url}
+    order, pairs = await crawl_pairs(urls, settings)
+    assert order == urls and len(memory) == 4
+    assert pairs == memory

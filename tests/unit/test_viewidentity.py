@@ -82,3 +82,42 @@ def test_a_store_s_records_are_replayed_as_they_were_checked() -> None:
     for url in (PAGE + "?print=1", "https://shop.test/q/2.html?print=1", "https://shop.test/items?print=1"):
         assert resumed.resolve("shop.test", url, None) == crawl.resolve("shop.test", url, None)
     assert resumed.resolve("shop.test", PAGE + "?print=1", None) == ("d1", True) and len(resumed) == 2
+
+
+def test_address_keys_are_the_same_in_every_process() -> None:
+    """The view identities and step 7's address book key an address by a hash that does not depend on the process
+    (``PYTHONHASHSEED``): two workers, or a crawl and its resumed run, list and resolve alike."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from simhash_scrapy.core.cluster.viewidentity import AddressIdentities\n"
+        "from simhash_scrapy.core.cluster.views import AddressBook, address_of\n"
+        f"url = {PAGE!r}\n"
+        "identities, book = AddressIdentities(), AddressBook()\n"
+        "identities.resolve('shop', url, 'd1')\n"
+        "book.add('shop', address_of(url), 7)\n"
+        "print(sorted(identities._declared), sorted(book._entries))\n"
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(keys) == 1, keys
+
+
+def test_declared_gives_an_address_s_identity_without_learning() -> None:
+    """The scope a page of an address was checked in, before it is downloaded (its record's, for a conditional
+    re-crawl): the identity the address declared; none for an unknown or ambiguous address or a URL naming an
+    option; asking teaches nothing."""
+    book = AddressIdentities()
+    assert book.declared("s", PAGE) is None and len(book) == 0
+    book.resolve("s", PAGE, "d1")
+    assert book.declared("s", PAGE + "?utm_source=x") == "d1" and book.declared("t", PAGE) is None
+    assert book.declared("s", PAGE + "?variant=red") is None
+    book.resolve("s", PAGE, "d2")
+    assert book.declared("s", PAGE) is None and len(book) == 1

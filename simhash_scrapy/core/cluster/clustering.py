@@ -74,7 +74,6 @@ from __future__ import annotations
 
 import enum
 import gc
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +85,7 @@ from ..index.index import BlockPermutedIndex
 from ..index.keytable import KeyTable, pack_keys, unpack_keys
 from ..index.layered import LayeredIndex
 from .containment import COMMON, ContainmentIndex, SentenceCounts, Sketch, estimate, verify
+from .distinct import scoped_hash
 from .views import MIN_CONTAINMENT as VIEW_MIN_CONTAINMENT
 from .views import MIN_RATIO as VIEW_MIN_RATIO
 from .views import MIN_SHARED as VIEW_MIN_SHARED
@@ -879,6 +879,5 @@ class Clusterer:
 
 
 def identity_hash(scope: str, identity: str) -> int:
-    """A 64-bit hash of a page's scope and identity, the same in every process (BLAKE2b)."""
-    data = f"{scope}\x1f{identity}".encode("utf-8", "surrogatepass")
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+    """A 64-bit hash of a page's scope and identity, the same in every process (``distinct.scoped_hash``)."""
+    return scoped_hash(scope, identity)

@@ -25,7 +25,7 @@ from typing import Any
 
 from lxml import etree
 
-__all__ = ["DistinctSelectors", "scope_key", "SCOPE_SEPARATOR"]
+__all__ = ["DistinctSelectors", "scope_key", "scoped_hash", "SCOPE_SEPARATOR"]
 
 #: Between the plain scope and the protected text's digest: ``"myspider#3f09c2d1a4b5e6f7"``.
 SCOPE_SEPARATOR = "#"
@@ -102,3 +102,10 @@ class DistinctSelectors:
 def scope_key(scope: str, digest: str | None) -> str:
     """The scope a page is checked in: its plain scope, with the protected text's digest when it has one."""
     return scope if digest is None else f"{scope}{SCOPE_SEPARATOR}{digest}"
+
+
+def scoped_hash(scope: str, name: str) -> int:
+    """A 64-bit hash of a name in a scope (a page's identity, an address), the same in every process (BLAKE2b):
+    what is keyed by it decides alike in every worker, every run (never the built-in ``hash``, seeded per process)."""
+    data = f"{scope}\x1f{name}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .distinct import SCOPE_SEPARATOR
+from .distinct import SCOPE_SEPARATOR, scoped_hash
 from .identity import url_options
 from .views import address_of
 
 __all__ = ["AddressIdentities", "MAX_ADDRESSES"]
 
-#: The most addresses remembered (about 150 bytes each).
+#: The most addresses remembered: about 155 bytes each (90 for its key and slot, 65 for the identity digest it keeps;
+#: ``python benchmarks/address_memory.py``), 31 MB at most.
 MAX_ADDRESSES = 200_000
 
 _AMBIGUOUS = ""
@@ -54,7 +55,7 @@ class AddressIdentities:
 
     def __init__(self, max_addresses: int = MAX_ADDRESSES) -> None:
         self.max_addresses = max_addresses
-        self._declared: dict[int, str] = {}  # hash((plain scope, address)) -> identity digest, or _AMBIGUOUS
+        self._declared: dict[int, str] = {}  # scoped_hash(plain scope, address) -> identity digest, or _AMBIGUOUS
 
     def __len__(self) -> int:
         return len(self._declared)
@@ -63,12 +64,11 @@ class AddressIdentities:
         """``(identity digest, inherited)`` of a page of ``url`` in ``scope`` (its plain scope, with the
         protected text's digest) that declared ``declared`` (a digest, else ``None``): its own, remembered
         for its address, or the one its address's pages declared when it declares none (``inherited``)."""
-        if url_options(url):
+        if declared is None and not self._declared:
+            return None, False  # (nothing learned yet: no address to parse)
+        key = self._key(scope, url)
+        if key is None:
             return declared, False
-        address = address_of(url)
-        if address is None:
-            return declared, False
-        key = hash((scope, address))
         known = self._declared.get(key)
         if declared is None:
             return (known, True) if known else (None, False)
@@ -78,6 +78,21 @@ class AddressIdentities:
         elif known != declared:
             self._declared[key] = _AMBIGUOUS
         return declared, False
+
+    def declared(self, scope: str, url: str | None) -> str | None:
+        """The identity the pages of ``url``'s address declared in ``scope`` (as ``resolve`` gives it a page declaring
+        none), without learning: the scope a page of that address was checked in, before it is downloaded
+        (its record, for a conditional re-crawl)."""
+        key = self._key(scope, url)
+        return None if key is None else self._declared.get(key) or None
+
+    @staticmethod
+    def _key(scope: str, url: str | None) -> int | None:
+        """The key of ``url``'s address in ``scope``; ``None`` for none, or a URL naming a product option."""
+        if url_options(url):
+            return None
+        address = address_of(url)
+        return None if address is None else scoped_hash(scope, address)
 
     def replay(self, pages: Iterable[tuple[str, str]]) -> None:
         """Learn from pages checked before, ``(url, scope)`` in the order they were checked (a store's records):

@@ -45,6 +45,7 @@ import re
 
 from urllib.parse import parse_qsl, urlsplit
 
+from .distinct import scoped_hash
 from .identity import url_page_number
 from .sitetemplate import host_of
 
@@ -112,9 +113,10 @@ def page_address(url: str | None, sketch: object | None, host: str | None = None
 class AddressBook:
     """The canonical pages with a sentence sketch, per scope and address (step 7's views).
 
-    Each (scope, address) is kept as its hash (``hash``: this process only; the book is rebuilt when a
-    store is opened), about 150 bytes a listed page; two addresses of one hash only share candidates,
-    which step 7 still verifies by their sentences.
+    Each (scope, address) is kept as its 64-bit hash (``distinct.scoped_hash``: the same in every process, so
+    every worker and run lists alike; the book is rebuilt when a store is opened), about 170 bytes a listed
+    page (``python benchmarks/address_memory.py``); two addresses of one hash share candidates, the same in
+    every process.
     """
 
     def __init__(self) -> None:
@@ -127,7 +129,7 @@ class AddressBook:
     def add(self, scope: str, address: str, entry: int) -> None:
         if entry in self._where:
             return
-        key = hash((scope, address))
+        key = scoped_hash(scope, address)
         listed = self._entries.get(key)
         if listed is None:
             self._entries[key] = entry
@@ -153,9 +155,9 @@ class AddressBook:
 
     def entries(self, scope: str, address: str) -> list[int]:
         """The canonical entries listed under ``scope`` and ``address``, in the order they were listed."""
-        listed = self._entries.get(hash((scope, address)))
+        listed = self._entries.get(scoped_hash(scope, address))
         return [] if listed is None else [listed] if isinstance(listed, int) else list(listed)
 
     def listed_at(self, entry: int, scope: str, address: str | None) -> bool:
         """Whether ``entry`` is listed under ``scope`` and ``address``."""
-        return address is not None and self._where.get(entry) == hash((scope, address))
+        return address is not None and self._where.get(entry) == scoped_hash(scope, address)
