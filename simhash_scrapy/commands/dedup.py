@@ -567,7 +567,7 @@ def run_dedup(opts: Any, settings: Any, stdout: Any = None, stderr: Any = None) 
         f"dedup: {describe_report(summary)} "
         f"(SIMHASH_MAX_DISTANCE={config.max_distance}, text mode {config.text_mode})",
         f"dedup: {elapsed:.1f} s ({len(pages.kept) / max(fingerprint_seconds, 1e-9):,.0f} pages/s fingerprinting with "
-        f"{1 if inline else jobs} process{'es' if not inline and jobs > 1 else ''}, all-pairs search {cluster_seconds:.2f} s); "
+        f"{1 if inline else jobs} process{'es' if not inline and jobs > 1 else ''}, clustering {cluster_seconds:.2f} s); "
         f"{fmt} report written to {where}",
     ]
     if not opts.quiet:
