@@ -63,11 +63,17 @@ _BODY_TAG = re.compile(rb"<body[\s>/]", re.IGNORECASE)
 FLAG = "near-duplicate"
 #: Added to ``response.flags`` of a 304 answer to a conditional re-crawl that goes on to the spider.
 NOT_MODIFIED_FLAG = "not-modified"
-#: ``request.meta`` key (internal) marking a request this middleware sent validators with.
+#: ``request.meta`` key (internal) marking a request this middleware sent validators with: the scope of their record.
 _SENT = "_simhash_validators"
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
 #: Answers that say a page the record knows is gone (``core.report.changes``).
 GONE_STATUSES = (404, 410)
+
+
+def _sent_scope(request: Request) -> str | None:
+    """The scope whose record's validators ``request`` carries (``None``: none sent)."""
+    scope = request.meta.get(_SENT)
+    return scope if isinstance(scope, str) else None
 
 
 class NearDuplicate(IgnoreRequest):
@@ -217,7 +223,7 @@ class SimhashMiddleware:
             or any(name in request.headers for name in _VALIDATORS)
         ):
             return None
-        previous = await state.previous(request)
+        scope, previous = await state.recorded(request)
         if previous is None or (previous.etag is None and previous.last_modified is None):
             return None
         sent = False
@@ -231,7 +237,7 @@ class SimhashMiddleware:
                 sent = True
         if not sent:
             return None
-        meta[_SENT] = True
+        meta[_SENT] = scope  # (a non-empty string) the 304 or 404 is judged where these validators came from
         state.inc("simhash/conditional")
         return None
 
@@ -262,7 +268,9 @@ class SimhashMiddleware:
             state.inc("simhash/replay/refetched")
             return refetch(request, _VALIDATORS)
         try:
-            ruling = await state.judge_again(self._fetch(request, response, passes_304=self._handles_304(request, spider)))
+            ruling = await state.judge_again(
+                self._fetch(request, response, passes_304=self._handles_304(request, spider)), _sent_scope(request)
+            )
         except BackendError as exc:
             state.skip("backend_error")
             raise UncheckedPage(response.url, str(exc)) from None
@@ -340,7 +348,7 @@ class SimhashMiddleware:
         if response.status == 304 and meta.get(_SENT) and state.error is None:
             return await self._not_modified(request, response, spider)
         recurring = response.status in GONE_STATUSES and self.recurring and state.error is None
-        if recurring and await state.page_gone(request, response):  # a page the record knows: listed as gone
+        if recurring and await state.page_gone(request, response, _sent_scope(request)):  # a page the record knows: listed as gone
             meta["simhash_gone"] = True
         reason = "unavailable" if state.error is not None else self._skip_reason(request, response)
         if reason is None:

@@ -353,13 +353,17 @@ class DedupState:
         )
         return await self._rule(fetch, record)
 
-    async def judge_again(self, fetch: Fetch) -> Ruling:
+    async def judge_again(self, fetch: Fetch, scope: str | None = None) -> Ruling:
         """The same for a 304 answer to a conditional re-crawl: the identity's record checked again as it
         was recorded, in the scope it was recorded in (``core.records.record_again``; ``LookupError`` when the
-        record is gone)."""
+        record is gone).  ``scope``: where ``recorded`` found the record whose validators were sent (the scope
+        is not worked out again: another page of the address may have declared another identity meanwhile)."""
         url = fetch.response.url
         identity = self.identity_of(fetch.request)
-        scope, previous = await self._recorded(url, identity)
+        if scope is None:
+            scope, previous = await self._recorded(url, identity)
+        else:
+            previous = await self.backend.previous(scope, identity)
         if previous is None:  # the record went away since the request was sent (a flushed Redis key)
             raise LookupError("its record is gone")
         record = record_again(
@@ -541,7 +545,11 @@ class DedupState:
     async def previous(self, request: Any) -> ClusterMember | None:
         """The record of ``request``'s page (its scope by URL, its identity), for its validators (conditional
         re-crawls)."""
-        return (await self._recorded(request.url, self.identity_of(request)))[1]
+        return (await self.recorded(request))[1]
+
+    async def recorded(self, request: Any) -> tuple[str, ClusterMember | None]:
+        """``(scope, record)`` of ``request``'s page: the first of its ``recorded_scopes`` holding its record."""
+        return await self._recorded(request.url, self.identity_of(request))
 
     def recorded_scopes(self, url: str) -> list[str]:
         """The scopes a page of ``url`` may have been checked in, known before it is downloaded: with
@@ -574,12 +582,15 @@ class DedupState:
         """The blob ``save_replay`` kept for the page of ``request`` (answered from ``url``); ``None``: none."""
         return await self.backend.load_replay(self.scope_for(url), self.identity_of(request))
 
-    async def page_gone(self, request: Any, response: Any) -> bool:
+    async def page_gone(self, request: Any, response: Any, scope: str | None = None) -> bool:
         """Whether a 404 / 410 answer is of a page the record knew: then it is listed as gone
         (``core.report.changes``, ``simhash/gone``); not when the backend cannot say (the page is skipped as
-        any 404 is)."""
+        any 404 is).  ``scope``: where the record whose validators were sent was found (as ``judge_again``)."""
         try:
-            scope, previous = await self._recorded(response.url, self.identity_of(request))
+            if scope is None:
+                scope, previous = await self._recorded(response.url, self.identity_of(request))
+            else:
+                previous = await self.backend.previous(scope, self.identity_of(request))
         except BackendError:
             return False
         if previous is None:
