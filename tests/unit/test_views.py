@@ -48,6 +48,13 @@ def test_a_query_that_names_the_item_is_part_of_the_address() -> None:
     assert address_of("http://d.test/details.php?page=offer_1_14") != address_of("http://d.test/details.php?page=offer_2_6")
     assert address_of("http://w.test/?p=123") != address_of("http://w.test/?p=124")
     assert address_of("http://s.test/a?productId=5") != address_of("http://s.test/a?productId=6")
+    # found in review: phpBB topics (t is also a cache buster's name), names of letters only
+    assert address_of("http://f.test/viewtopic.php?f=3&t=12345") != address_of("http://f.test/viewtopic.php?f=3&t=678")
+    assert address_of("http://f.test/viewtopic.php?t=678&view=print") == address_of("http://f.test/viewtopic.php?t=678")
+    assert address_of("http://s.test/a?t=1732790000") == "s.test/a"  # a timestamp: not a name
+    assert address_of("http://s.test/product.php?name=red-scarf") != address_of("http://s.test/product.php?name=blue-shirt")
+    assert address_of("http://w.test/index.php?title=Main_Page") != address_of("http://w.test/index.php?title=Help")
+    assert address_of("http://s.test/search?q=boots") != address_of("http://s.test/search?q=shoes")
     # views, tracking, sessions and sorting are not names
     for query in ("format=print&links=1", "utm_campaign=bf2026", "sessionid=ab12cd", "PHPSESSID=x9y8", "sort=price2"):
         assert address_of(f"http://s.test/a?{query}") == "s.test/a", query
@@ -222,3 +229,24 @@ def test_a_page_of_three_sentences_has_a_sketch_and_joins_its_view_at_one_addres
         clusters.check("s", "a", first[0], sketch=first[1], address="shop.test/")
         assert clusters.check("s", "b", second[0], sketch=second[1], address="shop.test/about").outcome is Outcome.UNIQUE
     assert containment.sketch_of("\n".join(home[:2])) is None  # two sentences: never enough, no sketch
+
+
+def _product(name: str, own: list[str], shop: list[str]) -> str:
+    body = "".join(f"<p>{line}</p>" for line in own + shop)
+    return f"<html><head><title>{name}</title></head><body><main><h1>{name}</h1>{body}</main></body></html>"
+
+
+def test_different_items_named_by_a_letters_only_value_or_a_topic_number_stay_apart() -> None:
+    """Found in review: a short item whose sampled sentences are all the shop's shipping text (or a forum's
+    notice) joined a long item of another name at "one address" (``?name=``, phpBB's ``?t=``); with the
+    names in the address, step 7 keeps its own bounds and they stay apart, on every seed tried."""
+    from simhash_scrapy import decide_html
+
+    for seed in range(40):
+        shop = sentences(1000 + seed, 8)
+        long_item = _product("Blue shirt", sentences(2000 + seed, 150), shop)
+        short_item = _product("Red scarf", sentences(3000 + seed, 2), shop)
+        for first, second in (("product.php?name=blue-shirt", "product.php?name=red-scarf"),
+                              ("viewtopic.php?f=3&t=12345", "viewtopic.php?f=3&t=678")):
+            decisions = decide_html([(f"https://shop.test/{first}", long_item), (f"https://shop.test/{second}", short_item)])
+            assert decisions[1] is None or decisions[1].canonical != 0, (seed, second, decisions[1])

@@ -15,7 +15,7 @@ copies would make its sentences common), or ``MIN_CONTAINMENT`` of them once
 the common sentences are left out (the print view of a page whose canonical
 copy was edited).  ``MIN_SHARED`` is one less than step 7's
 ``containment.MIN_SHARED``: a sketch keeps a long page's 32 smallest sentence
-hashes, so a recipe card a tenth of its page has only about three sentences
+hashes, so a recipe card a twentieth of its page has only about three sentences
 in the pair's sample, every one of which must then be the larger page's;
 pages of one address are already one item (the query values that name an
 item are part of the address).  Pages of other addresses keep step 7's own
@@ -64,9 +64,12 @@ MIN_SHARED = 3
 MAX_PER_ADDRESS = 4
 
 
-#: A query parameter whose name says it identifies an item (``id``, ``productId``, ``item_id``, ``sku``, ``p``).
-_ID_NAME = re.compile(r"(?:^|[_\-.]|[a-z](?=I[dD]$))(?:id|sku|pid|item|product|article|offer|post|topic|thread|p)$",
-                      re.IGNORECASE)
+#: A query parameter whose name says it identifies an item (``id``, ``productId``, ``item_id``, ``sku``, ``p``),
+#: whatever its value: letters only too (``?name=red-scarf``, MediaWiki's ``?title=Main_Page``, ``?q=boots``).
+_ID_NAME = re.compile(r"(?:^|[_\-.]|[a-z](?=I[dD]$))(?:id|sku|pid|item|product|article|offer|post|topic|thread|p"
+                      r"|name|title|slug|handle|q|query|search|keywords?|cat|category|tag)$", re.IGNORECASE)
+#: phpBB's topic (``viewtopic.php?t=123``): ``t`` names the item unless its value is a timestamp (cache busting).
+_TOPIC_T = re.compile(r"^\d{1,8}$")
 #: A value that names something: letters and digits together, or three digits or more (``1``, ``print``: no).
 _ID_VALUE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z]).{2,}$|\d{3}")
 #: Parameters that never name the item: tracking, sessions, sorting and the views themselves.
@@ -79,7 +82,8 @@ def _naming_query(query: str) -> str:
     sorted, as ``name=value``; ``""`` for most queries."""
     named = sorted(
         f"{name}={value}" for name, value in parse_qsl(query, keep_blank_values=False)
-        if not _NOT_NAMING.match(name) and (_ID_NAME.search(name) or _ID_VALUE.search(value))
+        if (not _NOT_NAMING.match(name) and (_ID_NAME.search(name) or _ID_VALUE.search(value)))
+        or (name == "t" and _TOPIC_T.match(value))
     )
     return "&".join(named)
 
