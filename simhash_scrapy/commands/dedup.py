@@ -175,16 +175,13 @@ def _item_value(line: bytes, field: str, url_field: str) -> tuple[Any, str | Non
     return value, url, referer, depth, None
 
 
-def _scope_digests(
-    value: Any, config: SimhashConfig, page: bool = True, url: str | None = None
-) -> tuple[str | None, str | None]:
-    """The digests of the page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and, for a
-    page (not an item, as in the crawl), of the identity it declares (``SIMHASH_IDENTITY_SIGNALS``,
-    ``core.cluster.identity``; ``url``: the page's address, for the product options it names): the crawl's scope
-    (``core.detector.crawl_scope``, in input order)."""
+def _scope_digests(value: Any, config: SimhashConfig, url: str | None = None) -> tuple[str | None, str | None]:
+    """The digests of a page's protected text (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and of the
+    identity it declares (``SIMHASH_IDENTITY_SIGNALS``, ``core.cluster.identity``; ``url``: the page's address, for
+    the product options it names): the crawl's scope (``core.detector.crawl_scope``, in input order)."""
     from ..core.detector import page_digests
 
-    return page_digests(config, url, value if isinstance(value, bytes) else str(value), identity=page)
+    return page_digests(config, url, value if isinstance(value, bytes) else str(value))
 
 
 def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> list[tuple[Any, ...]]:
@@ -233,8 +230,9 @@ def _work(task: tuple[str, str, list[Any], SimhashConfig, str, str, str]) -> lis
             answer = analyse_html(value, None, options) if is_html else analyse_text(value, options)
             fingerprint, exact, reason, keys = answer.fingerprint, answer.exact, answer.skip_reason, answer.edit_keys
             extra = (answer.source, answer.second, answer.sketch)
-            if fingerprint is not None and is_html and (config.distinct is not None or config.identity_signals):
-                digests = _scope_digests(value, config, page=kind == "files", url=url)
+            # An item keeps its item scope, as in the item pipeline: no protected text, no declared identity.
+            if fingerprint is not None and kind == "files" and (config.distinct is not None or config.identity_signals):
+                digests = _scope_digests(value, config, url=url)
         out.append((fingerprint, reason, url, referer, depth, exact, keys, digests, *extra))
     return out
 
@@ -379,12 +377,31 @@ class _Pages:
     read: int = 0
 
 
+def _check_base_url(base_url: str) -> None:
+    """``--base-url`` must be an absolute URL with a host (each file's URL is built on it); the error shows it
+    without its password (``core.redact``)."""
+    from urllib.parse import urlsplit
+
+    from ..core.redact import redact, secrets_in
+
+    try:
+        parts = urlsplit(base_url)
+        host = parts.hostname
+    except ValueError:
+        host = None
+    if not host:
+        shown = redact(base_url, secrets_in(base_url))
+        raise CommandError(f"--base-url must be an absolute URL with a host (https://shop.example/), got {shown!r}", EXIT_USAGE)
+
+
 def _open_source(opts: Any, config: SimhashConfig) -> tuple[_Source, str, str]:
     """The input (a folder of HTML files or an items feed), its text field and its URL field."""
     path = Path(opts.input)
     if not path.exists():
         raise CommandError(f"no such file or folder: {opts.input}")
     if path.is_dir():
+        if opts.base_url:
+            _check_base_url(opts.base_url)
         suffixes = tuple(s if s.startswith(".") else "." + s for s in (opts.suffix or HTML_SUFFIXES))
         folder = _Folder(path, tuple(s.lower() for s in suffixes), opts.base_url)
         if not folder.count():

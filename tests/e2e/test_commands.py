@@ -220,6 +220,17 @@ def test_dedup_json_lines_items(tmp_path: Path) -> None:
         ["https://news.example/2", "https://news.example/2#item-2"],
     ]
 
+    # Items keep their item scope, as in the crawl's item pipeline: SIMHASH_DISTINCT_SELECTORS is for pages
+    # (found in review: dedup split these two items by their price, the pipeline would not).
+    lamp = " ".join(article_words(9, 120))
+    priced = [{"url": f"https://shop.example/lamp-{i}", "html": f"<main><h1>Lamp</h1><p class='price'>{price}</p><p>{lamp}</p></main>"}
+              for i, price in enumerate(("10.00", "12.00"))]
+    shop_feed = tmp_path / "priced.jsonl"
+    shop_feed.write_text("".join(json.dumps(item) + "\n" for item in priced), encoding="utf-8")
+    proc = simhash("dedup", str(shop_feed), "-s", "SIMHASH_DISTINCT_SELECTORS=.price", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(groups(read_jsonl(proc.stdout))) == [["https://shop.example/lamp-0", "https://shop.example/lamp-1"]]
+
     # Plain text in another field, gzipped.
     texts = tmp_path / "texts.jl.gz"
     with gzip.open(texts, "wt", encoding="utf-8") as handle:
@@ -258,6 +269,11 @@ def test_dedup_bad_input_is_one_line_and_an_exit_code(tmp_path: Path) -> None:
         simhash("dedup", str(site), "-s", "SIMHASH_MAX_DISTANCE=99", cwd=tmp_path), 2, "dedup", "SIMHASH_MAX_DISTANCE"
     )
     assert_user_error(simhash("dedup", str(site), "-j", "0", cwd=tmp_path), 2, "dedup", "--jobs")
+    # Found in review: a malformed --base-url was a traceback; its password is not shown.
+    broken = simhash("dedup", str(site), "--base-url", "https://bob:s3cret@[::1/shop", cwd=tmp_path)
+    assert_user_error(broken, 2, "dedup", "--base-url")
+    assert "s3cret" not in broken.stderr + broken.stdout
+    assert_user_error(simhash("dedup", str(site), "--base-url", "shop/pages", cwd=tmp_path), 2, "dedup", "--base-url")
     assert_user_error(simhash("dedup", str(site), "-o", str(empty), cwd=tmp_path), 1, "dedup", "is a folder")
     assert_user_error(simhash("dedup", str(site), "--format", "pdf", cwd=tmp_path), 2, "dedup", "invalid choice")
 
