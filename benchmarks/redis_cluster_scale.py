@@ -227,8 +227,8 @@ def _write_strings(url: str, strings: Any) -> None:
 
 def table_strings(keys: Any, fps: np.ndarray, canonical: np.ndarray) -> Any:
     """Every table bucket's string: the canonical pages' entries (``ENTRY_DTYPE``) in seq order, as the backend's
-    append script leaves them (a string stored at its size)."""
-    from simhash_scrapy.backends.redis.cluster_layout import ENTRY_DTYPE
+    append script leaves them (``pack_bucket``: header, entries, spare room)."""
+    from simhash_scrapy.backends.redis.cluster_layout import ENTRY_DTYPE, pack_bucket
 
     entries = np.zeros(len(canonical), dtype=ENTRY_DTYPE)
     cfps = fps[canonical]
@@ -238,7 +238,7 @@ def table_strings(keys: Any, fps: np.ndarray, canonical: np.ndarray) -> Any:
         order = np.argsort(buckets, kind="stable")  # seq order within a bucket
         values, first = np.unique(buckets[order], return_index=True)
         for b, lo, hi in zip(values.tolist(), first.tolist(), [*first[1:].tolist(), len(order)]):
-            yield f"{keys.base}.t{t}.{b:x}}}", entries[order[lo:hi]].tobytes()
+            yield f"{keys.base}.t{t}.{b:x}}}", pack_bucket(entries[order[lo:hi]].tobytes())
 
 
 def directory_strings(keys: Any, stored: int, seqs: np.ndarray, slots: bytes) -> Any:
