@@ -19,7 +19,7 @@ from test_redis_backend import async_test, make_backend, recrawl_sequence
 from test_redis_cluster import keys_per_node
 
 from simhash_scrapy.backends import PageRecord, backend_class
-from simhash_scrapy.backends.base import Outcome
+from simhash_scrapy.backends.base import BackendError, Outcome
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 from simhash_scrapy.config import SimhashConfig
@@ -239,3 +239,32 @@ async def test_appends_leave_the_buckets_the_bulk_loader_writes(redis_cluster: R
     assert all(len(after[key]) == len(before[key]) for key in shorter)
     assert sum(len(entries_of(data)) for data in after.values()) == canonical * 4
     await backend.close()
+
+
+@pytest.mark.parametrize("fail_open", [True, False])
+@async_test
+async def test_a_node_down_lets_pages_through_unchecked_never_dropped(tmp_path: Any, fail_open: bool) -> None:
+    # A real three-node cluster of its own (one node is killed); no replica: the slots of the dead node stay
+    # unserved.  Fail-open: every check that needs it goes through UNCHECKED, counted; fail-closed: BackendError.
+    cluster = RedisCluster(tmp_path).start()
+    try:
+        backend = global_backend(cluster, SIMHASH_REDIS_FAIL_OPEN=fail_open)
+        await backend.open("myspider")
+        rng = random.Random(9)
+        first = [PageRecord(f"https://a.example/{n}", rng.getrandbits(64), "myspider") for n in range(20)]
+        before = await asyncio.gather(*(backend.check(r) for r in first))
+        assert {v.outcome for v in before} == {Outcome.UNIQUE}
+        cluster.processes[1].kill()
+        cluster.processes[1].wait(timeout=20)
+        later = [PageRecord(f"https://b.example/{n}", rng.getrandbits(64), "myspider") for n in range(20)]
+        if not fail_open:
+            with pytest.raises(BackendError, match="Redis error"):
+                await backend.check(later[0])
+        else:
+            after = await asyncio.gather(*(backend.check(r) for r in later))
+            near = await backend.check(dataclasses.replace(first[0], url="https://c.example/", identity=""))
+            assert {v.outcome for v in after} == {near.outcome} == {Outcome.UNCHECKED}  # none dropped
+            assert backend.counts["unreachable"] == 21
+        await backend.close()
+    finally:
+        cluster.stop()

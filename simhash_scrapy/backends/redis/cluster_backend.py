@@ -32,22 +32,30 @@ of a batch go in one round trip, to different nodes: another worker may read
 an entry before its page's directory slot or record is there; it leaves that
 entry out (``simhash/redis/global/unnamed``): at worst a duplicate kept twice.
 
+Fail-open (``SIMHASH_REDIS_FAIL_OPEN``, the default): a batch that cannot reach
+a node (or gets an error reply) lets its pages through ``UNCHECKED``, never
+dropped, counted in ``simhash/redis/global/unreachable``; the next batch
+connects again.  Writes cut short by a node that went down may leave some of a
+page's entries written: that page went through, so a later page near it is
+its near-duplicate, as if it had been checked.  Fail-closed: ``BackendError``.
+
 Not done (yet): steps 4-7 of the rule (one-edit keys, template-free text,
 second simhash, containment); lifecycle (the keys are kept until
-``SIMHASH_REDIS_FLUSH_ON_START``: no worker registry, no TTL); fail-open on
-errors (a Redis error raises ``BackendError``).
+``SIMHASH_REDIS_FLUSH_ON_START``: no worker registry, no TTL).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
-from ..base import BackendError, ClusterMember, DedupBackend, PageRecord, Verdict
+from ...core.redact import redact
+from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection
 from .cluster_layout import (
     DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, entries_of, near_entries,
@@ -62,6 +70,8 @@ if TYPE_CHECKING:
     from ...core.settings.config import RedisConfig, SimhashConfig
 
 __all__ = ["GlobalRedisBackend"]
+
+logger = logging.getLogger("simhash_scrapy.backends.redis")
 
 #: Removes the entry of a seq (4 bytes, ARGV[1]) from a table bucket (KEYS[1]); returns 1 if found.  The entries
 #: after it move up, the string keeps its length (its spare room grows by an entry).
@@ -170,7 +180,8 @@ class GlobalRedisBackend(DedupBackend):
         self._drainer: asyncio.Future[None] | None = None
         self._append_sha = self._remove_sha = self._unset_sha = self._directory_sha = ""
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "unnamed": 0, "batches": 0,
-                                       "checks": 0}
+                                       "checks": 0, "unreachable": 0}
+        self._last_error_log = -1e9
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
         self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
 
@@ -251,7 +262,12 @@ class GlobalRedisBackend(DedupBackend):
             self._ready[scope] = asyncio.ensure_future(self._check_layout(keys))
         ready = self._ready[scope]
         if not ready.done():
-            await asyncio.shield(ready)  # every check of the scope waits here in arrival order
+            await asyncio.wait([ready])  # every check of the scope waits here in arrival order
+        failure = ready.exception()
+        if failure is not None and not isinstance(failure, BackendError) and self.settings.fail_open:
+            self._ready.pop(scope, None)  # the next check asks again
+            self._keys.pop(scope, None)
+            return self._unreachable(failure, 1)[0]
         ready.result()
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         bucket, fieldname, keep = identity_slot(scope, record.key, keys.record_bits)
@@ -270,17 +286,37 @@ class GlobalRedisBackend(DedupBackend):
                 self._queue = [page for page in self._queue if id(page) not in taken]
                 try:
                     verdicts = await self._run(pages)
-                except Exception as exc:  # every page of the batch learns why
-                    error = exc if isinstance(exc, BackendError) else BackendError(
-                        f"Redis error at {self.settings.describe()}: {type(exc).__name__}: {exc}")
-                    for page in pages:
-                        if not page.future.done():
-                            page.future.set_exception(error)
-                    continue
+                except Exception as exc:  # every page of the batch learns why, or goes on unchecked (fail-open)
+                    if not isinstance(exc, BackendError) and self.settings.fail_open:
+                        verdicts = self._unreachable(exc, len(pages))
+                    else:
+                        error = exc if isinstance(exc, BackendError) else BackendError(
+                            f"Redis error at {self.settings.describe()}: {type(exc).__name__}: "
+                            f"{redact(str(exc), self.settings.secrets)}")
+                        for page in pages:
+                            if not page.future.done():
+                                page.future.set_exception(error)
+                        continue
                 for page, verdict in zip(pages, verdicts):
                     page.future.set_result(verdict)
         finally:
             self._running = False
+
+    def _unreachable(self, exc: BaseException, count: int) -> list[Verdict]:
+        """Fail-open: a batch that could not reach a node (or got an error reply) lets its pages through
+        unchecked, never dropped; counted (``simhash/redis/global/unreachable``) and logged (once per 10 s)."""
+        self.counts["unreachable"] += count
+        if self.stats is not None:
+            self.stats.inc_value("simhash/backend_errors")
+        now = time.monotonic()
+        if now - self._last_error_log >= 10:
+            self._last_error_log = now
+            logger.error(
+                "simhash: a Redis Cluster node did not answer (%s: %s); %d page(s) went through unchecked so far "
+                "(fail-open; SIMHASH_REDIS_FAIL_OPEN = False fails the checks instead)",
+                type(exc).__name__, redact(str(exc), self.settings.secrets), self.counts["unreachable"],
+            )
+        return [Verdict(Outcome.UNCHECKED)] * count
 
     async def _run(self, pages: list[_Page]) -> list[Verdict]:
         self.counts["batches"] += 1
