@@ -268,3 +268,18 @@ async def test_a_node_down_lets_pages_through_unchecked_never_dropped(tmp_path: 
         await backend.close()
     finally:
         cluster.stop()
+
+
+def test_near_entries_of_many_buckets_at_once_are_each_buckets() -> None:
+    from simhash_scrapy.backends.redis.cluster_layout import entries_of, near_entries, near_entries_many, pack_bucket, pack_entry
+
+    rng = random.Random(8)
+    probes = [rng.getrandbits(64) for _ in range(30)]
+    buckets: list[bytes | None] = [None, pack_bucket(b"")]
+    for n, probe in enumerate(probes[2:]):
+        fps = [flip(probe, rng.randint(0, 6), rng) for _ in range(rng.randint(0, 40))] + [rng.getrandbits(64)] * 3
+        buckets.append(pack_bucket(b"".join(pack_entry(fp, 1000 * n + i) for i, fp in enumerate(fps))))
+    want = [near_entries(entries_of(data), fp, 4).tolist() for data, fp in zip(buckets, probes)]
+    assert near_entries_many(buckets, probes, 4) == want
+    assert sum(map(len, want)) > 100
+    assert near_entries_many([], [], 4) == []

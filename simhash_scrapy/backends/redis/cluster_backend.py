@@ -58,7 +58,7 @@ from ...core.redact import redact
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection
 from .cluster_layout import (
-    DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, entries_of, near_entries,
+    DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, near_entries_many,
     pack_entry, pack_record, parse_record, used_of,
 )
 from .layout import Codec, bucket_bits_for, identity_slot
@@ -381,6 +381,7 @@ class GlobalRedisBackend(DedupBackend):
         k = self.config.max_distance
         candidates: dict[int, tuple[int, bool]] = {}  # seq -> (indexed fingerprint or digest, exact)
         folded: dict[int, list[int]] = {}  # seq -> the fingerprints of the pages whose fold it is near
+        tables: list[tuple[int, bytes | None]] = []  # (fingerprint, bucket read) of the pages not short
         for (page, key), value in found:
             record = page.record
             if record.exact:
@@ -388,8 +389,11 @@ class GlobalRedisBackend(DedupBackend):
                     candidates.setdefault(int.from_bytes(value[:4], "big"), (record.fingerprint, True))
                 continue
             batch.lengths[key] = used_of(value)
-            for seq in near_entries(entries_of(value), record.fingerprint, k).tolist():
-                folded.setdefault(seq, []).append(record.fingerprint)
+            tables.append((record.fingerprint, value))
+        near = near_entries_many([value for _, value in tables], [fp for fp, _ in tables], k)
+        for (fp, _), seqs in zip(tables, near):
+            for seq in seqs:
+                folded.setdefault(seq, []).append(fp)
         records = await self._fetch(batch, [seq for seq in folded if seq not in batch.stored])
         for seq, fps in folded.items():
             rec = batch.stored.get(seq) or records.get(seq)
@@ -636,8 +640,10 @@ class GlobalRedisBackend(DedupBackend):
             pipe.call(key, "GET", key)
         known = set(batch.seq_of)
         raced = set()
-        for (_key, fp, seq), data in zip(suspects, await pipe.execute()):
-            if any(s not in known for s in near_entries(entries_of(data), fp, self.config.max_distance).tolist()):
+        datas = await pipe.execute()
+        near = near_entries_many(datas, [fp for _, fp, _ in suspects], self.config.max_distance)
+        for (_key, _fp, seq), seqs in zip(suspects, near):
+            if any(s not in known for s in seqs):
                 raced.add(seq)
         self.counts["races"] += len(raced)
 
