@@ -166,7 +166,7 @@ def near_entries_many(buckets: list[bytes | None], fps: list[int], k: int) -> li
     """``near_entries`` of every (bucket, fingerprint) pair at once: one numpy pass over a batch's buckets (one
     per bucket cost ~10 µs of call overhead, a batch reads tables x pages of them)."""
     counts = [max(0, min(used_of(data), len(data) - BUCKET_HEAD)) // ENTRY if data else 0 for data in buckets]
-    joined = b"".join([data[BUCKET_HEAD : BUCKET_HEAD + n * ENTRY] for data, n in zip(buckets, counts) if n])
+    joined = b"".join([data[BUCKET_HEAD : BUCKET_HEAD + n * ENTRY] for data, n in zip(buckets, counts) if data])
     entries = np.frombuffer(joined, dtype=ENTRY_DTYPE)
     folds = np.repeat(np.array([fold(fp) for fp in fps], dtype=np.uint32), counts)
     hits = np.flatnonzero(np.bitwise_count(entries["fold"] ^ folds) <= k)
