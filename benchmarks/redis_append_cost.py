@@ -8,13 +8,14 @@ strings of each size, appends ``--appends`` 8-byte entries to each, and reports
 Redis CPU per append (``INFO cpu`` user+sys over the appends) and
 ``MEMORY USAGE`` per bucket after them, for:
 
-* ``script``: the backend's ``APPEND_LUA`` (GET, concatenate, SET: the string
+* ``copy``: layout 2's append script (GET, concatenate, SET: the string
   stored at its size; the whole bucket copied in and out of Lua each time);
 * ``APPEND``: Redis' own command (no copy; the string keeps up to as much again
   spare room);
-* ``capacity``: a candidate layout, not the backend's: a 4-byte header with
+* ``backend``: the backend's ``APPEND_LUA`` (layout 3): a 4-byte header with
   the bytes used, the entries written in place with ``SETRANGE`` inside spare
-  room that grows by 1/16 (+64 bytes) when full (copied then only).
+  room (``cluster_layout.room``: 1/16 + 64 bytes) made when full (copied then
+  only); the buckets start as ``pack_bucket`` makes them.
 """
 
 from __future__ import annotations
@@ -29,19 +30,12 @@ sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent)]
 from backends import Server  # noqa: E402
 
 from simhash_scrapy.backends.redis.cluster_backend import APPEND_LUA  # noqa: E402
+from simhash_scrapy.backends.redis.cluster_layout import pack_bucket  # noqa: E402
 
-CAPACITY_LUA = """
-local head = redis.call('GETRANGE', KEYS[1], 0, 3)
-local used = 0
-if #head == 4 then used = struct.unpack('>I4', head) end
-if used + 4 + #ARGV[1] > redis.call('STRLEN', KEYS[1]) then
-  local data = redis.call('GET', KEYS[1]) or ''
-  local room = math.floor((used + #ARGV[1]) / 16) + 64
-  redis.call('SET', KEYS[1], string.sub(data, 1, used + 4) .. string.rep('\\0', #ARGV[1] + room))
-end
-redis.call('SETRANGE', KEYS[1], used + 4, ARGV[1])
-redis.call('SETRANGE', KEYS[1], 0, struct.pack('>I4', used + #ARGV[1]))
-return used + #ARGV[1]
+COPY_LUA = """
+local data = (redis.call('GET', KEYS[1]) or '') .. ARGV[1]
+redis.call('SET', KEYS[1], data)
+return #data
 """
 
 
@@ -50,9 +44,9 @@ def measure(client: object, kind: str, size: int, appends: int) -> tuple[float, 
 
     assert isinstance(client, redis.Redis)
     keys = [f"bench:{kind}:{size}:{i}" for i in range(200)]
-    sha = client.script_load(APPEND_LUA if kind == "script" else CAPACITY_LUA)
+    sha = client.script_load(APPEND_LUA if kind == "backend" else COPY_LUA)
     for key in keys:
-        client.set(key, (size.to_bytes(4, "big") if kind == "capacity" else b"") + b"\x01" * size)
+        client.set(key, pack_bucket(b"\x01" * size) if kind == "backend" else b"\x01" * size)
     info = client.info("cpu")
     before = info["used_cpu_user"] + info["used_cpu_sys"]
     pipe = client.pipeline(transaction=False)
@@ -82,7 +76,7 @@ def main() -> None:
         print("| bucket bytes | kind | Redis CPU µs/append | MEMORY USAGE per bucket after | vs its entries' bytes |")
         print("|---:|---|---:|---:|---:|")
         for size in (int(s) for s in args.sizes.split(",")):
-            for kind in ("script", "APPEND", "capacity"):
+            for kind in ("copy", "APPEND", "backend"):
                 cpu, memory = measure(client, kind, size, args.appends)
                 data = size + 8 * args.appends
                 print(f"| {size:,} | {kind} | {cpu:.1f} | {memory:,.0f} | {memory / data:.2f}x |")

@@ -24,7 +24,7 @@ For each node count of ``--nodes``, in one run:
 3. Redis memory: ``used_memory`` minus ``used_memory_startup`` per node, summed
    over the nodes, divided by the stored pages.
 4. ``--workers`` processes, each with its own ``GlobalRedisBackend``, check
-   ``--checks`` new pages each with 16 in flight (``redis_scale.worker_pages``:
+   ``--checks`` new pages each with ``--in-flight`` (16) in flight (``redis_scale.worker_pages``:
    70% new, 20% near a stored canonical page, 10% near another worker's
    page).  checks/s = all checks / (last finish - first start); worker CPU
    per check (process time); Redis CPU per node (``INFO cpu``); each worker's
@@ -227,8 +227,8 @@ def _write_strings(url: str, strings: Any) -> None:
 
 def table_strings(keys: Any, fps: np.ndarray, canonical: np.ndarray) -> Any:
     """Every table bucket's string: the canonical pages' entries (``ENTRY_DTYPE``) in seq order, as the backend's
-    append script leaves them (a string stored at its size)."""
-    from simhash_scrapy.backends.redis.cluster_layout import ENTRY_DTYPE
+    append script leaves them (``pack_bucket``: header, entries, spare room)."""
+    from simhash_scrapy.backends.redis.cluster_layout import ENTRY_DTYPE, pack_bucket
 
     entries = np.zeros(len(canonical), dtype=ENTRY_DTYPE)
     cfps = fps[canonical]
@@ -238,7 +238,7 @@ def table_strings(keys: Any, fps: np.ndarray, canonical: np.ndarray) -> Any:
         order = np.argsort(buckets, kind="stable")  # seq order within a bucket
         values, first = np.unique(buckets[order], return_index=True)
         for b, lo, hi in zip(values.tolist(), first.tolist(), [*first[1:].tolist(), len(order)]):
-            yield f"{keys.base}.t{t}.{b:x}}}", entries[order[lo:hi]].tobytes()
+            yield f"{keys.base}.t{t}.{b:x}}}", pack_bucket(entries[order[lo:hi]].tobytes())
 
 
 def directory_strings(keys: Any, stored: int, seqs: np.ndarray, slots: bytes) -> Any:
@@ -307,7 +307,7 @@ async def check_all(backend: Any, pages: list[tuple[int, int]], in_flight: int =
 
 
 def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k: int, extra: dict[str, Any],
-               barrier: Any, results: Any) -> None:
+               barrier: Any, results: Any, in_flight: int = 16) -> None:
     from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 
     pages = worker_pages(stored, worker, workers, checks)
@@ -319,7 +319,7 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
         reset = _reset_peak()
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
         start, cpu = time.time(), time.process_time()
-        outcomes = await check_all(backend, pages)
+        outcomes = await check_all(backend, pages, in_flight)
         end, cpu = time.time(), time.process_time() - cpu
         peak = _proc_status("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         await backend.close()
@@ -330,7 +330,7 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
 
 
 def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: dict[str, Any], through_checks: bool,
-            processes: int, listpack_value: int) -> dict[str, Any]:
+            processes: int, listpack_value: int, in_flight: int = 16) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         cluster = LocalCluster(folder, nodes).start()
         try:
@@ -348,7 +348,7 @@ def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
             ctx = mp.get_context("spawn")
             barrier, results = ctx.Barrier(workers + 1), ctx.Queue()
             procs = [ctx.Process(target=run_worker, args=(cluster.url, stored, w, workers, checks, k, extra, barrier,
-                                                          results)) for w in range(workers)]
+                                                          results, in_flight)) for w in range(workers)]
             for p in procs:
                 p.start()
             barrier.wait()
@@ -435,6 +435,7 @@ def main() -> None:
     parser.add_argument("--fill-checks", action="store_true", help="fill through real checks (slow)")
     parser.add_argument("--processes", type=int, default=2, help="fill processes")
     parser.add_argument("--listpack-value", type=int, default=128, help="hash-max-listpack-value of the nodes")
+    parser.add_argument("--in-flight", type=int, default=16, help="checks in flight per worker (CONCURRENT_REQUESTS)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": args.blocks, "SIMHASH_REDIS_BUCKET_BITS": args.bucket_bits,
@@ -442,10 +443,10 @@ def main() -> None:
     runs = []
     for nodes in [int(n) for n in args.nodes.split(",")]:
         runs.append(measure(nodes, args.stored, args.workers, args.checks, args.k, extra, args.fill_checks,
-                            args.processes, args.listpack_value))
+                            args.processes, args.listpack_value, args.in_flight))
         print(json.dumps(runs[-1]), flush=True)
     print(f"\n# redis-global: {args.stored:,} stored pages, one scope, k={args.k}, blocks={args.blocks or args.k + 1}, "
-          f"bucket bits {args.bucket_bits}, hash-max-listpack-value {args.listpack_value}; {args.workers} workers x {args.checks:,} checks, 16 in flight each\n")
+          f"bucket bits {args.bucket_bits}, hash-max-listpack-value {args.listpack_value}; {args.workers} workers x {args.checks:,} checks, {args.in_flight} in flight each\n")
     print_table(runs)
     if len(runs) > 1:
         print(f"\nchecks/s, {runs[-1]['nodes']} nodes vs {runs[0]['nodes']}: "

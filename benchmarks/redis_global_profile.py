@@ -66,11 +66,17 @@ class RedisPyLink:
 class RedisPyBatch:
     def __init__(self, pipe: Any) -> None:
         self.pipe = pipe
+        self.commands: list[tuple[str, tuple[Any, ...]]] = []  # (key, args), as node_link.Batch
+
+    def __len__(self) -> int:
+        return len(self.commands)
 
     def call(self, key: str, *args: Any) -> None:
-        self.pipe.execute_command(*args)
+        self.commands.append((key, args))
 
     async def execute(self) -> list[Any]:
+        for _, args in self.commands:
+            self.pipe.execute_command(*args)
         return list(await self.pipe.execute())
 
 

@@ -22,9 +22,12 @@ scope's BLAKE2b hash::
                                  canonicals (count), zdict (the scope's payload dictionary:
                                  the first worker's 32 sampled payloads, HSETNX)
     P:{sid.t<t>.<b>}     STRING  table t, bucket b (the table key's top ``bucket_bits`` bits,
-                                 hex): ENTRY-byte entries, appended: the fingerprint folded
-                                 (>I4: its two halves XORed, ``fold``), seq (>I4: ties go to
-                                 the lowest)
+                                 hex): a header (>I4: the entries' bytes), then ENTRY-byte
+                                 entries, appended: the fingerprint folded (>I4: its two
+                                 halves XORed, ``fold``), seq (>I4: ties go to the lowest);
+                                 then spare room (zeros: ``room``), where an append writes
+                                 in place (SETRANGE) until it is full, and only then copies
+                                 the string (``pack_bucket``: what appends leave)
     P:{sid.x.<b>}        HASH    short pages (exact digest): digest (8 bytes) -> seq (4) +
                                  directory slot; HSETNX: the first writer wins
     P:{sid.d.<n>}        STRING  the directory: seq -> identity (DIR bytes at (seq % DIR_SPAN) * DIR:
@@ -55,14 +58,19 @@ from ...core.index.index_layout import Table, tables_for
 
 __all__ = [
     "GlobalKeys", "GlobalRecord", "pack_record", "parse_record", "ENTRY", "DIR", "DIR_SPAN", "entries_of", "fold",
-    "near_entries",
+    "near_entries", "near_entries_many", "pack_bucket", "room", "used_of", "BUCKET_HEAD",
 ]
 
-#: 2: the scope's payload dictionary (meta zdict), directory strings made at full size, folded entries
-LAYOUT_VERSION = 2
+#: 2: the scope's payload dictionary (meta zdict), directory strings made at full size, folded entries;
+#: 3: table buckets with a header and spare room (appends in place)
+LAYOUT_VERSION = 3
 #: A table entry: the fingerprint folded (4), seq (4).
 ENTRY = 8
 ENTRY_DTYPE = np.dtype([("fold", ">u4"), ("seq", ">u4")])
+#: A table bucket's header: the bytes of its entries (>I4).
+BUCKET_HEAD = 4
+#: Spare room a bucket gets when an append finds it full: 1/ROOM_SHARE of its entries' bytes, plus ROOM_MIN bytes.
+ROOM_SHARE, ROOM_MIN = 16, 64
 #: A directory slot: the identity's record bucket (3 bytes) and field (8 bytes).
 DIR = 11
 #: Directory slots per STRING key (one key per 4096 seq numbers).
@@ -111,11 +119,37 @@ class GlobalKeys:
         return f"{self.base}.r.{bucket:x}}}"
 
 
+def used_of(data: bytes | None) -> int:
+    """The bytes of a bucket's entries (its header; 0 for a bucket not made yet)."""
+    return int.from_bytes(data[:BUCKET_HEAD], "big") if data else 0
+
+
 def entries_of(data: bytes | None) -> np.ndarray:
-    """A bucket's entries (``ENTRY_DTYPE``); a torn tail (never written by this module) is ignored."""
+    """A bucket's entries (``ENTRY_DTYPE``): the bytes its header counts, not its spare room."""
     if not data:
         return np.zeros(0, dtype=ENTRY_DTYPE)
-    return np.frombuffer(data, dtype=ENTRY_DTYPE, count=len(data) // ENTRY)
+    count = min(used_of(data), len(data) - BUCKET_HEAD) // ENTRY
+    return np.frombuffer(data, dtype=ENTRY_DTYPE, count=count, offset=BUCKET_HEAD)
+
+
+def room(used: int) -> int:
+    """The spare bytes an append leaves after the ``used`` bytes of entries when it has to grow the bucket (the
+    rule of ``cluster_backend.APPEND_LUA``)."""
+    return used // ROOM_SHARE + ROOM_MIN
+
+
+def pack_bucket(entries: bytes) -> bytes:
+    """The string that appending ``entries`` one ``ENTRY`` at a time to a new bucket leaves: header, entries, room
+    (none at all without entries: no key)."""
+    if not entries:
+        return b""
+    size = used = 0  # the string's length (0: no key yet), the entries' bytes
+    while used < len(entries):
+        used += ENTRY
+        if BUCKET_HEAD + used > size:
+            size = BUCKET_HEAD + used + room(used)
+            used = min(len(entries), (size - BUCKET_HEAD) // ENTRY * ENTRY)  # the appends that fit, in place
+    return len(entries).to_bytes(BUCKET_HEAD, "big") + entries + bytes(size - BUCKET_HEAD - len(entries))
 
 
 def fold(fp: int) -> int:
@@ -126,6 +160,21 @@ def fold(fp: int) -> int:
 def near_entries(entries: np.ndarray, fp: int, k: int) -> np.ndarray:
     """The seq numbers of the entries whose fold is within k of ``fp``'s: every entry within k, and a few more."""
     return entries["seq"][np.bitwise_count(entries["fold"] ^ np.uint32(fold(fp))) <= k]
+
+
+def near_entries_many(buckets: list[bytes | None], fps: list[int], k: int) -> list[list[int]]:
+    """``near_entries`` of every (bucket, fingerprint) pair at once: one numpy pass over a batch's buckets (one
+    per bucket cost ~10 µs of call overhead, a batch reads tables x pages of them)."""
+    counts = [max(0, min(used_of(data), len(data) - BUCKET_HEAD)) // ENTRY if data else 0 for data in buckets]
+    joined = b"".join([data[BUCKET_HEAD : BUCKET_HEAD + n * ENTRY] for data, n in zip(buckets, counts) if data])
+    entries = np.frombuffer(joined, dtype=ENTRY_DTYPE)
+    folds = np.repeat(np.array([fold(fp) for fp in fps], dtype=np.uint32), counts)
+    hits = np.flatnonzero(np.bitwise_count(entries["fold"] ^ folds) <= k)
+    out: list[list[int]] = [[] for _ in buckets]
+    owners = np.searchsorted(np.cumsum(counts), hits, side="right")
+    for owner, seq in zip(owners.tolist(), entries["seq"][hits].tolist()):
+        out[owner].append(seq)
+    return out
 
 
 def pack_entry(fp: int, seq: int) -> bytes:

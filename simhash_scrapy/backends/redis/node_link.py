@@ -2,13 +2,14 @@
 
 redis-py's cluster pipeline cost ~450 of the ~600 µs of worker CPU a check
 measured at 1 million pages (routing, packing and parsing ~13 commands a
-check, in Python).  A ``Batch`` here packs its commands itself (RESP2), groups
-them by the primary that owns their key's hash slot (CRC16 of the hash tag:
-redis-py's ``key_slot``; the slot map is redis-py's, read when the client
-connects), writes each node's group in one send, all nodes at once, and
-parses the replies with hiredis' C reader when the ``hiredis`` package is
-installed (``RespReader``, a small Python reader, otherwise: the same
-replies).
+check, in Python).  A ``Batch`` here packs its commands itself (RESP2: hiredis'
+``pack_command`` when installed), groups them by the primary that owns their
+key's hash slot (CRC16 of the hash tag: redis-py's ``key_slot``, kept per key;
+the slot map is redis-py's, read when the client connects), writes each
+node's group in one send, all nodes at once, then reads the nodes' replies
+(one coroutine, no task per node), parsed with hiredis' C reader when the
+``hiredis`` package is installed (``RespReader``, a small Python reader,
+otherwise: the same replies).
 
 Redirections, answered as redis-py's cluster client answers them: a
 ``MOVED`` reply (a slot moved: resharding, failover) refreshes the slot map
@@ -36,13 +37,14 @@ else:  # pragma: no cover - Python 3.10 (redis-py depends on async-timeout there
 __all__ = ["NodeLink", "Batch", "ReplyError", "RespReader", "pack"]
 
 _REDIRECTS = 5
+_ROUTES = 1 << 18
 
 
 class ReplyError(Exception):
     """An error reply from a node (``-ERR ...``)."""
 
 
-def pack(args: tuple[Any, ...]) -> bytes:
+def _python_pack(args: tuple[Any, ...]) -> bytes:
     """One command in RESP2: ``*N`` then each argument as a bulk string."""
     out = [b"*%d\r\n" % len(args)]
     for arg in args:
@@ -101,6 +103,19 @@ class RespReader:
         raise ReplyError(f"unexpected reply type {kind!r} from Redis")
 
 
+def _packer() -> Any:
+    """hiredis' ``pack_command`` (C, the same bytes) when installed, else the Python one."""
+    try:
+        from hiredis import pack_command  # type: ignore[import-not-found,unused-ignore]  # (optional)
+    except ImportError:
+        return _python_pack
+    return pack_command
+
+
+#: One command in RESP2 (hiredis' packer when installed).
+pack = _packer()
+
+
 def reader_class() -> Any:
     """hiredis' C reader when installed, else ``RespReader``."""
     try:
@@ -133,6 +148,9 @@ class NodeLink:
         self.timeout = timeout
         self.reader = reader or reader_class()
         self.nodes: dict[str, _Node] = {}
+        #: key -> the node its slot is on (the slot map's answer, kept: routing is per command); cleared by
+        #: ``refresh`` and when it holds ``_ROUTES`` keys
+        self.routes: dict[str, _Node] = {}
         self.scripts: dict[str, bytes] = {}  # sha -> body (NOSCRIPT: EVAL)
         kwargs = client.connection_kwargs
         self.auth: tuple[Any, ...] = ()
@@ -147,10 +165,15 @@ class NodeLink:
     def remember_script(self, sha: str, body: str) -> None:
         self.scripts[sha] = body.encode()
 
-    def node_of(self, key: str | bytes) -> _Node:
-        raw = key.encode("utf-8", "surrogatepass") if isinstance(key, str) else key
-        primary = self.client.nodes_manager.slots_cache[key_slot(raw)][0]
-        return self.node_at(primary.host, primary.port)
+    def node_of(self, key: str) -> _Node:
+        node = self.routes.get(key)
+        if node is None:
+            primary = self.client.nodes_manager.slots_cache[key_slot(key.encode("utf-8", "surrogatepass"))][0]
+            node = self.node_at(primary.host, primary.port)
+            if len(self.routes) >= _ROUTES:
+                self.routes.clear()
+            self.routes[key] = node
+        return node
 
     def node_at(self, host: str, port: int) -> _Node:
         name = f"{host}:{port}"
@@ -168,28 +191,20 @@ class NodeLink:
             if isinstance(reply, ReplyError):
                 raise reply
 
-    async def roundtrip(self, node: _Node, commands: list[bytes]) -> list[Any]:
-        """Sends packed commands to one node, returns their replies (error replies as ``ReplyError`` objects)."""
-        async with node.lock:
-            try:
-                async with time_limit(self.timeout):
-                    if node.streams is None:
-                        await self._connect(node)
-                    return await self._send(node, commands, len(commands))
-            except BaseException:
-                node.close()  # a reply half read leaves the stream out of step: connect again next time
-                raise
-
     async def _send(self, node: _Node, commands: list[bytes], count: int) -> list[Any]:
         assert node.streams is not None
-        stream_in, stream_out = node.streams
-        stream_out.write(b"".join(commands))
+        node.streams[1].write(b"".join(commands))
+        return await self._receive(node, count)
+
+    async def _receive(self, node: _Node, count: int) -> list[Any]:
+        assert node.streams is not None
+        stream_in = node.streams[0]
         replies: list[Any] = []
         parser = node.reader
         while len(replies) < count:
             reply = parser.gets()
             if reply is False:
-                data = await stream_in.read(1 << 16)
+                data = await stream_in.read(1 << 20)
                 if not data:
                     raise ConnectionError(f"Redis node {node.host}:{node.port} closed the connection")
                 parser.feed(data)
@@ -198,7 +213,31 @@ class NodeLink:
         return replies
 
     async def refresh(self) -> None:
+        self.routes.clear()
         await self.client.nodes_manager.initialize()
+
+    async def exchange(self, groups: list[tuple[_Node, list[bytes]]]) -> list[list[Any]]:
+        """One round trip to each node of ``groups`` at once: every node's commands sent, then every node's replies
+        read (one coroutine: no task per node)."""
+        nodes = sorted({id(node): node for node, _ in groups}.values(), key=lambda node: (node.host, node.port))
+        for node in nodes:  # (in one order: two exchanges never wait for each other's locks)
+            await node.lock.acquire()
+        try:
+            async with time_limit(self.timeout):
+                for node, _ in groups:
+                    if node.streams is None:
+                        await self._connect(node)
+                for node, commands in groups:
+                    assert node.streams is not None
+                    node.streams[1].write(b"".join(commands))
+                return [await self._receive(node, len(commands)) for node, commands in groups]
+        except BaseException:
+            for node in nodes:  # a reply half read leaves a stream out of step: connect again next time
+                node.close()
+            raise
+        finally:
+            for node in nodes:
+                node.lock.release()
 
     async def close(self) -> None:
         for node in self.nodes.values():
@@ -242,7 +281,7 @@ class Batch:
             else:
                 group[2].append(pack(args))
         groups = list(by_node.values())
-        answers = await asyncio.gather(*(self.link.roundtrip(node, packed) for node, _, packed in groups))
+        answers = await self.link.exchange([(node, packed) for node, _, packed in groups])
         again: list[tuple[int, _Node, tuple[Any, ...]]] = []
         moved = False
         for (_, indexes, _), answer in zip(groups, answers):

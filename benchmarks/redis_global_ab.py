@@ -1,0 +1,140 @@
+"""``redis-global``'s CPU per check, this tree against another checkout of the project, interleaved in one run.
+
+    git worktree add /tmp/main-tree main      # or: git archive main | tar -x -C /tmp/main-tree (then copy the .so)
+    python benchmarks/redis_global_ab.py --baseline /tmp/main-tree                 # 1,000,000 stored, 3 nodes
+    python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --stored 100000 --rounds 5 --in-flight 64
+
+Starts two local Redis Clusters of ``--nodes`` primaries, one per tree (the
+trees may differ in layout), and fills each with ``--stored`` pages by that
+tree's own bulk loader (``redis_cluster_scale.fill_directly``).  Then, for
+``--rounds`` rounds, one worker process per tree in turn (baseline, this
+tree; the machine's load falls on both alike) checks ``--checks`` new pages
+(``redis_scale.worker_pages``: 70% new, 20% near a stored page, 10% near
+another worker's), ``--in-flight`` at a time.  Worker CPU per check is the
+worker's process time over the checks (imports and set-up not counted);
+Redis CPU per check is ``INFO cpu`` user+sys summed over that tree's nodes,
+per node too.  Ratios are this tree's over the baseline's, summed over the
+rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+TREE = HERE.parent.parent
+sys.path[:0] = [str(TREE), str(HERE.parent), str(TREE / "tests")]
+
+from redis_cluster_scale import LocalCluster, configure  # noqa: E402
+from redis_shards import node_info  # noqa: E402
+
+PRELUDE = """
+import sys
+tree = {tree!r}
+sys.path[:0] = [tree, tree + "/benchmarks", tree + "/tests"]
+extra = {extra!r}
+"""
+FILL = PRELUDE + """
+from redis_cluster_scale import fill_directly
+if __name__ == "__main__":
+    fill_directly({url!r}, {stored}, {k}, extra, 2)
+"""
+WORKER = PRELUDE + """
+import asyncio, json, time
+from redis_cluster_scale import SPIDER, backend_settings, check_all, config
+from redis_scale import record_of, worker_pages
+from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
+
+async def main():
+    pages = worker_pages({stored}, {slot}, 64, {checks})
+    backend = GlobalRedisBackend(config({k}), backend_settings({url!r}, extra))
+    await backend.open(SPIDER)
+    await backend.check(record_of(*pages[0]))  # connections made, layout checked: not timed
+    cpu = time.process_time()
+    outcomes = await check_all(backend, pages[1:], {in_flight})
+    cpu = time.process_time() - cpu
+    await backend.close()
+    print(json.dumps({{"cpu": cpu, "checks": len(pages) - 1, "outcomes": outcomes}}))
+
+asyncio.run(main())
+"""
+
+
+def run_code(code: str) -> str:
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
+        handle.write(code)
+    try:
+        done = subprocess.run([sys.executable, handle.name], capture_output=True, text=True, check=False)
+    finally:
+        Path(handle.name).unlink()
+    if done.returncode:
+        raise RuntimeError(done.stderr[-3000:])
+    return done.stdout
+
+
+def redis_cpu(cluster: LocalCluster) -> list[float]:
+    return [info["used_cpu_user"] + info["used_cpu_sys"] for info in node_info(cluster, "cpu")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", type=Path, required=True, help="another checkout of the project")
+    parser.add_argument("--stored", type=int, default=1_000_000)
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--checks", type=int, default=2000, help="checks per worker per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--in-flight", type=int, default=16)
+    parser.add_argument("--k", type=int, default=4)
+    args = parser.parse_args()
+    extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored}
+    trees = {"baseline": str(args.baseline.resolve()), "this tree": str(TREE)}
+    totals: dict[str, dict[str, Any]] = {name: {"cpu": 0.0, "checks": 0, "redis": [0.0] * args.nodes} for name in trees}
+    with tempfile.TemporaryDirectory() as folder:
+        for n in range(len(trees)):
+            (Path(folder) / str(n)).mkdir()
+        clusters = {name: LocalCluster(Path(folder) / str(n), args.nodes) for n, name in enumerate(trees)}
+        try:
+            for name, tree in trees.items():
+                cluster = clusters[name].start()
+                configure(cluster, 128)
+                run_code(FILL.format(tree=tree, extra=extra, url=cluster.url, stored=args.stored, k=args.k))
+                print(f"{name}: {args.stored:,} pages filled", file=sys.stderr, flush=True)
+            slot = 0
+            for _ in range(args.rounds):
+                for name, tree in trees.items():
+                    cluster = clusters[name]
+                    before = redis_cpu(cluster)
+                    out = json.loads(run_code(WORKER.format(
+                        tree=tree, extra=extra, url=cluster.url, stored=args.stored, k=args.k, slot=slot,
+                        checks=args.checks, in_flight=args.in_flight)).splitlines()[-1])
+                    after = redis_cpu(cluster)
+                    slot += 1
+                    row = totals[name]
+                    row["cpu"] += out["cpu"]
+                    row["checks"] += out["checks"]
+                    row["redis"] = [r + a - b for r, a, b in zip(row["redis"], after, before)]
+        finally:
+            for cluster in clusters.values():
+                cluster.stop()
+    print(f"# redis-global CPU per check: {args.stored:,} stored, {args.nodes} node(s), k={args.k}, {args.rounds} "
+          f"rounds x {args.checks:,} checks per tree, {args.in_flight} in flight, interleaved\n")
+    print("| tree | worker CPU µs/check | Redis CPU µs/check (all nodes) | per node | worker+Redis |")
+    print("|---|---:|---:|---|---:|")
+    per: dict[str, tuple[float, float]] = {}
+    for name, row in totals.items():
+        worker, redis = row["cpu"] / row["checks"] * 1e6, sum(row["redis"]) / row["checks"] * 1e6
+        per[name] = worker, redis
+        nodes = " / ".join(f"{r / row['checks'] * 1e6:.0f}" for r in row["redis"])
+        print(f"| {name} | {worker:.0f} | {redis:.0f} | {nodes} | {worker + redis:.0f} |")
+    (bw, br), (tw, tr) = per["baseline"], per["this tree"]
+    print(f"\nthis tree / baseline: worker {tw / bw:.2f}x, Redis {tr / br:.2f}x, worker+Redis {(tw + tr) / (bw + br):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
