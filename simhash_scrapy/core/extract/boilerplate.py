@@ -83,6 +83,7 @@ from lxml import etree
 from .. import _native, deadline
 from . import frame_digest
 from .dom import drop_elements
+from .printlinks import drop_print_links
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
 
@@ -919,6 +920,7 @@ def keep_main_content(root: etree._Element) -> etree._Element:
     misleading name or container), the page's visible text minus its boilerplate is returned
     instead (``_fallback``): an extraction failure never becomes a fragment matched as a page.
     """
+    drop_print_links(root)  # a print view's numbered links weigh like its page's links (``printlinks``)
     container, marked = _pick_container(root)
     candidates, bodies, headings = _scan(container)
     deadline.check()  # (between the linear passes: a page past its CPU time is cut, see core.deadline)
