@@ -117,3 +117,12 @@ def test_the_crawls_parsed_tree_is_left_as_it_was() -> None:
     before = etree.tostring(root)
     assert " ".join(text_of_parsed(root, html.encode(), main_content=True).split()) == main_text(page(home(3, 30)))
     assert etree.tostring(root) == before
+
+
+def test_the_pages_bytes_let_a_page_without_an_address_list_skip_the_walk() -> None:
+    html = printed(home(2, 3), links=True)
+    assert printlinks.drop_print_links(tree(html), html.encode()) is True
+    # the same list with its brackets as character references: not looked for when the bytes are known
+    encoded = html.replace("<li>[", "<li>&#91;").replace("] https", "&#93; https")
+    assert printlinks.drop_print_links(tree(encoded), encoded.encode()) is False
+    assert printlinks.drop_print_links(tree(encoded)) is True

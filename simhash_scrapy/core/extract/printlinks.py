@@ -13,7 +13,7 @@ category menu), and a product page's print view a longer text.
 ``drop_print_links`` runs before extraction: every list (``<ol>``, ``<ul>``) of at least
 ``MIN_ITEMS`` items, each a marker and one address alone, is removed, and only on a page with such a
 list the marker that starts a link's tail.  Both through ``dom`` (undone on Scrapy's own tree).  A
-page without such a list is not touched (one pass over its lists; its links are not visited).
+page without such a list is not touched; one whose bytes hold no ``] https://`` is not even walked.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ MIN_ITEMS = 2
 
 #: One item of the list: a marker of 1-4 digits and one address (``[12] https://shop.test/a``).
 _REFERENCE = re.compile(r"\s*\[[0-9]{1,4}\]\s*(?:[A-Za-z][A-Za-z0-9+.\-]{1,9}://|www\.)\S+\s*")
+#: What an address list's bytes hold: a marker's end, then an address (``] https://``).
+_MAY_LIST = re.compile(rb"\][ \t\r\n]*(?:[A-Za-z][A-Za-z0-9+.\-]{1,9}://|www\.)")
 #: The marker that starts a link's tail (``</a> [3]``), the space before it kept.
 _TAIL_MARKER = re.compile(r"^(\s*)\[[0-9]{1,4}\]")
 
@@ -47,9 +49,12 @@ def _is_address_list(element: etree._Element) -> bool:
     return True
 
 
-def drop_print_links(root: etree._Element) -> bool:
+def drop_print_links(root: etree._Element, data: bytes | None = None) -> bool:
     """Remove a print view's address lists and its links' markers from ``root`` (in place, undoable);
-    whether it had any."""
+    whether it had any.  ``data``, the page's bytes, lets a page without ``] http://`` or ``] www.``
+    skip the walk (an address list whose brackets are character references is then left: recall only)."""
+    if data is not None and _MAY_LIST.search(data) is None:
+        return False
     lists = [element for element in root.iter("ol", "ul") if _is_address_list(element)]
     if not lists:
         return False
