@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lxml import etree
@@ -23,7 +24,7 @@ from simhash_scrapy.core.analysis import analyse_html
 from simhash_scrapy.core.extract.printlinks import drop_print_links
 
 
-def _best(rounds: int, work) -> float:  # type: ignore[no-untyped-def]
+def _best(rounds: int, work: Callable[[], object]) -> float:
     best = float("inf")
     for _ in range(rounds):
         start = time.process_time()
