@@ -83,6 +83,7 @@ from lxml import etree
 from .. import _native, deadline
 from . import frame_digest
 from .dom import drop_elements
+from .printlinks import drop_print_links
 
 __all__ = ["keep_main_content", "BOILERPLATE_WORDS", "redirect_target", "REDIRECT_MAX_DELAY", "REDIRECT_MAX_TOKENS"]
 
@@ -912,13 +913,15 @@ def _paragraph_walk(node: etree._Element) -> etree._Element:
         node = best
 
 
-def keep_main_content(root: etree._Element) -> etree._Element:
+def keep_main_content(root: etree._Element, data: bytes | None = None) -> etree._Element:
     """Return the subtree holding the page's main content, with boilerplate removed (in place).
 
     When what is left is tiny against the page's visible text (``_lost``: a main text lost to a
     misleading name or container), the page's visible text minus its boilerplate is returned
     instead (``_fallback``): an extraction failure never becomes a fragment matched as a page.
+    ``data``, the page's bytes when known, only lets ``printlinks`` skip a walk.
     """
+    drop_print_links(root, data)  # a print view's numbered links weigh like its page's links (``printlinks``)
     container, marked = _pick_container(root)
     candidates, bodies, headings = _scan(container)
     deadline.check()  # (between the linear passes: a page past its CPU time is cut, see core.deadline)

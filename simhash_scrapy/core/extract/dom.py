@@ -17,7 +17,7 @@ from lxml import etree
 
 from .. import deadline
 
-__all__ = ["drop_element", "drop_elements", "xml_safe", "UndoableDrops", "NotUndoable", "CONTROL_CHARS"]
+__all__ = ["drop_element", "drop_elements", "set_tail", "xml_safe", "UndoableDrops", "NotUndoable", "CONTROL_CHARS"]
 
 CONTROL_CHARS = dict.fromkeys((c for c in range(32) if c not in (9, 10, 13)), " ")
 
@@ -85,6 +85,17 @@ def _drop(element: etree._Element, journal: _Journal | None, pending: dict[tuple
     parent.remove(element)  # the removed element keeps its tail
 
 
+def set_tail(element: etree._Element, tail: str) -> None:
+    """Give ``element`` the tail text ``tail`` (journalled as a removal is: ``undo()`` puts the old tail back)."""
+    journal: _Journal | None = getattr(_local, "journal", None)
+    if journal is not None:
+        before = element.tail
+        if before and _has_controls(before):
+            raise NotUndoable
+        journal.entries.append((None, element, None, before, True))
+    element.tail = xml_safe(tail)
+
+
 def _get_text(anchor: etree._Element, is_tail: bool) -> str | None:
     text: str | None = anchor.tail if is_tail else anchor.text
     return text
@@ -118,8 +129,9 @@ class UndoableDrops:
     """Record every ``drop_element`` in the block; ``undo()`` puts the tree back as it was.
 
     Undoing walks the journal backwards: each element goes back right after
-    the neighbour it was removed after (or first in its parent), and each
-    neighbour whose text took tails gets its first saved text back.
+    the neighbour it was removed after (or first in its parent), each
+    neighbour whose text took tails gets its first saved text back, and each
+    tail ``set_tail`` changed gets its old text back.
     """
 
     def __enter__(self) -> UndoableDrops:
@@ -132,6 +144,9 @@ class UndoableDrops:
 
     def undo(self) -> None:
         for element, parent, previous, before, is_tail in reversed(self.journal.entries):
+            if element is None:  # a tail set (``set_tail``): ``parent`` is the element whose tail it was
+                parent.tail = before
+                continue
             if before is not _UNCHANGED:
                 _set_text(previous if is_tail else parent, is_tail, before)
             if previous is not None:

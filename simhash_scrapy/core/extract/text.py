@@ -367,7 +367,7 @@ def _prepared(root: etree._Element, data: bytes | None, main_content: bool, stri
     if main_content:
 
         remove_invisible(root, data, strip=strip)  # the layout is judged on what is shown
-        return keep_main_content(root)
+        return keep_main_content(root, data)
     if _native.walker is None:
         remove_invisible(root, data, strip=strip)
     return root  # the C walk skips invisible elements: the tree is left as it is
