@@ -129,10 +129,12 @@ _Fields = tuple[int | None, int | None, int, bytes | None, str | None, str | Non
 _NO_FIELDS: _Fields = (None, None, -1, None, None, None)
 
 
-def _parse(data: bytes) -> _Fields:
-    """A record's fields, its sketch left packed (``Mirror`` makes a ``Sketch`` only of the pages the
-    containment index still takes: ``Clusterer.sketch_room``)."""
-    flags, at = data[0], 1
+def _parse(data: bytes, at: int = 0, end: int | None = None) -> _Fields:
+    """The fields of the record in ``data[at:end]``, its sketch left packed (``Mirror`` makes a ``Sketch`` only
+    of the pages the containment index still takes: ``Clusterer.sketch_room``)."""
+    end = len(data) if end is None else end
+    flags = data[at]
+    at += 1
     packed = None
     also = second = None
     sentences = -1
@@ -152,21 +154,21 @@ def _parse(data: bytes) -> _Fields:
         (length,) = _LENGTH.unpack_from(data, at)
         address = data[at + _LENGTH.size : at + _LENGTH.size + length].decode("utf-8", "surrogatepass")
         at += _LENGTH.size + length
-    host = data[at:].decode("utf-8", "surrogatepass") or None
+    host = data[at:end].decode("utf-8", "surrogatepass") or None
     return also, second, sentences, packed, host, address
 
 
-def _records(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
-    """The whole extras records at the start of ``data``: (log position or ``NO_POSITION``, record), and their
-    bytes (a chunk of the string may end within a record: the rest comes with the next chunk)."""
-    out, at = [], 0
-    while at + _RECORD_HEAD.size <= len(data):
-        pos, length = _RECORD_HEAD.unpack_from(data, at)
-        if at + _RECORD_HEAD.size + length > len(data):
+def _records(data: bytes) -> tuple[list[tuple[int, _Fields]], int]:
+    """The whole extras records at the start of ``data``: (log position or ``NO_POSITION``, its fields), and
+    their bytes (a chunk of the string may end within a record: the rest comes with the next chunk)."""
+    out, at, size = [], 0, len(data)
+    head, unpack = _RECORD_HEAD.size, _RECORD_HEAD.unpack_from
+    while at + head <= size:
+        pos, length = unpack(data, at)
+        if at + head + length > size:
             break
-        at += _RECORD_HEAD.size
-        out.append((pos, data[at : at + length]))
-        at += length
+        out.append((pos, _parse(data, at + head, at + head + length)))
+        at += head + length
     return out, at
 
 
@@ -316,9 +318,8 @@ class Mirror:
         skip = max(0, state.xsync - xstart)
         if skip >= len(extras):
             return
-        found, used = _records(extras[skip:])
+        records, used = _records(extras[skip:] if skip else extras)
         state.xsync = max(state.xsync, xstart + skip + used)
-        records = [(pos, _parse(data)) for pos, data in found]
         state.pending.update((pos, fields) for pos, fields in records if pos != NO_POSITION)
         counted = b"".join([fields[3] for _, fields in records if fields[3] is not None])
         if counted:
