@@ -11,8 +11,8 @@ for its own pages' hints.  Here, without Redis: the pages of
 ``redis_scale.py --steps`` (a second simhash and a random 32-sentence sketch
 each) as the check script's replies bring them, 16 log entries and their
 extras records a reply, into an empty mirror (``Mirror.apply``); then the
-hints of 2,000 new pages (``_hints``' work: host, address, ``Mirror.hint``,
-the page's extras record).  CPU time (``time.process_time``), best of
+hints of 2,000 new pages, ``BATCH`` at a time (``_hints``' work: host,
+address, ``Mirror.hints``, the page's extras record).  CPU time (``time.process_time``), best of
 ``--rounds``.
 """
 
@@ -42,6 +42,8 @@ from simhash_scrapy.core.cluster.views import page_address  # noqa: E402
 #: Log entries (and extras records) a check script's reply brings (``--reply``): with 8 workers, ~15 pages a
 #: script call and ~0.77 canonical pages a check, ~90 (every worker's pages since this worker's last call).
 REPLY = 16
+#: Pages a script call checks (16 in flight: ~15), whose hints a worker makes together (``Mirror.hints``).
+BATCH = 15
 
 
 def replies(pages: int, reply: int = REPLY) -> list[tuple[int, bytes, bytes]]:
@@ -80,11 +82,17 @@ def measure(pages: int, reply: int = REPLY) -> tuple[float, float, float]:
     beyond = (end - bound) / past * 1e6 if bound is not None else float("nan")
     new = [redis_scale.record_of(pages + i, redis_scale.random_fp(pages + i)) for i in range(2000)]
     cpu = time.process_time()
-    for r in new:
-        host = host_of(r.url)
-        address = page_address(r.url, r.sketch)
-        mirror.hint(redis_scale.SCOPE, r, host, address)
-        record_of(r, host, address)
+    for start in range(0, len(new), BATCH):
+        pages = []
+        for r in new[start : start + BATCH]:
+            host = host_of(r.url)
+            pages.append((r, host, page_address(r.url, r.sketch, host)))
+            record_of(r, host, pages[-1][2])
+        if hasattr(mirror, "hints"):  # (a tree without Mirror.hints: one at a time)
+            mirror.hints(redis_scale.SCOPE, pages)
+        else:
+            for page in pages:
+                mirror.hint(redis_scale.SCOPE, *page)
     return apply, beyond, (time.process_time() - cpu) / len(new) * 1e6
 
 

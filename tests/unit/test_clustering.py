@@ -238,3 +238,10 @@ def test_add_canonicals_is_add_canonical_page_by_page(max_pages: int | None) -> 
         for probe in (fp, fp ^ 0b1011, fp ^ 0xFF00FF):
             assert (many.nearest("s", probe, keys, also, second, sketch, "example.com", address)
                     == one.nearest("s", probe, keys, also, second, sketch, "example.com", address))  # fmt: skip
+    # ``nearest_many`` (a Redis worker's hints for a script call): each page's ``nearest``, a copy row too
+    many.add_copy_row("s", 1, pages[1][0] ^ 0xFFFF_FFFF)
+    probes = [(fp ^ flip, keys, also, second, sketch, "example.com", address)
+              for fp, _, keys, also, second, sketch, address in pages for flip in (0, 0b1011, 0x3F0, 0xFF00FF, 0xFFFF_FFF0)]
+    expected = [many.nearest("s", *probe) for probe in probes]
+    assert many.nearest_many("s", probes) == expected
+    assert {found[2] for found in expected if found is not None} >= {None, "template", "second", "containment"}

@@ -406,15 +406,27 @@ class Mirror:
         """What the rule matches the page with by steps 5-7 now (``Clusterer.nearest``; ``host`` and ``address``
         as ``Detector`` passes them), as the script's hint, with its ``via``; ``None`` when it matches nothing,
         or by steps 1-4 (the script finds those itself)."""
-        if record.exact:
-            return None
-        found = self.rule.nearest(scope, record.fingerprint, record.edit_keys, record.also, record.second,
-                                  record.sketch, host, address)  # fmt: skip
-        if found is None or found[2] is None:
-            return None
-        entry, distance, via = found
-        assert via is not None
-        pos, seq = self._pos[entry], self._seq[entry]
-        if via == "containment":
-            return Hint(pos, seq, KIND_CONTAINMENT, 0), via
-        return Hint(pos, seq, KIND_WITHIN_K, distance), via
+        return self.hints(scope, [(record, host, address)])[0]
+
+    def hints(
+        self, scope: str, pages: list[tuple[PageRecord, str | None, str | None]]
+    ) -> list[tuple[Hint, str] | None]:
+        """``hint`` of each page (``Clusterer.nearest_many``: the same answers, the indexes asked once)."""
+        simhash = [n for n, (record, _, _) in enumerate(pages) if not record.exact]
+        found = self.rule.nearest_many(scope, [
+            (record.fingerprint, record.edit_keys, record.also, record.second, record.sketch, host, address)
+            for record, host, address in (pages[n] for n in simhash)
+        ])  # fmt: skip
+        out: list[tuple[Hint, str] | None] = [None] * len(pages)
+        for n, match in zip(simhash, found):
+            if match is None:
+                continue
+            entry, distance, via = match
+            if via is None:
+                continue
+            pos, seq = self._pos[entry], self._seq[entry]
+            if via == "containment":
+                out[n] = Hint(pos, seq, KIND_CONTAINMENT, 0), via
+            else:
+                out[n] = Hint(pos, seq, KIND_WITHIN_K, distance), via
+        return out

@@ -310,14 +310,16 @@ class Clusterer:
         second: int | None = None,
         sketch: Sketch | None = None,
         count: bool = True,
+        found: tuple[list[Any] | None, list[Any] | None] = (None, None),
     ) -> tuple[int, int, str | None] | None:
         """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None`` (``count=False``:
-        a page reaching step 7 is not counted in ``SentenceCounts``)."""
+        a page reaching step 7 is not counted in ``SentenceCounts``; ``found``: what the scope's first and
+        second simhash indexes answer for ``fingerprint`` and ``second``, when the caller asked them already)."""
         if exact:
             owner = self._exact.get(scope, {}).get(fingerprint)
             return None if owner is None else (owner, 0, None)
         index = self._indexes.get(scope)
-        matches = self._query(scope, index, fingerprint) if index is not None else []  # nearest first
+        matches = self._query(scope, index, fingerprint, found[0]) if index is not None else []  # nearest first
         via = None
         if not matches and also is not None and index is not None:
             matches, via = self._query(scope, index, also), "template"  # step 5: the template-free text
@@ -325,7 +327,7 @@ class Clusterer:
             # step 6: the second simhash, verified by the first within VERIFY_FACTOR * k
             wide = VERIFY_FACTOR * self.max_distance
             matches = [
-                m for m in self._seconds[scope].query(second)
+                m for m in (self._seconds[scope].query(second) if found[1] is None else found[1])
                 if (fingerprint ^ self.indexed[m.key]).bit_count() <= wide
             ]
             via = "second"
@@ -361,10 +363,13 @@ class Clusterer:
         assert indexed is not None
         return owner, (fingerprint ^ indexed).bit_count(), via
 
-    def _query(self, scope: str, index: BlockPermutedIndex | LayeredIndex, value: int) -> list[Any]:
-        """``index.query(value)`` without the matches only a copy row (``add_copy_row``) explains when the page
-        is at another address than the canonical page: a copy's rows serve the other views of its address."""
-        matches = index.query(value)
+    def _query(
+        self, scope: str, index: BlockPermutedIndex | LayeredIndex, value: int, found: list[Any] | None = None
+    ) -> list[Any]:
+        """``index.query(value)`` (``found``, when asked already) without the matches only a copy row
+        (``add_copy_row``) explains when the page is at another address than the canonical page: a copy's rows
+        serve the other views of its address."""
+        matches = index.query(value) if found is None else found
         if not self.copy_rows or not matches:
             return matches
         k = self.max_distance
@@ -419,6 +424,27 @@ class Clusterer:
         self._host = host
         self._address = address
         return self._nearest(scope, fingerprint, False, edit_keys, also, second, sketch, count=False)
+
+    def nearest_many(
+        self,
+        scope: str,
+        pages: Sequence[tuple[int, Sequence[int], int | None, int | None, Sketch | None, str | None, str | None]],
+    ) -> list[tuple[int, int, str | None] | None]:
+        """``nearest`` of each page (``(fingerprint, edit_keys, also, second, sketch, host, address)``), the same
+        answers: nothing is recorded in between, so the first and second simhash indexes are asked for all
+        the pages at once (``LayeredIndex.query_many``: one call an index)."""
+        index, seconds = self._indexes.get(scope), self._seconds.get(scope)
+        firsts = index.query_many([page[0] for page in pages]) if index is not None and pages else None
+        asked = [n for n, page in enumerate(pages) if page[3] is not None and not (firsts and firsts[n])]
+        by_second = {}
+        if seconds and asked:
+            by_second = dict(zip(asked, seconds.query_many([second for n in asked if (second := pages[n][3]) is not None])))
+        out = []
+        for n, (fingerprint, keys, also, second, sketch, host, address) in enumerate(pages):
+            self._host, self._address = host, address
+            found = (None if firsts is None else firsts[n], by_second.get(n))
+            out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, found))
+        return out
 
     def add_canonical(
         self,

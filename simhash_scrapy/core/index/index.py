@@ -529,19 +529,6 @@ class BlockPermutedIndex:
         fps = self._fps
         return [Match(self._keys.get(r), int(fps[r]), d) for r, d in zip(rows, distances)]
 
-    def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
-        """``query`` of each fingerprint, the same answers: with the C helpers in one call, the unsorted tail
-        read as it is (``query_many_arrays`` merges it into the tables first, an O(index) step)."""
-        if _native.speedups is None or len(fingerprints) < 2:
-            return [self.query(fp) for fp in fingerprints]
-        queries = np.array([check_fingerprint(fp) for fp in fingerprints], dtype=np.uint64)
-        q, rows, distances = (memoryview(column).cast("q").tolist() for column in self._compiled_columns(queries))
-        out: list[list[Match]] = [[] for _ in fingerprints]
-        fps, keys = self._fps, self._keys
-        for at, row, distance in zip(q, rows, distances):
-            out[at].append(Match(keys.get(row), int(fps[row]), distance))
-        return out
-
     def query_and_add(self, key: Hashable, fingerprint: int) -> list[Match]:
         """``query`` then ``add`` in one step: the matches found before this fingerprint was stored."""
         matches = self.query(fingerprint)
@@ -623,9 +610,15 @@ class BlockPermutedIndex:
         return q, r, d
 
     def query_many(self, fingerprints: Iterable[int] | np.ndarray) -> list[list[Match]]:
-        """Batch query: one list of matches (as ``query`` returns) per fingerprint."""
+        """Batch query: one list of matches (as ``query`` returns) per fingerprint.  With the C helpers, one
+        call that reads the unsorted tail as it is (``query_many_arrays`` merges it into the tables first, an
+        O(index) step: a batch of a few pages at a time, as the Redis backend's replica asks, would pay it
+        every few thousand rows added)."""
         queries = _as_fingerprint_array(fingerprints, "fingerprints")
-        q, r, d = self.query_many_arrays(queries)
+        if _native.speedups is not None and len(queries):
+            q, r, d = self._compiled_query(queries)
+        else:
+            q, r, d = self.query_many_arrays(queries)
         results: list[list[Match]] = [[] for _ in range(len(queries))]
         fps = self._fps
         for qi, row, dist in zip(q.tolist(), r.tolist(), d.tolist()):
