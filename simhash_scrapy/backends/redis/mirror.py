@@ -20,7 +20,8 @@ the script as the page's **hint** (``protocol.Hint``):
   page with steps 5-7 data and follows the log and the extras with every
   check script reply (the same tails the replica takes).
 * For a page, ``hint`` asks that rule what ``check`` would match it with
-  (``Clusterer.nearest``): a match by step 5 or 6 goes to the script as one
+  (``Clusterer.nearest``; ``hints``: a script call's pages together,
+  ``Clusterer.nearest_many``, the same answers): a match by step 5 or 6 goes to the script as one
   more candidate within k (it competes with the script's own step 2 by
   distance, before the one-edit rule); a match by step 7 is taken by the
   script only when steps 1-6 and the one-edit rule find nothing.  The
@@ -329,8 +330,8 @@ class Mirror:
         self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
     ) -> None:
         """The log entries from position ``start`` and the extras from byte ``xstart`` (a check reply's tails);
-        what the mirror holds already is skipped.  Canonical pages are added in runs (``Clusterer.add_canonicals``:
-        their index rows in one step), a run ended by each remove entry."""
+        what the mirror holds already is skipped.  Canonical pages are added in runs, a column at a time
+        (``Clusterer.add_canonical_columns``: their index rows in one step), a run ended by each remove entry."""
         state = self.scopes[scope]
         self._stage(state, extras, xstart)
         entries = np.frombuffer(
