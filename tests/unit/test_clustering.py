@@ -201,12 +201,14 @@ def test_restoring_two_entries_with_one_identity_is_refused() -> None:
                             [b""] * 3, [None] * 3, hashes)  # fmt: skip
 
 
-def test_add_canonicals_is_add_canonical_page_by_page() -> None:
+@pytest.mark.parametrize("max_pages", [None, 70])
+def test_add_canonicals_is_add_canonical_page_by_page(max_pages: int | None) -> None:
     """``Clusterer.add_canonicals`` (a worker's mirror, ``backends.redis.mirror``) leaves the state that
-    ``add_canonical`` of each page leaves, and the rule then answers alike."""
+    ``add_canonical`` of each page leaves, and the rule then answers alike (``max_pages``: the scope's
+    containment index fills up within a run, and ``sketch_room`` says when)."""
     import random
 
-    from simhash_scrapy.core.cluster.containment import Sketch
+    from simhash_scrapy.core.cluster.containment import MAX_PAGES, ContainmentIndex, Sketch
     from simhash_scrapy.core.index.layered import LayeredIndex
 
     rng = random.Random(4)
@@ -219,8 +221,12 @@ def test_add_canonicals_is_add_canonical_page_by_page() -> None:
                       f"example.com/a/{n % 40}" if sketch is not None else None))  # fmt: skip
     one, many = Clusterer(), Clusterer()
     many.index_type = LayeredIndex
+    assert many.sketch_room("s") == MAX_PAGES
+    if max_pages is not None:
+        one._contained["s"], many._contained["s"] = ContainmentIndex(max_pages), ContainmentIndex(max_pages)
     entries = [one.add_canonical("s", *page) for page in pages]
     assert many.add_canonicals("s", pages[:100]) + many.add_canonicals("s", pages[100:]) == entries
+    assert many.sketch_room("s") == one.sketch_room("s") == (0 if max_pages else MAX_PAGES - len(one._contained["s"]))
     for name in ("fingerprint", "exact", "canonical", "distance", "indexed", "indexed_keys", "also", "second"):
         assert getattr(many, name) == getattr(one, name), name
     assert many._exact == one._exact and many._also_rows == one._also_rows
@@ -232,3 +238,10 @@ def test_add_canonicals_is_add_canonical_page_by_page() -> None:
         for probe in (fp, fp ^ 0b1011, fp ^ 0xFF00FF):
             assert (many.nearest("s", probe, keys, also, second, sketch, "example.com", address)
                     == one.nearest("s", probe, keys, also, second, sketch, "example.com", address))  # fmt: skip
+    # ``nearest_many`` (a Redis worker's hints for a script call): each page's ``nearest``, a copy row too
+    many.add_copy_row("s", 1, pages[1][0] ^ 0xFFFF_FFFF)
+    probes = [(fp ^ flip, keys, also, second, sketch, "example.com", address)
+              for fp, _, keys, also, second, sketch, address in pages for flip in (0, 0b1011, 0x3F0, 0xFF00FF, 0xFFFF_FFF0)]
+    expected = [many.nearest("s", *probe) for probe in probes]
+    assert many.nearest_many("s", probes) == expected
+    assert {found[2] for found in expected if found is not None} >= {None, "template", "second", "containment"}

@@ -373,5 +373,27 @@ def test_a_layered_index_answers_as_one_index() -> None:
     assert len(layered.big) and len(layered) == len(single)
     row_keys, row_fps = single.rows()  # (what the small index hands over: every live row, in order)
     assert list(zip(list(row_keys), row_fps.tolist())) == list(single) == list(layered)
-    for fp in fps + [fp ^ 0b10101 for fp in fps[:100]]:
+    probes = fps + [fp ^ 0b10101 for fp in fps[:100]]
+    for fp in probes:
         assert layered.query(fp) == single.query(fp)
+    assert layered.query_many(probes) == [single.query(fp) for fp in probes]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_query_many_answers_as_query_of_each(compiled: bool) -> None:
+    """``BlockPermutedIndex.query_many`` (the Redis replica's batch of candidates): each fingerprint's
+    ``query``, in order, with rows in the tables, rows in the unsorted tail and removed rows."""
+    rng = random.Random(12)
+    index = BlockPermutedIndex(4, None)
+    fps = [rng.getrandbits(64) for _ in range(3000)]
+    index.add_many(range(2500), fps[:2500])
+    for key in range(2500, 3000):
+        index.add(key, fps[key] if key % 2 else fps[key - 2000] ^ 0b1001)  # some near earlier rows
+    for key in range(0, 3000, 9):
+        index.remove(key)
+    assert index._n > index._indexed  # (some rows are still in the unsorted tail)
+    probes = [fp ^ (1 << rng.randrange(64)) if n % 2 else fp for n, fp in enumerate(fps[::7])]
+    with switched(compiled):
+        assert index.query_many(probes) == [index.query(fp) for fp in probes]
+        assert sum(map(len, index.query_many(probes))) > len(probes) // 2
+        assert index.query_many([]) == [] and index.query_many(probes[:1]) == [index.query(probes[0])]

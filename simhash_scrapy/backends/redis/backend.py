@@ -678,18 +678,20 @@ class RedisBackend(Outages, DedupBackend):
     def _hints(self, scope: str, mirror: Mirror, records: list[PageRecord]) -> list[tuple[Any, str | None]]:
         """Per page, what ``pack_page`` sends for steps 5-7 (its hint and extras record, ``None`` for a short
         page) and the step its hint matched by (``mirror.py``)."""
-        out: list[tuple[Any, str | None]] = []
+        pages = []
+        for record in records:
+            host = host_of(record.url) if record.url and not record.exact else None
+            pages.append((record, host, None if record.exact else page_address(record.url, record.sketch, host)))
         with self._mirror_lock:
-            for record in records:
-                if record.exact:
-                    out.append((None, None))
-                    continue
-                host = host_of(record.url) if record.url else None
-                address = page_address(record.url, record.sketch, host)
-                found = mirror.hint(scope, record, host, address)
-                extra = (None if found is None else found[0],
-                         record_of(record, host, address) if has_extras(record) else b"")  # fmt: skip
-                out.append((extra, None if found is None else found[1]))
+            hints = mirror.hints(scope, pages)
+        out: list[tuple[Any, str | None]] = []
+        for (record, host, address), found in zip(pages, hints):
+            if record.exact:
+                out.append((None, None))
+                continue
+            extra = (None if found is None else found[0],
+                     record_of(record, host, address) if has_extras(record) else b"")  # fmt: skip
+            out.append((extra, None if found is None else found[1]))
         return out
 
     async def _learn_templates(self, records: list[PageRecord]) -> None:

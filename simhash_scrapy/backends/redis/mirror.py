@@ -20,7 +20,8 @@ the script as the page's **hint** (``protocol.Hint``):
   page with steps 5-7 data and follows the log and the extras with every
   check script reply (the same tails the replica takes).
 * For a page, ``hint`` asks that rule what ``check`` would match it with
-  (``Clusterer.nearest``): a match by step 5 or 6 goes to the script as one
+  (``Clusterer.nearest``; ``hints``: a script call's pages together,
+  ``Clusterer.nearest_many``, the same answers): a match by step 5 or 6 goes to the script as one
   more candidate within k (it competes with the script's own step 2 by
   distance, before the one-edit rule); a match by step 7 is taken by the
   script only when steps 1-6 and the one-edit rule find nothing.  The
@@ -118,19 +119,26 @@ def read_record(
 ) -> tuple[int | None, int | None, Sketch | None, str | None, str | None]:
     """``record_of``'s fields back: (template-free simhash, second simhash, sketch, host or None, address
     or None)."""
-    return _read(data)[:5]
+    also, second, sentences, packed, host, address = _parse(data)
+    sketch = None if packed is None else Sketch(struct.unpack(f">{len(packed) // 8}Q", packed), sentences)
+    return also, second, sketch, host, address
 
 
-#: ``_read``'s fields: ``read_record``'s, and the sketch's hashes as the record packs them (big-endian).
-_Fields = tuple[int | None, int | None, Sketch | None, str | None, str | None, bytes | None]
-_NO_FIELDS: _Fields = (None, None, None, None, None, None)
+#: ``_parse``'s fields: template-free and second simhash, the sketch's sentence count (-1: no sketch) and hashes
+#: as the record packs them (big-endian), host, address.
+_Fields = tuple[int | None, int | None, int, bytes | None, str | None, str | None]
+_NO_FIELDS: _Fields = (None, None, -1, None, None, None)
 
 
-def _read(data: bytes) -> _Fields:
-    flags, at = data[0], 1
+def _parse(data: bytes, at: int = 0, end: int | None = None) -> _Fields:
+    """The fields of the record in ``data[at:end]``, its sketch left packed (``Mirror`` makes a ``Sketch`` only
+    of the pages the containment index still takes: ``Clusterer.sketch_room``)."""
+    end = len(data) if end is None else end
+    flags = data[at]
+    at += 1
     packed = None
     also = second = None
-    sketch = None
+    sentences = -1
     if flags & _ALSO:
         (also,) = _Q.unpack_from(data, at)
         at += 8
@@ -140,7 +148,6 @@ def _read(data: bytes) -> _Fields:
     if flags & _SKETCH:
         sentences, n = _SKETCH_HEAD.unpack_from(data, at)
         at += _SKETCH_HEAD.size
-        sketch = Sketch(struct.unpack_from(f">{n}Q", data, at), sentences)
         packed = data[at : at + 8 * n]
         at += 8 * n
     address = None
@@ -148,21 +155,21 @@ def _read(data: bytes) -> _Fields:
         (length,) = _LENGTH.unpack_from(data, at)
         address = data[at + _LENGTH.size : at + _LENGTH.size + length].decode("utf-8", "surrogatepass")
         at += _LENGTH.size + length
-    host = data[at:].decode("utf-8", "surrogatepass") or None
-    return also, second, sketch, host, address, packed
+    host = data[at:end].decode("utf-8", "surrogatepass") or None
+    return also, second, sentences, packed, host, address
 
 
-def _records(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
-    """The whole extras records at the start of ``data``: (log position or ``NO_POSITION``, record), and their
-    bytes (a chunk of the string may end within a record: the rest comes with the next chunk)."""
-    out, at = [], 0
-    while at + _RECORD_HEAD.size <= len(data):
-        pos, length = _RECORD_HEAD.unpack_from(data, at)
-        if at + _RECORD_HEAD.size + length > len(data):
+def _records(data: bytes) -> tuple[list[tuple[int, _Fields]], int]:
+    """The whole extras records at the start of ``data``: (log position or ``NO_POSITION``, its fields), and
+    their bytes (a chunk of the string may end within a record: the rest comes with the next chunk)."""
+    out, at, size = [], 0, len(data)
+    head, unpack = _RECORD_HEAD.size, _RECORD_HEAD.unpack_from
+    while at + head <= size:
+        pos, length = unpack(data, at)
+        if at + head + length > size:
             break
-        at += _RECORD_HEAD.size
-        out.append((pos, data[at : at + length]))
-        at += length
+        out.append((pos, _parse(data, at + head, at + head + length)))
+        at += head + length
     return out, at
 
 
@@ -312,11 +319,10 @@ class Mirror:
         skip = max(0, state.xsync - xstart)
         if skip >= len(extras):
             return
-        found, used = _records(extras[skip:])
+        records, used = _records(extras[skip:] if skip else extras)
         state.xsync = max(state.xsync, xstart + skip + used)
-        records = [(pos, _read(data)) for pos, data in found]
         state.pending.update((pos, fields) for pos, fields in records if pos != NO_POSITION)
-        counted = b"".join([fields[5] for _, fields in records if fields[5] is not None])
+        counted = b"".join([fields[3] for _, fields in records if fields[3] is not None])
         if counted:
             self.rule.count_sentences(np.frombuffer(counted, dtype=">u8").astype(np.uint64))
 
@@ -324,62 +330,67 @@ class Mirror:
         self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
     ) -> None:
         """The log entries from position ``start`` and the extras from byte ``xstart`` (a check reply's tails);
-        what the mirror holds already is skipped.  Canonical pages are added in runs (``Clusterer.add_canonicals``:
-        their index rows in one step), a run ended by each remove entry."""
+        what the mirror holds already is skipped.  Canonical pages are added in runs, a column at a time
+        (``Clusterer.add_canonical_columns``: their index rows in one step), a run ended by each remove entry."""
         state = self.scopes[scope]
         self._stage(state, extras, xstart)
-        found = state.pending
         entries = np.frombuffer(
             log[: len(log) - len(log) % _LOG_DTYPE.itemsize], dtype=_LOG_DTYPE
         )
         first = max(0, state.sync - start)
-        ops: list[int] = entries["op"].tolist()
-        fps: list[int] = entries["fp"].tolist()
-        seqs: list[int] = entries["seq"].tolist()
-        owners: list[int] = entries["owner"].tolist()
-        keys: dict[int, list[int]] = {}
-        for j in range(first, len(ops)):
-            if ops[j] == OP_EDIT_KEY:
-                keys.setdefault(owners[j], []).append(fps[j])
-        run: list[tuple[int, int, bool, int]] = []  # (log position, fingerprint, exact, seq) of adds to make
-        for j in range(first, len(ops)):
-            op, pos = ops[j], start + j
-            if op in (OP_ADD, OP_EXACT):
-                run.append((pos, fps[j], op == OP_EXACT, seqs[j]))
-            elif op == OP_REMOVE:
-                self._add_run(scope, state, run, keys, found)
-                run = []
-                entry = state.entry_of.pop(fps[j] >> 32, None)
+        new = entries[first:]
+        ops = new["op"]
+        keys: dict[int, list[int]] = {}  # add entry's log position -> its one-edit keys
+        keyed = np.flatnonzero(ops == OP_EDIT_KEY)
+        for owner, key in zip(new["owner"][keyed].tolist(), new["fp"][keyed].tolist()):
+            keys.setdefault(owner, []).append(key)
+        adds = (ops == OP_ADD) | (ops == OP_EXACT)
+        at = 0
+        for stop in [*np.flatnonzero(ops == OP_REMOVE).tolist(), len(new)]:
+            self._add_run(scope, state, new[at:stop][adds[at:stop]], start + first + np.flatnonzero(adds[at:stop]) + at,
+                          keys)  # fmt: skip
+            if stop < len(new):
+                entry = state.entry_of.pop(int(new["fp"][stop]) >> 32, None)
                 if entry is not None:
                     self.rule.remove_canonical(scope, entry)
-        self._add_run(scope, state, run, keys, found)
-        state.sync = max(state.sync, start + len(ops))
+            at = stop + 1
+        state.sync = max(state.sync, start + len(entries))
+        found = state.pending
         if found and min(found) < state.sync:  # (records of entries held already: none are expected)
             for pos in [pos for pos in found if pos < state.sync]:
                 del found[pos]
 
     def _add_run(
-        self,
-        scope: str,
-        state: _Scope,
-        run: list[tuple[int, int, bool, int]],
-        keys: dict[int, list[int]],
-        found: dict[int, _Fields],
+        self, scope: str, state: _Scope, run: np.ndarray, where: np.ndarray, keys: dict[int, list[int]]
     ) -> None:
-        """``apply``: canonical pages added to the rule, in log order, with their extras (none: steps 1-4 only)."""
-        if not run:
+        """``apply``: the add entries ``run`` (at log positions ``where``), canonical pages added to the rule in
+        log order, with their extras (none: steps 1-4 only), a column at a time."""
+        if not len(run):
             return
-        fields = [found.pop(pos, _NO_FIELDS) for pos, _, _, _ in run]
-        added = self.rule.add_canonicals(scope, [
-            (fp, exact, tuple(keys.get(pos, ())), also, second, sketch, address)
-            for (pos, fp, exact, _), (also, second, sketch, _, address, _) in zip(run, fields)
-        ], [f[5] for f in fields])  # fmt: skip
-        assert not added or added[0] == len(self._pos)
-        for entry, (pos, _, _, seq), (_, _, _, host, _, _) in zip(added, run, fields):
-            self._hosts.append(None if host is None else self._host_names.setdefault(host, host))
-            self._pos.append(pos)
-            self._seq.append(seq)
-            state.entry_of[pos] = entry
+        count = len(run)
+        positions: list[int] = where.tolist()
+        found = state.pending
+        fields = [found.pop(pos, _NO_FIELDS) for pos in positions] if found else [_NO_FIELDS] * count
+        alsos, seconds, sentences, packed, hosts, addresses = (list(column) for column in zip(*fields))
+        exacts: list[bool] = (run["op"] == OP_EXACT).tolist()
+        sketches: list[Sketch | None] = [None] * count
+        room = self.rule.sketch_room(scope)
+        for at, hashes in enumerate(packed):
+            if room <= 0:
+                break
+            if hashes is not None and not exacts[at]:  # (past the room: a sketch the rule would not keep)
+                sketches[at] = Sketch(struct.unpack(f">{len(hashes) // 8}Q", hashes), sentences[at])
+                room -= 1
+        added = self.rule.add_canonical_columns(
+            scope, run["fp"].tolist(), exacts, [tuple(keys.get(pos, ())) for pos in positions] if keys else [()] * count,
+            alsos, seconds, sketches, addresses, packed,
+        )  # fmt: skip
+        assert added[0] == len(self._pos)
+        names = self._host_names
+        self._hosts += [None if host is None else names.setdefault(host, host) for host in hosts]
+        self._pos.extend(positions)
+        self._seq.extend(run["seq"].tolist())
+        state.entry_of.update(zip(positions, added))
 
     def joined(self, scope: str, pos: int, fingerprint: int) -> None:
         """The script took this worker's step-7 hint: the page of ``fingerprint`` joined the canonical page at
@@ -396,15 +407,27 @@ class Mirror:
         """What the rule matches the page with by steps 5-7 now (``Clusterer.nearest``; ``host`` and ``address``
         as ``Detector`` passes them), as the script's hint, with its ``via``; ``None`` when it matches nothing,
         or by steps 1-4 (the script finds those itself)."""
-        if record.exact:
-            return None
-        found = self.rule.nearest(scope, record.fingerprint, record.edit_keys, record.also, record.second,
-                                  record.sketch, host, address)  # fmt: skip
-        if found is None or found[2] is None:
-            return None
-        entry, distance, via = found
-        assert via is not None
-        pos, seq = self._pos[entry], self._seq[entry]
-        if via == "containment":
-            return Hint(pos, seq, KIND_CONTAINMENT, 0), via
-        return Hint(pos, seq, KIND_WITHIN_K, distance), via
+        return self.hints(scope, [(record, host, address)])[0]
+
+    def hints(
+        self, scope: str, pages: list[tuple[PageRecord, str | None, str | None]]
+    ) -> list[tuple[Hint, str] | None]:
+        """``hint`` of each page (``Clusterer.nearest_many``: the same answers, the indexes asked once)."""
+        simhash = [n for n, (record, _, _) in enumerate(pages) if not record.exact]
+        found = self.rule.nearest_many(scope, [
+            (record.fingerprint, record.edit_keys, record.also, record.second, record.sketch, host, address)
+            for record, host, address in (pages[n] for n in simhash)
+        ])  # fmt: skip
+        out: list[tuple[Hint, str] | None] = [None] * len(pages)
+        for n, match in zip(simhash, found):
+            if match is None:
+                continue
+            entry, distance, via = match
+            if via is None:
+                continue
+            pos, seq = self._pos[entry], self._seq[entry]
+            if via == "containment":
+                out[n] = Hint(pos, seq, KIND_CONTAINMENT, 0), via
+            else:
+                out[n] = Hint(pos, seq, KIND_WITHIN_K, distance), via
+        return out

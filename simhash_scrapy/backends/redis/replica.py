@@ -268,9 +268,11 @@ class Replica:
         if exact:
             pos = self.exact.get(fp)
             return b"" if pos is None else _CANDIDATE.pack(pos, seq[pos], 0)
-        return b"".join(
-            _CANDIDATE.pack(m.key, seq[m.key], m.distance) for m in (*self.index.query(fp), *self.recent.query(fp))
-        )
+        return self._packed(self.index.query(fp), self.recent.query(fp))
+
+    def _packed(self, found: list[Any], more: list[Any]) -> bytes:
+        seq = self.seq
+        return b"".join(_CANDIDATE.pack(m.key, seq[m.key], m.distance) for m in (*found, *more))
 
     def edit_candidates(self, keys: tuple[int, ...]) -> bytes:
         """Packed ``(log position, seq, EDIT_MATCH)`` of the canonical pages sharing a one-edit key."""
@@ -280,10 +282,7 @@ class Replica:
         return b"".join(_CANDIDATE.pack(pos, self.seq[pos], EDIT_MATCH) for pos in sorted(owners))
 
     def candidates_many(self, fps: list[int]) -> list[bytes]:
-        """``candidates`` of many simhash fingerprints.
-
-        One ``query`` each: ``query_many_arrays`` would first merge the index's
-        unsorted tail into its tables, an O(index) step per batch.
-        """
+        """``candidates`` of many simhash fingerprints (``BlockPermutedIndex.query_many``: one call an index;
+        ``query_many_arrays`` would first merge the index's unsorted tail into its tables, an O(index) step)."""
         self.settle()
-        return [self.candidates(fp, False) for fp in fps]
+        return [self._packed(found, more) for found, more in zip(self.index.query_many(fps), self.recent.query_many(fps))]

@@ -84,7 +84,7 @@ from .. import defaults
 from ..index.index import BlockPermutedIndex
 from ..index.keytable import KeyTable, pack_keys, unpack_keys
 from ..index.layered import LayeredIndex
-from .containment import COMMON, ContainmentIndex, SentenceCounts, Sketch, estimate, verify
+from .containment import COMMON, MAX_PAGES, ContainmentIndex, SentenceCounts, Sketch, estimate, verify
 from .distinct import scoped_hash
 from .views import MIN_CONTAINMENT as VIEW_MIN_CONTAINMENT
 from .views import MIN_RATIO as VIEW_MIN_RATIO
@@ -310,14 +310,16 @@ class Clusterer:
         second: int | None = None,
         sketch: Sketch | None = None,
         count: bool = True,
+        found: tuple[list[Any] | None, list[Any] | None] = (None, None),
     ) -> tuple[int, int, str | None] | None:
         """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None`` (``count=False``:
-        a page reaching step 7 is not counted in ``SentenceCounts``)."""
+        a page reaching step 7 is not counted in ``SentenceCounts``; ``found``: what the scope's first and
+        second simhash indexes answer for ``fingerprint`` and ``second``, when the caller asked them already)."""
         if exact:
             owner = self._exact.get(scope, {}).get(fingerprint)
             return None if owner is None else (owner, 0, None)
         index = self._indexes.get(scope)
-        matches = self._query(scope, index, fingerprint) if index is not None else []  # nearest first
+        matches = self._query(scope, index, fingerprint, found[0]) if index is not None else []  # nearest first
         via = None
         if not matches and also is not None and index is not None:
             matches, via = self._query(scope, index, also), "template"  # step 5: the template-free text
@@ -325,7 +327,7 @@ class Clusterer:
             # step 6: the second simhash, verified by the first within VERIFY_FACTOR * k
             wide = VERIFY_FACTOR * self.max_distance
             matches = [
-                m for m in self._seconds[scope].query(second)
+                m for m in (self._seconds[scope].query(second) if found[1] is None else found[1])
                 if (fingerprint ^ self.indexed[m.key]).bit_count() <= wide
             ]
             via = "second"
@@ -361,10 +363,13 @@ class Clusterer:
         assert indexed is not None
         return owner, (fingerprint ^ indexed).bit_count(), via
 
-    def _query(self, scope: str, index: BlockPermutedIndex | LayeredIndex, value: int) -> list[Any]:
-        """``index.query(value)`` without the matches only a copy row (``add_copy_row``) explains when the page
-        is at another address than the canonical page: a copy's rows serve the other views of its address."""
-        matches = index.query(value)
+    def _query(
+        self, scope: str, index: BlockPermutedIndex | LayeredIndex, value: int, found: list[Any] | None = None
+    ) -> list[Any]:
+        """``index.query(value)`` (``found``, when asked already) without the matches only a copy row
+        (``add_copy_row``) explains when the page is at another address than the canonical page: a copy's rows
+        serve the other views of its address."""
+        matches = index.query(value) if found is None else found
         if not self.copy_rows or not matches:
             return matches
         k = self.max_distance
@@ -420,6 +425,27 @@ class Clusterer:
         self._address = address
         return self._nearest(scope, fingerprint, False, edit_keys, also, second, sketch, count=False)
 
+    def nearest_many(
+        self,
+        scope: str,
+        pages: Sequence[tuple[int, Sequence[int], int | None, int | None, Sketch | None, str | None, str | None]],
+    ) -> list[tuple[int, int, str | None] | None]:
+        """``nearest`` of each page (``(fingerprint, edit_keys, also, second, sketch, host, address)``), the same
+        answers: nothing is recorded in between, so the first and second simhash indexes are asked for all
+        the pages at once (``LayeredIndex.query_many``: one call an index)."""
+        index, seconds = self._indexes.get(scope), self._seconds.get(scope)
+        firsts = index.query_many([page[0] for page in pages]) if index is not None and pages else None
+        asked = [n for n, page in enumerate(pages) if page[3] is not None and not (firsts and firsts[n])]
+        by_second = {}
+        if seconds and asked:
+            by_second = dict(zip(asked, seconds.query_many([second for n in asked if (second := pages[n][3]) is not None])))
+        out = []
+        for n, (fingerprint, keys, also, second, sketch, host, address) in enumerate(pages):
+            self._host, self._address = host, address
+            found = (None if firsts is None else firsts[n], by_second.get(n))
+            out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, found))
+        return out
+
     def add_canonical(
         self,
         scope: str,
@@ -445,26 +471,107 @@ class Clusterer:
         packed: Sequence[bytes | None] | None = None,
     ) -> list[int]:
         """``add_canonical`` of each page (``(fingerprint, exact, edit_keys, also, second, sketch, address)``), in
-        order: the same entries and rows (``test_clustering``), made in one loop and added to the indexes in one
-        step (a worker's mirror takes every canonical page of every worker: ``backends.redis.mirror``).
+        order: the same entries and rows (``test_clustering``), made a column at a time and added to the indexes
+        in one step (a worker's mirror takes every canonical page of every worker: ``backends.redis.mirror``).
         ``packed``: each page's sketch hashes packed (``ContainmentIndex.add``), when the caller has them."""
-        first = len(self.fingerprint)
-        rows: list[int] = []  # entry, fingerprint, entry, fingerprint, ... (first simhash and template-free rows)
-        seconds: list[int] = []
-        for entry, (fingerprint, exact, keys, also, second, sketch, address) in enumerate(pages, first):
-            self._address = address
-            self._new_entry(fingerprint, exact, -1, -1)
-            self._make_canonical(
-                scope, entry, fingerprint, exact, () if exact else keys, also, second, sketch,
-                None if packed is None else packed[entry - first], (rows, seconds),
-            )  # fmt: skip
-        for flat, tables in ((rows, self._indexes), (seconds, self._seconds)):
-            if flat:
+        if not pages:
+            return []
+        fingerprints, exacts, keys, alsos, seconds, sketches, addresses = (list(column) for column in zip(*pages))
+        return self.add_canonical_columns(scope, fingerprints, exacts, keys, alsos, seconds, sketches, addresses, packed)
+
+    def add_canonical_columns(
+        self,
+        scope: str,
+        fingerprints: list[int],
+        exacts: list[bool],
+        keys: Sequence[Sequence[int]],
+        alsos: list[int | None],
+        seconds: list[int | None],
+        sketches: Sequence[Sketch | None],
+        addresses: Sequence[str | None],
+        packed: Sequence[bytes | None] | None = None,
+    ) -> list[int]:
+        """``add_canonicals`` of pages given as columns (one list per field, a page per position)."""
+        first, count = len(self.fingerprint), len(fingerprints)
+        if not count:
+            return []
+        # ``_new_entry`` and ``_make_canonical`` of each page, a column at a time (the same lists)
+        self.fingerprint += fingerprints
+        self.exact += exacts
+        self.canonical += [-1] * count
+        self.distance += [-1] * count
+        self.indexed += fingerprints
+        self.indexed_keys += [b""] * count
+        self.digest += [None] * count
+        self.also += [None] * count
+        self.second += [None] * count
+        entries = range(first, first + count)
+        simhash: Sequence[int] = entries
+        if any(exacts):
+            simhash = [entry for entry, exact in zip(entries, exacts) if not exact]
+            table = self._exact.setdefault(scope, {})
+            for entry, fingerprint, exact in zip(entries, fingerprints, exacts):
+                if exact:
+                    table.setdefault(fingerprint, entry)
+        rows = self._canonical_rows(first, simhash, fingerprints, alsos)
+        for entry in simhash:
+            if keys[entry - first]:
+                self._add_keys(scope, entry, keys[entry - first])
+        second_rows = [entry for entry in simhash if seconds[entry - first] is not None]
+        second_values = [seconds[entry - first] for entry in second_rows]
+        for entry, second in zip(second_rows, second_values):
+            self.second[entry] = second
+        self._add_sketches(scope, first, simhash, sketches, addresses, packed)
+        self._address = addresses[-1]
+        for row_keys, values, tables in ((rows[0], rows[1], self._indexes), (second_rows, second_values, self._seconds)):
+            if len(row_keys):
                 # (fingerprints checked already: the pages', or the rows made from them)
                 self._table(tables, scope).add_many(
-                    np.array(flat[::2], dtype=np.int64), np.array(flat[1::2], dtype=np.uint64)
-                )
-        return list(range(first, len(self.fingerprint)))
+                    np.asarray(row_keys, dtype=np.int64), np.array(values, dtype=np.uint64)
+                )  # fmt: skip
+        return list(entries)
+
+    def sketch_room(self, scope: str) -> int:
+        """How many more canonical pages of ``scope`` the containment index takes a sketch of (step 7; then
+        ``add_canonicals`` of a page with a sketch is the same as of that page without one)."""
+        contained = self._contained.get(scope)
+        return MAX_PAGES if contained is None else max(0, contained.max_pages - len(contained))
+
+    def _canonical_rows(
+        self, first: int, simhash: Sequence[int], fingerprints: list[int], alsos: list[int | None]
+    ) -> tuple[Sequence[int], list[int]]:
+        """``add_canonicals``: the index rows of its simhash entries (keys, values), in entry order: each entry's
+        fingerprint, then its template-free one when it differs (recorded in ``also``)."""
+        if all(also is None for also in alsos):
+            return simhash, [fingerprints[e - first] for e in simhash]
+        keys: list[int] = []
+        values: list[int] = []
+        for entry in simhash:
+            fingerprint, also = fingerprints[entry - first], alsos[entry - first]
+            keys.append(entry)
+            values.append(fingerprint)
+            if also is not None and also != fingerprint:
+                keys.append(entry)
+                values.append(also)
+                self.also[entry] = also
+                self._also_rows += 1
+        return keys, values
+
+    def _add_sketches(
+        self, scope: str, first: int, simhash: Sequence[int], sketches: Sequence[Sketch | None],
+        addresses: Sequence[str | None], packed: Sequence[bytes | None] | None,
+    ) -> None:
+        """``add_canonicals``: the sketches of its simhash entries, in entry order, until the scope's
+        containment index is full (``ContainmentIndex.add`` takes no more then: nothing changes)."""
+        for entry in simhash:
+            at = entry - first
+            sketch = sketches[at]
+            if sketch is None:
+                continue
+            contained = self._contained.get(scope)
+            if contained is not None and len(contained) >= contained.max_pages:
+                return
+            self._add_sketch(scope, entry, sketch, addresses[at], None if packed is None else packed[at])
 
     def _add_sketch(
         self, scope: str, entry: int, sketch: Sketch, address: str | None, packed: bytes | None = None

@@ -610,9 +610,15 @@ class BlockPermutedIndex:
         return q, r, d
 
     def query_many(self, fingerprints: Iterable[int] | np.ndarray) -> list[list[Match]]:
-        """Batch query: one list of matches (as ``query`` returns) per fingerprint."""
+        """Batch query: one list of matches (as ``query`` returns) per fingerprint.  With the C helpers, one
+        call that reads the unsorted tail as it is (``query_many_arrays`` merges it into the tables first, an
+        O(index) step: a batch of a few pages at a time, as the Redis backend's replica asks, would pay it
+        every few thousand rows added)."""
         queries = _as_fingerprint_array(fingerprints, "fingerprints")
-        q, r, d = self.query_many_arrays(queries)
+        if _native.speedups is not None and len(queries):
+            q, r, d = self._compiled_query(queries)
+        else:
+            q, r, d = self.query_many_arrays(queries)
         results: list[list[Match]] = [[] for _ in range(len(queries))]
         fps = self._fps
         for qi, row, dist in zip(q.tolist(), r.tolist(), d.tolist()):

@@ -64,13 +64,23 @@ class LayeredIndex:
 
     def query(self, fingerprint: int) -> list[Match]:
         """Every stored fingerprint within ``max_distance``, nearest first (ties: oldest first)."""
-        found = self.big.query(fingerprint)
-        more = self.recent.query(fingerprint)
-        if not more:
-            return found
-        if not found:
-            return more
-        return sorted(found + more, key=lambda m: m.distance)  # stable: the big index's rows first
+        return _merged(self.big.query(fingerprint), self.recent.query(fingerprint))
+
+    def query_many(self, fingerprints: list[int]) -> list[list[Match]]:
+        """``query`` of each fingerprint (``BlockPermutedIndex.query_many``: one call an index)."""
+        return [
+            _merged(found, more)
+            for found, more in zip(self.big.query_many(fingerprints), self.recent.query_many(fingerprints))
+        ]
 
     def nbytes(self) -> int:
         return self.big.nbytes() + self.recent.nbytes()
+
+
+def _merged(found: list[Match], more: list[Match]) -> list[Match]:
+    """The big index's matches and the small one's as one index's: nearest first, ties the big index's first."""
+    if not more:
+        return found
+    if not found:
+        return more
+    return sorted(found + more, key=lambda m: m.distance)  # stable: the big index's rows first
