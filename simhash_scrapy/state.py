@@ -360,10 +360,7 @@ class DedupState:
         is not worked out again: another page of the address may have declared another identity meanwhile)."""
         url = fetch.response.url
         identity = self.identity_of(fetch.request)
-        if scope is None:
-            scope, previous = await self._recorded(url, identity)
-        else:
-            previous = await self.backend.previous(scope, identity)
+        scope, previous = await self._recorded(url, identity, scope)
         if previous is None:  # the record went away since the request was sent (a flushed Redis key)
             raise LookupError("its record is gone")
         record = record_again(
@@ -563,10 +560,13 @@ class DedupState:
         declared = self.view_identities.declared(scope, url)
         return [scope] if declared is None else [crawl_scope(scope, url, None, declared)[0], scope]
 
-    async def _recorded(self, url: str, identity: str) -> tuple[str, ClusterMember | None]:
+    async def _recorded(
+        self, url: str, identity: str, scope: str | None = None
+    ) -> tuple[str, ClusterMember | None]:
         """``(scope, record)`` of the page ``identity`` of ``url``: the first of its ``recorded_scopes`` that holds
-        its record, else ``(plain scope, None)``."""
-        scopes = self.recorded_scopes(url)
+        its record, else ``(plain scope, None)``; looked for in ``scope`` only when given (where the record whose
+        validators were sent was found: ``judge_again``, ``page_gone``)."""
+        scopes = self.recorded_scopes(url) if scope is None else [scope]
         for scope in scopes:
             previous = await self.backend.previous(scope, identity)
             if previous is not None:
@@ -587,10 +587,7 @@ class DedupState:
         (``core.report.changes``, ``simhash/gone``); not when the backend cannot say (the page is skipped as
         any 404 is).  ``scope``: where the record whose validators were sent was found (as ``judge_again``)."""
         try:
-            if scope is None:
-                scope, previous = await self._recorded(response.url, self.identity_of(request))
-            else:
-                previous = await self.backend.previous(scope, self.identity_of(request))
+            scope, previous = await self._recorded(response.url, self.identity_of(request), scope)
         except BackendError:
             return False
         if previous is None:
