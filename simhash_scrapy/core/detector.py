@@ -248,12 +248,12 @@ def crawl_scope(
 
 
 def page_digests(
-    config: SimhashConfig, url: str | None, body: str | bytes, encoding: str | None = None, identity: bool = True
+    config: SimhashConfig, url: str | None, body: str | bytes, encoding: str | None = None
 ) -> tuple[str | None, str | None]:
     """The digests that split the scope of the page ``body`` (of ``url``): of its protected text
     (``SIMHASH_DISTINCT_SELECTORS``, ``core.cluster.distinct``) and of the identity it declares
     (``SIMHASH_IDENTITY_SIGNALS``, ``core.cluster.identity``: its markup and the product options its URL
-    names; not with ``identity=False``, an item); the page is parsed once, and only when one of them may
+    names); the page is parsed once, and only when one of them may
     apply.  ``scope_of``, and the commands ``compare`` and ``dedup``, the crawl's scope from a body."""
     from .cluster.identity import identity_digest
     from .extract.text import parse_html
@@ -268,7 +268,7 @@ def page_digests(
 
     distinct = config.distinct
     protected = None if distinct is None or root() is None else distinct.digest(root())
-    declared = identity_digest(root, raw, url) if identity and config.identity_signals else None
+    declared = identity_digest(root, raw, url) if config.identity_signals else None
     return protected, declared
 
 
