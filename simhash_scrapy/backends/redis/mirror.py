@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core.cluster.containment import Sketch
+from ...core.cluster.containment import Sketch, pack_hashes, unpack_hashes
 from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
 from ...core.index.layered import LayeredIndex
@@ -101,7 +101,7 @@ def record_of(record: PageRecord, host: str | None, address: str | None) -> byte
         hashes = sketch.hashes[:255]
         parts.append(
             _SKETCH_HEAD.pack(sketch.sentences, len(hashes))
-            + struct.pack(f">{len(hashes)}Q", *hashes)
+            + pack_hashes(hashes)
         )
         encoded = address.encode("utf-8", "surrogatepass") if address else b""
         if encoded and len(encoded) <= 0xFFFF:
@@ -120,7 +120,7 @@ def read_record(
     """``record_of``'s fields back: (template-free simhash, second simhash, sketch, host or None, address
     or None)."""
     also, second, sentences, packed, host, address = _parse(data)
-    sketch = None if packed is None else Sketch(struct.unpack(f">{len(packed) // 8}Q", packed), sentences)
+    sketch = None if packed is None else Sketch(unpack_hashes(packed), sentences)
     return also, second, sketch, host, address
 
 
@@ -379,7 +379,7 @@ class Mirror:
             if room <= 0:
                 break
             if hashes is not None and not exacts[at]:  # (past the room: a sketch the rule would not keep)
-                sketches[at] = Sketch(struct.unpack(f">{len(hashes) // 8}Q", hashes), sentences[at])
+                sketches[at] = Sketch(unpack_hashes(hashes), sentences[at])
                 room -= 1
         added = self.rule.add_canonical_columns(
             scope, run["fp"].tolist(), exacts, [tuple(keys.get(pos, ())) for pos in positions] if keys else [()] * count,

@@ -60,11 +60,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _native
-from ..features.features import span_hashes
+from ..features.features import FOOTNOTE_MARKER, span_hashes
 
 __all__ = [
     "Sketch", "SentenceCounts", "ContainmentIndex", "sentence_hashes", "sentence_texts", "sketch_of", "verify",
-    "estimate",
+    "estimate", "pack_hashes", "unpack_hashes",
     "MIN_WORDS", "SKETCH", "ANCHORS", "MIN_CONTAINMENT", "MIN_RATIO", "CROSS_HOST_MIN_RATIO", "MIN_SHARED", "MIN_SENTENCES", "COMMON",
     "MAX_PAGES", "MAX_OWNERS",
 ]  # fmt: skip
@@ -108,8 +108,9 @@ _ASCII_WORD = re.compile(rb"[0-9A-Za-z_\x80-\xff]+")
 # Where a sentence ends (besides a line break): . ! ? before a space, and the full-width stop, exclamation and question marks (UTF-8).
 # Replaced by line breaks with bytes.replace: a regex scan costs several times more.
 _WIDE_ENDS = ("\u3002".encode(), "\uff01".encode(), "\uff1f".encode())
-# A link marker a print view puts after each link of its text (``see the recipe [12] below``).
-_MARKER = re.compile(rb"\[[0-9]{1,4}\]")
+# A link marker a print view puts after each link of its text (``see the recipe [12] below``): the marker
+# the fingerprint leaves out too (``features.strip_not_content``).
+_MARKER = re.compile(FOOTNOTE_MARKER)
 
 
 class Sketch(NamedTuple):
@@ -302,11 +303,11 @@ class ContainmentIndex:
         return len(self._sketches)
 
     def add(self, entry: int, sketch: Sketch, packed: bytes | None = None) -> bool:
-        """Keep ``entry``'s sketch (``False`` when full); ``packed``: its hashes as ``_pack`` packs them, when
+        """Keep ``entry``'s sketch (``False`` when full); ``packed``: its hashes as ``pack_hashes`` packs them, when
         the caller has them so (the Redis extras records: ``backends.redis.mirror``)."""
         if len(self._sketches) >= self.max_pages or entry in self._sketches:
             return False
-        self._sketches[entry] = (_pack(sketch.hashes) if packed is None else packed, sketch.sentences)
+        self._sketches[entry] = (pack_hashes(sketch.hashes) if packed is None else packed, sketch.sentences)
         anchors = self._anchors
         for h in sketch.hashes[:ANCHORS]:
             owners = anchors.get(h)
@@ -323,7 +324,7 @@ class ContainmentIndex:
         if kept is None:
             return
         anchors = self._anchors
-        for h in _unpack(kept[0])[:ANCHORS]:
+        for h in unpack_hashes(kept[0])[:ANCHORS]:
             owners = anchors.get(h)
             if owners == entry:
                 del anchors[h]
@@ -334,7 +335,7 @@ class ContainmentIndex:
 
     def sketch(self, entry: int) -> Sketch | None:
         kept = self._sketches.get(entry)
-        return None if kept is None else Sketch(_unpack(kept[0]), kept[1])
+        return None if kept is None else Sketch(unpack_hashes(kept[0]), kept[1])
 
     def candidates(self, sketch: Sketch) -> list[int]:
         """The canonical entries one of whose anchors is in ``sketch``, ascending."""
@@ -371,10 +372,12 @@ class ContainmentIndex:
         return best
 
 
-def _pack(hashes: Sequence[int]) -> bytes:
-    """A sketch's hashes as kept: 8 bytes each, big-endian (as the Redis extras records hold them)."""
+def pack_hashes(hashes: Sequence[int]) -> bytes:
+    """A sketch's hashes as kept: 8 bytes each, big-endian (as the Redis extras records hold them, so a record's
+    bytes go to ``ContainmentIndex.add`` as they are)."""
     return struct.pack(f">{len(hashes)}Q", *hashes)
 
 
-def _unpack(data: bytes) -> tuple[int, ...]:
+def unpack_hashes(data: bytes) -> tuple[int, ...]:
+    """``pack_hashes``'s hashes back."""
     return struct.unpack(f">{len(data) // 8}Q", data)

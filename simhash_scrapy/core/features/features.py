@@ -52,6 +52,7 @@ __all__ = [
     "stable_hash64",
     "span_hashes",
     "strip_not_content",
+    "FOOTNOTE_MARKER",
     "WEIGHTINGS",
 ]
 
@@ -265,8 +266,10 @@ _URL = rb"(?:[A-Za-z]{2,6}://|www\.)" + _URL_END
 # what its regex must start with: one scan, ``_speedups.not_content_rules``), and each regex starts
 # with that literal, so the regex engine skips ahead to candidates.
 #
-# Link-footnote markers, "[12]" (at most four digits), with the URL printed after one, if any.
-_FOOTNOTE = re.compile(rb"\[\d{1,4}\](?:\s*" + _URL + rb")?")
+#: A link-footnote marker, "[12]" (at most four ASCII digits): left out of the fingerprint (with the URL printed
+#: after one, if any) and of the sentences (``core.cluster.containment``).
+FOOTNOTE_MARKER = rb"\[[0-9]{1,4}\]"
+_FOOTNOTE = re.compile(FOOTNOTE_MARKER + rb"(?:\s*" + _URL + rb")?")
 # "Source URL: http://...", "Canonical URL: ...", "URL: ..." (the word before "URL" stays).
 _URL_LINE = re.compile(rb"URL\s?:\s*" + _URL)
 # "Printed on 2025-05-03 14:22", "Accessed on 12 May 2024": the label and what follows up to
