@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .core.records import is_item_scope
+from .core.redact import LOG_REDACTION
 from .core.report.changes import LAST_CRAWL_EXTRA, LastCrawl, build_page_changes, count_changes, encode_last_crawl
 from .core.report.report import (
     build_changes,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["write_crawl_report"]
 
 logger = logging.getLogger("simhash_scrapy.state")  # (the logger these lines always had)
+logger.addFilter(LOG_REDACTION)  # no password of a page URL in a log line (core.redact)
 
 
 def _identity_summary(stats: dict[str, Any]) -> dict[str, int]:

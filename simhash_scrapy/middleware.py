@@ -33,6 +33,7 @@ from scrapy.utils.response import get_base_url
 from .backends import BackendError
 from .core.analysis import SLOW_DEPTH, Analysis, analyse_html, analyse_tree, may_take_long, tree_may_take_long
 from .core.deadline import TooSlow
+from .core.redact import LOG_REDACTION, redact
 from .core.ruling import Action, Ruling
 from .core.cluster.representative import absolute, html_canonical, link_header_canonical, redirect_named
 from .core.skip import media_type, skip_reason
@@ -50,6 +51,7 @@ __all__ = [
     "FLAG", "NOT_MODIFIED_FLAG"]
 
 logger = logging.getLogger(__name__)
+logger.addFilter(LOG_REDACTION)  # no password of a page URL in a log line (core.redact)
 
 #: Default position in ``DOWNLOADER_MIDDLEWARES`` (below RetryMiddleware's 550).
 MIDDLEWARE_PRIORITY = 540
@@ -89,7 +91,7 @@ class NearDuplicate(IgnoreRequest):
     representative: str | None = None
 
     def __init__(self, url: str, canonical_url: str, distance: int, rule: str | None = None) -> None:
-        super().__init__(f"Near-duplicate of {canonical_url} ({rule or f'distance {distance}'}): {url}")
+        super().__init__(redact(f"Near-duplicate of {canonical_url} ({rule or f'distance {distance}'}): {url}"))
         self.rule = rule
         self.url = url
         self.canonical_url = canonical_url
@@ -100,7 +102,7 @@ class UnchangedPage(IgnoreRequest):
     """Raised for a re-crawled page whose content is unchanged, with ``SIMHASH_UNCHANGED = "drop"``."""
 
     def __init__(self, url: str) -> None:
-        super().__init__(f"Unchanged since the last crawl: {url}")
+        super().__init__(redact(f"Unchanged since the last crawl: {url}"))
         self.url = url
 
 
@@ -108,7 +110,7 @@ class EditedPage(IgnoreRequest):
     """Raised for a re-crawled page whose text was edited within k, with ``SIMHASH_EDITED = "drop"``."""
 
     def __init__(self, url: str) -> None:
-        super().__init__(f"Edited since the last crawl (within the distance limit): {url}")
+        super().__init__(redact(f"Edited since the last crawl (within the distance limit): {url}"))
         self.url = url
 
 
@@ -117,7 +119,7 @@ class NotModifiedPage(UnchangedPage):
     (or with ``SIMHASH_UNCHANGED = "drop"``): it has no body, so it ends here, counted as unchanged."""
 
     def __init__(self, url: str) -> None:
-        IgnoreRequest.__init__(self, f"Not modified since the last crawl (HTTP 304): {url}")
+        IgnoreRequest.__init__(self, redact(f"Not modified since the last crawl (HTTP 304): {url}"))
         self.url = url
 
 
@@ -129,7 +131,7 @@ class UncheckedPage(IgnoreRequest):
     """
 
     def __init__(self, url: str, error: str) -> None:
-        super().__init__(f"Not checked for near-duplicates (fail-closed backend error): {url}: {error}")
+        super().__init__(redact(f"Not checked for near-duplicates (fail-closed backend error): {url}: {error}"))
         self.url = url
 
 

@@ -29,6 +29,7 @@ from scrapy.exceptions import DropItem
 from .backends import BackendError
 from .core.analysis import Analysis, analyse_html, analyse_text
 from .core.deadline import TooSlow
+from .core.redact import LOG_REDACTION, redact
 from .core.records import flag_item, is_flagged
 from .core.ruling import Action, Ruling
 from .core.skip import item_is_html, too_large
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["SimhashPipeline", "NearDuplicateItem", "PIPELINE_PRIORITY"]
 
 logger = logging.getLogger(__name__)
+logger.addFilter(LOG_REDACTION)  # no password of a page URL in a log line (core.redact)
 
 #: Default position in ``ITEM_PIPELINES`` (early, so storage pipelines never see dropped items).
 PIPELINE_PRIORITY = 200
@@ -53,7 +55,9 @@ class NearDuplicateItem(DropItem):
         self, url: str | None, canonical_url: str, distance: int, log_level: Any = None, rule: str | None = None
     ) -> None:
         what = f": {url}" if url else ""
-        super().__init__(f"Near-duplicate of {canonical_url} ({rule or f'distance {distance}'}){what}", log_level=log_level)
+        super().__init__(
+            redact(f"Near-duplicate of {canonical_url} ({rule or f'distance {distance}'}){what}"), log_level=log_level
+        )
         self.rule = rule
         self.url = url
         self.canonical_url = canonical_url

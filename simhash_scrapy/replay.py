@@ -32,6 +32,7 @@ from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
 from .backends.replay_file import ReplayFileError
+from .core.redact import LOG_REDACTION
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["DROPPED", "REFETCH", "keep", "keeps", "REPLAY_PRIORITY", "forced", "refetch", "replay", "SimhashReplayMiddleware", "decode_requests", "encode_requests", "may_replay"]
 
 logger = logging.getLogger(__name__)
+logger.addFilter(LOG_REDACTION)  # no password of a page URL in a log line (core.redact)
 
 #: Default position in ``SPIDER_MIDDLEWARES``: after every built-in one (the start middleware is 25,
 #: HttpErrorMiddleware 50), so the requests kept are the ones the engine received.

@@ -25,6 +25,7 @@ from itemadapter import ItemAdapter, is_item
 from scrapy import Request
 
 from .core.records import flag_item
+from .core.redact import LOG_REDACTION
 from .state import DedupState
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["SimhashSpiderMiddleware", "SPIDER_MIDDLEWARE_PRIORITY"]
 
 logger = logging.getLogger(__name__)
+logger.addFilter(LOG_REDACTION)  # no password of a page URL in a log line (core.redact)
 
 #: Default position in ``SPIDER_MIDDLEWARES`` (after the built-in ones, nearest the spider).
 SPIDER_MIDDLEWARE_PRIORITY = 950

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
+from .core.redact import LOG_REDACTION
 from .core.settings.didyoumean import SETTINGS_REFERENCE_URL
 from .core.settings.settings import unknown_settings
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["warn_at_startup", "startup_warnings", "check_report_folder"]
 
 logger = logging.getLogger(__name__)
+logger.addFilter(LOG_REDACTION)  # no password of a page URL in a log line (core.redact)
 
 _DOWNLOADER = "simhash_scrapy.middleware.SimhashMiddleware"
 _SPIDER = "simhash_scrapy.spidermw.SimhashSpiderMiddleware"

@@ -37,7 +37,7 @@ from .core.cluster.representative import ClusterBook, Placement
 from .core.report.report import (
     check_format_available,
 )
-from .core.redact import redact
+from .core.redact import LOG_REDACTION, redact
 from .core.ruling import Ruling, describe_rule, rule_item, rule_page, verdict_stats
 from .core.report.report_path import expand_report_path, report_params
 from .core.extract.text import parse_html
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["DedupState", "Fetch", "STATE_PRIORITY"]
 
 logger = logging.getLogger(__name__)
+logger.addFilter(LOG_REDACTION)  # no password of a page URL in a log line (core.redact)
 _T = TypeVar("_T")
 
 #: Worker threads that fingerprint pages off the event loop (``SIMHASH_THREADS``).

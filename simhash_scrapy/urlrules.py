@@ -37,6 +37,7 @@ from .backends.memory import MemoryBackend
 from .core import defaults
 from .core.cluster.clustering import Outcome
 from .core.cluster.representative import html_canonical
+from .core.redact import LOG_REDACTION, redact
 from .core.urlrules.urlrules import Prediction, UrlRuleLearner, is_listing, url_key
 from .state import DedupState
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["UrlRulesMiddleware", "PredictedDuplicate", "URL_RULES_MIDDLEWARE_PRIORITY"]
 
 logger = logging.getLogger(__name__)
+logger.addFilter(LOG_REDACTION)  # no password of a page URL in a log line (core.redact)
 
 #: Position in ``DOWNLOADER_MIDDLEWARES``: early, so a skipped request costs no other middleware's work.
 URL_RULES_MIDDLEWARE_PRIORITY = 50
@@ -63,7 +65,7 @@ class PredictedDuplicate(IgnoreRequest):
     """
 
     def __init__(self, url: str, canonical_url: str, rules: str) -> None:
-        super().__init__(f"Predicted duplicate of {canonical_url} by URL rule(s) {rules}: {url}")
+        super().__init__(redact(f"Predicted duplicate of {canonical_url} by URL rule(s) {rules}: {url}"))
         self.url = url
         self.canonical_url = canonical_url
         self.rules = rules

@@ -35,6 +35,7 @@ from ..config import SimhashConfig
 from ..core.cluster.clustering import Rule
 from ..core.features.features import feature_hashes, token_hashes, tokenize
 from ..core.features.fingerprint import hamming_distance
+from ..core.redact import redact, secrets_in
 from ..core.wording import plural
 from ._common import EXIT_USAGE, CommandError, load_config
 
@@ -153,7 +154,8 @@ def _load_pages(args: list[str], settings: Any, process: Any = None) -> list[Pag
         for url in urls:
             result = fetched.get(url, "no response")
             if isinstance(result, str):
-                raise CommandError(f"cannot fetch {url}: {result} (-L DEBUG shows the fetch log)")
+                # (Scrapy's message may name the URL's user information without its scheme: core.redact's secrets)
+                raise CommandError(redact(f"cannot fetch {url}: {result} (-L DEBUG shows the fetch log)", secrets_in(url)))
             pages[url] = result
     return [pages[arg] for arg in args]
 
@@ -402,7 +404,7 @@ def _print_text(
 def _print_pages(out: TextIO, pages: list[Page], config: SimhashConfig) -> None:
     """The pages' table: source, fingerprint, tokens, and why the crawl would skip or treat one apart."""
     w = out.write
-    width = min(60, max(len(p.source) for p in pages))
+    width = min(60, max(len(redact(p.source)) for p in pages))
     w(f"  #  {'page':<{width}}  fingerprint       tokens\n")
     for i, page in enumerate(pages, start=1):
         fp = f"{page.fingerprint:016x}" if page.fingerprint is not None else "-" * 16
@@ -412,7 +414,7 @@ def _print_pages(out: TextIO, pages: list[Page], config: SimhashConfig) -> None:
         if config.distinct is not None:
             note += f"  (protected text {page.protected})" if page.protected else "  (no protected text)"
         status = f" [HTTP {page.status}]" if page.status not in (None, 200) else ""
-        w(f"{i:>3}  {_short(page.source, width):<{width}}  {fp}  {page.tokens:>6}{status}{note}\n")
+        w(f"{i:>3}  {_short(redact(page.source), width):<{width}}  {fp}  {page.tokens:>6}{status}{note}\n")
 
 
 def _print_matrix(out: TextIO, matrix: list[list[int | None]]) -> None:
@@ -559,8 +561,8 @@ def run_compare(opts: Any, settings: Any, stdout: TextIO | None = None, process:
             "pages": [
                 {
                     "page": i + 1,
-                    "source": p.source,
-                    "url": p.url,
+                    "source": redact(p.source),
+                    "url": redact(p.url),
                     "status": p.status,
                     "fingerprint": None if p.fingerprint is None else f"{p.fingerprint:016x}",
                     "tokens": p.tokens,

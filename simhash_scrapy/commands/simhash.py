@@ -226,7 +226,10 @@ class Command(ScrapyCommand):
             self.exitcode = 0
 
     def _fail(self, name: str, message: str, code: int) -> None:
-        sys.stderr.write(f"scrapy simhash {name}: error: {message}\n")
+        from ..core.redact import redact
+
+        # (a URL's password is masked here, whatever raised the error: core.redact)
+        sys.stderr.write(f"scrapy simhash {name}: error: {redact(message)}\n")
         sys.stderr.flush()
         self.exitcode = code
 

@@ -19,16 +19,25 @@ an exception message):
 A mapping (``REDIS_PARAMS``) gives a copy with every ``*password`` value masked
 and every text value redacted.  No Scrapy, no redis: usable from the core, the
 backends and the glue.
+
+The same rule keeps page URLs out of what is written: a page reached as
+``https://user:pw@host/a`` is written ``https://user:***@host/a`` (the user
+name kept, as for a Redis URL) in the reports (``core.report.report.shown``),
+the command outputs and errors, the plugin's log lines (``LogRedaction``, a
+filter on each of its loggers) and its exception messages.  Only what is
+written is masked: the URL the crawl keys and compares pages by stays the
+real one.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-__all__ = ["MASK", "redact", "secrets_in"]
+__all__ = ["LOG_REDACTION", "MASK", "LogRedaction", "redact", "secrets_in"]
 
 MASK = "***"
 #: Literal secrets shorter than this are not replaced everywhere in a text (a one-letter password would
@@ -73,11 +82,50 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
         return type(value)(redact(item, secrets) for item in value)
     if not isinstance(value, str):
         return value
+    if not secrets and "@" not in value and "password" not in value.lower():
+        return value  # (neither rule can match: the common case of a report's many URLs, cheaply)
     text = _URL.sub(_mask_netloc, value)
     text = _ITEM.sub(_mask_item, text)
     for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET}, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
+
+
+def _shown_arg(value: Any) -> Any:
+    """A log line's argument as it is, unless its text holds a password: then that text, redacted."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return redact(value)
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001 - an argument that cannot be shown is left to logging
+        return value
+    shown = redact(text)
+    return value if shown == text else shown
+
+
+class LogRedaction(logging.Filter):
+    """A logging filter that masks passwords (``redact``) in a record's message and arguments.
+
+    Added to each logger of the plugin that may name a URL (a filter on a logger applies to the records
+    of that logger only): a page reached as ``https://user:pw@host/`` is logged as ``https://user:***@host/``.
+    Arguments without a password are left as they are (handlers that read them see the same objects).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        args = record.args
+        if isinstance(args, Mapping):
+            record.args = {key: _shown_arg(value) for key, value in args.items()}
+        elif isinstance(args, tuple):
+            record.args = tuple(_shown_arg(value) for value in args)
+        return True
+
+
+#: The one filter the plugin's loggers share (``logger.addFilter(LOG_REDACTION)``: added once however often).
+LOG_REDACTION = LogRedaction()
 
 
 def secrets_in(*values: Any) -> tuple[str, ...]:

@@ -142,6 +142,56 @@ def test_one_redaction_function() -> None:
     assert found == ["core/redact.py"], found
 
 
+def test_page_urls_are_masked_where_they_are_written() -> None:
+    """Report records, log records and the plugin's exception messages: the password masked, the user name
+    kept; a page's text and the exceptions' URL attributes (an errback may request the page again) as they are."""
+    import logging
+
+    from simhash_scrapy.core.redact import LOG_REDACTION
+    from simhash_scrapy.core.report.report import shown
+    from simhash_scrapy.middleware import NearDuplicate, UncheckedPage
+    from simhash_scrapy.pipeline import NearDuplicateItem
+    from simhash_scrapy.urlrules import PredictedDuplicate
+
+    url, other = "https://bob:Pg-pw-77@shop.example/a?x=1", "https://bob:Pg-pw-77@shop.example/b"
+    masked = "https://bob:***@shop.example/a?x=1"
+    record = {"url": url, "members": [{"url": other, "text": f"see {url}", "depth": 1}], "size": 2, "t": (url,)}
+    assert shown(record) == {
+        "url": masked, "members": [{"url": "https://bob:***@shop.example/b", "text": f"see {url}", "depth": 1}],
+        "size": 2, "t": (masked,),
+    }  # fmt: skip
+    assert shown([{"url": "https://shop.example/c"}]) == [{"url": "https://shop.example/c"}]  # nothing to mask
+
+    logger = logging.getLogger("simhash_scrapy.test_redact")
+    logger.addFilter(LOG_REDACTION)
+    logger.addFilter(LOG_REDACTION)  # once, however often
+    assert logger.filters.count(LOG_REDACTION) == 1
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = Keep()
+    logger.addHandler(handler)
+    try:
+        logger.warning("page %(url)s: duplicates %(canonical)s (%(n)d)", {"url": url, "canonical": other, "n": 3})
+        logger.warning("page %s, error %s, kept %s", url, ValueError(f"cannot read {other}"), 5)
+        logger.warning(f"an f-string naming {url}")
+    finally:
+        logger.removeHandler(handler)
+    assert lines == [
+        f"page {masked}: duplicates https://bob:***@shop.example/b (3)",
+        f"page {masked}, error cannot read https://bob:***@shop.example/b, kept 5",
+        f"an f-string naming {masked}",
+    ]
+
+    for error in (NearDuplicate(url, other, 2, "simhash"), NearDuplicateItem(url, other, 2),
+                  PredictedDuplicate(url, other, "rule"), UncheckedPage(url, "down")):  # fmt: skip
+        assert "Pg-pw-77" not in str(error) and masked in str(error), str(error)
+        assert error.url == url
+
+
 # --------------------------------------------------------- a real redis-server
 @pytest.fixture
 def locked_redis(tmp_path_factory: pytest.TempPathFactory) -> Any:

@@ -53,6 +53,10 @@ Formats (``render_report`` / ``write_report``):
 * ``html``: ``simhash_scrapy.core.report.html_report.render_html`` (a section lists
   the changed pages).
 
+No password reaches a report: every text of a report record but a page's ``text`` is written as
+``shown`` gives it (``core.redact``: the password of ``https://user:pw@host/a`` masked, the user name
+kept), in every format; the clusters themselves are built from the real URLs.
+
 Where the report goes: ``core.report.report_path``.  Messages name the arguments
 (``report_format``); the Scrapy glue passes its setting names instead
 (``name=``).
@@ -74,6 +78,7 @@ from .changes import CHANGE_COLUMNS
 from ..wording import plural
 from ..cluster.clustering import rule_of
 from ..files import write_atomic
+from ..redact import redact
 from ..records import is_item_scope
 from ..cluster.representative import Candidate, choose
 from ..features.fingerprint import hamming_distance
@@ -93,6 +98,7 @@ __all__ = [
     "CHANGED_COLUMNS",
     "csv_cell",
     "line_safe",
+    "shown",
 ]
 
 #: CSV columns, one row per cluster member.
@@ -144,6 +150,23 @@ def line_safe(document: str) -> str:
             document = document.replace(raw, escaped)
     return document
 
+
+
+#: The fields of a report record written as they are: a page's text (``include_text``), not an address.
+_AS_IS = frozenset({"text"})
+
+
+def shown(value: Any) -> Any:
+    """A report record (or a list of them) as it is written: every text without a password (``core.redact``:
+    the password of ``https://user:pw@host/a`` masked, the user name kept), a page's ``text`` as it is.  The one rule
+    for every format and every report (the crawl's, ``scrapy simhash dedup``'s and ``report``'s)."""
+    if isinstance(value, Mapping):
+        return {key: item if key in _AS_IS else shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shown(item) for item in value]
+    if type(value) is tuple:
+        return tuple(shown(item) for item in value)
+    return redact(value) if isinstance(value, str) else value
 
 
 # --------------------------------------------------------------------- clusters
@@ -428,14 +451,14 @@ def page_change_lines(pages: Iterable[dict[str, Any]], skip: tuple[str, ...] = (
     """One ``"type": <change>`` JSON line per page of the latest crawl (``core.report.changes``), but kinds ``skip``."""
     return [
         json.dumps({"type": page["change"], **{k: v for k, v in page.items() if k != "change"}}, ensure_ascii=False)
-        for page in pages
+        for page in shown(list(pages))
         if page["change"] not in skip
     ]
 
 
 def page_changes_csv(pages: Iterable[dict[str, Any]]) -> str:
     """The CSV list of the latest crawl's pages (``core.report.changes.CHANGE_COLUMNS``)."""
-    return _rows_csv(pages, CHANGE_COLUMNS)
+    return _rows_csv(shown(list(pages)), CHANGE_COLUMNS)
 
 
 def page_changes_path(path: str | os.PathLike[str]) -> Path:
@@ -459,7 +482,7 @@ def _rows_csv(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def _changes_csv(changes: list[dict[str, Any]]) -> str:
-    return _rows_csv(changes, CHANGED_COLUMNS)
+    return _rows_csv(shown(changes), CHANGED_COLUMNS)
 
 
 def _beside(path: str | os.PathLike[str], tag: str) -> Path:
@@ -516,16 +539,18 @@ def render_report(
     latest crawl, new, edited, unchanged or gone) are part of the JSON Lines and HTML
     documents; a CSV document holds the clusters only (``render_changes_csv``, ``page_changes_csv``).
     """
-    changes = list(changes)
-    pages = list(pages)
+    clusters = shown(clusters)
+    changed: list[dict[str, Any]] = shown(list(changes))
+    listed: list[dict[str, Any]] = shown(list(pages))
+    summary = None if summary is None else shown(summary)
     if report_format == "jsonl":
-        return line_safe(_jsonl(clusters, changes, pages) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
+        return line_safe(_jsonl(clusters, changed, listed) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
     if report_format == "csv":
         return _csv(clusters)
     if report_format == "html":
         from .html_report import render_html
 
-        return render_html(clusters, dict(summary or {}), changes=changes, pages=pages)
+        return render_html(clusters, dict(summary or {}), changes=changed, pages=listed)
     raise ValueError(f"report_format must be one of 'jsonl', 'csv', 'html', got {report_format!r}")
 
 
