@@ -32,7 +32,7 @@ from .core.cluster.identity import IdentitySignals, identity_signals, may_declar
 from .core.cluster.kept_apart import KeptApart
 from .core.detector import crawl_scope
 from .core.cluster.viewidentity import AddressIdentities
-from .core.records import item_scope, page_record, page_scope, record_again
+from .core.records import page_record, record_again, record_scope
 from .core.cluster.representative import ClusterBook, Placement
 from .core.report.report import (
     check_format_available,
@@ -201,9 +201,9 @@ class DedupState:
         ``simhash/identity/pages`` and per signal, or, when it declares none, the one its address's pages
         declared (``core.cluster.viewidentity``: a print view), counted as ``simhash/identity/inherited``.
         """
-        scope = page_scope(self.config.scope, url, self.spider.name if self.spider is not None else "")
+        scope = record_scope(self.config.scope, url, self.spider.name if self.spider is not None else "", items)
         if items:
-            return item_scope(scope)
+            return scope
         distinct = self.config.distinct
         if response is None or (distinct is None and not self.config.identity_signals):
             return scope

@@ -36,7 +36,7 @@ import numpy as np
 from ..config import SimhashConfig
 from ..core.cluster.viewidentity import AddressIdentities
 from ..core.detector import Detector, Page, crawl_scope, decide
-from ..core.records import page_scope
+from ..core.records import record_scope
 from ..core.skip import item_is_html, too_large
 from ..core.wording import plural
 from ._common import EXIT_USAGE, CommandError, Progress, load_config, output_format, progress_wanted, write_clusters
@@ -463,10 +463,11 @@ def _cluster_pages(
     """The crawl's rule (``core.detector.decide``, steps 1-7), page by page in input order, each page in the crawl's
     scope (``core.detector.crawl_scope``: a print view takes the identity its address's pages declared; not
     ``items``, which declare none) and at its URL (step 7's views of one address): each page's canonical page and
-    distance, its scope, and whether it is in a cluster."""
+    distance, its scope (``core.records.record_scope``: an item's is its item scope, as the item pipeline
+    records it), and whether it is in a cluster."""
     addresses = AddressIdentities() if config.identity_signals and not items else None
     scope_names = [
-        crawl_scope(page_scope(config.scope, url), url, *(digests or (None, None)), addresses)[0]
+        crawl_scope(record_scope(config.scope, url, items=items), url, *(digests or (None, None)), addresses)[0]
         for url, digests in zip(pages.urls, pages.digests)
     ]  # fmt: skip
     n = len(pages.urls)

@@ -26,7 +26,7 @@ from .cluster.containment import Sketch
 
 __all__ = [
     "PageRecord", "page_record", "record_again", "Verdict", "ClusterMember", "UNCHECKED", "page_scope",
-    "item_scope", "is_item_scope",
+    "item_scope", "is_item_scope", "record_scope",
     "ITEM_SCOPE_PREFIX", "FLAG_FIELDS", "flag_item", "is_flagged",
 ]
 
@@ -231,6 +231,15 @@ def page_scope(by: str, url: str, name: str = "") -> str:
 def item_scope(scope: str) -> str:
     """The scope of the items of ``scope``."""
     return ITEM_SCOPE_PREFIX + scope
+
+
+def record_scope(by: str, url: str, name: str = "", items: bool = False) -> str:
+    """The scope a page of ``url`` (``items``: an item whose URL field is ``url``) is recorded and reported in,
+    before any protected text or declared identity splits it (``core.detector.crawl_scope``): ``page_scope``,
+    or its item scope (``item_scope``).  The one rule of the crawl (``DedupState.scope_for``: its pages and the
+    item pipeline's items) and ``scrapy simhash dedup`` (a folder's pages, a feed's items)."""
+    scope = page_scope(by, url, name)
+    return item_scope(scope) if items else scope
 
 
 def is_item_scope(scope: str | None) -> bool:
