@@ -476,15 +476,18 @@ async def test_a_304_of_a_kept_near_duplicate_is_kept_again(http_server: Any, tm
     assert all(isinstance(f.value, NotModifiedPage) for f in crawler.spider.failures)
 
 
+@pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
 @pytest_twisted.ensureDeferred
 async def test_pages_declaring_a_product_identity_get_304s_and_are_listed_gone(
-    http_server: Any, tmp_path: Path
+    backend: str, http_server: Any, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """A product page declares its identity (JSON-LD: checked in a scope of its own, ``core.cluster.identity``),
     and so does its tracking copy.  A second crawl on the store finds each one's record in the scope it was
     checked in (the identity its address declared, ``core.cluster.viewidentity``): every page answers 304 and is
     ruled on as it was (the tracking copy still a near-duplicate of its product page), and a product page that
-    went away is listed as gone (before, the record was looked for in the plain scope: never found)."""
+    went away is listed as gone (before, the record was looked for in the plain scope: never found).  With
+    Redis too: a worker reads the identities earlier crawls recorded when it opens (before, the first page of
+    each address was downloaded without validators, and the one that went away was not listed)."""
     from test_shop_crawl import product_html
 
     root = tmp_path / "site"
@@ -498,6 +501,10 @@ async def test_pages_declaring_a_product_identity_get_304s_and_are_listed_gone(
     # (http.server serves the file of the path: the query makes the tracking copy)
     urls = [blue, f"{blue}?utm_source=mail", f"{server.base}/p/shirt-red.html"]
     settings = {**ADDON, "SIMHASH_DIR": str(tmp_path / "state"), "SIMHASH_ACTION": "flag"}
+    if backend == "redis":
+        redis_url = request.getfixturevalue("redis_server").url
+        settings = {**ADDON, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_url,
+                    "SIMHASH_REDIS_PERSIST": True, "SIMHASH_ACTION": "flag"}  # fmt: skip
     first = await run_crawl(RecordingSpider, settings, start_urls=urls)
     duplicate_of = {entry["url"]: entry["duplicate_of"] for entry in first.spider.seen}
     assert duplicate_of == {blue: None, f"{blue}?utm_source=mail": blue, urls[2]: None}

@@ -34,6 +34,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ...core.cluster.distinct import SCOPE_SEPARATOR
 from ...core.cluster.sitetemplate import host_of
 from ...core.cluster.views import page_address
 from ...core.redact import redact
@@ -125,6 +126,8 @@ class RedisBackend(Outages, DedupBackend):
         #: Scopes whose mirror is being loaded (in chunks, over several awaits): their checks wait for it.
         self._mirror_loads: dict[str, asyncio.Event] = {}
         self._init_outages()
+        #: ``(url, scope)`` of the pages earlier crawls recorded in an identity's scope (``restored_pages``).
+        self._restored: list[tuple[str, str]] = []
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> RedisBackend:
@@ -219,7 +222,29 @@ class RedisBackend(Outages, DedupBackend):
                 "running now"
             )
         logger.info("simhash: Redis backend at %s, key %r: %s", self.settings.describe(), self.prefix, recorded)
+        await self._read_identities()
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    async def _read_identities(self) -> None:
+        """With ``SIMHASH_IDENTITY_SIGNALS`` (and no ``SIMHASH_DISTINCT_SELECTORS``, whose digest is mixed into
+        the scope), the pages recorded in an identity's scope (``plain#digest``), for ``restored_pages``: the
+        crawl replays the identity each address declared (``core.cluster.viewidentity``), so the first page
+        of an address gets its record's validators, as with a store.  One read of those scopes' records (as
+        ``scrapy simhash report`` reads them); a failed read is a warning (the pages are downloaded)."""
+        if not self.initial or not self.config.identity_signals or self.config.distinct is not None:
+            return
+        try:
+            members = await self._read(lambda: export.read_members(self.client, self.keys, _declares_identity))
+        except Exception as exc:  # noqa: BLE001 - the crawl goes on without them
+            logger.warning(
+                "simhash: cannot read the identities earlier crawls recorded in Redis (%s: %s); the first page of "
+                "each address is downloaded without validators", type(exc).__name__, redact(str(exc), self.settings.secrets),
+            )  # fmt: skip
+            return
+        self._restored = [(member.url, member.scope) for member in members]
+
+    def restored_pages(self) -> list[tuple[str, str]]:
+        return self._restored
 
     async def _records_at_start(self, others: int) -> int | None:
         """Pages recorded before the workers running now started (``self.initial`` counts theirs too).
@@ -857,6 +882,11 @@ class RedisBackend(Outages, DedupBackend):
 
     async def _save_extra(self, name: str, data: bytes) -> None:
         await self.client.set(self.keys.extra(name), data, px=self._ttl or None)
+
+
+def _declares_identity(scope: str) -> bool:
+    """Whether ``scope`` is an identity's (``plain#digest``: ``core.cluster.distinct.scope_key``)."""
+    return bool(scope.rpartition(SCOPE_SEPARATOR)[2]) and SCOPE_SEPARATOR in scope
 
 
 #: What Redis (and redis-py) say when a login fails: a wrong password or user, or none given to a server that

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..base import ClusterMember, Outcome
@@ -95,10 +96,12 @@ async def canonicals(client: Any, keys: Keys) -> int:
     return await _sum_field(client, keys, "canonicals")
 
 
-async def read_members(client: Any, keys: Keys) -> list[ClusterMember]:
-    """Every recorded identity, latest version, in first-check order."""
+async def read_members(client: Any, keys: Keys, wanted: Callable[[str], bool] | None = None) -> list[ClusterMember]:
+    """Every recorded identity (of the scopes ``wanted`` says, else of all), latest version, in first-check order."""
     rows: list[tuple[tuple[Any, ...], ClusterMember]] = []
     for scope in await scopes(client, keys):
+        if wanted is not None and not wanted(scope):
+            continue
         sk = keys.scope(scope)
         log = parse_log(await client.get(sk.log) or b"", 0)
         slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op in (OP_ADD, OP_EXACT)}
