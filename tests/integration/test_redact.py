@@ -186,6 +186,22 @@ def test_page_urls_are_masked_where_they_are_written() -> None:
         f"an f-string naming {masked}",
     ]
 
+    # Each format, with and without a password in the report (the fast path renders once, as it is).
+    from simhash_scrapy.core.redact import may_hold_password
+    from simhash_scrapy.core.report.report import build_clusters, page_changes_csv, render_report
+
+    for first in (url, "https://shop.example/a?password=Pg-pw-77", "https://shop.example/a"):
+        pages = [{"url": first, "fingerprint": 1, "scope": "s", "canonical_url": None},
+                 {"url": first + "&b", "fingerprint": 1, "scope": "s", "canonical_url": first, "distance": 0}]
+        for fmt in ("jsonl", "csv", "html"):
+            document = render_report(build_clusters(pages, max_distance=3), fmt, {"source": first})
+            assert "Pg-pw-77" not in document and "shop.example/a" in document, (fmt, document[-500:])
+        changes = page_changes_csv([{"change": "new", "url": first, "scope": "s", "previous_fingerprint": None,
+                                     "fingerprint": "01", "distance": None, "status": 200}])  # fmt: skip
+        assert "Pg-pw-77" not in changes and "shop.example/a" in changes
+    for text in (url, "PASSWORD=x", "ssl_paSSword: y", "paſſword=z", "a@b", "https://shop.example/a", "plain"):
+        assert may_hold_password(text) or redact(text) == text
+
     for error in (NearDuplicate(url, other, 2, "simhash"), NearDuplicateItem(url, other, 2),
                   PredictedDuplicate(url, other, "rule"), UncheckedPage(url, "down")):  # fmt: skip
         assert "Pg-pw-77" not in str(error) and masked in str(error), str(error)

@@ -69,7 +69,7 @@ import io
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,7 @@ from .changes import CHANGE_COLUMNS
 from ..wording import plural
 from ..cluster.clustering import rule_of
 from ..files import write_atomic
-from ..redact import redact
+from ..redact import may_hold_password, redact
 from ..records import is_item_scope
 from ..cluster.representative import Candidate, choose
 from ..features.fingerprint import hamming_distance
@@ -167,6 +167,15 @@ def shown(value: Any) -> Any:
     if type(value) is tuple:
         return tuple(shown(item) for item in value)
     return redact(value) if isinstance(value, str) else value
+
+
+def _written(render: Callable[..., str], *parts: Any) -> str:
+    """``render(*parts)``, from the parts as ``shown`` gives them when the document may hold a password
+    (``core.redact.may_hold_password``: rendered again, rarely; a document without an ``@`` or the word
+    ``password`` holds none, and its records are written as they are, at no cost).  For the formats whose
+    document holds every text of its records as it is (JSON Lines and CSV: no page text, no URL encoded)."""
+    document = render(*parts)
+    return render(*(shown(part) for part in parts)) if may_hold_password(document) else document
 
 
 # --------------------------------------------------------------------- clusters
@@ -449,16 +458,16 @@ def _jsonl(clusters: list[dict[str, Any]], changes: list[dict[str, Any]], pages:
 
 def page_change_lines(pages: Iterable[dict[str, Any]], skip: tuple[str, ...] = ()) -> list[str]:
     """One ``"type": <change>`` JSON line per page of the latest crawl (``core.report.changes``), but kinds ``skip``."""
-    return [
-        json.dumps({"type": page["change"], **{k: v for k, v in page.items() if k != "change"}}, ensure_ascii=False)
-        for page in shown(list(pages))
-        if page["change"] not in skip
-    ]
+    return [_written(_change_line, page) for page in pages if page["change"] not in skip]
+
+
+def _change_line(page: dict[str, Any]) -> str:
+    return json.dumps({"type": page["change"], **{k: v for k, v in page.items() if k != "change"}}, ensure_ascii=False)
 
 
 def page_changes_csv(pages: Iterable[dict[str, Any]]) -> str:
     """The CSV list of the latest crawl's pages (``core.report.changes.CHANGE_COLUMNS``)."""
-    return _rows_csv(shown(list(pages)), CHANGE_COLUMNS)
+    return _written(_rows_csv, list(pages), CHANGE_COLUMNS)
 
 
 def page_changes_path(path: str | os.PathLike[str]) -> Path:
@@ -482,7 +491,7 @@ def _rows_csv(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def _changes_csv(changes: list[dict[str, Any]]) -> str:
-    return _rows_csv(shown(changes), CHANGED_COLUMNS)
+    return _written(_rows_csv, changes, CHANGED_COLUMNS)
 
 
 def _beside(path: str | os.PathLike[str], tag: str) -> Path:
@@ -539,19 +548,24 @@ def render_report(
     latest crawl, new, edited, unchanged or gone) are part of the JSON Lines and HTML
     documents; a CSV document holds the clusters only (``render_changes_csv``, ``page_changes_csv``).
     """
-    clusters = shown(clusters)
-    changed: list[dict[str, Any]] = shown(list(changes))
-    listed: list[dict[str, Any]] = shown(list(pages))
-    summary = None if summary is None else shown(summary)
+    changed, listed = list(changes), list(pages)
     if report_format == "jsonl":
-        return line_safe(_jsonl(clusters, changed, listed) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
+        return _written(_jsonl_document, clusters, changed, listed, summary)
     if report_format == "csv":
-        return _csv(clusters)
+        return _written(_csv, clusters)
     if report_format == "html":
         from .html_report import render_html
 
-        return render_html(clusters, dict(summary or {}), changes=changed, pages=listed)
+        # (every record as shown: the page texts of the diffs often hold an "@", and the page may embed its data)
+        return render_html(shown(clusters), dict(shown(summary) or {}), changes=shown(changed), pages=shown(listed))
     raise ValueError(f"report_format must be one of 'jsonl', 'csv', 'html', got {report_format!r}")
+
+
+def _jsonl_document(
+    clusters: list[dict[str, Any]], changes: list[dict[str, Any]], pages: list[dict[str, Any]],
+    summary: Mapping[str, Any] | None,
+) -> str:
+    return line_safe(_jsonl(clusters, changes, pages) + rules_jsonl((summary or {}).get("rules")) + _summary_jsonl(summary))
 
 
 def render_changes_csv(changes: Iterable[dict[str, Any]]) -> str:
