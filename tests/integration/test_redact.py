@@ -208,6 +208,30 @@ def test_page_urls_are_masked_where_they_are_written() -> None:
         assert error.url == url
 
 
+def test_compare_shows_fetched_urls_without_their_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare's table and JSON name each page by the URL typed, masked (the fetch itself is replaced here:
+    compare's crawler cannot load a handler that takes user information, see tests/e2e/test_secrets.py)."""
+    import io
+    from types import SimpleNamespace
+
+    from conftest import article_html, article_words
+    from simhash_scrapy.commands import compare
+
+    typed = ["https://bob:Cmp-pw-55@shop.example/a", "https://bob:Cmp-pw-55@shop.example/b"]
+    html = article_html("Story", article_words(5)).encode("utf-8")
+
+    def fetched(urls: list[str], settings: Any, process: Any = None) -> dict[str, Any]:
+        return {url: compare.Page(source=url, url=url, body=html, encoding="utf-8", status=200,
+                                  content_type="text/html") for url in urls}  # fmt: skip
+
+    monkeypatch.setattr(compare, "_fetch", fetched)
+    for as_json in (False, True):
+        out = io.StringIO()
+        opts = SimpleNamespace(pages=typed, features=3, diff_lines=5, json=as_json)
+        assert compare.run_compare(opts, {}, stdout=out) == 0
+        assert "Cmp-pw-55" not in out.getvalue() and "bob:***@shop.example/b" in out.getvalue()
+
+
 # --------------------------------------------------------- a real redis-server
 @pytest.fixture
 def locked_redis(tmp_path_factory: pytest.TempPathFactory) -> Any:
