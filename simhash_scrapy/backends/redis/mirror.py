@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -56,7 +56,7 @@ from ...core.detector import Detector, Page
 from ...core.index.layered import LayeredIndex
 from .layout import NO_POSITION, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 from .protocol import Hint
-from .replica import _LOG_DTYPE
+from .replica import _CANDIDATE, _LOG_DTYPE
 
 if TYPE_CHECKING:
     from ...core.records import PageRecord
@@ -410,14 +410,22 @@ class Mirror:
         return self.hints(scope, [(record, host, address)])[0]
 
     def hints(
-        self, scope: str, pages: list[tuple[PageRecord, str | None, str | None]]
+        self, scope: str, pages: list[tuple[PageRecord, str | None, str | None]],
+        local: tuple[int, dict[int, bytes]] | None = None,
     ) -> list[tuple[Hint, str] | None]:
-        """``hint`` of each page (``Clusterer.nearest_many``: the same answers, the indexes asked once)."""
+        """``hint`` of each page (``Clusterer.nearest_many``: the same answers, the indexes asked once).  With
+        ``local``, (the replica's sync, a dict): the replica delegated its index (``Replica.delegate``), and the
+        simhash pages' local candidates are put in the dict, by the page's place in ``pages``, from the same
+        query of the first-simhash index (``_candidates``)."""
         simhash = [n for n, (record, _, _) in enumerate(pages) if not record.exact]
+        fingerprints = [pages[n][0].fingerprint for n in simhash]
+        firsts = self.rule.first_matches(scope, fingerprints)
         found = self.rule.nearest_many(scope, [
             (record.fingerprint, record.edit_keys, record.also, record.second, record.sketch, host, address)
             for record, host, address in (pages[n] for n in simhash)
-        ])  # fmt: skip
+        ], firsts)  # fmt: skip
+        if local is not None:
+            local[1].update(zip(simhash, self._candidates(fingerprints, firsts, local[0])))
         out: list[tuple[Hint, str] | None] = [None] * len(pages)
         for n, match in zip(simhash, found):
             if match is None:
@@ -431,3 +439,18 @@ class Mirror:
             else:
                 out[n] = Hint(pos, seq, KIND_WITHIN_K, distance), via
         return out
+
+    def _candidates(self, fingerprints: list[int], firsts: list[list[Any]] | None, sync: int) -> list[bytes]:
+        """``Replica.candidates`` of each fingerprint, from the first-simhash index's answers ``firsts``: the
+        canonical pages of log positions before ``sync`` whose own fingerprint is within k (rows of
+        template-free text and step-7 copies left out: the replica holds neither), packed as the replica packs
+        them.  The mirror holds the log at least to ``sync`` (it takes the same tails after the replica); what it
+        removed since, the script leaves out too (``check.lua``: ``removed``)."""
+        if firsts is None:
+            return [b""] * len(fingerprints)
+        indexed, positions, seqs, pack = self.rule.indexed, self._pos, self._seq, _CANDIDATE.pack
+        return [
+            b"".join([pack(pos, seqs[m.key], m.distance) for m in found
+                      if m.fingerprint == indexed[m.key] and (pos := positions[m.key]) < sync])
+            for found in firsts
+        ]  # fmt: skip
