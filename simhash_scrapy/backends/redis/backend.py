@@ -511,8 +511,9 @@ class RedisBackend(Outages, DedupBackend):
             except _DOWN_ERRORS as exc:
                 self._mark_down(exc)
                 raise
-        if self._mirror is not None and len(batch) > 1 and self._first_related(batch) is not None:
-            return await self._send_in_parts(scope, batch, attempt)
+        cut = self._first_related(batch) if self._mirror is not None and len(batch) > 1 else None
+        if cut is not None:
+            return await self._send_in_parts(scope, batch, attempt, cut)
         try:
             exchanged = await self._exchange(scope, batch, resets)
             if exchanged is None:  # a shard lost the scope's records: the scope was made anew
@@ -530,12 +531,12 @@ class RedisBackend(Outages, DedupBackend):
         return first_related([record for record, _, _ in batch], self.config.max_distance)
 
     async def _send_in_parts(
-        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int,
+        cut: int | None,
     ) -> list[Verdict]:
         """Steps 5-7: a page that may depend on an earlier one of the batch waits for its answer (``mirror.py``):
-        the batch is sent in parts, each cut before such a page."""
+        the batch is sent in parts, each cut before such a page (the first cut: ``cut``)."""
         out: list[Verdict] = []
-        cut = self._first_related(batch)
         while cut is not None:
             out += await self._send(scope, batch[:cut], attempt)
             batch = batch[cut:]

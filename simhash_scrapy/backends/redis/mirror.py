@@ -176,7 +176,38 @@ def _records(data: bytes) -> tuple[list[tuple[int, _Fields]], int]:
 def first_related(records: list[PageRecord], k: int) -> int | None:
     """The first page of a batch (after the first) that an earlier page of it may match or be matched by
     through steps 2, 5, 6 or 7, or whose sentences an earlier page may count, when it carries steps 5-7 data:
-    the batch is cut there, so every hint is made from a mirror holding the pages checked before."""
+    the batch is cut there, so every hint is made from a mirror holding the pages checked before.  (The
+    distances of every pair of the batch's simhash pages at once: ``_first_related_py`` says it page by page.)"""
+    simhash = [at for at, record in enumerate(records) if not record.exact]
+    if len(simhash) < 2:
+        return None
+    pages = [records[at] for at in simhash]
+    fps = np.array([r.fingerprint for r in pages], dtype=np.uint64)
+    # a page's rows: its fingerprint and its template-free one (its fingerprint again when it has none)
+    rows = np.concatenate([fps, np.array([r.fingerprint if r.also is None else r.also for r in pages], dtype=np.uint64)])
+    n = len(pages)
+    near = np.bitwise_count(rows[:, None] ^ rows[None, :]) <= k
+    related = near[:n, :n] | near[:n, n:] | near[n:, :n] | near[n:, n:]
+    has_second = np.array([r.second is not None for r in pages])
+    if has_second.sum() > 1:
+        seconds = np.array([r.second or 0 for r in pages], dtype=np.uint64)
+        related |= (np.bitwise_count(seconds[:, None] ^ seconds[None, :]) <= k) & has_second[:, None] & has_second[None, :]
+    related = np.tril(related, -1).any(axis=1)  # (an earlier page of the batch)
+    cut = next((simhash[i] for i in np.flatnonzero(related).tolist() if simhash[i] and has_extras(pages[i])), None)
+    sentences: set[int] = set()
+    for at, record in zip(simhash, pages):
+        if cut is not None and at >= cut:
+            break
+        sketch = record.sketch
+        if sketch is not None:
+            if at and not sentences.isdisjoint(sketch.hashes):
+                return at
+            sentences.update(sketch.hashes)
+    return cut
+
+
+def _first_related_py(records: list[PageRecord], k: int) -> int | None:
+    """``first_related`` page by page (the tests' reference)."""
     rows: list[int] = []
     seconds: list[int] = []
     sentences: set[int] = set()

@@ -36,6 +36,7 @@ scope's mirror (``backends.redis.mirror``).
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -126,8 +127,15 @@ def _template_lines(data: bytes, known: dict[int, int], article: int, room: int)
 
 
 
+#: A URL whose host ``urlsplit`` would give as it is (lower-cased): http(s), a plain host name, no port, no user.
+_PLAIN_HOST = re.compile(r"https?://([A-Za-z0-9.-]+)(?:[/?#]|\Z)")
+
+
 def host_of(url: str) -> str:
     """The host a page's template is learned for: its host name and port (lower case, no user name)."""
+    plain = _PLAIN_HOST.match(url)
+    if plain is not None:  # (the usual URL, without urlsplit's cost: the same host)
+        return plain.group(1).lower()
     try:
         parts = urlsplit(url)
         host, port = (parts.hostname or "").lower(), parts.port
