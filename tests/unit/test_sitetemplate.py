@@ -12,7 +12,7 @@ from simhash_scrapy.core import _native
 from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
 from simhash_scrapy.core.features.features import feature_hashes, stable_hash64
 from simhash_scrapy.core.features.fingerprint import fingerprint, simhash_from_features
-from simhash_scrapy.core.cluster.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of, line_hashes
+from simhash_scrapy.core.cluster.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of, line_hashes, plain_parts
 
 #: A "most popular" box a host puts beside every article (14 lines, ~60 words).
 CHROME = "\n".join(
@@ -162,6 +162,12 @@ def test_host_of_fast_path_is_urlsplits_host() -> None:
     urls += [rng.choice(["https://", "http://", "HTTP://", "https:/", " https://"])
              + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(20000)]
     assert [host_of(url) for url in urls] == [by_urlsplit(url) for url in urls]
+    # (host, path, query) of the plain ones, as views.address_of reads them
+    starts = ["", "x/", "?", "#", "?q=1", "#?q", "?a#b", "\t", "%2F", "//"]
+    urls += ["https://a.b/" + rng.choice(starts) + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(20000)]
+    plain = [(url, plain_parts(url)) for url in urls]
+    assert sum(parts is not None for _, parts in plain) > 10000
+    assert all(parts == (by_urlsplit(url), urlsplit(url).path, urlsplit(url).query) for url, parts in plain if parts)
 
 
 def test_a_page_is_found_by_its_template_free_fingerprint() -> None:
