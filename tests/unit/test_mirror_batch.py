@@ -7,8 +7,40 @@ import random
 import pytest
 
 from simhash_scrapy.backends.base import PageRecord
-from simhash_scrapy.backends.redis.mirror import _first_related_py, first_related
+from simhash_scrapy.backends.redis.mirror import first_related, has_extras
 from simhash_scrapy.core.cluster.containment import Sketch
+
+
+def _first_related_py(records: list[PageRecord], k: int) -> int | None:
+    """``first_related`` page by page (as it was written before it compared all pairs at once)."""
+    rows: list[int] = []
+    seconds: list[int] = []
+    sentences: set[int] = set()
+    for at, record in enumerate(records):
+        if record.exact:
+            continue
+        mine = (
+            [record.fingerprint]
+            if record.also is None
+            else [record.fingerprint, record.also]
+        )
+        if at and has_extras(record):
+            if any((a ^ b).bit_count() <= k for a in mine for b in rows):
+                return at
+            if record.second is not None and any(
+                (record.second ^ s).bit_count() <= k for s in seconds
+            ):
+                return at
+            if record.sketch is not None and not sentences.isdisjoint(
+                record.sketch.hashes
+            ):
+                return at
+        rows.extend(mine)
+        if record.second is not None:
+            seconds.append(record.second)
+        if record.sketch is not None:
+            sentences.update(record.sketch.hashes)
+    return None
 
 
 def _near(rng: random.Random, fp: int, k: int) -> int:

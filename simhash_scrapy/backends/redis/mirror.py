@@ -177,7 +177,8 @@ def first_related(records: list[PageRecord], k: int) -> int | None:
     """The first page of a batch (after the first) that an earlier page of it may match or be matched by
     through steps 2, 5, 6 or 7, or whose sentences an earlier page may count, when it carries steps 5-7 data:
     the batch is cut there, so every hint is made from a mirror holding the pages checked before.  (The
-    distances of every pair of the batch's simhash pages at once: ``_first_related_py`` says it page by page.)"""
+    distances of every pair of the batch's simhash pages at once; ``tests/unit/test_mirror_batch.py`` has it page
+    by page.)"""
     simhash = [at for at, record in enumerate(records) if not record.exact]
     if len(simhash) < 2:
         return None
@@ -204,38 +205,6 @@ def first_related(records: list[PageRecord], k: int) -> int | None:
                 return at
             sentences.update(sketch.hashes)
     return cut
-
-
-def _first_related_py(records: list[PageRecord], k: int) -> int | None:
-    """``first_related`` page by page (the tests' reference)."""
-    rows: list[int] = []
-    seconds: list[int] = []
-    sentences: set[int] = set()
-    for at, record in enumerate(records):
-        if record.exact:
-            continue
-        mine = (
-            [record.fingerprint]
-            if record.also is None
-            else [record.fingerprint, record.also]
-        )
-        if at and has_extras(record):
-            if any((a ^ b).bit_count() <= k for a in mine for b in rows):
-                return at
-            if record.second is not None and any(
-                (record.second ^ s).bit_count() <= k for s in seconds
-            ):
-                return at
-            if record.sketch is not None and not sentences.isdisjoint(
-                record.sketch.hashes
-            ):
-                return at
-        rows.extend(mine)
-        if record.second is not None:
-            seconds.append(record.second)
-        if record.sketch is not None:
-            sentences.update(record.sketch.hashes)
-    return None
 
 
 class _Scope:
