@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -33,7 +34,16 @@ from simhash_scrapy.backends import BackendError, PageRecord, create_backend
 from simhash_scrapy.backends.base import Outcome, Verdict
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.redis import RedisBackend, RedisSettings, layout_string, read_members
-from simhash_scrapy.backends.redis.layout import ENTRY, Codec, Keys, bucket_bits_for, identity_slot, pack_record, parse_record
+from simhash_scrapy.backends.redis.layout import (
+    ENTRY,
+    ZDICT,
+    Codec,
+    Keys,
+    bucket_bits_for,
+    identity_slot,
+    pack_record,
+    parse_record,
+)
 from simhash_scrapy.backends.redis.replica import Replica
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.report.report import build_clusters
@@ -204,6 +214,10 @@ def test_identities_and_payloads_round_trip() -> None:
         bucket, field, kept = identity_slot("s", identity or url, 12)
         assert 0 <= bucket < 4096 and len(field) == 8
         payload = codec.encode(url, identity, kept, "https://e.example/", n % 3 or None, rng.choice([None, "text \udcff"]))
+        # each payload compressed with a copy of one primed compressor: the bytes of a new one
+        packer = zlib.compressobj(6, zlib.DEFLATED, -12, 1, zlib.Z_DEFAULT_STRATEGY, codec.zdict or ZDICT)
+        raw = zlib.decompressobj(-12, zdict=codec.zdict or ZDICT).decompress(payload[1 + len(kept) :])
+        assert payload[1 + len(kept) :] == packer.compress(raw) + packer.flush()
         decoded = codec.decode(payload, field)
         assert decoded[:4] == (url, identity, "https://e.example/", n % 3 or None)
     # A request fingerprint costs 12 bytes, not its 40 characters.

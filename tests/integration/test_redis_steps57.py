@@ -173,3 +173,46 @@ def test_a_print_view_at_its_pages_address_joins_it_on_redis_as_in_process(redis
     # the soup's print view joins the soup (a quarter of it: below step 7's own half); the stew's stays apart
     assert memory == {("http://recipes.test/soup?print=1", "http://recipes.test/soup")}
     assert redis == memory and vias == {"containment"}
+
+
+def test_the_mirror_gives_the_replicas_candidates(redis_server: RedisServer) -> None:
+    """A worker's replica delegates its first-simhash index to the mirror (``Replica.delegate``): the mirror's
+    candidates (``Mirror.hints`` with the replica's sync) are those of a replica holding its own index of the
+    same log, for the pages checked (template-free rows and step-7 copies in the mirror's index too) and for
+    pages near them."""
+    import random
+
+    from simhash_scrapy.backends.redis.replica import Replica
+
+    config = SimhashConfig()
+    pages = records(config)
+
+    async def run() -> tuple[list[bytes], list[bytes], bool]:
+        backend = make_backend(redis_server, config, SIMHASH_REDIS_PERSIST=True)
+        await backend.open("steps")
+        try:
+            await asyncio.gather(*(backend.check(replace(p)) for p in pages))
+            replica = backend._replicas["spider"]
+            mirror = backend._mirror
+            assert mirror is not None
+            log = bytes(await backend.client.get(backend.keys.scope("spider").log))
+            own = Replica(config.max_distance)
+            own.apply(log, 0)
+            assert own.sync == replica.sync
+            rng = random.Random(3)
+            simhash = [p for p in pages if not p.exact]
+            probes = [replace(p, fingerprint=p.fingerprint ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)))
+                      for p in simhash] + simhash  # fmt: skip
+            found: dict[int, bytes] = {}
+            mirror.hints("spider", [(p, None, None) for p in probes], (replica.sync, found))
+            return own.candidates_many([p.fingerprint for p in probes]), [found[n] for n in range(len(probes))], \
+                replica.delegated
+        finally:
+            await backend.close()
+
+    expected, got, delegated = in_thread(run())
+    assert delegated
+    assert sum(len(c) > 0 for c in expected) >= len(expected) // 2
+    assert [sorted(c[i : i + 9] for i in range(0, len(c), 9)) for c in got] == [
+        sorted(c[i : i + 9] for i in range(0, len(c), 9)) for c in expected
+    ]

@@ -12,7 +12,7 @@ from simhash_scrapy.core import _native
 from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
 from simhash_scrapy.core.features.features import feature_hashes, stable_hash64
 from simhash_scrapy.core.features.fingerprint import fingerprint, simhash_from_features
-from simhash_scrapy.core.cluster.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of, line_hashes
+from simhash_scrapy.core.cluster.sitetemplate import ARTICLE_DISTANCE, HostTemplates, host_of, line_hashes, plain_parts
 
 #: A "most popular" box a host puts beside every article (14 lines, ~60 words).
 CHROME = "\n".join(
@@ -141,6 +141,33 @@ def test_host_of() -> None:
     assert host_of("https://User:secret@News.Example/a?b") == "news.example"
     assert host_of("http://127.0.0.1:8081/x") == "127.0.0.1:8081"
     assert host_of("http://example.com:port/") == ""
+
+
+def test_host_of_fast_path_is_urlsplits_host() -> None:
+    """The usual URL skips urlsplit (a regular expression): the same host as urlsplit gives, on odd URLs too."""
+    from urllib.parse import urlsplit
+
+    def by_urlsplit(url: str) -> str:
+        try:
+            parts = urlsplit(url)
+            host, port = (parts.hostname or "").lower(), parts.port
+        except ValueError:
+            return ""
+        return f"{host}:{port}" if port is not None else host
+
+    rng = random.Random(7)
+    alphabet = "aB.-/:?#@[]%\t\n xY0\u00e9\\;=&"
+    urls = ["https://Www.Example.COM", "http://a.b?x", "https://a.b#f", "https://a.b\n/", "HTTPS://A.B/", "https://",
+            "https:///x", "https://a.b\\c", "https://-/", "https://a.b./", "http://xn--bcher-kva.example/"]
+    urls += [rng.choice(["https://", "http://", "HTTP://", "https:/", " https://"])
+             + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(20000)]
+    assert [host_of(url) for url in urls] == [by_urlsplit(url) for url in urls]
+    # (host, path, query) of the plain ones, as views.address_of reads them
+    starts = ["", "x/", "?", "#", "?q=1", "#?q", "?a#b", "\t", "%2F", "//"]
+    urls += ["https://a.b/" + rng.choice(starts) + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(20000)]
+    plain = [(url, plain_parts(url)) for url in urls]
+    assert sum(parts is not None for _, parts in plain) > 10000
+    assert all(parts == (by_urlsplit(url), urlsplit(url).path, urlsplit(url).query) for url, parts in plain if parts)
 
 
 def test_a_page_is_found_by_its_template_free_fingerprint() -> None:

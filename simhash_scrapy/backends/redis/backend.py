@@ -427,11 +427,12 @@ class RedisBackend(Outages, DedupBackend):
         return await connection.on_asyncio(self._preload(scope))
 
     async def _preload(self, scope: str) -> None:
-        await self._replica(scope)
+        # With a mirror, the replica's simhash index is never sorted: the mirror's serves (``Replica.delegate``).
+        await self._replica(scope, settle=self._mirror is None)
         if self._mirror is not None:
             await self._load_mirror(scope, self.keys.scope(scope))
 
-    async def _replica(self, scope: str) -> Replica:
+    async def _replica(self, scope: str, settle: bool = True) -> Replica:
         replica = self._replicas.get(scope)
         if replica is None:
             sk = self.keys.scope(scope)
@@ -452,7 +453,8 @@ class RedisBackend(Outages, DedupBackend):
                     await asyncio.get_running_loop().run_in_executor(None, replica.apply, data, start)
                     if len(data) < LOAD_CHUNK * ENTRY:
                         break
-                await asyncio.get_running_loop().run_in_executor(None, replica.settle)
+                if settle:
+                    await asyncio.get_running_loop().run_in_executor(None, replica.settle)
                 after = await self.client.hmget(sk.meta, fields)
                 if after[:2] == before[:2]:
                     break
@@ -534,8 +536,9 @@ class RedisBackend(Outages, DedupBackend):
             except _DOWN_ERRORS as exc:
                 self._mark_down(exc)
                 raise
-        if self._mirror is not None and len(batch) > 1 and self._first_related(batch) is not None:
-            return await self._send_in_parts(scope, batch, attempt)
+        cut = self._first_related(batch) if self._mirror is not None and len(batch) > 1 else None
+        if cut is not None:
+            return await self._send_in_parts(scope, batch, attempt, cut)
         try:
             exchanged = await self._exchange(scope, batch, resets)
             if exchanged is None:  # a shard lost the scope's records: the scope was made anew
@@ -553,12 +556,12 @@ class RedisBackend(Outages, DedupBackend):
         return first_related([record for record, _, _ in batch], self.config.max_distance)
 
     async def _send_in_parts(
-        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int
+        self, scope: str, batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], attempt: int,
+        cut: int | None,
     ) -> list[Verdict]:
         """Steps 5-7: a page that may depend on an earlier one of the batch waits for its answer (``mirror.py``):
-        the batch is sent in parts, each cut before such a page."""
+        the batch is sent in parts, each cut before such a page (the first cut: ``cut``)."""
         out: list[Verdict] = []
-        cut = self._first_related(batch)
         while cut is not None:
             out += await self._send(scope, batch[:cut], attempt)
             batch = batch[cut:]
@@ -574,7 +577,6 @@ class RedisBackend(Outages, DedupBackend):
         replica = await self._replica(scope)
         sk = self.keys.scope(scope)
         codec = await self._codec(scope, sk)
-        local = self._local_candidates(replica, [record for record, _, _ in batch])
         slots = [shards.slot_of(scope, r.identity or r.url, self.bucket_bits) for r, _, _ in batch]
         olds = None
         if sk.shard_bases:
@@ -589,7 +591,7 @@ class RedisBackend(Outages, DedupBackend):
         sent = [n for n in range(len(batch)) if olds is None or olds[n] is not None]
         rows: list[Row] = []
         if sent:
-            rows = await self._run_check(scope, sk, replica, codec, batch, local, slots, olds, sent)
+            rows = await self._run_check(scope, sk, replica, codec, batch, slots, olds, sent)
         if olds is not None and sent:
             rows = await self._shards.write_back(sk, [slots[n] for n in sent], [olds[n] for n in sent], rows, replica)
         return sk, codec, sent, rows
@@ -647,11 +649,16 @@ class RedisBackend(Outages, DedupBackend):
 
     @staticmethod
     def _local_candidates(replica: Replica, records: list[PageRecord]) -> list[bytes]:
-        """Per page, the candidates this worker's replica finds (``pack_page``'s local candidates)."""
-        found = iter(replica.candidates_many([r.fingerprint for r in records if not r.exact]))
+        """Per page, the candidates this worker's replica finds (``pack_page``'s local candidates; of a replica
+        that delegated its simhash index, only exact and one-edit ones: ``_run_check`` adds the mirror's)."""
+        simhash = [] if replica.delegated else [r.fingerprint for r in records if not r.exact]
+        found = iter(replica.candidates_many(simhash) if simhash else ())
         local = []
         for record in records:
-            candidates = replica.candidates(record.fingerprint, True) if record.exact else next(found)
+            if record.exact:
+                candidates = replica.candidates(record.fingerprint, True)
+            else:
+                candidates = b"" if replica.delegated else next(found)
             if not record.exact and record.edit_keys:
                 candidates += replica.edit_candidates(record.edit_keys)
             local.append(candidates)
@@ -659,17 +666,25 @@ class RedisBackend(Outages, DedupBackend):
 
     async def _run_check(
         self, scope: str, sk: ScopeKeys, replica: Replica, codec: Codec,
-        batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], local: list[bytes],
-        slots: list[shards.Slot], olds: list[bytes | None] | None, sent: list[int],
+        batch: list[tuple[PageRecord, bool, asyncio.Future[Verdict]]], slots: list[shards.Slot],
+        olds: list[bytes | None] | None, sent: list[int],
     ) -> list[Row]:
         """One ``check.lua`` call for the pages at ``sent``; the replica takes the log entries it returns."""
         seq_key = self.keys.meta if self.keys.global_seq else sk.meta
         keys = [seq_key, sk.meta, sk.log, sk.extras]
-        mirror = self._mirror if await self._mirrored(scope, sk, [batch[n][0] for n in sent]) else None
+        records = [batch[n][0] for n in sent]
+        # (read together: a mirror loaded meanwhile delegates the replica's index, never the other way round)
+        delegated, local = replica.delegated, self._local_candidates(replica, records)
+        mirror = self._mirror if await self._mirrored(scope, sk, records, delegated) else None
         xsync = mirror.scopes[scope].xsync if mirror is not None else -1
         args: list[Any] = [self.layout, self.config.max_distance, replica.sync, sk.bucket_prefix, self._ttl, scope,
                            "0" if olds is None else "1", replica.epoch, uuid.uuid4().hex, xsync]
-        extras = self._hints(scope, mirror, [batch[n][0] for n in sent]) if mirror is not None else None
+        extras = None
+        if mirror is not None:
+            mirrored: dict[int, bytes] = {}  # (a delegated replica) the mirror's simhash candidates, by place
+            extras = self._hints(scope, mirror, records, (replica.sync, mirrored) if delegated else None)
+            for at, found in mirrored.items():
+                local[at] = found + local[at]
         for at, n in enumerate(sent):
             (record, index, _), slot = batch[n], slots[n]
             edit_keys = () if record.exact else record.edit_keys
@@ -680,7 +695,7 @@ class RedisBackend(Outages, DedupBackend):
                 keys.append(sk.bucket(slot.bucket))
             shard_record = None if olds is None else (slot.bucket, olds[n] or b"")
             extra = extras[at][0] if extras is not None else None
-            args.append(pack_page(slot.field, record.fingerprint, index, record.exact, record.seen, local[n], payload,
+            args.append(pack_page(slot.field, record.fingerprint, index, record.exact, record.seen, local[at], payload,
                                   shard_record, edit_keys, extra))
         sync = replica.sync
         reply = await self._scripts["check"](keys=keys, args=args)
@@ -700,15 +715,17 @@ class RedisBackend(Outages, DedupBackend):
                     mirror.joined(scope, hint.position, batch[sent[at]][0].fingerprint)
         return [row._replace(via=extra[1]) if row.hinted else row for row, extra in zip(rows, extras)]
 
-    def _hints(self, scope: str, mirror: Mirror, records: list[PageRecord]) -> list[tuple[Any, str | None]]:
+    def _hints(
+        self, scope: str, mirror: Mirror, records: list[PageRecord], local: tuple[int, dict[int, bytes]] | None = None
+    ) -> list[tuple[Any, str | None]]:
         """Per page, what ``pack_page`` sends for steps 5-7 (its hint and extras record, ``None`` for a short
-        page) and the step its hint matched by (``mirror.py``)."""
+        page) and the step its hint matched by (``mirror.py``); ``local``: as ``Mirror.hints`` takes it."""
         pages = []
         for record in records:
             host = host_of(record.url) if record.url and not record.exact else None
             pages.append((record, host, None if record.exact else page_address(record.url, record.sketch, host)))
         with self._mirror_lock:
-            hints = mirror.hints(scope, pages)
+            hints = mirror.hints(scope, pages, local)
         out: list[tuple[Any, str | None]] = []
         for (record, host, address), found in zip(pages, hints):
             if record.exact:
@@ -736,9 +753,10 @@ class RedisBackend(Outages, DedupBackend):
                 if self._ttl:
                     await self.client.pexpire(key, self._ttl)
 
-    async def _mirrored(self, scope: str, sk: ScopeKeys, records: list[PageRecord]) -> bool:
+    async def _mirrored(self, scope: str, sk: ScopeKeys, records: list[PageRecord], needed: bool = False) -> bool:
         """Whether this worker's mirror of steps 5-7 holds ``scope`` (``mirror.py``): loaded (its log and extras,
-        read together) at the scope's first page with steps 5-7 data."""
+        read together) at the scope's first page with steps 5-7 data, or when ``needed`` (the replica
+        delegated its index to it, and a failed load dropped the scope)."""
         mirror = self._mirror
         if mirror is None:
             return False
@@ -747,7 +765,7 @@ class RedisBackend(Outages, DedupBackend):
             await loading.wait()
         if scope in mirror.scopes:
             return True
-        if not any(has_extras(record) for record in records):
+        if not needed and not any(has_extras(record) for record in records):
             return False
         await self._load_mirror(scope, sk)
         return True
@@ -767,6 +785,11 @@ class RedisBackend(Outages, DedupBackend):
                 assert self._mirror is not None
                 self._mirror.drop(scope)
             raise
+        else:
+            # One first-simhash index serves both: the mirror's answers the replica's candidates too.
+            replica = self._replicas.get(scope)
+            if replica is not None and not replica.delegated:
+                replica.delegate()  # (on the event loop: a check reads the replica there)
         finally:
             del self._mirror_loads[scope]
             loading.set()

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -56,7 +56,7 @@ from ...core.detector import Detector, Page
 from ...core.index.layered import LayeredIndex
 from .layout import NO_POSITION, OP_ADD, OP_EDIT_KEY, OP_EXACT, OP_REMOVE
 from .protocol import Hint
-from .replica import _LOG_DTYPE
+from .replica import _CANDIDATE, _LOG_DTYPE
 
 if TYPE_CHECKING:
     from ...core.records import PageRecord
@@ -176,35 +176,35 @@ def _records(data: bytes) -> tuple[list[tuple[int, _Fields]], int]:
 def first_related(records: list[PageRecord], k: int) -> int | None:
     """The first page of a batch (after the first) that an earlier page of it may match or be matched by
     through steps 2, 5, 6 or 7, or whose sentences an earlier page may count, when it carries steps 5-7 data:
-    the batch is cut there, so every hint is made from a mirror holding the pages checked before."""
-    rows: list[int] = []
-    seconds: list[int] = []
+    the batch is cut there, so every hint is made from a mirror holding the pages checked before.  (The
+    distances of every pair of the batch's simhash pages at once; ``tests/unit/test_mirror_batch.py`` has it page
+    by page.)"""
+    simhash = [at for at, record in enumerate(records) if not record.exact]
+    if len(simhash) < 2:
+        return None
+    pages = [records[at] for at in simhash]
+    fps = np.array([r.fingerprint for r in pages], dtype=np.uint64)
+    # a page's rows: its fingerprint and its template-free one (its fingerprint again when it has none)
+    rows = np.concatenate([fps, np.array([r.fingerprint if r.also is None else r.also for r in pages], dtype=np.uint64)])
+    n = len(pages)
+    near = np.bitwise_count(rows[:, None] ^ rows[None, :]) <= k
+    related = near[:n, :n] | near[:n, n:] | near[n:, :n] | near[n:, n:]
+    has_second = np.array([r.second is not None for r in pages])
+    if has_second.sum() > 1:
+        seconds = np.array([r.second or 0 for r in pages], dtype=np.uint64)
+        related |= (np.bitwise_count(seconds[:, None] ^ seconds[None, :]) <= k) & has_second[:, None] & has_second[None, :]
+    related = np.tril(related, -1).any(axis=1)  # (an earlier page of the batch)
+    cut = next((simhash[i] for i in np.flatnonzero(related).tolist() if simhash[i] and has_extras(pages[i])), None)
     sentences: set[int] = set()
-    for at, record in enumerate(records):
-        if record.exact:
-            continue
-        mine = (
-            [record.fingerprint]
-            if record.also is None
-            else [record.fingerprint, record.also]
-        )
-        if at and has_extras(record):
-            if any((a ^ b).bit_count() <= k for a in mine for b in rows):
+    for at, record in zip(simhash, pages):
+        if cut is not None and at >= cut:
+            break
+        sketch = record.sketch
+        if sketch is not None:
+            if at and not sentences.isdisjoint(sketch.hashes):
                 return at
-            if record.second is not None and any(
-                (record.second ^ s).bit_count() <= k for s in seconds
-            ):
-                return at
-            if record.sketch is not None and not sentences.isdisjoint(
-                record.sketch.hashes
-            ):
-                return at
-        rows.extend(mine)
-        if record.second is not None:
-            seconds.append(record.second)
-        if record.sketch is not None:
-            sentences.update(record.sketch.hashes)
-    return None
+            sentences.update(sketch.hashes)
+    return cut
 
 
 class _Scope:
@@ -410,14 +410,22 @@ class Mirror:
         return self.hints(scope, [(record, host, address)])[0]
 
     def hints(
-        self, scope: str, pages: list[tuple[PageRecord, str | None, str | None]]
+        self, scope: str, pages: list[tuple[PageRecord, str | None, str | None]],
+        local: tuple[int, dict[int, bytes]] | None = None,
     ) -> list[tuple[Hint, str] | None]:
-        """``hint`` of each page (``Clusterer.nearest_many``: the same answers, the indexes asked once)."""
+        """``hint`` of each page (``Clusterer.nearest_many``: the same answers, the indexes asked once).  With
+        ``local``, (the replica's sync, a dict): the replica delegated its index (``Replica.delegate``), and the
+        simhash pages' local candidates are put in the dict, by the page's place in ``pages``, from the same
+        query of the first-simhash index (``_candidates``)."""
         simhash = [n for n, (record, _, _) in enumerate(pages) if not record.exact]
+        fingerprints = [pages[n][0].fingerprint for n in simhash]
+        firsts = self.rule.first_matches(scope, fingerprints)
         found = self.rule.nearest_many(scope, [
             (record.fingerprint, record.edit_keys, record.also, record.second, record.sketch, host, address)
             for record, host, address in (pages[n] for n in simhash)
-        ])  # fmt: skip
+        ], firsts)  # fmt: skip
+        if local is not None:
+            local[1].update(zip(simhash, self._candidates(fingerprints, firsts, local[0])))
         out: list[tuple[Hint, str] | None] = [None] * len(pages)
         for n, match in zip(simhash, found):
             if match is None:
@@ -431,3 +439,18 @@ class Mirror:
             else:
                 out[n] = Hint(pos, seq, KIND_WITHIN_K, distance), via
         return out
+
+    def _candidates(self, fingerprints: list[int], firsts: list[list[Any]] | None, sync: int) -> list[bytes]:
+        """``Replica.candidates`` of each fingerprint, from the first-simhash index's answers ``firsts``: the
+        canonical pages of log positions before ``sync`` whose own fingerprint is within k (rows of
+        template-free text and step-7 copies left out: the replica holds neither), packed as the replica packs
+        them.  The mirror holds the log at least to ``sync`` (it takes the same tails after the replica); what it
+        removed since, the script leaves out too (``check.lua``: ``removed``)."""
+        if firsts is None:
+            return [b""] * len(fingerprints)
+        indexed, positions, seqs, pack = self.rule.indexed, self._pos, self._seq, _CANDIDATE.pack
+        return [
+            b"".join([pack(pos, seqs[m.key], m.distance) for m in found
+                      if m.fingerprint == indexed[m.key] and (pos := positions[m.key]) < sync])
+            for found in firsts
+        ]  # fmt: skip

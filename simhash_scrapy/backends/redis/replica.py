@@ -142,6 +142,19 @@ class Replica:
         self.shards: set[int] = set()
         #: When (time.monotonic) the markers of all those shards were last read.
         self.swept = 0.0
+        #: The worker's mirror of steps 5-7 holds the scope and answers the simhash candidates from its own
+        #: first-simhash index (``Mirror.candidates``): this replica then keeps no simhash index (``delegate``).
+        self.delegated = False
+
+    def delegate(self) -> None:
+        """From now on the mirror's index answers the simhash candidates (``Mirror.candidates``, the same
+        ones): this replica's own index is dropped and its simhash add and remove entries are no longer
+        indexed (exact digests, one-edit keys and seqs are kept as before)."""
+        self.delegated = True
+        self.pending = False
+        self.index = BlockPermutedIndex(self.k, replica_blocks(self.k))
+        self.recent = BlockPermutedIndex(self.k, replica_blocks(self.k))
+        release_free_memory()
 
     def reserve(self, entries: int) -> None:
         """Room for a log of ``entries`` entries (an upper bound of its add entries): the bulk load then
@@ -181,7 +194,7 @@ class Replica:
         for pos in removed:
             if pos < first:  # entries added and removed within this chunk were never applied
                 self._remove(pos)
-        adds = np.flatnonzero(ops == OP_ADD)
+        adds = np.flatnonzero(ops == OP_ADD) if not self.delegated else np.zeros(0, dtype=np.int64)
         if removed and len(adds):
             adds = adds[~np.isin(positions[adds], np.fromiter(removed, dtype=np.int64))]
         if len(adds):
@@ -258,7 +271,7 @@ class Replica:
             if holders is not None and not holders:
                 del self.exact_more[digest]
             return
-        if not self.recent.remove(pos):
+        if not self.delegated and not self.recent.remove(pos):
             self.index.remove(pos)
 
     def candidates(self, fp: int, exact: bool) -> bytes:

@@ -429,12 +429,15 @@ class Clusterer:
         self,
         scope: str,
         pages: Sequence[tuple[int, Sequence[int], int | None, int | None, Sketch | None, str | None, str | None]],
+        firsts: list[list[Any]] | None = None,
     ) -> list[tuple[int, int, str | None] | None]:
         """``nearest`` of each page (``(fingerprint, edit_keys, also, second, sketch, host, address)``), the same
         answers: nothing is recorded in between, so the first and second simhash indexes are asked for all
-        the pages at once (``LayeredIndex.query_many``: one call an index)."""
-        index, seconds = self._indexes.get(scope), self._seconds.get(scope)
-        firsts = index.query_many([page[0] for page in pages]) if index is not None and pages else None
+        the pages at once (``LayeredIndex.query_many``: one call an index); ``firsts``: ``first_matches`` of the
+        pages' fingerprints, when the caller asked it already."""
+        seconds = self._seconds.get(scope)
+        if firsts is None:
+            firsts = self.first_matches(scope, [page[0] for page in pages])
         asked = [n for n, page in enumerate(pages) if page[3] is not None and not (firsts and firsts[n])]
         by_second = {}
         if seconds and asked:
@@ -445,6 +448,13 @@ class Clusterer:
             found = (None if firsts is None else firsts[n], by_second.get(n))
             out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, found))
         return out
+
+    def first_matches(self, scope: str, fingerprints: Sequence[int]) -> list[list[Any]] | None:
+        """What the scope's first-simhash index answers for each fingerprint (``Match``es: its canonical
+        entries' rows within k, nearest first; rows of template-free text and step-7 copies too), ``None``
+        when the scope has no index yet."""
+        index = self._indexes.get(scope)
+        return index.query_many(list(fingerprints)) if index is not None and fingerprints else None
 
     def add_canonical(
         self,

@@ -36,6 +36,7 @@ scope's mirror (``backends.redis.mirror``).
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -126,8 +127,25 @@ def _template_lines(data: bytes, known: dict[int, int], article: int, room: int)
 
 
 
+#: A URL whose host ``urlsplit`` would give as it is (lower-cased): http(s), a plain host name, no port, no user.
+_PLAIN_HOST = re.compile(r"https?://([A-Za-z0-9.-]+)(?:[/?#]|\Z)")
+
+
+def plain_parts(url: str) -> tuple[str, str, str] | None:
+    """``(host, path, query)`` as ``host_of`` and ``urlsplit`` give them, of a plain http(s) URL (``_PLAIN_HOST``,
+    no tab or line break, which urlsplit would drop first) without urlsplit's cost; ``None`` for any other."""
+    plain = _PLAIN_HOST.match(url)
+    if plain is None or "\t" in url or "\n" in url or "\r" in url:
+        return None
+    path, _, query = url[plain.end(1) :].partition("#")[0].partition("?")
+    return plain.group(1).lower(), path, query
+
+
 def host_of(url: str) -> str:
     """The host a page's template is learned for: its host name and port (lower case, no user name)."""
+    plain = _PLAIN_HOST.match(url)
+    if plain is not None:  # (the usual URL, without urlsplit's cost: the same host)
+        return plain.group(1).lower()
     try:
         parts = urlsplit(url)
         host, port = (parts.hostname or "").lower(), parts.port

@@ -47,7 +47,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .distinct import scoped_hash
 from .identity import url_page_number
-from .sitetemplate import host_of
+from .sitetemplate import host_of, plain_parts
 
 __all__ = ["AddressBook", "address_of", "page_address", "MIN_RATIO", "MIN_CONTAINMENT", "MIN_SHARED", "MAX_PER_ADDRESS"]
 
@@ -98,13 +98,18 @@ def address_of(url: str | None, host: str | None = None) -> str | None:
     host = host_of(url) if host is None else host
     if not host:
         return None
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    naming = _naming_query(parts.query) if parts.query else ""
+    plain = plain_parts(url)
+    if plain is not None:
+        _, path, query = plain
+    else:
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return None
+        path, query = parts.path, parts.query
+    naming = _naming_query(query) if query else ""
     number = url_page_number(url)
-    return (f"{host}{parts.path.rstrip('/') or '/'}" + (f"?{naming}" if naming else "")
+    return (f"{host}{path.rstrip('/') or '/'}" + (f"?{naming}" if naming else "")
             + ("" if number is None else f" page {number}"))
 
 
