@@ -3,7 +3,8 @@
 What they assert: replies come back in the order the commands were added, whichever node holds each key; a
 stale slot map (every slot said to be on one node) is corrected by the nodes' ``MOVED`` replies and every
 command runs once; a node without the append script (``SCRIPT FLUSH``) gets ``EVAL``; an error reply raises;
-the Python reply reader reads what hiredis reads, however the bytes are cut.
+the Python reply reader reads what hiredis reads, however the bytes are cut; replies of megabytes, which come
+in many reads, arrive whole.
 """
 
 from __future__ import annotations
@@ -96,4 +97,26 @@ async def test_a_node_without_the_script_gets_eval(redis_cluster: RedisCluster) 
     assert (first.outcome.value, second.outcome.value, third.outcome.value) == ("unique", "near_duplicate", "unique")
     assert second.canonical_url == "https://a.example/"
     assert await backend.index_size() == 2
+    await backend.close()
+
+
+@async_test
+async def test_replies_longer_than_a_read_arrive_whole(redis_cluster: RedisCluster) -> None:
+    # A bucket of millions of pages is megabytes: its reply comes in many reads, fed to the reader as they come.
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    link: NodeLink = backend.link
+    keys = [f"big:{{k{i}}}" for i in range(6)]
+    values = [bytes([65 + i]) * (3_000_000 + i) for i in range(6)]
+    batch = link.batch()
+    for key, value in zip(keys, values):
+        batch.call(key, "SET", key, value)
+    assert await batch.execute() == [b"OK"] * 6
+    batch = link.batch()
+    for key in keys:
+        batch.call(key, "GET", key)
+        batch.call(key, "STRLEN", key)
+    replies = await batch.execute()
+    assert replies[0::2] == values
+    assert replies[1::2] == [len(value) for value in values]
     await backend.close()
