@@ -979,8 +979,17 @@ def test_a_worker_reads_the_recorded_identities_with_one_scan(
 
         monkeypatch.setattr(export, "_scan", counted)
         later = make_backend(redis_server, SimhashConfig(), SIMHASH_REDIS_PERSIST=True, SIMHASH_REDIS_SHARDS=shards)
+        beating = []
+        read = later._read_identities
+
+        async def watched() -> None:  # (a long read: other workers must not take this one for gone meanwhile)
+            beating.append(later._heartbeat is not None)
+            await read()
+
+        monkeypatch.setattr(later, "_read_identities", watched)
         await later.open("ids")
         try:
+            assert beating == [True]
             return sorted(later.restored_pages()), len(scans)
         finally:
             await later.close()

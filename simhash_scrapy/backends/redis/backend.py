@@ -222,8 +222,8 @@ class RedisBackend(Outages, DedupBackend):
                 "running now"
             )
         logger.info("simhash: Redis backend at %s, key %r: %s", self.settings.describe(), self.prefix, recorded)
-        await self._read_identities()
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+        await self._read_identities()  # (a long read: the heartbeat says meanwhile that this worker is alive)
 
     async def _read_identities(self) -> None:
         """With ``SIMHASH_IDENTITY_SIGNALS`` (and no ``SIMHASH_DISTINCT_SELECTORS``, whose digest is mixed into
