@@ -946,3 +946,54 @@ def test_redis_killed_and_restarted_during_a_crawl(serve: Any, persistent_redis_
     # Copies checked after the restart were still recognised as duplicates of pre-kill originals.
     canonical_urls = {p.canonical_url for p in pages if p.canonical_url is not None}
     assert canonical_urls & set(killed_after)
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_a_worker_reads_the_recorded_identities_with_one_scan(
+    redis_server: RedisServer, shards: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``RedisBackend._read_identities`` at open: the pages of every identity's scope (``plain#digest``), not
+    the plain scope's, with one SCAN of the key space for all those scopes (a shop has one scope a product:
+    a SCAN a scope read the whole key space once a scope, hours at open)."""
+    from simhash_scrapy.backends.redis import export
+
+    rng = random.Random(5)
+    pages = [PageRecord(f"http://shop.test/p{n}", rng.getrandbits(64), f"spider#{n:012x}", identity=f"http://shop.test/p{n}")
+             for n in range(12)]  # fmt: skip
+    pages += [PageRecord(f"http://shop.test/list{n}", rng.getrandbits(64), "spider") for n in range(5)]
+
+    async def run() -> tuple[list[tuple[str, str]], int]:
+        first = make_backend(redis_server, SimhashConfig(), SIMHASH_REDIS_PERSIST=True, SIMHASH_REDIS_SHARDS=shards)
+        await first.open("ids")
+        try:
+            for page in pages:
+                await first.check(page)
+        finally:
+            await first.close()
+        scans = []
+        real = export._scan
+
+        async def counted(client: Any, pattern: str) -> list[bytes]:
+            scans.append(pattern)
+            return await real(client, pattern)
+
+        monkeypatch.setattr(export, "_scan", counted)
+        later = make_backend(redis_server, SimhashConfig(), SIMHASH_REDIS_PERSIST=True, SIMHASH_REDIS_SHARDS=shards)
+        beating = []
+        read = later._read_identities
+
+        async def watched() -> None:  # (a long read: other workers must not take this one for gone meanwhile)
+            beating.append(later._heartbeat is not None)
+            await read()
+
+        monkeypatch.setattr(later, "_read_identities", watched)
+        await later.open("ids")
+        try:
+            assert beating == [True]
+            return sorted(later.restored_pages()), len(scans)
+        finally:
+            await later.close()
+
+    restored, scans = in_thread(run())
+    assert restored == sorted((page.url, page.scope) for page in pages[:12])
+    assert scans == 1

@@ -216,3 +216,37 @@ def test_the_mirror_gives_the_replicas_candidates(redis_server: RedisServer) -> 
     assert [sorted(c[i : i + 9] for i in range(0, len(c), 9)) for c in got] == [
         sorted(c[i : i + 9] for i in range(0, len(c), 9)) for c in expected
     ]
+
+
+def test_a_mirror_loaded_while_a_check_is_in_flight_misses_none_of_its_pages(redis_server: RedisServer) -> None:
+    """The mirror of a scope is loaded (``preload``) while a check of that scope without steps 5-7 data is
+    already on its way to Redis: the pages that check records reach the mirror too, so the replica that
+    delegates its index to the mirror still finds them (a page within k of one is a duplicate, as in
+    process)."""
+    config = SimhashConfig()
+    first = PageRecord("http://gap.test/a", 0x0123_4567_89AB_CDEF, "spider", identity="http://gap.test/a")
+    near = PageRecord("http://gap.test/b", first.fingerprint ^ 0b101, "spider", identity="http://gap.test/b")
+
+    async def run() -> tuple[str | None, bool]:
+        backend = make_backend(redis_server, config, SIMHASH_REDIS_PERSIST=False)
+        await backend.open("gap")
+        try:
+            script = backend._scripts["check"]
+
+            async def check_after_a_load(**kwargs: object) -> object:
+                backend._scripts["check"] = script
+                await backend._load_mirror("spider", backend.keys.scope("spider"))  # (a preload, meanwhile)
+                return await script(**kwargs)
+
+            backend._scripts["check"] = check_after_a_load
+            await backend.check(replace(first))
+            verdict = await backend.check(replace(near))
+            return verdict.canonical_url, backend._replicas["spider"].delegated
+        finally:
+            await backend.close()
+
+    assert MemoryBackend(config).check_now(replace(near)).canonical_url is None  # (alone: no duplicate)
+    memory = MemoryBackend(config)
+    memory.check_now(replace(first))
+    assert memory.check_now(replace(near)).canonical_url == first.url
+    assert in_thread(run()) == (first.url, True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import article_words
 
 from simhash_scrapy.core import _native
@@ -290,3 +292,26 @@ def test_a_lines_digest_is_its_stable_hash_in_every_process() -> None:
     digests = line_hashes(long_text)
     assert len(digests) == 25_000
     assert all(digests[n] == stable_hash64(f"line {n} {'words ' * 10}".strip().encode()) for n in range(0, 25_000, 997))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.sampled_from(["https://", "http://", "HTTP://", "hTTps://", "https:/", " https://", "\x00http://", "http:\\\\"]),
+       st.text(st.sampled_from(list("aZ.-/:?#@[]%\t\n\r \x00\x1f\x7f\\;=&0\u00e9\u00df\u0130\u212a\u3002\uff0e\u2028")), max_size=16))
+def test_plain_parts_are_urlsplits_on_control_characters_and_look_alikes(scheme: str, rest: str) -> None:
+    """``plain_parts`` and ``host_of``'s fast path against urlsplit (what both read before), on what urlsplit
+    strips or rejects (tab, CR, LF, a leading NUL or space), upper-case schemes and non-ASCII look-alikes
+    (the Kelvin sign lower-cases to k, U+0130 to two characters, the ideographic full stop): the same host,
+    path and query, so the same scope and address (``views.address_of``) on every code path."""
+    from urllib.parse import urlsplit
+
+    url = scheme + rest
+    try:
+        parts = urlsplit(url)
+        host, port = (parts.hostname or "").lower(), parts.port
+        expected = f"{host}:{port}" if port is not None else host
+    except ValueError:
+        parts, expected = None, ""
+    assert host_of(url) == expected
+    plain = plain_parts(url)
+    if plain is not None:
+        assert parts is not None and plain == (expected, parts.path, parts.query)

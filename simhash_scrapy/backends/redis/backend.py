@@ -222,8 +222,8 @@ class RedisBackend(Outages, DedupBackend):
                 "running now"
             )
         logger.info("simhash: Redis backend at %s, key %r: %s", self.settings.describe(), self.prefix, recorded)
-        await self._read_identities()
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+        await self._read_identities()  # (a long read: the heartbeat says meanwhile that this worker is alive)
 
     async def _read_identities(self) -> None:
         """With ``SIMHASH_IDENTITY_SIGNALS`` (and no ``SIMHASH_DISTINCT_SELECTORS``, whose digest is mixed into
@@ -703,6 +703,8 @@ class RedisBackend(Outages, DedupBackend):
         if mirror is not None:
             with self._mirror_lock:
                 mirror.apply(scope, reply[0], sync, reply[4], xsync)
+        elif self._mirror is not None:
+            await self._mirror_follows(scope, reply[0], sync)
         replica.epoch, replica.records = reply[2].decode("ascii", "replace"), int(reply[3])
         rows = parse_verdicts(reply[1], len(sent))
         if extras is None:
@@ -714,6 +716,25 @@ class RedisBackend(Outages, DedupBackend):
                 if row.hinted and extra[1] == "containment" and hint is not None:
                     mirror.joined(scope, hint.position, batch[sent[at]][0].fingerprint)
         return [row._replace(via=extra[1]) if row.hinted else row for row, extra in zip(rows, extras)]
+
+    async def _mirror_follows(self, scope: str, log: bytes, sync: int) -> None:
+        """A mirror of ``scope`` loaded while a check without it was in flight (``preload``) holds the log from
+        before that check (its length read after the check began) but maybe not the pages it recorded: it
+        takes the check's log tail (from ``sync``) too, or a replica that delegated its index to it would
+        never find them.  (A mirror behind ``sync``, never expected, is dropped: the next check loads it again.)"""
+        mirror = self._mirror
+        assert mirror is not None
+        loading = self._mirror_loads.get(scope)
+        if loading is not None:
+            await loading.wait()
+        state = mirror.scopes.get(scope)
+        if state is None:
+            return
+        with self._mirror_lock:
+            if state.sync >= sync:
+                mirror.apply(scope, log, sync, b"", state.xsync)
+            else:
+                mirror.drop(scope)
 
     def _hints(
         self, scope: str, mirror: Mirror, records: list[PageRecord], local: tuple[int, dict[int, bytes]] | None = None

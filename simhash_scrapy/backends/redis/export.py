@@ -96,19 +96,38 @@ async def canonicals(client: Any, keys: Keys) -> int:
     return await _sum_field(client, keys, "canonicals")
 
 
+async def _bucket_keys(client: Any, keys: Keys, chosen: list[str]) -> dict[bytes, list[bytes]]:
+    """The identity bucket keys of the scopes ``chosen``, by bucket prefix (``ScopeKeys.bucket_prefixes``): one
+    SCAN for them all (a SCAN a scope reads every key of the prefix once a scope: hours at open for the
+    100,000 identity scopes of a shop, ``RedisBackend._read_identities``)."""
+    found: dict[bytes, list[bytes]] = {
+        prefix.encode("utf-8", "surrogatepass"): [] for scope in chosen for prefix in keys.scope(scope).bucket_prefixes()
+    }
+    if len(found) == 1:
+        pattern = _glob_escape(next(iter(found)).decode("utf-8", "surrogatepass")) + "*"
+    else:
+        pattern = _glob_escape(keys.prefix) + ":*:i:*"  # (``Keys.scope``: every bucket key is "<prefix>:...:i:<n>")
+    for key in await _scan(client, pattern) if found else ():
+        head, sep, _ = key.rpartition(b":i:")
+        bucket = found.get(head + sep)
+        if bucket is not None:
+            bucket.append(key)
+    return found
+
+
 async def read_members(client: Any, keys: Keys, wanted: Callable[[str], bool] | None = None) -> list[ClusterMember]:
     """Every recorded identity (of the scopes ``wanted`` says, else of all), latest version, in first-check order."""
     rows: list[tuple[tuple[Any, ...], ClusterMember]] = []
-    for scope in await scopes(client, keys):
-        if wanted is not None and not wanted(scope):
-            continue
+    chosen = [scope for scope in await scopes(client, keys) if wanted is None or wanted(scope)]
+    buckets_of = await _bucket_keys(client, keys, chosen)
+    for scope in chosen:
         sk = keys.scope(scope)
         log = parse_log(await client.get(sk.log) or b"", 0)
         slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op in (OP_ADD, OP_EXACT)}
         codec = Codec(await client.hget(sk.meta, "zdict"))
         records: dict[tuple[int, bytes], Record] = {}
         for prefix in sk.bucket_prefixes():
-            buckets = await _scan(client, _glob_escape(prefix) + "*")
+            buckets = buckets_of[prefix.encode("utf-8", "surrogatepass")]
             prefix_length = len(prefix.encode("utf-8", "surrogatepass"))
             for start in range(0, len(buckets), _PIPELINE):
                 chunk = buckets[start : start + _PIPELINE]
