@@ -294,6 +294,7 @@ def test_a_lines_digest_is_its_stable_hash_in_every_process() -> None:
     assert all(digests[n] == stable_hash64(f"line {n} {'words ' * 10}".strip().encode()) for n in range(0, 25_000, 997))
 
 
+@pytest.mark.slow  # 3,000 examples: 3 s (CONTRIBUTING.md, "Tests": 2 s or more is slow)
 @settings(max_examples=3000, deadline=None)
 @given(st.sampled_from(["https://", "http://", "HTTP://", "hTTps://", "https:/", " https://", "\x00http://", "http:\\\\"]),
        st.text(st.sampled_from(list("aZ.-/:?#@[]%\t\n\r \x00\x1f\x7f\\;=&0\u00e9\u00df\u0130\u212a\u3002\uff0e\u2028")), max_size=16))
