@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from simhash_scrapy.config import SimhashConfig
-from simhash_scrapy.core.cluster.distinct import DistinctSelectors
+from simhash_scrapy.core.cluster.distinct import DistinctSelectors, scope_key, split_scope_key
 from simhash_scrapy.core.extract.text import parse_html
 
 
@@ -66,3 +66,10 @@ def test_an_invalid_selector_is_an_error_naming_the_setting(value: Any, words: s
 def test_the_core_refuses_a_broken_xpath() -> None:
     with pytest.raises(ValueError, match=r"selector '\.x' gives an invalid XPath"):
         DistinctSelectors([".x"], ["//*["])
+
+
+def test_split_scope_key_gives_scope_keys_parts_back() -> None:
+    assert split_scope_key(scope_key("item:myspider", "3f09c2d1a4b5e6f7")) == ("item:myspider", "3f09c2d1a4b5e6f7")
+    assert split_scope_key(scope_key("a#b", "d1")) == ("a#b", "d1")  # the last separator splits
+    assert split_scope_key(scope_key("myspider", None)) is None
+    assert split_scope_key("myspider#") is None  # no digest: a plain scope's name

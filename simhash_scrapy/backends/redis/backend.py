@@ -34,7 +34,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ...core.cluster.distinct import SCOPE_SEPARATOR
+from ...core.cluster.distinct import split_scope_key
 from ...core.cluster.sitetemplate import host_of
 from ...core.cluster.views import page_address
 from ...core.redact import redact
@@ -930,7 +930,7 @@ class RedisBackend(Outages, DedupBackend):
 
 def _declares_identity(scope: str) -> bool:
     """Whether ``scope`` is an identity's (``plain#digest``: ``core.cluster.distinct.scope_key``)."""
-    return bool(scope.rpartition(SCOPE_SEPARATOR)[2]) and SCOPE_SEPARATOR in scope
+    return split_scope_key(scope) is not None
 
 
 #: What Redis (and redis-py) say when a login fails: a wrong password or user, or none given to a server that

@@ -25,7 +25,7 @@ from typing import Any
 
 from lxml import etree
 
-__all__ = ["DistinctSelectors", "scope_key", "scoped_hash", "SCOPE_SEPARATOR"]
+__all__ = ["DistinctSelectors", "scope_key", "split_scope_key", "scoped_hash", "SCOPE_SEPARATOR"]
 
 #: Between the plain scope and the protected text's digest: ``"myspider#3f09c2d1a4b5e6f7"``.
 SCOPE_SEPARATOR = "#"
@@ -102,6 +102,12 @@ class DistinctSelectors:
 def scope_key(scope: str, digest: str | None) -> str:
     """The scope a page is checked in: its plain scope, with the protected text's digest when it has one."""
     return scope if digest is None else f"{scope}{SCOPE_SEPARATOR}{digest}"
+
+
+def split_scope_key(key: str) -> tuple[str, str] | None:
+    """``scope_key``'s ``(scope, digest)`` back, of a key with a digest; ``None`` for a plain scope."""
+    scope, separator, digest = key.rpartition(SCOPE_SEPARATOR)
+    return (scope, digest) if separator and digest else None
 
 
 def scoped_hash(scope: str, name: str) -> int:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .distinct import SCOPE_SEPARATOR, scoped_hash
+from .distinct import scoped_hash, split_scope_key
 from .identity import url_options
 from .views import address_of
 
@@ -99,6 +99,6 @@ class AddressIdentities:
         a scope ``plain#digest`` is a page of ``plain`` whose identity was ``digest`` (declared or taken).
         Only for scopes without protected text (``SIMHASH_DISTINCT_SELECTORS`` unset)."""
         for url, scope in pages:
-            plain, separator, digest = scope.rpartition(SCOPE_SEPARATOR)
-            if separator and digest:
-                self.resolve(plain, url, digest)
+            split = split_scope_key(scope)
+            if split is not None:
+                self.resolve(split[0], url, split[1])
