@@ -95,10 +95,11 @@ def address_of(url: str | None, host: str | None = None) -> str | None:
     one without a host.  ``host``: ``host_of(url)``, when the caller has it already."""
     if not url:
         return None
-    host = host_of(url) if host is None else host
+    plain = plain_parts(url)
+    if host is None:  # (a plain URL's host is ``host_of``'s: one match of the URL, not two)
+        host = plain[0] if plain is not None else host_of(url)
     if not host:
         return None
-    plain = plain_parts(url)
     if plain is not None:
         _, path, query = plain
     else:
