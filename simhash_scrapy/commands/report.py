@@ -142,10 +142,7 @@ def _store_rules(contents: Any) -> bytes | None:
 
 
 def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) -> tuple[list[Any], dict[str, Any]]:
-    import asyncio
 
-    from ..backends import BackendError
-    from ..core.redact import redact
     from ._common import load_config
 
     if not key and not spider:
@@ -165,6 +162,8 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     except ValueError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
     config = load_config(settings)
+    if config.backend == "redis-global":
+        return _from_global(config, redis_settings, spider)
     backend = RedisBackend(config, redis_settings)
 
     from ..core import defaults
@@ -181,13 +180,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
         finally:
             await backend.close()
 
-    try:
-        members, exists, rules, last = asyncio.run(read())
-    except BackendError as exc:
-        raise CommandError(redact(str(exc), redis_settings.secrets)) from None
-    except Exception as exc:  # noqa: BLE001 - any client error is a one-line message, not a traceback
-        error = redact(str(exc), redis_settings.secrets)
-        raise CommandError(f"cannot read Redis at {redis_settings.describe()}: {type(exc).__name__}: {error}") from None
+    members, exists, rules, last = _read_redis(read, redis_settings)
     if not exists:
         raise CommandError(
             f"Redis at {redis_settings.describe()} has no simhash data under {backend.prefix!r} "
@@ -199,6 +192,51 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
     k = config.max_distance if recorded is None else recorded
     source = f"{redis_settings.describe()} key {backend.prefix}"
     return members, {"source": source, "rules_blob": rules, "last_crawl_blob": last, "max_distance": k}
+
+
+def _read_redis(read: Any, redis_settings: Any) -> Any:
+    """Runs ``read()`` (a coroutine function); any error is a one-line ``CommandError``, secrets redacted."""
+    import asyncio
+
+    from ..backends import BackendError
+    from ..core.redact import redact
+
+    try:
+        return asyncio.run(read())
+    except BackendError as exc:
+        raise CommandError(redact(str(exc), redis_settings.secrets)) from None
+    except Exception as exc:  # noqa: BLE001 - any client error is a one-line message, not a traceback
+        error = redact(str(exc), redis_settings.secrets)
+        raise CommandError(f"cannot read Redis at {redis_settings.describe()}: {type(exc).__name__}: {error}") from None
+
+
+def _from_global(config: Any, redis_settings: Any, spider: str | None) -> tuple[list[Any], dict[str, Any]]:
+    """``--redis`` with ``SIMHASH_BACKEND = "redis-global"``: every scope the key's registry names, read from every
+    node of the cluster."""
+    from ..backends.redis.cluster_backend import GlobalRedisBackend
+    from ..backends.redis.layout import layout_max_distance
+
+    backend = GlobalRedisBackend(config, redis_settings)
+
+    async def read() -> tuple[list[Any], list[str], str | None]:
+        try:
+            scopes = await backend.attach(spider or "")
+            layout = await backend.stored_layout()
+            return (await backend.members() if scopes else []), scopes, layout
+        finally:
+            await backend.close()
+
+    members, scopes, layout = _read_redis(read, redis_settings)
+    if not scopes:
+        raise CommandError(
+            f"Redis at {redis_settings.describe()} has no global index (SIMHASH_BACKEND='redis-global') under "
+            f"{backend.prefix!r}: no scope names in {backend.prefix + ':{s}'!r} (a crawl with this version writes them "
+            f"before its first check of a scope; check SIMHASH_REDIS_KEY / --key and SIMHASH_BACKEND)"
+        )
+    recorded = layout_max_distance(layout) if layout else None
+    k = config.max_distance if recorded is None else recorded
+    source = f"{redis_settings.describe()} key {backend.prefix} (redis-global)"
+    return members, {"source": source, "rules_blob": None, "last_crawl_blob": None, "max_distance": k}
 
 
 def run_report(opts: Any, settings: Any, stdout: Any = None) -> int:

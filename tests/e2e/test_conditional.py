@@ -476,7 +476,7 @@ async def test_a_304_of_a_kept_near_duplicate_is_kept_again(http_server: Any, tm
     assert all(isinstance(f.value, NotModifiedPage) for f in crawler.spider.failures)
 
 
-@pytest.mark.parametrize("backend", ["simhash_dir", "redis"])
+@pytest.mark.parametrize("backend", ["simhash_dir", "redis", "redis-global"])
 @pytest_twisted.ensureDeferred
 async def test_pages_declaring_a_product_identity_get_304s_and_are_listed_gone(
     backend: str, http_server: Any, tmp_path: Path, request: pytest.FixtureRequest
@@ -487,7 +487,9 @@ async def test_pages_declaring_a_product_identity_get_304s_and_are_listed_gone(
     ruled on as it was (the tracking copy still a near-duplicate of its product page), and a product page that
     went away is listed as gone (before, the record was looked for in the plain scope: never found).  With
     Redis too: a worker reads the identities earlier crawls recorded when it opens (before, the first page of
-    each address was downloaded without validators, and the one that went away was not listed)."""
+    each address was downloaded without validators, and the one that went away was not listed); and with the
+    global index over a real three-node Redis Cluster (``redis-global``: its scope registry names the identity
+    scopes, their records are read at open, each address's record looked up by one HGET)."""
     from test_shop_crawl import product_html
 
     root = tmp_path / "site"
@@ -505,6 +507,10 @@ async def test_pages_declaring_a_product_identity_get_304s_and_are_listed_gone(
         redis_url = request.getfixturevalue("redis_server").url
         settings = {**ADDON, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_url,
                     "SIMHASH_REDIS_PERSIST": True, "SIMHASH_ACTION": "flag"}  # fmt: skip
+    if backend == "redis-global":
+        cluster = request.getfixturevalue("redis_cluster")
+        settings = {**ADDON, "SIMHASH_BACKEND": "redis-global", "SIMHASH_REDIS_URL": cluster.url,
+                    "SIMHASH_REDIS_CLUSTER": True, "SIMHASH_ACTION": "flag"}  # fmt: skip
     first = await run_crawl(RecordingSpider, settings, start_urls=urls)
     duplicate_of = {entry["url"]: entry["duplicate_of"] for entry in first.spider.seen}
     assert duplicate_of == {blue: None, f"{blue}?utm_source=mail": blue, urls[2]: None}

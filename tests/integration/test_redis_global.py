@@ -283,3 +283,102 @@ def test_near_entries_of_many_buckets_at_once_are_each_buckets() -> None:
     assert near_entries_many(buckets, probes, 4) == want
     assert sum(map(len, want)) > 100
     assert near_entries_many([], [], 4) == []
+
+
+@async_test
+async def test_a_reopened_worker_replays_the_identity_scopes_and_looks_records_up(
+    redis_cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pages checked in identity scopes (``plain#digest``) and in the plain one: a worker opened later reads
+    # the identity scopes' pages from the key's scope registry (not the plain scope's), at most MAX_ADDRESSES.
+    config = SimhashConfig(identity_signals=True)
+    first = global_backend(redis_cluster, config)
+    await first.open("myspider")
+    assert first.restored_pages() == []
+    rng = random.Random(5)
+    identity = [PageRecord(f"https://shop.example/p/{n}", rng.getrandbits(64), f"myspider#{n % 4:016x}",
+                           etag=f'"e{n}"') for n in range(12)]
+    plain = [PageRecord(f"https://shop.example/a/{n}", rng.getrandbits(64), "myspider") for n in range(5)]
+    for record in identity + plain:
+        await first.check(record)
+    await first.close()
+    second = global_backend(redis_cluster, config)
+    await second.open("myspider")
+    assert sorted(second.restored_pages()) == sorted((r.url, r.scope) for r in identity)
+    found = await second.previous(identity[3].scope, identity[3].key)
+    assert found is not None and (found.url, found.etag, found.fingerprint) == (identity[3].url, '"e3"', identity[3].fingerprint)
+    assert await second.previous(identity[3].scope, "https://shop.example/p/unknown") is None
+    await second.close()
+    monkeypatch.setattr("simhash_scrapy.backends.redis.cluster_backend.MAX_ADDRESSES", 5)
+    capped = global_backend(redis_cluster, config)
+    await capped.open("myspider")
+    pages = capped.restored_pages()
+    assert len(pages) == 5 and set(pages) <= {(r.url, r.scope) for r in identity}
+    await capped.close()
+    without = global_backend(redis_cluster, SimhashConfig(identity_signals=False))  # (nothing read)
+    await without.open("myspider")
+    assert without.restored_pages() == []
+    await without.close()
+
+
+@async_test
+async def test_named_blobs_are_kept_in_the_cluster(redis_cluster: RedisCluster) -> None:
+    # (the requests a page yielded, for its 304: ``load_replay``)
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    await backend.save_replay("myspider", "https://a.example/", b"requests")
+    await backend.close()
+    again = global_backend(redis_cluster)
+    await again.open("myspider")
+    assert await again.load_replay("myspider", "https://a.example/") == b"requests"
+    assert await again.load_replay("myspider", "https://b.example/") is None
+    await again.close()
+
+
+@async_test
+async def test_a_ttl_is_refused_naming_the_setting(redis_cluster: RedisCluster) -> None:
+    backend = global_backend(redis_cluster, SIMHASH_REDIS_TTL=3600)
+    with pytest.raises(BackendError, match=r"^SIMHASH_REDIS_TTL = 3600 is not supported with SIMHASH_BACKEND='redis-global'"):
+        await backend.open("myspider")
+
+
+@async_test
+async def test_report_reads_every_scope_of_a_global_index(redis_cluster: RedisCluster, tmp_path: Any) -> None:
+    # ``scrapy simhash report --redis`` with SIMHASH_BACKEND = "redis-global": every scope the registry names
+    # (two here), near-duplicates in their canonical page's cluster.
+    from command_helpers import assert_user_error, groups, read_jsonl, simhash
+
+    rng = random.Random(9)
+    a, b = rng.getrandbits(64), rng.getrandbits(64)
+    records = [PageRecord("https://a.example/1", a, "pages"), PageRecord("https://a.example/2", flip(a, 2, rng), "pages"),
+               PageRecord("https://b.example/1", b, "pages#00000000000000aa"),
+               PageRecord("https://b.example/2", flip(b, 1, rng), "pages#00000000000000aa")]
+    backend = global_backend(redis_cluster)
+    await backend.open("pages")
+    verdicts = [await backend.check(record) for record in records]
+    await backend.close()
+    assert [v.outcome for v in verdicts] == [Outcome.UNIQUE, Outcome.NEAR_DUPLICATE] * 2
+    options = ("-s", "SIMHASH_BACKEND=redis-global", "-s", "SIMHASH_REDIS_CLUSTER=True")
+    proc = simhash("report", "--redis", redis_cluster.url, "--key", "pages:simhash", *options, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = sorted(groups(read_jsonl(proc.stdout)))
+    assert found == [["https://a.example/1", "https://a.example/2"], ["https://b.example/1", "https://b.example/2"]]
+    assert_user_error(simhash("report", "--redis", redis_cluster.url, "--key", "nothing:here", *options, cwd=tmp_path),
+                      1, "report", "no global index")
+
+
+@async_test
+async def test_scopes_checked_by_one_worker_give_the_in_process_verdicts(redis_cluster: RedisCluster) -> None:
+    # Seq numbers are per scope: the directory cache must tell scopes apart (it once took scope A's seq 1 for
+    # scope B's, so B's near-duplicates were kept as unique).
+    rng = random.Random(13)
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    memory = MemoryBackend(SimhashConfig())
+    bases = [rng.getrandbits(64) for _ in range(30)]
+    records = [PageRecord(f"https://h.example/{s}/{n}/{v}", flip(bases[n], rng.randint(0, 2), rng), f"myspider#{s:016x}")
+               for v in range(3) for n in range(10) for s in range(3)]
+    for record in records:
+        assert await backend.check(record) == memory.check_now(record, True), record
+    assert sum(1 for m in await backend.members() if m.canonical_url) == 60
+    await backend.close()

@@ -53,13 +53,17 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import RedisError
+
 from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
+from ...core.cluster.distinct import split_scope_key
+from ...core.cluster.viewidentity import MAX_ADDRESSES
 from ...core.redact import redact
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection
 from .cluster_layout import (
     DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, near_entries_many,
-    pack_entry, pack_record, parse_record, used_of,
+    extra_key, pack_entry, pack_record, parse_record, records_pattern, scopes_key, sid_of, used_of,
 )
 from .layout import Codec, bucket_bits_for, identity_slot
 from .node_link import NodeLink
@@ -172,7 +176,9 @@ class GlobalRedisBackend(DedupBackend):
         self.bucket_bits = settings.bucket_bits
         self.cache_size = settings.global_cache
         self.record_bits = bucket_bits_for(settings.capacity)
-        self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()  # seq -> directory slot
+        #: (scope number << 32 | seq) -> directory slot: seq numbers are per scope
+        self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
+        self._scope_no: dict[str, int] = {}  # scope -> its number in the cache's keys
         self._keys: dict[str, GlobalKeys] = {}
         self._ready: dict[str, asyncio.Future[None]] = {}  # scope -> its layout check (once per scope)
         self._queue: list[_Page] = []
@@ -184,6 +190,8 @@ class GlobalRedisBackend(DedupBackend):
         self._last_error_log = -1e9
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
         self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
+        #: ``(url, scope)`` of the pages earlier crawls recorded in an identity's scope (``restored_pages``).
+        self._restored: list[tuple[str, str]] = []
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: SimhashConfig) -> GlobalRedisBackend:
@@ -193,11 +201,12 @@ class GlobalRedisBackend(DedupBackend):
     def keys(self, scope: str) -> GlobalKeys:
         keys = self._keys.get(scope)
         if keys is None:
-            keys = self._keys[scope] = GlobalKeys(
-                self.prefix, scope, self.config.max_distance, self.blocks, self.bucket_bits, self.record_bits
-            )
+            keys = self._keys[scope] = self._scope_keys(scope)
             self._codecs[scope] = Codec()
         return keys
+
+    def _scope_keys(self, scope: str) -> GlobalKeys:
+        return GlobalKeys(self.prefix, scope, self.config.max_distance, self.blocks, self.bucket_bits, self.record_bits)
 
     def layout(self) -> str:
         features = self.config.features.signature()
@@ -205,9 +214,15 @@ class GlobalRedisBackend(DedupBackend):
                 f"bits={self.bucket_bits} rbits={self.record_bits} features={features} text={self.config.text_mode}")
 
     async def open(self, spider_name: str) -> None:
+        if self.settings.ttl:
+            raise BackendError(
+                f"SIMHASH_REDIS_TTL = {self.settings.ttl:g} is not supported with SIMHASH_BACKEND='redis-global' "
+                f"(its keys are kept until SIMHASH_REDIS_FLUSH_ON_START): set it to 0"
+            )
         self.keys(spider_name)  # validates the table layout before connecting
         self._keys.clear()
         self._ready.clear()
+        self._cache.clear()
         self.prefix = self.settings.key(spider_name)
         self.client = connection.get_client(self.settings)
         try:
@@ -229,6 +244,76 @@ class GlobalRedisBackend(DedupBackend):
         self.link.remember_script(self._remove_sha, _REMOVE)
         self.link.remember_script(self._unset_sha, _UNSET_EXACT)
         self.link.remember_script(self._directory_sha, DIRECTORY_LUA)
+        await self._read_identities()
+
+    async def attach(self, spider_name: str) -> list[str]:
+        """Connects to read only (``scrapy simhash report``): every scope the key's registry names (sorted); their
+        records are then ``members()``.  ``BackendError`` when the key holds no global index."""
+        self.prefix = self.settings.key(spider_name)
+        self.client = connection.get_client(self.settings)
+        scopes = sorted(s.decode("utf-8", "surrogatepass") for s in await self.client.smembers(scopes_key(self.prefix)))
+        for scope in scopes:
+            self.keys(scope)
+        return scopes
+
+    async def stored_layout(self) -> str | None:
+        """The layout a scope's meta records (the first scope's; ``None`` without any)."""
+        for keys in self._keys.values():
+            found = await self.client.hget(keys.meta, "layout")
+            return None if found is None else bytes(found).decode()
+        return None
+
+    async def _read_identities(self) -> None:
+        """With ``SIMHASH_IDENTITY_SIGNALS`` (and no ``SIMHASH_DISTINCT_SELECTORS``), the pages earlier crawls
+        recorded in an identity's scope (``plain#digest``), for ``restored_pages``: the crawl replays the identity
+        each address declared (``core.cluster.viewidentity``), so the first page of an address gets its record's
+        validators (``previous``), as with the single-node backend.  One SCAN of every scope's records, at most
+        ``viewidentity.MAX_ADDRESSES`` pages (what the replay keeps); a failed read is a warning."""
+        if not self.config.identity_signals or self.config.distinct is not None:
+            return
+        try:
+            names = await self.client.smembers(scopes_key(self.prefix))
+            scopes = {self._scope_keys(scope).sid: scope for scope in
+                      (s.decode("utf-8", "surrogatepass") for s in names) if split_scope_key(scope) is not None}
+            found = await self._records_of(set(scopes), MAX_ADDRESSES) if scopes else {}
+            rows = []
+            for sid, records in found.items():
+                codec = Codec(await self.client.hget(self._scope_keys(scopes[sid]).meta, "zdict"))
+                rows += [((rec.first_seen, scopes[sid], seq), codec.decode(rec.payload, fieldname)[0], scopes[sid])
+                         for seq, (fieldname, rec) in records.items()]
+        except Exception as exc:  # noqa: BLE001 - the crawl goes on without them
+            logger.warning(
+                "simhash: cannot read the identities earlier crawls recorded in Redis (%s: %s); the first page of "
+                "each address is downloaded without validators", type(exc).__name__, redact(str(exc), self.settings.secrets),
+            )  # fmt: skip
+            return
+        rows.sort(key=lambda row: row[0])
+        self._restored = [(url, scope) for _, url, scope in rows[:MAX_ADDRESSES]]
+        if len(rows) >= MAX_ADDRESSES:
+            logger.info("simhash: read the first %d identity pages earlier crawls recorded (the most the replay keeps)",
+                        MAX_ADDRESSES)
+
+    def restored_pages(self) -> list[tuple[str, str]]:
+        return self._restored
+
+    async def previous(self, scope: str, identity: str) -> ClusterMember | None:
+        """The identity's record (validators, digest): one HGET; ``None`` if unknown or a node does not answer
+        (the page is then downloaded as usual)."""
+        if self.client is None:
+            return None
+        keys = self._keys.get(scope) or self._scope_keys(scope)
+        bucket, fieldname, _ = identity_slot(scope, identity, keys.record_bits)
+        try:
+            value = await self.client.hget(keys.record(bucket), fieldname)
+            if value is None:
+                return None
+            rec = parse_record(bytes(value))
+            codec = self._codecs.get(scope)
+            if codec is None or (codec.zdict is None and Codec.needs_dict(rec.payload)):
+                codec = Codec(await self.client.hget(keys.meta, "zdict"))
+        except (OSError, asyncio.TimeoutError, RedisError):
+            return None
+        return self._member(scope, codec.decode_all(rec.payload, fieldname), rec, None)
 
     async def flush(self) -> int:
         """Delete every key of this prefix, on every node; returns how many."""
@@ -241,6 +326,7 @@ class GlobalRedisBackend(DedupBackend):
     async def _check_layout(self, keys: GlobalKeys) -> None:
         wanted = self.layout()
         await self.client.hsetnx(keys.meta, "layout", wanted)
+        await self.client.sadd(scopes_key(self.prefix), keys.scope)  # (before its first check: the report's list)
         found, zdict = await self.client.hmget(keys.meta, ["layout", "zdict"])
         found = (found or b"").decode()
         self._codecs[keys.scope].zdict = zdict or None
@@ -482,15 +568,16 @@ class GlobalRedisBackend(DedupBackend):
         if not seqs:
             return {}
         scope_keys = batch.pages[0].keys
+        tag = self._scope_no.setdefault(scope_keys.scope, len(self._scope_no)) << 32
         unknown = []
         for seq in seqs:
-            slot = batch.slot_of.get(seq) or self._cache.get(seq)
+            slot = batch.slot_of.get(seq) or self._cache.get(tag | seq)
             if slot is None:
                 unknown.append(seq)
                 self.counts["cache_misses"] += 1
             else:
-                if seq in self._cache:
-                    self._cache.move_to_end(seq)
+                if tag | seq in self._cache:
+                    self._cache.move_to_end(tag | seq)
                     self.counts["cache_hits"] += 1
                 batch.slot_of[seq] = slot
         if unknown:
@@ -504,7 +591,7 @@ class GlobalRedisBackend(DedupBackend):
                     continue
                 slot = (int.from_bytes(raw[:3], "big"), raw[3:])
                 batch.slot_of[seq] = slot
-                self._remember(seq, slot)
+                self._remember(tag | seq, slot)
         seqs = [seq for seq in seqs if seq in batch.slot_of]
         pipe = self.link.batch()
         for seq in seqs:
@@ -532,10 +619,10 @@ class GlobalRedisBackend(DedupBackend):
             await self.client.hsetnx(meta, "zdict", codec.proposed_dict())
             codec.zdict = await self.client.hget(meta, "zdict")
 
-    def _remember(self, seq: int, slot: tuple[int, bytes]) -> None:
+    def _remember(self, key: int, slot: tuple[int, bytes]) -> None:
         if self.cache_size <= 0:
             return
-        self._cache[seq] = slot
+        self._cache[key] = slot
         if len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
 
@@ -680,35 +767,72 @@ class GlobalRedisBackend(DedupBackend):
             total += int(await self.client.hget(keys.meta, "canonicals") or 0)
         return total
 
-    async def _records(self, keys: GlobalKeys) -> dict[int, tuple[bytes, GlobalRecord]]:
-        """Every record of a scope: seq -> (field, record), read from every node."""
-        out: dict[int, tuple[bytes, GlobalRecord]] = {}
-        async for key in self.client.scan_iter(match=f"{keys.base}.r.*", count=10_000):
+    async def _records_of(self, sids: set[str], limit: int = 0) -> dict[str, dict[int, tuple[bytes, GlobalRecord]]]:
+        """The records of the scopes ``sids`` (scope id -> seq -> (field, record)), read from every node in one
+        SCAN for them all; at most ``limit`` records (0: all)."""
+        out: dict[str, dict[int, tuple[bytes, GlobalRecord]]] = {}
+        count = 0
+        async for key in self.client.scan_iter(match=records_pattern(self.prefix), count=10_000):
+            sid = sid_of(key, self.prefix)
+            if sid not in sids:
+                continue
+            records = out.setdefault(sid, {})
             for fieldname, value in (await self.client.hgetall(key)).items():
                 rec = parse_record(value)
-                out[rec.seq] = (fieldname, rec)
+                records[rec.seq] = (fieldname, rec)
+                count += 1
+            if limit and count >= limit:
+                break
         return out
 
     async def members(self) -> list[ClusterMember]:
-        """Every page recorded in the scopes this worker checked, in first-check order per scope."""
+        """Every page recorded in the scopes this worker checked (``attach``: every scope of the key), in
+        first-check order per scope."""
         members = []
+        found = await self._records_of({keys.sid for keys in self._keys.values()})
         for keys in self._keys.values():
-            records = await self._records(keys)
+            records = found.get(keys.sid, {})
             codec = Codec(await self.client.hget(keys.meta, "zdict"))
             decoded = {seq: codec.decode_all(rec.payload, fieldname) for seq, (fieldname, rec) in records.items()}
             for seq in sorted(records):
-                _, rec = records[seq]
-                url, identity, referer, depth, text, digest, etag, last_modified, link = decoded[seq]
+                rec = records[seq][1]
                 canonical_url = decoded[rec.canonical_seq][0] if rec.canonical_seq in decoded else None
-                members.append(ClusterMember(
-                    url=url, fingerprint=rec.fingerprint, scope=keys.scope, canonical_url=canonical_url,
-                    distance=rec.distance if rec.canonical_seq is not None else None, referer=referer, depth=depth,
-                    text=text, indexed=rec.indexed, identity="" if identity == url else identity, exact=rec.exact,
-                    outcome=RECORDED_OUTCOMES[rec.outcome], first_seen=rec.first_seen, last_seen=rec.last_seen,
-                    digest=rec.fingerprint if rec.exact else digest, etag=etag, last_modified=last_modified,
-                    canonical_link=link,
-                ))
+                members.append(self._member(keys.scope, decoded[seq], rec, canonical_url))
         return members
+
+    @staticmethod
+    def _member(scope: str, decoded: tuple[Any, ...], rec: GlobalRecord, canonical_url: str | None) -> ClusterMember:
+        url, identity, referer, depth, text, digest, etag, last_modified, link = decoded
+        return ClusterMember(
+            url=url, fingerprint=rec.fingerprint, scope=scope, canonical_url=canonical_url,
+            distance=rec.distance if rec.canonical_seq is not None else None, referer=referer, depth=depth,
+            text=text, indexed=rec.indexed, identity="" if identity == url else identity, exact=rec.exact,
+            outcome=RECORDED_OUTCOMES[rec.outcome], first_seen=rec.first_seen, last_seen=rec.last_seen,
+            digest=rec.fingerprint if rec.exact else digest, etag=etag, last_modified=last_modified,
+            canonical_link=link,
+        )
+
+    async def load_extra(self, name: str) -> bytes | None:
+        """A named blob (``save_extra``); ``None`` when a node does not answer and ``SIMHASH_REDIS_FAIL_OPEN``
+        (a 304's page is then downloaded again: ``simhash/replay/refetched``)."""
+        try:
+            value = await self.client.get(extra_key(self.prefix, name))
+        except (OSError, asyncio.TimeoutError, RedisError) as exc:
+            self._extra_failed(exc)
+            return None
+        return None if value is None else bytes(value)
+
+    async def save_extra(self, name: str, data: bytes) -> None:
+        try:
+            await self.client.set(extra_key(self.prefix, name), data)
+        except (OSError, asyncio.TimeoutError, RedisError) as exc:
+            self._extra_failed(exc)
+
+    def _extra_failed(self, exc: BaseException) -> None:
+        if not self.settings.fail_open:
+            raise BackendError(f"Redis error at {self.settings.describe()}: {type(exc).__name__}: "
+                               f"{redact(str(exc), self.settings.secrets)}") from None
+        self._unreachable(exc, 0)
 
     def publish(self) -> None:
         """The worker's counts as stats (``simhash/redis/global/*``)."""

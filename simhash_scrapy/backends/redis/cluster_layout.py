@@ -34,6 +34,10 @@ scope's BLAKE2b hash::
                                  SETRANGE; made at its full size, zeros, when new), for
                                  canonical pages only: where a verdict finds
                                  its canonical page's record
+    P:{s}                SET     the scopes' names (each worker adds a scope before its first check
+                                 of it): what the report and the identity replay at open read
+    P:{e.<h>}            STRING  a named blob (``save_extra``: the requests a page yielded, for its
+                                 304); h: 12 hex digits of the name's BLAKE2b hash
     P:{sid.r.<b>}        HASH    one record per identity (field: 8 bytes of the identity's
                                  hash, ``layout.identity_slot``; b: its first ``record_bits``
                                  bits, hex)
@@ -58,7 +62,8 @@ from ...core.index.index_layout import Table, tables_for
 
 __all__ = [
     "GlobalKeys", "GlobalRecord", "pack_record", "parse_record", "ENTRY", "DIR", "DIR_SPAN", "entries_of", "fold",
-    "near_entries", "near_entries_many", "pack_bucket", "room", "used_of", "BUCKET_HEAD",
+    "near_entries", "near_entries_many", "pack_bucket", "room", "used_of", "BUCKET_HEAD", "scopes_key", "records_pattern",
+    "sid_of", "extra_key",
 ]
 
 #: 2: the scope's payload dictionary (meta zdict), directory strings made at full size, folded entries;
@@ -117,6 +122,28 @@ class GlobalKeys:
 
     def record(self, bucket: int) -> str:
         return f"{self.base}.r.{bucket:x}}}"
+
+
+def scopes_key(prefix: str) -> str:
+    """The SET of the scopes' names under ``prefix`` (a hash slot of its own: ``{s}``, never a scope's 12 hex digits)."""
+    return f"{prefix}:{{s}}"
+
+
+def extra_key(prefix: str, name: str) -> str:
+    """The key of the named blob ``name`` (its own hash slot: the blobs spread over the nodes)."""
+    return f"{prefix}:{{e.{hashlib.blake2b(name.encode('utf-8', 'surrogatepass'), digest_size=6).hexdigest()}}}"
+
+
+def records_pattern(prefix: str) -> str:
+    """A SCAN pattern of the record hashes of every scope under ``prefix`` (one SCAN for them all)."""
+    escaped = "".join("\\" + c if c in "*?[]\\" else c for c in prefix)
+    return f"{escaped}:{{*.r.*"
+
+
+def sid_of(key: bytes, prefix: str) -> str:
+    """The scope id (12 hex digits) of a key under ``prefix`` (``P:{sid...``)."""
+    start = len(prefix.encode("utf-8", "surrogatepass")) + 2
+    return key[start : start + 12].decode("ascii", "replace")
 
 
 def used_of(data: bytes | None) -> int:

@@ -526,7 +526,8 @@ SETTINGS: tuple[Setting, ...] = (
       "True", "redis", boolean),
     S("SIMHASH_REDIS_TTL", "float (seconds) >= 0", defaults.REDIS_TTL,
       "every write sets this expiry on the keys it touches, so an abandoned index disappears that long after its "
-      "last page",
+      "last page. Not with `SIMHASH_BACKEND = \"redis-global\"` (an error: its keys stay until "
+      "`SIMHASH_REDIS_FLUSH_ON_START`)",
       "604800", "redis", _ttl, "redis.ttl", default_doc="`0` (no expiry)"),
     S("SIMHASH_REDIS_FAIL_OPEN", "bool", defaults.REDIS_FAIL_OPEN,
       "when Redis fails mid-crawl: `True` lets the page through unchecked and goes on; `False` (fail-closed) closes "
