@@ -1609,6 +1609,80 @@ done:
 }
 /* ------------------------------------------------ end of template lines */
 
+/* ------------------------------------------------ near folds */
+static unsigned long be32(const unsigned char *p) {
+    return ((unsigned long)p[0] << 24) | ((unsigned long)p[1] << 16) | ((unsigned long)p[2] << 8) | p[3];
+}
+
+/* The set bits of a 32-bit word (SWAR: no popcnt instruction needed, which a portable build may not have). */
+static inline unsigned int bits32(uint32_t x) {
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    x = (x + (x >> 4)) & 0x0F0F0F0Fu;
+    return (x * 0x01010101u) >> 24;
+}
+
+/* near_folds(buckets, fingerprints, k): for each bucket (bytes, or None) -- a header (>I4: the bytes of its
+   entries), then 8-byte entries (a 32-bit fold >I4, a seq >I4), then spare room -- the seqs of the entries whose
+   fold is within k bits of the fingerprint's fold (its two 32-bit halves XORed), in the bucket's order: one list a
+   bucket.  ``backends.redis.cluster_layout.near_entries_many`` (numpy) is the same rule. */
+static PyObject *near_folds(PyObject *module, PyObject *args) {
+    PyObject *buckets_obj, *fps_obj;
+    int k;
+    if (!PyArg_ParseTuple(args, "OOi", &buckets_obj, &fps_obj, &k)) return NULL;
+    PyObject *buckets = PySequence_Fast(buckets_obj, "buckets must be a sequence");
+    if (buckets == NULL) return NULL;
+    PyObject *fps = PySequence_Fast(fps_obj, "fingerprints must be a sequence");
+    if (fps == NULL) { Py_DECREF(buckets); return NULL; }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(buckets);
+    PyObject *out = NULL;
+    if (PySequence_Fast_GET_SIZE(fps) != n) {
+        PyErr_SetString(PyExc_ValueError, "one fingerprint a bucket");
+        goto done;
+    }
+    out = PyList_New(n);
+    if (out == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *hits = PyList_New(0);
+        if (hits == NULL) goto fail;
+        PyList_SET_ITEM(out, i, hits);
+        PyObject *item = PySequence_Fast_GET_ITEM(buckets, i);
+        unsigned long long fp = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(fps, i));
+        if (fp == (unsigned long long)-1 && PyErr_Occurred()) goto fail;
+        if (item == Py_None) continue;
+        unsigned int fold = (unsigned int)((fp >> 32) ^ (fp & 0xFFFFFFFFULL));
+        Py_buffer view;
+        if (PyObject_GetBuffer(item, &view, PyBUF_SIMPLE) < 0) goto fail;
+        const unsigned char *data = (const unsigned char *)view.buf;
+        Py_ssize_t count = 0;
+        if (view.len >= 4) {
+            Py_ssize_t used = (Py_ssize_t)be32(data);
+            count = (used < view.len - 4 ? used : view.len - 4) / 8;
+        }
+        for (Py_ssize_t j = 0; j < count; j++) {
+            const unsigned char *entry = data + 4 + 8 * j;
+            if ((int)bits32((uint32_t)be32(entry) ^ fold) <= k) {
+                PyObject *seq = PyLong_FromUnsignedLong(be32(entry + 4));
+                if (seq == NULL || PyList_Append(hits, seq) < 0) {
+                    Py_XDECREF(seq);
+                    PyBuffer_Release(&view);
+                    goto fail;
+                }
+                Py_DECREF(seq);
+            }
+        }
+        PyBuffer_Release(&view);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_DECREF(buckets);
+    Py_DECREF(fps);
+    return out;
+}
+/* ------------------------------------------------ end of near folds */
+
 static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
     {"hash_text", hash_text, METH_VARARGS, "hash_text(data, table) -> (hashes, specials)"},
@@ -1624,6 +1698,7 @@ static PyMethodDef methods[] = {
     {"sentence_hashes", sentence_hashes, METH_VARARGS, "sentence_hashes(data, min_words) -> sorted distinct hashes"},
     {"count_hashes", count_hashes, METH_VARARGS, "count_hashes(low, high, hashes, bits) -> None"},
     {"template_lines", template_lines, METH_VARARGS, "template_lines(data, known, article, room) -> (kept, added)"},
+    {"near_folds", near_folds, METH_VARARGS, "near_folds(buckets, fingerprints, k) -> one list of seqs a bucket"},
     {NULL, NULL, 0, NULL},
 };
 

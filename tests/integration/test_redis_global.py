@@ -23,6 +23,7 @@ from simhash_scrapy.backends.base import BackendError, Outcome
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 from simhash_scrapy.config import SimhashConfig
+from simhash_scrapy.core import _native
 from simhash_scrapy.core.settings.config import RedisConfig
 from crawl_helpers import flip  # noqa: E402  (tests/ is on sys.path)
 
@@ -279,10 +280,14 @@ def test_near_entries_of_many_buckets_at_once_are_each_buckets() -> None:
     for n, probe in enumerate(probes[2:]):
         fps = [flip(probe, rng.randint(0, 6), rng) for _ in range(rng.randint(0, 40))] + [rng.getrandbits(64)] * 3
         buckets.append(pack_bucket(b"".join(pack_entry(fp, 1000 * n + i) for i, fp in enumerate(fps))))
+    buckets[5] = buckets[5][:-20]  # (a bucket cut short: the entries its bytes hold)
     want = [near_entries(entries_of(data), fp, 4).tolist() for data, fp in zip(buckets, probes)]
-    assert near_entries_many(buckets, probes, 4) == want
     assert sum(map(len, want)) > 100
-    assert near_entries_many([], [], 4) == []
+    for compiled in (True, False):  # the compiled loop (``_speedups.near_folds``) and numpy: the same seqs
+        with _native.switched(compiled):
+            assert near_entries_many(buckets, probes, 4) == want
+            assert near_entries_many([], [], 4) == []
+            assert near_entries_many(buckets, probes, 64) == [entries_of(data)["seq"].tolist() for data in buckets]
 
 
 @async_test

@@ -57,6 +57,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...core import _native
 from ...core.cluster.clustering import RECORDED_OUTCOMES
 from ...core.index.index_layout import Table, tables_for
 
@@ -190,8 +191,11 @@ def near_entries(entries: np.ndarray, fp: int, k: int) -> np.ndarray:
 
 
 def near_entries_many(buckets: list[bytes | None], fps: list[int], k: int) -> list[list[int]]:
-    """``near_entries`` of every (bucket, fingerprint) pair at once: one numpy pass over a batch's buckets (one
-    per bucket cost ~10 µs of call overhead, a batch reads tables x pages of them)."""
+    """``near_entries`` of every (bucket, fingerprint) pair at once: the compiled loop (``_speedups.near_folds``:
+    no copy of the buckets, 12,000 entries a check at 10 million pages), else one numpy pass over a batch's
+    buckets (one per bucket cost ~10 µs of call overhead, a batch reads tables x pages of them)."""
+    if _native.speedups is not None:
+        return _native.speedups.near_folds(buckets, fps, k)  # type: ignore[no-any-return]
     counts = [max(0, min(used_of(data), len(data) - BUCKET_HEAD)) // ENTRY if data else 0 for data in buckets]
     joined = b"".join([data[BUCKET_HEAD : BUCKET_HEAD + n * ENTRY] for data, n in zip(buckets, counts) if data])
     entries = np.frombuffer(joined, dtype=ENTRY_DTYPE)
