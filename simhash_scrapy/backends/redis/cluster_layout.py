@@ -195,7 +195,7 @@ def near_entries_many(buckets: list[bytes | None], fps: list[int], k: int) -> li
     no copy of the buckets, 12,000 entries a check at 10 million pages), else one numpy pass over a batch's
     buckets (one per bucket cost ~10 µs of call overhead, a batch reads tables x pages of them)."""
     if _native.speedups is not None:
-        return _native.speedups.near_folds(buckets, fps, k)  # type: ignore[no-any-return]
+        return _native.speedups.near_folds(buckets, fps, k)
     counts = [max(0, min(used_of(data), len(data) - BUCKET_HEAD)) // ENTRY if data else 0 for data in buckets]
     joined = b"".join([data[BUCKET_HEAD : BUCKET_HEAD + n * ENTRY] for data, n in zip(buckets, counts) if data])
     entries = np.frombuffer(joined, dtype=ENTRY_DTYPE)
