@@ -387,3 +387,13 @@ async def test_scopes_checked_by_one_worker_give_the_in_process_verdicts(redis_c
         assert await backend.check(record) == memory.check_now(record, True), record
     assert sum(1 for m in await backend.members() if m.canonical_url) == 60
     await backend.close()
+
+
+@pytest.mark.parametrize(("k", "blocks", "bits"), [(4, 0, 16), (4, 6, 8), (3, 0, 16), (2, 0, 4)])
+def test_kept_bucket_names_are_the_formatted_ones(k: int, blocks: int, bits: int) -> None:
+    from simhash_scrapy.backends.redis.cluster_layout import GlobalKeys
+
+    keys = GlobalKeys("p:x", "s", k, blocks or k + 1, bits, 10)
+    rng = random.Random(k * 100 + bits)
+    for fp in [rng.getrandbits(64) for _ in range(3000)] * 2:  # (the second time: the names kept)
+        assert keys.buckets(fp) == [keys.bucket(t, table, fp) for t, table in enumerate(keys.tables)]

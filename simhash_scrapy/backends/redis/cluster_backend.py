@@ -15,7 +15,9 @@ commands ``node_link`` sends to every node at once (one connection per primary):
 3. **Read the canonical pages** the verdicts name: their directory slots
    (cached, up to ``SIMHASH_REDIS_GLOBAL_CACHE`` entries) and their records.
 4. **Write**, in one round trip: the records, new canonical pages' entries
-   (appended to every table bucket, SETRANGE of the directory, HSETNX of a short
+   (appended to every table bucket, SETRANGE of the directory (a script the
+   first time this worker writes a directory key: it makes the string at its
+   full size), HSETNX of a short
    page's digest), removed entries of pages whose content changed (a Lua script
    per bucket).
 
@@ -66,7 +68,7 @@ from .cluster_layout import (
     extra_key, pack_entry, pack_record, parse_record, records_pattern, scopes_key, sid_of, used_of,
 )
 from .layout import Codec, bucket_bits_for, identity_slot
-from .node_link import NodeLink
+from .node_link import NodeLink, ReplyError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -179,6 +181,8 @@ class GlobalRedisBackend(DedupBackend):
         #: (scope number << 32 | seq) -> directory slot: seq numbers are per scope
         self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
         self._scope_no: dict[str, int] = {}  # scope -> its number in the cache's keys
+        #: Directory keys a write of this worker found or made at their full size: a plain SETRANGE then (no script)
+        self._directories: set[str] = set()
         self._keys: dict[str, GlobalKeys] = {}
         self._ready: dict[str, asyncio.Future[None]] = {}  # scope -> its layout check (once per scope)
         self._queue: list[_Page] = []
@@ -223,6 +227,7 @@ class GlobalRedisBackend(DedupBackend):
         self._keys.clear()
         self._ready.clear()
         self._cache.clear()
+        self._directories.clear()
         self.prefix = self.settings.key(spider_name)
         self.client = connection.get_client(self.settings)
         try:
@@ -304,14 +309,14 @@ class GlobalRedisBackend(DedupBackend):
         keys = self._keys.get(scope) or self._scope_keys(scope)
         bucket, fieldname, _ = identity_slot(scope, identity, keys.record_bits)
         try:
-            value = await self.client.hget(keys.record(bucket), fieldname)
+            value = await self._one(keys.record(bucket), "HGET", keys.record(bucket), fieldname)
             if value is None:
                 return None
             rec = parse_record(bytes(value))
             codec = self._codecs.get(scope)
             if codec is None or (codec.zdict is None and Codec.needs_dict(rec.payload)):
                 codec = Codec(await self.client.hget(keys.meta, "zdict"))
-        except (OSError, asyncio.TimeoutError, RedisError):
+        except (OSError, asyncio.TimeoutError, RedisError, ReplyError):
             return None
         return self._member(scope, codec.decode_all(rec.payload, fieldname), rec, None)
 
@@ -321,6 +326,7 @@ class GlobalRedisBackend(DedupBackend):
         async for key in self.client.scan_iter(match=f"{self.prefix}:{{*", count=10_000):
             deleted += await self.client.delete(key)
         self._cache.clear()
+        self._directories.clear()
         return deleted
 
     async def _check_layout(self, keys: GlobalKeys) -> None:
@@ -646,6 +652,9 @@ class GlobalRedisBackend(DedupBackend):
         # it out, a duplicate kept twice at worst).
         first, pipe = self.link.batch(), self.link.batch()
         canonicals = 0
+        made: list[str] = []  # directory keys written through the script (full size once it answered)
+        if len(self._directories) > 4096:
+            self._directories.clear()
         entry_of = {seq: e for e, seq in enumerate(batch.seq_of)}
         for seq, (page, rec) in records.items():
             before, now = batch.initial.get(seq), clusterer.indexed[entry_of[seq]]
@@ -661,7 +670,11 @@ class GlobalRedisBackend(DedupBackend):
                 canonicals += 1
                 dkey, offset = keys.directory(seq)
                 slot = page.bucket.to_bytes(3, "big") + page.fieldname
-                first.call(dkey, "EVALSHA", self._directory_sha, 1, dkey, offset, slot, DIR_SPAN * DIR)
+                if dkey in self._directories:
+                    first.call(dkey, "SETRANGE", dkey, offset, slot)
+                else:
+                    first.call(dkey, "EVALSHA", self._directory_sha, 1, dkey, offset, slot, DIR_SPAN * DIR)
+                    made.append(dkey)
                 self._index(pipe, kinds, keys, seq, now, rec.exact, batch, appended)
         if canonicals:
             meta = batch.pages[0].keys.meta
@@ -669,6 +682,7 @@ class GlobalRedisBackend(DedupBackend):
         written = len(first)
         first.commands += pipe.commands
         results = (await first.execute())[written:]
+        self._directories.update(made)
         if not kinds:
             return verdicts
         await self._races(batch, [r for r, kind in zip(results, kinds) if kind == "append"], appended,
@@ -816,17 +830,27 @@ class GlobalRedisBackend(DedupBackend):
         """A named blob (``save_extra``); ``None`` when a node does not answer and ``SIMHASH_REDIS_FAIL_OPEN``
         (a 304's page is then downloaded again: ``simhash/replay/refetched``)."""
         try:
-            value = await self.client.get(extra_key(self.prefix, name))
-        except (OSError, asyncio.TimeoutError, RedisError) as exc:
+            value = await self._one(extra_key(self.prefix, name), "GET", extra_key(self.prefix, name))
+        except (OSError, asyncio.TimeoutError, RedisError, ReplyError) as exc:
             self._extra_failed(exc)
             return None
         return None if value is None else bytes(value)
 
     async def save_extra(self, name: str, data: bytes) -> None:
         try:
-            await self.client.set(extra_key(self.prefix, name), data)
-        except (OSError, asyncio.TimeoutError, RedisError) as exc:
+            await self._one(extra_key(self.prefix, name), "SET", extra_key(self.prefix, name), data)
+        except (OSError, asyncio.TimeoutError, RedisError, ReplyError) as exc:
             self._extra_failed(exc)
+
+    async def _one(self, key: str, *args: Any) -> Any:
+        """One command through ``node_link`` (a lookup a request: redis-py's cluster client costs several times the
+        CPU), or the client before ``open``."""
+        if self.link is None:
+            return await self.client.execute_command(*args)
+        pipe = self.link.batch()
+        pipe.call(key, *args)
+        (reply,) = await pipe.execute()
+        return reply
 
     def _extra_failed(self, exc: BaseException) -> None:
         if not self.settings.fail_open:

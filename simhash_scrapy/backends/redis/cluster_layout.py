@@ -81,6 +81,8 @@ ROOM_SHARE, ROOM_MIN = 16, 64
 DIR = 11
 #: Directory slots per STRING key (one key per 4096 seq numbers).
 DIR_SPAN = 4096
+#: The most bucket names a scope's keys keep (``GlobalKeys.buckets``): ~80 bytes each.
+_NAMES = 1 << 17
 F_EXACT, F_INDEXED, F_MEMBER, F_MOVED, F_LAST = 1, 2, 4, 8, 16
 OUTCOME_SHIFT = 5
 _HEAD = struct.Struct(">I8sBB")
@@ -105,11 +107,27 @@ class GlobalKeys:
         self.bucket_bits = min(bucket_bits, min(table.key_bits for table in self.tables))
         self.record_bits = record_bits
         self.meta = f"{self.base}.m}}"
+        #: (shift, mask) of each table's bucket bits, when they all lie in the first span of its key, else None
+        self._fast: list[tuple[int, int]] | None = None
+        if all(t.spans[0][2] >= self.bucket_bits for t in self.tables) and len(self.tables) << self.bucket_bits <= _NAMES:
+            self._fast = [(t.spans[0][0] + t.spans[0][2] - self.bucket_bits, (1 << self.bucket_bits) - 1)
+                          for t in self.tables]
+        self._names: list[dict[int, str]] = [{} for _ in self.tables]
         self.pattern = f"{prefix}:{{{self.sid}.*"
 
     def buckets(self, fp: int) -> list[str]:
-        """The bucket key of ``fp`` in every table."""
-        return [self.bucket(t, table, fp) for t, table in enumerate(self.tables)]
+        """The bucket key of ``fp`` in every table (names kept when the bucket bits come from each table key's first
+        span and there are at most ``_NAMES`` buckets in all: no formatting a check)."""
+        if self._fast is None:
+            return [self.bucket(t, table, fp) for t, table in enumerate(self.tables)]
+        out: list[str] = []
+        for names, (shift, mask) in zip(self._names, self._fast):
+            b = (fp >> shift) & mask
+            name = names.get(b)
+            if name is None:
+                name = names[b] = f"{self.base}.t{len(out)}.{b:x}}}"
+            out.append(name)
+        return out
 
     def bucket(self, t: int, table: Table, fp: int) -> str:
         return f"{self.base}.t{t}.{table.key(fp) >> (table.key_bits - self.bucket_bits):x}}}"

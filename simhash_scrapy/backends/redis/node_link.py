@@ -304,13 +304,23 @@ class Batch:
         self.commands.append((key, args))
 
     async def execute(self) -> list[Any]:
-        link = self.link
         replies: list[Any] = [None] * len(self.commands)
-        todo = [(i, link.node_of(key), args) for i, (key, args) in enumerate(self.commands)]
-        for _ in range(_REDIRECTS):
+        node_of = self.link.node_of
+        by_node: dict[int, tuple[_Node, list[int], list[bytes]]] = {}
+        for i, (key, args) in enumerate(self.commands):  # (the first send: every command as added, no ASKING)
+            node = node_of(key)
+            group = by_node.get(id(node))
+            if group is None:
+                group = by_node[id(node)] = (node, [], [])
+            group[1].append(i)
+            group[2].append(pack(args))
+        todo = await self._send(list(by_node.values()), set(), replies)
+        for _ in range(_REDIRECTS - 1):
             if not todo:
                 return replies
             todo = await self._round(todo, replies)
+        if not todo:
+            return replies
         raise ReplyError(f"Redis kept redirecting {len(todo)} command(s) (MOVED/ASK) {_REDIRECTS} times")
 
     async def _round(self, todo: list[tuple[int, _Node, tuple[Any, ...]]], replies: list[Any]) -> list[Any]:
@@ -325,16 +335,18 @@ class Batch:
                 group[2].append(pack(args[:1]) + pack(args[1:]))
             else:
                 group[2].append(pack(args))
-        groups = list(by_node.values())
+        return await self._send(list(by_node.values()), asking, replies)
+
+    async def _send(self, groups: list[tuple[_Node, list[int], list[bytes]]], asking: set[int],
+                    replies: list[Any]) -> list[Any]:
+        """Each node's group in one send, all at once; the replies in place; returns the commands to send again."""
         answers = await self.link.exchange([(node, packed) for node, _, packed in groups])
         again: list[tuple[int, _Node, tuple[Any, ...]]] = []
         moved = False
         for (_, indexes, _), answer in zip(groups, answers):
-            got = iter(answer)
-            for i in indexes:
-                if i in asking:
-                    next(got)  # ASKING's +OK
-                reply = next(got)
+            if asking:
+                answer = _without_asking(indexes, answer, asking)
+            for i, reply in zip(indexes, answer):
                 if isinstance(reply, ReplyError):
                     retry = self._redirect(i, str(reply))
                     if retry is None:
@@ -356,3 +368,14 @@ class Batch:
         if kind == "NOSCRIPT" and args[0] == "EVALSHA" and args[1] in self.link.scripts:
             return i, self.link.node_of(key), ("EVAL", self.link.scripts[args[1]], *args[2:])
         return None
+
+
+def _without_asking(indexes: list[int], answer: list[Any], asking: set[int]) -> list[Any]:
+    """A node's replies but the ``+OK`` of each ``ASKING`` sent before an ASK-redirected command."""
+    got = iter(answer)
+    out = []
+    for i in indexes:
+        if i in asking:
+            next(got)
+        out.append(next(got))
+    return out
