@@ -397,3 +397,14 @@ def test_kept_bucket_names_are_the_formatted_ones(k: int, blocks: int, bits: int
     rng = random.Random(k * 100 + bits)
     for fp in [rng.getrandbits(64) for _ in range(3000)] * 2:  # (the second time: the names kept)
         assert keys.buckets(fp) == [keys.bucket(t, table, fp) for t, table in enumerate(keys.tables)]
+
+
+def test_bucket_names_kept_are_bounded_in_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simhash_scrapy.backends.redis import cluster_layout
+    from simhash_scrapy.backends.redis.cluster_layout import GlobalKeys
+
+    monkeypatch.setattr(GlobalKeys, "kept_names", cluster_layout._NAMES - 3)  # (other scopes kept the rest)
+    keys = GlobalKeys("p:x", "s", 4, 5, 16, 10)
+    fp = random.Random(1).getrandbits(64)
+    assert keys.buckets(fp) == [keys.bucket(t, table, fp) for t, table in enumerate(keys.tables)]
+    assert sum(map(len, keys._names)) == 3 and GlobalKeys.kept_names == cluster_layout._NAMES

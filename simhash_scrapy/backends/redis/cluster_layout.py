@@ -93,6 +93,9 @@ _SEEN = struct.Struct(">d")
 class GlobalKeys:
     """Key names and the table layout of one scope."""
 
+    #: Bucket names kept by every scope's keys in this process (at most ``_NAMES``).
+    kept_names = 0
+
     def __init__(self, prefix: str, scope: str, max_distance: int, blocks: int, bucket_bits: int,
                  record_bits: int) -> None:
         self.scope = scope
@@ -117,7 +120,8 @@ class GlobalKeys:
 
     def buckets(self, fp: int) -> list[str]:
         """The bucket key of ``fp`` in every table (names kept when the bucket bits come from each table key's first
-        span and there are at most ``_NAMES`` buckets in all: no formatting a check)."""
+        span and there are at most ``_NAMES`` buckets in all, and at most ``_NAMES`` names kept in this process, every
+        scope together: no formatting a check, a bounded memory with thousands of identity scopes)."""
         if self._fast is None:
             return [self.bucket(t, table, fp) for t, table in enumerate(self.tables)]
         out: list[str] = []
@@ -125,7 +129,10 @@ class GlobalKeys:
             b = (fp >> shift) & mask
             name = names.get(b)
             if name is None:
-                name = names[b] = f"{self.base}.t{len(out)}.{b:x}}}"
+                name = f"{self.base}.t{len(out)}.{b:x}}}"
+                if GlobalKeys.kept_names < _NAMES:
+                    GlobalKeys.kept_names += 1
+                    names[b] = name
             out.append(name)
         return out
 
