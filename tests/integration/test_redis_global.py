@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import random
 from typing import Any
 
@@ -345,6 +346,29 @@ async def test_a_ttl_is_refused_naming_the_setting(redis_cluster: RedisCluster) 
     backend = global_backend(redis_cluster, SIMHASH_REDIS_TTL=3600)
     with pytest.raises(BackendError, match=r"^SIMHASH_REDIS_TTL = 3600 is not supported with SIMHASH_BACKEND='redis-global'"):
         await backend.open("myspider")
+
+
+@async_test
+async def test_persist_false_is_said_not_ignored(redis_cluster: RedisCluster, caplog: pytest.LogCaptureFixture) -> None:
+    # SIMHASH_REDIS_PERSIST = False (the default) cannot delete a shared global index at close (no worker registry):
+    # the worker says so at open, and the keys are still there after the close.
+    backend = global_backend(redis_cluster, SIMHASH_REDIS_FLUSH_ON_START=True)
+    with caplog.at_level(logging.INFO, logger="simhash_scrapy.backends.redis"):
+        await backend.open("persistspider")
+    await backend.check(PageRecord("https://example.com/a", 0x0123456789ABCDEF, "persistspider"))
+    await backend.close()
+    assert any("SIMHASH_REDIS_PERSIST is False, but SIMHASH_BACKEND='redis-global' keeps its keys" in r.getMessage()
+               for r in caplog.records)
+    again = global_backend(redis_cluster, SIMHASH_REDIS_PERSIST=True)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="simhash_scrapy.backends.redis"):
+        await again.open("persistspider")
+    assert not any("SIMHASH_REDIS_PERSIST" in r.getMessage() for r in caplog.records)
+    await again.close()
+    reader = global_backend(redis_cluster)
+    assert await reader.attach("persistspider") == ["persistspider"]
+    assert [m.url for m in await reader.members()] == ["https://example.com/a"]
+    await reader.close()
 
 
 @async_test

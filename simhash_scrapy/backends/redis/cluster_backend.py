@@ -239,6 +239,11 @@ class GlobalRedisBackend(DedupBackend):
             ) from None
         if self.settings.flush_on_start:
             await self.flush()
+        if not self.settings.persist:
+            # No worker registry tells the last worker out, so nothing deletes a shared global index at close:
+            # say so rather than ignore the setting (its default is False).
+            logger.info("simhash: SIMHASH_REDIS_PERSIST is False, but SIMHASH_BACKEND='redis-global' keeps its keys "
+                        "when the crawl ends; SIMHASH_REDIS_FLUSH_ON_START deletes them when a worker starts")
         # on every primary
         self._append_sha = await self.client.script_load(APPEND_LUA)
         self._remove_sha = await self.client.script_load(_REMOVE)

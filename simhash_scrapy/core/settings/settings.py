@@ -511,7 +511,8 @@ SETTINGS: tuple[Setting, ...] = (
       '"crawls:%(spider)s:simhash"', "redis", _key_template, "redis.key_template"),
     S("SIMHASH_REDIS_PERSIST", "bool", False,
       "keep the index and records when the crawl ends. `False`: the last worker to close deletes them (after "
-      "writing its report)",
+      "writing its report). `SIMHASH_BACKEND = \"redis-global\"` always keeps them (no worker registry tells the "
+      "last one out; said at open): `SIMHASH_REDIS_FLUSH_ON_START` deletes them",
       "True", "redis", boolean, "redis.persist", default_doc="`SCHEDULER_PERSIST` (`False`)",
       fallback="SCHEDULER_PERSIST"),
     S("SCHEDULER_PERSIST", "bool", False,
