@@ -89,6 +89,8 @@ def url_of(i: int) -> str:
 STEPS = os.environ.get("SIMHASH_BENCH_STEPS") == "1"
 #: ``--profile PATH``: the first worker's timed checks are profiled into PATH-<stored>.prof (cProfile).
 PROFILE = os.environ.get("SIMHASH_BENCH_PROFILE", "")
+#: ``--spy PATH``: py-spy (on the PATH) samples the first worker's timed checks into PATH-<stored>.txt (collapsed stacks).
+SPY = os.environ.get("SIMHASH_BENCH_SPY", "")
 
 
 def bench_config() -> SimhashConfig:
@@ -347,9 +349,20 @@ def run_worker(url: str, stored: int, capacity: int, worker: int, workers: int, 
 
             profile = cProfile.Profile(time.process_time)  # CPU time: 8 workers share 2 cores
             profile.enable()
+        spy = None
+        if SPY and worker == 0:  # ``--spy``: py-spy samples the first worker's timed checks (not slowed down)
+            import signal
+            import subprocess
+
+            spy = subprocess.Popen(["py-spy", "record", "--pid", str(os.getpid()), "--format", "raw", "--rate", "500",
+                                    "-o", f"{SPY}-{stored}.txt"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            await asyncio.sleep(1.0)  # (py-spy attaches)
         start, cpu = time.time(), time.process_time()
         await asyncio.gather(*(one() for _ in range(in_flight)))
         end, cpu = time.time(), time.process_time() - cpu
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait()
         if profile is not None:
             profile.disable()
             profile.dump_stats(f"{PROFILE}-{stored}.prof")
@@ -506,7 +519,11 @@ def main() -> None:
                              "only); the big fill writes their extras records too (each canonical page's)")
     parser.add_argument("--profile", type=Path, help="profile the first worker's timed checks (cProfile) into "
                         "PROFILE-<stored>.prof (its CPU per check is then inflated)")
+    parser.add_argument("--spy", type=Path, help="sample the first worker's timed checks with py-spy (on the PATH) "
+                        "into SPY-<stored>.txt, collapsed stacks (its CPU per check is not inflated)")
     args = parser.parse_args()
+    if args.spy:
+        os.environ["SIMHASH_BENCH_SPY"] = str(args.spy.resolve())  # (the spawned workers read it)
     if args.profile:
         os.environ["SIMHASH_BENCH_PROFILE"] = str(args.profile.resolve())  # (the spawned workers read it)
     if args.steps:

@@ -231,14 +231,14 @@ def test_a_mirror_loaded_while_a_check_is_in_flight_misses_none_of_its_pages(red
         backend = make_backend(redis_server, config, SIMHASH_REDIS_PERSIST=False)
         await backend.open("gap")
         try:
-            script = backend._scripts["check"]
+            call = backend._call_check
 
-            async def check_after_a_load(**kwargs: object) -> object:
-                backend._scripts["check"] = script
+            async def check_after_a_load(keys: list[object], args: list[object]) -> object:
+                backend._call_check = call  # type: ignore[method-assign]
                 await backend._load_mirror("spider", backend.keys.scope("spider"))  # (a preload, meanwhile)
-                return await script(**kwargs)
+                return await call(keys, args)
 
-            backend._scripts["check"] = check_after_a_load
+            backend._call_check = check_after_a_load  # type: ignore[method-assign]
             await backend.check(replace(first))
             verdict = await backend.check(replace(near))
             return verdict.canonical_url, backend._replicas["spider"].delegated

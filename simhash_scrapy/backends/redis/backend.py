@@ -58,6 +58,7 @@ from .mirror import Mirror, first_related, has_extras, record_of
 from .outages import Outages, ignore
 from .protocol import Row, pack_page, parse_verdicts, verdict
 from .replica import LOAD_CHUNK, Replica
+from .script_link import ScriptLink
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -103,6 +104,8 @@ class RedisBackend(Outages, DedupBackend):
         self.layout = layout_string(config, settings.shards)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.client: Any = None
+        #: ``check.lua``'s calls on a connection of their own, without redis-py (``script_link.py``), when it can.
+        self._link: ScriptLink | None = None
         self.keys = Keys("")
         self.prefix = ""
         self.bucket_bits = bucket_bits_for(settings.capacity)
@@ -149,6 +152,7 @@ class RedisBackend(Outages, DedupBackend):
             raise BackendError(self._connect_error(exc)) from None
         for name in ("check", "open", "close", "heartbeat", "claim", "write", "drop", "position"):
             self._scripts[name] = self.client.register_script(lua(name))
+        self._link = None if self.settings.cluster else ScriptLink.for_client(self.client)
 
     def _connect_error(self, exc: Exception) -> str:
         """What the first ping's failure means for the user: a refused login, or no Redis to talk to."""
@@ -167,6 +171,9 @@ class RedisBackend(Outages, DedupBackend):
         )
 
     async def _disconnect(self) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            link.close()
         if self.client is not None:
             client, self.client = self.client, None
             try:
@@ -698,7 +705,7 @@ class RedisBackend(Outages, DedupBackend):
             args.append(pack_page(slot.field, record.fingerprint, index, record.exact, record.seen, local[at], payload,
                                   shard_record, edit_keys, extra))
         sync = replica.sync
-        reply = await self._scripts["check"](keys=keys, args=args)
+        reply = await self._call_check(keys, args)
         replica.apply(reply[0], sync)
         if mirror is not None:
             with self._mirror_lock:
@@ -716,6 +723,13 @@ class RedisBackend(Outages, DedupBackend):
                 if row.hinted and extra[1] == "containment" and hint is not None:
                     mirror.joined(scope, hint.position, batch[sent[at]][0].fingerprint)
         return [row._replace(via=extra[1]) if row.hinted else row for row, extra in zip(rows, extras)]
+
+    async def _call_check(self, keys: list[Any], args: list[Any]) -> Any:
+        """``check.lua``'s reply: on the lean link when there is one (``script_link.py``), else through redis-py."""
+        script = self._scripts["check"]
+        if self._link is not None:
+            return await self._link.evalsha(script.sha, script.script, keys, args)
+        return await script(keys=keys, args=args)
 
     async def _mirror_follows(self, scope: str, log: bytes, sync: int) -> None:
         """A mirror of ``scope`` loaded while a check without it was in flight (``preload``) holds the log from
