@@ -955,12 +955,15 @@ def test_a_worker_reads_the_recorded_identities_with_one_scan(
     """``RedisBackend._read_identities`` at open: the pages of every identity's scope (``plain#digest``), not
     the plain scope's, with one SCAN of the key space for all those scopes (a shop has one scope a product:
     a SCAN a scope read the whole key space once a scope, hours at open)."""
+    from simhash_scrapy.backends.redis import backend as backend_module
     from simhash_scrapy.backends.redis import export
 
     rng = random.Random(5)
     pages = [PageRecord(f"http://shop.test/p{n}", rng.getrandbits(64), f"spider#{n:012x}", identity=f"http://shop.test/p{n}")
              for n in range(12)]  # fmt: skip
     pages += [PageRecord(f"http://shop.test/list{n}", rng.getrandbits(64), "spider") for n in range(5)]
+
+    decoded: list[Any] = []  # members decoded by each open's read (export.record_member, patched below)
 
     async def run() -> tuple[list[tuple[str, str]], int]:
         first = make_backend(redis_server, SimhashConfig(), SIMHASH_REDIS_PERSIST=True, SIMHASH_REDIS_SHARDS=shards)
@@ -984,7 +987,9 @@ def test_a_worker_reads_the_recorded_identities_with_one_scan(
 
         async def watched() -> None:  # (a long read: other workers must not take this one for gone meanwhile)
             beating.append(later._heartbeat is not None)
+            decoded.clear()
             await read()
+            decoded.append(len(decoded))
 
         monkeypatch.setattr(later, "_read_identities", watched)
         await later.open("ids")
@@ -997,3 +1002,15 @@ def test_a_worker_reads_the_recorded_identities_with_one_scan(
     restored, scans = in_thread(run())
     assert restored == sorted((page.url, page.scope) for page in pages[:12])
     assert scans == 1
+    # bounded like the replay: at most MAX_ADDRESSES pages decoded and kept (here 5 of the 12)
+    real_member = export.record_member
+
+    def counted_member(*args: Any) -> Any:
+        decoded.append(args)
+        return real_member(*args)
+
+    monkeypatch.setattr(backend_module, "MAX_ADDRESSES", 5)
+    monkeypatch.setattr(export, "record_member", counted_member)
+    restored, _ = in_thread(run())
+    assert len(restored) == 5 and set(restored) <= {(page.url, page.scope) for page in pages[:12]}
+    assert decoded[-1] == 5

@@ -36,6 +36,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ...core.cluster.distinct import split_scope_key
 from ...core.cluster.sitetemplate import host_of
+from ...core.cluster.viewidentity import MAX_ADDRESSES
 from ...core.cluster.views import page_address
 from ...core.redact import redact
 from ...core.wording import plural
@@ -237,11 +238,14 @@ class RedisBackend(Outages, DedupBackend):
         the scope), the pages recorded in an identity's scope (``plain#digest``), for ``restored_pages``: the
         crawl replays the identity each address declared (``core.cluster.viewidentity``), so the first page
         of an address gets its record's validators, as with a store.  One read of those scopes' records (as
-        ``scrapy simhash report`` reads them); a failed read is a warning (the pages are downloaded)."""
+        ``scrapy simhash report`` reads them), stopped at ``viewidentity.MAX_ADDRESSES`` pages (what the replay
+        keeps); a failed read is a warning (the pages are downloaded)."""
         if not self.initial or not self.config.identity_signals or self.config.distinct is not None:
             return
         try:
-            members = await self._read(lambda: export.read_members(self.client, self.keys, _declares_identity))
+            members = await self._read(
+                lambda: export.read_members(self.client, self.keys, _declares_identity, limit=MAX_ADDRESSES)
+            )
         except Exception as exc:  # noqa: BLE001 - the crawl goes on without them
             logger.warning(
                 "simhash: cannot read the identities earlier crawls recorded in Redis (%s: %s); the first page of "
@@ -249,6 +253,9 @@ class RedisBackend(Outages, DedupBackend):
             )  # fmt: skip
             return
         self._restored = [(member.url, member.scope) for member in members]
+        if len(members) >= MAX_ADDRESSES:
+            logger.info("simhash: read the first %d identity pages earlier crawls recorded (the most the replay keeps)",
+                        MAX_ADDRESSES)
 
     def restored_pages(self) -> list[tuple[str, str]]:
         return self._restored

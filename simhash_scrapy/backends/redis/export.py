@@ -115,12 +115,19 @@ async def _bucket_keys(client: Any, keys: Keys, chosen: list[str]) -> dict[bytes
     return found
 
 
-async def read_members(client: Any, keys: Keys, wanted: Callable[[str], bool] | None = None) -> list[ClusterMember]:
-    """Every recorded identity (of the scopes ``wanted`` says, else of all), latest version, in first-check order."""
+async def read_members(client: Any, keys: Keys, wanted: Callable[[str], bool] | None = None,
+                       limit: int | None = None) -> list[ClusterMember]:
+    """Every recorded identity (of the scopes ``wanted`` says, else of all), latest version, in first-check order.
+
+    With ``limit``, scopes are read (in the registry's order) only until that many members are decoded, and at
+    most ``limit`` are returned: a bounded read for the identity replay, which keeps no more (not the earliest
+    ``limit`` of all scopes, then)."""
     rows: list[tuple[tuple[Any, ...], ClusterMember]] = []
     chosen = [scope for scope in await scopes(client, keys) if wanted is None or wanted(scope)]
     buckets_of = await _bucket_keys(client, keys, chosen)
     for scope in chosen:
+        if limit is not None and len(rows) >= limit:
+            break
         sk = keys.scope(scope)
         log = parse_log(await client.get(sk.log) or b"", 0)
         slot_of = {pos: (bucket, field) for pos, op, _fp, bucket, field in log if op in (OP_ADD, OP_EXACT)}
@@ -146,4 +153,4 @@ async def read_members(client: Any, keys: Keys, wanted: Callable[[str], bool] | 
             order = (record.seq,) if keys.global_seq else (record.first_seen, scope, record.seq)
             rows.append((order, member))
     rows.sort(key=lambda row: row[0])
-    return [member for _, member in rows]
+    return [member for _, member in rows[:limit]]
