@@ -188,8 +188,11 @@ class _Node(asyncio.Protocol):
             waiter.fail(ConnectionError(f"Redis node {self.host}:{self.port} closed the connection"))
 
     def close(self) -> None:
+        # abort, not close: a command still in the write buffer is discarded (never run after its caller was told
+        # it failed), and the transport's connection_lost comes at once, before a new connection's (this protocol
+        # serves the next one: a late one would fail the next call)
         if self.transport is not None:
-            self.transport.close()
+            self.transport.abort()
         self.transport = None
         self.waiter = None
 
