@@ -1,5 +1,6 @@
 """``ScriptLink`` (``backends/redis/script_link.py``) against a scripted local TCP server, for the states a real
-redis-server does not show on demand: a timed-out call whose command is still in the write buffer."""
+redis-server does not show on demand: a timed-out call whose command is still in the write buffer, and a node
+that answers ``LOADING``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 import concurrent.futures
 import socket
 from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from simhash_scrapy.backends.redis.script_link import ScriptLink
 
@@ -74,3 +77,31 @@ def test_a_timed_out_call_does_not_break_the_next_connection() -> None:
     assert reply == 1
     assert second.startswith(b"*5\r\n$7\r\nEVALSHA") and second.endswith(b"$1\r\ny\r\n")
     assert first[0] < 32 << 20  # (the first command never arrived whole)
+
+
+async def _loading() -> Any:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1 << 16)
+        writer.write(b"-LOADING Redis is loading the dataset in memory\r\n")
+        await writer.drain()
+        writer.close()
+
+    server, port = await _server(handle)
+    link = ScriptLink("127.0.0.1", port, timeout=5.0)
+    try:
+        return await link.evalsha("0" * 40, "return 1", ["k"], [b"x"])
+    finally:
+        link.close()
+        server.close()
+        await server.wait_closed()
+
+
+def test_a_loading_node_is_a_connection_error_as_with_redis_py() -> None:
+    """redis-py raises ``BusyLoadingError`` (a ``ConnectionError``: the backend waits for Redis) for ``LOADING``;
+    the link raises the same, not a plain ``ResponseError`` (a failed page, Redis not marked down)."""
+    try:
+        _run(_loading())
+    except RedisConnectionError as exc:
+        assert "loading" in str(exc)
+    else:
+        raise AssertionError("LOADING should raise")

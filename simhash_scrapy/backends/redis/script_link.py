@@ -9,7 +9,8 @@ call of ~16 pages at a time).  A ``ScriptLink`` packs ``EVALSHA`` itself
 come (hiredis' C reader when installed): the same replies, the same errors
 (``redis.exceptions.ResponseError``: ``SIMHASH_RESET``, ``SIMHASH_LAYOUT``;
 ``NOSCRIPT`` sends ``EVAL`` with the script's body, as redis-py's ``Script``
-does).  A broken or timed-out connection raises ``ConnectionError`` /
+does; ``LOADING`` raises redis-py's ``BusyLoadingError``, a ``ConnectionError``).
+A broken or timed-out connection raises ``ConnectionError`` /
 ``TimeoutError`` (the backend's outage handling takes both) and is dropped: the
 next call connects again.  The script is never sent twice for one call (a
 retried check would find its own page).
@@ -24,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from redis.exceptions import ResponseError
+from redis.exceptions import BusyLoadingError, ResponseError
 
 from .node_link import _Exchange, _Node, pack, reader_class, time_limit
 
@@ -93,6 +94,8 @@ class ScriptLink:
                 node.close()  # a reply half read leaves the connection out of step: connect again next time
                 raise
         if isinstance(reply, ResponseError):
+            if str(reply).startswith("LOADING "):  # as redis-py: a node loading its data is down for now
+                raise BusyLoadingError(str(reply)[len("LOADING ") :])
             raise reply
         return reply
 
