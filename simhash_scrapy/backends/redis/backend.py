@@ -72,7 +72,8 @@ logger = logging.getLogger("simhash_scrapy.backends.redis")
 
 _STALE = 60  # a worker silent for this long is considered gone
 _MAX_BATCH = 256
-_DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+# (asyncio.TimeoutError: the lean script link's timeout, not an OSError before Python 3.11)
+_DOWN_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError, asyncio.TimeoutError)
 #: Times a batch is checked again after Redis answered that its scope was lost (then: a backend error).
 _MAX_RESETS = 3
 #: The lengths of a scope's log and extras and its epoch, read in one atomic step (``_load_mirror``).
