@@ -387,10 +387,13 @@ class GlobalRedisBackend(DedupBackend):
     async def _check_layout(self, state: _Scope) -> None:
         keys = state.keys
         wanted = self.layout()
-        await self.client.hsetnx(keys.meta, "layout", wanted)
-        await self.client.sadd(scopes_key(self.prefix), keys.scope)  # (before its first check: the report's list)
-        found, zdict = await self.client.hmget(keys.meta, ["layout", "zdict"])
-        found = (found or b"").decode()
+        # One round trip (``node_link``, not the client's pool: thousands of new scopes at once exhausted it)
+        pipe, registry = self.link.batch(), scopes_key(self.prefix)
+        pipe.call(keys.meta, "HSETNX", keys.meta, "layout", wanted)
+        pipe.call(registry, "SADD", registry, keys.scope)  # (before its first check: the report's list)
+        pipe.call(keys.meta, "HMGET", keys.meta, "layout", "zdict")
+        found, zdict = (await pipe.execute())[2]
+        found = bytes(found or b"").decode()
         state.codec.zdict = zdict or None
         if found != wanted:
             raise BackendError(
