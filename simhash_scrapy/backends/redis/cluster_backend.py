@@ -128,7 +128,8 @@ return redis.call('SETRANGE', KEYS[1], ARGV[1], ARGV[2])
 _MAX_BATCH = 64
 #: The most scopes whose state (``_Scope``) a worker keeps, the least recently checked forgotten first: with
 #: ``SIMHASH_IDENTITY_SIGNALS`` every product is a scope of its own.  A forgotten scope checked again costs its
-#: layout check again (three commands); its verdicts are the same (``benchmarks/redis_global_scopes.py``).
+#: layout check again (one round trip: its meta and the registry); never another verdict
+#: (``benchmarks/redis_global_scopes.py``).
 MAX_SCOPES = 4096
 #: Commands per round trip when reading every scope's meta at close (``members``, ``index_size``).
 _META_BATCH = 10_000
