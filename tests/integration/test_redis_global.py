@@ -432,3 +432,36 @@ def test_bucket_names_kept_are_bounded_in_the_process(monkeypatch: pytest.Monkey
     fp = random.Random(1).getrandbits(64)
     assert keys.buckets(fp) == [keys.bucket(t, table, fp) for t, table in enumerate(keys.tables)]
     assert sum(map(len, keys._names)) == 3 and GlobalKeys.kept_names == cluster_layout._NAMES
+
+
+@async_test
+async def test_a_worker_keeps_a_bounded_number_of_scopes_and_the_same_verdicts(
+    redis_cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Identity scopes (``plain#digest``): a worker keeps at most MAX_SCOPES scopes' state. Each scope is forgotten
+    # before it is checked again (3 kept, 12 checked in turn): its near-duplicates of earlier pages are still found,
+    # the verdicts are the in-process ones, and members()/index_size() still cover every scope.
+    monkeypatch.setattr("simhash_scrapy.backends.redis.cluster_backend.MAX_SCOPES", 3)
+    rng = random.Random(17)
+    backend = global_backend(redis_cluster, SIMHASH_REDIS_GLOBAL_CACHE=50)
+    await backend.open("myspider")
+    memory = MemoryBackend(SimhashConfig())
+    bases = {(s, n): rng.getrandbits(64) for s in range(12) for n in range(4)}
+    rounds = [[PageRecord(f"https://h.example/{s}/{n}/{v}", flip(bases[s, n], rng.randint(0, 2), rng), f"myspider#{s:016x}")
+               for s in range(12) for n in range(4)] for v in range(4)]
+    near = 0
+    for v, records in enumerate(rounds):
+        if v == 2:  # all at once: scopes forgotten while their pages wait for their batch
+            got = await asyncio.gather(*(backend.check(r) for r in records))
+        else:
+            got = [await backend.check(r) for r in records]
+        assert got == [memory.check_now(r, True) for r in records]
+        assert len(backend._scopes) <= 3
+        near += sum(1 for verdict in got if verdict.outcome is Outcome.NEAR_DUPLICATE)
+    assert near >= 3 * 12 * 4 * 9 // 10  # (most later pages are near their scope's first one)
+    assert backend._numbered >= 4 * 12  # a scope checked again gets a new number in the cache's keys
+    view = sorted(member_view(await backend.members()))
+    assert view == sorted(member_view(await memory.members()))
+    assert {m.scope for m in await backend.members()} == {f"myspider#{s:016x}" for s in range(12)}
+    assert await backend.index_size() == await memory.index_size()
+    await backend.close()

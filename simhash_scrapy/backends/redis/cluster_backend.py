@@ -65,7 +65,7 @@ from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecor
 from . import connection
 from .cluster_layout import (
     DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, near_entries_many,
-    extra_key, pack_entry, pack_record, parse_record, records_pattern, scopes_key, sid_of, used_of,
+    extra_key, meta_key, pack_entry, pack_record, parse_record, records_pattern, scope_id, scopes_key, sid_of, used_of,
 )
 from .layout import Codec, bucket_bits_for, identity_slot
 from .node_link import NodeLink, ReplyError
@@ -126,6 +126,24 @@ if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], string.rep
 return redis.call('SETRANGE', KEYS[1], ARGV[1], ARGV[2])
 """
 _MAX_BATCH = 64
+#: The most scopes whose state (``_Scope``) a worker keeps, the least recently checked forgotten first: with
+#: ``SIMHASH_IDENTITY_SIGNALS`` every product is a scope of its own.  A forgotten scope checked again costs its
+#: layout check again (one round trip: its meta and the registry); never another verdict
+#: (``benchmarks/redis_global_scopes.py``).
+MAX_SCOPES = 4096
+#: Commands per round trip when reading every scope's meta at close (``members``, ``index_size``).
+_META_BATCH = 10_000
+
+
+@dataclass
+class _Scope:
+    """What a worker keeps of a scope it checks: its key names, its payload codec (the meta hash's zdict once
+    read), its layout check (once), and its number in the directory cache's keys (seq numbers are per scope)."""
+
+    keys: GlobalKeys
+    codec: Codec
+    number: int  # from a counter never reset: a forgotten scope's cache entries never match another scope's
+    ready: asyncio.Future[None] | None = None
 
 
 @dataclass
@@ -133,10 +151,14 @@ class _Page:
     record: PageRecord
     index: bool
     future: asyncio.Future[Verdict]
-    keys: GlobalKeys
+    scope: _Scope  # (held by the page: a scope forgotten while its pages wait is still whole for their batch)
     bucket: int = 0
     fieldname: bytes = b""
     keep: bytes = b""
+
+    @property
+    def keys(self) -> GlobalKeys:
+        return self.scope.keys
 
 
 @dataclass
@@ -173,18 +195,17 @@ class GlobalRedisBackend(DedupBackend):
         self.client: Any = None
         self.link: Any = None  # NodeLink: the checks' round trips
         self.prefix = ""
-        self._codecs: dict[str, Codec] = {}  # scope -> payload codec (its dictionary: the meta hash's zdict)
         self.blocks = settings.table_blocks or config.max_distance + 1
         self.bucket_bits = settings.bucket_bits
         self.cache_size = settings.global_cache
         self.record_bits = bucket_bits_for(settings.capacity)
         #: (scope number << 32 | seq) -> directory slot: seq numbers are per scope
         self._cache: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
-        self._scope_no: dict[str, int] = {}  # scope -> its number in the cache's keys
+        #: scope -> its state, the least recently checked first (at most ``MAX_SCOPES``)
+        self._scopes: OrderedDict[str, _Scope] = OrderedDict()
+        self._numbered = 0  # scopes numbered so far (``_Scope.number``)
         #: Directory keys a write of this worker found or made at their full size: a plain SETRANGE then (no script)
         self._directories: set[str] = set()
-        self._keys: dict[str, GlobalKeys] = {}
-        self._ready: dict[str, asyncio.Future[None]] = {}  # scope -> its layout check (once per scope)
         self._queue: list[_Page] = []
         self._running = False
         self._drainer: asyncio.Future[None] | None = None
@@ -203,11 +224,24 @@ class GlobalRedisBackend(DedupBackend):
 
     # ------------------------------------------------------------- set-up
     def keys(self, scope: str) -> GlobalKeys:
-        keys = self._keys.get(scope)
-        if keys is None:
-            keys = self._keys[scope] = self._scope_keys(scope)
-            self._codecs[scope] = Codec()
-        return keys
+        return self._scope(scope).keys
+
+    def _scope(self, scope: str) -> _Scope:
+        """The scope's state, made when new; the least recently used one forgotten beyond ``MAX_SCOPES``."""
+        state = self._scopes.get(scope)
+        if state is not None:
+            self._scopes.move_to_end(scope)
+            return state
+        state = self._scopes[scope] = _Scope(self._scope_keys(scope), Codec(), self._numbered)
+        self._numbered += 1
+        while len(self._scopes) > MAX_SCOPES:
+            self._forget(next(iter(self._scopes)))
+        return state
+
+    def _forget(self, scope: str) -> None:
+        state = self._scopes.pop(scope, None)
+        if state is not None:
+            state.keys.release()
 
     def _scope_keys(self, scope: str) -> GlobalKeys:
         return GlobalKeys(self.prefix, scope, self.config.max_distance, self.blocks, self.bucket_bits, self.record_bits)
@@ -223,9 +257,9 @@ class GlobalRedisBackend(DedupBackend):
                 f"SIMHASH_REDIS_TTL = {self.settings.ttl:g} is not supported with SIMHASH_BACKEND='redis-global' "
                 f"(its keys are kept until SIMHASH_REDIS_FLUSH_ON_START): set it to 0"
             )
-        self.keys(spider_name)  # validates the table layout before connecting
-        self._keys.clear()
-        self._ready.clear()
+        self._scope_keys(spider_name)  # validates the table layout before connecting
+        for scope in list(self._scopes):
+            self._forget(scope)
         self._cache.clear()
         self._directories.clear()
         self.prefix = self.settings.key(spider_name)
@@ -261,15 +295,31 @@ class GlobalRedisBackend(DedupBackend):
         records are then ``members()``.  ``BackendError`` when the key holds no global index."""
         self.prefix = self.settings.key(spider_name)
         self.client = connection.get_client(self.settings)
-        scopes = sorted(s.decode("utf-8", "surrogatepass") for s in await self.client.smembers(scopes_key(self.prefix)))
-        for scope in scopes:
-            self.keys(scope)
+        scopes = await self._registered()
+        if scopes:
+            self.keys(scopes[0])  # (``stored_layout``)
+        self.link = NodeLink(self.client, float(connection.client_params(self.settings).get("socket_timeout") or 10))
         return scopes
+
+    async def _registered(self) -> list[str]:
+        """Every scope the key's registry names (sorted): each worker adds a scope before its first check."""
+        return sorted(s.decode("utf-8", "surrogatepass") for s in await self.client.smembers(scopes_key(self.prefix)))
+
+    async def _meta_fields(self, sids: list[str], fieldname: str) -> list[Any]:
+        """A field of the meta hash of every scope ``sids`` (``_META_BATCH`` commands a round trip)."""
+        out: list[Any] = []
+        for start in range(0, len(sids), _META_BATCH):
+            pipe = self.link.batch()
+            for sid in sids[start : start + _META_BATCH]:
+                key = meta_key(self.prefix, sid)
+                pipe.call(key, "HGET", key, fieldname)
+            out += await pipe.execute()
+        return out
 
     async def stored_layout(self) -> str | None:
         """The layout a scope's meta records (the first scope's; ``None`` without any)."""
-        for keys in self._keys.values():
-            found = await self.client.hget(keys.meta, "layout")
+        for state in self._scopes.values():
+            found = await self.client.hget(state.keys.meta, "layout")
             return None if found is None else bytes(found).decode()
         return None
 
@@ -283,12 +333,12 @@ class GlobalRedisBackend(DedupBackend):
             return
         try:
             names = await self.client.smembers(scopes_key(self.prefix))
-            scopes = {self._scope_keys(scope).sid: scope for scope in
+            scopes = {scope_id(scope): scope for scope in
                       (s.decode("utf-8", "surrogatepass") for s in names) if split_scope_key(scope) is not None}
             found = await self._records_of(set(scopes), MAX_ADDRESSES) if scopes else {}
             rows = []
             for sid, records in found.items():
-                codec = Codec(await self.client.hget(self._scope_keys(scopes[sid]).meta, "zdict"))
+                codec = Codec(await self.client.hget(meta_key(self.prefix, sid), "zdict"))
                 rows += [((rec.first_seen, scopes[sid], seq), codec.decode(rec.payload, fieldname)[0], scopes[sid])
                          for seq, (fieldname, rec) in records.items()]
         except Exception as exc:  # noqa: BLE001 - the crawl goes on without them
@@ -311,14 +361,15 @@ class GlobalRedisBackend(DedupBackend):
         (the page is then downloaded as usual)."""
         if self.client is None:
             return None
-        keys = self._keys.get(scope) or self._scope_keys(scope)
+        state = self._scopes.get(scope)
+        keys = state.keys if state is not None else self._scope_keys(scope)
         bucket, fieldname, _ = identity_slot(scope, identity, keys.record_bits)
         try:
             value = await self._one(keys.record(bucket), "HGET", keys.record(bucket), fieldname)
             if value is None:
                 return None
             rec = parse_record(bytes(value))
-            codec = self._codecs.get(scope)
+            codec = state.codec if state is not None else None
             if codec is None or (codec.zdict is None and Codec.needs_dict(rec.payload)):
                 codec = Codec(await self.client.hget(keys.meta, "zdict"))
         except (OSError, asyncio.TimeoutError, RedisError, ReplyError):
@@ -334,13 +385,17 @@ class GlobalRedisBackend(DedupBackend):
         self._directories.clear()
         return deleted
 
-    async def _check_layout(self, keys: GlobalKeys) -> None:
+    async def _check_layout(self, state: _Scope) -> None:
+        keys = state.keys
         wanted = self.layout()
-        await self.client.hsetnx(keys.meta, "layout", wanted)
-        await self.client.sadd(scopes_key(self.prefix), keys.scope)  # (before its first check: the report's list)
-        found, zdict = await self.client.hmget(keys.meta, ["layout", "zdict"])
-        found = (found or b"").decode()
-        self._codecs[keys.scope].zdict = zdict or None
+        # One round trip (``node_link``, not the client's pool: thousands of new scopes at once exhausted it)
+        pipe, registry = self.link.batch(), scopes_key(self.prefix)
+        pipe.call(keys.meta, "HSETNX", keys.meta, "layout", wanted)
+        pipe.call(registry, "SADD", registry, keys.scope)  # (before its first check: the report's list)
+        pipe.call(keys.meta, "HMGET", keys.meta, "layout", "zdict")
+        found, zdict = (await pipe.execute())[2]
+        found = bytes(found or b"").decode()
+        state.codec.zdict = zdict or None
         if found != wanted:
             raise BackendError(
                 f"Redis key {keys.meta!r} holds a global index made with {found!r}, but this crawl uses {wanted!r} "
@@ -353,22 +408,21 @@ class GlobalRedisBackend(DedupBackend):
         if self.client is None:
             raise BackendError("GlobalRedisBackend.check before open")
         scope = record.scope
-        keys = self._keys.get(scope)
-        if keys is None:
-            keys = self.keys(scope)
-            self._ready[scope] = asyncio.ensure_future(self._check_layout(keys))
-        ready = self._ready[scope]
+        state = self._scope(scope)
+        if state.ready is None:
+            state.ready = asyncio.ensure_future(self._check_layout(state))
+        ready = state.ready
         if not ready.done():
             await asyncio.wait([ready])  # every check of the scope waits here in arrival order
         failure = ready.exception()
         if failure is not None and not isinstance(failure, BackendError) and self.settings.fail_open:
-            self._ready.pop(scope, None)  # the next check asks again
-            self._keys.pop(scope, None)
+            if self._scopes.get(scope) is state:
+                self._forget(scope)  # the next check asks again
             return self._unreachable(failure, 1)[0]
         ready.result()
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        bucket, fieldname, keep = identity_slot(scope, record.key, keys.record_bits)
-        self._queue.append(_Page(record, index, future, keys, bucket, fieldname, keep))
+        bucket, fieldname, keep = identity_slot(scope, record.key, state.keys.record_bits)
+        self._queue.append(_Page(record, index, future, state, bucket, fieldname, keep))
         if not self._running:
             self._running = True
             self._drainer = asyncio.ensure_future(self._drain())
@@ -420,7 +474,7 @@ class GlobalRedisBackend(DedupBackend):
         self.counts["checks"] += len(pages)
         timing, clock = self.timing, time.perf_counter
         t0 = clock()
-        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks), self._codecs[pages[0].record.scope])
+        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks), pages[0].scope.codec)
         base = await self._read(batch)
         t1 = clock()
         decisions = self._decide(batch, base)
@@ -440,11 +494,12 @@ class GlobalRedisBackend(DedupBackend):
         batch's Clusterer."""
         pipe = self.link.batch()
         scopes: dict[str, int] = {}
+        metas: dict[str, str] = {}
         for page in batch.pages:
             scopes[page.record.scope] = scopes.get(page.record.scope, 0) + 1
+            metas[page.record.scope] = page.keys.meta
         for scope, n in scopes.items():
-            meta = self._keys[scope].meta
-            pipe.call(meta, "HINCRBY", meta, "seq", n)
+            pipe.call(metas[scope], "HINCRBY", metas[scope], "seq", n)
         for page in batch.pages:
             key = page.keys.record(page.bucket)
             pipe.call(key, "HGET", key, page.fieldname)
@@ -579,7 +634,7 @@ class GlobalRedisBackend(DedupBackend):
         if not seqs:
             return {}
         scope_keys = batch.pages[0].keys
-        tag = self._scope_no.setdefault(scope_keys.scope, len(self._scope_no)) << 32
+        tag = batch.pages[0].scope.number << 32
         unknown = []
         for seq in seqs:
             slot = batch.slot_of.get(seq) or self._cache.get(tag | seq)
@@ -781,10 +836,9 @@ class GlobalRedisBackend(DedupBackend):
 
     # ------------------------------------------------------------ export
     async def index_size(self) -> int:
-        total = 0
-        for keys in self._keys.values():
-            total += int(await self.client.hget(keys.meta, "canonicals") or 0)
-        return total
+        """The canonical pages of every scope the key's registry names (every worker's)."""
+        sids = [scope_id(scope) for scope in await self._registered()]
+        return sum(int(value or 0) for value in await self._meta_fields(sids, "canonicals"))
 
     async def _records_of(self, sids: set[str], limit: int = 0) -> dict[str, dict[int, tuple[bytes, GlobalRecord]]]:
         """The records of the scopes ``sids`` (scope id -> seq -> (field, record)), read from every node in one
@@ -805,18 +859,21 @@ class GlobalRedisBackend(DedupBackend):
         return out
 
     async def members(self) -> list[ClusterMember]:
-        """Every page recorded in the scopes this worker checked (``attach``: every scope of the key), in
-        first-check order per scope."""
+        """Every page recorded in every scope the key's registry names (every worker's: the scopes this worker
+        checked are more than it keeps, ``MAX_SCOPES``), scope by scope (sorted), in first-check order."""
         members = []
-        found = await self._records_of({keys.sid for keys in self._keys.values()})
-        for keys in self._keys.values():
-            records = found.get(keys.sid, {})
-            codec = Codec(await self.client.hget(keys.meta, "zdict"))
+        scopes = [(scope_id(scope), scope) for scope in await self._registered()]
+        found = await self._records_of({sid for sid, _ in scopes})
+        scopes = [(sid, scope) for sid, scope in scopes if sid in found]
+        zdicts = await self._meta_fields([sid for sid, _ in scopes], "zdict")
+        for (sid, scope), zdict in zip(scopes, zdicts):
+            records = found[sid]
+            codec = Codec(zdict)
             decoded = {seq: codec.decode_all(rec.payload, fieldname) for seq, (fieldname, rec) in records.items()}
             for seq in sorted(records):
                 rec = records[seq][1]
                 canonical_url = decoded[rec.canonical_seq][0] if rec.canonical_seq in decoded else None
-                members.append(self._member(keys.scope, decoded[seq], rec, canonical_url))
+                members.append(self._member(scope, decoded[seq], rec, canonical_url))
         return members
 
     @staticmethod

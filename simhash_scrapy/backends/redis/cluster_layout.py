@@ -64,7 +64,7 @@ from ...core.index.index_layout import Table, tables_for
 __all__ = [
     "GlobalKeys", "GlobalRecord", "pack_record", "parse_record", "ENTRY", "DIR", "DIR_SPAN", "entries_of", "fold",
     "near_entries", "near_entries_many", "pack_bucket", "room", "used_of", "BUCKET_HEAD", "scopes_key", "records_pattern",
-    "sid_of", "extra_key",
+    "sid_of", "extra_key", "scope_id", "meta_key",
 ]
 
 #: 2: the scope's payload dictionary (meta zdict), directory strings made at full size, folded entries;
@@ -99,7 +99,7 @@ class GlobalKeys:
     def __init__(self, prefix: str, scope: str, max_distance: int, blocks: int, bucket_bits: int,
                  record_bits: int) -> None:
         self.scope = scope
-        self.sid = hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+        self.sid = scope_id(scope)
         self.base = f"{prefix}:{{{self.sid}"
         _, self.tables = tables_for(max_distance, blocks)
         if any(table.errors for table in self.tables):
@@ -109,7 +109,7 @@ class GlobalKeys:
             )
         self.bucket_bits = min(bucket_bits, min(table.key_bits for table in self.tables))
         self.record_bits = record_bits
-        self.meta = f"{self.base}.m}}"
+        self.meta = meta_key(prefix, self.sid)
         #: (shift, mask) of each table's bucket bits, when they all lie in the first span of its key, else None
         self._fast: list[tuple[int, int]] | None = None
         if all(t.spans[0][2] >= self.bucket_bits for t in self.tables) and len(self.tables) << self.bucket_bits <= _NAMES:
@@ -136,6 +136,11 @@ class GlobalKeys:
             out.append(name)
         return out
 
+    def release(self) -> None:
+        """Gives the bucket names this scope kept back to the process's budget (a worker forgets the scope)."""
+        GlobalKeys.kept_names -= sum(map(len, self._names))
+        self._names = [{} for _ in self.tables]
+
     def bucket(self, t: int, table: Table, fp: int) -> str:
         return f"{self.base}.t{t}.{table.key(fp) >> (table.key_bits - self.bucket_bits):x}}}"
 
@@ -148,6 +153,16 @@ class GlobalKeys:
 
     def record(self, bucket: int) -> str:
         return f"{self.base}.r.{bucket:x}}}"
+
+
+def scope_id(scope: str) -> str:
+    """The scope's id in its keys: 12 hex digits of its BLAKE2b hash."""
+    return hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+def meta_key(prefix: str, sid: str) -> str:
+    """The meta HASH of the scope ``sid`` (layout, seq, canonicals, zdict)."""
+    return f"{prefix}:{{{sid}.m}}"
 
 
 def scopes_key(prefix: str) -> str:

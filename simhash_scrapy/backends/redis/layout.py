@@ -70,6 +70,7 @@ before them has no epoch and is read as the epoch "" by every worker.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import struct
@@ -284,6 +285,17 @@ _WBITS = -12
 DICT_SAMPLES = 32
 
 
+def _primed(zdict: bytes) -> Any:
+    return zlib.compressobj(6, zlib.DEFLATED, _WBITS, 1, zlib.Z_DEFAULT_STRATEGY, zdict)
+
+
+@functools.lru_cache(maxsize=1)
+def _preset_primed() -> Any:
+    """The compressor primed with ``ZDICT``, one for every codec (~25 kB of zlib state: a codec each was ~25 kB a
+    scope, with thousands of identity scopes)."""
+    return _primed(ZDICT)
+
+
 class Codec:
     """Payloads of one scope: a kind byte, [12 identity bytes], [the content digest, 8 bytes, uncompressed:
     ``check.lua`` compares it to tell "unchanged" from "edited"], then raw DEFLATE of the JSON list
@@ -312,13 +324,19 @@ class Codec:
             identity_bytes += digest.to_bytes(8, "big")
         if self.zdict is not None:
             kind |= _K_SCOPE_DICT
+            if self.samples:
+                self.samples = []  # (not needed any more)
         elif len(self.samples) < DICT_SAMPLES:
             self.samples.append(raw[:512])
-        zdict = self.zdict or ZDICT
-        if self._primed is None or self._primed[0] is not zdict:
-            self._primed = zdict, zlib.compressobj(6, zlib.DEFLATED, _WBITS, 1, zlib.Z_DEFAULT_STRATEGY, zdict)
-        packer = self._primed[1].copy()
+        packer = (self._scope_primed() if self.zdict is not None else _preset_primed()).copy()
         return bytes([kind]) + identity_bytes + packer.compress(raw) + packer.flush()
+
+    def _scope_primed(self) -> Any:
+        zdict = self.zdict or ZDICT
+        primed = self._primed
+        if primed is None or primed[0] is not zdict:
+            primed = self._primed = zdict, _primed(zdict)
+        return primed[1]
 
     def proposed_dict(self) -> bytes | None:
         """A dictionary from the sampled payloads, once there are enough of them."""
