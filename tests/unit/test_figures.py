@@ -51,7 +51,7 @@ QUOTES = [
     ("docs/quality.md", "| test: F1 (P / R) | 0.957 (1.000 / 0.918) | **{shop_crawl_f1:.3f}**"),
     ("docs/guides/how-it-works.md", "**366 of 370 ({representative_share:.1f} %)** of the test half"),
     ("CONTRIBUTING.md", "{suite_seconds:.0f} s with `-n 4` on a quiet machine"),
-    ("CONTRIBUTING.md", "the fast set below {fast_suite_seconds:.0f} s"),
+    ("CONTRIBUTING.md", "the fast set in about {fast_suite_seconds:.0f} s"),
     ("docs/guides/redis.md", "| 10,000,000 | 3 | **{redis_global_bytes_per_page_10m:.1f}** (72.6 / 30.8 / 12.0) | **{redis_global_checks_per_s_10m:,.0f}** |"),
     ("docs/guides/redis.md", "with hiredis' reader 204 (**{redis_global_worker_cpu_ratio:.2f}×**)"),
     ("docs/guides/redis.md", "a check costs a worker **{redis_steps_worker_cpu_us_1m:.0f} µs of CPU** on average "
