@@ -34,7 +34,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ...core.cluster.distinct import split_scope_key
 from ...core.cluster.sitetemplate import host_of
 from ...core.cluster.viewidentity import MAX_ADDRESSES
 from ...core.cluster.views import page_address
@@ -245,18 +244,13 @@ class RedisBackend(Outages, DedupBackend):
             return
         try:
             members = await self._read(
-                lambda: export.read_members(self.client, self.keys, _declares_identity, limit=MAX_ADDRESSES)
+                lambda: export.read_members(self.client, self.keys, export.declares_identity, limit=MAX_ADDRESSES)
             )
         except Exception as exc:  # noqa: BLE001 - the crawl goes on without them
-            logger.warning(
-                "simhash: cannot read the identities earlier crawls recorded in Redis (%s: %s); the first page of "
-                "each address is downloaded without validators", type(exc).__name__, redact(str(exc), self.settings.secrets),
-            )  # fmt: skip
+            export.identities_unread(exc, self.settings.secrets)
             return
         self._restored = [(member.url, member.scope) for member in members]
-        if len(members) >= MAX_ADDRESSES:
-            logger.info("simhash: read the first %d identity pages earlier crawls recorded (the most the replay keeps)",
-                        MAX_ADDRESSES)
+        export.identities_read(len(members))
 
     def restored_pages(self) -> list[tuple[str, str]]:
         return self._restored
@@ -948,11 +942,6 @@ class RedisBackend(Outages, DedupBackend):
 
     async def _save_extra(self, name: str, data: bytes) -> None:
         await self.client.set(self.keys.extra(name), data, px=self._ttl or None)
-
-
-def _declares_identity(scope: str) -> bool:
-    """Whether ``scope`` is an identity's (``plain#digest``: ``core.cluster.distinct.scope_key``)."""
-    return split_scope_key(scope) is not None
 
 
 #: What Redis (and redis-py) say when a login fails: a wrong password or user, or none given to a server that

@@ -58,11 +58,11 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
-from ...core.cluster.distinct import split_scope_key
 from ...core.cluster.viewidentity import MAX_ADDRESSES
 from ...core.redact import redact
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection
+from .export import declares_identity, identities_read, identities_unread
 from .cluster_layout import (
     DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, near_entries_many,
     extra_key, meta_key, pack_entry, pack_record, parse_record, records_pattern, scope_id, scopes_key, sid_of, used_of,
@@ -334,7 +334,7 @@ class GlobalRedisBackend(DedupBackend):
         try:
             names = await self.client.smembers(scopes_key(self.prefix))
             scopes = {scope_id(scope): scope for scope in
-                      (s.decode("utf-8", "surrogatepass") for s in names) if split_scope_key(scope) is not None}
+                      (s.decode("utf-8", "surrogatepass") for s in names) if declares_identity(scope)}
             found = await self._records_of(set(scopes), MAX_ADDRESSES) if scopes else {}
             rows = []
             for sid, records in found.items():
@@ -342,16 +342,11 @@ class GlobalRedisBackend(DedupBackend):
                 rows += [((rec.first_seen, scopes[sid], seq), codec.decode(rec.payload, fieldname)[0], scopes[sid])
                          for seq, (fieldname, rec) in records.items()]
         except Exception as exc:  # noqa: BLE001 - the crawl goes on without them
-            logger.warning(
-                "simhash: cannot read the identities earlier crawls recorded in Redis (%s: %s); the first page of "
-                "each address is downloaded without validators", type(exc).__name__, redact(str(exc), self.settings.secrets),
-            )  # fmt: skip
+            identities_unread(exc, self.settings.secrets)
             return
         rows.sort(key=lambda row: row[0])
         self._restored = [(url, scope) for _, url, scope in rows[:MAX_ADDRESSES]]
-        if len(rows) >= MAX_ADDRESSES:
-            logger.info("simhash: read the first %d identity pages earlier crawls recorded (the most the replay keeps)",
-                        MAX_ADDRESSES)
+        identities_read(len(rows))
 
     def restored_pages(self) -> list[tuple[str, str]]:
         return self._restored

@@ -2,11 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from ...core.cluster.distinct import split_scope_key
+from ...core.cluster.viewidentity import MAX_ADDRESSES
+from ...core.redact import redact
 from ..base import ClusterMember, Outcome
 from .layout import OP_ADD, OP_EXACT, Codec, Keys, Record, ScopeKeys, parse_log, parse_record
+
+logger = logging.getLogger("simhash_scrapy.backends.redis")
+
+
+def declares_identity(scope: str) -> bool:
+    """Whether ``scope`` is an identity's (``plain#digest``: ``core.cluster.distinct.scope_key``)."""
+    return split_scope_key(scope) is not None
+
+
+def identities_unread(exc: Exception, secrets: Iterable[str]) -> None:
+    """What either Redis backend says when the identities earlier crawls recorded cannot be read at open."""
+    logger.warning(
+        "simhash: cannot read the identities earlier crawls recorded in Redis (%s: %s); the first page of "
+        "each address is downloaded without validators", type(exc).__name__, redact(str(exc), secrets),
+    )  # fmt: skip
+
+
+def identities_read(count: int) -> None:
+    """What either Redis backend says when it read as many identity pages as the replay keeps."""
+    if count >= MAX_ADDRESSES:
+        logger.info("simhash: read the first %d identity pages earlier crawls recorded (the most the replay keeps)",
+                    MAX_ADDRESSES)
 
 __all__ = ["scopes", "delete_all", "identities", "canonicals", "read_members", "delete_records"]
 
