@@ -332,13 +332,11 @@ class GlobalRedisBackend(DedupBackend):
         if not self.config.identity_signals or self.config.distinct is not None:
             return
         try:
-            names = await self.client.smembers(scopes_key(self.prefix))
-            scopes = {scope_id(scope): scope for scope in
-                      (s.decode("utf-8", "surrogatepass") for s in names) if declares_identity(scope)}
+            scopes = {scope_id(scope): scope for scope in await self._registered() if declares_identity(scope)}
             found = await self._records_of(set(scopes), MAX_ADDRESSES) if scopes else {}
             rows = []
-            for sid, records in found.items():
-                codec = Codec(await self.client.hget(meta_key(self.prefix, sid), "zdict"))
+            for (sid, records), zdict in zip(found.items(), await self._meta_fields(list(found), "zdict")):
+                codec = Codec(zdict)
                 rows += [((rec.first_seen, scopes[sid], seq), codec.decode(rec.payload, fieldname)[0], scopes[sid])
                          for seq, (fieldname, rec) in records.items()]
         except Exception as exc:  # noqa: BLE001 - the crawl goes on without them
