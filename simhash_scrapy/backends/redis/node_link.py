@@ -333,9 +333,9 @@ class Batch:
         for i, node, args in todo:
             group = by_node.setdefault(id(node), (node, [], []))
             group[1].append(i)
-            if args[:1] == (b"ASKING",):  # (a command ASK redirected: ASKING, then the command)
+            if args[:1] == (b"ASKING",):  # (a command ASK redirected: ASKING, then the command: two replies)
                 asking.add(i)
-                group[2].append(pack(args[:1]) + pack(args[1:]))
+                group[2].extend((pack(args[:1]), pack(args[1:])))
             else:
                 group[2].append(pack(args))
         return await self._send(list(by_node.values()), asking, replies)
