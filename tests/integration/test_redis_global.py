@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 from redis_server import RedisCluster
-from test_redis_backend import async_test, make_backend, recrawl_sequence
+from test_redis_backend import Stats, async_test, make_backend, recrawl_sequence
 from test_redis_cluster import keys_per_node
 
 from simhash_scrapy.backends import PageRecord, backend_class
 from simhash_scrapy.backends.base import BackendError, Outcome
 from simhash_scrapy.backends.memory import MemoryBackend
 from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
+from simhash_scrapy.backends.redis.layout import identity_slot
 from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core import _native
 from simhash_scrapy.core.settings.config import RedisConfig
@@ -267,6 +268,70 @@ async def test_a_node_down_lets_pages_through_unchecked_never_dropped(tmp_path: 
             near = await backend.check(dataclasses.replace(first[0], url="https://c.example/", identity=""))
             assert {v.outcome for v in after} == {near.outcome} == {Outcome.UNCHECKED}  # none dropped
             assert backend.counts["unreachable"] == 21
+        await backend.close()
+    finally:
+        cluster.stop()
+
+
+def kill_node_of(cluster: RedisCluster, backend: GlobalRedisBackend, key: str) -> None:
+    n = cluster.ports.index(backend.link.node_of(key).port)
+    cluster.processes[n].kill()
+    cluster.processes[n].wait(timeout=20)
+
+
+@async_test
+async def test_no_traceback_at_close_when_a_node_is_gone(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The report's reads at close (members, index_size) on a cluster whose node holding the scope's meta is gone:
+    # counted (simhash/redis/unread/*) and logged once, the crawl closes normally.
+    cluster = RedisCluster(tmp_path).start()
+    try:
+        backend = global_backend(cluster)
+        backend.stats = Stats()
+        await backend.open("myspider")
+        await backend.check(PageRecord("https://a.example/", 1 << 40, "myspider"))
+        kill_node_of(cluster, backend, backend.keys("myspider").meta)
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="simhash_scrapy"):
+            assert await backend.index_size() == 0
+            assert await backend.members() == []
+            await backend.close()
+        errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(errors) == 1 and "did not answer at close" in errors[0].getMessage(), [r.getMessage() for r in errors]
+        assert all(r.exc_info is None for r in caplog.records)
+        assert backend.stats.values["simhash/redis/unread/index_size"] == 1
+        assert backend.stats.values["simhash/redis/unread/members"] == 1
+    finally:
+        cluster.stop()
+
+
+@async_test
+async def test_previous_skips_a_node_that_did_not_answer(tmp_path: Any) -> None:
+    # A node that failed a call is not asked again by the lookups a request makes (each would wait the link's
+    # timeout on a node that hangs) until the timeout has passed or it answers a check.
+    cluster = RedisCluster(tmp_path).start()
+    try:
+        backend = global_backend(cluster)
+        await backend.open("myspider")
+        record = PageRecord("https://a.example/", 1 << 40, "myspider", etag='"e1"')
+        await backend.check(record)
+        found = await backend.previous("myspider", record.key)
+        assert found is not None and found.etag == '"e1"'
+        keys = backend.keys("myspider")
+        kill_node_of(cluster, backend, keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]))
+        assert await backend.previous("myspider", record.key) is None  # refused: the node is known down
+        asked: list[Any] = []
+        exchange = backend.link.exchange
+
+        async def spy(groups: Any) -> Any:
+            asked.append(groups)
+            return await exchange(groups)
+
+        backend.link.exchange = spy
+        assert await backend.previous("myspider", record.key) is None
+        assert asked == []  # not asked again
+        backend.link.timeout = 0.0  # (the while passed: asked again)
+        assert await backend.previous("myspider", record.key) is None
+        assert len(asked) == 1
         await backend.close()
     finally:
         cluster.stop()

@@ -70,6 +70,7 @@ from .cluster_layout import (
 from .layout import Codec, bucket_bits_for, identity_slot
 from .cluster_ops import APPEND_LUA, SCRIPTS, Ops, sha_of
 from .node_link import NodeLink, ReplyError
+from .outages import close_failure
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -165,6 +166,7 @@ class GlobalRedisBackend(DedupBackend):
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "unnamed": 0, "batches": 0,
                                        "checks": 0, "unreachable": 0}
         self._last_error_log = -1e9
+        self._close_logged = False  # a read at close failed and was logged (``outages.close_failure``)
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
         self.timing: dict[str, float] = {"read": 0.0, "decide": 0.0, "canonicals": 0.0, "write": 0.0}
         #: ``(url, scope)`` of the pages earlier crawls recorded in an identity's scope (``restored_pages``).
@@ -241,15 +243,17 @@ class GlobalRedisBackend(DedupBackend):
         records are then ``members()``.  ``BackendError`` when the key holds no global index."""
         self.prefix = self.settings.key(spider_name)
         self.client = connection.get_client(self.settings)
+        await self.client.initialize()  # (the slot map: ``node_link`` routes by it)
+        self.link = NodeLink(self.client, float(connection.client_params(self.settings).get("socket_timeout") or 10))
         scopes = await self._registered()
         if scopes:
             self.keys(scopes[0])  # (``stored_layout``)
-        self.link = NodeLink(self.client, float(connection.client_params(self.settings).get("socket_timeout") or 10))
         return scopes
 
     async def _registered(self) -> list[str]:
         """Every scope the key's registry names (sorted): each worker adds a scope before its first check."""
-        return sorted(s.decode("utf-8", "surrogatepass") for s in await self.client.smembers(scopes_key(self.prefix)))
+        key = scopes_key(self.prefix)
+        return sorted(s.decode("utf-8", "surrogatepass") for s in await self._one(key, "SMEMBERS", key))
 
     async def _meta_fields(self, sids: list[str], fieldname: str) -> list[Any]:
         """A field of the meta hash of every scope ``sids`` (``_META_BATCH`` commands a round trip)."""
@@ -296,13 +300,15 @@ class GlobalRedisBackend(DedupBackend):
         return self._restored
 
     async def previous(self, scope: str, identity: str) -> ClusterMember | None:
-        """The identity's record (validators, digest): one HGET; ``None`` if unknown or a node does not answer
-        (the page is then downloaded as usual)."""
+        """The identity's record (validators, digest): one HGET; ``None`` if unknown or a node does not answer, or
+        did not answer its last call (the page is then downloaded as usual)."""
         if self.client is None:
             return None
         state = self._scopes.get(scope)
         keys = state.keys if state is not None else self._scope_keys(scope)
         bucket, fieldname, _ = identity_slot(scope, identity, keys.record_bits)
+        if self.link is not None and self.link.is_down(keys.record(bucket)):
+            return None  # (known down since a call it did not answer: no wait of the link's timeout a request)
         try:
             value = await self._one(keys.record(bucket), "HGET", keys.record(bucket), fieldname)
             if value is None:
@@ -761,21 +767,28 @@ class GlobalRedisBackend(DedupBackend):
 
     # ------------------------------------------------------------ export
     async def index_size(self) -> int:
-        """The canonical pages of every scope the key's registry names (every worker's)."""
-        sids = [scope_id(scope) for scope in await self._registered()]
-        return sum(int(value or 0) for value in await self._meta_fields(sids, "canonicals"))
+        """The canonical pages of every scope the key's registry names (every worker's); 0 when a node does not
+        answer (``simhash/redis/unread/index_size``, logged once: the crawl closes normally)."""
+        try:
+            sids = [scope_id(scope) for scope in await self._registered()]
+            return sum(int(value or 0) for value in await self._meta_fields(sids, "canonicals"))
+        except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
+            self._close_logged = close_failure(self.stats, self.settings, "index_size", exc, self._close_logged)
+            return 0
 
     async def _records_of(self, sids: set[str], limit: int = 0) -> dict[str, dict[int, tuple[bytes, GlobalRecord]]]:
         """The records of the scopes ``sids`` (scope id -> seq -> (field, record)), read from every node in one
-        SCAN for them all; at most ``limit`` records (0: all)."""
+        SCAN for them all; at most ``limit`` records (0: all).  Through ``node_link``, as every read at close: a
+        node gone makes redis-py's client read the slot map again and drop its node objects unclosed."""
         out: dict[str, dict[int, tuple[bytes, GlobalRecord]]] = {}
         count = 0
-        async for key in self.client.scan_iter(match=records_pattern(self.prefix), count=10_000):
+        async for key in self.link.scan(records_pattern(self.prefix)):
             sid = sid_of(key, self.prefix)
             if sid not in sids:
                 continue
             records = out.setdefault(sid, {})
-            for fieldname, value in (await self.client.hgetall(key)).items():
+            flat = await self._one(key.decode("utf-8", "surrogatepass"), "HGETALL", key)
+            for fieldname, value in zip(flat[::2], flat[1::2]):
                 rec = parse_record(value)
                 records[rec.seq] = (fieldname, rec)
                 count += 1
@@ -785,7 +798,15 @@ class GlobalRedisBackend(DedupBackend):
 
     async def members(self) -> list[ClusterMember]:
         """Every page recorded in every scope the key's registry names (every worker's: the scopes this worker
-        checked are more than it keeps, ``MAX_SCOPES``), scope by scope (sorted), in first-check order."""
+        checked are more than it keeps, ``MAX_SCOPES``), scope by scope (sorted), in first-check order; none when a
+        node does not answer (``simhash/redis/unread/members``, logged once: the crawl closes normally)."""
+        try:
+            return await self._members()
+        except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
+            self._close_logged = close_failure(self.stats, self.settings, "members", exc, self._close_logged)
+            return []
+
+    async def _members(self) -> list[ClusterMember]:
         members = []
         scopes = [(scope_id(scope), scope) for scope in await self._registered()]
         found = await self._records_of({sid for sid, _ in scopes})

@@ -29,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import ssl as ssl_module
 import sys
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from redis.crc import key_slot
@@ -158,6 +160,10 @@ class _Node(asyncio.Protocol):
         self.replies: list[Any] = []
         self.wanted = 0
         self.waiter: _Exchange | None = None
+        #: When the node did not answer an exchange (no connection, a timeout, a connection lost before all its
+        #: replies), if it has not answered one since: a lookup that can wait (``GlobalRedisBackend.previous``)
+        #: skips it for a while (``NodeLink.is_down``).
+        self.down_at: float | None = None
 
     @property
     def connected(self) -> bool:
@@ -179,12 +185,14 @@ class _Node(asyncio.Protocol):
             replies.append(reply)
         if self.waiter is not None:
             waiter, self.waiter = self.waiter, None
+            self.down_at = None
             waiter.node_done()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
         if self.waiter is not None:
             waiter, self.waiter = self.waiter, None
+            self.down_at = time.monotonic()
             waiter.fail(ConnectionError(f"Redis node {self.host}:{self.port} closed the connection"))
 
     def close(self) -> None:
@@ -232,6 +240,12 @@ class NodeLink:
             self.routes[key] = node
         return node
 
+    def is_down(self, key: str) -> bool:
+        """Whether the node of ``key`` did not answer the last exchange it was in, less than the link's timeout ago
+        (``_Node.down_at``; after that, a lookup asks it again: a node back up, not yet reached by a check)."""
+        down_at = self.node_of(key).down_at
+        return down_at is not None and time.monotonic() - down_at < self.timeout
+
     def node_at(self, host: str, port: int) -> _Node:
         name = f"{host}:{port}"
         node = self.nodes.get(name)
@@ -247,6 +261,13 @@ class NodeLink:
             (reply,) = await self._send(node, [pack(self.auth)])
             if isinstance(reply, ReplyError):
                 raise reply
+
+    async def _connect_or_down(self, node: _Node) -> None:
+        try:
+            await self._connect(node)
+        except BaseException:
+            node.down_at = time.monotonic()
+            raise
 
     async def _send(self, node: _Node, commands: list[bytes]) -> list[Any]:
         """One node's commands, then its replies."""
@@ -271,7 +292,7 @@ class NodeLink:
             async with time_limit(self.timeout):
                 for node, _ in groups:
                     if not node.connected:
-                        await self._connect(node)
+                        await self._connect_or_down(node)
                 waiter = _Exchange(len(groups))
                 for node, commands in groups:
                     node.expect(len(commands), waiter)
@@ -281,11 +302,34 @@ class NodeLink:
                 return [node.replies for node, _ in groups]
         except BaseException:
             for node in nodes:  # a reply half read leaves a stream out of step: connect again next time
+                if node.waiter is not None:  # (it did not answer in time: known down till it does)
+                    node.down_at = time.monotonic()
                 node.close()
             raise
         finally:
             for node in nodes:
                 node.lock.release()
+
+    def primaries(self) -> list[_Node]:
+        """Every primary of the slot map (each once)."""
+        found: dict[tuple[str, int], Any] = {}
+        for nodes in self.client.nodes_manager.slots_cache.values():
+            found.setdefault((nodes[0].host, nodes[0].port), nodes[0])
+        return [self.node_at(host, port) for host, port in sorted(found)]
+
+    async def scan(self, match: str, count: int = 10_000) -> AsyncIterator[bytes]:
+        """The keys matching ``match`` on every primary (``SCAN``, one node after the other)."""
+        for node in self.primaries():
+            cursor = b"0"
+            while True:
+                ((reply,),) = await self.exchange([(node, [pack(("SCAN", cursor, "MATCH", match, "COUNT", count))])])
+                if isinstance(reply, ReplyError):
+                    raise reply
+                cursor, keys = reply
+                for key in keys:
+                    yield key
+                if cursor == b"0":
+                    break
 
     async def close(self) -> None:
         for node in self.nodes.values():

@@ -18,13 +18,27 @@ from ...core.redact import redact
 from ..base import BackendError, Outcome, Verdict
 from . import connection
 
-__all__ = ["Outages", "ignore"]
+__all__ = ["Outages", "ignore", "close_failure"]
 
 logger = logging.getLogger("simhash_scrapy.backends.redis")
 
 
 async def ignore(error: BaseException) -> None:
     """``Retry.call_with_retry``'s failure handler: the error is retried, nothing else to do."""
+
+
+def close_failure(stats: Any, settings: Any, what: str, exc: BaseException, logged: bool) -> bool:
+    """A read at close that Redis did not answer (``what``: ``members``, ``index_size``...): counted as
+    ``simhash/redis/unread/<what>``, logged once a crawl (``logged``: already); returns ``True`` (logged)."""
+    if stats is not None:
+        stats.set_value(f"simhash/redis/unread/{what}", 1)
+    if not logged:
+        logger.error(
+            "simhash: Redis at %s did not answer at close (%s: %s): %s not read; the report and "
+            "simhash/index_size lack what Redis holds (see simhash/redis/unread/*)",
+            settings.describe(), type(exc).__name__, redact(str(exc), settings.secrets), what,
+        )
+    return True
 
 
 class Outages:
@@ -47,15 +61,7 @@ class Outages:
         self._close_logged = False
 
     def _log_close_failure(self, what: str, exc: BaseException) -> None:
-        if self.stats is not None:
-            self.stats.set_value(f"simhash/redis/unread/{what}", 1)
-        if not self._close_logged:
-            self._close_logged = True
-            logger.error(
-                "simhash: Redis at %s did not answer at close (%s: %s): %s not read; the report and "
-                "simhash/index_size lack what Redis holds (see simhash/redis/unread/*)",
-                self.settings.describe(), type(exc).__name__, redact(str(exc), self.settings.secrets), what,
-            )
+        self._close_logged = close_failure(self.stats, self.settings, what, exc, self._close_logged)
 
     # ----------------------------------------------------------- outages
     @property
