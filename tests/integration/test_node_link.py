@@ -2,9 +2,9 @@
 
 What they assert: replies come back in the order the commands were added, whichever node holds each key; a
 stale slot map (every slot said to be on one node) is corrected by the nodes' ``MOVED`` replies and every
-command runs once; a node without the append script (``SCRIPT FLUSH``) gets ``EVAL``; an error reply raises;
-the Python reply reader reads what hiredis reads, however the bytes are cut; replies of megabytes, which come
-in many reads, arrive whole.
+command runs once, as during a real resharding, half done (``ASK``) and done (``MOVED``); a node without the
+append script (``SCRIPT FLUSH``) gets ``EVAL``; an error reply raises; the Python reply reader reads what
+hiredis reads, however the bytes are cut; replies of megabytes, which come in many reads, arrive whole.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import redis
+from redis.crc import key_slot
 from redis_server import RedisCluster
 from test_redis_backend import async_test
 from test_redis_global import global_backend
@@ -84,6 +86,47 @@ async def test_replies_in_order_and_a_stale_slot_map_is_corrected_by_moved(redis
     with pytest.raises(ReplyError, match="WRONGTYPE"):
         await batch.execute()
     await backend.close()
+
+
+@async_test
+async def test_a_slot_moving_between_nodes_runs_each_command_once(redis_cluster: RedisCluster) -> None:
+    # A real resharding, half done (the slot MIGRATING on its node, IMPORTING on the other, its key moved): the
+    # old node answers ASK (ASKING, then the command, to the new one); then done: MOVED.  Each command runs once.
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    link: NodeLink = backend.link
+    keys = [f"m:{{k{i}}}" for i in range(30)]
+    moving = keys[0]
+    source = link.node_of(moving)
+    target = next(link.node_of(key) for key in keys if link.node_of(key) is not source)
+
+    async def append_all(value: bytes) -> list[Any]:
+        batch = link.batch()
+        for key in keys:
+            batch.call(key, "APPEND", key, value)
+        return await batch.execute()
+
+    assert await append_all(b"a") == [1] * 30
+    slot = key_slot(moving.encode())
+    nodes = {port: redis.Redis(host="127.0.0.1", port=port) for port in redis_cluster.ports}
+    ids = {port: client.execute_command("CLUSTER MYID").decode() for port, client in nodes.items()}
+    try:
+        nodes[target.port].execute_command("CLUSTER SETSLOT", slot, "IMPORTING", ids[source.port])
+        nodes[source.port].execute_command("CLUSTER SETSLOT", slot, "MIGRATING", ids[target.port])
+        nodes[source.port].execute_command("MIGRATE", "127.0.0.1", target.port, moving, 0, 5000)
+        assert await append_all(b"b") == [2] * 30  # (ASK)
+        for client in nodes.values():  # the slot now the target's, every node told
+            client.execute_command("CLUSTER SETSLOT", slot, "NODE", ids[target.port])
+        assert await append_all(b"c") == [3] * 30  # (MOVED)
+        assert link.node_of(moving) is target
+        batch = link.batch()
+        for key in keys:
+            batch.call(key, "GET", key)
+        assert await batch.execute() == [b"abc"] * 30
+    finally:
+        for client in nodes.values():
+            client.close()
+        await backend.close()
 
 
 @async_test
