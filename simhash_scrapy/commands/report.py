@@ -222,7 +222,7 @@ def _from_global(config: Any, redis_settings: Any, spider: str | None) -> tuple[
         try:
             scopes = await backend.attach(spider or "")
             layout = await backend.stored_layout()
-            return (await backend.members() if scopes else []), scopes, layout
+            return (await backend.read_members() if scopes else []), scopes, layout
         finally:
             await backend.close()
 

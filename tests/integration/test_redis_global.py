@@ -282,7 +282,7 @@ def kill_node_of(cluster: RedisCluster, backend: GlobalRedisBackend, key: str) -
 @async_test
 async def test_no_traceback_at_close_when_a_node_is_gone(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
     # The report's reads at close (members, index_size) on a cluster whose node holding the scope's meta is gone:
-    # counted (simhash/redis/unread/*) and logged once, the crawl closes normally.
+    # counted (simhash/redis/unread/*) and logged once, the crawl closes normally; ``report --redis`` fails.
     cluster = RedisCluster(tmp_path).start()
     try:
         backend = global_backend(cluster)
@@ -300,6 +300,13 @@ async def test_no_traceback_at_close_when_a_node_is_gone(tmp_path: Any, caplog: 
         assert all(r.exc_info is None for r in caplog.records)
         assert backend.stats.values["simhash/redis/unread/index_size"] == 1
         assert backend.stats.values["simhash/redis/unread/members"] == 1
+        # ``scrapy simhash report --redis`` is not the crawl's close: an error, not an empty report.
+        from command_helpers import assert_user_error, simhash
+
+        live = next(port for n, port in enumerate(cluster.ports) if cluster.processes[n].poll() is None)
+        options = ("-s", "SIMHASH_BACKEND=redis-global", "-s", "SIMHASH_REDIS_CLUSTER=True")
+        assert_user_error(simhash("report", "--redis", f"redis://127.0.0.1:{live}", "--key", "myspider:simhash",
+                                  *options, cwd=tmp_path), 1, "report", "cannot read Redis")
     finally:
         cluster.stop()
 

@@ -869,12 +869,14 @@ class GlobalRedisBackend(DedupBackend):
         checked are more than it keeps, ``MAX_SCOPES``), scope by scope (sorted), in first-check order; none when a
         node does not answer (``simhash/redis/unread/members``, logged once: the crawl closes normally)."""
         try:
-            return await self._members()
+            return await self.read_members()
         except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
             self._close_logged = close_failure(self.stats, self.settings, "members", exc, self._close_logged)
             return []
 
-    async def _members(self) -> list[ClusterMember]:
+    async def read_members(self) -> list[ClusterMember]:
+        """``members()``, but a node that does not answer raises (``scrapy simhash report``: an error, not an
+        empty report)."""
         members = []
         scopes = [(scope_id(scope), scope) for scope in await self._registered()]
         found = await self._records_of({sid for sid, _ in scopes})
