@@ -397,3 +397,13 @@ def test_query_many_answers_as_query_of_each(compiled: bool) -> None:
         assert index.query_many(probes) == [index.query(fp) for fp in probes]
         assert sum(map(len, index.query_many(probes))) > len(probes) // 2
         assert index.query_many([]) == [] and index.query_many(probes[:1]) == [index.query(probes[0])]
+
+
+def test_rows_are_sorted_by_bucket_as_a_stable_argsort_sorts_them() -> None:
+    """``_by_bucket`` (the merges' and rebuilds' sort): numpy's stable argsort, ties in insertion order."""
+    from simhash_scrapy.core.index.index import _by_bucket
+
+    rng = np.random.default_rng(9)
+    for size, top in ((0, 1), (1, 1), (50, 3), (2048, 1 << 14), (20_000, 1 << 22), (5000, 1 << 31)):
+        buckets = rng.integers(0, top, size, dtype=np.int64)
+        assert _by_bucket(buckets).tolist() == np.argsort(buckets, kind="stable").tolist()

@@ -104,6 +104,17 @@ def _insert_sorted(room: np.ndarray, count: int, at: np.ndarray, values: np.ndar
 
 
 
+def _by_bucket(buckets: np.ndarray) -> np.ndarray:
+    """``np.argsort(buckets, kind="stable")`` of bucket numbers (0 <= bucket < 2**31): one sort of bucket and place
+    together (unique values, so any sort is stable), several times faster than numpy's stable argsort of int64."""
+    places = np.arange(len(buckets), dtype=np.int64)
+    if len(buckets) >= 1 << 32:
+        return np.argsort(buckets, kind="stable")
+    ordered: np.ndarray = np.sort((buckets.astype(np.int64) << np.int64(32)) | places)
+    ordered &= np.int64(0xFFFFFFFF)
+    return ordered
+
+
 def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For segments [start, start+count): (owner segment of each position, the positions)."""
     total = int(counts.sum())
@@ -329,7 +340,7 @@ class BlockPermutedIndex:
                 chunk_fps = self._fps[start:end]
                 keys = table.keys(chunk_fps)
                 chunk_buckets = table.buckets_of_keys(keys)
-                by_bucket = np.argsort(chunk_buckets, kind="stable")
+                by_bucket = _by_bucket(chunk_buckets)
                 sorted_buckets = chunk_buckets[by_bucket]
                 present, run = np.unique(sorted_buckets, return_counts=True)
                 # Position: the bucket's next free slot plus the row's rank among this chunk's rows there.
@@ -360,7 +371,7 @@ class BlockPermutedIndex:
         for table in self._tables:
             keys = table.keys(fps)
             buckets = table.buckets_of_keys(keys)
-            by_bucket = np.argsort(buckets, kind="stable")
+            by_bucket = _by_bucket(buckets)
             buckets = buckets[by_bucket]
             # Insert each new row at the end of its bucket: rows stay in insertion order per bucket.
             at = table.bounds[buckets + 1].astype(np.int64)
