@@ -392,6 +392,22 @@ class Mirror:
         first = max(0, state.sync - start)
         new = entries[first:]
         ops = new["op"]
+        if (ops == OP_ADD).all():  # (the usual tail: canonical simhash pages only, one run)
+            staged = self._add_run(scope, state, new, list(range(start + first, start + len(entries))), {}, staged)
+        else:
+            staged = self._apply_runs(scope, state, new, start + first, staged)
+        self._hold(state, staged)
+        state.sync = max(state.sync, start + len(entries))
+        found = state.pending
+        if found and min(found) < state.sync:  # (records of entries held already: none are expected)
+            for pos in [pos for pos in found if pos < state.sync]:
+                del found[pos]
+
+    def _apply_runs(self, scope: str, state: _Scope, new: np.ndarray, start: int, staged: _Staged | None
+                    ) -> _Staged | None:  # fmt: skip
+        """``apply``: log entries ``new`` (from position ``start``) of several kinds: the add entries in runs, a run
+        ended by each remove entry, the one-edit key entries given to their add entries."""
+        ops = new["op"]
         keys: dict[int, list[int]] = {}  # add entry's log position -> its one-edit keys
         keyed = np.flatnonzero(ops == OP_EDIT_KEY)
         for owner, key in zip(new["owner"][keyed].tolist(), new["fp"][keyed].tolist()):
@@ -400,30 +416,24 @@ class Mirror:
         at = 0
         for stop in [*np.flatnonzero(ops == OP_REMOVE).tolist(), len(new)]:
             staged = self._add_run(scope, state, new[at:stop][adds[at:stop]],
-                                   start + first + np.flatnonzero(adds[at:stop]) + at, keys, staged)  # fmt: skip
+                                   (start + np.flatnonzero(adds[at:stop]) + at).tolist(), keys, staged)  # fmt: skip
             if stop < len(new):
                 entry = state.entry_of.pop(int(new["fp"][stop]) >> 32, None)
                 if entry is not None:
                     self.rule.remove_canonical(scope, entry)
             at = stop + 1
-        self._hold(state, staged)
-        state.sync = max(state.sync, start + len(entries))
-        found = state.pending
-        if found and min(found) < state.sync:  # (records of entries held already: none are expected)
-            for pos in [pos for pos in found if pos < state.sync]:
-                del found[pos]
+        return staged
 
     def _add_run(
-        self, scope: str, state: _Scope, run: np.ndarray, where: np.ndarray, keys: dict[int, list[int]],
+        self, scope: str, state: _Scope, run: np.ndarray, positions: list[int], keys: dict[int, list[int]],
         staged: _Staged | None,
     ) -> _Staged | None:
-        """``apply``: the add entries ``run`` (at log positions ``where``), canonical pages added to the rule in
+        """``apply``: the add entries ``run`` (at log ``positions``), canonical pages added to the rule in
         log order, with their extras (none: steps 1-4 only), a column at a time.  ``staged``: records just
         read, taken as they are when they are the run's first pages' (the usual reply); what is left of them."""
         if not len(run):
             return staged
         count = len(run)
-        positions: list[int] = where.tolist()
         if staged is not None and staged[0][:count] == positions:
             columns = staged[1] if len(staged[0]) == count else [column[:count] for column in staged[1]]
             staged = None if len(staged[0]) == count else (staged[0][count:], [c[count:] for c in staged[1]])

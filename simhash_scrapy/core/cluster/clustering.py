@@ -1001,9 +1001,10 @@ class Clusterer:
 
 
 def _entry_array(entries: Sequence[int]) -> np.ndarray:
-    """Entry numbers as an int64 array (a range without a list made of it)."""
+    """Entry numbers as an array (a range without a list made of it; uint32, the index's own key type, while
+    they fit)."""
     if isinstance(entries, range):
-        return np.arange(entries.start, entries.stop, dtype=np.int64)
+        return np.arange(entries.start, entries.stop, dtype=np.uint32 if entries.stop <= 1 << 32 else np.int64)
     return np.asarray(entries, dtype=np.int64)
 
 

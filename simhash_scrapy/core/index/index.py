@@ -163,6 +163,9 @@ class _Keys:
     def extend(self, keys: Sequence[Any] | np.ndarray, n: int) -> None:
         if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu" and keys.ndim == 1:
             if self.ints is not None:
+                if keys.dtype == np.uint32 or keys.dtype == self.ints.dtype:  # (fits as it is: no scan)
+                    self._store(keys, n)
+                    return
                 if len(keys) and self.ints.dtype == np.uint32 and (int(keys.min()) < 0 or int(keys.max()) > _UINT32_MAX):
                     self._widen()
                 self._store(keys, n)
