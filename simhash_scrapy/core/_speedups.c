@@ -61,6 +61,10 @@
  *       the template learner's pass over a page's lines (simhash_scrapy/core/cluster/sitetemplate.py,
  *       whose _template_lines is the pure-Python twin): see the block "template lines" below.
  *
+ *   extras_records(data, start, names) -> (used, positions, alsos, ..., hashes)
+ *       the Redis mirror's records of steps 5-7 (simhash_scrapy/backends/redis/mirror.py, whose
+ *       _records_python is the pure-Python twin) read in columns: see the block "extras records" below.
+ *
  * Nothing here depends on lxml or Scrapy: Python's headers only.
  */
 #define _GNU_SOURCE /* memmem */
@@ -1351,6 +1355,8 @@ static int compare_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+#define COUNT_AHEAD 16
+
 /* count_hashes(low, high, hashes, bits): containment.SentenceCounts.add_many's counting: for each uint64 hash
  * (native byte order), the saturating 8-bit counters low[h & mask] and high[(h >> bits) & mask] go up by one. */
 static PyObject *count_hashes(PyObject *module, PyObject *args) {
@@ -1380,8 +1386,18 @@ static PyObject *count_hashes(PyObject *module, PyObject *args) {
     }
     unsigned char *lo = low.buf, *hi = high.buf;
     const unsigned char *raw = hashes.buf;
-    for (Py_ssize_t j = 0; j < hashes.len / 8; j++) {
+    Py_ssize_t count = hashes.len / 8;
+    for (Py_ssize_t j = 0; j < count; j++) {
         uint64_t h;
+#if defined(__GNUC__)
+        /* The counters are random bytes of two 2 MB tables: ask for the ones a few hashes ahead now, so their
+         * cache misses overlap (the same counts). */
+        if (j + COUNT_AHEAD < count) {
+            memcpy(&h, raw + 8 * (j + COUNT_AHEAD), 8);
+            __builtin_prefetch(lo + (h & mask), 1);
+            __builtin_prefetch(hi + ((h >> bits) & mask), 1);
+        }
+#endif
         memcpy(&h, raw + 8 * j, 8);
         uint64_t a = h & mask, b = (h >> bits) & mask;
         if (lo[a] < 255) lo[a]++;
@@ -1683,6 +1699,139 @@ done:
 }
 /* ------------------------------------------------ end of near folds */
 
+/* ------------------------------------------------------------- extras records */
+
+/* extras_records(data, start, names): backends.redis.mirror's records of steps 5-7 (``record_of``'s layout, each
+ * behind a ">IH" head: log position or 0xFFFFFFFF, body length), the whole ones from byte ``start``, in columns.
+ * Returns (bytes used, then one list each, of the records with a log position: positions, template-free
+ * simhashes (or None), second simhashes (or None), sentence counts (-1: no sketch), packed sketch hashes (bytes
+ * or None), hosts (str or None; made one object a name through the dict ``names`` when it is one), addresses
+ * (str or None); and the sketch hashes of every record, native uint64 bytes).  A field past its record's end
+ * is a ValueError, as in ``mirror._parse_python`` (the pure-Python twin). */
+#define EXTRAS_ALSO 1
+#define EXTRAS_SECOND 2
+#define EXTRAS_SKETCH 4
+#define EXTRAS_ADDRESS 8
+
+static uint64_t be64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+static int append_new(PyObject *list, PyObject *item) {
+    if (item == NULL) return -1;
+    int failed = PyList_Append(list, item);
+    Py_DECREF(item);
+    return failed;
+}
+
+static PyObject *extras_u64(const unsigned char *p, int present) {
+    if (!present) return Py_NewRef(Py_None);
+    return PyLong_FromUnsignedLongLong(be64(p));
+}
+
+static PyObject *extras_text(const unsigned char *p, Py_ssize_t n, PyObject *names) {
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)p, n, "surrogatepass");
+    if (text == NULL || names == NULL) return text;
+    PyObject *kept = PyDict_SetDefault(names, text, text); /* borrowed */
+    Py_XINCREF(kept);
+    Py_DECREF(text);
+    return kept;
+}
+
+/* One record's body [b, e): its fields appended to the columns (cols[0..6]), its hashes to ``hashes``. */
+static int extras_record(const unsigned char *b, const unsigned char *e, int positioned, PyObject **cols,
+                         PyObject *names, uint64_t *hashes, Py_ssize_t *counted) {
+    if (b >= e) return -1;
+    int flags = *b++;
+    const unsigned char *also = b, *second, *sketch = NULL, *address = NULL;
+    Py_ssize_t n = 0, alen = 0;
+    if (flags & EXTRAS_ALSO) b += 8;
+    second = b;
+    if (flags & EXTRAS_SECOND) b += 8;
+    if (flags & EXTRAS_SKETCH) {
+        if (e - b < 5) return -1;
+        sketch = b;
+        n = b[4];
+        b += 5 + 8 * n;
+    }
+    if (b > e) return -1;
+    if (flags & EXTRAS_ADDRESS) {
+        if (e - b < 2) return -1;
+        alen = ((Py_ssize_t)b[0] << 8) | b[1];
+        address = b + 2;
+        b += 2 + alen;
+        if (b > e) return -1;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) hashes[*counted + j] = be64(sketch + 5 + 8 * j);
+    *counted += n;
+    if (!positioned) return 0;
+    if (append_new(cols[0], extras_u64(also, flags & EXTRAS_ALSO)) < 0) return -2;
+    if (append_new(cols[1], extras_u64(second, flags & EXTRAS_SECOND)) < 0) return -2;
+    if (append_new(cols[2], PyLong_FromLongLong(sketch ? (long long)be32(sketch) : -1)) < 0) return -2;
+    PyObject *packed = sketch ? PyBytes_FromStringAndSize((const char *)sketch + 5, 8 * n) : Py_NewRef(Py_None);
+    if (append_new(cols[3], packed) < 0) return -2;
+    if (append_new(cols[4], b < e ? extras_text(b, e - b, names) : Py_NewRef(Py_None)) < 0) return -2;
+    PyObject *place = address ? extras_text(address, alen, NULL) : Py_NewRef(Py_None);
+    if (append_new(cols[5], place) < 0) return -2;
+    return 0;
+}
+
+static PyObject *extras_records(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "y*nO:extras_records", &view, &start, &names)) return NULL;
+    if (names == Py_None) names = NULL;
+    else if (!PyDict_Check(names)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "extras_records: names must be a dict or None");
+        return NULL;
+    }
+    const unsigned char *data = view.buf;
+    if (start < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "extras_records: start must not be negative");
+        return NULL;
+    }
+    Py_ssize_t size = view.len, first = start, at = start, counted = 0;
+    PyObject *positions = PyList_New(0), *cols[6] = {NULL}, *out = NULL;
+    /* at most 255 hashes a record of at most 65535 bytes: fewer than (bytes left) / 8 in all */
+    uint64_t *hashes = PyMem_Malloc(((size > at ? size - at : 0) / 8 + 1) * sizeof(uint64_t));
+    int failed = positions == NULL || hashes == NULL;
+    for (int c = 0; c < 6 && !failed; c++) failed = (cols[c] = PyList_New(0)) == NULL;
+    while (!failed && at + 6 <= size) {
+        unsigned long pos = be32(data + at);
+        Py_ssize_t length = ((Py_ssize_t)data[at + 4] << 8) | data[at + 5];
+        if (at + 6 + length > size) break;
+        int positioned = pos != 0xFFFFFFFFUL;
+        int bad = extras_record(data + at + 6, data + at + 6 + length, positioned, cols, names, hashes, &counted);
+        if (bad == -1) PyErr_Format(PyExc_ValueError, "malformed extras record at byte %zd", at);
+        if (bad || (positioned && append_new(positions, PyLong_FromUnsignedLong(pos)) < 0)) failed = 1;
+        at += 6 + length;
+    }
+    if (!failed) {
+        PyObject *used = PyLong_FromSsize_t(at - first), *raw = NULL;
+        if (used != NULL) raw = PyBytes_FromStringAndSize((const char *)hashes, counted * 8);
+        if (raw != NULL) out = PyTuple_New(9);
+        if (out != NULL) {
+            PyObject *items[9] = {used, positions, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], raw};
+            for (int c = 0; c < 9; c++) PyTuple_SET_ITEM(out, c, items[c]);
+            used = raw = positions = cols[0] = cols[1] = cols[2] = cols[3] = cols[4] = cols[5] = NULL;
+        }
+        Py_XDECREF(used);
+        Py_XDECREF(raw);
+    }
+    if (hashes == NULL && !PyErr_Occurred()) PyErr_NoMemory();
+    PyMem_Free(hashes);
+    Py_XDECREF(positions);
+    for (int c = 0; c < 6; c++) Py_XDECREF(cols[c]);
+    PyBuffer_Release(&view);
+    return out;
+}
+/* ------------------------------------------------ end of extras records */
+
 static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
     {"hash_text", hash_text, METH_VARARGS, "hash_text(data, table) -> (hashes, specials)"},
@@ -1699,6 +1848,8 @@ static PyMethodDef methods[] = {
     {"count_hashes", count_hashes, METH_VARARGS, "count_hashes(low, high, hashes, bits) -> None"},
     {"template_lines", template_lines, METH_VARARGS, "template_lines(data, known, article, room) -> (kept, added)"},
     {"near_folds", near_folds, METH_VARARGS, "near_folds(buckets, fingerprints, k) -> one list of seqs a bucket"},
+    {"extras_records", extras_records, METH_VARARGS,
+     "extras_records(data, start, names) -> (used, positions, alsos, seconds, sentences, packed, hosts, addresses, hashes)"},
     {NULL, NULL, 0, NULL},
 };
 

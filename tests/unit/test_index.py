@@ -397,3 +397,24 @@ def test_query_many_answers_as_query_of_each(compiled: bool) -> None:
         assert index.query_many(probes) == [index.query(fp) for fp in probes]
         assert sum(map(len, index.query_many(probes))) > len(probes) // 2
         assert index.query_many([]) == [] and index.query_many(probes[:1]) == [index.query(probes[0])]
+
+
+def test_rows_are_sorted_by_bucket_as_a_stable_argsort_sorts_them() -> None:
+    """``_by_bucket`` (the merges' and rebuilds' sort): numpy's stable argsort, ties in insertion order."""
+    from simhash_scrapy.core.index.index import _by_bucket
+
+    rng = np.random.default_rng(9)
+    for size, top in ((0, 1), (1, 1), (50, 3), (2048, 1 << 14), (20_000, 1 << 22), (5000, 1 << 31)):
+        buckets = rng.integers(0, top, size, dtype=np.int64)
+        assert _by_bucket(buckets).tolist() == np.argsort(buckets, kind="stable").tolist()
+
+
+def test_integer_key_arrays_of_any_width_are_kept_as_given() -> None:
+    """``add_many`` with uint32 keys (the rule's entries) into an index whose keys are uint32, or int64 after a
+    key past 2**32 - 1, and int64 keys past it: every key comes back as it was added."""
+    index = BlockPermutedIndex(3, 4)
+    index.add_many(np.arange(5, dtype=np.uint32), np.arange(5, dtype=np.uint64))
+    index.add_many(np.array([1 << 40, -3], dtype=np.int64), np.array([5, 6], dtype=np.uint64))
+    index.add_many(np.arange(7, 9, dtype=np.uint32), np.array([7, 8], dtype=np.uint64))
+    assert [key for key, _ in index] == [0, 1, 2, 3, 4, 1 << 40, -3, 7, 8]
+    assert [m.key for m in index.query(6)][:1] == [-3]

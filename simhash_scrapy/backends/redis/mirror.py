@@ -46,10 +46,11 @@ from __future__ import annotations
 
 import struct
 from array import array
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ...core import _native
 from ...core.cluster.containment import Sketch, pack_hashes, unpack_hashes
 from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
@@ -119,21 +120,65 @@ def read_record(
 ) -> tuple[int | None, int | None, Sketch | None, str | None, str | None]:
     """``record_of``'s fields back: (template-free simhash, second simhash, sketch, host or None, address
     or None)."""
-    also, second, sentences, packed, host, address = _parse(data)
+    _, _, (also,), (second,), (sentences,), (packed,), (host,), (address,), _ = _records_python(
+        _RECORD_HEAD.pack(0, len(data)) + data, 0, None
+    )
     sketch = None if packed is None else Sketch(unpack_hashes(packed), sentences)
     return also, second, sketch, host, address
 
 
-#: ``_parse``'s fields: template-free and second simhash, the sketch's sentence count (-1: no sketch) and hashes
-#: as the record packs them (big-endian), host, address.
+#: A record's fields as ``Mirror`` keeps them until its log entry comes: template-free and second simhash, the
+#: sketch's sentence count (-1: no sketch) and hashes as the record packs them (big-endian), host, address.
 _Fields = tuple[int | None, int | None, int, bytes | None, str | None, str | None]
 _NO_FIELDS: _Fields = (None, None, -1, None, None, None)
+#: ``Mirror._stage``: the positions of records just read and their fields, a list a field.
+_Staged = tuple[list[int], list[list[Any]]]
+#: ``_records``: (bytes used, then a list a field of the records with a log position: positions, template-free
+#: simhashes, second simhashes, sentence counts, packed sketches, hosts, addresses; every record's sketch hashes
+#: as native uint64 bytes).
+_Columns = tuple[int, list[int], list[int | None], list[int | None], list[int], list[bytes | None],
+                 list[str | None], list[str | None], bytes]  # fmt: skip
 
 
-def _parse(data: bytes, at: int = 0, end: int | None = None) -> _Fields:
-    """The fields of the record in ``data[at:end]``, its sketch left packed (``Mirror`` makes a ``Sketch`` only
-    of the pages the containment index still takes: ``Clusterer.sketch_room``)."""
-    end = len(data) if end is None else end
+def _records(data: bytes, start: int, names: dict[str, str] | None) -> _Columns:
+    """The whole extras records of ``data`` from byte ``start`` (a chunk of the string may end within a record:
+    the rest comes with the next chunk), in columns (``_Columns``): the records of canonical pages (a log
+    position), their fields; every record's sentences, to count.  Hosts are made one object a name through
+    ``names``.  In C when the helpers are built (``_speedups.extras_records``; ``_records_python``: the same)."""
+    speedups = _native.speedups
+    if speedups is not None:
+        return cast(_Columns, speedups.extras_records(data, start, names))
+    return _records_python(data, start, names)
+
+
+def _records_python(data: bytes, start: int, names: dict[str, str] | None) -> _Columns:
+    """``_records`` in Python (a field past its record's end: ``ValueError``, as in C)."""
+    columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
+    hashes: list[bytes] = []
+    at, size = start, len(data)
+    while at + _RECORD_HEAD.size <= size:
+        pos, length = _RECORD_HEAD.unpack_from(data, at)
+        body = at + _RECORD_HEAD.size
+        if body + length > size:
+            break
+        try:
+            fields = _parse(data, body, body + length, pos != NO_POSITION, names)
+        except (IndexError, struct.error) as exc:
+            raise ValueError(f"malformed extras record at byte {at}") from exc
+        if fields[3] is not None:
+            hashes.append(fields[3])
+        if pos != NO_POSITION:
+            for column, value in zip(columns, (pos, *fields)):
+                column.append(value)
+        at = body + length
+    counted = np.frombuffer(b"".join(hashes), dtype=">u8").astype(np.uint64).tobytes()
+    return cast(_Columns, (at - start, *columns, counted))
+
+
+def _parse(data: bytes, at: int, end: int, fields: bool, names: dict[str, str] | None) -> _Fields:
+    """The fields of the record in ``data[at:end]`` (``_Fields``; only its sketch unless ``fields``)."""
+    if at >= end:
+        raise IndexError
     flags = data[at]
     at += 1
     packed = None
@@ -146,31 +191,28 @@ def _parse(data: bytes, at: int = 0, end: int | None = None) -> _Fields:
         (second,) = _Q.unpack_from(data, at)
         at += 8
     if flags & _SKETCH:
+        if end - at < _SKETCH_HEAD.size:
+            raise IndexError
         sentences, n = _SKETCH_HEAD.unpack_from(data, at)
         at += _SKETCH_HEAD.size
         packed = data[at : at + 8 * n]
         at += 8 * n
     address = None
-    if flags & _ADDRESS:
+    if at <= end and flags & _ADDRESS:
+        if end - at < _LENGTH.size:
+            raise IndexError
         (length,) = _LENGTH.unpack_from(data, at)
-        address = data[at + _LENGTH.size : at + _LENGTH.size + length].decode("utf-8", "surrogatepass")
         at += _LENGTH.size + length
+        if fields and at <= end:
+            address = data[at - length : at].decode("utf-8", "surrogatepass")
+    if at > end:
+        raise IndexError
+    if not fields:
+        return None, None, -1, packed, None, None
     host = data[at:end].decode("utf-8", "surrogatepass") or None
+    if host is not None and names is not None:
+        host = names.setdefault(host, host)
     return also, second, sentences, packed, host, address
-
-
-def _records(data: bytes) -> tuple[list[tuple[int, _Fields]], int]:
-    """The whole extras records at the start of ``data``: (log position or ``NO_POSITION``, its fields), and
-    their bytes (a chunk of the string may end within a record: the rest comes with the next chunk)."""
-    out, at, size = [], 0, len(data)
-    head, unpack = _RECORD_HEAD.size, _RECORD_HEAD.unpack_from
-    while at + head <= size:
-        pos, length = unpack(data, at)
-        if at + head + length > size:
-            break
-        out.append((pos, _parse(data, at + head, at + head + length)))
-        at += head + length
-    return out, at
 
 
 def first_related(records: list[PageRecord], k: int) -> int | None:
@@ -312,19 +354,26 @@ class Mirror:
         their sentences counted, each canonical page's record kept until its log entry is applied.  Returns
         the log position up to which the log is needed for them (a scope loaded in chunks reads that far)."""
         state = self.scopes[scope]
-        self._stage(state, extras, xstart)
+        self._hold(state, self._stage(state, extras, xstart))
         return max(state.pending, default=state.sync - 1) + 1
 
-    def _stage(self, state: _Scope, extras: bytes, xstart: int) -> None:
+    def _stage(self, state: _Scope, extras: bytes, xstart: int) -> _Staged | None:
+        """The new extras records: their sentences counted; the canonical pages' positions and fields, in
+        columns (``None``: none)."""
         skip = max(0, state.xsync - xstart)
         if skip >= len(extras):
-            return
-        records, used = _records(extras[skip:] if skip else extras)
+            return None
+        used, positions, *columns, counted = _records(extras, skip, self._host_names)
         state.xsync = max(state.xsync, xstart + skip + used)
-        state.pending.update((pos, fields) for pos, fields in records if pos != NO_POSITION)
-        counted = b"".join([fields[3] for _, fields in records if fields[3] is not None])
         if counted:
-            self.rule.count_sentences(np.frombuffer(counted, dtype=">u8").astype(np.uint64))
+            self.rule.count_sentences(np.frombuffer(counted, dtype=np.uint64))
+        return (positions, cast(list[list[Any]], columns)) if positions else None
+
+    @staticmethod
+    def _hold(state: _Scope, staged: _Staged | None) -> None:
+        """Keep staged records until their log entries come (by log position)."""
+        if staged is not None:
+            state.pending.update(zip(staged[0], zip(*staged[1])))
 
     def apply(
         self, scope: str, log: bytes, start: int, extras: bytes, xstart: int
@@ -333,12 +382,31 @@ class Mirror:
         what the mirror holds already is skipped.  Canonical pages are added in runs, a column at a time
         (``Clusterer.add_canonical_columns``: their index rows in one step), a run ended by each remove entry."""
         state = self.scopes[scope]
-        self._stage(state, extras, xstart)
+        staged = self._stage(state, extras, xstart)
+        if state.pending:
+            self._hold(state, staged)
+            staged = None
         entries = np.frombuffer(
             log[: len(log) - len(log) % _LOG_DTYPE.itemsize], dtype=_LOG_DTYPE
         )
         first = max(0, state.sync - start)
         new = entries[first:]
+        ops = new["op"]
+        if (ops == OP_ADD).all():  # (the usual tail: canonical simhash pages only, one run)
+            staged = self._add_run(scope, state, new, list(range(start + first, start + len(entries))), {}, staged)
+        else:
+            staged = self._apply_runs(scope, state, new, start + first, staged)
+        self._hold(state, staged)
+        state.sync = max(state.sync, start + len(entries))
+        found = state.pending
+        if found and min(found) < state.sync:  # (records of entries held already: none are expected)
+            for pos in [pos for pos in found if pos < state.sync]:
+                del found[pos]
+
+    def _apply_runs(self, scope: str, state: _Scope, new: np.ndarray, start: int, staged: _Staged | None
+                    ) -> _Staged | None:  # fmt: skip
+        """``apply``: log entries ``new`` (from position ``start``) of several kinds: the add entries in runs, a run
+        ended by each remove entry, the one-edit key entries given to their add entries."""
         ops = new["op"]
         keys: dict[int, list[int]] = {}  # add entry's log position -> its one-edit keys
         keyed = np.flatnonzero(ops == OP_EDIT_KEY)
@@ -347,50 +415,62 @@ class Mirror:
         adds = (ops == OP_ADD) | (ops == OP_EXACT)
         at = 0
         for stop in [*np.flatnonzero(ops == OP_REMOVE).tolist(), len(new)]:
-            self._add_run(scope, state, new[at:stop][adds[at:stop]], start + first + np.flatnonzero(adds[at:stop]) + at,
-                          keys)  # fmt: skip
+            staged = self._add_run(scope, state, new[at:stop][adds[at:stop]],
+                                   (start + np.flatnonzero(adds[at:stop]) + at).tolist(), keys, staged)  # fmt: skip
             if stop < len(new):
                 entry = state.entry_of.pop(int(new["fp"][stop]) >> 32, None)
                 if entry is not None:
                     self.rule.remove_canonical(scope, entry)
             at = stop + 1
-        state.sync = max(state.sync, start + len(entries))
-        found = state.pending
-        if found and min(found) < state.sync:  # (records of entries held already: none are expected)
-            for pos in [pos for pos in found if pos < state.sync]:
-                del found[pos]
+        return staged
 
     def _add_run(
-        self, scope: str, state: _Scope, run: np.ndarray, where: np.ndarray, keys: dict[int, list[int]]
-    ) -> None:
-        """``apply``: the add entries ``run`` (at log positions ``where``), canonical pages added to the rule in
-        log order, with their extras (none: steps 1-4 only), a column at a time."""
+        self, scope: str, state: _Scope, run: np.ndarray, positions: list[int], keys: dict[int, list[int]],
+        staged: _Staged | None,
+    ) -> _Staged | None:
+        """``apply``: the add entries ``run`` (at log ``positions``), canonical pages added to the rule in
+        log order, with their extras (none: steps 1-4 only), a column at a time.  ``staged``: records just
+        read, taken as they are when they are the run's first pages' (the usual reply); what is left of them."""
         if not len(run):
-            return
+            return staged
         count = len(run)
-        positions: list[int] = where.tolist()
-        found = state.pending
-        fields = [found.pop(pos, _NO_FIELDS) for pos in positions] if found else [_NO_FIELDS] * count
-        alsos, seconds, sentences, packed, hosts, addresses = (list(column) for column in zip(*fields))
+        if staged is not None and staged[0][:count] == positions:
+            columns = staged[1] if len(staged[0]) == count else [column[:count] for column in staged[1]]
+            staged = None if len(staged[0]) == count else (staged[0][count:], [c[count:] for c in staged[1]])
+        else:
+            self._hold(state, staged)
+            staged = None
+            found = state.pending
+            fields = [found.pop(pos, _NO_FIELDS) for pos in positions] if found else [_NO_FIELDS] * count
+            columns = [list(column) for column in zip(*fields)]
+        alsos, seconds, sentences, packed, hosts, addresses = columns
         exacts: list[bool] = (run["op"] == OP_EXACT).tolist()
-        sketches: list[Sketch | None] = [None] * count
-        room = self.rule.sketch_room(scope)
-        for at, hashes in enumerate(packed):
-            if room <= 0:
-                break
-            if hashes is not None and not exacts[at]:  # (past the room: a sketch the rule would not keep)
-                sketches[at] = Sketch(unpack_hashes(hashes), sentences[at])
-                room -= 1
         added = self.rule.add_canonical_columns(
             scope, run["fp"].tolist(), exacts, [tuple(keys.get(pos, ())) for pos in positions] if keys else [()] * count,
-            alsos, seconds, sketches, addresses, packed,
+            alsos, seconds, self._sketches(scope, exacts, sentences, packed), addresses, packed,
         )  # fmt: skip
         assert added[0] == len(self._pos)
-        names = self._host_names
-        self._hosts += [None if host is None else names.setdefault(host, host) for host in hosts]
+        self._hosts += hosts
         self._pos.extend(positions)
         self._seq.extend(run["seq"].tolist())
         state.entry_of.update(zip(positions, added))
+        return staged
+
+    def _sketches(self, scope: str, exacts: list[bool], sentences: list[int], packed: list[bytes | None]
+                  ) -> list[Sketch | None]:  # fmt: skip
+        """The pages' sketches, as far as the rule still takes them (``Clusterer.sketch_room``; past it: ``None``, a
+        sketch the rule would not keep)."""
+        sketches: list[Sketch | None] = [None] * len(packed)
+        room = self.rule.sketch_room(scope)
+        if room <= 0 or packed.count(None) == len(packed):
+            return sketches
+        for at, hashes in enumerate(packed):
+            if room <= 0:
+                break
+            if hashes is not None and not exacts[at]:
+                sketches[at] = Sketch(unpack_hashes(hashes), sentences[at])
+                room -= 1
+        return sketches
 
     def joined(self, scope: str, pos: int, fingerprint: int) -> None:
         """The script took this worker's step-7 hint: the page of ``fingerprint`` joined the canonical page at

@@ -524,21 +524,26 @@ class Clusterer:
                 if exact:
                     table.setdefault(fingerprint, entry)
         rows = self._canonical_rows(first, simhash, fingerprints, alsos)
-        for entry in simhash:
-            if keys[entry - first]:
-                self._add_keys(scope, entry, keys[entry - first])
-        second_rows = [entry for entry in simhash if seconds[entry - first] is not None]
-        second_values = [seconds[entry - first] for entry in second_rows]
-        for entry, second in zip(second_rows, second_values):
-            self.second[entry] = second
-        self._add_sketches(scope, first, simhash, sketches, addresses, packed)
+        if any(keys):
+            for entry in simhash:
+                if keys[entry - first]:
+                    self._add_keys(scope, entry, keys[entry - first])
+        if simhash is entries and None not in seconds:  # (every page has one: a column at once)
+            second_rows: Sequence[int] = entries
+            second_values = seconds
+            self.second[first:] = seconds
+        else:
+            second_rows = [entry for entry in simhash if seconds[entry - first] is not None]
+            second_values = [seconds[entry - first] for entry in second_rows]
+            for entry, second in zip(second_rows, second_values):
+                self.second[entry] = second
+        if sketches.count(None) != count:
+            self._add_sketches(scope, first, simhash, sketches, addresses, packed)
         self._address = addresses[-1]
         for row_keys, values, tables in ((rows[0], rows[1], self._indexes), (second_rows, second_values, self._seconds)):
             if len(row_keys):
                 # (fingerprints checked already: the pages', or the rows made from them)
-                self._table(tables, scope).add_many(
-                    np.asarray(row_keys, dtype=np.int64), np.array(values, dtype=np.uint64)
-                )  # fmt: skip
+                self._table(tables, scope).add_many(_entry_array(row_keys), np.array(values, dtype=np.uint64))
         return list(entries)
 
     def sketch_room(self, scope: str) -> int:
@@ -552,8 +557,8 @@ class Clusterer:
     ) -> tuple[Sequence[int], list[int]]:
         """``add_canonicals``: the index rows of its simhash entries (keys, values), in entry order: each entry's
         fingerprint, then its template-free one when it differs (recorded in ``also``)."""
-        if all(also is None for also in alsos):
-            return simhash, [fingerprints[e - first] for e in simhash]
+        if alsos.count(None) == len(alsos):
+            return simhash, fingerprints if len(simhash) == len(fingerprints) else [fingerprints[e - first] for e in simhash]
         keys: list[int] = []
         values: list[int] = []
         for entry in simhash:
@@ -993,6 +998,14 @@ class Clusterer:
         for scope, (owners, key_lists) in keyed.items():
             self._key_table(scope).add_many(owners, key_lists)
         self._pending = []
+
+
+def _entry_array(entries: Sequence[int]) -> np.ndarray:
+    """Entry numbers as an array (a range without a list made of it; uint32, the index's own key type, while
+    they fit)."""
+    if isinstance(entries, range):
+        return np.arange(entries.start, entries.stop, dtype=np.uint32 if entries.stop <= 1 << 32 else np.int64)
+    return np.asarray(entries, dtype=np.int64)
 
 
 def identity_hash(scope: str, identity: str) -> int:

@@ -104,6 +104,17 @@ def _insert_sorted(room: np.ndarray, count: int, at: np.ndarray, values: np.ndar
 
 
 
+def _by_bucket(buckets: np.ndarray) -> np.ndarray:
+    """``np.argsort(buckets, kind="stable")`` of bucket numbers (0 <= bucket < 2**31): one sort of bucket and place
+    together (unique values, so any sort is stable), several times faster than numpy's stable argsort of int64."""
+    places = np.arange(len(buckets), dtype=np.int64)
+    if len(buckets) >= 1 << 32:
+        return np.argsort(buckets, kind="stable")
+    ordered: np.ndarray = np.sort((buckets.astype(np.int64) << np.int64(32)) | places)
+    ordered &= np.int64(0xFFFFFFFF)
+    return ordered
+
+
 def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For segments [start, start+count): (owner segment of each position, the positions)."""
     total = int(counts.sum())
@@ -152,6 +163,9 @@ class _Keys:
     def extend(self, keys: Sequence[Any] | np.ndarray, n: int) -> None:
         if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu" and keys.ndim == 1:
             if self.ints is not None:
+                if keys.dtype == np.uint32 or keys.dtype == self.ints.dtype:  # (fits as it is: no scan)
+                    self._store(keys, n)
+                    return
                 if len(keys) and self.ints.dtype == np.uint32 and (int(keys.min()) < 0 or int(keys.max()) > _UINT32_MAX):
                     self._widen()
                 self._store(keys, n)
@@ -329,7 +343,7 @@ class BlockPermutedIndex:
                 chunk_fps = self._fps[start:end]
                 keys = table.keys(chunk_fps)
                 chunk_buckets = table.buckets_of_keys(keys)
-                by_bucket = np.argsort(chunk_buckets, kind="stable")
+                by_bucket = _by_bucket(chunk_buckets)
                 sorted_buckets = chunk_buckets[by_bucket]
                 present, run = np.unique(sorted_buckets, return_counts=True)
                 # Position: the bucket's next free slot plus the row's rank among this chunk's rows there.
@@ -360,7 +374,7 @@ class BlockPermutedIndex:
         for table in self._tables:
             keys = table.keys(fps)
             buckets = table.buckets_of_keys(keys)
-            by_bucket = np.argsort(buckets, kind="stable")
+            by_bucket = _by_bucket(buckets)
             buckets = buckets[by_bucket]
             # Insert each new row at the end of its bucket: rows stay in insertion order per bucket.
             at = table.bounds[buckets + 1].astype(np.int64)
