@@ -351,17 +351,11 @@ class Clusterer:
             return owner, nearest, via
         table = self._edits.get(scope)
         owner = table.owner(keys) if keys and table is not None else None  # ties: the entry recorded first
-        via = None
         if owner is None:
-            if sketch is None:
-                return None
-            owner = self._contains(scope, sketch, count)  # step 7
-            if owner is None:
-                return None
-            via = "containment"
+            return self._contained_match(scope, fingerprint, sketch, count)  # step 7
         indexed = self.indexed[owner]
         assert indexed is not None
-        return owner, (fingerprint ^ indexed).bit_count(), via
+        return owner, (fingerprint ^ indexed).bit_count(), None
 
     def _query(
         self, scope: str, index: BlockPermutedIndex | LayeredIndex, value: int, found: list[Any] | None = None
@@ -388,12 +382,15 @@ class Clusterer:
         host_of_entry = self.host_of_entry
         return host_of_entry is not None and self._host is not None and host_of_entry(entry) != self._host
 
-    def _contains(self, scope: str, sketch: Sketch, count: bool = True) -> int | None:
+    def _contains(self, scope: str, sketch: Sketch, count: bool = True, anchored: set[int] | None = None) -> int | None:
         """Step 7: the canonical entry whose sentences hold this page's (or the other way round), else ``None``;
-        the page's sentences are then counted (``SentenceCounts``; not with ``count=False``)."""
+        the page's sentences are then counted (``SentenceCounts``; not with ``count=False``).  ``anchored``:
+        the anchors among the hashes of this page and others (``ContainmentIndex.shared_anchors``), when known."""
         counts = self._counts()
         index = self._contained.get(scope)
-        found = index.match(sketch, counts, self._other_host) if index is not None else None
+        found = None
+        if index is not None and (anchored is None or not anchored.isdisjoint(sketch.hashes)):
+            found = index.match(sketch, counts, self._other_host)
         if found is None and index is not None and self._address is not None:
             found = self._other_view(scope, index, sketch, counts)
         if count:
@@ -442,12 +439,34 @@ class Clusterer:
         by_second = {}
         if seconds and asked:
             by_second = dict(zip(asked, seconds.query_many([second for n in asked if (second := pages[n][3]) is not None])))
-        out = []
+        contained = self._contained.get(scope)
+        anchored = None if contained is None else contained.shared_anchors([page[4] for page in pages])
+        out: list[tuple[int, int, str | None] | None] = []
         for n, (fingerprint, keys, also, second, sketch, host, address) in enumerate(pages):
             self._host, self._address = host, address
-            found = (None if firsts is None else firsts[n], by_second.get(n))
-            out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, found))
+            first, by = None if firsts is None else firsts[n], by_second.get(n)
+            if not first and not by and also is None and not keys:
+                # No row of the first simhash near, nor of the second (every such page with a second simhash
+                # was asked, when the scope has any), nothing for steps 4-5: only step 7 can match it.
+                out.append(self._contained_match(scope, fingerprint, sketch, False, anchored))
+            else:
+                out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, (first, by)))
         return out
+
+    def _contained_match(
+        self, scope: str, fingerprint: int, sketch: Sketch | None, count: bool = False,
+        anchored: set[int] | None = None,
+    ) -> tuple[int, int, str] | None:
+        """Step 7 of a page steps 1-6 left unmatched: ``(canonical entry, distance, "containment")``, else ``None``
+        (``count``, ``anchored``: as ``_contains`` takes them)."""
+        if sketch is None:
+            return None
+        owner = self._contains(scope, sketch, count, anchored)
+        if owner is None:
+            return None
+        indexed = self.indexed[owner]
+        assert indexed is not None
+        return owner, (fingerprint ^ indexed).bit_count(), "containment"
 
     def first_matches(self, scope: str, fingerprints: Sequence[int]) -> list[list[Any]] | None:
         """What the scope's first-simhash index answers for each fingerprint (``Match``es: its canonical

@@ -55,6 +55,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -339,17 +340,22 @@ class ContainmentIndex:
 
     def candidates(self, sketch: Sketch) -> list[int]:
         """The canonical entries one of whose anchors is in ``sketch``, ascending."""
-        found: set[int] = set()
         anchors = self._anchors
-        for h in sketch.hashes:
-            owners = anchors.get(h)
-            if owners is None:
-                continue
+        shared = anchors.keys() & sketch.hashes  # (one C loop: most pages share no anchor)
+        if not shared:
+            return []
+        found: set[int] = set()
+        for h in shared:
+            owners = anchors[h]
             if isinstance(owners, int):
                 found.add(owners)
             else:
                 found.update(owners)
         return sorted(found)
+
+    def shared_anchors(self, sketches: Iterable[Sketch | None]) -> set[int]:
+        """The anchors among the hashes of ``sketches`` (a page none of whose hashes is one has no candidate)."""
+        return self._anchors.keys() & chain.from_iterable(sketch.hashes for sketch in sketches if sketch is not None)
 
     def match(
         self, sketch: Sketch, counts: SentenceCounts | None = None, other_host: Callable[[int], bool] | None = None
