@@ -47,7 +47,7 @@ def page_sets(stored: int) -> dict[str, list[Any]]:
     """The timed pages of ``redis_scale.py``'s first worker (of 8), and the same with copied sketches."""
     pages = rs.worker_pages(stored, 0, 8, 5000)
     records = [rs.record_of(page, fp) for page, fp in pages]
-    fps, dup = rs.fill_plan(stored)
+    _, dup = rs.fill_plan(stored)
     canonical = [int(i) for i in (~dup).nonzero()[0][:50_000]]  # (sketched in the mirror: the first 100,000)
     copies = []
     for n, (page, fp) in enumerate(pages):
