@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...core import _native
 from ...core.cluster.containment import Sketch, pack_hashes, unpack_hashes
 from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
@@ -176,13 +177,31 @@ def _records(data: bytes) -> tuple[list[tuple[int, _Fields]], int]:
 def first_related(records: list[PageRecord], k: int) -> int | None:
     """The first page of a batch (after the first) that an earlier page of it may match or be matched by
     through steps 2, 5, 6 or 7, or whose sentences an earlier page may count, when it carries steps 5-7 data:
-    the batch is cut there, so every hint is made from a mirror holding the pages checked before.  (The
-    distances of every pair of the batch's simhash pages at once; ``tests/unit/test_mirror_batch.py`` has it page
-    by page.)"""
+    the batch is cut there, so every hint is made from a mirror holding the pages checked before.  (Every
+    pair of the batch's simhash pages at once: ``_speedups.batch_related``, or numpy, ``_related_numpy``, the
+    same answers; ``tests/unit/test_mirror_batch.py`` has it page by page.)"""
     simhash = [at for at, record in enumerate(records) if not record.exact]
     if len(simhash) < 2:
         return None
     pages = [records[at] for at in simhash]
+    compiled = getattr(_native.speedups, "batch_related", None)  # (None: no C helpers, or an older build)
+    if compiled is not None:
+        related, shared = compiled(
+            [r.fingerprint for r in pages], [r.also for r in pages], [r.second for r in pages],
+            [None if r.sketch is None else r.sketch.hashes for r in pages], k,
+        )  # fmt: skip
+    else:
+        related, shared = _related_numpy(pages, k)
+    cut = next((simhash[i] for i in related if has_extras(pages[i])), None)
+    if shared is not None and (cut is None or simhash[shared] < cut):
+        return simhash[shared]
+    return cut
+
+
+def _related_numpy(pages: list[PageRecord], k: int) -> tuple[list[int], int | None]:
+    """``_speedups.batch_related`` of simhash pages with numpy: the pages (after the first) within k of an earlier
+    one by any pair of their rows (fingerprint, template-free simhash) or by their second simhashes, and the first
+    page whose sketch shares a sentence with an earlier page's (``None``: none)."""
     fps = np.array([r.fingerprint for r in pages], dtype=np.uint64)
     # a page's rows: its fingerprint and its template-free one (its fingerprint again when it has none)
     rows = np.concatenate([fps, np.array([r.fingerprint if r.also is None else r.also for r in pages], dtype=np.uint64)])
@@ -193,18 +212,15 @@ def first_related(records: list[PageRecord], k: int) -> int | None:
     if has_second.sum() > 1:
         seconds = np.array([r.second or 0 for r in pages], dtype=np.uint64)
         related |= (np.bitwise_count(seconds[:, None] ^ seconds[None, :]) <= k) & has_second[:, None] & has_second[None, :]
-    related = np.tril(related, -1).any(axis=1)  # (an earlier page of the batch)
-    cut = next((simhash[i] for i in np.flatnonzero(related).tolist() if simhash[i] and has_extras(pages[i])), None)
+    found: list[int] = np.flatnonzero(np.tril(related, -1).any(axis=1)).tolist()  # (an earlier page of the batch)
     sentences: set[int] = set()
-    for at, record in zip(simhash, pages):
-        if cut is not None and at >= cut:
-            break
+    for at, record in enumerate(pages):
         sketch = record.sketch
         if sketch is not None:
             if at and not sentences.isdisjoint(sketch.hashes):
-                return at
+                return found, at
             sentences.update(sketch.hashes)
-    return cut
+    return found, None
 
 
 class _Scope:
