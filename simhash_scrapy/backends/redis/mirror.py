@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...core import _native
-from ...core.cluster.containment import Sketch, pack_hashes, unpack_hashes
+from ...core.cluster.containment import Sketch, unpack_hashes
 from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
 from ...core.index.layered import LayeredIndex
@@ -90,29 +90,31 @@ def record_of(record: PageRecord, host: str | None, address: str | None) -> byte
     length and UTF-8) and host (UTF-8, the rest).  Records written before addresses were kept have no
     ``_ADDRESS`` flag: their pages are not listed under an address (only fewer print views found)."""
     flags, parts = 0, [b""]
-    if record.also is not None:
-        flags |= _ALSO
-        parts.append(_Q.pack(record.also))
-    if record.second is not None:
+    also, second, sketch = record.also, record.second, record.sketch
+    if also is not None:
+        flags = _ALSO
+        parts.append(_Q.pack(also))
+    if second is not None:
         flags |= _SECOND
-        parts.append(_Q.pack(record.second))
-    sketch = record.sketch
+        parts.append(_Q.pack(second))
     if sketch is not None:
         flags |= _SKETCH
         hashes = sketch.hashes[:255]
-        parts.append(
-            _SKETCH_HEAD.pack(sketch.sentences, len(hashes))
-            + pack_hashes(hashes)
-        )
+        parts += (_SKETCH_HEAD.pack(sketch.sentences, len(hashes)), _hashes_struct(len(hashes)).pack(*hashes))
         encoded = address.encode("utf-8", "surrogatepass") if address else b""
         if encoded and len(encoded) <= 0xFFFF:
             flags |= _ADDRESS
-            parts.append(_LENGTH.pack(len(encoded)) + encoded)
-    parts[0] = bytes([flags])
-    parts.append(
-        host.encode("utf-8", "surrogatepass") if host else b""
-    )
+            parts += (_LENGTH.pack(len(encoded)), encoded)
+    parts[0] = _FLAGS[flags]
+    if host:
+        parts.append(host.encode("utf-8", "surrogatepass"))
     return b"".join(parts)
+
+
+#: A record's first byte, by its flags; the packing of a sketch's hashes (``pack_hashes``), by their number.
+_FLAGS = [bytes([flags]) for flags in range(16)]
+_HASHES = [struct.Struct(f">{n}Q") for n in range(256)]
+_hashes_struct = _HASHES.__getitem__
 
 
 def read_record(
