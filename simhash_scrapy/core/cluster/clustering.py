@@ -310,11 +310,12 @@ class Clusterer:
         second: int | None = None,
         sketch: Sketch | None = None,
         count: bool = True,
-        found: tuple[list[Any] | None, list[Any] | None] = (None, None),
+        found: tuple[list[Any] | None, ...] = (None, None, None),
     ) -> tuple[int, int, str | None] | None:
         """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None`` (``count=False``:
         a page reaching step 7 is not counted in ``SentenceCounts``; ``found``: what the scope's first and
-        second simhash indexes answer for ``fingerprint`` and ``second``, when the caller asked them already)."""
+        second simhash indexes answer for ``fingerprint`` and ``second``, and the first for ``also``, when the
+        caller asked them already)."""
         if exact:
             owner = self._exact.get(scope, {}).get(fingerprint)
             return None if owner is None else (owner, 0, None)
@@ -322,7 +323,7 @@ class Clusterer:
         matches = self._query(scope, index, fingerprint, found[0]) if index is not None else []  # nearest first
         via = None
         if not matches and also is not None and index is not None:
-            matches, via = self._query(scope, index, also), "template"  # step 5: the template-free text
+            matches, via = self._query(scope, index, also, found[2]), "template"  # step 5: the template-free text
         if not matches and second is not None and scope in self._seconds:
             # step 6: the second simhash, verified by the first within VERIFY_FACTOR * k
             wide = VERIFY_FACTOR * self.max_distance
@@ -439,6 +440,10 @@ class Clusterer:
         by_second = {}
         if seconds and asked:
             by_second = dict(zip(asked, seconds.query_many([second for n in asked if (second := pages[n][3]) is not None])))
+        index, by_also = self._indexes.get(scope), {}
+        asked = [n for n, page in enumerate(pages) if page[2] is not None and not (firsts and firsts[n])]
+        if index is not None and asked:  # step 5's question too, at once
+            by_also = dict(zip(asked, index.query_many([also for n in asked if (also := pages[n][2]) is not None])))
         contained = self._contained.get(scope)
         anchored = None if contained is None else contained.shared_anchors([page[4] for page in pages])
         out: list[tuple[int, int, str | None] | None] = []
@@ -450,7 +455,8 @@ class Clusterer:
                 # was asked, when the scope has any), nothing for steps 4-5: only step 7 can match it.
                 out.append(self._contained_match(scope, fingerprint, sketch, False, anchored))
             else:
-                out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, (first, by)))
+                found = (first, by, by_also.get(n))
+                out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, found))
         return out
 
     def _contained_match(
