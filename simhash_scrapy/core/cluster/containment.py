@@ -208,9 +208,9 @@ def estimate(
     """``(containment, shared)``: the estimated share of the smaller page's sentences in the larger's, and how
     many hashes of the sample (the ``size`` smallest of both sketches, without the shared ones ``common``
     says are common sentences) the two share."""
-    small, large = (a, b) if a.sentences <= b.sentences else (b, a)
-    sample = sorted(set(a.hashes) | set(b.hashes))[:size]
-    in_small, in_large = set(small.hashes), set(large.hashes)
+    in_a, in_b = set(a.hashes), set(b.hashes)
+    in_small, in_large = (in_a, in_b) if a.sentences <= b.sentences else (in_b, in_a)
+    sample = sorted(in_a | in_b)[:size]
     if common is not None:  # a common sentence both have says nothing; one only one has still differs
         sample = [h for h in sample if not (h in in_small and h in in_large and common(h))]
     mine = [h for h in sample if h in in_small]
@@ -370,9 +370,12 @@ class ContainmentIndex:
             other = self.sketch(entry)
             assert other is not None
             ratio = CROSS_HOST_MIN_RATIO if other_host is not None and other_host(entry) else MIN_RATIO
-            if not verify(sketch, other, min_ratio=ratio, common=common):
+            # ``verify(sketch, other, min_ratio=ratio, common=common)``, its estimate kept
+            if min(sketch.sentences, other.sentences) <= ratio * max(sketch.sentences, other.sentences):
                 continue
-            contained = estimate(sketch, other, common=common)[0]
+            contained, shared = estimate(sketch, other, common=common)
+            if shared < MIN_SHARED or contained < MIN_CONTAINMENT:
+                continue
             if best is None or contained > best[1]:
                 best = (entry, contained)
         return best
