@@ -1831,6 +1831,141 @@ static PyObject *extras_records(PyObject *module, PyObject *args) {
     return out;
 }
 /* ------------------------------------------------ end of extras records */
+/* ------------------------------------------------ a batch's related pages (backends.redis.mirror) */
+static inline unsigned int bits64(uint64_t x) { return bits32((uint32_t)x) + bits32((uint32_t)(x >> 32)); }
+
+/* A sequence of n ints (or None: ``fallback[i]``, and ``has[i]`` cleared when given) as uint64 values. */
+static int read_u64s(PyObject *seq, Py_ssize_t n, uint64_t *out, const uint64_t *fallback, unsigned char *has) {
+    PyObject *fast = PySequence_Fast(seq, "a sequence of ints or None");
+    if (fast == NULL) return -1;
+    if (PySequence_Fast_GET_SIZE(fast) != n) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "batch_related: one value a page");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
+        if (has != NULL) has[i] = item != Py_None;
+        if (item == Py_None) {
+            out[i] = fallback != NULL ? fallback[i] : 0;
+            continue;
+        }
+        unsigned long long v = PyLong_AsUnsignedLongLong(item);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return -1;
+        }
+        out[i] = (uint64_t)v;
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+/* The first page (index > 0) whose sketch (a tuple or list of ints, or None) shares a hash with an earlier page's,
+ * else n; -1 on error.  (The pages' hashes go into an open-addressing table in page order, each with its page.) */
+static Py_ssize_t first_shared(PyObject *sketches) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(sketches), total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(sketches, i);
+        if (item == Py_None) continue;
+        if (!PyTuple_Check(item) && !PyList_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "batch_related: a sketch's hashes are a tuple or a list");
+            return -1;
+        }
+        total += PySequence_Fast_GET_SIZE(item);
+    }
+    size_t size = 16;
+    while (size < 2 * (size_t)total) size <<= 1;
+    uint64_t *keys = PyMem_Malloc(sizeof(uint64_t) * size);
+    Py_ssize_t *owners = PyMem_Malloc(sizeof(Py_ssize_t) * size);
+    if (keys == NULL || owners == NULL) {
+        PyMem_Free(keys);
+        PyMem_Free(owners);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t j = 0; j < size; j++) owners[j] = -1;
+    Py_ssize_t first = n;
+    for (Py_ssize_t i = 0; i < n && first == n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(sketches, i);
+        if (item == Py_None) continue;
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(item); j++) {
+            unsigned long long v = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(item, j));
+            if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+                first = -1;
+                break;
+            }
+            size_t slot = (size_t)((v * 0x9E3779B97F4A7C15ULL) >> 32) & (size - 1);
+            while (owners[slot] >= 0 && keys[slot] != v) slot = (slot + 1) & (size - 1);
+            if (owners[slot] < 0) {
+                keys[slot] = v;
+                owners[slot] = i;
+            } else if (owners[slot] != i) {
+                first = i; /* (the rest of this page's hashes are not read: the answer is this page) */
+                break;
+            }
+        }
+    }
+    PyMem_Free(keys);
+    PyMem_Free(owners);
+    return first;
+}
+
+/* batch_related(fingerprints, alsos, seconds, sketches, k) -> (related, shared): ``mirror.first_related``'s
+ * two questions of a batch's n simhash pages, in order.  ``related``: the ascending indices i > 0 of the pages
+ * within k of an earlier page j < i by any pair of their rows (the fingerprint, and the template-free simhash in
+ * ``alsos``, None: none), or by their second simhashes when both have one (``seconds``, None: none).
+ * ``shared``: the first index i > 0 whose sketch hashes (``sketches``: a tuple or list each, or None) share one with an
+ * earlier page's, else None.  (numpy in ``mirror._related_numpy``: the same answers.) */
+static PyObject *batch_related(PyObject *module, PyObject *args) {
+    PyObject *fps_obj, *alsos_obj, *seconds_obj, *sketches_obj;
+    int k;
+    if (!PyArg_ParseTuple(args, "OOOOi:batch_related", &fps_obj, &alsos_obj, &seconds_obj, &sketches_obj, &k))
+        return NULL;
+    PyObject *sketches = PySequence_Fast(sketches_obj, "sketches must be a sequence");
+    if (sketches == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(sketches);
+    PyObject *result = NULL, *related = NULL;
+    uint64_t *values = PyMem_Malloc(sizeof(uint64_t) * 3 * (size_t)(n ? n : 1));
+    unsigned char *has = PyMem_Malloc((size_t)(n ? n : 1));
+    if (values == NULL || has == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint64_t *fps = values, *alsos = values + n, *seconds = values + 2 * n;
+    if (read_u64s(fps_obj, n, fps, NULL, NULL) < 0 || read_u64s(alsos_obj, n, alsos, fps, NULL) < 0 ||
+        read_u64s(seconds_obj, n, seconds, NULL, has) < 0)
+        goto done;
+    related = PyList_New(0);
+    if (related == NULL) goto done;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int near = 0;
+        for (Py_ssize_t j = 0; j < i && !near; j++) {
+            near = (int)bits64(fps[i] ^ fps[j]) <= k || (int)bits64(fps[i] ^ alsos[j]) <= k ||
+                   (int)bits64(alsos[i] ^ fps[j]) <= k || (int)bits64(alsos[i] ^ alsos[j]) <= k ||
+                   (has[i] && has[j] && (int)bits64(seconds[i] ^ seconds[j]) <= k);
+        }
+        if (near) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL || PyList_Append(related, index) < 0) {
+                Py_XDECREF(index);
+                goto done;
+            }
+            Py_DECREF(index);
+        }
+    }
+    Py_ssize_t shared = first_shared(sketches);
+    if (shared < 0) goto done;
+    if (shared >= n) result = Py_BuildValue("(OO)", related, Py_None);
+    else result = Py_BuildValue("(On)", related, shared);
+done:
+    Py_XDECREF(related);
+    PyMem_Free(values);
+    PyMem_Free(has);
+    Py_DECREF(sketches);
+    return result;
+}
+/* ------------------------------------------------ end of a batch's related pages */
 
 static PyMethodDef methods[] = {
     {"hash_tokens", hash_tokens, METH_O, "hash_tokens(chunk) -> (hashes, specials)"},
@@ -1850,6 +1985,8 @@ static PyMethodDef methods[] = {
     {"near_folds", near_folds, METH_VARARGS, "near_folds(buckets, fingerprints, k) -> one list of seqs a bucket"},
     {"extras_records", extras_records, METH_VARARGS,
      "extras_records(data, start, names) -> (used, positions, alsos, seconds, sentences, packed, hosts, addresses, hashes)"},
+    {"batch_related", batch_related, METH_VARARGS,
+     "batch_related(fingerprints, alsos, seconds, sketches, k) -> (related indices, first shared sketch or None)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -248,3 +249,74 @@ def test_add_canonicals_is_add_canonical_page_by_page(max_pages: int | None, uni
     assert many.nearest_many("s", probes) == expected
     assert {found[2] for found in expected if found is not None} >= {None, "second", "containment"} | (
         set() if uniform else {"template"})
+
+
+def _near(rng: random.Random, fp: int, bits: int) -> int:
+    for bit in rng.sample(range(64), bits):
+        fp ^= 1 << bit
+    return fp
+
+
+def _random_page(rng: random.Random, base: list[int]) -> tuple[Any, ...]:
+    """``nearest``'s arguments of a page: (fingerprint, keys, also, second, sketch, host, address)."""
+    from simhash_scrapy.core.cluster.containment import Sketch
+
+    fp = _near(rng, rng.choice(base), rng.randint(0, 10)) if rng.random() < 0.6 else rng.getrandbits(64)
+    also = _near(rng, fp, rng.randint(3, 12)) if rng.random() < 0.3 else None
+    second = _near(rng, rng.choice(base), rng.randint(0, 8)) if rng.random() < 0.6 else None
+    keys = (rng.getrandbits(8),) if rng.random() < 0.2 else ()
+    hashes = sorted(rng.sample(range(400), rng.randint(3, 24)))
+    sketch = Sketch(tuple(hashes), len(hashes) + rng.randint(0, 6)) if rng.random() < 0.8 else None
+    host = rng.choice(["a.test", "b.test"])
+    return fp, keys, also, second, sketch, host, f"{host}/p/{rng.randint(0, 15)}"
+
+
+def _probe(rng: random.Random, base: list[int], canonical: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """A random page, or one made from a canonical page for step 5, 6 or 7 (matched, unless that one was removed)."""
+    from simhash_scrapy.core.cluster.containment import Sketch
+
+    fp, keys, also, second, sketch, host, address = _random_page(rng, base)
+    if rng.random() < 0.5:
+        cfp, _, _, csecond, csketch, chost, caddress = rng.choice(canonical)
+        step = rng.randrange(3)
+        if step == 0:
+            also = _near(rng, cfp, rng.randint(0, 3))
+        elif step == 1 and csecond is not None:
+            fp, second = _near(rng, cfp, rng.randint(5, 8)), _near(rng, csecond, rng.randint(0, 3))
+        elif csketch is not None:
+            sketch = Sketch(csketch.hashes, csketch.sentences + rng.randint(-1, 2))
+            host, address = (chost, caddress) if rng.random() < 0.5 else (host, address)
+    return fp, keys, also, second, sketch, host, address
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nearest_many_is_nearest_page_by_page_on_random_scopes(seed: int) -> None:
+    """``nearest_many``'s shortcuts (a page no index row is near goes straight to step 7; the batch's anchors,
+    template-free and second simhashes asked at once) give ``nearest``'s answers, on canonical pages with
+    template-free and second simhashes, shared sentences, copy rows and removed entries, on both index types."""
+    import numpy
+
+    from simhash_scrapy.core.index.layered import LayeredIndex
+
+    rng = random.Random(seed)
+    rule = Clusterer(4)
+    if seed % 2:
+        rule.index_type = LayeredIndex
+    rule.host_of_entry = lambda entry: "a.test" if entry % 3 else "b.test"
+    base = [rng.getrandbits(64) for _ in range(12)]
+    canonical = [_random_page(rng, base) for _ in range(150)]
+    entries = [rule.add_canonical("s", fp, False, keys, also, second, sketch, address)
+               for fp, keys, also, second, sketch, _, address in canonical]  # fmt: skip
+    for entry in rng.sample(entries, 30):
+        rule.remove_canonical("s", entry)
+    for entry in rng.sample(entries, 20):
+        if rule.indexed[entry] is not None:
+            rule.add_copy_row("s", entry, _near(rng, rule.indexed[entry], rng.randint(5, 12)))
+    rule.count_sentences(numpy.array(rng.choices(range(400), k=150), dtype=numpy.uint64))
+    vias = set()
+    for _ in range(40):
+        probes = [_probe(rng, base, canonical) for _ in range(rng.randint(1, 20))]
+        expected = [rule.nearest("s", *one) for one in probes]
+        assert rule.nearest_many("s", probes) == expected
+        vias |= {found[2] for found in expected if found is not None}
+    assert vias == {None, "template", "second", "containment"}

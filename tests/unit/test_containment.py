@@ -233,3 +233,43 @@ def test_a_canonical_page_that_changed_leaves_the_sentence_index() -> None:
     assert clusters.check("s", "a", other[0], sketch=other[1]).outcome is Outcome.CHANGED
     again = page(ARTICLE[:28])
     assert clusters.check("s", "b", again[0], sketch=again[1]).outcome is Outcome.UNIQUE
+
+
+def test_match_is_the_verified_candidate_with_the_highest_containment() -> None:
+    """``ContainmentIndex.match`` (one estimate a candidate) gives what ``verify`` and ``estimate`` say of each
+    candidate: the highest containment, ties the entry recorded first; across hosts the stricter ratio."""
+    import numpy as np
+
+    from simhash_scrapy.core.cluster.containment import (
+        CROSS_HOST_MIN_RATIO, COMMON, MIN_RATIO, ContainmentIndex, SentenceCounts, Sketch, estimate, verify,
+    )
+
+    rng = random.Random(11)
+    hits = 0
+    for _ in range(300):
+        index, counts = ContainmentIndex(), SentenceCounts(bits=8)
+        pool, pages = list(range(1, 120)), []
+        for entry in range(rng.randint(1, 12)):
+            pages.append(sorted(rng.sample(pool, rng.randint(3, 40))))
+            index.add(entry, Sketch(tuple(pages[-1][:32]), len(pages[-1]) + rng.randint(0, 8)))
+        counts.add_many(np.array(rng.choices(pool, k=rng.randint(0, 200)), dtype=np.uint64))
+        hashes = sorted(rng.sample(pool, rng.randint(3, 40)))
+        if rng.random() < 0.7:  # most of a page's sentences, a few of its own
+            source = rng.choice(pages)
+            hashes = sorted(set(rng.sample(source, max(3, len(source) - rng.randint(0, 4))))
+                            | set(rng.sample(pool, rng.randint(0, 2))))  # fmt: skip
+        sketch = Sketch(tuple(hashes[:32]), len(hashes) + rng.randint(0, 8))
+        other_host = (lambda entry: entry % 2 == 1) if rng.random() < 0.5 else None
+        common = lambda h, counts=counts: counts.count(h) >= COMMON  # noqa: E731
+        best = None
+        for entry in index.candidates(sketch):
+            other = index.sketch(entry)
+            assert other is not None
+            ratio = CROSS_HOST_MIN_RATIO if other_host is not None and other_host(entry) else MIN_RATIO
+            if verify(sketch, other, min_ratio=ratio, common=common):
+                contained = estimate(sketch, other, common=common)[0]
+                if best is None or contained > best[1]:
+                    best = (entry, contained)
+        assert index.match(sketch, counts, other_host) == best
+        hits += best is not None
+    assert 40 < hits < 260, hits

@@ -7,7 +7,8 @@ import random
 import pytest
 
 from simhash_scrapy.backends.base import PageRecord
-from simhash_scrapy.backends.redis.mirror import first_related, has_extras
+from simhash_scrapy.backends.redis.mirror import _related_numpy, first_related, has_extras
+from simhash_scrapy.core import _native
 from simhash_scrapy.core.cluster.containment import Sketch
 
 
@@ -68,10 +69,34 @@ def _batch(rng: random.Random, size: int, k: int) -> list[PageRecord]:
     return records
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("seed", range(40))
-def test_first_related_is_the_page_by_page_cut(seed: int) -> None:
+def test_first_related_is_the_page_by_page_cut(seed: int, compiled: bool) -> None:
+    """The C helper (``_speedups.batch_related``) and numpy give the page-by-page cut."""
+    if compiled and _native.speedups is None:
+        pytest.skip("the C helpers are not built")
     rng = random.Random(seed)
-    for _ in range(50):
-        k = rng.choice([3, 4])
-        records = _batch(rng, rng.randint(0, 16), k)
-        assert first_related(records, k) == _first_related_py(records, k)
+    with _native.switched(compiled):
+        for _ in range(50):
+            k = rng.choice([3, 4])
+            records = _batch(rng, rng.randint(0, 16), k)
+            assert first_related(records, k) == _first_related_py(records, k)
+
+
+def test_the_compiled_batch_questions_are_numpys() -> None:
+    """``_speedups.batch_related`` answers as ``_related_numpy``: the related pages (all, not only the first) and
+    the first page sharing a sentence, on batches of up to 40 pages, sketches as tuples or lists."""
+    if _native.speedups is None:
+        pytest.skip("the C helpers are not built")
+    rng = random.Random(7)
+    for _ in range(3000):
+        k = rng.choice([0, 3, 4, 6])
+        pages = [r for r in _batch(rng, rng.randint(0, 40), k) if not r.exact]
+        sketches = [None if r.sketch is None else (list if rng.random() < 0.3 else tuple)(r.sketch.hashes) for r in pages]
+        got = _native.speedups.batch_related([r.fingerprint for r in pages], [r.also for r in pages],
+                                             [r.second for r in pages], sketches, k)  # fmt: skip
+        assert got == _related_numpy(pages, k) if pages else got == ([], None)
+    with pytest.raises(ValueError, match="one value a page"):
+        _native.speedups.batch_related([1, 2], [None], [None, None], [None, None], 3)
+    with pytest.raises(OverflowError):
+        _native.speedups.batch_related([-1], [None], [None], [None], 3)

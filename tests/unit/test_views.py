@@ -8,7 +8,7 @@ from simhash_scrapy.core.analysis import AnalysisOptions, analyse_text
 from simhash_scrapy.core.cluster import containment
 from simhash_scrapy.core.cluster.clustering import Clusterer, Outcome
 from simhash_scrapy.core.cluster.views import (
-    MAX_PER_ADDRESS, MIN_CONTAINMENT, MIN_RATIO, MIN_SHARED, AddressBook, address_of,
+    MAX_PER_ADDRESS, MIN_CONTAINMENT, MIN_RATIO, MIN_SHARED, AddressBook, address_of, host_and_address, page_address,
 )
 from simhash_scrapy.core.detector import Detector, Page
 
@@ -39,6 +39,20 @@ def test_address_is_host_path_and_page_number() -> None:
     assert address_of("https://forum.test/t/9/page/2/") == "forum.test/t/9/page/2 page 2"
     assert address_of(None) is None and address_of("") is None and address_of("no host") is None
     assert address_of("http://[::1/x") is None  # not a URL
+
+
+def test_host_and_address_is_host_of_and_page_address() -> None:
+    """A Redis worker's one reading of a URL (``host_and_address``) gives ``host_of`` and ``page_address``."""
+    from simhash_scrapy.core.cluster.sitetemplate import host_of
+
+    sketch = containment.Sketch((1, 2, 3), 3)
+    urls = ["https://Shop.test/item/7/?print=1#top", "http://shop.test:8080/a?utm_source=x", "https://f.test/t/9?page=2",
+            "http://user:pw@Host.test/x", "https://h.test/a\tb", "http://[::1/x", "no host", "https://h.test",
+            "http://x.test/item.php?id=7&print=1", "https://h.test/p/page/3/", "ftp://files.test/a"]  # fmt: skip
+    for url in urls:
+        for given in (sketch, None):
+            assert host_and_address(url, given) == (host_of(url), page_address(url, given, host_of(url))), url
+    assert host_and_address(None, sketch) == host_and_address("", sketch) == (None, None)
 
 
 def test_a_query_that_names_the_item_is_part_of_the_address() -> None:

@@ -34,9 +34,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ...core.cluster.sitetemplate import host_of
 from ...core.cluster.viewidentity import MAX_ADDRESSES
-from ...core.cluster.views import page_address
+from ...core.cluster.views import host_and_address
 from ...core.redact import redact
 from ...core.wording import plural
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
@@ -757,10 +756,8 @@ class RedisBackend(Outages, DedupBackend):
     ) -> list[tuple[Any, str | None]]:
         """Per page, what ``pack_page`` sends for steps 5-7 (its hint and extras record, ``None`` for a short
         page) and the step its hint matched by (``mirror.py``); ``local``: as ``Mirror.hints`` takes it."""
-        pages = []
-        for record in records:
-            host = host_of(record.url) if record.url and not record.exact else None
-            pages.append((record, host, None if record.exact else page_address(record.url, record.sketch, host)))
+        pages = [(record, None, None) if record.exact else (record, *host_and_address(record.url, record.sketch))
+                 for record in records]  # fmt: skip
         with self._mirror_lock:
             hints = mirror.hints(scope, pages, local)
         out: list[tuple[Any, str | None]] = []

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ...core import _native
-from ...core.cluster.containment import Sketch, pack_hashes, unpack_hashes
+from ...core.cluster.containment import Sketch, unpack_hashes
 from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
 from ...core.index.layered import LayeredIndex
@@ -90,29 +90,31 @@ def record_of(record: PageRecord, host: str | None, address: str | None) -> byte
     length and UTF-8) and host (UTF-8, the rest).  Records written before addresses were kept have no
     ``_ADDRESS`` flag: their pages are not listed under an address (only fewer print views found)."""
     flags, parts = 0, [b""]
-    if record.also is not None:
-        flags |= _ALSO
-        parts.append(_Q.pack(record.also))
-    if record.second is not None:
+    also, second, sketch = record.also, record.second, record.sketch
+    if also is not None:
+        flags = _ALSO
+        parts.append(_Q.pack(also))
+    if second is not None:
         flags |= _SECOND
-        parts.append(_Q.pack(record.second))
-    sketch = record.sketch
+        parts.append(_Q.pack(second))
     if sketch is not None:
         flags |= _SKETCH
         hashes = sketch.hashes[:255]
-        parts.append(
-            _SKETCH_HEAD.pack(sketch.sentences, len(hashes))
-            + pack_hashes(hashes)
-        )
+        parts += (_SKETCH_HEAD.pack(sketch.sentences, len(hashes)), _hashes_struct(len(hashes)).pack(*hashes))
         encoded = address.encode("utf-8", "surrogatepass") if address else b""
         if encoded and len(encoded) <= 0xFFFF:
             flags |= _ADDRESS
-            parts.append(_LENGTH.pack(len(encoded)) + encoded)
-    parts[0] = bytes([flags])
-    parts.append(
-        host.encode("utf-8", "surrogatepass") if host else b""
-    )
+            parts += (_LENGTH.pack(len(encoded)), encoded)
+    parts[0] = _FLAGS[flags]
+    if host:
+        parts.append(host.encode("utf-8", "surrogatepass"))
     return b"".join(parts)
+
+
+#: A record's first byte, by its flags; the packing of a sketch's hashes (``pack_hashes``), by their number.
+_FLAGS = [bytes([flags]) for flags in range(16)]
+_HASHES = [struct.Struct(f">{n}Q") for n in range(256)]
+_hashes_struct = _HASHES.__getitem__
 
 
 def read_record(
@@ -218,13 +220,31 @@ def _parse(data: bytes, at: int, end: int, fields: bool, names: dict[str, str] |
 def first_related(records: list[PageRecord], k: int) -> int | None:
     """The first page of a batch (after the first) that an earlier page of it may match or be matched by
     through steps 2, 5, 6 or 7, or whose sentences an earlier page may count, when it carries steps 5-7 data:
-    the batch is cut there, so every hint is made from a mirror holding the pages checked before.  (The
-    distances of every pair of the batch's simhash pages at once; ``tests/unit/test_mirror_batch.py`` has it page
-    by page.)"""
+    the batch is cut there, so every hint is made from a mirror holding the pages checked before.  (Every
+    pair of the batch's simhash pages at once: ``_speedups.batch_related``, or numpy, ``_related_numpy``, the
+    same answers; ``tests/unit/test_mirror_batch.py`` has it page by page.)"""
     simhash = [at for at, record in enumerate(records) if not record.exact]
     if len(simhash) < 2:
         return None
     pages = [records[at] for at in simhash]
+    compiled = getattr(_native.speedups, "batch_related", None)  # (None: no C helpers, or an older build)
+    if compiled is not None:
+        related, shared = compiled(
+            [r.fingerprint for r in pages], [r.also for r in pages], [r.second for r in pages],
+            [None if r.sketch is None else r.sketch.hashes for r in pages], k,
+        )  # fmt: skip
+    else:
+        related, shared = _related_numpy(pages, k)
+    cut = next((simhash[i] for i in related if has_extras(pages[i])), None)
+    if shared is not None and (cut is None or simhash[shared] < cut):
+        return simhash[shared]
+    return cut
+
+
+def _related_numpy(pages: list[PageRecord], k: int) -> tuple[list[int], int | None]:
+    """``_speedups.batch_related`` of simhash pages with numpy: the pages (after the first) within k of an earlier
+    one by any pair of their rows (fingerprint, template-free simhash) or by their second simhashes, and the first
+    page whose sketch shares a sentence with an earlier page's (``None``: none)."""
     fps = np.array([r.fingerprint for r in pages], dtype=np.uint64)
     # a page's rows: its fingerprint and its template-free one (its fingerprint again when it has none)
     rows = np.concatenate([fps, np.array([r.fingerprint if r.also is None else r.also for r in pages], dtype=np.uint64)])
@@ -235,18 +255,15 @@ def first_related(records: list[PageRecord], k: int) -> int | None:
     if has_second.sum() > 1:
         seconds = np.array([r.second or 0 for r in pages], dtype=np.uint64)
         related |= (np.bitwise_count(seconds[:, None] ^ seconds[None, :]) <= k) & has_second[:, None] & has_second[None, :]
-    related = np.tril(related, -1).any(axis=1)  # (an earlier page of the batch)
-    cut = next((simhash[i] for i in np.flatnonzero(related).tolist() if simhash[i] and has_extras(pages[i])), None)
+    found: list[int] = np.flatnonzero(np.tril(related, -1).any(axis=1)).tolist()  # (an earlier page of the batch)
     sentences: set[int] = set()
-    for at, record in zip(simhash, pages):
-        if cut is not None and at >= cut:
-            break
+    for at, record in enumerate(pages):
         sketch = record.sketch
         if sketch is not None:
             if at and not sentences.isdisjoint(sketch.hashes):
-                return at
+                return found, at
             sentences.update(sketch.hashes)
-    return cut
+    return found, None
 
 
 class _Scope:

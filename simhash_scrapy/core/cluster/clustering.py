@@ -310,11 +310,12 @@ class Clusterer:
         second: int | None = None,
         sketch: Sketch | None = None,
         count: bool = True,
-        found: tuple[list[Any] | None, list[Any] | None] = (None, None),
+        found: tuple[list[Any] | None, ...] = (None, None, None),
     ) -> tuple[int, int, str | None] | None:
         """``(canonical entry, distance, via)`` of the nearest canonical page, or ``None`` (``count=False``:
         a page reaching step 7 is not counted in ``SentenceCounts``; ``found``: what the scope's first and
-        second simhash indexes answer for ``fingerprint`` and ``second``, when the caller asked them already)."""
+        second simhash indexes answer for ``fingerprint`` and ``second``, and the first for ``also``, when the
+        caller asked them already)."""
         if exact:
             owner = self._exact.get(scope, {}).get(fingerprint)
             return None if owner is None else (owner, 0, None)
@@ -322,7 +323,7 @@ class Clusterer:
         matches = self._query(scope, index, fingerprint, found[0]) if index is not None else []  # nearest first
         via = None
         if not matches and also is not None and index is not None:
-            matches, via = self._query(scope, index, also), "template"  # step 5: the template-free text
+            matches, via = self._query(scope, index, also, found[2]), "template"  # step 5: the template-free text
         if not matches and second is not None and scope in self._seconds:
             # step 6: the second simhash, verified by the first within VERIFY_FACTOR * k
             wide = VERIFY_FACTOR * self.max_distance
@@ -351,17 +352,11 @@ class Clusterer:
             return owner, nearest, via
         table = self._edits.get(scope)
         owner = table.owner(keys) if keys and table is not None else None  # ties: the entry recorded first
-        via = None
         if owner is None:
-            if sketch is None:
-                return None
-            owner = self._contains(scope, sketch, count)  # step 7
-            if owner is None:
-                return None
-            via = "containment"
+            return self._contained_match(scope, fingerprint, sketch, count)  # step 7
         indexed = self.indexed[owner]
         assert indexed is not None
-        return owner, (fingerprint ^ indexed).bit_count(), via
+        return owner, (fingerprint ^ indexed).bit_count(), None
 
     def _query(
         self, scope: str, index: BlockPermutedIndex | LayeredIndex, value: int, found: list[Any] | None = None
@@ -388,12 +383,15 @@ class Clusterer:
         host_of_entry = self.host_of_entry
         return host_of_entry is not None and self._host is not None and host_of_entry(entry) != self._host
 
-    def _contains(self, scope: str, sketch: Sketch, count: bool = True) -> int | None:
+    def _contains(self, scope: str, sketch: Sketch, count: bool = True, anchored: set[int] | None = None) -> int | None:
         """Step 7: the canonical entry whose sentences hold this page's (or the other way round), else ``None``;
-        the page's sentences are then counted (``SentenceCounts``; not with ``count=False``)."""
+        the page's sentences are then counted (``SentenceCounts``; not with ``count=False``).  ``anchored``:
+        the anchors among the hashes of this page and others (``ContainmentIndex.shared_anchors``), when known."""
         counts = self._counts()
         index = self._contained.get(scope)
-        found = index.match(sketch, counts, self._other_host) if index is not None else None
+        found = None
+        if index is not None and (anchored is None or not anchored.isdisjoint(sketch.hashes)):
+            found = index.match(sketch, counts, self._other_host)
         if found is None and index is not None and self._address is not None:
             found = self._other_view(scope, index, sketch, counts)
         if count:
@@ -442,12 +440,39 @@ class Clusterer:
         by_second = {}
         if seconds and asked:
             by_second = dict(zip(asked, seconds.query_many([second for n in asked if (second := pages[n][3]) is not None])))
-        out = []
+        index, by_also = self._indexes.get(scope), {}
+        asked = [n for n, page in enumerate(pages) if page[2] is not None and not (firsts and firsts[n])]
+        if index is not None and asked:  # step 5's question too, at once
+            by_also = dict(zip(asked, index.query_many([also for n in asked if (also := pages[n][2]) is not None])))
+        contained = self._contained.get(scope)
+        anchored = None if contained is None else contained.shared_anchors([page[4] for page in pages])
+        out: list[tuple[int, int, str | None] | None] = []
         for n, (fingerprint, keys, also, second, sketch, host, address) in enumerate(pages):
             self._host, self._address = host, address
-            found = (None if firsts is None else firsts[n], by_second.get(n))
-            out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, found))
+            first, by = None if firsts is None else firsts[n], by_second.get(n)
+            if not first and not by and also is None and not keys:
+                # No row of the first simhash near, nor of the second (every such page with a second simhash
+                # was asked, when the scope has any), nothing for steps 4-5: only step 7 can match it.
+                out.append(self._contained_match(scope, fingerprint, sketch, False, anchored))
+            else:
+                found = (first, by, by_also.get(n))
+                out.append(self._nearest(scope, fingerprint, False, keys, also, second, sketch, False, found))
         return out
+
+    def _contained_match(
+        self, scope: str, fingerprint: int, sketch: Sketch | None, count: bool = False,
+        anchored: set[int] | None = None,
+    ) -> tuple[int, int, str] | None:
+        """Step 7 of a page steps 1-6 left unmatched: ``(canonical entry, distance, "containment")``, else ``None``
+        (``count``, ``anchored``: as ``_contains`` takes them)."""
+        if sketch is None:
+            return None
+        owner = self._contains(scope, sketch, count, anchored)
+        if owner is None:
+            return None
+        indexed = self.indexed[owner]
+        assert indexed is not None
+        return owner, (fingerprint ^ indexed).bit_count(), "containment"
 
     def first_matches(self, scope: str, fingerprints: Sequence[int]) -> list[list[Any]] | None:
         """What the scope's first-simhash index answers for each fingerprint (``Match``es: its canonical

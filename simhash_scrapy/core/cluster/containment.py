@@ -55,6 +55,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -207,9 +208,9 @@ def estimate(
     """``(containment, shared)``: the estimated share of the smaller page's sentences in the larger's, and how
     many hashes of the sample (the ``size`` smallest of both sketches, without the shared ones ``common``
     says are common sentences) the two share."""
-    small, large = (a, b) if a.sentences <= b.sentences else (b, a)
-    sample = sorted(set(a.hashes) | set(b.hashes))[:size]
-    in_small, in_large = set(small.hashes), set(large.hashes)
+    in_a, in_b = set(a.hashes), set(b.hashes)
+    in_small, in_large = (in_a, in_b) if a.sentences <= b.sentences else (in_b, in_a)
+    sample = sorted(in_a | in_b)[:size]
     if common is not None:  # a common sentence both have says nothing; one only one has still differs
         sample = [h for h in sample if not (h in in_small and h in in_large and common(h))]
     mine = [h for h in sample if h in in_small]
@@ -339,17 +340,22 @@ class ContainmentIndex:
 
     def candidates(self, sketch: Sketch) -> list[int]:
         """The canonical entries one of whose anchors is in ``sketch``, ascending."""
-        found: set[int] = set()
         anchors = self._anchors
-        for h in sketch.hashes:
-            owners = anchors.get(h)
-            if owners is None:
-                continue
+        shared = anchors.keys() & sketch.hashes  # (one C loop: most pages share no anchor)
+        if not shared:
+            return []
+        found: set[int] = set()
+        for h in shared:
+            owners = anchors[h]
             if isinstance(owners, int):
                 found.add(owners)
             else:
                 found.update(owners)
         return sorted(found)
+
+    def shared_anchors(self, sketches: Iterable[Sketch | None]) -> set[int]:
+        """The anchors among the hashes of ``sketches`` (a page none of whose hashes is one has no candidate)."""
+        return self._anchors.keys() & chain.from_iterable(sketch.hashes for sketch in sketches if sketch is not None)
 
     def match(
         self, sketch: Sketch, counts: SentenceCounts | None = None, other_host: Callable[[int], bool] | None = None
@@ -364,9 +370,12 @@ class ContainmentIndex:
             other = self.sketch(entry)
             assert other is not None
             ratio = CROSS_HOST_MIN_RATIO if other_host is not None and other_host(entry) else MIN_RATIO
-            if not verify(sketch, other, min_ratio=ratio, common=common):
+            # ``verify(sketch, other, min_ratio=ratio, common=common)``, its estimate kept
+            if min(sketch.sentences, other.sentences) <= ratio * max(sketch.sentences, other.sentences):
                 continue
-            contained = estimate(sketch, other, common=common)[0]
+            contained, shared = estimate(sketch, other, common=common)
+            if shared < MIN_SHARED or contained < MIN_CONTAINMENT:
+                continue
             if best is None or contained > best[1]:
                 best = (entry, contained)
         return best

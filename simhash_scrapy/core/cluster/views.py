@@ -49,7 +49,7 @@ from .distinct import scoped_hash
 from .identity import url_page_number
 from .sitetemplate import host_of, plain_parts
 
-__all__ = ["AddressBook", "address_of", "page_address", "MIN_RATIO", "MIN_CONTAINMENT", "MIN_SHARED", "MAX_PER_ADDRESS"]
+__all__ = ["AddressBook", "address_of", "page_address", "host_and_address", "MIN_RATIO", "MIN_CONTAINMENT", "MIN_SHARED", "MAX_PER_ADDRESS"]
 
 #: Between two pages of one address, the smaller has at least this share of the larger's sentences (a twentieth:
 #: a recipe card of 8 sentences under a post of 95, the product box of a long shop page; chosen on the shop
@@ -95,7 +95,21 @@ def address_of(url: str | None, host: str | None = None) -> str | None:
     one without a host.  ``host``: ``host_of(url)``, when the caller has it already."""
     if not url:
         return None
+    return _address(url, plain_parts(url), host)
+
+
+def host_and_address(url: str | None, sketch: object | None) -> tuple[str | None, str | None]:
+    """``(host_of(url), page_address(url, sketch))`` of a page with a URL (one reading of a plain URL: a Redis
+    worker asks it of every page), ``(None, None)`` without one."""
+    if not url:
+        return None, None
     plain = plain_parts(url)
+    host = plain[0] if plain is not None else host_of(url)
+    return host, (_address(url, plain, host) if sketch is not None else None)
+
+
+def _address(url: str, plain: tuple[str, str, str] | None, host: str | None) -> str | None:
+    """``address_of(url, host)``, ``plain``: ``plain_parts(url)``."""
     if host is None:  # (a plain URL's host is ``host_of``'s: one match of the URL, not two)
         host = plain[0] if plain is not None else host_of(url)
     if not host:

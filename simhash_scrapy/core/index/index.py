@@ -629,14 +629,17 @@ class BlockPermutedIndex:
         O(index) step: a batch of a few pages at a time, as the Redis backend's replica asks, would pay it
         every few thousand rows added)."""
         queries = _as_fingerprint_array(fingerprints, "fingerprints")
-        if _native.speedups is not None and len(queries):
-            q, r, d = self._compiled_query(queries)
-        else:
-            q, r, d = self.query_many_arrays(queries)
         results: list[list[Match]] = [[] for _ in range(len(queries))]
-        fps = self._fps
-        for qi, row, dist in zip(q.tolist(), r.tolist(), d.tolist()):
-            results[qi].append(Match(self._keys.get(row), int(fps[row]), dist))
+        if _native.speedups is not None and len(queries):
+            q_bytes, r_bytes, d_bytes = self._compiled_columns(np.ascontiguousarray(queries))
+            if not r_bytes:  # (most queries of a big index find nothing)
+                return results
+            found = zip(*(memoryview(column).cast("q").tolist() for column in (q_bytes, r_bytes, d_bytes)))
+        else:
+            found = zip(*(column.tolist() for column in self.query_many_arrays(queries)))
+        fps, key_of = self._fps, self._keys.get
+        for qi, row, dist in found:
+            results[qi].append(Match(key_of(row), int(fps[row]), dist))
         return results
 
     def find_all_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -780,4 +783,9 @@ def _as_fingerprint_array(values: Iterable[int] | np.ndarray, name: str) -> np.n
         if values.dtype.kind in "iu" and (len(values) == 0 or values.min() >= 0):
             return values.astype(np.uint64).ravel()
         raise ValueError(f"{name} must hold integers in 0..2**64-1")
+    if type(values) is list and all(type(v) is int for v in values):
+        try:  # (plain ints: numpy refuses any out of range itself)
+            return np.array(values, dtype=np.uint64)
+        except OverflowError:
+            pass  # (the error below names the value)
     return np.array([check_fingerprint(v, name) for v in values], dtype=np.uint64)

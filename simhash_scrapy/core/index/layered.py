@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .index import BlockPermutedIndex, Match
+from .index import BlockPermutedIndex, Match, _as_fingerprint_array
 
 __all__ = ["LayeredIndex"]
 
@@ -68,9 +68,10 @@ class LayeredIndex:
 
     def query_many(self, fingerprints: list[int]) -> list[list[Match]]:
         """``query`` of each fingerprint (``BlockPermutedIndex.query_many``: one call an index)."""
+        queries = _as_fingerprint_array(fingerprints, "fingerprints")  # (checked once, for both)
         return [
             _merged(found, more)
-            for found, more in zip(self.big.query_many(fingerprints), self.recent.query_many(fingerprints))
+            for found, more in zip(self.big.query_many(queries), self.recent.query_many(queries))
         ]
 
     def nbytes(self) -> int:
