@@ -308,9 +308,11 @@ class NodeLink:
                     node.transport.write(b"".join(commands))
                 await waiter.future
                 return [node.replies for node, _ in groups]
-        except BaseException:
+        except BaseException as exc:
             for node in nodes:  # a reply half read leaves a stream out of step: connect again next time
-                if node.waiter is not None:  # (it did not answer in time: known down till it does)
+                # (it did not answer in time: known down till it does; not when another node failed the round
+                # trip, or the caller was cancelled, while it was answering)
+                if node.waiter is not None and isinstance(exc, asyncio.TimeoutError):
                     node.down_at = time.monotonic()
                 node.close()
             raise
