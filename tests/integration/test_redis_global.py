@@ -394,6 +394,42 @@ async def test_lookups_queued_on_a_hanging_node_do_not_each_wait_the_timeout(tmp
         cluster.stop()
 
 
+@async_test
+async def test_previous_with_the_meta_node_gone_leaks_nothing(tmp_path: Any) -> None:
+    # A lookup before this worker checked the scope reads the scope's dictionary (its meta hash) too; with the
+    # meta's node gone it answers None, and goes through node_link: redis-py's cluster client, meeting the dead
+    # node, read the slot map again and dropped its node objects unclosed (ResourceWarning: the test fails).
+    import gc
+
+    cluster = RedisCluster(tmp_path).start()
+    try:
+        backend = global_backend(cluster)
+        await backend.open("myspider")
+        records = [PageRecord(f"https://a.example/{i}", (1 << 40) + i * 7777777, "myspider", etag='"e"')
+                   for i in range(30)]
+        for record in records:
+            await backend.check(record)
+        await backend.close()
+        backend = global_backend(cluster)
+        await backend.open("myspider")  # (a new worker: the scope not checked yet)
+        keys = backend._scope_keys("myspider")  # (``keys()`` would make the scope's state)
+
+        def node(record: PageRecord) -> Any:
+            return backend.link.node_of(keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]))
+
+        meta = backend.link.node_of(keys.meta)
+        record = next(r for r in records if node(r) is not meta)
+        assert "myspider" not in backend._scopes
+        found = await backend.previous("myspider", record.key)
+        assert found is not None and found.etag == '"e"'
+        kill_node_of(cluster, backend, keys.meta)
+        assert await backend.previous("myspider", record.key) is None
+        await backend.close()
+        gc.collect()
+    finally:
+        cluster.stop()
+
+
 def test_near_entries_of_many_buckets_at_once_are_each_buckets() -> None:
     from simhash_scrapy.backends.redis.cluster_layout import entries_of, near_entries, near_entries_many, pack_bucket, pack_entry
 

@@ -370,7 +370,7 @@ class GlobalRedisBackend(DedupBackend):
             rec = parse_record(bytes(value))
             codec = state.codec if state is not None else None
             if codec is None or (codec.zdict is None and Codec.needs_dict(rec.payload)):
-                codec = Codec(await self.client.hget(keys.meta, "zdict"))
+                codec = Codec(await self._one(keys.meta, "HGET", keys.meta, "zdict", skip_down=True))
         except (OSError, asyncio.TimeoutError, RedisError, ReplyError):
             return None
         return self._member(scope, codec.decode_all(rec.payload, fieldname), rec, None)
