@@ -289,8 +289,15 @@ class NodeLink:
         node's protocol has read all its replies.  ``skip_down``: a node ``is_down`` once its lock is had (it failed
         the call queued before) raises ``ConnectionError`` at once, nothing sent."""
         nodes = sorted({id(node): node for node, _ in groups}.values(), key=lambda node: (node.host, node.port))
-        for node in nodes:  # (in one order: two exchanges never wait for each other's locks)
-            await node.lock.acquire()
+        held: list[_Node] = []
+        try:
+            for node in nodes:  # (in one order: two exchanges never wait for each other's locks)
+                await node.lock.acquire()
+                held.append(node)
+        except BaseException:  # (cancelled waiting for one: the ones had, let go)
+            for node in held:
+                node.lock.release()
+            raise
         down = [node for node in nodes if skip_down and self._down(node)]
         if down:
             for node in nodes:
