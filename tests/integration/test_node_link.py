@@ -132,7 +132,7 @@ async def test_a_slot_moving_between_nodes_runs_each_command_once(redis_cluster:
 @async_test
 async def test_a_node_that_drops_the_connection_marks_only_itself_down(redis_cluster: RedisCluster) -> None:
     # One node of a round trip closes the connection (a protocol error) while another is still answering (BLPOP,
-    # 0.5 s): the round trip fails, but the other node answered nothing wrong; ``previous()`` must keep asking it.
+    # 2 s): the round trip fails, but the other node answered nothing wrong; ``previous()`` must keep asking it.
     backend = global_backend(redis_cluster)
     await backend.open("myspider")
     link: NodeLink = backend.link
@@ -143,7 +143,7 @@ async def test_a_node_that_drops_the_connection_marks_only_itself_down(redis_clu
         slow = link.node_of(slow_key)
         with pytest.raises(ConnectionError):
             await link.exchange([(broken, [b"*1\r\n$-5\r\n", pack(("PING",))]),
-                                 (slow, [pack(("BLPOP", slow_key, "0.5"))])])
+                                 (slow, [pack(("BLPOP", slow_key, "2"))])])
         assert link.is_down(keys[0])
         assert not link.is_down(slow_key), "a node that was still answering is marked down"
     finally:
