@@ -130,6 +130,54 @@ async def test_a_slot_moving_between_nodes_runs_each_command_once(redis_cluster:
 
 
 @async_test
+async def test_a_node_that_drops_the_connection_marks_only_itself_down(redis_cluster: RedisCluster) -> None:
+    # One node of a round trip closes the connection (a protocol error) while another is still answering (BLPOP,
+    # 2 s): the round trip fails, but the other node answered nothing wrong; ``previous()`` must keep asking it.
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    link: NodeLink = backend.link
+    try:
+        keys = [f"d:{{k{i}}}" for i in range(30)]
+        broken = link.node_of(keys[0])
+        slow_key = next(key for key in keys if link.node_of(key) is not broken)
+        slow = link.node_of(slow_key)
+        with pytest.raises(ConnectionError):
+            await link.exchange([(broken, [b"*1\r\n$-5\r\n", pack(("PING",))]),
+                                 (slow, [pack(("BLPOP", slow_key, "2"))])])
+        assert link.is_down(keys[0])
+        assert not link.is_down(slow_key), "a node that was still answering is marked down"
+    finally:
+        await backend.close()
+
+
+@async_test
+async def test_a_round_trip_cancelled_waiting_for_a_lock_holds_no_other(redis_cluster: RedisCluster) -> None:
+    # A round trip takes its nodes' locks one after the other; cancelled while waiting for the second (another
+    # round trip holds it), it must let go of the first, or every later round trip to that node waits forever.
+    import asyncio
+
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    link: NodeLink = backend.link
+    try:
+        keys = [f"c:{{k{i}}}" for i in range(30)]
+        first, second = sorted({id(n): n for n in map(link.node_of, keys)}.values(), key=lambda n: (n.host, n.port))[:2]
+        await second.lock.acquire()
+        task = asyncio.ensure_future(link.exchange([(first, [pack(("PING",))]), (second, [pack(("PING",))])]))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert first.lock.locked()  # (the round trip holds it, waiting for the second's)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        second.lock.release()
+        assert not first.lock.locked(), "the first node's lock is held by a cancelled round trip"
+        assert await link.exchange([(first, [pack(("PING",))])]) == [[b"PONG"]]
+    finally:
+        await backend.close()
+
+
+@async_test
 async def test_a_node_without_the_script_gets_eval(redis_cluster: RedisCluster) -> None:
     backend = global_backend(redis_cluster)
     await backend.open("myspider")

@@ -329,9 +329,9 @@ async def test_previous_skips_a_node_that_did_not_answer(tmp_path: Any) -> None:
         asked: list[Any] = []
         exchange = backend.link.exchange
 
-        async def spy(groups: Any) -> Any:
+        async def spy(groups: Any, *rest: Any) -> Any:
             asked.append(groups)
-            return await exchange(groups)
+            return await exchange(groups, *rest)
 
         backend.link.exchange = spy
         assert await backend.previous("myspider", record.key) is None
@@ -340,6 +340,92 @@ async def test_previous_skips_a_node_that_did_not_answer(tmp_path: Any) -> None:
         assert await backend.previous("myspider", record.key) is None
         assert len(asked) == 1
         await backend.close()
+    finally:
+        cluster.stop()
+
+
+@async_test
+async def test_lookups_queued_on_a_hanging_node_do_not_each_wait_the_timeout(tmp_path: Any) -> None:
+    # A node that hangs (SIGSTOP: the kernel still accepts connections, nothing answers): the lookups of the
+    # requests in flight queue on its connection; the first waits the link's timeout, the others, which passed
+    # ``is_down`` before it failed, must not each wait it again (N lookups would cost N timeouts, in a row).
+    import os
+    import signal
+
+    cluster = RedisCluster(tmp_path).start()
+    stopped = None
+    try:
+        backend = global_backend(cluster)
+        await backend.open("myspider")
+        records = [PageRecord(f"https://a.example/{i}", (1 << 40) + i, "myspider", etag=f'"e{i}"') for i in range(40)]
+        for record in records:
+            await backend.check(record)
+        keys = backend.keys("myspider")
+
+        def node(record: PageRecord) -> Any:
+            return backend.link.node_of(keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]))
+
+        target = node(records[0])
+        same = [r for r in records if node(r) is target][:4]
+        assert len(same) == 4
+        backend.link.timeout = 1.0
+        timeouts: list[Any] = []
+        exchange = backend.link.exchange
+
+        async def spy(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await exchange(*args, **kwargs)
+            except TimeoutError as exc:
+                timeouts.append(exc)
+                raise
+
+        backend.link.exchange = spy
+        stopped = cluster.processes[cluster.ports.index(target.port)]
+        os.kill(stopped.pid, signal.SIGSTOP)
+        found = await asyncio.gather(*(backend.previous("myspider", r.key) for r in same))
+        assert found == [None] * 4
+        assert len(timeouts) == 1, f"{len(timeouts)} lookups each waited the timeout"
+        os.kill(stopped.pid, signal.SIGCONT)
+        stopped = None
+        await backend.close()
+    finally:
+        if stopped is not None:
+            os.kill(stopped.pid, signal.SIGCONT)
+        cluster.stop()
+
+
+@async_test
+async def test_previous_with_the_meta_node_gone_leaks_nothing(tmp_path: Any) -> None:
+    # A lookup before this worker checked the scope reads the scope's dictionary (its meta hash) too; with the
+    # meta's node gone it answers None, and goes through node_link: redis-py's cluster client, meeting the dead
+    # node, read the slot map again and dropped its node objects unclosed (ResourceWarning: the test fails).
+    import gc
+
+    cluster = RedisCluster(tmp_path).start()
+    try:
+        backend = global_backend(cluster)
+        await backend.open("myspider")
+        records = [PageRecord(f"https://a.example/{i}", (1 << 40) + i * 7777777, "myspider", etag='"e"')
+                   for i in range(30)]
+        for record in records:
+            await backend.check(record)
+        await backend.close()
+        backend = global_backend(cluster)
+        await backend.open("myspider")  # (a new worker: the scope not checked yet)
+        keys = backend._scope_keys("myspider")  # (``keys()`` would make the scope's state)
+
+        def node(record: PageRecord) -> Any:
+            return backend.link.node_of(keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]))
+
+        meta = backend.link.node_of(keys.meta)
+        record = next(r for r in records if node(r) is not meta)
+        assert "myspider" not in backend._scopes
+        found = await backend.previous("myspider", record.key)
+        assert found is not None and found.etag == '"e"'
+        kill_node_of(cluster, backend, keys.meta)
+        assert await backend.previous("myspider", record.key) is None
+        await backend.close()
+        gc.collect()
     finally:
         cluster.stop()
 

@@ -364,13 +364,13 @@ class GlobalRedisBackend(DedupBackend):
         if self.link is not None and self.link.is_down(keys.record(bucket)):
             return None  # (known down since a call it did not answer: no wait of the link's timeout a request)
         try:
-            value = await self._one(keys.record(bucket), "HGET", keys.record(bucket), fieldname)
+            value = await self._one(keys.record(bucket), "HGET", keys.record(bucket), fieldname, skip_down=True)
             if value is None:
                 return None
             rec = parse_record(bytes(value))
             codec = state.codec if state is not None else None
             if codec is None or (codec.zdict is None and Codec.needs_dict(rec.payload)):
-                codec = Codec(await self.client.hget(keys.meta, "zdict"))
+                codec = Codec(await self._one(keys.meta, "HGET", keys.meta, "zdict", skip_down=True))
         except (OSError, asyncio.TimeoutError, RedisError, ReplyError):
             return None
         return self._member(scope, codec.decode_all(rec.payload, fieldname), rec, None)
@@ -920,12 +920,13 @@ class GlobalRedisBackend(DedupBackend):
         except (OSError, asyncio.TimeoutError, RedisError, ReplyError) as exc:
             self._extra_failed(exc)
 
-    async def _one(self, key: str, *args: Any) -> Any:
+    async def _one(self, key: str, *args: Any, skip_down: bool = False) -> Any:
         """One command through ``node_link`` (a lookup a request: redis-py's cluster client costs several times the
-        CPU), or the client before ``open``."""
+        CPU), or the client before ``open``; ``skip_down``: a node that failed its last call is not asked
+        (``NodeLink.exchange``)."""
         if self.link is None:
             return await self.client.execute_command(*args)
-        pipe = self.link.batch()
+        pipe = self.link.batch(skip_down)
         pipe.call(key, *args)
         (reply,) = await pipe.execute()
         return reply

@@ -224,8 +224,8 @@ class NodeLink:
             self.auth = (b"AUTH", user, kwargs["password"]) if user else (b"AUTH", kwargs["password"])
         self.tls = "ssl_cert_reqs" in kwargs or "SSL" in getattr(kwargs.get("connection_class"), "__name__", "")
 
-    def batch(self) -> Batch:
-        return Batch(self)
+    def batch(self, skip_down: bool = False) -> Batch:
+        return Batch(self, skip_down)
 
     def remember_script(self, sha: str, body: str) -> None:
         self.scripts[sha] = body.encode()
@@ -243,8 +243,10 @@ class NodeLink:
     def is_down(self, key: str) -> bool:
         """Whether the node of ``key`` did not answer the last exchange it was in, less than the link's timeout ago
         (``_Node.down_at``; after that, a lookup asks it again: a node back up, not yet reached by a check)."""
-        down_at = self.node_of(key).down_at
-        return down_at is not None and time.monotonic() - down_at < self.timeout
+        return self._down(self.node_of(key))
+
+    def _down(self, node: _Node) -> bool:
+        return node.down_at is not None and time.monotonic() - node.down_at < self.timeout
 
     def node_at(self, host: str, port: int) -> _Node:
         name = f"{host}:{port}"
@@ -282,12 +284,25 @@ class NodeLink:
         self.routes.clear()
         await self.client.nodes_manager.initialize()
 
-    async def exchange(self, groups: list[tuple[_Node, list[bytes]]]) -> list[list[Any]]:
+    async def exchange(self, groups: list[tuple[_Node, list[bytes]]], skip_down: bool = False) -> list[list[Any]]:
         """One round trip to each node of ``groups`` at once: every node's commands sent, then one wait until every
-        node's protocol has read all its replies."""
+        node's protocol has read all its replies.  ``skip_down``: a node ``is_down`` once its lock is had (it failed
+        the call queued before) raises ``ConnectionError`` at once, nothing sent."""
         nodes = sorted({id(node): node for node, _ in groups}.values(), key=lambda node: (node.host, node.port))
-        for node in nodes:  # (in one order: two exchanges never wait for each other's locks)
-            await node.lock.acquire()
+        held: list[_Node] = []
+        try:
+            for node in nodes:  # (in one order: two exchanges never wait for each other's locks)
+                await node.lock.acquire()
+                held.append(node)
+        except BaseException:  # (cancelled waiting for one: the ones had, let go)
+            for node in held:
+                node.lock.release()
+            raise
+        down = [node for node in nodes if skip_down and self._down(node)]
+        if down:
+            for node in nodes:
+                node.lock.release()
+            raise ConnectionError(f"Redis node {down[0].host}:{down[0].port} did not answer its last call")
         try:
             async with time_limit(self.timeout):
                 for node, _ in groups:
@@ -300,9 +315,11 @@ class NodeLink:
                     node.transport.write(b"".join(commands))
                 await waiter.future
                 return [node.replies for node, _ in groups]
-        except BaseException:
+        except BaseException as exc:
             for node in nodes:  # a reply half read leaves a stream out of step: connect again next time
-                if node.waiter is not None:  # (it did not answer in time: known down till it does)
+                # (it did not answer in time: known down till it does; not when another node failed the round
+                # trip, or the caller was cancelled, while it was answering)
+                if node.waiter is not None and isinstance(exc, asyncio.TimeoutError):
                     node.down_at = time.monotonic()
                 node.close()
             raise
@@ -340,8 +357,9 @@ class NodeLink:
 class Batch:
     """Commands for one round trip (every node at once); ``execute`` returns the replies in the order added."""
 
-    def __init__(self, link: NodeLink) -> None:
+    def __init__(self, link: NodeLink, skip_down: bool = False) -> None:
         self.link = link
+        self.skip_down = skip_down  # (``NodeLink.exchange``)
         self.commands: list[tuple[str, tuple[Any, ...]]] = []  # (key, args)
 
     def __len__(self) -> int:
@@ -387,7 +405,7 @@ class Batch:
     async def _send(self, groups: list[tuple[_Node, list[int], list[bytes]]], asking: set[int],
                     replies: list[Any]) -> list[Any]:
         """Each node's group in one send, all at once; the replies in place; returns the commands to send again."""
-        answers = await self.link.exchange([(node, packed) for node, _, packed in groups])
+        answers = await self.link.exchange([(node, packed) for node, _, packed in groups], self.skip_down)
         again: list[tuple[int, _Node, tuple[Any, ...]]] = []
         moved = False
         for (_, indexes, _), answer in zip(groups, answers):
