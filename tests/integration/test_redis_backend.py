@@ -673,6 +673,12 @@ async def test_no_traceback_at_close_when_redis_is_gone(redis_server: RedisServe
     await backend.open("s")
     await backend.check(PageRecord("https://e/1", 1, "s"))
     redis_server.stop()
+    await assert_close_reads_counted(backend, caplog)
+
+
+async def assert_close_reads_counted(backend: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """The reads at close of a backend whose Redis is gone: empty answers, counted (``simhash/redis/unread/*``),
+    one warning and no traceback, and the close ends."""
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="simhash_scrapy"):
         assert await backend.index_size() == 0

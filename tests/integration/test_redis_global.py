@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from redis_server import RedisCluster
-from test_redis_backend import Stats, async_test, make_backend, recrawl_sequence
+from test_redis_backend import Stats, assert_close_reads_counted, async_test, make_backend, recrawl_sequence
 from test_redis_cluster import keys_per_node
 
 from simhash_scrapy.backends import PageRecord, backend_class
@@ -290,16 +290,7 @@ async def test_no_traceback_at_close_when_a_node_is_gone(tmp_path: Any, caplog: 
         await backend.open("myspider")
         await backend.check(PageRecord("https://a.example/", 1 << 40, "myspider"))
         kill_node_of(cluster, backend, backend.keys("myspider").meta)
-        caplog.clear()
-        with caplog.at_level(logging.DEBUG, logger="simhash_scrapy"):
-            assert await backend.index_size() == 0
-            assert await backend.members() == []
-            await backend.close()
-        errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
-        assert len(errors) == 1 and "did not answer at close" in errors[0].getMessage(), [r.getMessage() for r in errors]
-        assert all(r.exc_info is None for r in caplog.records)
-        assert backend.stats.values["simhash/redis/unread/index_size"] == 1
-        assert backend.stats.values["simhash/redis/unread/members"] == 1
+        await assert_close_reads_counted(backend, caplog)
         # ``scrapy simhash report --redis`` is not the crawl's close: an error, not an empty report.
         from command_helpers import assert_user_error, simhash
 
