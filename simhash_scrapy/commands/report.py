@@ -176,7 +176,7 @@ def _from_redis(url: str, key: str | None, spider: str | None, settings: Any) ->
             exists = await backend.has_data()
             rules = await backend.load_extra(defaults.URL_RULES_EXTRA)
             last = await backend.load_extra(LAST_CRAWL_EXTRA)
-            return (await backend.members() if exists else []), exists, rules, last
+            return (await backend.read_members() if exists else []), exists, rules, last
         finally:
             await backend.close()
 

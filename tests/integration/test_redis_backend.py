@@ -1020,3 +1020,33 @@ def test_a_worker_reads_the_recorded_identities_with_one_scan(
     restored, _ = in_thread(run())
     assert len(restored) == 5 and set(restored) <= {(page.url, page.scope) for page in pages[:12]}
     assert decoded[-1] == 5
+
+
+@pytest.mark.slow  # two ``scrapy simhash`` subprocesses
+@async_test
+async def test_report_on_a_damaged_record_is_an_error_not_an_empty_report(redis_server: RedisServer, tmp_path: Path) -> None:
+    # ``members()`` at a crawl's close counts a failed read and returns none (the crawl closes normally); ``scrapy
+    # simhash report --redis`` reads with ``read_members()``, which raises: a key it cannot read is an error, never
+    # a report that says the key holds no pages.
+    from command_helpers import assert_user_error, simhash
+
+    backend = make_backend(redis_server, SIMHASH_REDIS_PERSIST=True)
+    await backend.open("pages")
+    for n in range(5):
+        await backend.check(PageRecord(f"https://a.example/{n}", n << 20, "pages"))
+    await backend.close()
+    command = ("report", "--redis", redis_server.url, "--key", "pages:simhash")
+    whole = simhash(*command, cwd=tmp_path)
+    assert whole.returncode == 0 and "has 5 pages" in whole.stderr, whole.stderr[-2000:]
+    client = redis_server.client()
+    damaged = 0
+    for key in client.scan_iter(match="pages:simhash*"):
+        if client.type(key) == b"hash" and not key.endswith(b":meta"):
+            for field in client.hkeys(key):
+                client.hset(key, field, b"\x00\x01")  # a record cut short: its head does not parse
+                damaged += 1
+                break
+        if damaged:
+            break
+    assert damaged == 1
+    assert_user_error(simhash(*command, cwd=tmp_path), 1, "report", "cannot read Redis")

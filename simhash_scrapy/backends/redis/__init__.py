@@ -21,11 +21,11 @@ __all__ = ["RedisBackend", "RedisConfig", "RedisSettings", "Keys", "layout_strin
 async def read_members(settings: Any, spider_name: str) -> list[Any]:
     """Every page recorded under a spider's Redis key (for ``scrapy simhash report`` and scripts).
 
-    Reads only: it neither registers as a worker nor flushes anything.
+    Reads only: it neither registers as a worker nor flushes anything.  A failed read raises.
     """
     backend = RedisBackend(SimhashConfig(), RedisConfig.of(settings))
     await backend.attach(spider_name)
     try:
-        return await backend.members()
+        return await backend.read_members()
     finally:
         await backend.close()

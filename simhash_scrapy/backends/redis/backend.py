@@ -892,12 +892,21 @@ class RedisBackend(Outages, DedupBackend):
         return await connection.read_retry().call_with_retry(read, ignore)
 
     async def _members(self) -> list[ClusterMember]:
-        """Every recorded identity (latest version, by every worker), in first-check order."""
+        """Every recorded identity (latest version, by every worker), in first-check order; none when the read
+        fails (``simhash/redis/unread/members``, logged once: the crawl closes normally)."""
         try:
-            return await self._read(lambda: export.read_members(self.client, self.keys))
+            return await self._read_members()
         except Exception as exc:  # noqa: BLE001 - reported once, the crawl closes normally
             self._log_close_failure("members", exc)
             return []
+
+    async def read_members(self) -> list[ClusterMember]:
+        """``members()``, but a failed read (Redis gone, a damaged record) raises (``scrapy simhash report``: an
+        error, not a report that says the key holds no pages)."""
+        return await connection.on_asyncio(self._read_members())
+
+    async def _read_members(self) -> list[ClusterMember]:
+        return await self._read(lambda: export.read_members(self.client, self.keys))
 
     async def has_data(self) -> bool:
         """Whether Redis holds simhash data under this key prefix (for ``scrapy simhash report``)."""
