@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 import pytest
+from redis.crc import key_slot
 from redis_server import RedisCluster
 from test_redis_backend import Stats, assert_close_reads_counted, async_test, make_backend, recrawl_sequence
 from test_redis_cluster import keys_per_node
@@ -300,6 +301,30 @@ async def test_no_traceback_at_close_when_a_node_is_gone(tmp_path: Any, caplog: 
                                   *options, cwd=tmp_path), 1, "report", "cannot read Redis")
     finally:
         cluster.stop()
+
+
+@async_test
+async def test_a_slot_no_node_serves_is_an_outage_not_a_crash(redis_cluster: RedisCluster) -> None:
+    # A slot map without the slot of a key (a cluster whose slots are not all assigned, or a map read mid-change):
+    # a request's lookup finds nothing (the page is downloaded as usual), a check goes through unchecked and
+    # counted (fail-open), each with a message naming the slot, never a KeyError out of the backend.
+    backend = global_backend(redis_cluster)
+    backend.stats = Stats()
+    await backend.open("myspider")
+    record = PageRecord("https://a.example/", 1 << 40, "myspider", etag='"e1"')
+    await backend.check(record)
+    assert await backend.previous("myspider", record.key) is not None
+    keys = backend.keys("myspider")
+    gone = key_slot(keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]).encode())
+    manager = backend.client.nodes_manager
+    manager.slots_cache = {slot: nodes for slot, nodes in manager.slots_cache.items() if slot != gone}
+    backend.link.routes.clear()
+    assert await backend.previous("myspider", record.key) is None
+    with pytest.raises(ConnectionError, match=f"no node serves hash slot {gone}"):
+        backend.link.node_of(keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]))
+    verdict = await backend.check(PageRecord("https://a.example/", 1 << 40, "myspider"))
+    assert verdict.outcome is Outcome.UNCHECKED and backend.counts["unreachable"] == 1
+    await backend.close()
 
 
 @async_test

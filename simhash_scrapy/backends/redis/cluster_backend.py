@@ -361,9 +361,9 @@ class GlobalRedisBackend(DedupBackend):
         state = self._scopes.get(scope)
         keys = state.keys if state is not None else self._scope_keys(scope)
         bucket, fieldname, _ = identity_slot(scope, identity, keys.record_bits)
-        if self.link is not None and self.link.is_down(keys.record(bucket)):
-            return None  # (known down since a call it did not answer: no wait of the link's timeout a request)
         try:
+            if self.link is not None and self.link.is_down(keys.record(bucket)):
+                return None  # (known down since a call it did not answer: no wait of the link's timeout a request)
             value = await self._one(keys.record(bucket), "HGET", keys.record(bucket), fieldname, skip_down=True)
             if value is None:
                 return None

@@ -233,7 +233,11 @@ class NodeLink:
     def node_of(self, key: str) -> _Node:
         node = self.routes.get(key)
         if node is None:
-            primary = self.client.nodes_manager.slots_cache[key_slot(key.encode("utf-8", "surrogatepass"))][0]
+            slot = key_slot(key.encode("utf-8", "surrogatepass"))
+            served = self.client.nodes_manager.slots_cache.get(slot)
+            if not served:  # (a cluster with slots unassigned, or a map read mid-change: an outage, not a KeyError)
+                raise ConnectionError(f"no node serves hash slot {slot} (the cluster's slot map names none)")
+            primary = served[0]
             node = self.node_at(primary.host, primary.port)
             if len(self.routes) >= _ROUTES:
                 self.routes.clear()
