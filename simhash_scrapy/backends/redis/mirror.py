@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ...core import _native
-from ...core.cluster.containment import Sketch, unpack_hashes
+from ...core.cluster.containment import Sketch, pack_hashes, unpack_hashes
 from ...core.cluster.sitetemplate import host_of, line_hashes
 from ...core.detector import Detector, Page
 from ...core.index.layered import LayeredIndex
@@ -100,7 +100,7 @@ def record_of(record: PageRecord, host: str | None, address: str | None) -> byte
     if sketch is not None:
         flags |= _SKETCH
         hashes = sketch.hashes[:255]
-        parts += (_SKETCH_HEAD.pack(sketch.sentences, len(hashes)), _hashes_struct(len(hashes)).pack(*hashes))
+        parts += (_SKETCH_HEAD.pack(sketch.sentences, len(hashes)), pack_hashes(hashes))
         encoded = address.encode("utf-8", "surrogatepass") if address else b""
         if encoded and len(encoded) <= 0xFFFF:
             flags |= _ADDRESS
@@ -111,10 +111,8 @@ def record_of(record: PageRecord, host: str | None, address: str | None) -> byte
     return b"".join(parts)
 
 
-#: A record's first byte, by its flags; the packing of a sketch's hashes (``pack_hashes``), by their number.
+#: A record's first byte, by its flags.
 _FLAGS = [bytes([flags]) for flags in range(16)]
-_HASHES = [struct.Struct(f">{n}Q") for n in range(256)]
-_hashes_struct = _HASHES.__getitem__
 
 
 def read_record(

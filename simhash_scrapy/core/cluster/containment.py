@@ -381,10 +381,16 @@ class ContainmentIndex:
         return best
 
 
+#: ``pack_hashes``'s packings by the number of hashes, made once (a Redis worker packs every page's sketch).
+_PACKINGS = [struct.Struct(f">{n}Q") for n in range(256)]
+
+
 def pack_hashes(hashes: Sequence[int]) -> bytes:
     """A sketch's hashes as kept: 8 bytes each, big-endian (as the Redis extras records hold them, so a record's
     bytes go to ``ContainmentIndex.add`` as they are)."""
-    return struct.pack(f">{len(hashes)}Q", *hashes)
+    count = len(hashes)
+    packing = _PACKINGS[count] if count < len(_PACKINGS) else struct.Struct(f">{count}Q")
+    return packing.pack(*hashes)
 
 
 def unpack_hashes(data: bytes) -> tuple[int, ...]:
