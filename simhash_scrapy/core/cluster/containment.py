@@ -65,7 +65,7 @@ from ..features.features import FOOTNOTE_MARKER, span_hashes
 
 __all__ = [
     "Sketch", "SentenceCounts", "ContainmentIndex", "sentence_hashes", "sentence_texts", "sketch_of", "verify",
-    "estimate", "pack_hashes", "unpack_hashes",
+    "verified_containment", "estimate", "pack_hashes", "unpack_hashes",
     "MIN_WORDS", "SKETCH", "ANCHORS", "MIN_CONTAINMENT", "MIN_RATIO", "CROSS_HOST_MIN_RATIO", "MIN_SHARED", "MIN_SENTENCES", "COMMON",
     "MAX_PAGES", "MAX_OWNERS",
 ]  # fmt: skip
@@ -228,10 +228,23 @@ def verify(
     common: Callable[[int], bool] | None = None,
 ) -> bool:
     """Whether two pages are copies by their sentences: contained, of comparable size, enough shared."""
+    return verified_containment(a, b, min_containment, min_ratio, min_shared, size, common) is not None
+
+
+def verified_containment(
+    a: Sketch,
+    b: Sketch,
+    min_containment: float = MIN_CONTAINMENT,
+    min_ratio: float = MIN_RATIO,
+    min_shared: int = MIN_SHARED,
+    size: int = SKETCH,
+    common: Callable[[int], bool] | None = None,
+) -> float | None:
+    """``verify``'s rule, with its estimate: the containment of two pages that are copies, else ``None``."""
     if min(a.sentences, b.sentences) <= min_ratio * max(a.sentences, b.sentences):
-        return False  # the larger holds the smaller plus at least (1 / min_ratio - 1) times as much again
+        return None  # the larger holds the smaller plus at least (1 / min_ratio - 1) times as much again
     contained, shared = estimate(a, b, size, common)
-    return shared >= min_shared and contained >= min_containment
+    return contained if shared >= min_shared and contained >= min_containment else None
 
 
 class SentenceCounts:
@@ -370,11 +383,8 @@ class ContainmentIndex:
             other = self.sketch(entry)
             assert other is not None
             ratio = CROSS_HOST_MIN_RATIO if other_host is not None and other_host(entry) else MIN_RATIO
-            # ``verify(sketch, other, min_ratio=ratio, common=common)``, its estimate kept
-            if min(sketch.sentences, other.sentences) <= ratio * max(sketch.sentences, other.sentences):
-                continue
-            contained, shared = estimate(sketch, other, common=common)
-            if shared < MIN_SHARED or contained < MIN_CONTAINMENT:
+            contained = verified_containment(sketch, other, min_ratio=ratio, common=common)
+            if contained is None:
                 continue
             if best is None or contained > best[1]:
                 best = (entry, contained)
