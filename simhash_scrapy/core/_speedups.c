@@ -65,6 +65,10 @@
  *       the Redis mirror's records of steps 5-7 (simhash_scrapy/backends/redis/mirror.py, whose
  *       _records_python is the pure-Python twin) read in columns: see the block "extras records" below.
  *
+ *   batch_related(fingerprints, alsos, seconds, sketches, k) -> (related, shared)
+ *       the Redis mirror's batch cut (simhash_scrapy/backends/redis/mirror.py, whose _related_numpy is
+ *       the numpy twin): see the block "a batch's related pages" below.
+ *
  * Nothing here depends on lxml or Scrapy: Python's headers only.
  */
 #define _GNU_SOURCE /* memmem */
@@ -1707,7 +1711,7 @@ done:
  * simhashes (or None), second simhashes (or None), sentence counts (-1: no sketch), packed sketch hashes (bytes
  * or None), hosts (str or None; made one object a name through the dict ``names`` when it is one), addresses
  * (str or None); and the sketch hashes of every record, native uint64 bytes).  A field past its record's end
- * is a ValueError, as in ``mirror._parse_python`` (the pure-Python twin). */
+ * is a ValueError, as in ``mirror._records_python`` (the pure-Python twin). */
 #define EXTRAS_ALSO 1
 #define EXTRAS_SECOND 2
 #define EXTRAS_SKETCH 4

@@ -315,13 +315,14 @@ async def test_a_slot_no_node_serves_is_an_outage_not_a_crash(redis_cluster: Red
     await backend.check(record)
     assert await backend.previous("myspider", record.key) is not None
     keys = backend.keys("myspider")
-    gone = key_slot(keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]).encode())
+    record_key = keys.record(identity_slot("myspider", record.key, keys.record_bits)[0])
+    gone = key_slot(record_key.encode())
     manager = backend.client.nodes_manager
     manager.slots_cache = {slot: nodes for slot, nodes in manager.slots_cache.items() if slot != gone}
     backend.link.routes.clear()
     assert await backend.previous("myspider", record.key) is None
     with pytest.raises(ConnectionError, match=f"no node serves hash slot {gone}"):
-        backend.link.node_of(keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]))
+        backend.link.node_of(record_key)
     verdict = await backend.check(PageRecord("https://a.example/", 1 << 40, "myspider"))
     assert verdict.outcome is Outcome.UNCHECKED and backend.counts["unreachable"] == 1
     await backend.close()

@@ -107,9 +107,9 @@ def _insert_sorted(room: np.ndarray, count: int, at: np.ndarray, values: np.ndar
 def _by_bucket(buckets: np.ndarray) -> np.ndarray:
     """``np.argsort(buckets, kind="stable")`` of bucket numbers (0 <= bucket < 2**31): one sort of bucket and place
     together (unique values, so any sort is stable), several times faster than numpy's stable argsort of int64."""
-    places = np.arange(len(buckets), dtype=np.int64)
     if len(buckets) >= 1 << 32:
         return np.argsort(buckets, kind="stable")
+    places = np.arange(len(buckets), dtype=np.int64)
     ordered: np.ndarray = np.sort((buckets.astype(np.int64) << np.int64(32)) | places)
     ordered &= np.int64(0xFFFFFFFF)
     return ordered
