@@ -29,7 +29,10 @@ For each node count of ``--nodes``, in one run:
    page).  checks/s = all checks / (last finish - first start); worker CPU
    per check (process time); Redis CPU per node (``INFO cpu``); each worker's
    peak RSS; the cost per check by step (the backend's ``timing``); the
-   directory cache's hit rate; races (duplicates kept twice).
+   directory cache's and the bucket cache's hit rates; races (duplicates kept
+   twice); the bytes the nodes sent and received a check (``INFO stats``).
+   ``--warm-checks N``: each worker checks N pages first, not timed (a worker
+   well into its crawl: its bucket cache filled, ``--bucket-cache MB``).
 """
 
 from __future__ import annotations
@@ -307,14 +310,19 @@ async def check_all(backend: Any, pages: list[tuple[int, int]], in_flight: int =
 
 
 def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k: int, extra: dict[str, Any],
-               barrier: Any, results: Any, in_flight: int = 16) -> None:
+               barrier: Any, results: Any, in_flight: int = 16, warm: int = 0) -> None:
     from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 
-    pages = worker_pages(stored, worker, workers, checks)
+    pages = worker_pages(stored, worker, workers, warm + checks)
+    warm_pages, pages = pages[:warm], pages[warm:]
 
     async def main() -> None:
         backend = GlobalRedisBackend(config(k), backend_settings(url, extra))
         await backend.open(SPIDER)
+        if warm_pages:  # a worker that has checked ``warm`` pages already (its bucket cache filled): not timed
+            await check_all(backend, warm_pages, in_flight)
+            backend.counts.update(dict.fromkeys(backend.counts, 0))
+            backend.timing.update(dict.fromkeys(backend.timing, 0.0))
         gc.collect()
         reset = _reset_peak()
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
@@ -330,7 +338,7 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
 
 
 def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: dict[str, Any], through_checks: bool,
-            processes: int, listpack_value: int, in_flight: int = 16) -> dict[str, Any]:
+            processes: int, listpack_value: int, in_flight: int = 16, warm: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         cluster = LocalCluster(folder, nodes).start()
         try:
@@ -348,7 +356,7 @@ def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
             ctx = mp.get_context("spawn")
             barrier, results = ctx.Barrier(workers + 1), ctx.Queue()
             procs = [ctx.Process(target=run_worker, args=(cluster.url, stored, w, workers, checks, k, extra, barrier,
-                                                          results, in_flight)) for w in range(workers)]
+                                                          results, in_flight, warm)) for w in range(workers)]
             for p in procs:
                 p.start()
             barrier.wait()
@@ -357,11 +365,15 @@ def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
             out = [results.get() for _ in procs]
             cpu_after = node_info(cluster, "cpu")
             commands = node_info(cluster, "commandstats")
+            net = node_info(cluster, "stats")  # (since the reset: the bytes the nodes sent and got)
             for p in procs:
                 p.join()
         finally:
             cluster.stop()
     result = summary(nodes, stored, workers, checks, k, extra, fill_s, memory, keys, cpu_before, cpu_after, commands, out)
+    result["warm_checks_per_worker"] = warm
+    result["redis_bytes_out_per_check"] = sum(n["total_net_output_bytes"] for n in net) / (workers * checks)
+    result["redis_bytes_in_per_check"] = sum(n["total_net_input_bytes"] for n in net) / (workers * checks)
     result["bytes_per_page_by_kind"] = {kind: round(used / stored, 1) for kind, used in sorted(by_kind.items())}
     return result
 
@@ -385,6 +397,7 @@ def summary(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
         for name, n in o["outcomes"].items():
             outcomes[name] = outcomes.get(name, 0) + n
     lookups = counts["cache_hits"] + counts["cache_misses"]
+    reads = sum(counts.get(name, 0) for name in ("bucket_hits", "bucket_misses", "bucket_moved"))
     return {
         "nodes": nodes, "stored": stored, "workers": workers, "checks": total, "k": k, "settings": extra,
         "fill_s": round(fill_s, 1),
@@ -399,26 +412,30 @@ def summary(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
         "redis_usec_per_check_by_command": {name: round(row[1] / total, 2) for name, row in per_command.items()},
         "redis_calls_per_check_by_command": {name: round(row[0] / total, 2) for name, row in per_command.items()},
         "cache_hit_rate": counts["cache_hits"] / lookups if lookups else None,
+        "bucket_hit_rate": counts.get("bucket_hits", 0) / reads if reads else None,
         "counts": counts, "outcomes": outcomes,
     }
 
 
 def print_table(runs: list[dict[str, Any]]) -> None:
     print("| nodes | stored | bytes/page | checks/s | worker CPU µs/check | Redis CPU µs/check (all nodes) | "
-          "Redis CPU share per node | worker peak RSS | cache hit rate | races |")
-    print("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+          "Redis CPU share per node | worker peak RSS | directory cache hits | bucket cache hits | races |")
+    print("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
     for r in runs:
         share = " / ".join(f"{c:.2f}" for c in r["redis_cpu_share_per_node"])
         hit = "-" if r["cache_hit_rate"] is None else f"{r['cache_hit_rate']:.0%}"
+        buckets = "-" if r.get("bucket_hit_rate") is None else f"{r['bucket_hit_rate']:.0%}"
         print(f"| {r['nodes']} | {r['stored']:,} | {r['redis_bytes_per_page']:.1f} | {r['checks_per_s']:,.0f} | "
               f"{r['worker_cpu_us_per_check']:.0f} | {r['redis_cpu_us_per_check']:.0f} | {share} | "
-              f"{r['worker_peak_rss_mb']:.0f} MB | {hit} | {r['counts']['races']} |")
+              f"{r['worker_peak_rss_mb']:.0f} MB | {hit} | {buckets} | {r['counts']['races']} |")
     for r in runs:
         steps = ", ".join(f"{name} {us:.0f}" for name, us in r["step_us_per_check"].items())
         top = sorted(r["redis_usec_per_check_by_command"].items(), key=lambda item: -item[1])[:6]
         redis = ", ".join(f"{name} {us:.1f} ({r['redis_calls_per_check_by_command'][name]:.2f} calls)" for name, us in top)
         kinds = ", ".join(f"{name} {b}" for name, b in r["bytes_per_page_by_kind"].items())
         print(f"\n{r['nodes']} node(s): MEMORY USAGE bytes/page by key kind (t tables, r records, d directory): {kinds}")
+        print(f"{r['nodes']} node(s): bytes a check, sent by the nodes {r['redis_bytes_out_per_check']:,.0f}, "
+              f"received {r['redis_bytes_in_per_check']:,.0f}")
         print(f"{r['nodes']} node(s): worker wall µs/check by step (all in-flight checks share it): {steps}; "
               f"Redis µs/check by command: {redis}; outcomes {r['outcomes']}")
 
@@ -436,17 +453,23 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2, help="fill processes")
     parser.add_argument("--listpack-value", type=int, default=128, help="hash-max-listpack-value of the nodes")
     parser.add_argument("--in-flight", type=int, default=16, help="checks in flight per worker (CONCURRENT_REQUESTS)")
+    parser.add_argument("--warm-checks", type=int, default=0,
+                        help="checks per worker before the timed ones (not timed): a worker well into its crawl")
+    parser.add_argument("--bucket-cache", type=int, default=None, help="SIMHASH_REDIS_BUCKET_CACHE (MB)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": args.blocks, "SIMHASH_REDIS_BUCKET_BITS": args.bucket_bits,
              "SIMHASH_REDIS_CAPACITY": args.stored}  # records sized for the crawl: ~64 a hash
+    if args.bucket_cache is not None:
+        extra["SIMHASH_REDIS_BUCKET_CACHE"] = args.bucket_cache
     runs = []
     for nodes in [int(n) for n in args.nodes.split(",")]:
         runs.append(measure(nodes, args.stored, args.workers, args.checks, args.k, extra, args.fill_checks,
-                            args.processes, args.listpack_value, args.in_flight))
+                            args.processes, args.listpack_value, args.in_flight, args.warm_checks))
         print(json.dumps(runs[-1]), flush=True)
     print(f"\n# redis-global: {args.stored:,} stored pages, one scope, k={args.k}, blocks={args.blocks or args.k + 1}, "
-          f"bucket bits {args.bucket_bits}, hash-max-listpack-value {args.listpack_value}; {args.workers} workers x {args.checks:,} checks, {args.in_flight} in flight each\n")
+          f"bucket bits {args.bucket_bits}, hash-max-listpack-value {args.listpack_value}; {args.workers} workers x {args.checks:,} checks "
+          f"(after {args.warm_checks:,} not timed), {args.in_flight} in flight each\n")
     print_table(runs)
     if len(runs) > 1:
         print(f"\nchecks/s, {runs[-1]['nodes']} nodes vs {runs[0]['nodes']}: "

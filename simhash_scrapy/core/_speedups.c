@@ -1642,10 +1642,12 @@ static inline unsigned int bits32(uint32_t x) {
     return (x * 0x01010101u) >> 24;
 }
 
-/* near_folds(buckets, fingerprints, k): for each bucket (bytes, or None) -- a header (>I4: the bytes of its
-   entries), then 8-byte entries (a 32-bit fold >I4, a seq >I4), then spare room -- the seqs of the entries whose
+/* near_folds(buckets, fingerprints, k): for each bucket (bytes, bytearray, or None) -- a header (>I4: the bytes
+   of its entries; >I4: its mark), then 8-byte entries (a 32-bit fold >I4, a seq >I4), then spare room -- the seqs of the entries whose
    fold is within k bits of the fingerprint's fold (its two 32-bit halves XORed), in the bucket's order: one list a
    bucket.  ``backends.redis.cluster_layout.near_entries_many`` (numpy) is the same rule. */
+/* cluster_layout.BUCKET_HEAD */
+#define BUCKET_HEAD 8
 static PyObject *near_folds(PyObject *module, PyObject *args) {
     PyObject *buckets_obj, *fps_obj;
     int k;
@@ -1675,12 +1677,12 @@ static PyObject *near_folds(PyObject *module, PyObject *args) {
         if (PyObject_GetBuffer(item, &view, PyBUF_SIMPLE) < 0) goto fail;
         const unsigned char *data = (const unsigned char *)view.buf;
         Py_ssize_t count = 0;
-        if (view.len >= 4) {
+        if (view.len >= BUCKET_HEAD) {
             Py_ssize_t used = (Py_ssize_t)be32(data);
-            count = (used < view.len - 4 ? used : view.len - 4) / 8;
+            count = (used < view.len - BUCKET_HEAD ? used : view.len - BUCKET_HEAD) / 8;
         }
         for (Py_ssize_t j = 0; j < count; j++) {
-            const unsigned char *entry = data + 4 + 8 * j;
+            const unsigned char *entry = data + BUCKET_HEAD + 8 * j;
             if ((int)bits32((uint32_t)be32(entry) ^ fold) <= k) {
                 PyObject *seq = PyLong_FromUnsignedLong(be32(entry + 4));
                 if (seq == NULL || PyList_Append(hits, seq) < 0) {

@@ -143,6 +143,10 @@ REDIS_TABLE_BLOCKS = 0
 REDIS_BUCKET_BITS = 16
 #: ``SIMHASH_REDIS_GLOBAL_CACHE``: directory slots a worker of the global index keeps (seq -> identity).
 REDIS_GLOBAL_CACHE = 1_000_000
+#: ``SIMHASH_REDIS_BUCKET_CACHE``: MB of table buckets a worker of the global index keeps (a bucket read again costs
+#: its new entries only).  Off: on loopback it costs more worker CPU than the bytes it saves (docs/guides/redis.md);
+#: it is for workers whose network to Redis is what limits them.
+REDIS_BUCKET_CACHE = 0
 
 # ------------------------------------------------------------------ URL rules
 #: ``SIMHASH_URL_RULES``: ``"off"``, ``"learn"`` (learn and report rules) or

@@ -71,10 +71,12 @@ async def test_same_verdicts_as_in_process_and_single_node_redis(
     await backend.close()
 
 
+@pytest.mark.parametrize("bucket_cache", [0, 64])
 @async_test
-async def test_batched_checks_give_the_serial_verdicts(redis_cluster: RedisCluster) -> None:
-    # Checks that arrive together go in one batch (one read, one write per node): decided in order.
-    backend = global_backend(redis_cluster)
+async def test_batched_checks_give_the_serial_verdicts(redis_cluster: RedisCluster, bucket_cache: int) -> None:
+    # Checks that arrive together go in one batch (one read, one write per node): decided in order, with or
+    # without the worker's copies of the buckets.
+    backend = global_backend(redis_cluster, SIMHASH_REDIS_BUCKET_CACHE=bucket_cache)
     await backend.open("myspider")
     memory = MemoryBackend(SimhashConfig())
     sequence = steps_1_to_3(900, 41, 3)
@@ -83,6 +85,10 @@ async def test_batched_checks_give_the_serial_verdicts(redis_cluster: RedisClust
         got = await asyncio.gather(*(backend.check(r, index) for r, index in chunk))
         assert got == [memory.check_now(r, index) for r, index in chunk]
     assert backend.counts["batches"] < backend.counts["checks"] / 10
+    if bucket_cache:  # buckets read again as their new entries, and whole after a removal (a changed page)
+        assert backend.counts["bucket_hits"] > 100 and backend.counts["bucket_moved"] > 0
+    else:
+        assert backend.counts["bucket_hits"] == backend.counts["bucket_moved"] == len(backend.buckets) == 0
     await backend.close()
 
 
@@ -209,10 +215,11 @@ async def test_an_entry_whose_fold_alone_is_near_is_not_a_near_duplicate(redis_c
 async def test_appends_leave_the_buckets_the_bulk_loader_writes(redis_cluster: RedisCluster) -> None:
     # Entries appended in place while a bucket has room, the bucket made again (entries + room) when full:
     # every bucket is what pack_bucket (the benchmark's bulk loader) makes of its entries.  A page whose content
-    # changed has its old entries cut out: the header counts one entry less, the string keeps its length.
+    # changed has its old entries cut out: the header counts one entry less, the string keeps its length, and the
+    # bucket's mark is one more (the workers' copies of it are read whole again).
     import redis
 
-    from simhash_scrapy.backends.redis.cluster_layout import ENTRY, entries_of, pack_bucket, used_of
+    from simhash_scrapy.backends.redis.cluster_layout import ENTRY, entries_of, mark_of, pack_bucket, used_of
 
     backend = global_backend(redis_cluster, SimhashConfig(max_distance=3), SIMHASH_REDIS_BUCKET_BITS=8)
     await backend.open("myspider")
@@ -234,13 +241,16 @@ async def test_appends_leave_the_buckets_the_bulk_loader_writes(redis_cluster: R
     assert sum(len(entries_of(data)) for data in before.values()) == canonical * 4  # 4 tables at k = 3
     assert max(len(data) for data in before.values()) > 1000  # made again many times
     for data in before.values():
-        assert data == pack_bucket(entries_of(data).tobytes())
+        assert data == pack_bucket(entries_of(data).tobytes(), mark_of(data))
     moved = rng.getrandbits(64) | ~low_bytes & (2**64 - 1)  # changed content, in other buckets
     await backend.check(PageRecord("https://a.example/1", moved, "myspider"))
     after = buckets()
     shorter = [key for key in before if used_of(after[key]) == used_of(before[key]) - ENTRY]
     assert len(shorter) == 4 and len(after) == len(before) + 4  # its 4 entries cut out, 4 new buckets
     assert all(len(after[key]) == len(before[key]) for key in shorter)
+    assert all(int.from_bytes(mark_of(after[key]), "big") == int.from_bytes(mark_of(before[key]), "big") + 1
+               for key in shorter)
+    assert all(mark_of(after[key]) == mark_of(before[key]) for key in before if key not in shorter)
     assert sum(len(entries_of(data)) for data in after.values()) == canonical * 4
     await backend.close()
 

@@ -5,8 +5,9 @@ call is in flight go together) takes these steps, each one round trip whose
 commands ``node_link`` sends to every node at once (one connection per primary):
 
 1. **Read**: one ``HINCRBY seq`` per scope (first-check order), the identity
-   records of the batch and, per page, its bucket in every table (a GET each)
-   or its short-page digest (an HGET).
+   records of the batch and, per page, its bucket in every table (a GET each,
+   once a batch; a bucket this worker keeps a copy of, ``bucket_cache``: its
+   new entries only) or its short-page digest (an HGET).
 2. **Decide** in the worker: the candidates within k of the bucket entries,
    the pages' own records and the canonical pages they name go into a
    ``core.cluster.clustering.Clusterer`` (in seq order: ties go to the page
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -65,8 +67,10 @@ from . import connection
 from .export import declares_identity, identities_read, identities_unread
 from .cluster_layout import (
     DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, near_entries_many,
-    extra_key, meta_key, pack_entry, pack_record, parse_record, records_pattern, scope_id, scopes_key, sid_of, used_of,
+    extra_key, mark_of, meta_key, pack_entry, pack_record, parse_record, records_pattern, scope_id, scopes_key, sid_of,
+    used_of,
 )
+from .bucket_cache import TAIL_LUA, BucketCache
 from .layout import Codec, bucket_bits_for, identity_slot
 from .node_link import NodeLink, ReplyError
 from .outages import close_failure
@@ -81,15 +85,16 @@ __all__ = ["GlobalRedisBackend"]
 logger = logging.getLogger("simhash_scrapy.backends.redis")
 
 #: Removes the entry of a seq (4 bytes, ARGV[1]) from a table bucket (KEYS[1]); returns 1 if found.  The entries
-#: after it move up, the string keeps its length (its spare room grows by an entry).
+#: after it move up, the string keeps its length (its spare room grows by an entry), and the bucket's mark changes
+#: (one more): the workers' copies of it (``bucket_cache``) are read whole again.
 _REMOVE = """
 local data = redis.call('GET', KEYS[1])
 if not data then return 0 end
-local used = struct.unpack('>I4', data)
-for i = 5, used - 3, 8 do
+local used, mark = struct.unpack('>I4I4', data)
+for i = 9, used + 1, 8 do
   if string.sub(data, i + 4, i + 7) == ARGV[1] then
-    redis.call('SET', KEYS[1], struct.pack('>I4', used - 8) .. string.sub(data, 5, i - 1) .. string.sub(data, i + 8)
-      .. string.rep('\\0', 8))
+    redis.call('SET', KEYS[1], struct.pack('>I4I4', used - 8, (mark + 1) % 4294967296) .. string.sub(data, 9, i - 1)
+      .. string.sub(data, i + 8) .. string.rep('\\0', 8))
     return 1
   end
 end
@@ -100,7 +105,8 @@ _UNSET_EXACT = """
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """
-#: Appends an entry (ARGV[1]) to a table bucket (KEYS[1]) and returns the bytes of its entries now.  In place
+#: Appends an entry (ARGV[1]) to a table bucket (KEYS[1]) and returns the bytes of its entries now; a new bucket is
+#: marked ARGV[2] (4 random bytes).  In place
 #: (SETRANGE of the entry and of the header) while the bucket has spare room; when it is full, the string is made
 #: again at its entries' size plus ``cluster_layout.room`` (SETRANGE or APPEND alone would let Redis keep up to as
 #: much again spare).  Measured by redis_append_cost.py: 4-7 µs of Redis CPU an append to buckets of 1.4-14 KB,
@@ -110,12 +116,12 @@ local used = 0
 local head = redis.call('GETRANGE', KEYS[1], 0, 3)
 if #head == 4 then used = struct.unpack('>I4', head) end
 local now = used + #ARGV[1]
-if 4 + now > redis.call('STRLEN', KEYS[1]) then
-  local keep = redis.call('GETRANGE', KEYS[1], 0, used + 3)
-  if #keep < 4 then keep = '\\0\\0\\0\\0' end
+if 8 + now > redis.call('STRLEN', KEYS[1]) then
+  local keep = redis.call('GETRANGE', KEYS[1], 0, used + 7)
+  if #keep < 8 then keep = '\\0\\0\\0\\0' .. ARGV[2] end
   redis.call('SET', KEYS[1], keep .. string.rep('\\0', #ARGV[1] + math.floor(now / %d) + %d))
 end
-redis.call('SETRANGE', KEYS[1], used + 4, ARGV[1])
+redis.call('SETRANGE', KEYS[1], used + 8, ARGV[1])
 redis.call('SETRANGE', KEYS[1], 0, struct.pack('>I4', now))
 return now
 """ % (ROOM_SHARE, ROOM_MIN)
@@ -179,6 +185,15 @@ class _Batch:
     snapshots: list[tuple[int | None, int] | None] = field(default_factory=list)
     initial: dict[int, int | None] = field(default_factory=dict)  # seq -> indexed fingerprint read (batch identities)
     fetched: dict[int, GlobalRecord] = field(default_factory=dict)  # seq -> the record read (other canonical pages)
+    mark: bytes = field(default_factory=lambda: os.urandom(4))  # the mark of a bucket this batch makes (APPEND_LUA)
+    named: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (sid, fingerprint) -> its bucket keys
+
+    def buckets_of(self, keys: GlobalKeys, fp: int) -> list[str]:
+        """``keys.buckets(fp)``, once a batch (read, filtered, appended to)."""
+        names = self.named.get((keys.sid, fp))
+        if names is None:
+            names = self.named[keys.sid, fp] = keys.buckets(fp)
+        return names
 
 
 def old_exact(batch: _Batch, seq: int) -> bool | None:
@@ -210,9 +225,11 @@ class GlobalRedisBackend(DedupBackend):
         self._queue: list[_Page] = []
         self._running = False
         self._drainer: asyncio.Future[None] | None = None
-        self._append_sha = self._remove_sha = self._unset_sha = self._directory_sha = ""
+        self._append_sha = self._remove_sha = self._unset_sha = self._directory_sha = self._tail_sha = ""
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "unnamed": 0, "batches": 0,
                                        "checks": 0, "unreachable": 0}
+        #: this worker's copies of table buckets: a bucket read again costs its new entries only
+        self.buckets = BucketCache(settings.bucket_cache << 20, self.counts)
         self._last_error_log = -1e9
         self._close_logged = False  # a read at close failed and was logged (``outages.close_failure``)
         #: Wall seconds per step of a batch ("decide" awaits nothing: it is CPU): the cost per check by component.
@@ -263,6 +280,7 @@ class GlobalRedisBackend(DedupBackend):
         for scope in list(self._scopes):
             self._forget(scope)
         self._cache.clear()
+        self.buckets.clear()
         self._directories.clear()
         self.prefix = self.settings.key(spider_name)
         self.client = connection.get_client(self.settings)
@@ -285,11 +303,13 @@ class GlobalRedisBackend(DedupBackend):
         self._remove_sha = await self.client.script_load(_REMOVE)
         self._unset_sha = await self.client.script_load(_UNSET_EXACT)
         self._directory_sha = await self.client.script_load(DIRECTORY_LUA)
+        self._tail_sha = await self.client.script_load(TAIL_LUA)
         self.link = NodeLink(self.client, float(connection.client_params(self.settings).get("socket_timeout") or 10))
         self.link.remember_script(self._append_sha, APPEND_LUA)
         self.link.remember_script(self._remove_sha, _REMOVE)
         self.link.remember_script(self._unset_sha, _UNSET_EXACT)
         self.link.remember_script(self._directory_sha, DIRECTORY_LUA)
+        self.link.remember_script(self._tail_sha, TAIL_LUA)
         await self._read_identities()
 
     async def attach(self, spider_name: str) -> list[str]:
@@ -502,15 +522,23 @@ class GlobalRedisBackend(DedupBackend):
         for page in batch.pages:
             key = page.keys.record(page.bucket)
             pipe.call(key, "HGET", key, page.fieldname)
-        reads: list[tuple[_Page, str]] = []
+        shorts = [page for page in batch.pages if page.record.exact]  # their digest's HGET, then the buckets
+        for page in shorts:
+            key = page.keys.exact(page.record.fingerprint)
+            pipe.call(key, "HGET", key, page.record.fingerprint.to_bytes(8, "big"))
+        wanted: dict[str, bytearray | None] = {}  # bucket key -> this worker's copy it is read against (once a batch)
+        cache = self.buckets if self.buckets.budget > 0 else None
         for page in batch.pages:
-            record = page.record
-            for key in [page.keys.exact(record.fingerprint)] if record.exact else page.keys.buckets(record.fingerprint):
-                reads.append((page, key))
-                if record.exact:
-                    pipe.call(key, "HGET", key, record.fingerprint.to_bytes(8, "big"))
-                else:
+            if page.record.exact:
+                continue
+            for key in batch.buckets_of(page.keys, page.record.fingerprint):
+                if key in wanted:
+                    continue
+                kept = wanted[key] = cache.kept(key) if cache is not None else None
+                if kept is None:
                     pipe.call(key, "GET", key)
+                else:
+                    pipe.call(key, "EVALSHA", self._tail_sha, 1, key, used_of(kept), mark_of(kept))
         out = await pipe.execute()
         top = dict(zip(scopes, out[: len(scopes)]))
         stored = out[len(scopes) : len(scopes) + len(batch.pages)]
@@ -522,25 +550,32 @@ class GlobalRedisBackend(DedupBackend):
                 batch.stored[rec.seq] = rec
                 batch.slot_of[rec.seq] = (page.bucket, page.fieldname)
         await self._load_dict(batch, [rec for _, rec in own.values()])
-        candidates = await self._candidates(batch, list(zip(reads, out[len(scopes) + len(batch.pages) :])))
+        digests = out[len(scopes) + len(batch.pages) :][: len(shorts)]
+        replies = out[len(scopes) + len(batch.pages) + len(shorts) :]
+        buckets = dict(zip(wanted, replies)) if cache is None else {
+            key: cache.take(key, kept, reply) for (key, kept), reply in zip(wanted.items(), replies)}
+        candidates = await self._candidates(batch, list(zip(shorts, digests)), buckets)
         self._restore(batch, own, candidates)
         return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
 
-    async def _candidates(self, batch: _Batch, found: list[tuple[tuple[_Page, str], Any]]) -> dict[int, tuple[int, bool]]:
+    async def _candidates(self, batch: _Batch, digests: list[tuple[_Page, Any]],
+                          buckets: dict[str, bytes | bytearray | None]) -> dict[int, tuple[int, bool]]:
         """seq -> (indexed fingerprint or digest, exact) of the canonical pages within k of a page of the batch: the
-        entries whose fold is within k, kept when their record's fingerprint in the index is."""
+        short pages' digests found, and the bucket entries whose fold is within k, kept when their record's
+        fingerprint in the index is."""
         k = self.config.max_distance
         candidates: dict[int, tuple[int, bool]] = {}  # seq -> (indexed fingerprint or digest, exact)
+        for page, value in digests:
+            if value is not None:
+                candidates.setdefault(int.from_bytes(value[:4], "big"), (page.record.fingerprint, True))
         folded: dict[int, list[int]] = {}  # seq -> the fingerprints of the pages whose fold it is near
-        tables: list[tuple[int, bytes | None]] = []  # (fingerprint, bucket read) of the pages not short
-        for (page, key), value in found:
-            record = page.record
-            if record.exact:
-                if value is not None:
-                    candidates.setdefault(int.from_bytes(value[:4], "big"), (record.fingerprint, True))
-                continue
+        tables: list[tuple[int, bytes | bytearray | None]] = []  # (fingerprint, bucket read) of the pages not short
+        for key, value in buckets.items():
             batch.lengths[key] = used_of(value)
-            tables.append((record.fingerprint, value))
+        for page in batch.pages:
+            if not page.record.exact:
+                fp = page.record.fingerprint
+                tables.extend((fp, buckets[key]) for key in batch.buckets_of(page.keys, fp))
         near = near_entries_many([value for _, value in tables], [fp for fp, _ in tables], k)
         for (fp, _), seqs in zip(tables, near):
             for seq in seqs:
@@ -770,10 +805,10 @@ class GlobalRedisBackend(DedupBackend):
             pipe.call(key, "HSETNX", key, fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
             kinds.append("hsetnx")
             return
-        for key in keys.buckets(fp):
+        for key in batch.buckets_of(keys, fp):
             expected = batch.lengths.get(key, 0) + ENTRY
             batch.lengths[key] = expected
-            pipe.call(key, "EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq))
+            pipe.call(key, "EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq), batch.mark)
             kinds.append("append")
             appended.append((key, fp, seq, expected))
 

@@ -22,12 +22,16 @@ scope's BLAKE2b hash::
                                  canonicals (count), zdict (the scope's payload dictionary:
                                  the first worker's 32 sampled payloads, HSETNX)
     P:{sid.t<t>.<b>}     STRING  table t, bucket b (the table key's top ``bucket_bits`` bits,
-                                 hex): a header (>I4: the entries' bytes), then ENTRY-byte
-                                 entries, appended: the fingerprint folded (>I4: its two
-                                 halves XORed, ``fold``), seq (>I4: ties go to the lowest);
+                                 hex): a header (>I4: the entries' bytes; >I4: the mark, random
+                                 when the bucket is made, one more at each removal), then
+                                 ENTRY-byte entries, appended: the fingerprint folded (>I4: its
+                                 two halves XORed, ``fold``), seq (>I4: ties go to the lowest);
                                  then spare room (zeros: ``room``), where an append writes
                                  in place (SETRANGE) until it is full, and only then copies
-                                 the string (``pack_bucket``: what appends leave)
+                                 the string (``pack_bucket``: what appends leave).  Entries
+                                 only ever move at a removal, which changes the mark: a
+                                 worker's copy of a bucket with the same mark is a prefix of
+                                 it (``bucket_cache``: only the new entries are read)
     P:{sid.x.<b>}        HASH    short pages (exact digest): digest (8 bytes) -> seq (4) +
                                  directory slot; HSETNX: the first writer wins
     P:{sid.d.<n>}        STRING  the directory: seq -> identity (DIR bytes at (seq % DIR_SPAN) * DIR:
@@ -53,6 +57,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -63,18 +68,18 @@ from ...core.index.index_layout import Table, tables_for
 
 __all__ = [
     "GlobalKeys", "GlobalRecord", "pack_record", "parse_record", "ENTRY", "DIR", "DIR_SPAN", "entries_of", "fold",
-    "near_entries", "near_entries_many", "pack_bucket", "room", "used_of", "BUCKET_HEAD", "scopes_key", "records_pattern",
+    "near_entries", "near_entries_many", "pack_bucket", "room", "used_of", "mark_of", "BUCKET_HEAD", "scopes_key", "records_pattern",
     "sid_of", "extra_key", "scope_id", "meta_key",
 ]
 
 #: 2: the scope's payload dictionary (meta zdict), directory strings made at full size, folded entries;
-#: 3: table buckets with a header and spare room (appends in place)
-LAYOUT_VERSION = 3
+#: 3: table buckets with a header and spare room (appends in place); 4: a mark in the header (workers' bucket caches)
+LAYOUT_VERSION = 4
 #: A table entry: the fingerprint folded (4), seq (4).
 ENTRY = 8
 ENTRY_DTYPE = np.dtype([("fold", ">u4"), ("seq", ">u4")])
-#: A table bucket's header: the bytes of its entries (>I4).
-BUCKET_HEAD = 4
+#: A table bucket's header: the bytes of its entries (>I4), its mark (>I4: made at random, +1 a removal).
+BUCKET_HEAD = 8
 #: Spare room a bucket gets when an append finds it full: 1/ROOM_SHARE of its entries' bytes, plus ROOM_MIN bytes.
 ROOM_SHARE, ROOM_MIN = 16, 64
 #: A directory slot: the identity's record bucket (3 bytes) and field (8 bytes).
@@ -187,9 +192,9 @@ def sid_of(key: bytes, prefix: str) -> str:
     return key[start : start + 12].decode("ascii", "replace")
 
 
-def used_of(data: bytes | None) -> int:
+def used_of(data: bytes | bytearray | None) -> int:
     """The bytes of a bucket's entries (its header; 0 for a bucket not made yet)."""
-    return int.from_bytes(data[:BUCKET_HEAD], "big") if data else 0
+    return int.from_bytes(data[:4], "big") if data else 0
 
 
 def entries_of(data: bytes | None) -> np.ndarray:
@@ -206,9 +211,14 @@ def room(used: int) -> int:
     return used // ROOM_SHARE + ROOM_MIN
 
 
-def pack_bucket(entries: bytes) -> bytes:
-    """The string that appending ``entries`` one ``ENTRY`` at a time to a new bucket leaves: header, entries, room
-    (none at all without entries: no key)."""
+def mark_of(data: bytes | bytearray) -> bytes:
+    """A bucket's mark (4 bytes of its header): another one when its entries may have moved (made again, a removal)."""
+    return bytes(data[4:BUCKET_HEAD])
+
+
+def pack_bucket(entries: bytes, mark: bytes = bytes(4)) -> bytes:
+    """The string that appending ``entries`` one ``ENTRY`` at a time to a new bucket marked ``mark`` leaves: header,
+    entries, room (none at all without entries: no key)."""
     if not entries:
         return b""
     size = used = 0  # the string's length (0: no key yet), the entries' bytes
@@ -217,7 +227,7 @@ def pack_bucket(entries: bytes) -> bytes:
         if BUCKET_HEAD + used > size:
             size = BUCKET_HEAD + used + room(used)
             used = min(len(entries), (size - BUCKET_HEAD) // ENTRY * ENTRY)  # the appends that fit, in place
-    return len(entries).to_bytes(BUCKET_HEAD, "big") + entries + bytes(size - BUCKET_HEAD - len(entries))
+    return len(entries).to_bytes(4, "big") + mark + entries + bytes(size - BUCKET_HEAD - len(entries))
 
 
 def fold(fp: int) -> int:
@@ -230,7 +240,7 @@ def near_entries(entries: np.ndarray, fp: int, k: int) -> np.ndarray:
     return entries["seq"][np.bitwise_count(entries["fold"] ^ np.uint32(fold(fp))) <= k]
 
 
-def near_entries_many(buckets: list[bytes | None], fps: list[int], k: int) -> list[list[int]]:
+def near_entries_many(buckets: Sequence[bytes | bytearray | None], fps: list[int], k: int) -> list[list[int]]:
     """``near_entries`` of every (bucket, fingerprint) pair at once: the compiled loop (``_speedups.near_folds``:
     no copy of the buckets, 12,000 entries a check at 10 million pages), else one numpy pass over a batch's
     buckets (one per bucket cost ~10 µs of call overhead, a batch reads tables x pages of them)."""

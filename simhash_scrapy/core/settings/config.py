@@ -89,6 +89,7 @@ class RedisConfig:
     table_blocks: int = _default("redis.table_blocks")
     bucket_bits: int = _default("redis.bucket_bits")
     global_cache: int = _default("redis.global_cache")
+    bucket_cache: int = _default("redis.bucket_cache")
 
     @property
     def secrets(self) -> tuple[str, ...]:

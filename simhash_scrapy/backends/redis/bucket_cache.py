@@ -1,0 +1,109 @@
+"""A worker's copies of the global index's table buckets (``SIMHASH_REDIS_BUCKET_CACHE``, in MB, LRU).
+
+A check reads one bucket per table; at 10 million pages a bucket holds ~1,700 entries (~14 KB) that the same worker
+read seconds before, while a few entries were appended since.  A bucket kept here is read again with ``TAIL_LUA``:
+its header and only the entries after the ones kept.  Entries are appended in place and only ever move at a
+removal (a re-checked page whose content changed), which changes the bucket's mark (``cluster_layout``): a kept
+copy with the bucket's mark is a prefix of it, one with another mark (or a bucket made again, or shorter) is read
+whole in the same call.  So a copy is never stale: each check still sees the bucket as it is at that moment.
+
+The bound is on the entries' bytes (the ``bytearray`` copies: header and entries, no spare room); the least
+recently read bucket goes first.  The counts (``bucket_hits``: the new entries only; ``bucket_misses``: read whole,
+not kept; ``bucket_moved``: read whole, kept but moved) are the worker's stats ``simhash/redis/global/bucket_*``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from .cluster_layout import BUCKET_HEAD, used_of
+
+__all__ = ["TAIL_LUA", "BucketCache"]
+
+#: ``KEYS[1]``: a bucket; ``ARGV[1]``: the entries' bytes kept, ``ARGV[2]``: the kept copy's mark.  Returns the header
+#: and the entries after those kept when the mark is the bucket's and it has at least as many, else the header and
+#: every entry (the bucket read whole); nil when there is no bucket.
+TAIL_LUA = """
+local head = redis.call('GETRANGE', KEYS[1], 0, 7)
+if #head < 8 then return false end
+local used = struct.unpack('>I4', head)
+local had = tonumber(ARGV[1])
+if string.sub(head, 5, 8) == ARGV[2] and used >= had then
+  return head .. redis.call('GETRANGE', KEYS[1], 8 + had, 7 + used)
+end
+return redis.call('GETRANGE', KEYS[1], 0, 7 + used)
+"""
+
+
+class BucketCache:
+    """Copies of table buckets (header and entries) within ``budget`` bytes; ``counts`` gets the hits and misses."""
+
+    def __init__(self, budget: int, counts: dict[str, int]) -> None:
+        self.budget = budget
+        self.size = 0  # bytes of the copies kept
+        self.counts = counts
+        for name in ("bucket_hits", "bucket_misses", "bucket_moved"):
+            counts.setdefault(name, 0)
+        self._kept: OrderedDict[str, bytearray] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def clear(self) -> None:
+        self._kept.clear()
+        self.size = 0
+
+    def kept(self, key: str) -> bytearray | None:
+        """The copy of ``key`` to read against (``TAIL_LUA``'s arguments: ``used_of`` and ``mark_of`` it), if any."""
+        data = self._kept.get(key)
+        if data is not None:
+            self._kept.move_to_end(key)
+        return data
+
+    def take(self, key: str, had: bytearray | None, reply: bytes | None) -> bytes | bytearray | None:
+        """The bucket ``key`` as the reply read it: ``reply`` is a ``GET``'s when ``had`` is None, else
+        ``TAIL_LUA``'s against the copy ``had``; keeps it within the budget."""
+        if had is None:
+            self.counts["bucket_misses"] += 1
+            if reply is None:
+                return None
+            return self._keep(key, reply)
+        if reply is None:  # (the bucket is gone: flushed)
+            self._drop(key)
+            return None
+        used = used_of(reply)
+        if reply[4:BUCKET_HEAD] == had[4:BUCKET_HEAD] and used >= used_of(had):
+            if len(reply) - BUCKET_HEAD != used - used_of(had):  # (a bucket shorter than its header says: damaged)
+                self._drop(key)  # (read whole next time; this time, the entries that came)
+                entries = had[BUCKET_HEAD:] + reply[BUCKET_HEAD:]
+                return len(entries).to_bytes(4, "big") + reply[4:BUCKET_HEAD] + entries
+            self.counts["bucket_hits"] += 1
+            if len(reply) > BUCKET_HEAD:
+                had += memoryview(reply)[BUCKET_HEAD:]
+                had[:4] = reply[:4]
+                self.size += len(reply) - BUCKET_HEAD
+                self._trim()
+            return had
+        self.counts["bucket_moved"] += 1
+        self._drop(key)
+        return self._keep(key, reply)
+
+    def _keep(self, key: str, reply: bytes) -> bytes | bytearray:
+        if self.budget <= 0:
+            return reply
+        data = bytearray(memoryview(reply)[: BUCKET_HEAD + used_of(reply)])
+        self._drop(key)
+        self._kept[key] = data
+        self.size += len(data)
+        self._trim()
+        return data
+
+    def _drop(self, key: str) -> None:
+        data = self._kept.pop(key, None)
+        if data is not None:
+            self.size -= len(data)
+
+    def _trim(self) -> None:
+        while self.size > self.budget and self._kept:
+            _, data = self._kept.popitem(last=False)
+            self.size -= len(data)

@@ -1,0 +1,83 @@
+"""``backends.redis.bucket_cache.BucketCache``: a worker's copies of the global index's table buckets (units; the
+script's replies made by hand, as ``TAIL_LUA`` makes them; ``tests/integration/test_redis_bucket_cache.py`` runs it
+against a real redis-server)."""
+
+from __future__ import annotations
+
+from simhash_scrapy.backends.redis.bucket_cache import BucketCache
+from simhash_scrapy.backends.redis.cluster_layout import entries_of, mark_of, pack_bucket, pack_entry, used_of
+
+MARK = b"\x01\x02\x03\x04"
+
+
+def bucket(seqs: range, mark: bytes = MARK) -> bytes:
+    return pack_bucket(b"".join(pack_entry(seq * 977, seq) for seq in seqs), mark)
+
+
+def tail(data: bytes, had: int) -> bytes:
+    """``TAIL_LUA``'s reply when the copy has ``had`` bytes of entries and the bucket's mark."""
+    return data[:8] + data[8 + had : 8 + used_of(data)]
+
+
+def seqs_of(data: bytes | bytearray | None) -> list[int]:
+    return entries_of(bytes(data) if data is not None else None)["seq"].tolist()
+
+
+def test_a_bucket_read_whole_is_kept_then_read_as_its_new_entries() -> None:
+    counts: dict[str, int] = {}
+    cache = BucketCache(1 << 20, counts)
+    assert cache.kept("b") is None
+    first = bucket(range(1, 40))
+    got = cache.take("b", None, first)
+    assert seqs_of(got) == list(range(1, 40)) and len(got) == 8 + 39 * 8  # the spare room not kept
+    kept = cache.kept("b")
+    assert kept is got and mark_of(kept) == MARK
+    later = bucket(range(1, 45))
+    got = cache.take("b", kept, tail(later, used_of(kept)))
+    assert seqs_of(got) == list(range(1, 45)) and used_of(got) == 44 * 8
+    got = cache.take("b", got, tail(later, used_of(got)))  # nothing new: the header alone
+    assert seqs_of(got) == list(range(1, 45))
+    assert counts == {"bucket_hits": 2, "bucket_misses": 1, "bucket_moved": 0}
+    assert cache.size == 8 + 44 * 8
+
+
+def test_a_bucket_whose_mark_changed_is_taken_whole() -> None:
+    # A removal moves entries and changes the mark: the script returns every entry, the copy is replaced.
+    counts: dict[str, int] = {}
+    cache = BucketCache(1 << 20, counts)
+    kept = cache.take("b", None, bucket(range(1, 20)))
+    assert isinstance(kept, bytearray)
+    removed = bucket([n for n in range(1, 25) if n != 3], b"\x01\x02\x03\x05")  # type: ignore[arg-type]
+    got = cache.take("b", kept, removed[: 8 + used_of(removed)])
+    assert seqs_of(got) == [n for n in range(1, 25) if n != 3]
+    assert cache.kept("b") is got and counts["bucket_moved"] == 1 and counts["bucket_hits"] == 0
+    assert cache.size == len(got)
+
+
+def test_a_bucket_gone_or_damaged_is_dropped() -> None:
+    counts: dict[str, int] = {}
+    cache = BucketCache(1 << 20, counts)
+    kept = cache.take("b", None, bucket(range(1, 10)))
+    assert isinstance(kept, bytearray)
+    assert cache.take("b", kept, None) is None  # (flushed)
+    assert cache.kept("b") is None and cache.size == 0
+    kept = cache.take("b", None, bucket(range(1, 10)))
+    assert isinstance(kept, bytearray)
+    short = bucket(range(1, 14))
+    damaged = short[:8] + short[8 + 9 * 8 : 8 + 11 * 8]  # a header that counts more entries than came
+    got = cache.take("b", kept, damaged)
+    assert seqs_of(got) == list(range(1, 10)) + [10, 11] and cache.kept("b") is None
+
+
+def test_the_budget_keeps_the_buckets_read_last() -> None:
+    counts: dict[str, int] = {}
+    cache = BucketCache(3 * (8 + 80), counts)
+    for name in "abcd":
+        cache.take(name, None, bucket(range(1, 11)))
+        assert cache.size <= cache.budget
+    assert cache.kept("a") is None and [cache.kept(name) is not None for name in "bcd"] == [True] * 3
+    cache.kept("b")  # read again: the least recently read is now c
+    cache.take("e", None, bucket(range(1, 11)))
+    assert cache.kept("c") is None and cache.kept("b") is not None and len(cache) == 3
+    nothing = BucketCache(0, {})
+    assert seqs_of(nothing.take("a", None, bucket(range(1, 5)))) == [1, 2, 3, 4] and len(nothing) == 0
