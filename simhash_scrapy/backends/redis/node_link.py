@@ -180,7 +180,7 @@ def route_commands(commands: list[tuple[Any, tuple[Any, ...]]], table: Any, node
     commands whose key's slot ``table`` (16,384 uint16) maps to node ``n`` (``None`` if none), ``groups[nodes]``
     those of a slot mapped to ``nodes`` or more (no node serves it).  One C call a batch when built."""
     if _native.speedups is not None:
-        return list(_native.speedups.route_commands(commands, table, nodes))
+        return _native.speedups.route_commands(commands, table, nodes)
     return _route_python(commands, table, nodes)
 
 
