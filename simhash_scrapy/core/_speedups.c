@@ -41,6 +41,10 @@
  *       whether ``data.decode("utf-8")`` would succeed, without building the str
  *       (simhash_scrapy/core/extract/text.py's to_utf8 checks every page's bytes).
  *
+ *   key_slot(key) -> int;  route_commands(commands, table, nodes) -> groups
+ *       Redis Cluster's hash slot of a key, and a batch's commands grouped by the node of their key's slot and
+ *       packed in RESP2 (simhash_scrapy/backends/redis/node_link.py, whose _route_python is the twin).
+ *
  *   prepare_tables(tables) -> capsule
  *       the table specs parsed once, for query_tables (until the tables change).
  *
@@ -316,6 +320,234 @@ static PyObject *is_utf8(PyObject *module, PyObject *arg) {
     PyBuffer_Release(&view);
     return PyBool_FromLong(valid);
 }
+
+/* ------------------------------------------------ Redis Cluster commands (backends.redis.node_link) */
+
+/* CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), Redis Cluster's key hash: binascii.crc_hqx(data, 0). */
+static uint16_t crc16_table[256];
+static int crc16_ready = 0;
+
+static uint16_t crc16(const unsigned char *s, Py_ssize_t n) {
+    if (!crc16_ready) {
+        for (int b = 0; b < 256; b++) {
+            uint16_t crc = (uint16_t)(b << 8);
+            for (int j = 0; j < 8; j++) crc = (uint16_t)((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+            crc16_table[b] = crc;
+        }
+        crc16_ready = 1;
+    }
+    uint16_t crc = 0;
+    for (Py_ssize_t i = 0; i < n; i++) crc = (uint16_t)((crc << 8) ^ crc16_table[((crc >> 8) ^ s[i]) & 0xFF]);
+    return crc;
+}
+
+/* ``v`` in decimal at ``out`` (room for 21 characters); its length (snprintf costs several times more). */
+static Py_ssize_t decimal(char *out, long long v) {
+    char tmp[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    Py_ssize_t len = 0;
+    if (v < 0) out[len++] = '-';
+    while (n) out[len++] = tmp[--n];
+    return len;
+}
+
+/* The bytes Redis reads for ``arg`` (a str as UTF-8 with surrogatepass, as node_link's Python packer; bytes and
+ * other buffers as they are; an int in decimal); ``*owned`` a new reference to release after, or NULL.  Sets an
+ * exception and returns NULL for any other type. */
+static const char *resp_bytes(PyObject *arg, Py_ssize_t *n, PyObject **owned, char *digits) {
+    *owned = NULL;
+    if (PyBytes_Check(arg)) {
+        *n = PyBytes_GET_SIZE(arg);
+        return PyBytes_AS_STRING(arg);
+    }
+    if (PyUnicode_Check(arg)) {
+        const char *s = PyUnicode_AsUTF8AndSize(arg, n);
+        if (s != NULL) return s;
+        PyErr_Clear(); /* a lone surrogate: encoded as Python's "surrogatepass" does */
+        *owned = PyUnicode_AsEncodedString(arg, "utf-8", "surrogatepass");
+        if (*owned == NULL) return NULL;
+        *n = PyBytes_GET_SIZE(*owned);
+        return PyBytes_AS_STRING(*owned);
+    }
+    if (PyLong_Check(arg)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(arg, &overflow);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        if (!overflow) {
+            *n = decimal(digits, v);
+            return digits;
+        }
+        PyObject *text = PyObject_Str(arg);
+        if (text == NULL) return NULL;
+        *owned = PyUnicode_AsUTF8String(text);
+        Py_DECREF(text);
+        if (*owned == NULL) return NULL;
+        *n = PyBytes_GET_SIZE(*owned);
+        return PyBytes_AS_STRING(*owned);
+    }
+    if (PyObject_CheckBuffer(arg)) {
+        *owned = PyBytes_FromObject(arg);
+        if (*owned == NULL) return NULL;
+        *n = PyBytes_GET_SIZE(*owned);
+        return PyBytes_AS_STRING(*owned);
+    }
+    PyErr_Format(PyExc_TypeError, "a Redis command argument must be str, bytes or int, not %.100s",
+                 Py_TYPE(arg)->tp_name);
+    return NULL;
+}
+
+/* The hash slot of a key (str or bytes): the CRC16 of its hash tag (the bytes between the first "{" and the
+ * first "}" after it, when not empty) or of the whole key, modulo 16384: redis.crc.key_slot.  -1: an error. */
+static int slot_of_key(PyObject *key) {
+    Py_ssize_t n;
+    PyObject *owned;
+    char digits[24];
+    if (!PyUnicode_Check(key) && !PyBytes_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "a Redis key must be str or bytes, not %.100s", Py_TYPE(key)->tp_name);
+        return -1;
+    }
+    const char *s = resp_bytes(key, &n, &owned, digits);
+    if (s == NULL) return -1;
+    const char *open = memchr(s, '{', (size_t)n);
+    if (open != NULL) {
+        const char *close = memchr(open + 1, '}', (size_t)(n - (open + 1 - s)));
+        if (close != NULL && close != open + 1) {
+            s = open + 1;
+            n = close - s;
+        }
+    }
+    int slot = crc16((const unsigned char *)s, n) & 16383;
+    Py_XDECREF(owned);
+    return slot;
+}
+
+/* key_slot(key) -> int: redis.crc.key_slot of a str (its UTF-8) or bytes key. */
+static PyObject *key_slot(PyObject *module, PyObject *key) {
+    int slot = slot_of_key(key);
+    return slot < 0 ? NULL : PyLong_FromLong(slot);
+}
+
+typedef struct {
+    char *data;
+    Py_ssize_t used, size;
+    PyObject *indexes; /* the commands' numbers in this group, in order */
+} resp_group;
+
+static int group_put(resp_group *group, const char *s, Py_ssize_t n) {
+    if (group->used + n > group->size) {
+        Py_ssize_t size = group->size ? group->size : 1024;
+        while (size < group->used + n) size *= 2;
+        char *data = PyMem_Realloc(group->data, (size_t)size);
+        if (data == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        group->data = data;
+        group->size = size;
+    }
+    memcpy(group->data + group->used, s, (size_t)n);
+    group->used += n;
+    return 0;
+}
+
+/* One command in RESP2 at the end of ``group``: "*N", then each argument as a bulk string. */
+static int group_command(resp_group *group, PyObject *args) {
+    char head[32], digits[24];
+    Py_ssize_t count = PyTuple_GET_SIZE(args), len;
+    head[0] = '*';
+    len = 1 + decimal(head + 1, count);
+    head[len++] = '\r';
+    head[len++] = '\n';
+    if (group_put(group, head, len) < 0) return -1;
+    for (Py_ssize_t a = 0; a < count; a++) {
+        Py_ssize_t n;
+        PyObject *owned;
+        const char *s = resp_bytes(PyTuple_GET_ITEM(args, a), &n, &owned, digits);
+        if (s == NULL) return -1;
+        head[0] = '$';
+        len = 1 + decimal(head + 1, n);
+        head[len++] = '\r';
+        head[len++] = '\n';
+        int failed = group_put(group, head, len) < 0 || group_put(group, s, n) < 0 || group_put(group, "\r\n", 2) < 0;
+        Py_XDECREF(owned);
+        if (failed) return -1;
+    }
+    return 0;
+}
+
+static PyObject *route_groups_out(resp_group *groups, Py_ssize_t count) {
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t g = 0; out != NULL && g < count; g++) {
+        PyObject *item = Py_None;
+        if (groups[g].indexes != NULL) {
+            PyObject *packed = PyBytes_FromStringAndSize(groups[g].data, groups[g].used);
+            item = packed == NULL ? NULL : PyTuple_Pack(2, groups[g].indexes, packed);
+            Py_XDECREF(packed);
+            if (item == NULL) Py_CLEAR(out);
+        } else {
+            Py_INCREF(item);
+        }
+        if (out != NULL) PyList_SET_ITEM(out, g, item);
+    }
+    return out;
+}
+
+/* route_commands(commands, table, nodes) -> groups: node_link's routing and packing of a batch at once.
+ * ``commands``: a list of (key, args tuple); ``table``: 16,384 uint16 (native order), the node number of each
+ * hash slot.  ``groups[n]`` is (the numbers of the commands whose key's slot is on node n, in order; their RESP2
+ * bytes, one after the other) or None; ``groups[nodes]`` the commands whose slot's number is ``nodes`` or more (no
+ * node). */
+static PyObject *route_commands(PyObject *module, PyObject *args) {
+    PyObject *commands;
+    Py_buffer table;
+    Py_ssize_t nodes;
+    if (!PyArg_ParseTuple(args, "O!y*n:route_commands", &PyList_Type, &commands, &table, &nodes)) return NULL;
+    PyObject *out = NULL;
+    resp_group *groups = NULL;
+    if (table.len != 16384 * (Py_ssize_t)sizeof(uint16_t) || nodes < 0 || nodes > 65535) {
+        PyErr_SetString(PyExc_ValueError, "route_commands: a table of 16384 uint16 and 0 <= nodes <= 65535");
+        goto done;
+    }
+    groups = PyMem_Calloc((size_t)nodes + 1, sizeof(resp_group));
+    if (groups == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint16_t *node_of = table.buf;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(commands); i++) {
+        PyObject *command = PyList_GET_ITEM(commands, i);
+        if (!PyTuple_Check(command) || PyTuple_GET_SIZE(command) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(command, 1))) {
+            PyErr_SetString(PyExc_TypeError, "route_commands: each command a (key, args tuple)");
+            goto done;
+        }
+        int slot = slot_of_key(PyTuple_GET_ITEM(command, 0));
+        if (slot < 0) goto done;
+        Py_ssize_t n = node_of[slot] < nodes ? node_of[slot] : nodes;
+        resp_group *group = &groups[n];
+        if (group->indexes == NULL && (group->indexes = PyList_New(0)) == NULL) goto done;
+        PyObject *number = PyLong_FromSsize_t(i);
+        int failed = number == NULL || PyList_Append(group->indexes, number) < 0;
+        Py_XDECREF(number);
+        if (failed || group_command(group, PyTuple_GET_ITEM(command, 1)) < 0) goto done;
+    }
+    out = route_groups_out(groups, nodes + 1);
+done:
+    if (groups != NULL) {
+        for (Py_ssize_t g = 0; g <= nodes; g++) {
+            PyMem_Free(groups[g].data);
+            Py_XDECREF(groups[g].indexes);
+        }
+        PyMem_Free(groups);
+    }
+    PyBuffer_Release(&table);
+    return out;
+}
+/* ------------------------------------------------ end of Redis Cluster commands */
 
 /* ----------------------------------------------------------- features */
 
@@ -1978,6 +2210,8 @@ static PyMethodDef methods[] = {
     {"hash_text", hash_text, METH_VARARGS, "hash_text(data, table) -> (hashes, specials)"},
     {"set_separators", set_separators, METH_O, "set_separators(code_points) -> None"},
     {"is_utf8", is_utf8, METH_O, "is_utf8(data) -> bool"},
+    {"key_slot", key_slot, METH_O, "key_slot(key) -> Redis Cluster hash slot"},
+    {"route_commands", route_commands, METH_VARARGS, "route_commands(commands, table, nodes) -> per node (indexes, RESP2)"},
     {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},
     {"vote", vote, METH_VARARGS, "vote(features, weights) -> int or None"},
     {"not_content_rules", not_content_rules, METH_VARARGS, "not_content_rules(data, labels, window, rules) -> int"},

@@ -73,7 +73,6 @@ async def test_replies_in_order_and_a_stale_slot_map_is_corrected_by_moved(redis
     manager = backend.client.nodes_manager
     first = manager.slots_cache[0][0]
     manager.slots_cache = {slot: [first] for slot in range(16384)}
-    link.routes.clear()  # (the link's answers of the slot map it read)
     batch = link.batch()
     for key in keys:
         batch.call(key, "APPEND", key, b"?")
@@ -210,4 +209,30 @@ async def test_replies_longer_than_a_read_arrive_whole(redis_cluster: RedisClust
     replies = await batch.execute()
     assert replies[0::2] == values
     assert replies[1::2] == [len(value) for value in values]
+    await backend.close()
+
+
+@pytest.mark.parametrize("python", [True, False])
+@async_test
+async def test_zero_and_missing_replies_are_replies_with_either_reader(redis_cluster: RedisCluster, python: bool) -> None:
+    # A node's replies are read until as many as it was sent commands: an integer 0 (EXISTS, HSETNX lost) equals
+    # False, the value hiredis' reader returned for "not whole yet" by default: each must count as a reply.
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    if python:
+        link = NodeLink(backend.client, reader=RespReader)
+    else:
+        pytest.importorskip("hiredis")
+        link = backend.link
+    keys = [f"z:{{k{i}}}" for i in range(30)]
+    batch = link.batch()
+    for key in keys:
+        batch.call(key, "EXISTS", key)
+        batch.call(key, "GET", key)
+        batch.call(key, "SET", key, b"")
+        batch.call(key, "GET", key)
+        batch.call(key, "HSETNX", key + "h", "f", 0)
+        batch.call(key, "HSETNX", key + "h", "f", 1)
+    assert await batch.execute() == [0, None, b"OK", b"", 1, 0] * 30
+    await link.close()
     await backend.close()

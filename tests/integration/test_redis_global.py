@@ -329,7 +329,6 @@ async def test_a_slot_no_node_serves_is_an_outage_not_a_crash(redis_cluster: Red
     gone = key_slot(record_key.encode())
     manager = backend.client.nodes_manager
     manager.slots_cache = {slot: nodes for slot, nodes in manager.slots_cache.items() if slot != gone}
-    backend.link.routes.clear()
     assert await backend.previous("myspider", record.key) is None
     with pytest.raises(ConnectionError, match=f"no node serves hash slot {gone}"):
         backend.link.node_of(record_key)
@@ -354,13 +353,13 @@ async def test_previous_skips_a_node_that_did_not_answer(tmp_path: Any) -> None:
         kill_node_of(cluster, backend, keys.record(identity_slot("myspider", record.key, keys.record_bits)[0]))
         assert await backend.previous("myspider", record.key) is None  # refused: the node is known down
         asked: list[Any] = []
-        exchange = backend.link.exchange
+        exchange = backend.link.packed_exchange
 
         async def spy(groups: Any, *rest: Any) -> Any:
             asked.append(groups)
             return await exchange(groups, *rest)
 
-        backend.link.exchange = spy
+        backend.link.packed_exchange = spy
         assert await backend.previous("myspider", record.key) is None
         assert asked == []  # not asked again
         backend.link.timeout = 0.0  # (the while passed: asked again)
@@ -397,7 +396,7 @@ async def test_lookups_queued_on_a_hanging_node_do_not_each_wait_the_timeout(tmp
         assert len(same) == 4
         backend.link.timeout = 1.0
         timeouts: list[Any] = []
-        exchange = backend.link.exchange
+        exchange = backend.link.packed_exchange
 
         async def spy(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -406,7 +405,7 @@ async def test_lookups_queued_on_a_hanging_node_do_not_each_wait_the_timeout(tmp
                 timeouts.append(exc)
                 raise
 
-        backend.link.exchange = spy
+        backend.link.packed_exchange = spy
         stopped = cluster.processes[cluster.ports.index(target.port)]
         os.kill(stopped.pid, signal.SIGSTOP)
         found = await asyncio.gather(*(backend.previous("myspider", r.key) for r in same))

@@ -805,10 +805,11 @@ class GlobalRedisBackend(DedupBackend):
             pipe.call(key, "HSETNX", key, fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
             kinds.append("hsetnx")
             return
+        entry = pack_entry(fp, seq)  # (the same in every table)
         for key in batch.buckets_of(keys, fp):
             expected = batch.lengths.get(key, 0) + ENTRY
             batch.lengths[key] = expected
-            pipe.call(key, "EVALSHA", self._append_sha, 1, key, pack_entry(fp, seq), batch.mark)
+            pipe.call(key, "EVALSHA", self._append_sha, 1, key, entry, batch.mark)
             kinds.append("append")
             appended.append((key, fp, seq, expected))
 

@@ -2,17 +2,19 @@
 
 redis-py's cluster pipeline cost ~450 of the ~600 µs of worker CPU a check
 measured at 1 million pages (routing, packing and parsing ~13 commands a
-check, in Python).  A ``Batch`` here packs its commands itself (RESP2: hiredis'
-``pack_command`` when installed), groups them by the primary that owns their
-key's hash slot (CRC16 of the hash tag: redis-py's ``key_slot``, kept per key;
-the slot map is redis-py's, read when the client connects), writes each
-node's group in one send, all nodes at once, then waits for the nodes' replies
-(one future a round trip): each connection is an asyncio protocol whose
-``data_received`` feeds the bytes as they come to hiredis' C reader when the
-``hiredis`` package is installed (``RespReader``, a small Python reader,
-otherwise: the same replies); no stream buffer in between, which copied every
-bucket read twice more (a 14 KB ``GET``, a table bucket at 10 million pages,
-cost the worker 17.0 µs of CPU with streams, 11.5 without, in one run of
+check, in Python).  A ``Batch`` here groups its commands by the primary that
+owns their key's hash slot (CRC16 of the hash tag, as redis-py's
+``key_slot``; a table of the 16,384 slots' nodes, made again from redis-py's
+slot map each time it is a new one) and packs them (RESP2), in one C call a
+batch (``_speedups.route_commands``; in Python without the C helpers, with
+hiredis' ``pack_command`` when installed), writes each node's group in one
+send, all nodes at once, then waits for the nodes' replies (one future a
+round trip): each connection is an asyncio protocol whose ``data_received``
+feeds the bytes as they come to hiredis' C reader when the ``hiredis``
+package is installed (``RespReader``, a small Python reader, otherwise: the
+same replies); no stream buffer in between, which copied every bucket read
+twice more (a 14 KB ``GET``, a table bucket at 10 million pages, cost the
+worker 17.0 µs of CPU with streams, 11.5 without, in one run of
 ``benchmarks/redis_link_cost.py --tree CHECKOUT``).
 
 Redirections, answered as redis-py's cluster client answers them: a
@@ -30,20 +32,31 @@ import asyncio
 import ssl as ssl_module
 import sys
 import time
+from array import array
 from collections.abc import AsyncIterator
 from typing import Any
 
 from redis.crc import key_slot
 
-if sys.version_info >= (3, 11):
-    from asyncio import timeout as time_limit
-else:  # pragma: no cover - Python 3.10 (redis-py depends on async-timeout there)
-    from async_timeout import timeout as time_limit  # type: ignore[import-not-found,no-redef,unused-ignore]
+from ...core import _native
 
-__all__ = ["NodeLink", "Batch", "ReplyError", "RespReader", "pack"]
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as time_limit, timeout_at as time_limit_at
+else:  # pragma: no cover - Python 3.10 (redis-py depends on async-timeout there)
+    from async_timeout import (  # type: ignore[import-not-found,no-redef,unused-ignore]
+        timeout as time_limit,
+        timeout_at as time_limit_at,
+    )
+
+__all__ = ["NodeLink", "Batch", "ReplyError", "RespReader", "pack", "time_limit"]
 
 _REDIRECTS = 5
-_ROUTES = 1 << 18
+_SLOTS = 16384
+#: A slot the slot map names no node for (in ``NodeLink.table``).
+_NO_NODE = 0xFFFF
+#: What the readers' ``gets`` return while a reply is not whole (``notEnoughData``: not ``False``, which an
+#: integer reply 0 equals).
+MORE = object()
 
 
 class ReplyError(Exception):
@@ -65,9 +78,10 @@ def _python_pack(args: tuple[Any, ...]) -> bytes:
 class RespReader:
     """hiredis.Reader's interface (``feed``, ``gets``: a reply or ``False``) in Python, for RESP2 replies."""
 
-    def __init__(self, replyError: type[Exception] = ReplyError) -> None:  # noqa: N803 (hiredis' name)
+    def __init__(self, replyError: type[Exception] = ReplyError, notEnoughData: Any = False) -> None:  # noqa: N803 (hiredis' names)
         self.buffer = bytearray()
         self.error = replyError
+        self.more = notEnoughData
 
     def feed(self, data: bytes) -> None:
         self.buffer += data
@@ -75,7 +89,7 @@ class RespReader:
     def gets(self) -> Any:
         reply, end = self._parse(0)
         if end < 0:
-            return False
+            return self.more
         del self.buffer[:end]
         return reply
 
@@ -131,6 +145,45 @@ def reader_class() -> Any:
     return hiredis.Reader
 
 
+def new_reader(cls: Any, error: type[Exception]) -> Any:
+    """A reply reader of ``cls`` (hiredis' or ``RespReader``) for a ``_Node``: error replies as ``error``, ``MORE``
+    while a reply is not whole."""
+    return cls(replyError=error, notEnoughData=MORE)
+
+
+def _slot_python(key: str | bytes) -> int:
+    return key_slot(key.encode("utf-8", "surrogatepass") if isinstance(key, str) else key)
+
+
+def slot_of(key: str | bytes) -> int:
+    """Redis Cluster's hash slot of ``key`` (``redis.crc.key_slot`` of its UTF-8; C when built)."""
+    if _native.speedups is not None:
+        return int(_native.speedups.key_slot(key))
+    return _slot_python(key)
+
+
+def _route_python(commands: list[tuple[Any, tuple[Any, ...]]], table: Any, nodes: int) -> list[Any]:
+    """``route_commands`` in Python (``_speedups.route_commands`` is the C twin, the same result)."""
+    groups: list[Any] = [None] * (nodes + 1)
+    for i, (key, args) in enumerate(commands):
+        n = min(table[_slot_python(key)], nodes)
+        group = groups[n]
+        if group is None:
+            group = groups[n] = ([], [])
+        group[0].append(i)
+        group[1].append(pack(args))
+    return [None if group is None else (group[0], b"".join(group[1])) for group in groups]
+
+
+def route_commands(commands: list[tuple[Any, tuple[Any, ...]]], table: Any, nodes: int) -> list[Any]:
+    """A batch's commands (``(key, args)``) grouped by node: ``groups[n]`` is ``(indexes, RESP2 bytes)`` of the
+    commands whose key's slot ``table`` (16,384 uint16) maps to node ``n`` (``None`` if none), ``groups[nodes]``
+    those of a slot mapped to ``nodes`` or more (no node serves it).  One C call a batch when built."""
+    if _native.speedups is not None:
+        return _native.speedups.route_commands(commands, table, nodes)
+    return _route_python(commands, table, nodes)
+
+
 class _Exchange:
     """One round trip's wait: done when every node of it has all its replies (one future, not one per node)."""
 
@@ -147,13 +200,17 @@ class _Exchange:
         if not self.future.done():
             self.future.set_exception(exc)
 
+    def time_out(self) -> None:
+        self.fail(asyncio.TimeoutError())  # (as asyncio.timeout's: the same type on every Python)
+
 
 class _Node(asyncio.Protocol):
     """One connection to one primary: an asyncio protocol whose ``data_received`` feeds the reply reader with the
     bytes as they come (no stream buffer: two copies fewer of every bucket read)."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, number: int = 0) -> None:
         self.host, self.port = host, port
+        self.number = number  # (its number in its ``NodeLink``: the slot table's values)
         self.transport: asyncio.Transport | None = None
         self.reader: Any = None
         self.lock = asyncio.Lock()
@@ -176,14 +233,12 @@ class _Node(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        parser, replies = self.reader, self.replies
-        parser.feed(data)
-        while len(replies) < self.wanted:
-            reply = parser.gets()
-            if reply is False:
-                return
-            replies.append(reply)
-        if self.waiter is not None:
+        self.reader.feed(data)
+        if self.waiter is None:  # (nothing asked: read with the next exchange's replies, as it comes)
+            return
+        replies = self.replies
+        replies.extend(iter(self.reader.gets, MORE))  # (no more than asked: one exchange at a time a node)
+        if len(replies) >= self.wanted:
             waiter, self.waiter = self.waiter, None
             self.down_at = None
             waiter.node_done()
@@ -213,9 +268,11 @@ class NodeLink:
         self.timeout = timeout
         self.reader = reader or reader_class()
         self.nodes: dict[str, _Node] = {}
-        #: key -> the node its slot is on (the slot map's answer, kept: routing is per command); cleared by
-        #: ``refresh`` and when it holds ``_ROUTES`` keys
-        self.routes: dict[str, _Node] = {}
+        self.order: list[_Node] = []  # by number (``_Node.number``)
+        #: slot -> the number of its primary (``_NO_NODE``: none), read from the slot map ``mapped`` (redis-py's
+        #: ``slots_cache``; a new one, after ``refresh`` or redis-py's own reading, makes the table again)
+        self.table = array("H")
+        self.mapped: Any = None
         self.scripts: dict[str, bytes] = {}  # sha -> body (NOSCRIPT: EVAL)
         kwargs = client.connection_kwargs
         self.auth: tuple[Any, ...] = ()
@@ -230,19 +287,23 @@ class NodeLink:
     def remember_script(self, sha: str, body: str) -> None:
         self.scripts[sha] = body.encode()
 
+    def slot_table(self) -> array[int]:
+        """slot -> its primary's number, made again when redis-py's slot map is a new one."""
+        slots = self.client.nodes_manager.slots_cache
+        if slots is not self.mapped:
+            table = array("H", [_NO_NODE]) * _SLOTS
+            for slot, served in slots.items():
+                if served:
+                    table[slot] = self.node_at(served[0].host, served[0].port).number
+            self.table, self.mapped = table, slots
+        return self.table
+
     def node_of(self, key: str) -> _Node:
-        node = self.routes.get(key)
-        if node is None:
-            slot = key_slot(key.encode("utf-8", "surrogatepass"))
-            served = self.client.nodes_manager.slots_cache.get(slot)
-            if not served:  # (a cluster with slots unassigned, or a map read mid-change: an outage, not a KeyError)
-                raise ConnectionError(f"no node serves hash slot {slot} (the cluster's slot map names none)")
-            primary = served[0]
-            node = self.node_at(primary.host, primary.port)
-            if len(self.routes) >= _ROUTES:
-                self.routes.clear()
-            self.routes[key] = node
-        return node
+        slot = slot_of(key)
+        number = self.slot_table()[slot]
+        if number >= len(self.order):  # (a cluster with slots unassigned, or a map read mid-change: an outage)
+            raise ConnectionError(f"no node serves hash slot {slot} (the cluster's slot map names none)")
+        return self.order[number]
 
     def is_down(self, key: str) -> bool:
         """Whether the node of ``key`` did not answer the last exchange it was in, less than the link's timeout ago
@@ -256,12 +317,13 @@ class NodeLink:
         name = f"{host}:{port}"
         node = self.nodes.get(name)
         if node is None:
-            node = self.nodes[name] = _Node(host, port)
+            node = self.nodes[name] = _Node(host, port, len(self.order))
+            self.order.append(node)
         return node
 
     async def _connect(self, node: _Node) -> None:
         context = ssl_module.create_default_context() if self.tls else None
-        node.reader = self.reader(replyError=ReplyError)
+        node.reader = new_reader(self.reader, ReplyError)
         await asyncio.get_running_loop().create_connection(lambda: node, node.host, node.port, ssl=context)
         if self.auth:
             (reply,) = await self._send(node, [pack(self.auth)])
@@ -285,14 +347,20 @@ class NodeLink:
         return node.replies
 
     async def refresh(self) -> None:
-        self.routes.clear()
-        await self.client.nodes_manager.initialize()
+        await self.client.nodes_manager.initialize()  # (a new slot map: ``slot_table`` makes the table again)
 
     async def exchange(self, groups: list[tuple[_Node, list[bytes]]], skip_down: bool = False) -> list[list[Any]]:
-        """One round trip to each node of ``groups`` at once: every node's commands sent, then one wait until every
-        node's protocol has read all its replies.  ``skip_down``: a node ``is_down`` once its lock is had (it failed
-        the call queued before) raises ``ConnectionError`` at once, nothing sent."""
-        nodes = sorted({id(node): node for node, _ in groups}.values(), key=lambda node: (node.host, node.port))
+        """One round trip to each node of ``groups`` (its commands, packed) at once: ``packed_exchange``."""
+        return await self.packed_exchange([(node, len(commands), b"".join(commands)) for node, commands in groups],
+                                          skip_down)
+
+    async def packed_exchange(self, groups: list[tuple[_Node, int, bytes]], skip_down: bool = False) -> list[list[Any]]:
+        """One round trip to each node of ``groups`` (``(node, how many commands, their RESP2 bytes)``) at once: every
+        node's commands sent, then one wait until every node's protocol has read all its replies.  ``skip_down``: a
+        node ``is_down`` once its lock is had (it failed the call queued before) raises ``ConnectionError`` at once,
+        nothing sent."""
+        nodes = [groups[0][0]] if len(groups) == 1 else sorted(
+            {id(node): node for node, _, _ in groups}.values(), key=lambda node: (node.host, node.port))
         held: list[_Node] = []
         try:
             for node in nodes:  # (in one order: two exchanges never wait for each other's locks)
@@ -307,18 +375,26 @@ class NodeLink:
             for node in nodes:
                 node.lock.release()
             raise ConnectionError(f"Redis node {down[0].host}:{down[0].port} did not answer its last call")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout  # (connecting and the replies: one time limit in all)
         try:
-            async with time_limit(self.timeout):
-                for node, _ in groups:
-                    if not node.connected:
-                        await self._connect_or_down(node)
-                waiter = _Exchange(len(groups))
-                for node, commands in groups:
-                    node.expect(len(commands), waiter)
-                    assert node.transport is not None
-                    node.transport.write(b"".join(commands))
+            if not all(node.connected for node, _, _ in groups):
+                async with time_limit_at(deadline):
+                    for node, _, _ in groups:
+                        if not node.connected:
+                            await self._connect_or_down(node)
+            waiter = _Exchange(len(groups))
+            for node, count, data in groups:
+                node.expect(count, waiter)
+                assert node.transport is not None
+                node.transport.write(data)
+            # (a timer that fails the wait, not asyncio.timeout: that cost 4 µs of CPU a round trip, this 1)
+            timer = loop.call_at(deadline, waiter.time_out)
+            try:
                 await waiter.future
-                return [node.replies for node, _ in groups]
+            finally:
+                timer.cancel()
+            return [node.replies for node, _, _ in groups]
         except BaseException as exc:
             for node in nodes:  # a reply half read leaves a stream out of step: connect again next time
                 # (it did not answer in time: known down till it does; not when another node failed the round
@@ -356,6 +432,8 @@ class NodeLink:
         for node in self.nodes.values():
             node.close()
         self.nodes.clear()
+        self.order.clear()
+        self.mapped = None
 
 
 class Batch:
@@ -373,17 +451,15 @@ class Batch:
         self.commands.append((key, args))
 
     async def execute(self) -> list[Any]:
+        link = self.link
         replies: list[Any] = [None] * len(self.commands)
-        node_of = self.link.node_of
-        by_node: dict[int, tuple[_Node, list[int], list[bytes]]] = {}
-        for i, (key, args) in enumerate(self.commands):  # (the first send: every command as added, no ASKING)
-            node = node_of(key)
-            group = by_node.get(id(node))
-            if group is None:
-                group = by_node[id(node)] = (node, [], [])
-            group[1].append(i)
-            group[2].append(pack(args))
-        todo = await self._send(list(by_node.values()), set(), replies)
+        table = link.slot_table()  # (first: it may number new nodes)
+        groups = route_commands(self.commands, table, len(link.order))  # (every command as added, no ASKING)
+        if groups[-1] is not None:
+            link.node_of(self.commands[groups[-1][0][0]][0])  # (raises: no node serves its slot)
+        order = link.order
+        todo = await self._send([(order[n], group[0], len(group[0]), group[1])
+                                 for n, group in enumerate(groups[:-1]) if group is not None], set(), replies)
         for _ in range(_REDIRECTS - 1):
             if not todo:
                 return replies
@@ -404,15 +480,17 @@ class Batch:
                 group[2].extend((pack(args[:1]), pack(args[1:])))
             else:
                 group[2].append(pack(args))
-        return await self._send(list(by_node.values()), asking, replies)
+        return await self._send([(node, indexes, len(packed), b"".join(packed))
+                                 for node, indexes, packed in by_node.values()], asking, replies)
 
-    async def _send(self, groups: list[tuple[_Node, list[int], list[bytes]]], asking: set[int],
+    async def _send(self, groups: list[tuple[_Node, list[int], int, bytes]], asking: set[int],
                     replies: list[Any]) -> list[Any]:
         """Each node's group in one send, all at once; the replies in place; returns the commands to send again."""
-        answers = await self.link.exchange([(node, packed) for node, _, packed in groups], self.skip_down)
+        answers = await self.link.packed_exchange([(node, count, data) for node, _, count, data in groups],
+                                                  self.skip_down)
         again: list[tuple[int, _Node, tuple[Any, ...]]] = []
         moved = False
-        for (_, indexes, _), answer in zip(groups, answers):
+        for (_, indexes, _, _), answer in zip(groups, answers):
             if asking:
                 answer = _without_asking(indexes, answer, asking)
             for i, reply in zip(indexes, answer):

@@ -27,7 +27,7 @@ from typing import Any
 
 from redis.exceptions import BusyLoadingError, ResponseError
 
-from .node_link import _Exchange, _Node, pack, reader_class, time_limit
+from .node_link import _Exchange, _Node, new_reader, pack, reader_class, time_limit
 
 __all__ = ["ScriptLink"]
 
@@ -71,7 +71,7 @@ class ScriptLink:
 
     async def _connect(self) -> None:
         node = self.node
-        node.reader = self.reader(replyError=ResponseError)
+        node.reader = new_reader(self.reader, ResponseError)
         await asyncio.get_running_loop().create_connection(lambda: node, node.host, node.port)
         for command in ([self.auth] if self.auth else []) + ([(b"SELECT", self.db)] if self.db else []):
             reply = await self._round(pack(command))
