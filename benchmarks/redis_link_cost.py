@@ -37,11 +37,12 @@ def redis_cpu(cluster: LocalCluster) -> float:
 
 
 def link_module(tree: str) -> Any:
-    """``simhash_scrapy.backends.redis.node_link`` of ``tree`` (a checkout), imported under a name of its own."""
+    """``simhash_scrapy.backends.redis.node_link`` of ``tree`` (a checkout), imported under a name of its own (in
+    this tree's package: its relative imports, ``_native``, are this tree's)."""
     if tree == str(HERE.parent.parent):
         return importlib.import_module("simhash_scrapy.backends.redis.node_link")
     path = Path(tree) / "simhash_scrapy" / "backends" / "redis" / "node_link.py"
-    spec = importlib.util.spec_from_file_location(f"node_link_{abs(hash(tree))}", path)
+    spec = importlib.util.spec_from_file_location(f"simhash_scrapy.backends.redis.node_link_{abs(hash(tree))}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

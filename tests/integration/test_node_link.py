@@ -236,3 +236,16 @@ async def test_zero_and_missing_replies_are_replies_with_either_reader(redis_clu
     assert await batch.execute() == [0, None, b"OK", b"", 1, 0] * 30
     await link.close()
     await backend.close()
+
+
+@async_test
+async def test_an_empty_batch_is_no_round_trip(redis_cluster: RedisCluster) -> None:
+    # A batch with no command (``_fetch`` when every record it looked for was not named yet) answers [] at once: a
+    # round trip to no node waited for replies no node would send, till the link's timeout (then the batch failed).
+    backend = global_backend(redis_cluster)
+    await backend.open("myspider")
+    link: NodeLink = backend.link
+    link.timeout = 0.5
+    assert await link.batch().execute() == []
+    assert await link.exchange([]) == []
+    await backend.close()

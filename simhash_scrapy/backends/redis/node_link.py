@@ -359,6 +359,8 @@ class NodeLink:
         node's commands sent, then one wait until every node's protocol has read all its replies.  ``skip_down``: a
         node ``is_down`` once its lock is had (it failed the call queued before) raises ``ConnectionError`` at once,
         nothing sent."""
+        if not groups:  # (a batch of no command: no node would answer, the wait would last till the timeout)
+            return []
         nodes = [groups[0][0]] if len(groups) == 1 else sorted(
             {id(node): node for node, _, _ in groups}.values(), key=lambda node: (node.host, node.port))
         held: list[_Node] = []
