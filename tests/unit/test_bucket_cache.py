@@ -81,3 +81,24 @@ def test_the_budget_keeps_the_buckets_read_last() -> None:
     assert cache.kept("c") is None and cache.kept("b") is not None and len(cache) == 3
     nothing = BucketCache(0, {})
     assert seqs_of(nothing.take("a", None, bucket(range(1, 5)))) == [1, 2, 3, 4] and len(nothing) == 0
+
+
+def test_a_copy_the_budget_let_go_before_its_reply_came_is_not_counted() -> None:
+    # A batch asks for its copies (kept), then takes the replies one by one: keeping one bucket read whole (a mark
+    # changed) may let go of another copy of the same batch before its reply is taken.  That copy's new entries
+    # are then the batch's, not the cache's: counting them would leave ``size`` above the bytes kept for good,
+    # and the cache would keep less and less, then nothing.
+    cache = BucketCache(2 * (8 + 80), {})
+    cache.take("a", None, bucket(range(1, 11)))
+    cache.take("b", None, bucket(range(1, 11)))
+    had_a, had_b = cache.kept("a"), cache.kept("b")
+    assert had_a is not None and had_b is not None
+    moved = bucket(range(1, 16), b"\x09\x09\x09\x09")  # (a removal since: read whole, larger)
+    cache.take("a", had_a, moved[: 8 + used_of(moved)])
+    assert cache.kept("b") is None  # (let go to keep a)
+    got = cache.take("b", had_b, tail(bucket(range(1, 13)), used_of(had_b)))
+    assert seqs_of(got) == list(range(1, 13))  # (this check still sees the bucket whole)
+    assert cache.size == sum(len(cache.kept(name) or b"") for name in "ab") == 8 + 15 * 8
+    cache.take("c", None, bucket(range(1, 6)))  # (a bucket that fits beside a)
+    assert cache.kept("a") is not None and cache.kept("c") is not None
+    assert cache.size == sum(len(cache.kept(name) or b"") for name in "abc") <= cache.budget

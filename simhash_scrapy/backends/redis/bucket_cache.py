@@ -81,8 +81,9 @@ class BucketCache:
             if len(reply) > BUCKET_HEAD:
                 had += memoryview(reply)[BUCKET_HEAD:]
                 had[:4] = reply[:4]
-                self.size += len(reply) - BUCKET_HEAD
-                self._trim()
+                if self._kept.get(key) is had:  # (not let go since it was read: by a bucket of the same batch)
+                    self.size += len(reply) - BUCKET_HEAD
+                    self._trim()
             return had
         self.counts["bucket_moved"] += 1
         self._drop(key)
