@@ -4,7 +4,13 @@ against a real redis-server)."""
 
 from __future__ import annotations
 
-from simhash_scrapy.backends.redis.bucket_cache import BucketCache
+import gc
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from simhash_scrapy.backends.redis.bucket_cache import BucketCache, copy_cost
 from simhash_scrapy.backends.redis.cluster_layout import entries_of, mark_of, pack_bucket, pack_entry, used_of
 
 MARK = b"\x01\x02\x03\x04"
@@ -38,7 +44,7 @@ def test_a_bucket_read_whole_is_kept_then_read_as_its_new_entries() -> None:
     got = cache.take("b", got, tail(later, used_of(got)))  # nothing new: the header alone
     assert seqs_of(got) == list(range(1, 45))
     assert counts == {"bucket_hits": 2, "bucket_misses": 1, "bucket_moved": 0}
-    assert cache.size == 8 + 44 * 8
+    assert cache.size == copy_cost("b", got)  # (the bytes, the spare room they grew with, the key and LRU entry)
 
 
 def test_a_bucket_whose_mark_changed_is_taken_whole() -> None:
@@ -51,7 +57,7 @@ def test_a_bucket_whose_mark_changed_is_taken_whole() -> None:
     got = cache.take("b", kept, removed[: 8 + used_of(removed)])
     assert seqs_of(got) == [n for n in range(1, 25) if n != 3]
     assert cache.kept("b") is got and counts["bucket_moved"] == 1 and counts["bucket_hits"] == 0
-    assert cache.size == len(got)
+    assert cache.size == copy_cost("b", got)
 
 
 def test_a_bucket_gone_or_damaged_is_dropped() -> None:
@@ -71,7 +77,7 @@ def test_a_bucket_gone_or_damaged_is_dropped() -> None:
 
 def test_the_budget_keeps_the_buckets_read_last() -> None:
     counts: dict[str, int] = {}
-    cache = BucketCache(3 * (8 + 80), counts)
+    cache = BucketCache(3 * copy_cost("a", bytearray(bucket(range(1, 11))[: 8 + 80])), counts)
     for name in "abcd":
         cache.take(name, None, bucket(range(1, 11)))
         assert cache.size <= cache.budget
@@ -88,7 +94,7 @@ def test_a_copy_the_budget_let_go_before_its_reply_came_is_not_counted() -> None
     # changed) may let go of another copy of the same batch before its reply is taken.  That copy's new entries
     # are then the batch's, not the cache's: counting them would leave ``size`` above the bytes kept for good,
     # and the cache would keep less and less, then nothing.
-    cache = BucketCache(2 * (8 + 80), {})
+    cache = BucketCache(2 * copy_cost("a", bytearray(bucket(range(1, 11))[: 8 + 80])), {})
     cache.take("a", None, bucket(range(1, 11)))
     cache.take("b", None, bucket(range(1, 11)))
     had_a, had_b = cache.kept("a"), cache.kept("b")
@@ -98,7 +104,43 @@ def test_a_copy_the_budget_let_go_before_its_reply_came_is_not_counted() -> None
     assert cache.kept("b") is None  # (let go to keep a)
     got = cache.take("b", had_b, tail(bucket(range(1, 13)), used_of(had_b)))
     assert seqs_of(got) == list(range(1, 13))  # (this check still sees the bucket whole)
-    assert cache.size == sum(len(cache.kept(name) or b"") for name in "ab") == 8 + 15 * 8
+    assert cache.size == copy_cost("a", cache.kept("a")) and cache.kept("b") is None  # type: ignore[arg-type]
     cache.take("c", None, bucket(range(1, 6)))  # (a bucket that fits beside a)
     assert cache.kept("a") is not None and cache.kept("c") is not None
-    assert cache.size == sum(len(cache.kept(name) or b"") for name in "abc") <= cache.budget
+    assert cache.size == sum(copy_cost(name, cache.kept(name)) for name in "ac") <= cache.budget  # type: ignore[arg-type]
+
+
+def held_by(fill: Any) -> int:
+    """The bytes Python holds after ``fill()`` (traced allocations: what the cache keeps, its keys included)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = fill()
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del kept
+    return after - before
+
+
+@pytest.mark.parametrize("entries", [1, 3, 200])
+def test_the_budget_bounds_the_memory_the_copies_take(entries: int) -> None:
+    # Small buckets (a scope per host, a young crawl: one entry or a few a bucket) cost more in their object, key
+    # and LRU entry than in their bytes: the budget counts all of it.  Large ones grow in place (a bytearray keeps
+    # spare room when it grows): counted too.
+    budget = 1 << 20
+
+    def fill() -> BucketCache:
+        cache = BucketCache(budget, {})
+        for n in range(8_000):
+            name = f"simhash:myspider:{{0123456789ab.t{n % 5}.{n:x}}}"
+            cache.take(name, None, bucket(range(1, entries + 1)))
+            kept = cache.kept(name)
+            if kept is not None:  # read again: a few entries came
+                cache.take(name, kept, tail(bucket(range(1, entries + 3)), used_of(kept)))
+        return cache
+
+    held = held_by(fill)
+    assert held <= budget * 1.1, held
