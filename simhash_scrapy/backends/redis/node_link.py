@@ -137,10 +137,12 @@ pack = _packer()
 
 
 def reader_class() -> Any:
-    """hiredis' C reader when installed, else ``RespReader``."""
+    """hiredis' C reader when installed (2.1 or later: ``notEnoughData``), else ``RespReader``."""
     try:
         import hiredis  # type: ignore[import-not-found,unused-ignore]  # (optional)
-    except ImportError:
+
+        hiredis.Reader(notEnoughData=MORE)
+    except (ImportError, TypeError):  # (hiredis 2.0 returns False while a reply is not whole: an integer 0 equals it)
         return RespReader
     return hiredis.Reader
 
