@@ -22,8 +22,8 @@ from .cluster_layout import BUCKET_HEAD, used_of
 __all__ = ["TAIL_LUA", "BucketCache", "copy_cost"]
 
 #: What a copy costs beside its ``bytearray`` and its key's characters: the key's ``str`` object and the copy's
-#: entry in the ``OrderedDict`` (~49 and ~90 bytes on CPython 3.11, measured with ``tracemalloc``).
-_PER_COPY = 160
+#: entry in the ``OrderedDict`` (~49 bytes, and ~90-130 with the table's spare room, on CPython 3.11: ``tracemalloc``).
+_PER_COPY = 180
 
 #: ``KEYS[1]``: a bucket; ``ARGV[1]``: the entries' bytes kept, ``ARGV[2]``: the kept copy's mark.  Returns the header
 #: and the entries after those kept when the mark is the bucket's and it has at least as many, else the header and
