@@ -356,8 +356,8 @@ static Py_ssize_t decimal(char *out, long long v) {
     return len;
 }
 
-/* The bytes Redis reads for ``arg`` (a str as UTF-8 with surrogatepass, as node_link's Python packer; bytes and
- * other buffers as they are; an int in decimal); ``*owned`` a new reference to release after, or NULL.  Sets an
+/* The bytes Redis reads for ``arg`` (a str as UTF-8 with surrogatepass, as node_link's Python packer; bytes,
+ * bytearray and memoryview as they are; an int in decimal); ``*owned`` a new reference to release after, or NULL.  Sets an
  * exception and returns NULL for any other type. */
 static const char *resp_bytes(PyObject *arg, Py_ssize_t *n, PyObject **owned, char *digits) {
     *owned = NULL;
@@ -390,7 +390,8 @@ static const char *resp_bytes(PyObject *arg, Py_ssize_t *n, PyObject **owned, ch
         *n = PyBytes_GET_SIZE(*owned);
         return PyBytes_AS_STRING(*owned);
     }
-    if (PyObject_CheckBuffer(arg)) {
+    if (PyByteArray_Check(arg) || PyMemoryView_Check(arg)) { /* (not any buffer: a numpy integer's is its machine
+                                                                  * bytes, which Redis would get as they are) */
         *owned = PyBytes_FromObject(arg);
         if (*owned == NULL) return NULL;
         *n = PyBytes_GET_SIZE(*owned);

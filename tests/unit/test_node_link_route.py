@@ -113,3 +113,17 @@ def test_without_the_c_helpers_route_commands_is_the_twin() -> None:
         got = node_link.route_commands(commands, table, 3)
     assert got == _route_python(commands, table, 3)
     assert sum(len(group[0]) for group in got if group is not None) == 50
+
+
+@compiled
+def test_route_commands_refuses_numbers_that_are_not_ints() -> None:
+    # A numpy integer (a seq taken from an array) exports its machine bytes as a buffer: packed as those 8 raw
+    # bytes, it would be written to Redis silently wrong (hiredis' packer and redis-py refuse it).  Refused, as
+    # any other object but str, bytes, bytearray, memoryview and int.
+    np = pytest.importorskip("numpy")
+    table = array("H", [0]) * 16384
+    for value in (np.int64(5), np.uint32(7), np.float64(1.0), array("i", [1])):
+        with pytest.raises(TypeError, match="str, bytes or int"):
+            FAST.route_commands([("k", ("SET", "k", value))], table, 1)
+    got = FAST.route_commands([("k", ("SET", "k", bytearray(b"ab"), memoryview(b"cd")))], table, 1)
+    assert got[0][1] == _python_pack(("SET", "k", b"ab", b"cd"))
