@@ -9,9 +9,9 @@ import pytest
 import redis
 from redis_server import RedisServer
 
-from simhash_scrapy.backends.redis.bucket_cache import TAIL_LUA, BucketCache
+from simhash_scrapy.backends.redis.bucket_cache import TAIL_LUA, BucketCache, tail_args
 from simhash_scrapy.backends.redis.cluster_backend import _REMOVE, APPEND_LUA
-from simhash_scrapy.backends.redis.cluster_layout import entries_of, mark_of, pack_entry, used_of
+from simhash_scrapy.backends.redis.cluster_layout import entries_of, mark_of, pack_entry
 
 pytest_plugins = ["conftest_redis"]
 
@@ -42,10 +42,42 @@ def test_a_kept_copy_read_again_is_the_bucket_through_appends_removals_and_a_flu
             present.clear()
         for cache in readers if rng.random() < 0.5 else readers[:1]:
             kept = cache.kept("b")
-            reply = client.get("b") if kept is None else read(keys=["b"], args=[used_of(kept), mark_of(kept)])
+            reply = client.get("b") if kept is None else read(keys=["b"], args=[*tail_args(kept)])
             got = cache.take("b", kept, reply)
             whole = client.get("b")
             assert entries_of(bytes(got) if got is not None else None).tolist() == entries_of(whole).tolist(), step
             assert entries_of(whole)["seq"].tolist() == present
     assert counts["bucket_hits"] > 300 and counts["bucket_moved"] > 50  # read as tails, and whole after a removal
+    client.close()
+
+
+def test_a_copy_is_read_whole_when_the_bucket_lost_writes_then_grew_again(redis_server: RedisServer) -> None:
+    # A failover: the replica made primary never got the last appends (Redis replicates after it answers).  The
+    # bucket keeps its mark; new entries take the places of those lost.  A copy that holds the lost entries is no
+    # longer a prefix of the bucket, though its mark is the bucket's and the bucket holds as many entries.
+    client = redis.Redis(host="127.0.0.1", port=redis_server.port)
+    append, read = (client.register_script(body) for body in (APPEND_LUA, TAIL_LUA))
+    mark = b"\x00\x00\x00\x07"
+    for seq in range(1, 11):
+        append(keys=["b"], args=[pack_entry(seq * 977, seq), mark])
+    replica = client.get("b")  # (what the replica had when its primary failed)
+    for seq in range(11, 16):
+        append(keys=["b"], args=[pack_entry(seq * 977, seq), mark])
+    counts: dict[str, int] = {}
+    cache = BucketCache(1 << 20, counts)
+    cache.take("b", None, client.get("b"))  # a worker's copy: 15 entries
+    client.set("b", replica)  # the failover: entries 11-15 lost
+    for seq in range(11, 19):  # other pages' entries, in their places
+        append(keys=["b"], args=[pack_entry(seq * 1013 + 5, seq + 100), mark])
+    kept = cache.kept("b")
+    assert kept is not None and mark_of(kept) == mark_of(client.get("b"))
+    got = cache.take("b", kept, read(keys=["b"], args=[*tail_args(kept)]))
+    assert entries_of(bytes(got) if got is not None else None).tolist() == entries_of(client.get("b")).tolist()
+    assert counts["bucket_moved"] == 1 and counts["bucket_hits"] == 0
+    kept = cache.kept("b")  # (kept whole: read as its new entries again)
+    assert kept is not None
+    append(keys=["b"], args=[pack_entry(12345, 500), mark])
+    got = cache.take("b", kept, read(keys=["b"], args=[*tail_args(kept)]))
+    assert entries_of(bytes(got) if got is not None else None).tolist() == entries_of(client.get("b")).tolist()
+    assert counts["bucket_hits"] == 1
     client.close()

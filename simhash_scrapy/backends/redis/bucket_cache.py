@@ -5,7 +5,9 @@ read seconds before, while a few entries were appended since.  A bucket kept her
 its header and only the entries after the ones kept.  Entries are appended in place and only ever move at a
 removal (a re-checked page whose content changed), which changes the bucket's mark (``cluster_layout``): a kept
 copy with the bucket's mark is a prefix of it, one with another mark (or a bucket made again, or shorter) is read
-whole in the same call.  So a copy is never stale: each check still sees the bucket as it is at that moment.
+whole in the same call.  So is one whose last entry is not the bucket's entry there: a node that lost writes (a
+failover: Redis replicates after it answers) keeps the mark, and new entries fill the places of those lost.  So a
+copy is never stale: each check still sees the bucket as it is at that moment.
 
 The bound is on the memory the copies take: each ``bytearray`` (header and entries, and the spare room it keeps
 when it grows), its key and its LRU entry (``copy_cost``: a bucket of one entry costs ~15 times its bytes); the
@@ -17,27 +19,35 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .cluster_layout import BUCKET_HEAD, used_of
+from .cluster_layout import BUCKET_HEAD, mark_of, used_of
 
-__all__ = ["TAIL_LUA", "BucketCache", "copy_cost"]
+__all__ = ["TAIL_LUA", "BucketCache", "copy_cost", "tail_args"]
 
 #: What a copy costs beside its ``bytearray`` and its key's characters: the key's ``str`` object and the copy's
 #: entry in the ``OrderedDict`` (~49 bytes, and ~90-130 with the table's spare room, on CPython 3.11: ``tracemalloc``).
 _PER_COPY = 180
 
-#: ``KEYS[1]``: a bucket; ``ARGV[1]``: the entries' bytes kept, ``ARGV[2]``: the kept copy's mark.  Returns the header
-#: and the entries after those kept when the mark is the bucket's and it has at least as many, else the header and
-#: every entry (the bucket read whole); nil when there is no bucket.
+#: ``KEYS[1]``: a bucket; ``ARGV``: the entries' bytes kept, the kept copy's mark and its last entry (``tail_args``).
+#: Returns the header and the entries after those kept when the mark is the bucket's, it has at least as many and
+#: the same entry where the copy ends, else the header and every entry (the bucket read whole); nil when there is
+#: no bucket.
 TAIL_LUA = """
 local head = redis.call('GETRANGE', KEYS[1], 0, 7)
 if #head < 8 then return false end
 local used = struct.unpack('>I4', head)
 local had = tonumber(ARGV[1])
-if string.sub(head, 5, 8) == ARGV[2] and used >= had then
+if string.sub(head, 5, 8) == ARGV[2] and used >= had
+    and (had == 0 or redis.call('GETRANGE', KEYS[1], had, had + 7) == ARGV[3]) then
   return head .. redis.call('GETRANGE', KEYS[1], 8 + had, 7 + used)
 end
 return redis.call('GETRANGE', KEYS[1], 0, 7 + used)
 """
+
+
+def tail_args(data: bytearray) -> tuple[int, bytes, bytes]:
+    """``TAIL_LUA``'s arguments for the copy ``data``: its entries' bytes, its mark, its last entry (none: empty)."""
+    used = used_of(data)
+    return used, mark_of(data), bytes(data[used : BUCKET_HEAD + used])
 
 
 def copy_cost(key: str, data: bytearray) -> int:
@@ -65,7 +75,7 @@ class BucketCache:
         self.size = 0
 
     def kept(self, key: str) -> bytearray | None:
-        """The copy of ``key`` to read against (``TAIL_LUA``'s arguments: ``used_of`` and ``mark_of`` it), if any."""
+        """The copy of ``key`` to read against (``TAIL_LUA``'s arguments: ``tail_args`` of it), if any."""
         data = self._kept.get(key)
         if data is not None:
             self._kept.move_to_end(key)
@@ -82,9 +92,10 @@ class BucketCache:
         if reply is None:  # (the bucket is gone: flushed)
             self._drop(key)
             return None
-        used = used_of(reply)
-        if reply[4:BUCKET_HEAD] == had[4:BUCKET_HEAD] and used >= used_of(had):
-            if len(reply) - BUCKET_HEAD != used - used_of(had):  # (a bucket shorter than its header says: damaged)
+        used, size = used_of(reply), len(reply) - BUCKET_HEAD
+        # (the new entries; a reply with every entry, from a copy with some, is the bucket read whole)
+        if reply[4:BUCKET_HEAD] == had[4:BUCKET_HEAD] and used >= used_of(had) and (size != used or not used_of(had)):
+            if size != used - used_of(had):  # (a bucket shorter than its header says: damaged)
                 self._drop(key)  # (read whole next time; this time, the entries that came)
                 entries = had[BUCKET_HEAD:] + reply[BUCKET_HEAD:]
                 return len(entries).to_bytes(4, "big") + reply[4:BUCKET_HEAD] + entries

@@ -67,10 +67,9 @@ from . import connection
 from .export import declares_identity, identities_read, identities_unread
 from .cluster_layout import (
     DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, near_entries_many,
-    extra_key, mark_of, meta_key, pack_entry, pack_record, parse_record, records_pattern, scope_id, scopes_key, sid_of,
-    used_of,
+    extra_key, meta_key, pack_entry, pack_record, parse_record, records_pattern, scope_id, scopes_key, sid_of, used_of,
 )
-from .bucket_cache import TAIL_LUA, BucketCache
+from .bucket_cache import TAIL_LUA, BucketCache, tail_args
 from .layout import Codec, bucket_bits_for, identity_slot
 from .node_link import NodeLink, ReplyError
 from .outages import close_failure
@@ -538,7 +537,7 @@ class GlobalRedisBackend(DedupBackend):
                 if kept is None:
                     pipe.call(key, "GET", key)
                 else:
-                    pipe.call(key, "EVALSHA", self._tail_sha, 1, key, used_of(kept), mark_of(kept))
+                    pipe.call(key, "EVALSHA", self._tail_sha, 1, key, *tail_args(kept))
         out = await pipe.execute()
         top = dict(zip(scopes, out[: len(scopes)]))
         stored = out[len(scopes) : len(scopes) + len(batch.pages)]

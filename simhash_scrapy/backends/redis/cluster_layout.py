@@ -31,7 +31,8 @@ scope's BLAKE2b hash::
                                  the string (``pack_bucket``: what appends leave).  Entries
                                  only ever move at a removal, which changes the mark: a
                                  worker's copy of a bucket with the same mark is a prefix of
-                                 it (``bucket_cache``: only the new entries are read)
+                                 it (``bucket_cache``: only the new entries are read; its last
+                                 entry is checked too: a failover may lose the last writes)
     P:{sid.x.<b>}        HASH    short pages (exact digest): digest (8 bytes) -> seq (4) +
                                  directory slot; HSETNX: the first writer wins
     P:{sid.d.<n>}        STRING  the directory: seq -> identity (DIR bytes at (seq % DIR_SPAN) * DIR:
