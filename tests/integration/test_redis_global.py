@@ -649,3 +649,32 @@ async def test_a_worker_keeps_a_bounded_number_of_scopes_and_the_same_verdicts(
     assert {m.scope for m in await backend.members()} == {f"myspider#{s:016x}" for s in range(12)}
     assert await backend.index_size() == await memory.index_size()
     await backend.close()
+
+
+@async_test
+async def test_a_slot_cached_before_another_worker_flushed_is_read_again(redis_cluster: RedisCluster) -> None:
+    # Worker A caches where the records of seqs 1-10 are; worker B starts with SIMHASH_REDIS_FLUSH_ON_START and its
+    # pages take those seqs again (one of them, an identity A had checked: its record, in the slot A cached for seq
+    # 4, now says seq 1).  A page near B's page of seq 4 is its near-duplicate, named by its own URL: A's cached
+    # slots of a gone record, or of another seq's, are read again from the directory, not believed.
+    rng = random.Random(7)
+    first = global_backend(redis_cluster, SIMHASH_REDIS_FLUSH_ON_START=True)
+    await first.open("myspider")
+    a_fps = [rng.getrandbits(64) for _ in range(10)]
+    for n, fp in enumerate(a_fps):
+        assert (await first.check(PageRecord(f"https://a.example/{n}", fp, "myspider"))).outcome is Outcome.UNIQUE
+    for n, fp in enumerate(a_fps):  # near each: A reads (and caches) where seqs 1-10's records are
+        verdict = await first.check(PageRecord(f"https://a.example/near-{n}", fp ^ 0b11, "myspider"))
+        assert verdict.canonical_url == f"https://a.example/{n}"
+    assert first.counts["cache_misses"] == 10
+    second = global_backend(redis_cluster, SIMHASH_REDIS_FLUSH_ON_START=True)
+    await second.open("myspider")
+    await second.check(PageRecord("https://a.example/3", rng.getrandbits(64), "myspider"))  # seq 1 now
+    b_fps = [rng.getrandbits(64) for _ in range(9)]
+    for n, fp in enumerate(b_fps):  # seqs 2-10
+        await second.check(PageRecord(f"https://b.example/{n}", fp, "myspider"))
+    for n in (2, 0, 5):  # seq 4 (a record of seq 1 in A's cached slot), 2 (a gone record: a.example/1), 7
+        verdict = await first.check(PageRecord(f"https://c.example/{n}", b_fps[n] ^ 0b101, "myspider"))
+        assert (verdict.outcome, verdict.canonical_url) == (Outcome.NEAR_DUPLICATE, f"https://b.example/{n}")
+    await second.close()
+    await first.close()

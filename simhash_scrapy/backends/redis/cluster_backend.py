@@ -663,21 +663,38 @@ class GlobalRedisBackend(DedupBackend):
             batch, [seq for seq in wanted if seq not in batch.stored and seq not in batch.fetched])
 
     async def _fetch(self, batch: _Batch, seqs: list[int]) -> dict[int, GlobalRecord]:
-        """The records of canonical pages known by their seq: their directory slots (cached), then the records."""
+        """The records of canonical pages known by their seq: their directory slots (cached), then the records.  A
+        cached slot whose record is gone or is another seq's (another worker flushed the scope since, and the seq
+        numbers started again) is forgotten and read again from the directory: a verdict never names a page by a
+        seq that is not its own."""
         if not seqs:
             return {}
+        records, cached = await self._read_records(batch, seqs)
+        stale = [seq for seq in cached if seq not in records]
+        if stale:
+            tag = batch.pages[0].scope.number << 32
+            for seq in stale:
+                self._cache.pop(tag | seq, None)
+                batch.slot_of.pop(seq, None)
+            records.update((await self._read_records(batch, stale))[0])
+        return records
+
+    async def _read_records(self, batch: _Batch, seqs: list[int]) -> tuple[dict[int, GlobalRecord], list[int]]:
+        """``_fetch``'s one pass: the records found (each its seq's own), and the seqs whose slot came from the
+        cache."""
         scope_keys = batch.pages[0].keys
         tag = batch.pages[0].scope.number << 32
-        unknown = []
+        unknown, cached = [], []
         for seq in seqs:
-            slot = batch.slot_of.get(seq) or self._cache.get(tag | seq)
+            slot = batch.slot_of.get(seq)
+            if slot is None and (slot := self._cache.get(tag | seq)) is not None:
+                self._cache.move_to_end(tag | seq)
+                self.counts["cache_hits"] += 1
+                cached.append(seq)
             if slot is None:
                 unknown.append(seq)
                 self.counts["cache_misses"] += 1
             else:
-                if tag | seq in self._cache:
-                    self._cache.move_to_end(tag | seq)
-                    self.counts["cache_hits"] += 1
                 batch.slot_of[seq] = slot
         if unknown:
             pipe = self.link.batch()
@@ -697,10 +714,13 @@ class GlobalRedisBackend(DedupBackend):
             bucket, fieldname = batch.slot_of[seq]
             key = scope_keys.record(bucket)
             pipe.call(key, "HGET", key, fieldname)
-        records = {seq: parse_record(value) for seq, value in zip(seqs, await pipe.execute()) if value is not None}
+        records = {}
+        for seq, value in zip(seqs, await pipe.execute()):
+            if value is not None and (rec := parse_record(value)).seq == seq:
+                records[seq] = rec
         await self._load_dict(batch, list(records.values()))
         batch.fetched.update(records)
-        return records
+        return records, cached
 
     async def _load_dict(self, batch: _Batch, records: list[GlobalRecord]) -> None:
         """The scope's payload dictionary, once a record read was written with it (another worker made it)."""
