@@ -356,6 +356,18 @@ class NodeLink:
         return await self.packed_exchange([(node, len(commands), b"".join(commands)) for node, commands in groups],
                                           skip_down)
 
+    async def _connect_all(self, nodes: list[_Node], deadline: float) -> None:
+        """Connects the nodes not connected, by ``deadline``; ``ConnectionError`` when one connected before has
+        been cut meanwhile (nothing is sent then, as with any cut)."""
+        if not all(node.connected for node in nodes):
+            async with time_limit_at(deadline):
+                for node in nodes:
+                    if not node.connected:
+                        await self._connect_or_down(node)
+        lost = next((node for node in nodes if node.transport is None), None)
+        if lost is not None:
+            raise ConnectionError(f"Redis node {lost.host}:{lost.port} closed the connection")
+
     async def packed_exchange(self, groups: list[tuple[_Node, int, bytes]], skip_down: bool = False) -> list[list[Any]]:
         """One round trip to each node of ``groups`` (``(node, how many commands, their RESP2 bytes)``) at once: every
         node's commands sent, then one wait until every node's protocol has read all its replies.  ``skip_down``: a
@@ -382,16 +394,11 @@ class NodeLink:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout  # (connecting and the replies: one time limit in all)
         try:
-            if not all(node.connected for node, _, _ in groups):
-                async with time_limit_at(deadline):
-                    for node, _, _ in groups:
-                        if not node.connected:
-                            await self._connect_or_down(node)
+            await self._connect_all([node for node, _, _ in groups], deadline)
             waiter = _Exchange(len(groups))
             for node, count, data in groups:
                 node.expect(count, waiter)
-                assert node.transport is not None
-                node.transport.write(data)
+                node.transport.write(data)  # type: ignore[union-attr]
             # (a timer that fails the wait, not asyncio.timeout: that cost 4 µs of CPU a round trip, this 1)
             timer = loop.call_at(deadline, waiter.time_out)
             try:
