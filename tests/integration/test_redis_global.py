@@ -9,9 +9,11 @@ and under concurrent workers the race's only cost: a duplicate kept twice, never
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -36,6 +38,19 @@ pytest_plugins = ["conftest_redis"]
 def global_backend(cluster: RedisCluster, config: SimhashConfig | None = None, **settings: Any) -> GlobalRedisBackend:
     values = {"SIMHASH_REDIS_URL": cluster.url, "SIMHASH_REDIS_CLUSTER": True, **settings}
     return GlobalRedisBackend(config or SimhashConfig(), RedisConfig.of(values))
+
+
+@contextlib.asynccontextmanager
+async def opened(cluster: RedisCluster, config: SimhashConfig | None = None,
+                 **settings: Any) -> AsyncIterator[GlobalRedisBackend]:
+    """``global_backend`` opened for ``myspider`` and closed however the test ends: a backend a failed or skipped
+    test left open keeps its sockets until they are collected, and fails whichever test runs then."""
+    backend = global_backend(cluster, config, **settings)
+    await backend.open("myspider")
+    try:
+        yield backend
+    finally:
+        await backend.close()
 
 
 def steps_1_to_3(count: int, seed: int, k: int) -> list[tuple[PageRecord, bool]]:
@@ -658,23 +673,19 @@ async def test_a_slot_cached_before_another_worker_flushed_is_read_again(redis_c
     # 4, now says seq 1).  A page near B's page of seq 4 is its near-duplicate, named by its own URL: A's cached
     # slots of a gone record, or of another seq's, are read again from the directory, not believed.
     rng = random.Random(7)
-    first = global_backend(redis_cluster, SIMHASH_REDIS_FLUSH_ON_START=True)
-    await first.open("myspider")
-    a_fps = [rng.getrandbits(64) for _ in range(10)]
-    for n, fp in enumerate(a_fps):
-        assert (await first.check(PageRecord(f"https://a.example/{n}", fp, "myspider"))).outcome is Outcome.UNIQUE
-    for n, fp in enumerate(a_fps):  # near each: A reads (and caches) where seqs 1-10's records are
-        verdict = await first.check(PageRecord(f"https://a.example/near-{n}", fp ^ 0b11, "myspider"))
-        assert verdict.canonical_url == f"https://a.example/{n}"
-    assert first.counts["cache_misses"] == 10
-    second = global_backend(redis_cluster, SIMHASH_REDIS_FLUSH_ON_START=True)
-    await second.open("myspider")
-    await second.check(PageRecord("https://a.example/3", rng.getrandbits(64), "myspider"))  # seq 1 now
-    b_fps = [rng.getrandbits(64) for _ in range(9)]
-    for n, fp in enumerate(b_fps):  # seqs 2-10
-        await second.check(PageRecord(f"https://b.example/{n}", fp, "myspider"))
-    for n in (2, 0, 5):  # seq 4 (a record of seq 1 in A's cached slot), 2 (a gone record: a.example/1), 7
-        verdict = await first.check(PageRecord(f"https://c.example/{n}", b_fps[n] ^ 0b101, "myspider"))
-        assert (verdict.outcome, verdict.canonical_url) == (Outcome.NEAR_DUPLICATE, f"https://b.example/{n}")
-    await second.close()
-    await first.close()
+    async with opened(redis_cluster, SIMHASH_REDIS_FLUSH_ON_START=True) as first:
+        a_fps = [rng.getrandbits(64) for _ in range(10)]
+        for n, fp in enumerate(a_fps):
+            assert (await first.check(PageRecord(f"https://a.example/{n}", fp, "myspider"))).outcome is Outcome.UNIQUE
+        for n, fp in enumerate(a_fps):  # near each: A reads (and caches) where seqs 1-10's records are
+            verdict = await first.check(PageRecord(f"https://a.example/near-{n}", fp ^ 0b11, "myspider"))
+            assert verdict.canonical_url == f"https://a.example/{n}"
+        assert first.counts["cache_misses"] == 10
+        async with opened(redis_cluster, SIMHASH_REDIS_FLUSH_ON_START=True) as second:
+            await second.check(PageRecord("https://a.example/3", rng.getrandbits(64), "myspider"))  # seq 1 now
+            b_fps = [rng.getrandbits(64) for _ in range(9)]
+            for n, fp in enumerate(b_fps):  # seqs 2-10
+                await second.check(PageRecord(f"https://b.example/{n}", fp, "myspider"))
+        for n in (2, 0, 5):  # seq 4 (a record of seq 1 in A's cached slot), 2 (a gone record: a.example/1), 7
+            verdict = await first.check(PageRecord(f"https://c.example/{n}", b_fps[n] ^ 0b101, "myspider"))
+            assert (verdict.outcome, verdict.canonical_url) == (Outcome.NEAR_DUPLICATE, f"https://b.example/{n}")
