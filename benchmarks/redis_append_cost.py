@@ -1,4 +1,4 @@
-"""What appending an entry to a table bucket costs in Redis (``redis-global``), by bucket size: CPU and memory.
+"""What appending an entry to a table bucket, and removing one, costs in Redis (``redis-global``), by bucket size.
 
     python benchmarks/redis_append_cost.py                  # buckets of 1.4 and 14 KB (1M and 10M pages at k = 4)
     python benchmarks/redis_append_cost.py --sizes 1400,5300,14000 --appends 20
@@ -29,14 +29,58 @@ sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent)]
 
 from backends import Server  # noqa: E402
 
-from simhash_scrapy.backends.redis.cluster_backend import APPEND_LUA  # noqa: E402
-from simhash_scrapy.backends.redis.cluster_layout import pack_bucket  # noqa: E402
+from simhash_scrapy.backends.redis.cluster_backend import _REMOVE, APPEND_LUA  # noqa: E402
+from simhash_scrapy.backends.redis.cluster_layout import ENTRY, pack_bucket, pack_entry  # noqa: E402
 
 COPY_LUA = """
 local data = (redis.call('GET', KEYS[1]) or '') .. ARGV[1]
 redis.call('SET', KEYS[1], data)
 return #data
 """
+
+#: The removal script before ``string.find``: each entry's seq compared in a Lua loop.
+SCAN_REMOVE_LUA = """
+local data = redis.call('GET', KEYS[1])
+if not data then return 0 end
+local used, mark = struct.unpack('>I4I4', data)
+for i = 9, used + 1, 8 do
+  if string.sub(data, i + 4, i + 7) == ARGV[1] then
+    redis.call('SET', KEYS[1], struct.pack('>I4I4', used - 8, (mark + 1) % 4294967296) .. string.sub(data, 9, i - 1)
+      .. string.sub(data, i + 8) .. string.rep('\\0', 8))
+    return 1
+  end
+end
+return 0
+"""
+
+
+def measure_removal(client: object, kind: str, size: int, rounds: int) -> float:
+    """Redis CPU µs per removal of an entry at a random place from 200 buckets of ``size`` bytes of entries."""
+    import random
+
+    import redis
+
+    assert isinstance(client, redis.Redis)
+    rng = random.Random(size)
+    sha = client.script_load(_REMOVE if kind == "backend" else SCAN_REMOVE_LUA)
+    count = size // ENTRY
+    keys = [f"bench:remove:{kind}:{size}:{i}" for i in range(200)]
+    used = 0.0
+    for _ in range(rounds):
+        gone = []
+        for key in keys:
+            seqs = rng.sample(range(1, 1 << 30), count)
+            client.set(key, pack_bucket(b"".join(pack_entry(rng.getrandbits(64), seq) for seq in seqs)))
+            gone.append(rng.choice(seqs))
+        info = client.info("cpu")
+        before = info["used_cpu_user"] + info["used_cpu_sys"]
+        pipe = client.pipeline(transaction=False)
+        for key, seq in zip(keys, gone):
+            pipe.evalsha(sha, 1, key, seq.to_bytes(4, "big"))
+        assert pipe.execute() == [1] * len(keys)
+        info = client.info("cpu")
+        used += info["used_cpu_user"] + info["used_cpu_sys"] - before
+    return used / (rounds * len(keys)) * 1e6
 
 
 def measure(client: object, kind: str, size: int, appends: int) -> tuple[float, float]:
@@ -67,6 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1400,14000", help="bucket sizes in bytes, comma-separated")
     parser.add_argument("--appends", type=int, default=20, help="appends per bucket")
+    parser.add_argument("--removals", type=int, default=5, help="removals per bucket (each from a bucket made anew)")
     args = parser.parse_args()
     import redis
 
@@ -80,6 +125,12 @@ def main() -> None:
                 cpu, memory = measure(client, kind, size, args.appends)
                 data = size + 8 * args.appends
                 print(f"| {size:,} | {kind} | {cpu:.1f} | {memory:,.0f} | {memory / data:.2f}x |")
+        print("\n| bucket bytes | kind | Redis CPU µs/removal |")
+        print("|---:|---|---:|")
+        for size in (int(s) for s in args.sizes.split(",")):
+            for _ in range(2):  # (interleaved: the machine's load falls on both alike)
+                for kind in ("scan", "backend"):
+                    print(f"| {size:,} | {kind} | {measure_removal(client, kind, size, args.removals):.1f} |")
         client.close()
     finally:
         server.stop()

@@ -81,3 +81,51 @@ def test_a_copy_is_read_whole_when_the_bucket_lost_writes_then_grew_again(redis_
     assert entries_of(bytes(got) if got is not None else None).tolist() == entries_of(client.get("b")).tolist()
     assert counts["bucket_hits"] == 1
     client.close()
+
+
+def _removed(data: bytes, seq: bytes) -> bytes | None:
+    """What removing ``seq``'s entry leaves of the bucket ``data`` (the first entry with that seq; None if none):
+    the rule ``_REMOVE`` follows, entry by entry."""
+    used, mark = int.from_bytes(data[:4], "big"), int.from_bytes(data[4:8], "big")
+    for at in range(8, 8 + used, 8):
+        if data[at + 4 : at + 8] == seq:
+            head = (used - 8).to_bytes(4, "big") + ((mark + 1) % (1 << 32)).to_bytes(4, "big")
+            return head + data[8:at] + data[at + 8 :] + bytes(8)
+    return None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_removal_finds_the_seqs_own_entry_never_its_bytes_in_a_fold_or_across_entries(
+    redis_server: RedisServer, seed: int
+) -> None:
+    # The script looks for the seq's 4 bytes with string.find: the same bytes inside another entry's fold, or
+    # across two entries (a seq's end and the next fold's start), come first here and must be passed over.
+    rng = random.Random(seed)
+    client = redis.Redis(host="127.0.0.1", port=redis_server.port)
+    remove = client.register_script(_REMOVE)
+    for round_ in range(60):
+        target = rng.randrange(1, 1 << 32).to_bytes(4, "big")
+        entries: list[bytes] = []
+        count = rng.randrange(1, 40)
+        while len(entries) < count:
+            if rng.random() < 0.3:  # its bytes as another entry's fold
+                entries.append(target + rng.randrange(1, 1 << 32).to_bytes(4, "big"))
+            elif rng.random() < 0.4:  # across two entries: a seq's last bytes, then the next fold's first
+                cut = rng.randrange(1, 4)
+                entries.append(rng.randbytes(4 + 4 - cut) + target[:cut])
+                entries.append(target[cut:] + rng.randbytes(cut) + rng.randrange(1, 1 << 32).to_bytes(4, "big"))
+            else:
+                entries.append(rng.randbytes(4) + rng.randrange(1, 1 << 32).to_bytes(4, "big"))
+        raw = b"".join(entries)
+        if rng.random() < 0.7:  # (the seq's own entry somewhere, or none)
+            at = rng.randrange(0, len(raw) // 8 + 1) * 8
+            raw = raw[:at] + rng.randbytes(4) + target + raw[at:]
+        room = bytes(rng.randrange(0, 10) * 8)
+        if rng.random() < 0.2:  # (an entry past the header's count: not the bucket's, never removed)
+            room = rng.randbytes(4) + target + room
+        data = len(raw).to_bytes(4, "big") + rng.randbytes(4) + raw + room
+        client.set("b", data)
+        want = _removed(data, target)
+        assert remove(keys=["b"], args=[target]) == (want is not None), round_
+        assert client.get("b") == (want if want is not None else data), round_
+    client.close()

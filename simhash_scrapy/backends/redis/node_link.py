@@ -147,6 +147,13 @@ def reader_class() -> Any:
     return hiredis.Reader
 
 
+#: Bytes fed to a reply reader at a time.  A reader moves the bytes it has not parsed yet to the front of its buffer
+#: after each reply it returns (hiredis' ``sdsrange``; ``RespReader``'s ``del``): a 256 KB read of bucket replies fed
+#: whole moves ~3 MB.  Fed in pieces, only the rest of a piece moves: a round trip of 80 GETs of 10 KB (a batch's
+#: table buckets at 10 million pages) costs the worker ~0.67x the CPU (``benchmarks/redis_link_cost.py --tree``).
+FEED_PIECE = 32768
+
+
 def new_reader(cls: Any, error: type[Exception]) -> Any:
     """A reply reader of ``cls`` (hiredis' or ``RespReader``) for a ``_Node``: error replies as ``error``, ``MORE``
     while a reply is not whole."""
@@ -235,11 +242,18 @@ class _Node(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self.reader.feed(data)
         if self.waiter is None:  # (nothing asked: read with the next exchange's replies, as it comes)
+            self.reader.feed(data)
             return
-        replies = self.replies
-        replies.extend(iter(self.reader.gets, MORE))  # (no more than asked: one exchange at a time a node)
+        replies, reader = self.replies, self.reader
+        if len(data) <= FEED_PIECE:
+            reader.feed(data)
+            replies.extend(iter(reader.gets, MORE))  # (no more than asked: one exchange at a time a node)
+        else:
+            view = memoryview(data)
+            for at in range(0, len(data), FEED_PIECE):
+                reader.feed(view[at : at + FEED_PIECE])
+                replies.extend(iter(reader.gets, MORE))
         if len(replies) >= self.wanted:
             waiter, self.waiter = self.waiter, None
             self.down_at = None
