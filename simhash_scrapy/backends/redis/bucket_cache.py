@@ -92,10 +92,10 @@ class BucketCache:
         if reply is None:  # (the bucket is gone: flushed)
             self._drop(key)
             return None
-        used, size = used_of(reply), len(reply) - BUCKET_HEAD
+        used, size, had_used = used_of(reply), len(reply) - BUCKET_HEAD, used_of(had)
         # (the new entries; a reply with every entry, from a copy with some, is the bucket read whole)
-        if reply[4:BUCKET_HEAD] == had[4:BUCKET_HEAD] and used >= used_of(had) and (size != used or not used_of(had)):
-            if size != used - used_of(had):  # (a bucket shorter than its header says: damaged)
+        if reply[4:BUCKET_HEAD] == had[4:BUCKET_HEAD] and used >= had_used and (size != used or not had_used):
+            if size != used - had_used:  # (a bucket shorter than its header says: damaged)
                 self._drop(key)  # (read whole next time; this time, the entries that came)
                 entries = had[BUCKET_HEAD:] + reply[BUCKET_HEAD:]
                 return len(entries).to_bytes(4, "big") + reply[4:BUCKET_HEAD] + entries

@@ -246,14 +246,10 @@ class _Node(asyncio.Protocol):
             self.reader.feed(data)
             return
         replies, reader = self.replies, self.reader
-        if len(data) <= FEED_PIECE:
-            reader.feed(data)
+        view = memoryview(data) if len(data) > FEED_PIECE else data  # (a read of one piece is fed as it is)
+        for at in range(0, len(data), FEED_PIECE):
+            reader.feed(view[at : at + FEED_PIECE])
             replies.extend(iter(reader.gets, MORE))  # (no more than asked: one exchange at a time a node)
-        else:
-            view = memoryview(data)
-            for at in range(0, len(data), FEED_PIECE):
-                reader.feed(view[at : at + FEED_PIECE])
-                replies.extend(iter(reader.gets, MORE))
         if len(replies) >= self.wanted:
             waiter, self.waiter = self.waiter, None
             self.down_at = None
