@@ -483,11 +483,17 @@ def test_near_entries_of_many_buckets_at_once_are_each_buckets() -> None:
     buckets[5] = buckets[5][:-20]  # (a bucket cut short: the entries its bytes hold)
     want = [near_entries(entries_of(data), fp, 4).tolist() for data, fp in zip(buckets, probes)]
     assert sum(map(len, want)) > 100
-    for compiled in (True, False):  # the compiled loop (``_speedups.near_folds``) and numpy: the same seqs
+    # the compiled loop (``_speedups.near_folds``: its popcnt copy and its portable one) and numpy: the same seqs
+    for compiled, popcnt in ((True, True), (True, False), (False, False)):
         with _native.switched(compiled):
-            assert near_entries_many(buckets, probes, 4) == want
-            assert near_entries_many([], [], 4) == []
-            assert near_entries_many(buckets, probes, 64) == [entries_of(data)["seq"].tolist() for data in buckets]
+            had = _native.speedups.near_popcnt(popcnt) if compiled and _native.speedups is not None else None
+            try:
+                assert near_entries_many(buckets, probes, 4) == want
+                assert near_entries_many([], [], 4) == []
+                assert near_entries_many(buckets, probes, 64) == [entries_of(data)["seq"].tolist() for data in buckets]
+            finally:
+                if had is not None:
+                    _native.speedups.near_popcnt(True)
 
 
 @async_test

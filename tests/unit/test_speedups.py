@@ -698,3 +698,61 @@ def test_sentence_counting_in_c_is_the_numpy_counting() -> None:
             tables.append((bytes(counts._low), bytes(counts._high)))
     assert tables[0] == tables[1]
     assert max(tables[0][0]) == 255
+
+
+def _near_folds_model(buckets: list[bytes | bytearray | None], fps: list[int], k: int) -> list[list[int]]:
+    """``near_folds``' rule in plain Python: each bucket's entries (as many as its header says and its bytes hold)
+    whose big-endian 32-bit fold is within ``k`` bits of the fingerprint's fold (its halves XORed)."""
+    out = []
+    for data, fp in zip(buckets, fps):
+        fold = (fp >> 32) ^ (fp & 0xFFFFFFFF)
+        hits: list[int] = []
+        if data is not None and len(data) >= 8:
+            count = min(int.from_bytes(data[:4], "big"), len(data) - 8) // 8
+            for j in range(count):
+                entry = data[8 + 8 * j : 16 + 8 * j]
+                if (int.from_bytes(entry[:4], "big") ^ fold).bit_count() <= k:
+                    hits.append(int.from_bytes(entry[4:], "big"))
+        out.append(hits)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), k=st.integers(0, 33))
+def test_near_folds_popcnt_and_portable_copies_are_the_models_rule(data: st.DataObject, k: int) -> None:
+    # Folds near the probe's (0-6 bits flipped: hits at small k) and random ones; headers that claim more entries
+    # than the bytes hold, or fewer; bytes, bytearray and None; a k past 32 (every entry).
+    speedups = _native.speedups
+    assert speedups is not None
+    fps = data.draw(st.lists(st.integers(0, 2**64 - 1), min_size=0, max_size=6))
+    buckets: list[bytes | bytearray | None] = []
+    for fp in fps:
+        fold = (fp >> 32) ^ (fp & 0xFFFFFFFF)
+        entries = data.draw(st.lists(st.tuples(st.one_of(st.integers(0, 2**32 - 1),
+                                                         st.sets(st.integers(0, 31), max_size=6).map(
+                                                             lambda bits, f=fold: f ^ sum(1 << b for b in bits))),
+                                               st.integers(0, 2**32 - 1)), max_size=40))
+        body = b"".join(f.to_bytes(4, "big") + s.to_bytes(4, "big") for f, s in entries)
+        used = data.draw(st.sampled_from([len(body), max(0, len(body) - 8), len(body) + 8, len(body) + 3]))
+        raw = used.to_bytes(4, "big") + b"mark" + body + bytes(data.draw(st.integers(0, 20)))
+        buckets.append(data.draw(st.sampled_from([raw, bytearray(raw), None, raw[:5]])))
+    want = _near_folds_model(buckets, fps, k)
+    had = speedups.near_popcnt()
+    try:
+        for use in (True, False):
+            speedups.near_popcnt(use)
+            assert speedups.near_folds(buckets, fps, k) == want
+    finally:
+        speedups.near_popcnt(had)
+
+
+def test_near_folds_takes_the_popcnt_copy_where_the_cpu_has_it() -> None:
+    # (x86-64 CPUs since 2008; elsewhere the portable copy, and near_popcnt says so)
+    speedups = _native.speedups
+    assert speedups is not None
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if " popcnt" not in flags:
+        pytest.skip("not an x86 CPU with popcnt")
+    assert speedups.near_popcnt() is True
+    assert speedups.near_popcnt(False) is False
+    assert speedups.near_popcnt(True) is True
