@@ -124,12 +124,23 @@ class RespReader:
 
 
 def _packer() -> Any:
-    """hiredis' ``pack_command`` (C, the same bytes) when installed, else the Python one."""
+    """hiredis' ``pack_command`` (C, the same bytes) when installed, else the Python one.  hiredis encodes a str
+    strictly, and refuses a lone surrogate (a scope named by an undecodable URL byte); such a command is packed by
+    the Python packer, as the C router (``route_commands``) packs it the first time (``surrogatepass``): a command
+    sent again after ``MOVED`` or ``ASK`` has the same bytes."""
     try:
         from hiredis import pack_command  # type: ignore[import-not-found,unused-ignore]  # (optional)
     except ImportError:
         return _python_pack
-    return pack_command
+
+    def pack(args: tuple[Any, ...]) -> bytes:
+        try:
+            packed: bytes = pack_command(args)
+        except UnicodeEncodeError:
+            return _python_pack(args)
+        return packed
+
+    return pack
 
 
 #: One command in RESP2 (hiredis' packer when installed).
