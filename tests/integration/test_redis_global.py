@@ -107,6 +107,60 @@ async def test_batched_checks_give_the_serial_verdicts(redis_cluster: RedisClust
     await backend.close()
 
 
+def _in_a_bucket_of(keys: Any, fp: int, rng: random.Random, make: Any, among: set[str] | None = None) -> int:
+    """A fingerprint ``make(rng)`` XORed into ``fp`` that falls in one of ``fp``'s table buckets (one of ``among``)."""
+    buckets = set(keys.buckets(fp)) & among if among is not None else set(keys.buckets(fp))
+    while True:
+        other = fp ^ make(rng)
+        if buckets & set(keys.buckets(other)):
+            return other
+
+
+def _bits(rng: random.Random, count: int, width: int) -> int:
+    return sum(1 << b for b in rng.sample(range(width), count))
+
+
+@async_test
+async def test_races_count_entries_written_since_the_read_not_far_pages_of_the_same_fold(
+    redis_cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Worker ``b`` checks a page while worker ``a`` appends to one of its buckets between b's read and b's write (a
+    # check of ``a`` run inside b's step 3): b's append finds the bucket longer than it read, reads it again and
+    # counts a race only for an entry near its page that the read did not find.  An old entry whose fold is the
+    # page's but whose fingerprint is 6+ bits away (``fold``: the halves XORed) was found by the read: no race.
+    rng = random.Random(31)
+    async with opened(redis_cluster) as a, opened(redis_cluster) as b:
+        keys = b.keys("myspider")
+        original = b._canonicals
+        interleaved: list[PageRecord] = []
+
+        async def write_between(batch: Any, decisions: Any) -> Any:
+            for record in interleaved:
+                await a.check(record)
+            interleaved.clear()
+            return await original(batch, decisions)
+
+        monkeypatch.setattr(b, "_canonicals", write_between)
+        for n in range(4):
+            page = rng.getrandbits(64)
+            # an old page: the same fold (bits flipped in both halves alike), 6-10 bits away
+            old = _in_a_bucket_of(keys, page, rng, lambda r: (x := _bits(r, r.randint(3, 5), 32)) << 32 | x)
+            assert (old ^ page).bit_count() > 4 and (old >> 32) ^ (old & 0xFFFFFFFF) == (page >> 32) ^ (page & 0xFFFFFFFF)
+            assert (await a.check(PageRecord(f"https://h.example/old{n}", old, "myspider"))).outcome is Outcome.UNIQUE
+            # written by ``a`` between b's read and write: far from the page (8 bits, low half: fold 8 bits away) ...
+            shared = set(keys.buckets(page)) & set(keys.buckets(old))  # (the bucket the old entry is read in)
+            far = _in_a_bucket_of(keys, page, rng, lambda r: _bits(r, 8, 32), shared)
+            interleaved.append(PageRecord(f"https://h.example/far{n}", far, "myspider"))
+            verdict = await b.check(PageRecord(f"https://h.example/page{n}", page, "myspider"))
+            assert verdict.outcome is Outcome.UNIQUE
+            assert b.counts["races"] == 0, n
+        # ... and near it (1 bit): both pages canonical, a duplicate kept twice, counted once
+        page = rng.getrandbits(64)
+        interleaved.append(PageRecord("https://h.example/near", page ^ 1, "myspider"))
+        assert (await b.check(PageRecord("https://h.example/page", page, "myspider"))).outcome is Outcome.UNIQUE
+        assert b.counts["races"] == 1
+
+
 @async_test
 async def test_concurrent_workers_keep_duplicates_at_worst_never_drop_a_distinct_page(redis_cluster: RedisCluster) -> None:
     rng = random.Random(23)

@@ -193,6 +193,8 @@ class _Batch:
     fetched: dict[int, GlobalRecord] = field(default_factory=dict)  # seq -> the record read (other canonical pages)
     mark: bytes = field(default_factory=lambda: os.urandom(4))  # the mark of a bucket this batch makes (APPEND_LUA)
     named: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (sid, fingerprint) -> its bucket keys
+    #: seqs of the entries the read found near a page's fold (within k or not): there before the read, never a race
+    folded: set[int] = field(default_factory=set)
 
     def buckets_of(self, keys: GlobalKeys, fp: int) -> list[str]:
         """``keys.buckets(fp)``, once a batch (read, filtered, appended to)."""
@@ -586,6 +588,7 @@ class GlobalRedisBackend(DedupBackend):
         for (fp, _), seqs in zip(tables, near):
             for seq in seqs:
                 folded.setdefault(seq, []).append(fp)
+        batch.folded.update(folded)
         records = await self._fetch(batch, [seq for seq in folded if seq not in batch.stored])
         for seq, fps in folded.items():
             rec = batch.stored.get(seq) or records.get(seq)
@@ -852,7 +855,9 @@ class GlobalRedisBackend(DedupBackend):
 
     async def _races(self, batch: _Batch, append_replies: list[Any], appended: list[tuple[str, int, int, int]],
                      exact_replies: list[Any]) -> None:
-        """Counts the canonical pages this batch made while another worker made a near-duplicate one canonical."""
+        """Counts the canonical pages this batch made while another worker made a near-duplicate one canonical: an
+        entry near the page's fold in a bucket that grew since the read, neither the batch's own nor one the read
+        found (``folded``: a fold within k of the page's whose fingerprint is not, there before)."""
         self.counts["races"] += sum(1 for r in exact_replies if not r)
         suspects = [(key, fp, seq) for (key, fp, seq, expected), got in zip(appended, append_replies) if got != expected]
         if not suspects:
@@ -860,7 +865,7 @@ class GlobalRedisBackend(DedupBackend):
         pipe = self.link.batch()
         for key, *_ in suspects:
             pipe.call(key, "GET", key)
-        known = set(batch.seq_of)
+        known = set(batch.seq_of) | batch.folded
         raced = set()
         datas = await pipe.execute()
         near = near_entries_many(datas, [fp for _, fp, _ in suspects], self.config.max_distance)
