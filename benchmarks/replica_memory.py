@@ -12,8 +12,8 @@ In one run:
    near-duplicates of them) and keeps it as an RDB snapshot.
 2. Extracts the baseline (``git archive`` of ``--against``, default the commit
    where this branch left ``main``: it must use the same Redis key layout)
-   into a temporary directory (its C helpers copied when ``_speedups.c`` is the
-   same, else built there).
+   into a temporary directory (its C helpers copied when their sources are the
+   same, else built there as a wheel).
 3. For each tree, baseline first, ``--rounds`` times: a fresh server from the
    snapshot, then ``redis_scale.timed_run`` in a process importing that tree
    (``SIMHASH_BENCH_TREE``): ``--workers`` processes each load their replica
@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ sys.path[:0] = [str(HERE.parent)]
 import redis_scale  # noqa: E402  (puts SIMHASH_BENCH_TREE, or this tree, first on sys.path)
 from backends import Server  # noqa: E402
 
-SPEEDUPS = "simhash_scrapy/core/_speedups.c"
+#: The C helpers' sources: their builds are copied into the baseline when its sources are this tree's.
+HELPERS = ("simhash_scrapy/core/_speedups.c", "simhash_scrapy/core/extract/_walker.c")
 LAYOUT = "simhash_scrapy/backends/redis/layout.py"
 
 
@@ -80,15 +82,27 @@ def baseline_tree(ref: str, scratch: Path) -> Path:
     tree.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    same_c = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", ref, "--", SPEEDUPS, "setup.py"]).returncode == 0
-    built = sorted((ROOT / "simhash_scrapy/core").glob("_speedups*.so"))
-    if same_c and built:
-        for so in built:
-            shutil.copy(so, tree / "simhash_scrapy/core" / so.name)
+    same_c = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", ref, "--", *HELPERS, "setup.py"]).returncode == 0
+    built = [[so for so in (ROOT / source).parent.glob(Path(source).stem + "*.so")] for source in HELPERS]
+    if same_c and all(built):
+        for so in (so for found in built for so in found):
+            shutil.copy(so, tree / so.relative_to(ROOT))
     else:
-        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True,
-                       capture_output=True)
+        build_helpers(tree, scratch)
     return tree
+
+
+def build_helpers(tree: Path, scratch: Path) -> None:
+    """The baseline's C helpers built from its own sources: a wheel (pip, in an isolated build environment: a
+    virtualenv's own setuptools may be too old for ``pyproject.toml``, or absent), its compiled modules unpacked
+    into the tree."""
+    wheels = scratch / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(tree)], check=True,
+                   capture_output=True)
+    with zipfile.ZipFile(next(wheels.glob("*.whl"))) as wheel:
+        for name in wheel.namelist():
+            if name.endswith(".so"):
+                (tree / name).write_bytes(wheel.read(name))
 
 
 def run_tree(tree: Path, rdb: Path, args: argparse.Namespace, compare: bool) -> dict[str, Any]:
