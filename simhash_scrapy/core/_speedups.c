@@ -1958,16 +1958,13 @@ static PyObject *near_folds(PyObject *module, PyObject *args) {
         const unsigned char *entries = data + BUCKET_HEAD;
         for (Py_ssize_t j = next_near(entries, 0, count, fold_mem, k); j < count;
              j = next_near(entries, j + 1, count, fold_mem, k)) {
-            const unsigned char *entry = entries + 8 * j;
-            {
-                PyObject *seq = PyLong_FromUnsignedLong(be32(entry + 4));
-                if (seq == NULL || PyList_Append(hits, seq) < 0) {
-                    Py_XDECREF(seq);
-                    PyBuffer_Release(&view);
-                    goto fail;
-                }
-                Py_DECREF(seq);
+            PyObject *seq = PyLong_FromUnsignedLong(be32(entries + 8 * j + 4));
+            if (seq == NULL || PyList_Append(hits, seq) < 0) {
+                Py_XDECREF(seq);
+                PyBuffer_Release(&view);
+                goto fail;
             }
+            Py_DECREF(seq);
         }
         PyBuffer_Release(&view);
     }
