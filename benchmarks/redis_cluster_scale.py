@@ -337,6 +337,26 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
     asyncio.run(main())
 
 
+def timed_round(cluster: RedisCluster, workers: int, target: Any, args_of: Any) -> tuple[Any, Any, Any, Any, list[Any]]:
+    """``workers`` processes of ``target`` (``args_of(w, barrier, results)``: worker ``w``'s arguments; each waits at
+    the barrier, then puts its result), timed from the barrier with the nodes' stats reset: the nodes' CPU before and
+    after, their command and network stats since the reset (the bytes they sent and got), and the workers' results."""
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(workers + 1), ctx.Queue()
+    procs = [ctx.Process(target=target, args=args_of(w, barrier, results)) for w in range(workers)]
+    for p in procs:
+        p.start()
+    barrier.wait()
+    reset_stats(cluster)
+    cpu_before = node_info(cluster, "cpu")
+    out = [results.get() for _ in procs]
+    cpu_after = node_info(cluster, "cpu")
+    commands, net = node_info(cluster, "commandstats"), node_info(cluster, "stats")
+    for p in procs:
+        p.join()
+    return cpu_before, cpu_after, commands, net, out
+
+
 def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: dict[str, Any], through_checks: bool,
             processes: int, listpack_value: int, in_flight: int = 16, warm: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
@@ -353,21 +373,10 @@ def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
             memory = [m["used_memory"] - m["used_memory_startup"] for m in node_info(cluster, "memory")]
             keys = sum(int(db.get("db0", {}).get("keys", 0)) for db in node_info(cluster, "keyspace"))
             by_kind = memory_by_kind(cluster)
-            ctx = mp.get_context("spawn")
-            barrier, results = ctx.Barrier(workers + 1), ctx.Queue()
-            procs = [ctx.Process(target=run_worker, args=(cluster.url, stored, w, workers, checks, k, extra, barrier,
-                                                          results, in_flight, warm)) for w in range(workers)]
-            for p in procs:
-                p.start()
-            barrier.wait()
-            reset_stats(cluster)
-            cpu_before = node_info(cluster, "cpu")
-            out = [results.get() for _ in procs]
-            cpu_after = node_info(cluster, "cpu")
-            commands = node_info(cluster, "commandstats")
-            net = node_info(cluster, "stats")  # (since the reset: the bytes the nodes sent and got)
-            for p in procs:
-                p.join()
+            cpu_before, cpu_after, commands, net, out = timed_round(
+                cluster, workers, run_worker,
+                lambda w, barrier, results: (cluster.url, stored, w, workers, checks, k, extra, barrier, results,
+                                             in_flight, warm))
         finally:
             cluster.stop()
     result = summary(nodes, stored, workers, checks, k, extra, fill_s, memory, keys, cpu_before, cpu_after, commands, out)

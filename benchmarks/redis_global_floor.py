@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import statistics
 import sys
@@ -38,7 +37,6 @@ HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent), str(HERE.parent.parent / "tests")]
 
 import redis_cluster_scale as scale  # noqa: E402
-from redis_shards import node_info  # noqa: E402
 
 
 def io_only_backend(base: Any) -> Any:
@@ -112,22 +110,11 @@ def run_worker(kind: str, *args: Any) -> None:
 
 
 def one_round(cluster: Any, kind: str, number: int, args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
-    ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(args.workers + 1), ctx.Queue()
     slots = args.workers * (2 * args.rounds + 1)  # every worker of every round a page number of its own
-    procs = [ctx.Process(target=run_worker, args=(kind, cluster.url, args.stored, number * args.workers + w, slots,
-                                                  args.checks, args.k, extra, barrier, results, 16, 0))
-             for w in range(args.workers)]
-    for p in procs:
-        p.start()
-    barrier.wait()
-    scale.reset_stats(cluster)
-    before = node_info(cluster, "cpu")
-    out = [results.get() for _ in procs]
-    after = node_info(cluster, "cpu")
-    commands = node_info(cluster, "commandstats")
-    for p in procs:
-        p.join()
+    before, after, commands, _, out = scale.timed_round(
+        cluster, args.workers, run_worker,
+        lambda w, barrier, results: (kind, cluster.url, args.stored, number * args.workers + w, slots, args.checks,
+                                     args.k, extra, barrier, results, 16, 0))
     return scale.summary(len(cluster.ports), args.stored, args.workers, args.checks, args.k, extra, 0.0, [0], 0,
                          before, after, commands, out)
 
