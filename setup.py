@@ -15,6 +15,13 @@ Two extensions, each optional and each loaded on its own by
   the pure-Python walks, with one logged warning; ``_speedups`` stays on).
   ``pip install --no-build-isolation`` builds against the installed lxml.
 
+And one shared object for redis-server, not for Python:
+
+- ``simhash_scrapy.backends.redis.module._simhash_redis``
+  (``backends/redis/module/simhash_module.c``): the ``simhash`` Redis module
+  (``redis-server --loadmodule``) that ``SIMHASH_BACKEND = "redis-global"``
+  uses where every node has it; no Redis header needed.
+
 Without a C compiler the package installs all the same and uses the
 pure-Python path, which gives the same results, only slower.
 """
@@ -51,6 +58,10 @@ class OptionalBuildExt(build_ext):
             )
 
 
+#: The bucket scan both ``_speedups`` and the Redis module compile (MANIFEST.in puts it in the sdist).
+NEAR_SCAN = "simhash_scrapy/core/near_scan.h"
+
+
 def _lxml_includes() -> list[str]:
     try:
         import lxml
@@ -62,11 +73,18 @@ def _lxml_includes() -> list[str]:
 setup(
     cmdclass={"build_ext": OptionalBuildExt},
     ext_modules=[
-        Extension("simhash_scrapy.core._speedups", ["simhash_scrapy/core/_speedups.c"], optional=True),
+        Extension("simhash_scrapy.core._speedups", ["simhash_scrapy/core/_speedups.c"], depends=[NEAR_SCAN],
+                  optional=True),
         Extension(
             "simhash_scrapy.core.extract._walker",
             ["simhash_scrapy/core/extract/_walker.c"],
             include_dirs=_lxml_includes(),
+            optional=True,
+        ),
+        Extension(
+            "simhash_scrapy.backends.redis.module._simhash_redis",
+            ["simhash_scrapy/backends/redis/module/simhash_module.c"],
+            depends=[NEAR_SCAN],
             optional=True,
         ),
     ]

@@ -86,6 +86,19 @@ class LocalCluster(RedisCluster):
         return self
 
 
+def module_node_args(wanted: bool) -> tuple[str, ...]:
+    """redis-server's ``--loadmodule`` of the package's ``simhash`` module when ``wanted`` (else none); exits saying
+    why when it was not built."""
+    if not wanted:
+        return ()
+    from simhash_scrapy.backends.redis.module import path
+
+    built = path()
+    if built is None:
+        sys.exit("--module: the simhash Redis module was not built (pip install -e . with a C compiler)")
+    return ("--loadmodule", str(built))
+
+
 def backend_settings(url: str, extra: dict[str, Any]) -> Any:
     from simhash_scrapy.core.settings.config import RedisConfig
 
@@ -358,9 +371,10 @@ def timed_round(cluster: RedisCluster, workers: int, target: Any, args_of: Any) 
 
 
 def measure(nodes: int, stored: int, workers: int, checks: int, k: int, extra: dict[str, Any], through_checks: bool,
-            processes: int, listpack_value: int, in_flight: int = 16, warm: int = 0) -> dict[str, Any]:
+            processes: int, listpack_value: int, in_flight: int = 16, warm: int = 0,
+            node_args: tuple[str, ...] = ()) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
-        cluster = LocalCluster(folder, nodes).start()
+        cluster = LocalCluster(folder, nodes, extra_args=node_args).start()
         try:
             configure(cluster, listpack_value)
             fill_start = time.time()
@@ -465,20 +479,25 @@ def main() -> None:
     parser.add_argument("--warm-checks", type=int, default=0,
                         help="checks per worker before the timed ones (not timed): a worker well into its crawl")
     parser.add_argument("--bucket-cache", type=int, default=None, help="SIMHASH_REDIS_BUCKET_CACHE (MB)")
+    parser.add_argument("--module", action="store_true",
+                        help="load the simhash Redis module on every node (SIMHASH_REDIS_MODULE = True)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": args.blocks, "SIMHASH_REDIS_BUCKET_BITS": args.bucket_bits,
              "SIMHASH_REDIS_CAPACITY": args.stored}  # records sized for the crawl: ~64 a hash
     if args.bucket_cache is not None:
         extra["SIMHASH_REDIS_BUCKET_CACHE"] = args.bucket_cache
+    extra["SIMHASH_REDIS_MODULE"] = args.module  # (without it, the scripts: as before the module)
     runs = []
     for nodes in [int(n) for n in args.nodes.split(",")]:
         runs.append(measure(nodes, args.stored, args.workers, args.checks, args.k, extra, args.fill_checks,
-                            args.processes, args.listpack_value, args.in_flight, args.warm_checks))
+                            args.processes, args.listpack_value, args.in_flight, args.warm_checks,
+                            module_node_args(args.module)))
         print(json.dumps(runs[-1]), flush=True)
     print(f"\n# redis-global: {args.stored:,} stored pages, one scope, k={args.k}, blocks={args.blocks or args.k + 1}, "
           f"bucket bits {args.bucket_bits}, hash-max-listpack-value {args.listpack_value}; {args.workers} workers x {args.checks:,} checks "
-          f"(after {args.warm_checks:,} not timed), {args.in_flight} in flight each\n")
+          f"(after {args.warm_checks:,} not timed), {args.in_flight} in flight each; "
+          f"{'the simhash module on every node' if args.module else 'GET and scripts (no module)'}\n")
     print_table(runs)
     if len(runs) > 1:
         print(f"\nchecks/s, {runs[-1]['nodes']} nodes vs {runs[0]['nodes']}: "

@@ -2,6 +2,7 @@
 
     python benchmarks/redis_global_floor.py --stored 10000000                       # 3 nodes, 8 workers, 3 rounds
     python benchmarks/redis_global_floor.py --stored 50000 --checks 300 --rounds 1  # about a minute
+    python benchmarks/redis_global_floor.py --stored 10000000 --module               # and the module's backend
 
 Fills one local Redis Cluster once (``redis_cluster_scale``'s fill: ``--stored`` pages in the backend's layout), then
 alternates two kinds of worker, ``--rounds`` times, each time ``--workers`` processes checking ``--checks`` new pages
@@ -14,6 +15,10 @@ each with 16 in flight (``redis_cluster_scale.run_worker``: its pages and its ti
   near a page's fold; then each page's record ``HSET`` (its payload encoded as the backend does) and, for a page
   whose buckets held no entry near its fold (a new canonical page), its directory slot and its append to every
   table bucket.  Every verdict is ``UNIQUE``.
+* **module** (``--module``: the ``simhash`` Redis module loaded on every node): the backend with
+  ``SIMHASH_REDIS_MODULE = True``, each bucket scanned in its node (``SIMHASH.NEAR``) and appended to there
+  (``SIMHASH.APPEND``).  The other two kinds use ``GET`` and the scripts (``SIMHASH_REDIS_MODULE = False``) on the
+  same nodes.
 
 Each round's workers check pages of their own (new identities: ``worker_pages`` numbered by round).  Reports, for
 each kind of worker, the checks/s and the worker's and Redis' CPU a check (best and mean of the rounds), and what
@@ -110,7 +115,7 @@ def run_worker(kind: str, *args: Any) -> None:
 
 
 def one_round(cluster: Any, kind: str, number: int, args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
-    slots = args.workers * (2 * args.rounds + 1)  # every worker of every round a page number of its own
+    slots = args.workers * (3 * args.rounds + 1)  # every worker of every round (up to 3 kinds) a page number of its own
     before, after, commands, _, out = scale.timed_round(
         cluster, args.workers, run_worker,
         lambda w, barrier, results: (kind, cluster.url, args.stored, number * args.workers + w, slots, args.checks,
@@ -127,12 +132,16 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=2000, help="timed checks per worker")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--module", action="store_true",
+                        help="load the simhash Redis module on every node and add its backend to the rounds")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored}
-    rows: dict[str, list[dict[str, Any]]] = {"backend": [], "io": []}
+    extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored,
+             "SIMHASH_REDIS_MODULE": False}
+    kinds = ("backend", "io", "module") if args.module else ("backend", "io")
+    rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory() as folder:
-        cluster = scale.LocalCluster(folder, args.nodes).start()
+        cluster = scale.LocalCluster(folder, args.nodes, extra_args=scale.module_node_args(args.module)).start()
         try:
             scale.configure(cluster, 128)
             start = time.time()
@@ -140,8 +149,9 @@ def main() -> None:
             print(f"{args.stored:,} pages filled in {time.time() - start:.0f} s", file=sys.stderr, flush=True)
             number = 0
             for _ in range(args.rounds):
-                for kind in ("backend", "io"):
-                    run = one_round(cluster, kind, number, args, extra)
+                for kind in kinds:
+                    run = one_round(cluster, kind, number, args,
+                                    {**extra, "SIMHASH_REDIS_MODULE": True} if kind == "module" else extra)
                     number += 1
                     rows[kind].append(run)
                     print(f"{kind}: {run['checks_per_s']:,.0f} checks/s, worker {run['worker_cpu_us_per_check']:.0f} "
@@ -154,7 +164,9 @@ def main() -> None:
     print("| worker | checks/s (mean; best) | worker CPU µs/check | Redis CPU µs/check | both | 2 s ÷ both |")
     print("|---|---:|---:|---:|---:|---:|")
     means = {}
-    for kind, name in (("backend", "backend"), ("io", "I/O only (no decision)")):
+    names = {"backend": "the backend (GET, scripts)", "io": "I/O only (no decision)", "module": "the backend (module)"}
+    for kind in kinds:
+        name = names[kind]
         rate = [r["checks_per_s"] for r in rows[kind]]
         worker = statistics.mean(r["worker_cpu_us_per_check"] for r in rows[kind])
         redis = statistics.mean(r["redis_cpu_us_per_check"] for r in rows[kind])
@@ -164,6 +176,11 @@ def main() -> None:
     (rate_b, worker_b, _), (rate_io, worker_io, _) = means["backend"], means["io"]
     print(f"\nThe decision logic: {worker_b - worker_io:.0f} µs of worker CPU a check ({(worker_b - worker_io) / worker_b:.0%} "
           f"of the backend's); I/O only runs {rate_io / rate_b:.2f}x the backend's checks/s.")
+    if args.module:
+        rate_m, worker_m, redis_m = means["module"]
+        _, _, redis_b = means["backend"]
+        print(f"The module: {rate_m / rate_b:.2f}x the backend's checks/s, {worker_m / worker_b:.2f}x its worker CPU "
+              f"and {redis_m / redis_b:.2f}x its Redis CPU a check.")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
 

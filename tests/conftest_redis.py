@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from redis_server import RedisCluster, RedisServer
+from redis_server import RedisCluster, RedisServer, module_args
 
 
 @pytest.fixture
@@ -32,6 +32,26 @@ def persistent_redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
     """A three-node Redis Cluster on loopback ports (redis-server + redis-cli --cluster create)."""
     cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster")).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def module_redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """``redis_server`` with the package's ``simhash`` Redis module loaded."""
+    server = RedisServer(tmp_path_factory.mktemp("redis-module"), extra_args=module_args()).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def module_redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """``redis_cluster`` with the package's ``simhash`` Redis module loaded on every node."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster-module"), extra_args=module_args()).start()
     try:
         yield cluster
     finally:

@@ -1863,61 +1863,12 @@ done:
 /* ------------------------------------------------ end of template lines */
 
 /* ------------------------------------------------ near folds */
-static unsigned long be32(const unsigned char *p) {
-    return ((unsigned long)p[0] << 24) | ((unsigned long)p[1] << 16) | ((unsigned long)p[2] << 8) | p[3];
-}
-
-/* The set bits of a 32-bit word (SWAR: no popcnt instruction needed, which a portable build may not have). */
-static inline unsigned int bits32(uint32_t x) {
-    x = x - ((x >> 1) & 0x55555555u);
-    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
-    x = (x + (x >> 4)) & 0x0F0F0F0Fu;
-    return (x * 0x01010101u) >> 24;
-}
-
-/* The first entry from ``from`` on (of ``count`` 8-byte entries at ``p``) whose first 4 bytes are within ``k`` bits
-   of ``fold_mem`` (the fold as its 4 big-endian bytes read as a native word: the entries are compared as they lie in
-   memory, no byte swap; a popcount does not depend on the bits' order), else ``count``.  Two copies: one compiled
-   for the popcnt instruction (x86 CPUs since 2008), taken when the CPU has it (``near_popcnt``), and the portable one
-   (``bits32``).  benchmarks/near_folds_cost.py: the scan of a batch's buckets at 10 million pages. */
-#define NEXT_NEAR_BODY(POPCOUNT)                                          \
-    for (Py_ssize_t j = from; j < count; j++) {                          \
-        uint32_t word;                                                    \
-        memcpy(&word, p + 8 * j, 4);                                      \
-        if ((int)POPCOUNT(word ^ fold_mem) <= k) return j;                \
-    }                                                                     \
-    return count;
-
-static Py_ssize_t next_near_portable(const unsigned char *p, Py_ssize_t from, Py_ssize_t count, uint32_t fold_mem,
-                                     int k) {
-    NEXT_NEAR_BODY(bits32)
-}
-
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_NEAR_POPCNT 1
-__attribute__((target("popcnt")))
-static Py_ssize_t next_near_popcnt(const unsigned char *p, Py_ssize_t from, Py_ssize_t count, uint32_t fold_mem,
-                                   int k) {
-    NEXT_NEAR_BODY(__builtin_popcount)
-}
-#endif
-
-/* Whether the CPU has popcnt (set at import: ``near_popcnt``). */
-static int near_popcnt_ok = 0;
-
-static Py_ssize_t next_near(const unsigned char *p, Py_ssize_t from, Py_ssize_t count, uint32_t fold_mem, int k) {
-#ifdef HAVE_NEAR_POPCNT
-    if (near_popcnt_ok) return next_near_popcnt(p, from, count, fold_mem, k);
-#endif
-    return next_near_portable(p, from, count, fold_mem, k);
-}
+#include "near_scan.h"
 
 /* near_folds(buckets, fingerprints, k): for each bucket (bytes, bytearray, or None) -- a header (>I4: the bytes
    of its entries; >I4: its mark), then 8-byte entries (a 32-bit fold >I4, a seq >I4), then spare room -- the seqs of the entries whose
    fold is within k bits of the fingerprint's fold (its two 32-bit halves XORed), in the bucket's order: one list a
    bucket.  ``backends.redis.cluster_layout.near_entries_many`` (numpy) is the same rule. */
-/* cluster_layout.BUCKET_HEAD */
-#define BUCKET_HEAD 8
 static PyObject *near_folds(PyObject *module, PyObject *args) {
     PyObject *buckets_obj, *fps_obj;
     int k;
@@ -1946,19 +1897,12 @@ static PyObject *near_folds(PyObject *module, PyObject *args) {
         Py_buffer view;
         if (PyObject_GetBuffer(item, &view, PyBUF_SIMPLE) < 0) goto fail;
         const unsigned char *data = (const unsigned char *)view.buf;
-        Py_ssize_t count = 0;
-        if (view.len >= BUCKET_HEAD) {
-            Py_ssize_t used = (Py_ssize_t)be32(data);
-            count = (used < view.len - BUCKET_HEAD ? used : view.len - BUCKET_HEAD) / 8;
-        }
-        const unsigned char fold_bytes[4] = {(unsigned char)(fold >> 24), (unsigned char)(fold >> 16),
-                                             (unsigned char)(fold >> 8), (unsigned char)fold};
-        uint32_t fold_mem;
-        memcpy(&fold_mem, fold_bytes, 4);
-        const unsigned char *entries = data + BUCKET_HEAD;
-        for (Py_ssize_t j = next_near(entries, 0, count, fold_mem, k); j < count;
-             j = next_near(entries, j + 1, count, fold_mem, k)) {
-            PyObject *seq = PyLong_FromUnsignedLong(be32(entries + 8 * j + 4));
+        ptrdiff_t count = near_entry_count(data, (size_t)view.len);
+        uint32_t fold_mem = near_fold_mem(fold);
+        const unsigned char *entries = data + NEAR_BUCKET_HEAD;
+        for (ptrdiff_t j = near_next(entries, 0, count, fold_mem, k); j < count;
+             j = near_next(entries, j + 1, count, fold_mem, k)) {
+            PyObject *seq = PyLong_FromUnsignedLong(near_seq(entries, j));
             if (seq == NULL || PyList_Append(hits, seq) < 0) {
                 Py_XDECREF(seq);
                 PyBuffer_Release(&view);
@@ -2058,7 +2002,7 @@ static int extras_record(const unsigned char *b, const unsigned char *e, int pos
     if (!positioned) return 0;
     if (append_new(cols[0], extras_u64(also, flags & EXTRAS_ALSO)) < 0) return -2;
     if (append_new(cols[1], extras_u64(second, flags & EXTRAS_SECOND)) < 0) return -2;
-    if (append_new(cols[2], PyLong_FromLongLong(sketch ? (long long)be32(sketch) : -1)) < 0) return -2;
+    if (append_new(cols[2], PyLong_FromLongLong(sketch ? (long long)near_be32(sketch) : -1)) < 0) return -2;
     PyObject *packed = sketch ? PyBytes_FromStringAndSize((const char *)sketch + 5, 8 * n) : Py_NewRef(Py_None);
     if (append_new(cols[3], packed) < 0) return -2;
     if (append_new(cols[4], b < e ? extras_text(b, e - b, names) : Py_NewRef(Py_None)) < 0) return -2;
@@ -2091,7 +2035,7 @@ static PyObject *extras_records(PyObject *module, PyObject *args) {
     int failed = positions == NULL || hashes == NULL;
     for (int c = 0; c < 6 && !failed; c++) failed = (cols[c] = PyList_New(0)) == NULL;
     while (!failed && at + 6 <= size) {
-        unsigned long pos = be32(data + at);
+        unsigned long pos = near_be32(data + at);
         Py_ssize_t length = ((Py_ssize_t)data[at + 4] << 8) | data[at + 5];
         if (at + 6 + length > size) break;
         int positioned = pos != 0xFFFFFFFFUL;
@@ -2121,7 +2065,7 @@ static PyObject *extras_records(PyObject *module, PyObject *args) {
 }
 /* ------------------------------------------------ end of extras records */
 /* ------------------------------------------------ a batch's related pages (backends.redis.mirror) */
-static inline unsigned int bits64(uint64_t x) { return bits32((uint32_t)x) + bits32((uint32_t)(x >> 32)); }
+static inline unsigned int bits64(uint64_t x) { return near_bits32((uint32_t)x) + near_bits32((uint32_t)(x >> 32)); }
 
 /* A sequence of n ints (or None: ``fallback[i]``, and ``has[i]`` cleared when given) as uint64 values. */
 static int read_u64s(PyObject *seq, Py_ssize_t n, uint64_t *out, const uint64_t *fallback, unsigned char *has) {
@@ -2286,9 +2230,6 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "simhash_scrapy.c
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     fill_tables();
-#ifdef HAVE_NEAR_POPCNT
-    __builtin_cpu_init();
-    near_popcnt_ok = __builtin_cpu_supports("popcnt") ? 1 : 0;
-#endif
+    near_scan_init();
     return PyModule_Create(&module_def);
 }

@@ -147,6 +147,9 @@ REDIS_GLOBAL_CACHE = 1_000_000
 #: its new entries only).  Off: on loopback it costs more worker CPU than the bytes it saves (docs/guides/redis.md);
 #: it is for workers whose network to Redis is what limits them.
 REDIS_BUCKET_CACHE = 0
+#: ``SIMHASH_REDIS_MODULE``: whether the global index's checks use the ``simhash`` Redis module ("auto": where every
+#: primary has it).
+REDIS_MODULE = "auto"
 
 # ------------------------------------------------------------------ URL rules
 #: ``SIMHASH_URL_RULES``: ``"off"``, ``"learn"`` (learn and report rules) or

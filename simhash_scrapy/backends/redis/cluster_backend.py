@@ -66,12 +66,13 @@ from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecor
 from . import connection
 from .export import declares_identity, identities_read, identities_unread
 from .cluster_layout import (
-    DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, near_entries_many,
+    DIR, DIR_SPAN, ENTRY, LAYOUT_VERSION, ROOM_MIN, ROOM_SHARE, GlobalKeys, GlobalRecord, fold, near_entries_many,
     extra_key, meta_key, pack_entry, pack_record, parse_record, records_pattern, scope_id, scopes_key, sid_of, used_of,
 )
 from .bucket_cache import TAIL_LUA, BucketCache, tail_args
 from .layout import Codec, bucket_bits_for, identity_slot
 from .node_link import NodeLink, ReplyError
+from .node_link import pack as pack_command
 from .outages import close_failure
 
 if TYPE_CHECKING:
@@ -79,7 +80,10 @@ if TYPE_CHECKING:
 
     from ...core.settings.config import RedisConfig, SimhashConfig
 
-__all__ = ["GlobalRedisBackend"]
+__all__ = ["GlobalRedisBackend", "MODULE_COMMANDS"]
+
+#: The commands of the ``simhash`` Redis module (``backends/redis/module``) the checks use where every node has them.
+MODULE_COMMANDS = ("SIMHASH.NEAR", "SIMHASH.APPEND")
 
 logger = logging.getLogger("simhash_scrapy.backends.redis")
 
@@ -234,6 +238,8 @@ class GlobalRedisBackend(DedupBackend):
         self._running = False
         self._drainer: asyncio.Future[None] | None = None
         self._append_sha = self._remove_sha = self._unset_sha = self._directory_sha = self._tail_sha = ""
+        #: whether the checks use the ``simhash`` module's commands (``SIMHASH_REDIS_MODULE``; found at ``open``)
+        self.module = False
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "unnamed": 0, "batches": 0,
                                        "checks": 0, "unreachable": 0}
         #: this worker's copies of table buckets: a bucket read again costs its new entries only
@@ -318,7 +324,29 @@ class GlobalRedisBackend(DedupBackend):
         self.link.remember_script(self._unset_sha, _UNSET_EXACT)
         self.link.remember_script(self._directory_sha, DIRECTORY_LUA)
         self.link.remember_script(self._tail_sha, TAIL_LUA)
+        self.module = await self._module_on()
         await self._read_identities()
+
+    async def _module_on(self) -> bool:
+        """Whether the checks use the ``simhash`` module's commands (``module``): ``SIMHASH_REDIS_MODULE`` "auto"
+        when every primary has them, True (else ``BackendError``), False never."""
+        wanted = self.settings.module
+        if wanted is False:
+            return False
+        await self.client.initialize()  # (the slot map: the primaries)
+        nodes = self.link.primaries()
+        answers = await self.link.exchange([(node, [pack_command(("COMMAND", "INFO", *MODULE_COMMANDS))])
+                                            for node in nodes])
+        lacking = [f"{node.host}:{node.port}" for node, (reply,) in zip(nodes, answers)
+                   if isinstance(reply, ReplyError) or not reply or any(info is None for info in reply)]
+        if lacking and wanted is True:
+            raise BackendError(
+                f"SIMHASH_REDIS_MODULE = True, but the Redis node(s) {', '.join(lacking)} have no simhash module "
+                f"(redis-server --loadmodule \"$(python -m simhash_scrapy.backends.redis.module)\"): load it on "
+                f"every node, or set SIMHASH_REDIS_MODULE = \"auto\"")
+        logger.info("simhash: redis-global checks %s", "through the simhash module of every node" if not lacking
+                    else f"with scripts (no simhash module on {len(lacking)} of {len(nodes)} node(s))")
+        return not lacking
 
     async def attach(self, spider_name: str) -> list[str]:
         """Connects to read only (``scrapy simhash report``): every scope the key's registry names (sorted); their
@@ -465,6 +493,7 @@ class GlobalRedisBackend(DedupBackend):
                 try:
                     verdicts = await self._run(pages)
                 except Exception as exc:  # every page of the batch learns why, or goes on unchecked (fail-open)
+                    self._module_lost(exc)
                     if not isinstance(exc, BackendError) and self.settings.fail_open:
                         verdicts = self._unreachable(exc, len(pages))
                     else:
@@ -479,6 +508,15 @@ class GlobalRedisBackend(DedupBackend):
                     page.future.set_result(verdict)
         finally:
             self._running = False
+
+    def _module_lost(self, exc: BaseException) -> None:
+        """A node that no longer has the module (restarted without it, a failover to a replica that never had it):
+        with ``SIMHASH_REDIS_MODULE = "auto"`` the next batches use the scripts, said once; this batch has failed."""
+        if (self.module and self.settings.module == "auto" and isinstance(exc, ReplyError)
+                and "unknown command" in str(exc).lower() and "simhash." in str(exc).lower()):
+            self.module = False
+            logger.warning("simhash: a Redis node has no simhash module any more (%s): redis-global checks with "
+                           "scripts from now on", redact(str(exc), self.settings.secrets))
 
     def _unreachable(self, exc: BaseException, count: int) -> list[Verdict]:
         """Fail-open: a batch that could not reach a node (or got an error reply) lets its pages through
@@ -535,9 +573,16 @@ class GlobalRedisBackend(DedupBackend):
             key = page.keys.exact(page.record.fingerprint)
             pipe.call(key, "HGET", key, page.record.fingerprint.to_bytes(8, "big"))
         wanted: dict[str, bytearray | None] = {}  # bucket key -> this worker's copy it is read against (once a batch)
-        cache = self.buckets if self.buckets.budget > 0 else None
+        cache = self.buckets if self.buckets.budget > 0 and not self.module else None
+        k = self.config.max_distance
         for page in batch.pages:
             if page.record.exact:
+                continue
+            if self.module:  # each page's buckets scanned where they are: its entries near the fold come back
+                fp = page.record.fingerprint
+                page_fold = fold(fp)
+                for key in batch.buckets_of(page.keys, fp):
+                    pipe.call(key, "SIMHASH.NEAR", key, page_fold, k)
                 continue
             for key in batch.buckets_of(page.keys, page.record.fingerprint):
                 if key in wanted:
@@ -560,23 +605,19 @@ class GlobalRedisBackend(DedupBackend):
         await self._load_dict(batch, [rec for _, rec in own.values()])
         digests = out[len(scopes) + len(batch.pages) :][: len(shorts)]
         replies = out[len(scopes) + len(batch.pages) + len(shorts) :]
-        buckets = dict(zip(wanted, replies)) if cache is None else {
-            key: cache.take(key, kept, reply) for (key, kept), reply in zip(wanted.items(), replies)}
-        candidates = await self._candidates(batch, list(zip(shorts, digests)), buckets)
+        if self.module:
+            near = self._near_found(batch, replies)
+        else:
+            buckets = dict(zip(wanted, replies)) if cache is None else {
+                key: cache.take(key, kept, reply) for (key, kept), reply in zip(wanted.items(), replies)}
+            near = self._near_scanned(batch, buckets)
+        candidates = await self._candidates(batch, list(zip(shorts, digests)), near)
         self._restore(batch, own, candidates)
         return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
 
-    async def _candidates(self, batch: _Batch, digests: list[tuple[_Page, Any]],
-                          buckets: dict[str, bytes | bytearray | None]) -> dict[int, tuple[int, bool]]:
-        """seq -> (indexed fingerprint or digest, exact) of the canonical pages within k of a page of the batch: the
-        short pages' digests found, and the bucket entries whose fold is within k, kept when their record's
-        fingerprint in the index is."""
-        k = self.config.max_distance
-        candidates: dict[int, tuple[int, bool]] = {}  # seq -> (indexed fingerprint or digest, exact)
-        for page, value in digests:
-            if value is not None:
-                candidates.setdefault(int.from_bytes(value[:4], "big"), (page.record.fingerprint, True))
-        folded: dict[int, list[int]] = {}  # seq -> the fingerprints of the pages whose fold it is near
+    def _near_scanned(self, batch: _Batch, buckets: dict[str, bytes | bytearray | None]) -> list[tuple[int, list[int]]]:
+        """(fingerprint, the seqs of the entries near its fold) of each page and bucket, from the buckets read whole
+        (``GET``, or this worker's copies); each bucket's length into ``batch.lengths``."""
         tables: list[tuple[int, bytes | bytearray | None]] = []  # (fingerprint, bucket read) of the pages not short
         for key, value in buckets.items():
             batch.lengths[key] = used_of(value)
@@ -584,8 +625,36 @@ class GlobalRedisBackend(DedupBackend):
             if not page.record.exact:
                 fp = page.record.fingerprint
                 tables.extend((fp, buckets[key]) for key in batch.buckets_of(page.keys, fp))
-        near = near_entries_many([value for _, value in tables], [fp for fp, _ in tables], k)
-        for (fp, _), seqs in zip(tables, near):
+        near = near_entries_many([value for _, value in tables], [fp for fp, _ in tables], self.config.max_distance)
+        return [(fp, seqs) for (fp, _), seqs in zip(tables, near)]
+
+    @staticmethod
+    def _near_found(batch: _Batch, replies: list[Any]) -> list[tuple[int, list[int]]]:
+        """``_near_scanned`` from the module's ``SIMHASH.NEAR`` replies (a bucket's length, then the seqs near the
+        fold), one a page and bucket in ``_read``'s order."""
+        near: list[tuple[int, list[int]]] = []
+        answers = iter(replies)
+        for page in batch.pages:
+            if not page.record.exact:
+                fp = page.record.fingerprint
+                for key in batch.buckets_of(page.keys, fp):
+                    length, *seqs = next(answers)
+                    batch.lengths[key] = length
+                    near.append((fp, seqs))
+        return near
+
+    async def _candidates(self, batch: _Batch, digests: list[tuple[_Page, Any]],
+                          near: list[tuple[int, list[int]]]) -> dict[int, tuple[int, bool]]:
+        """seq -> (indexed fingerprint or digest, exact) of the canonical pages within k of a page of the batch: the
+        short pages' digests found, and the bucket entries whose fold is within k (``near``: the fingerprint and
+        those entries' seqs, a page and bucket), kept when their record's fingerprint in the index is."""
+        k = self.config.max_distance
+        candidates: dict[int, tuple[int, bool]] = {}  # seq -> (indexed fingerprint or digest, exact)
+        for page, value in digests:
+            if value is not None:
+                candidates.setdefault(int.from_bytes(value[:4], "big"), (page.record.fingerprint, True))
+        folded: dict[int, list[int]] = {}  # seq -> the fingerprints of the pages whose fold it is near
+        for fp, seqs in near:
             for seq in seqs:
                 folded.setdefault(seq, []).append(fp)
         batch.folded.update(folded)
@@ -838,7 +907,10 @@ class GlobalRedisBackend(DedupBackend):
         for key in batch.buckets_of(keys, fp):
             expected = batch.lengths.get(key, 0) + ENTRY
             batch.lengths[key] = expected
-            pipe.call(key, "EVALSHA", self._append_sha, 1, key, entry, batch.mark)
+            if self.module:
+                pipe.call(key, "SIMHASH.APPEND", key, entry, batch.mark, ROOM_SHARE, ROOM_MIN)
+            else:
+                pipe.call(key, "EVALSHA", self._append_sha, 1, key, entry, batch.mark)
             kinds.append("append")
             appended.append((key, fp, seq, expected))
 
@@ -863,12 +935,17 @@ class GlobalRedisBackend(DedupBackend):
         if not suspects:
             return
         pipe = self.link.batch()
-        for key, *_ in suspects:
-            pipe.call(key, "GET", key)
+        k = self.config.max_distance
+        for key, fp, _ in suspects:
+            if self.module:
+                pipe.call(key, "SIMHASH.NEAR", key, fold(fp), k)
+            else:
+                pipe.call(key, "GET", key)
         known = set(batch.seq_of) | batch.folded
         raced = set()
         datas = await pipe.execute()
-        near = near_entries_many(datas, [fp for _, fp, _ in suspects], self.config.max_distance)
+        near = ([reply[1:] for reply in datas] if self.module else
+                near_entries_many(datas, [fp for _, fp, _ in suspects], k))
         for (_key, _fp, seq), seqs in zip(suspects, near):
             if any(s not in known for s in seqs):
                 raced.add(seq)

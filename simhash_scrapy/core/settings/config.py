@@ -90,6 +90,7 @@ class RedisConfig:
     bucket_bits: int = _default("redis.bucket_bits")
     global_cache: int = _default("redis.global_cache")
     bucket_cache: int = _default("redis.bucket_cache")
+    module: bool | str = _default("redis.module")
 
     @property
     def secrets(self) -> tuple[str, ...]:

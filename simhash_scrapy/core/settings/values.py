@@ -176,6 +176,16 @@ def boolean(name: str, value: Any) -> bool:
     return parse_bool(name, value)
 
 
+def boolean_or_auto(name: str, value: Any) -> bool | str:
+    """True, False, or ``"auto"`` (decided when it is used)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return parse_bool(name, value)
+    except ValueError:
+        raise ValueError(f"{name} must be 'auto' or a boolean (True/False, 1/0, 'true'/'false'), got {value!r}") from None
+
+
 def integer(minimum: int | None = None, maximum: int | None = None) -> Parser:
     return lambda name, value: parse_int(name, value, minimum, maximum)
 
