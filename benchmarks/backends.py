@@ -64,7 +64,7 @@ def free_port() -> int:
 class Server:
     """A throw-away redis-server on a free loopback port; ``rdb``: start with that snapshot loaded."""
 
-    def __init__(self, rdb: str | None = None) -> None:
+    def __init__(self, rdb: str | None = None, extra_args: tuple[str, ...] = ()) -> None:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         if not os.path.exists(binary):
             sys.exit("redis-server is not installed: sudo apt-get install redis-server")
@@ -74,7 +74,8 @@ class Server:
             shutil.copyfile(rdb, os.path.join(self.dir, "dump.rdb"))
         self.proc = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir, "--dbfilename", "dump.rdb", "--logfile", os.path.join(self.dir, "redis.log")],
+             "--dir", self.dir, "--dbfilename", "dump.rdb", "--logfile", os.path.join(self.dir, "redis.log"),
+             *extra_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + (600 if rdb else 20)

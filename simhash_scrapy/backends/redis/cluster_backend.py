@@ -7,7 +7,9 @@ commands ``node_link`` sends to every node at once (one connection per primary):
 1. **Read**: one ``HINCRBY seq`` per scope (first-check order), the identity
    records of the batch and, per page, its bucket in every table (a GET each,
    once a batch; a bucket this worker keeps a copy of, ``bucket_cache``: its
-   new entries only) or its short-page digest (an HGET).
+   new entries only; where every node has the ``simhash`` module,
+   ``SIMHASH.NEAR``: the node scans the bucket and replies with its length and
+   the entries near the page's fold) or its short-page digest (an HGET).
 2. **Decide** in the worker: the candidates within k of the bucket entries,
    the pages' own records and the canonical pages they name go into a
    ``core.cluster.clustering.Clusterer`` (in seq order: ties go to the page
@@ -16,7 +18,8 @@ commands ``node_link`` sends to every node at once (one connection per primary):
 3. **Read the canonical pages** the verdicts name: their directory slots
    (cached, up to ``SIMHASH_REDIS_GLOBAL_CACHE`` entries) and their records.
 4. **Write**, in one round trip: the records, new canonical pages' entries
-   (appended to every table bucket, SETRANGE of the directory (a script the
+   (appended to every table bucket: ``APPEND_LUA``, or ``SIMHASH.APPEND`` with
+   the module; SETRANGE of the directory (a script the
    first time this worker writes a directory key: it makes the string at its
    full size), HSETNX of a short
    page's digest), removed entries of pages whose content changed (a Lua script
