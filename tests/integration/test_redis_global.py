@@ -161,28 +161,36 @@ async def test_races_count_entries_written_since_the_read_not_far_pages_of_the_s
         assert b.counts["races"] == 1
 
 
-@async_test
-async def test_concurrent_workers_keep_duplicates_at_worst_never_drop_a_distinct_page(redis_cluster: RedisCluster) -> None:
-    rng = random.Random(23)
-    workers = [global_backend(redis_cluster) for _ in range(3)]
-    for worker in workers:
-        await worker.open("myspider")
-    records, groups = [], 40
+async def check_groups_at_once(workers: list[GlobalRedisBackend], rng: random.Random,
+                               groups: int = 40) -> tuple[list[PageRecord], dict[str, int]]:
+    """``groups`` groups of 6 near-duplicates, shuffled, checked at once by ``workers`` in turn: every group kept, and
+    a near-duplicate always of a page of its own group (no distinct page dropped).  The records, and the pages each
+    group kept (more than one: a duplicate kept twice, the race's only cost)."""
+    records = []
     for c in range(groups):
         base = rng.getrandbits(64)  # groups are far apart (random 64-bit fingerprints)
         for v in range(6):  # within 1 of the base: near-duplicates of each other (distance <= 2 <= k)
             records.append(PageRecord(f"https://h{c % 7}.example/{c}/{v}", flip(base, rng.randint(0, 1), rng), "spider"))
     rng.shuffle(records)
-    verdicts = await asyncio.gather(*(workers[i % 3].check(r) for i, r in enumerate(records)))
+    verdicts = await asyncio.gather(*(workers[i % len(workers)].check(r) for i, r in enumerate(records)))
     canonical: dict[str, int] = {}
     for record, verdict in zip(records, verdicts):
         group = record.url.split("/")[3]
         if verdict.outcome is Outcome.UNIQUE:
             canonical[group] = canonical.get(group, 0) + 1
-        else:  # a near-duplicate always of a page of its own group: no distinct page dropped
+        else:
             assert verdict.outcome is Outcome.NEAR_DUPLICATE
             assert verdict.canonical_url.split("/")[3] == group
     assert sorted(canonical) == sorted(str(c) for c in range(groups))  # every group kept
+    return records, canonical
+
+
+@async_test
+async def test_concurrent_workers_keep_duplicates_at_worst_never_drop_a_distinct_page(redis_cluster: RedisCluster) -> None:
+    workers = [global_backend(redis_cluster) for _ in range(3)]
+    for worker in workers:
+        await worker.open("myspider")
+    records, canonical = await check_groups_at_once(workers, random.Random(23))
     extra = sum(n - 1 for n in canonical.values())
     races = sum(worker.counts["races"] + worker.counts["unnamed"] for worker in workers)
     assert races >= extra  # every duplicate kept twice is seen and counted (an entry read before its record: unnamed)

@@ -82,6 +82,9 @@ static int module_init(RedisModuleCtx *ctx, const char *name, int version) {
     return REDISMODULE_OK;
 }
 
+/* Redis' largest string (proto-max-bulk-len's default): a header that counts more is damaged. */
+#define MAX_BUCKET (512ULL << 20)
+
 static const char WRONGTYPE[] = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /* ---------------------------------------------------------------- SIMHASH.NEAR bucket fold k */
@@ -150,9 +153,9 @@ static int append_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
     if (type == REDISMODULE_KEYTYPE_STRING) data = (unsigned char *)RedisModule_StringDMA(key, &len, REDISMODULE_WRITE);
     uint64_t used = len >= 4 ? near_be32(data) : 0;
     uint64_t now = used + entry_len;
-    if (now > 0xFFFFFFFFULL) {
+    if (NEAR_BUCKET_HEAD + now > MAX_BUCKET) { /* a damaged header: the script fails there too (a string's limit) */
         RedisModule_CloseKey(key);
-        return RedisModule_ReplyWithError(ctx, "ERR simhash.append: the bucket would pass 4 GB");
+        return RedisModule_ReplyWithError(ctx, "ERR simhash.append: the bucket would pass 512 MB (a damaged header?)");
     }
     if (NEAR_BUCKET_HEAD + now > len) {
         /* No room: the string made again at its size (SET in the script; a string grown in place keeps up to as
