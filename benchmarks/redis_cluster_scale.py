@@ -42,6 +42,7 @@ import asyncio
 import gc
 import json
 import multiprocessing as mp
+import os
 import resource
 import subprocess
 import sys
@@ -62,6 +63,9 @@ from redis_server import RedisCluster  # noqa: E402  (tests/redis_server.py)
 from simhash_scrapy.config import SimhashConfig  # noqa: E402
 
 SPIDER = SCOPE  # the scope is the spider's name: one global scope
+#: Set to "1" (``--uvloop``, inherited by the spawned workers): the workers run on uvloop's event loop, as a crawl
+#: with Scrapy's ``ASYNCIO_EVENT_LOOP = "uvloop.Loop"`` does.
+UVLOOP_ENV = "SIMHASH_BENCH_UVLOOP"
 
 
 class LocalCluster(RedisCluster):
@@ -347,7 +351,12 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
         results.put({"start": start, "end": end, "cpu": cpu, "peak_rss": peak, "counts": backend.counts,
                      "timing": backend.timing, "outcomes": outcomes})
 
-    asyncio.run(main())
+    if os.environ.get(UVLOOP_ENV) == "1":  # (``--uvloop``: the workers' event loop is uvloop's)
+        import uvloop
+
+        uvloop.run(main())
+    else:
+        asyncio.run(main())
 
 
 def timed_round(cluster: RedisCluster, workers: int, target: Any, args_of: Any) -> tuple[Any, Any, Any, Any, list[Any]]:
@@ -481,6 +490,8 @@ def main() -> None:
     parser.add_argument("--bucket-cache", type=int, default=None, help="SIMHASH_REDIS_BUCKET_CACHE (MB)")
     parser.add_argument("--module", action="store_true",
                         help="load the simhash Redis module on every node (SIMHASH_REDIS_MODULE = True)")
+    parser.add_argument("--uvloop", action="store_true",
+                        help='the workers on uvloop (pip install uvloop; ASYNCIO_EVENT_LOOP = "uvloop.Loop" in a crawl)')
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": args.blocks, "SIMHASH_REDIS_BUCKET_BITS": args.bucket_bits,
@@ -488,6 +499,7 @@ def main() -> None:
     if args.bucket_cache is not None:
         extra["SIMHASH_REDIS_BUCKET_CACHE"] = args.bucket_cache
     extra["SIMHASH_REDIS_MODULE"] = args.module  # (without it, the scripts: as before the module)
+    os.environ[UVLOOP_ENV] = "1" if args.uvloop else "0"
     runs = []
     for nodes in [int(n) for n in args.nodes.split(",")]:
         runs.append(measure(nodes, args.stored, args.workers, args.checks, args.k, extra, args.fill_checks,

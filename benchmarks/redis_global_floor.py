@@ -19,6 +19,8 @@ each with 16 in flight (``redis_cluster_scale.run_worker``: its pages and its ti
   ``SIMHASH_REDIS_MODULE = True``, each bucket scanned in its node (``SIMHASH.NEAR``) and appended to there
   (``SIMHASH.APPEND``).  The other two kinds use ``GET`` and the scripts (``SIMHASH_REDIS_MODULE = False``) on the
   same nodes.
+* **module on uvloop** (``--module --uvloop``): the module's backend with the workers' event loop uvloop's (``pip
+  install uvloop``), as a crawl with Scrapy's ``ASYNCIO_EVENT_LOOP = "uvloop.Loop"`` runs.
 
 Each round's workers check pages of their own (new identities: ``worker_pages`` numbered by round).  Reports, for
 each kind of worker, the checks/s and the worker's and Redis' CPU a check (best and mean of the rounds), and what
@@ -115,7 +117,7 @@ def run_worker(kind: str, *args: Any) -> None:
 
 
 def one_round(cluster: Any, kind: str, number: int, args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
-    slots = args.workers * (3 * args.rounds + 1)  # every worker of every round (up to 3 kinds) a page number of its own
+    slots = args.workers * (4 * args.rounds + 1)  # every worker of every round (up to 4 kinds) a page number of its own
     before, after, commands, _, out = scale.timed_round(
         cluster, args.workers, run_worker,
         lambda w, barrier, results: (kind, cluster.url, args.stored, number * args.workers + w, slots, args.checks,
@@ -134,11 +136,14 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--module", action="store_true",
                         help="load the simhash Redis module on every node and add its backend to the rounds")
+    parser.add_argument("--uvloop", action="store_true", help="with --module: the module's backend on uvloop too")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.uvloop and not args.module:
+        parser.error("--uvloop needs --module")
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored,
              "SIMHASH_REDIS_MODULE": False}
-    kinds = ("backend", "io", "module") if args.module else ("backend", "io")
+    kinds = ("backend", "io") + (("module",) if args.module else ()) + (("uvloop",) if args.uvloop else ())
     rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory() as folder:
         cluster = scale.LocalCluster(folder, args.nodes, extra_args=scale.module_node_args(args.module)).start()
@@ -150,8 +155,9 @@ def main() -> None:
             number = 0
             for _ in range(args.rounds):
                 for kind in kinds:
+                    os.environ[scale.UVLOOP_ENV] = "1" if kind == "uvloop" else "0"  # (the workers spawned next)
                     run = one_round(cluster, kind, number, args,
-                                    {**extra, "SIMHASH_REDIS_MODULE": True} if kind == "module" else extra)
+                                    {**extra, "SIMHASH_REDIS_MODULE": True} if kind in ("module", "uvloop") else extra)
                     number += 1
                     rows[kind].append(run)
                     print(f"{kind}: {run['checks_per_s']:,.0f} checks/s, worker {run['worker_cpu_us_per_check']:.0f} "
@@ -164,7 +170,8 @@ def main() -> None:
     print("| worker | checks/s (mean; best) | worker CPU µs/check | Redis CPU µs/check | both | 2 s ÷ both |")
     print("|---|---:|---:|---:|---:|---:|")
     means = {}
-    names = {"backend": "the backend (GET, scripts)", "io": "I/O only (no decision)", "module": "the backend (module)"}
+    names = {"backend": "the backend (GET, scripts)", "io": "I/O only (no decision)", "module": "the backend (module)",
+             "uvloop": "the backend (module), uvloop"}
     for kind in kinds:
         name = names[kind]
         rate = [r["checks_per_s"] for r in rows[kind]]
@@ -181,6 +188,10 @@ def main() -> None:
         _, _, redis_b = means["backend"]
         print(f"The module: {rate_m / rate_b:.2f}x the backend's checks/s, {worker_m / worker_b:.2f}x its worker CPU "
               f"and {redis_m / redis_b:.2f}x its Redis CPU a check.")
+    if args.uvloop:
+        rate_u, worker_u, _ = means["uvloop"]
+        print(f"On uvloop: {rate_u / rate_m:.2f}x the module's checks/s and {worker_u / worker_m:.2f}x its worker CPU "
+              f"a check.")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
 
