@@ -1865,6 +1865,11 @@ done:
 /* ------------------------------------------------ near folds */
 #include "near_scan.h"
 
+/* The header's readers, under their own names for the code below that is not a bucket scan (extras records, the
+   related pages' bit counts). */
+static inline unsigned long be32(const unsigned char *p) { return near_be32(p); }
+static inline unsigned int bits32(uint32_t x) { return near_bits32(x); }
+
 /* near_folds(buckets, fingerprints, k): for each bucket (bytes, bytearray, or None) -- a header (>I4: the bytes
    of its entries; >I4: its mark), then 8-byte entries (a 32-bit fold >I4, a seq >I4), then spare room -- the seqs of the entries whose
    fold is within k bits of the fingerprint's fold (its two 32-bit halves XORed), in the bucket's order: one list a
@@ -2002,7 +2007,7 @@ static int extras_record(const unsigned char *b, const unsigned char *e, int pos
     if (!positioned) return 0;
     if (append_new(cols[0], extras_u64(also, flags & EXTRAS_ALSO)) < 0) return -2;
     if (append_new(cols[1], extras_u64(second, flags & EXTRAS_SECOND)) < 0) return -2;
-    if (append_new(cols[2], PyLong_FromLongLong(sketch ? (long long)near_be32(sketch) : -1)) < 0) return -2;
+    if (append_new(cols[2], PyLong_FromLongLong(sketch ? (long long)be32(sketch) : -1)) < 0) return -2;
     PyObject *packed = sketch ? PyBytes_FromStringAndSize((const char *)sketch + 5, 8 * n) : Py_NewRef(Py_None);
     if (append_new(cols[3], packed) < 0) return -2;
     if (append_new(cols[4], b < e ? extras_text(b, e - b, names) : Py_NewRef(Py_None)) < 0) return -2;
@@ -2035,7 +2040,7 @@ static PyObject *extras_records(PyObject *module, PyObject *args) {
     int failed = positions == NULL || hashes == NULL;
     for (int c = 0; c < 6 && !failed; c++) failed = (cols[c] = PyList_New(0)) == NULL;
     while (!failed && at + 6 <= size) {
-        unsigned long pos = near_be32(data + at);
+        unsigned long pos = be32(data + at);
         Py_ssize_t length = ((Py_ssize_t)data[at + 4] << 8) | data[at + 5];
         if (at + 6 + length > size) break;
         int positioned = pos != 0xFFFFFFFFUL;
@@ -2065,7 +2070,7 @@ static PyObject *extras_records(PyObject *module, PyObject *args) {
 }
 /* ------------------------------------------------ end of extras records */
 /* ------------------------------------------------ a batch's related pages (backends.redis.mirror) */
-static inline unsigned int bits64(uint64_t x) { return near_bits32((uint32_t)x) + near_bits32((uint32_t)(x >> 32)); }
+static inline unsigned int bits64(uint64_t x) { return bits32((uint32_t)x) + bits32((uint32_t)(x >> 32)); }
 
 /* A sequence of n ints (or None: ``fallback[i]``, and ``has[i]`` cleared when given) as uint64 values. */
 static int read_u64s(PyObject *seq, Py_ssize_t n, uint64_t *out, const uint64_t *fallback, unsigned char *has) {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 
 import pytest
 from redis_server import RedisCluster, RedisServer
@@ -246,4 +247,6 @@ def test_module_commands_are_the_ones_the_module_registers() -> None:
     source = (Path(module.__file__).parent / "simhash_module.c").read_text()
     for name in MODULE_COMMANDS:
         assert f'"{name.lower()}"' in source
-    assert BUCKET_HEAD == 8 and ENTRY == 8  # core/near_scan.h's NEAR_BUCKET_HEAD, NEAR_ENTRY
+    header = (Path(module.__file__).parents[3] / "core" / "near_scan.h").read_text()
+    defined = dict(re.findall(r"#define (NEAR_BUCKET_HEAD|NEAR_ENTRY) (\d+)", header))
+    assert defined == {"NEAR_BUCKET_HEAD": str(BUCKET_HEAD), "NEAR_ENTRY": str(ENTRY)}  # the C scan's layout is ours

@@ -166,12 +166,10 @@ static int append_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
         if (size < NEAR_BUCKET_HEAD + now) size = NEAR_BUCKET_HEAD + now; /* a header that counts past its end */
         unsigned char *made = RedisModule_Alloc(size);
         memset(made, 0, size);
-        if (keep < NEAR_BUCKET_HEAD) {
-            keep = NEAR_BUCKET_HEAD;
+        if (keep < NEAR_BUCKET_HEAD)
             memcpy(made + 4, mark, 4);
-        } else {
+        else
             memcpy(made, data, keep);
-        }
         RedisModuleString *value = RedisModule_CreateString(ctx, (const char *)made, size);
         RedisModule_Free(made);
         RedisModule_StringSet(key, value);
