@@ -320,3 +320,41 @@ def test_nearest_many_is_nearest_page_by_page_on_random_scopes(seed: int) -> Non
         assert rule.nearest_many("s", probes) == expected
         vias |= {found[2] for found in expected if found is not None}
     assert vias == {None, "template", "second", "containment"}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_rule_decides_alike_on_every_index_type(seed: int) -> None:
+    """A ``Clusterer`` whose canonical pages are in a ``ScanIndex`` (a global Redis batch's rule) or a
+    ``LayeredIndex`` (a worker's mirror) gives the default index's decisions, page by page, and ends in the same
+    state: new pages near others at every distance, short pages, pages checked again (unchanged, changed past k,
+    a canonical page's content moved away), pages not indexed, two scopes; restored entries first."""
+    from simhash_scrapy.core.index.layered import LayeredIndex
+    from simhash_scrapy.core.index.scan import ScanIndex
+
+    rng = random.Random(seed)
+    rules = [Clusterer(K), Clusterer(K, None, LayeredIndex), Clusterer(K, None, ScanIndex)]
+    base = [rng.getrandbits(64) for _ in range(8)]
+    restored = [flip(rng.choice(base), rng.randint(0, K + 2), rng) for _ in range(20)]
+    for rule in rules:
+        rule.restore_many(["s"] * 20, [f"/r{n}" for n in range(20)], list(restored), [False] * 20, [-1] * 20,
+                          [-1] * 20, [fp if n % 3 else None for n, fp in enumerate(restored)])
+        rule.restore_indexes()
+    seen: list[tuple[str, str, int]] = []
+    outcomes = set()
+    for n in range(400):
+        if seen and rng.random() < 0.25:  # a page checked again: the same, a little or a lot changed
+            scope, identity, fp = rng.choice(seen)
+            fp = flip(fp, rng.choice([0, 1, K + 3, 20]), rng)
+        else:
+            scope, identity = rng.choice(["s", "s", "t"]), f"/p{n}"
+            fp = flip(rng.choice(base), rng.randint(0, 12), rng) if rng.random() < 0.8 else rng.getrandbits(64)
+        exact = rng.random() < 0.1
+        index = rng.random() < 0.9
+        seen.append((scope, identity, fp))
+        decisions = [rule.check(scope, identity, fp, exact, index, digest=fp) for rule in rules]
+        assert decisions[1] == decisions[0] and decisions[2] == decisions[0], (n, decisions)
+        outcomes.add(decisions[0].outcome)
+    assert outcomes >= {Outcome.UNIQUE, Outcome.NEAR_DUPLICATE, Outcome.UNCHANGED, Outcome.CHANGED}
+    for name in ("fingerprint", "exact", "canonical", "distance", "indexed", "digest"):
+        assert getattr(rules[2], name) == getattr(rules[1], name) == getattr(rules[0], name), name
+    assert rules[2].index_size() == rules[1].index_size() == rules[0].index_size()

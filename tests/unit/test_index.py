@@ -379,6 +379,63 @@ def test_a_layered_index_answers_as_one_index() -> None:
     assert layered.query_many(probes) == [single.query(fp) for fp in probes]
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32), count=st.integers(0, 120))
+def test_a_scan_index_answers_as_a_block_permuted_index(layout: tuple[int, int], seed: int, count: int) -> None:
+    """``ScanIndex`` (a batch's few rows scanned, ``core.index.scan``): the same matches, in the same order (nearest
+    first, ties the oldest row first), as a ``BlockPermutedIndex`` of the same rows, through single and bulk
+    additions (list and array keys), repeated keys and removals; and both are brute force's."""
+    from simhash_scrapy.core.index.scan import ScanIndex
+
+    k, blocks = layout
+    rng = random.Random(seed)
+    scan, tables = ScanIndex(k, blocks), BlockPermutedIndex(k, blocks)
+    fps = planted(seed, count, k)
+    live: list[tuple[int, int]] = []  # (key, fingerprint) of the live rows, oldest first
+    for key, fp in enumerate(fps):
+        action = rng.randrange(6)
+        if action == 0:  # a bulk addition, the key repeated
+            scan.add_many(np.array([key, key]), np.array([fp, fp ^ 1], dtype=np.uint64))
+            tables.add_many([key, key], [fp, fp ^ 1])
+            live += [(key, fp), (key, fp ^ 1)]
+        else:
+            scan.add(key, fp)
+            tables.add(key, fp)
+            live.append((key, fp))
+        if action == 1 and live:
+            gone = rng.choice(live)[0]
+            assert scan.remove(gone) == tables.remove(gone) > 0
+            live = [row for row in live if row[0] != gone]
+    assert len(scan) == len(tables) == len(live) and list(scan) == live
+    probes = fps + [flip(fp, rng.randint(0, k + 2), rng) for fp in fps] + [rng.getrandbits(64)]
+    for fp in probes:
+        found = scan.query(fp)
+        assert found == tables.query(fp)
+        assert [(m.distance, m.key) for m in found] == [
+            (d, live[row][0]) for d, row in brute([f for _, f in live], fp, k)]
+    assert scan.query_many(probes) == [tables.query(fp) for fp in probes]
+    assert scan.query_many(np.array(probes, dtype=np.uint64)) == scan.query_many(probes)
+
+
+def test_a_scan_index_refuses_what_a_block_permuted_index_refuses() -> None:
+    from simhash_scrapy.core.index.scan import ScanIndex
+
+    for bad in (-1, 64, True, 2.0):
+        with pytest.raises(ValueError, match="max_distance"):
+            ScanIndex(bad)  # type: ignore[arg-type]
+    scan = ScanIndex(3)
+    for fp in (-1, 1 << 64, "7", None):
+        with pytest.raises(ValueError, match="fingerprint"):
+            scan.add(1, fp)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="fingerprint"):
+            scan.query(fp)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="same length"):
+        scan.add_many([1, 2], [3])
+    with pytest.raises(ValueError, match="uint64"):
+        scan.add_many([1], np.array([3], dtype=np.int64))
+    assert len(scan) == 0 and scan.query(0) == [] and scan.remove(1) == 0
+
+
 @pytest.mark.parametrize("compiled", [True, False])
 def test_query_many_answers_as_query_of_each(compiled: bool) -> None:
     """``BlockPermutedIndex.query_many`` (the Redis replica's batch of candidates): each fingerprint's

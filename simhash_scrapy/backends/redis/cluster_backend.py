@@ -64,6 +64,7 @@ from redis.exceptions import RedisError
 
 from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
 from ...core.cluster.viewidentity import MAX_ADDRESSES
+from ...core.index.scan import ScanIndex
 from ...core.redact import redact
 from ..base import BackendError, ClusterMember, DedupBackend, Outcome, PageRecord, Verdict
 from . import connection
@@ -542,7 +543,8 @@ class GlobalRedisBackend(DedupBackend):
         self.counts["checks"] += len(pages)
         timing, clock = self.timing, time.perf_counter
         t0 = clock()
-        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks), pages[0].scope.codec)
+        # (a rule for the batch's few dozen entries: ``ScanIndex`` answers as the tables would, with none to build)
+        batch = _Batch(pages, Clusterer(self.config.max_distance, self.blocks, ScanIndex), pages[0].scope.codec)
         base = await self._read(batch)
         t1 = clock()
         decisions = self._decide(batch, base)

@@ -73,6 +73,7 @@ a site N times keeps one entry per URL.
 from __future__ import annotations
 
 import enum
+import functools
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ from .. import defaults
 from ..index.index import BlockPermutedIndex
 from ..index.keytable import KeyTable, pack_keys, unpack_keys
 from ..index.layered import LayeredIndex
+from ..index.scan import ScanIndex
 from .containment import COMMON, MAX_PAGES, ContainmentIndex, SentenceCounts, Sketch, estimate, verify
 from .distinct import scoped_hash
 from .views import MIN_CONTAINMENT as VIEW_MIN_CONTAINMENT
@@ -96,10 +98,19 @@ __all__ = [
     "Outcome", "RECORDED_OUTCOMES", "Rule", "rule_of", "is_one_edit", "Decision", "Clusterer",
 ]
 
-#: Distance given to a page whose kind changed (short <-> long): "more than any k".
 #: The most rows of step-7 copies a canonical page gets (``Clusterer.add_copy_row``).
 MAX_COPY_ROWS = 4
+#: Distance given to a page whose kind changed (short <-> long): "more than any k".
 _FAR = 64
+#: The index classes a ``Clusterer`` can keep its canonical pages in (``Clusterer.index_type``): the same answers.
+AnyIndex = BlockPermutedIndex | LayeredIndex | ScanIndex
+
+
+@functools.lru_cache(maxsize=64, typed=True)  # (typed: True is not 1 here)
+def _check_layout(max_distance: int, blocks: int | None) -> None:
+    """``ValueError`` for a layout ``BlockPermutedIndex`` refuses (once a layout: a global backend makes a
+    ``Clusterer`` a batch)."""
+    BlockPermutedIndex(max_distance, blocks)
 
 
 class Outcome(str, enum.Enum):
@@ -216,14 +227,16 @@ class Decision:
 class Clusterer:
     """Entries (one per identity) and the canonical pages' indexes, per scope."""
 
-    def __init__(self, max_distance: int = defaults.MAX_DISTANCE, blocks: int | None = defaults.BLOCKS) -> None:
-        BlockPermutedIndex(max_distance, blocks)  # validates the layout now, not at the first page
+    def __init__(self, max_distance: int = defaults.MAX_DISTANCE, blocks: int | None = defaults.BLOCKS,
+                 index_type: type[AnyIndex] = BlockPermutedIndex) -> None:
+        _check_layout(max_distance, blocks)  # now, not at the first page
         self.max_distance = max_distance
         self.blocks = blocks
-        self._indexes: dict[str, BlockPermutedIndex | LayeredIndex] = {}
-        #: The class of the canonical pages' indexes (first and second simhash): ``LayeredIndex`` where
-        #: canonical pages arrive one by one into a big index (``backends.redis.mirror``; the same answers).
-        self.index_type: type[BlockPermutedIndex] | type[LayeredIndex] = BlockPermutedIndex
+        self._indexes: dict[str, AnyIndex] = {}
+        #: The class of the canonical pages' indexes (first and second simhash), all with the same answers:
+        #: ``LayeredIndex`` where canonical pages arrive one by one into a big index (``backends.redis.mirror``),
+        #: ``ScanIndex`` where a rule lives for one batch of a few dozen entries (``backends.redis.cluster_backend``).
+        self.index_type: type[AnyIndex] = index_type
         self._exact: dict[str, dict[int, int]] = {}
         self._edits: dict[str, KeyTable] = {}  # one-edit key -> canonical entry, per scope
         self._identities: dict[tuple[str, str], int] = {}
@@ -244,7 +257,7 @@ class Clusterer:
         self._pending: list[tuple[str, int]] = []  # restored canonical entries, indexed by restore_indexes
         self.also: list[int | None] = []  # a canonical entry's template-free fingerprint in the index, else None
         self.second: list[int | None] = []  # a canonical entry's second simhash in its index, else None
-        self._seconds: dict[str, BlockPermutedIndex | LayeredIndex] = {}  # second simhashes of canonical pages, per scope
+        self._seconds: dict[str, AnyIndex] = {}  # second simhashes of canonical pages, per scope
         self._also_rows = 0  # index rows holding one (not counted by index_size)
         #: canonical entry -> fingerprints of the pages step 7 joined to it further than k (rows of its own)
         self.copy_rows: dict[int, list[int]] = {}
@@ -288,12 +301,10 @@ class Clusterer:
         return indexed + sum(len(t) for t in self._exact.values())
 
     # ------------------------------------------------------------ lookups
-    def _index(self, scope: str) -> BlockPermutedIndex | LayeredIndex:
+    def _index(self, scope: str) -> AnyIndex:
         return self._table(self._indexes, scope)
 
-    def _table(
-        self, tables: dict[str, BlockPermutedIndex | LayeredIndex], scope: str
-    ) -> BlockPermutedIndex | LayeredIndex:
+    def _table(self, tables: dict[str, AnyIndex], scope: str) -> AnyIndex:
         """``scope``'s index in ``tables`` (first simhashes, or second ones), made when first needed."""
         table = tables.get(scope)
         if table is None:
@@ -358,9 +369,7 @@ class Clusterer:
         assert indexed is not None
         return owner, (fingerprint ^ indexed).bit_count(), None
 
-    def _query(
-        self, scope: str, index: BlockPermutedIndex | LayeredIndex, value: int, found: list[Any] | None = None
-    ) -> list[Any]:
+    def _query(self, scope: str, index: AnyIndex, value: int, found: list[Any] | None = None) -> list[Any]:
         """``index.query(value)`` (``found``, when asked already) without the matches only a copy row
         (``add_copy_row``) explains when the page is at another address than the canonical page: a copy's rows
         serve the other views of its address."""
