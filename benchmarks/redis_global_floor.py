@@ -6,7 +6,7 @@
 
 Fills one local Redis Cluster once (``redis_cluster_scale``'s fill: ``--stored`` pages in the backend's layout), then
 alternates two kinds of worker, ``--rounds`` times, each time ``--workers`` processes checking ``--checks`` new pages
-each with 16 in flight (``redis_cluster_scale.run_worker``: its pages and its timing):
+each with 16 in flight (``--in-flight``; ``redis_cluster_scale.run_worker``: its pages and its timing):
 
 * **backend**: ``GlobalRedisBackend`` as it is;
 * **I/O only**: the same backend whose batch step (``_run``) sends the same round trips, with the same keys and about
@@ -19,6 +19,9 @@ each with 16 in flight (``redis_cluster_scale.run_worker``: its pages and its ti
   ``SIMHASH_REDIS_MODULE = True``, each bucket scanned in its node (``SIMHASH.NEAR``) and appended to there
   (``SIMHASH.APPEND``).  The other two kinds use ``GET`` and the scripts (``SIMHASH_REDIS_MODULE = False``) on the
   same nodes.
+* **I/O only, module** (``--module``): the I/O-only worker with the module's commands (``SIMHASH.NEAR`` for each
+  bucket ``GET``, ``SIMHASH.APPEND`` for each append): the floor of the module's design, what a check costs with no
+  decision at all.
 * **module on uvloop** (``--module --uvloop``): the module's backend with the workers' event loop uvloop's (``pip
   install uvloop``), as a crawl with Scrapy's ``ASYNCIO_EVENT_LOOP = "uvloop.Loop"`` runs.
 
@@ -50,7 +53,7 @@ def io_only_backend(base: Any) -> Any:
     """``GlobalRedisBackend`` whose batch step does the round trips and decides nothing (module docstring)."""
     from simhash_scrapy.backends.base import Outcome, Verdict
     from simhash_scrapy.backends.redis.cluster_layout import (
-        DIR, DIR_SPAN, GlobalRecord, near_entries_many, pack_entry, pack_record,
+        DIR, DIR_SPAN, ROOM_MIN, ROOM_SHARE, GlobalRecord, fold, near_entries_many, pack_entry, pack_record,
     )
 
     class IoOnly(base):  # type: ignore[misc,valid-type]
@@ -65,11 +68,17 @@ def io_only_backend(base: Any) -> Any:
             tables: list[int] = []
             for page in pages:
                 for key in keys.buckets(page.record.fingerprint):
-                    read.call(key, "GET", key)
+                    if self.module:
+                        read.call(key, "SIMHASH.NEAR", key, fold(page.record.fingerprint), k)
+                    else:
+                        read.call(key, "GET", key)
                     tables.append(page.record.fingerprint)
             out = await read.execute()
             first = int(out[0]) - len(pages) + 1
-            near = near_entries_many(out[1 + len(pages) :], tables, k)
+            if self.module:
+                near = [reply[1:] for reply in out[1 + len(pages) :]]
+            else:
+                near = near_entries_many(out[1 + len(pages) :], tables, k)
             per_page = len(tables) // len(pages)
             new = [not any(near[p * per_page : (p + 1) * per_page]) for p in range(len(pages))]
             seqs = sorted({seq for seqs in near for seq in seqs})
@@ -99,8 +108,12 @@ def io_only_backend(base: Any) -> Any:
                     slot = page.bucket.to_bytes(3, "big") + page.fieldname
                     write.call(dkey, "EVALSHA", self._directory_sha, 1, dkey, offset, slot, DIR_SPAN * DIR)
                     for key in keys.buckets(record.fingerprint):
-                        write.call(key, "EVALSHA", self._append_sha, 1, key, pack_entry(record.fingerprint, seq),
-                                   b"mark")
+                        if self.module:
+                            write.call(key, "SIMHASH.APPEND", key, pack_entry(record.fingerprint, seq), b"mark",
+                                       ROOM_SHARE, ROOM_MIN)
+                        else:
+                            write.call(key, "EVALSHA", self._append_sha, 1, key, pack_entry(record.fingerprint, seq),
+                                       b"mark")
             await write.execute()
             return [Verdict(Outcome.UNIQUE)] * len(pages)
 
@@ -111,7 +124,7 @@ def run_worker(kind: str, *args: Any) -> None:
     """``redis_cluster_scale.run_worker`` with the backend (``kind`` "backend") or its I/O-only subclass."""
     from simhash_scrapy.backends.redis import cluster_backend
 
-    if kind == "io":
+    if kind in ("io", "io-module"):
         cluster_backend.GlobalRedisBackend = io_only_backend(cluster_backend.GlobalRedisBackend)
     scale.run_worker(*args)
 
@@ -121,7 +134,7 @@ def one_round(cluster: Any, kind: str, number: int, args: argparse.Namespace, ex
     before, after, commands, _, out = scale.timed_round(
         cluster, args.workers, run_worker,
         lambda w, barrier, results: (kind, cluster.url, args.stored, number * args.workers + w, slots, args.checks,
-                                     args.k, extra, barrier, results, 16, 0))
+                                     args.k, extra, barrier, results, args.in_flight, 0))
     return scale.summary(len(cluster.ports), args.stored, args.workers, args.checks, args.k, extra, 0.0, [0], 0,
                          before, after, commands, out)
 
@@ -134,6 +147,7 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=2000, help="timed checks per worker")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--in-flight", type=int, default=16, help="checks a worker has in flight (a batch takes up to 64)")
     parser.add_argument("--module", action="store_true",
                         help="load the simhash Redis module on every node and add its backend to the rounds")
     parser.add_argument("--uvloop", action="store_true", help="with --module: the module's backend on uvloop too")
@@ -143,7 +157,7 @@ def main() -> None:
         parser.error("--uvloop needs --module")
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored,
              "SIMHASH_REDIS_MODULE": False}
-    kinds = ("backend", "io") + (("module",) if args.module else ()) + (("uvloop",) if args.uvloop else ())
+    kinds = ("backend", "io") + (("module", "io-module") if args.module else ()) + (("uvloop",) if args.uvloop else ())
     rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory() as folder:
         cluster = scale.LocalCluster(folder, args.nodes, extra_args=scale.module_node_args(args.module)).start()
@@ -157,7 +171,7 @@ def main() -> None:
                 for kind in kinds:
                     os.environ[scale.UVLOOP_ENV] = "1" if kind == "uvloop" else "0"  # (the workers spawned next)
                     run = one_round(cluster, kind, number, args,
-                                    {**extra, "SIMHASH_REDIS_MODULE": True} if kind in ("module", "uvloop") else extra)
+                                    {**extra, "SIMHASH_REDIS_MODULE": True} if kind in ("module", "io-module", "uvloop") else extra)
                     number += 1
                     rows[kind].append(run)
                     print(f"{kind}: {run['checks_per_s']:,.0f} checks/s, worker {run['worker_cpu_us_per_check']:.0f} "
@@ -165,13 +179,13 @@ def main() -> None:
         finally:
             cluster.stop()
     print(f"\n# redis-global at {args.stored:,} pages on {args.nodes} local nodes, {args.workers} workers x "
-          f"{args.checks:,} checks, 16 in flight, k = {args.k}; {args.rounds} alternated rounds (load average "
+          f"{args.checks:,} checks, {args.in_flight} in flight, k = {args.k}; {args.rounds} alternated rounds (load average "
           f"{os.getloadavg()[0]:.1f} at the end)\n")
     print("| worker | checks/s (mean; best) | worker CPU µs/check | Redis CPU µs/check | both | 2 s ÷ both |")
     print("|---|---:|---:|---:|---:|---:|")
     means = {}
     names = {"backend": "the backend (GET, scripts)", "io": "I/O only (no decision)", "module": "the backend (module)",
-             "uvloop": "the backend (module), uvloop"}
+             "io-module": "I/O only, module (no decision)", "uvloop": "the backend (module), uvloop"}
     for kind in kinds:
         name = names[kind]
         rate = [r["checks_per_s"] for r in rows[kind]]
@@ -188,6 +202,10 @@ def main() -> None:
         _, _, redis_b = means["backend"]
         print(f"The module: {rate_m / rate_b:.2f}x the backend's checks/s, {worker_m / worker_b:.2f}x its worker CPU "
               f"and {redis_m / redis_b:.2f}x its Redis CPU a check.")
+        _, worker_mio, redis_mio = means["io-module"]
+        print(f"The module's floor (I/O only, no decision): {worker_mio + redis_mio:.0f} µs of CPU a check, so at most "
+              f"{2e6 / (worker_mio + redis_mio):,.0f} checks/s on 2 cores; its decision logic {worker_m - worker_mio:.0f} "
+              f"µs of worker CPU a check.")
     if args.uvloop:
         rate_u, worker_u, _ = means["uvloop"]
         print(f"On uvloop: {rate_u / rate_m:.2f}x the module's checks/s and {worker_u / worker_m:.2f}x its worker CPU "
