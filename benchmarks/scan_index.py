@@ -1,13 +1,13 @@
 """A ``redis-global`` batch's rule (``Clusterer``) with its canonical pages in a ``ScanIndex`` or a ``BlockPermutedIndex``.
 
     python benchmarks/scan_index.py                 # 2,000 batches of 16 pages, k = 4, 5 blocks
-    python benchmarks/scan_index.py --batches 500 --candidates 40
+    python benchmarks/scan_index.py --batches 500 --candidates 40 --pages 64   # a worker with 64 checks in flight
 
 Each batch is what ``cluster_backend`` gives its rule: a new ``Clusterer``, the
 candidates its read found restored (``--candidates``, default 8: a third of
 the pages near a stored one, each bucket's false folds), ``restore_indexes``,
-then 16 pages checked (70% new, 30% near a candidate or an earlier page of the
-batch).  Each round decides the same batches with each index type, one after
+then ``--pages`` pages checked (default 16; 70% new, 30% near a candidate or an
+earlier page of the batch).  The scan runs on the C helpers when built.  Each round decides the same batches with each index type, one after
 the other, timed by ``time.process_time``; the best round of each is kept, and
 the decisions are checked to be the same.  Prints the CPU a batch and a check,
 and the ratio of ``ScanIndex`` to ``BlockPermutedIndex``.
@@ -29,7 +29,7 @@ from simhash_scrapy.core.cluster.clustering import Clusterer  # noqa: E402
 from simhash_scrapy.core.index.index import BlockPermutedIndex  # noqa: E402
 from simhash_scrapy.core.index.scan import ScanIndex  # noqa: E402
 
-K, BLOCKS, PAGES = 4, 5, 16
+K, BLOCKS = 4, 5
 
 
 def flip(fp: int, bits: int, rng: random.Random) -> int:
@@ -38,14 +38,14 @@ def flip(fp: int, bits: int, rng: random.Random) -> int:
     return fp
 
 
-def batches(count: int, candidates: int, seed: int = 3) -> list[tuple[list[int], list[int]]]:
+def batches(count: int, candidates: int, pages_a_batch: int, seed: int = 3) -> list[tuple[list[int], list[int]]]:
     """(candidates' fingerprints, pages' fingerprints) of ``count`` batches."""
     rng = random.Random(seed)
     out = []
     for _ in range(count):
         stored = [rng.getrandbits(64) for _ in range(candidates)]
         pages: list[int] = []
-        for _ in range(PAGES):
+        for _ in range(pages_a_batch):
             near = stored + pages
             pages.append(flip(rng.choice(near), rng.randint(0, K + 2), rng) if near and rng.random() < 0.3
                          else rng.getrandbits(64))
@@ -71,9 +71,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batches", type=int, default=2000)
     parser.add_argument("--candidates", type=int, default=8)
+    parser.add_argument("--pages", type=int, default=16, help="pages a batch (a worker's checks in flight, up to 64)")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    work = batches(args.batches, args.candidates)
+    work = batches(args.batches, args.candidates, args.pages)
     best = {"BlockPermutedIndex": float("inf"), "ScanIndex": float("inf")}
     for _ in range(args.rounds):
         tables, by_tables = decide(work, BlockPermutedIndex)
@@ -82,8 +83,8 @@ def main() -> None:
             sys.exit("ScanIndex and BlockPermutedIndex decided differently")
         best["BlockPermutedIndex"] = min(best["BlockPermutedIndex"], tables)
         best["ScanIndex"] = min(best["ScanIndex"], scan)
-    checks = args.batches * PAGES
-    print(f"{args.batches} batches of {PAGES} pages, {args.candidates} candidates each, k = {K}, {BLOCKS} blocks; "
+    checks = args.batches * args.pages
+    print(f"{args.batches} batches of {args.pages} pages, {args.candidates} candidates each, k = {K}, {BLOCKS} blocks; "
           f"best of {args.rounds} rounds")
     for name, seconds in best.items():
         print(f"  {name:<20} {seconds / args.batches * 1e6:8.1f} µs a batch  {seconds / checks * 1e6:6.2f} µs a check")

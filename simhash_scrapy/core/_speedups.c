@@ -1925,6 +1925,46 @@ done:
     Py_DECREF(fps);
     return out;
 }
+/* scan_rows(fingerprints, fingerprint, k): the rows of ``fingerprints`` (a buffer of native uint64: an
+   ``array('Q')``) within k bits of ``fingerprint``, each as ``distance << 32 | row``, sorted: nearest first, ties the
+   lowest row first (``core.index.scan.ScanIndex.query``; its pure path is the same rule).  A counting sort by
+   distance: two passes over the rows, no comparison. */
+static PyObject *scan_rows(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    PyObject *fp_obj;
+    int k;
+    if (!PyArg_ParseTuple(args, "y*Oi:scan_rows", &view, &fp_obj, &k)) return NULL;
+    PyObject *out = NULL;
+    unsigned long long fp = PyLong_AsUnsignedLongLong(fp_obj);
+    if (fp == (unsigned long long)-1 && PyErr_Occurred()) goto done;
+    if (k < 0 || k > 64 || view.len % 8 != 0) {
+        PyErr_SetString(PyExc_ValueError, "k must be 0..64 and the rows a buffer of 8-byte fingerprints");
+        goto done;
+    }
+    const unsigned long long *rows = (const unsigned long long *)view.buf;
+    Py_ssize_t n = view.len / 8;
+    Py_ssize_t at[66] = {0}; /* at[d + 1]: rows found at distance d, then where distance d starts */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int d = __builtin_popcountll(rows[i] ^ fp);
+        if (d <= k) at[d + 1]++;
+    }
+    for (int d = 1; d <= k + 1; d++) at[d] += at[d - 1];
+    out = PyList_New(at[k + 1]);
+    if (out == NULL || at[k + 1] == 0) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int d = __builtin_popcountll(rows[i] ^ fp);
+        if (d > k) continue;
+        PyObject *hit = PyLong_FromUnsignedLongLong(((unsigned long long)d << 32) | (unsigned long long)i);
+        if (hit == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, at[d]++, hit);
+    }
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
 /* near_popcnt([use]): whether ``near_folds`` scans with the popcnt instruction; ``use`` False makes it take the
    portable copy, True the popcnt one again where the CPU has it (the tests run both on the same buckets). */
 static PyObject *near_popcnt(PyObject *module, PyObject *args) {
@@ -2223,6 +2263,7 @@ static PyMethodDef methods[] = {
     {"count_hashes", count_hashes, METH_VARARGS, "count_hashes(low, high, hashes, bits) -> None"},
     {"template_lines", template_lines, METH_VARARGS, "template_lines(data, known, article, room) -> (kept, added)"},
     {"near_folds", near_folds, METH_VARARGS, "near_folds(buckets, fingerprints, k) -> one list of seqs a bucket"},
+    {"scan_rows", scan_rows, METH_VARARGS, "scan_rows(fingerprints, fingerprint, k) -> sorted distance << 32 | row"},
     {"near_popcnt", near_popcnt, METH_VARARGS, "near_popcnt([use]) -> whether near_folds uses the popcnt instruction"},
     {"extras_records", extras_records, METH_VARARGS,
      "extras_records(data, start, names) -> (used, positions, alsos, seconds, sentences, packed, hosts, addresses, hashes)"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -380,8 +381,9 @@ def test_a_layered_index_answers_as_one_index() -> None:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32), count=st.integers(0, 120))
-def test_a_scan_index_answers_as_a_block_permuted_index(layout: tuple[int, int], seed: int, count: int) -> None:
+@given(layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32), count=st.integers(0, 120), compiled=st.booleans())
+def test_a_scan_index_answers_as_a_block_permuted_index(layout: tuple[int, int], seed: int, count: int,
+                                                         compiled: bool) -> None:
     """``ScanIndex`` (a batch's few rows scanned, ``core.index.scan``): the same matches, in the same order (nearest
     first, ties the oldest row first), as a ``BlockPermutedIndex`` of the same rows, through single and bulk
     additions (list and array keys), repeated keys and removals; and both are brute force's."""
@@ -389,8 +391,11 @@ def test_a_scan_index_answers_as_a_block_permuted_index(layout: tuple[int, int],
 
     k, blocks = layout
     rng = random.Random(seed)
-    scan, tables = ScanIndex(k, blocks), BlockPermutedIndex(k, blocks)
-    fps = planted(seed, count, k)
+    with switched(compiled):  # (the C scan, or Python's; the block-permuted index the same way)
+        _scan_against_tables(ScanIndex(k, blocks), BlockPermutedIndex(k, blocks), k, planted(seed, count, k), rng)
+
+
+def _scan_against_tables(scan: Any, tables: BlockPermutedIndex, k: int, fps: list[int], rng: random.Random) -> None:
     live: list[tuple[int, int]] = []  # (key, fingerprint) of the live rows, oldest first
     for key, fp in enumerate(fps):
         action = rng.randrange(6)

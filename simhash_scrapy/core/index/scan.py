@@ -10,15 +10,19 @@ saves: its tables and their C specs were made for every batch
 (``benchmarks/scan_index.py`` measures both).  The answers are a
 ``BlockPermutedIndex``'s, row for row: every live row within
 ``max_distance``, nearest first, ties the oldest row first (tested against it).
+The scan is one C loop (``_speedups.scan_rows``) when the helpers are built,
+Python's ``int.bit_count`` over the rows otherwise.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
+from .. import _native
 from ..features.fingerprint import check_fingerprint
 from .index import Match
 
@@ -34,7 +38,7 @@ class ScanIndex:
         self.max_distance = max_distance
         self.blocks = blocks  # (no tables: kept for the callers that read it)
         self._keys: list[Any] = []
-        self._fps: list[int] = []
+        self._fps = array("Q")  # (native uint64: the C scan reads the buffer as it is)
         self._alive: list[bool] = []
         self._removed = 0
 
@@ -65,7 +69,7 @@ class ScanIndex:
         if len(keys) != len(fps):
             raise ValueError(f"keys and fingerprints must have the same length ({len(keys)} != {len(fps)})")
         self._keys += keys
-        self._fps += fps
+        self._fps.extend(fps)
         self._alive += [True] * len(fps)
 
     def remove(self, key: Hashable) -> int:
@@ -82,19 +86,21 @@ class ScanIndex:
         """Every live row within ``max_distance``, nearest first (ties: the oldest row first)."""
         fp = check_fingerprint(fingerprint)
         k = self.max_distance
-        distances = list(map(int.bit_count, map(fp.__xor__, self._fps)))  # (C loops: no Python frame a row)
-        if not distances or min(distances) > k:  # (most pages of a batch are near nothing)
-            return []
-        alive = self._alive
-        found = [(distance, row) for row, distance in enumerate(distances) if distance <= k and alive[row]]
-        found.sort()  # by distance, then row: insertion order
-        keys, fps = self._keys, self._fps
-        return [Match(keys[row], fps[row], distance) for distance, row in found]
+        if _native.speedups is not None:
+            found = [(hit >> 32, hit & 0xFFFFFFFF) for hit in _native.speedups.scan_rows(self._fps, fp, k)]
+        else:
+            distances = list(map(int.bit_count, map(fp.__xor__, self._fps)))  # (C loops: no Python frame a row)
+            if not distances or min(distances) > k:  # (most pages of a batch are near nothing)
+                return []
+            found = sorted((distance, row) for row, distance in enumerate(distances) if distance <= k)
+        keys, fps, alive = self._keys, self._fps, self._alive
+        # (sorted by distance, then row: insertion order)
+        return [Match(keys[row], fps[row], distance) for distance, row in found if alive[row]]
 
     def query_many(self, fingerprints: Iterable[int] | np.ndarray) -> list[list[Match]]:
         values = fingerprints.tolist() if isinstance(fingerprints, np.ndarray) else fingerprints
         return [self.query(fp) for fp in values]
 
     def nbytes(self) -> int:
-        """Bytes of the rows' lists (8 a pointer; the ints and keys they point to not counted)."""
+        """Bytes of the rows (8 a fingerprint, 8 a pointer to a key or a flag; the keys themselves not counted)."""
         return 8 * (len(self._keys) + len(self._fps) + len(self._alive))
