@@ -1937,8 +1937,9 @@ static PyObject *scan_rows(PyObject *module, PyObject *args) {
     PyObject *out = NULL;
     unsigned long long fp = PyLong_AsUnsignedLongLong(fp_obj);
     if (fp == (unsigned long long)-1 && PyErr_Occurred()) goto done;
-    if (k < 0 || k > 64 || view.len % 8 != 0) {
-        PyErr_SetString(PyExc_ValueError, "k must be 0..64 and the rows a buffer of 8-byte fingerprints");
+    if (k < 0 || k > 64 || view.len % 8 != 0 || view.len / 8 > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_ValueError,
+                        "k must be 0..64 and the rows a buffer of at most 2**32 - 1 8-byte fingerprints");
         goto done;
     }
     const unsigned long long *rows = (const unsigned long long *)view.buf;

@@ -308,6 +308,35 @@ def test_hash_text_refuses_a_table_of_another_size() -> None:
         FAST.hash_text(b"a b", b"abc")
 
 
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.integers(0, 2**64 - 1), max_size=80), probe=st.integers(0, 2**64 - 1), k=st.integers(0, 64),
+       flips=st.lists(st.integers(0, 63), max_size=6))
+def test_scan_rows_is_a_sorted_brute_force(rows: list[int], probe: int, k: int, flips: list[int]) -> None:
+    """``scan_rows`` (``ScanIndex``'s C scan): every row within k as ``distance << 32 | row``, nearest first, ties the
+    lowest row first; rows near the probe planted (and repeated) so that ties and every distance come up."""
+    from array import array
+
+    near = probe
+    for bit in flips:
+        near ^= 1 << bit
+    rows = rows + [near, probe, near]
+    expected = sorted(((row ^ probe).bit_count(), i) for i, row in enumerate(rows) if (row ^ probe).bit_count() <= k)
+    assert FAST.scan_rows(array("Q", rows), probe, k) == [d << 32 | i for d, i in expected]
+
+
+def test_scan_rows_refuses_a_bad_k_or_buffer() -> None:
+    from array import array
+
+    for k in (-1, 65):
+        with pytest.raises(ValueError, match="k must be"):
+            FAST.scan_rows(array("Q", [1]), 1, k)
+    with pytest.raises(ValueError, match="8-byte"):
+        FAST.scan_rows(b"\0" * 12, 1, 3)
+    with pytest.raises(OverflowError):
+        FAST.scan_rows(array("Q", [1]), 2**64, 3)
+    assert FAST.scan_rows(array("Q"), 5, 3) == [] and FAST.scan_rows(b"", 5, 64) == []
+
+
 def _numpy_vote(hashes: np.ndarray, weights: np.ndarray) -> int:
     with _native.switched(False):
         return fingerprint_module.simhash_from_features(hashes, weights)

@@ -30,7 +30,8 @@ __all__ = ["ScanIndex"]
 
 
 class ScanIndex:
-    """``BlockPermutedIndex``'s ``add``/``add_many``/``remove``/``query``/``query_many``, by a scan of every row."""
+    """``BlockPermutedIndex``'s ``add``/``add_many``/``remove``/``query``/``query_many``, by a scan of every row
+    (meant for a few hundred rows at most; the C scan takes up to 2**32 - 1)."""
 
     def __init__(self, max_distance: int, blocks: int | None = None) -> None:
         if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 63:
