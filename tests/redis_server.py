@@ -48,13 +48,24 @@ def _bindable(port: int) -> bool:
         return True
 
 
+def _ephemeral_low() -> int:
+    """The first port the kernel hands out to outgoing connections (Linux: ``ip_local_port_range``)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_cluster_port() -> int:
-    """A free port p with p + 10000 free too (the cluster bus port) and p <= 55535."""
+    """A free port p with p + 10000 free too (the cluster bus port), both below the kernel's ephemeral range: a port
+    found free there could be taken by any outgoing connection before the node binds it (a node that then fails to
+    start: "Address already in use")."""
     import random
 
     rng = random.Random()
+    top = max(10001, min(55535, _ephemeral_low() - 10001))
     for _ in range(1000):
-        port = rng.randint(20000, 55535)
+        port = rng.randint(10000, top)
         if _bindable(port) and _bindable(port + 10000):
             return port
     raise RuntimeError("no free port pair for a Redis Cluster node")
@@ -74,6 +85,10 @@ def module_args() -> tuple[str, ...]:
     return ("--loadmodule", str(built))
 
 
+class _PortTaken(RuntimeError):
+    """redis-server exited at start: its port was taken between the check and its bind."""
+
+
 class RedisServer:
     def __init__(self, directory: str | os.PathLike[str], appendonly: bool = False, port: int | None = None,
                  password: str | None = None, extra_args: tuple[str, ...] = ()) -> None:
@@ -82,6 +97,7 @@ class RedisServer:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.appendonly = appendonly
         self.port = port or free_port()
+        self._port_chosen = port is None  # (a port taken before the server binds it: another one, at start)
         #: ``--requirepass`` (the default user's password); ``command``/``client`` log in with it.
         self.password = password
         self.extra_args = extra_args
@@ -92,6 +108,16 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 20.0) -> RedisServer:
+        for attempt in range(3):
+            try:
+                return self._start(timeout)
+            except _PortTaken:
+                if attempt == 2 or not self._port_chosen:
+                    raise
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> RedisServer:
         args = [
             self.binary,
             "--port", str(self.port),
@@ -113,7 +139,8 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 log = (self.dir / "redis.log").read_text(errors="replace")[-2000:] if (self.dir / "redis.log").exists() else ""
-                raise RuntimeError(f"redis-server exited with {self.process.returncode}: {log}")
+                failure = _PortTaken if f"{self.port}: bind: Address already in use" in log else RuntimeError
+                raise failure(f"redis-server exited with {self.process.returncode}: {log}")
             if self.ping():
                 return self
             time.sleep(0.02)
@@ -205,15 +232,18 @@ class RedisCluster:
         return False
 
     def start(self, timeout: float = 30.0) -> RedisCluster:
-        for port in self.ports:
-            self.processes.append(self._node(port))
-        deadline = time.monotonic() + timeout
-        for port in self.ports:
-            while not RedisServer.ping(_PortOnly(port)):  # type: ignore[arg-type]
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"cluster node {port} did not start")
-                time.sleep(0.05)
+        for attempt in range(3):  # (a port taken between its check and the node's bind: new ports, again)
+            self.processes = [self._node(port) for port in self.ports]
+            deadline = time.monotonic() + timeout
+            failed = self._wait_started(deadline)
+            if failed is None:
+                break
+            self.stop()
+            log = self.dir / str(failed) / "redis.log"
+            reason = log.read_text(errors="replace")[-1000:] if log.exists() else "no log"
+            if attempt == 2 or "in use" not in reason:
+                raise RuntimeError(f"cluster node {failed} did not start: {reason}")
+            self.ports = [free_cluster_port() for _ in self.ports]
         subprocess.run(
             [self.cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
              "--cluster-replicas", "0", "--cluster-yes"],
@@ -223,6 +253,15 @@ class RedisCluster:
             return self
         self.stop()
         raise RuntimeError("the Redis cluster did not reach cluster_state:ok")
+
+    def _wait_started(self, deadline: float) -> int | None:
+        """Wait until every node answers; the port of one that exited or stayed silent past ``deadline``, else None."""
+        for port, process in zip(self.ports, self.processes):
+            while not RedisServer.ping(_PortOnly(port)):  # type: ignore[arg-type]
+                if process.poll() is not None or time.monotonic() > deadline:
+                    return port
+                time.sleep(0.05)
+        return None
 
     def stop(self) -> None:
         for process in self.processes:
