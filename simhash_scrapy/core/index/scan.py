@@ -34,10 +34,10 @@ class ScanIndex:
     (meant for a few hundred rows at most; the C scan takes up to 2**32 - 1)."""
 
     def __init__(self, max_distance: int, blocks: int | None = None) -> None:
+        """``blocks``: taken as ``Clusterer`` gives it to every index class, and not used (no tables)."""
         if not isinstance(max_distance, int) or isinstance(max_distance, bool) or not 0 <= max_distance <= 63:
             raise ValueError(f"max_distance must be an integer from 0 to 63, got {max_distance!r}")
         self.max_distance = max_distance
-        self.blocks = blocks  # (no tables: kept for the callers that read it)
         self._keys: list[Any] = []
         self._fps = array("Q")  # (native uint64: the C scan reads the buffer as it is)
         self._alive: list[bool] = []
@@ -50,9 +50,6 @@ class ScanIndex:
         for key, fp, alive in zip(self._keys, self._fps, self._alive):
             if alive:
                 yield key, fp
-
-    def __contains__(self, key: object) -> bool:
-        return any(alive and k == key for k, alive in zip(self._keys, self._alive))
 
     def add(self, key: Hashable, fingerprint: int) -> None:
         self._keys.append(key)
@@ -101,7 +98,3 @@ class ScanIndex:
     def query_many(self, fingerprints: Iterable[int] | np.ndarray) -> list[list[Match]]:
         values = fingerprints.tolist() if isinstance(fingerprints, np.ndarray) else fingerprints
         return [self.query(fp) for fp in values]
-
-    def nbytes(self) -> int:
-        """Bytes of the rows (8 a fingerprint, 8 a pointer to a key or a flag; the keys themselves not counted)."""
-        return 8 * (len(self._keys) + len(self._fps) + len(self._alive))
