@@ -56,19 +56,26 @@ def _ephemeral_low() -> int:
         return 32768
 
 
-def free_cluster_port() -> int:
-    """A free port p with p + 10000 free too (the cluster bus port), both below the kernel's ephemeral range: a port
-    found free there could be taken by any outgoing connection before the node binds it (a node that then fails to
-    start: "Address already in use")."""
+def server_port(bus: bool = False) -> int:
+    """A free port for a redis-server (``bus``: p + 10000 free too, a cluster node's bus port), below the kernel's
+    ephemeral range: a port found free there could be taken by any outgoing connection before the server binds it
+    (a server that then fails to start: "Address already in use", ``port_taken``)."""
     import random
 
     rng = random.Random()
-    top = max(10001, min(55535, _ephemeral_low() - 10001))
+    gap = 10000 if bus else 0
+    top = max(10001, min(65535 - gap, _ephemeral_low() - 1 - gap))
     for _ in range(1000):
         port = rng.randint(10000, top)
-        if _bindable(port) and _bindable(port + 10000):
+        if _bindable(port) and (not bus or _bindable(port + gap)):
             return port
-    raise RuntimeError("no free port pair for a Redis Cluster node")
+    raise RuntimeError("no free port for a redis-server" + (" and its cluster bus" if bus else ""))
+
+
+def port_taken(log: str) -> bool:
+    """Whether a redis-server's log says it could not bind a port (its own, or a cluster node's bus port): taken
+    between the check and the bind; the caller starts it again on another port."""
+    return "bind: Address already in use" in log
 
 
 def module_args() -> tuple[str, ...]:
@@ -96,7 +103,7 @@ class RedisServer:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.appendonly = appendonly
-        self.port = port or free_port()
+        self.port = port or server_port()
         self._port_chosen = port is None  # (a port taken before the server binds it: another one, at start)
         #: ``--requirepass`` (the default user's password); ``command``/``client`` log in with it.
         self.password = password
@@ -114,7 +121,7 @@ class RedisServer:
             except _PortTaken:
                 if attempt == 2 or not self._port_chosen:
                     raise
-                self.port = free_port()
+                self.port = server_port()
         raise AssertionError("unreachable")
 
     def _start(self, timeout: float) -> RedisServer:
@@ -139,7 +146,7 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 log = (self.dir / "redis.log").read_text(errors="replace")[-2000:] if (self.dir / "redis.log").exists() else ""
-                failure = _PortTaken if f"{self.port}: bind: Address already in use" in log else RuntimeError
+                failure = _PortTaken if port_taken(log) else RuntimeError
                 raise failure(f"redis-server exited with {self.process.returncode}: {log}")
             if self.ping():
                 return self
@@ -191,7 +198,7 @@ class RedisCluster:
         self.extra_args = extra_args  # (every node's, e.g. ``module_args()``)
         self.cli = shutil.which("redis-cli") or "/usr/bin/redis-cli"
         self.dir = Path(directory)
-        self.ports = [free_cluster_port() for _ in range(nodes)]
+        self.ports = [server_port(bus=True) for _ in range(nodes)]
         self.processes: list[subprocess.Popen[bytes]] = []
 
     @property
@@ -241,9 +248,9 @@ class RedisCluster:
             self.stop()
             log = self.dir / str(failed) / "redis.log"
             reason = log.read_text(errors="replace")[-1000:] if log.exists() else "no log"
-            if attempt == 2 or "in use" not in reason:
+            if attempt == 2 or not port_taken(reason):
                 raise RuntimeError(f"cluster node {failed} did not start: {reason}")
-            self.ports = [free_cluster_port() for _ in self.ports]
+            self.ports = [server_port(bus=True) for _ in self.ports]
         subprocess.run(
             [self.cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
              "--cluster-replicas", "0", "--cluster-yes"],
