@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent), str(HERE.parent.parent / "tests")]
@@ -120,11 +120,29 @@ def io_only_backend(base: Any) -> Any:
     return IoOnly
 
 
+class Kind(NamedTuple):
+    """A kind of worker (module docstring): its row's name, and how it runs."""
+
+    name: str
+    io_only: bool  # the I/O-only subclass (``io_only_backend``), else the backend as it is
+    module: bool  # ``SIMHASH_REDIS_MODULE = True``: the module's commands, else ``GET`` and the scripts
+    uvloop: bool = False  # the workers on uvloop's event loop
+
+
+KINDS = {
+    "backend": Kind("the backend (GET, scripts)", io_only=False, module=False),
+    "io": Kind("I/O only (no decision)", io_only=True, module=False),
+    "module": Kind("the backend (module)", io_only=False, module=True),
+    "io-module": Kind("I/O only, module (no decision)", io_only=True, module=True),
+    "uvloop": Kind("the backend (module), uvloop", io_only=False, module=True, uvloop=True),
+}
+
+
 def run_worker(kind: str, *args: Any) -> None:
-    """``redis_cluster_scale.run_worker`` with the backend (``kind`` "backend") or its I/O-only subclass."""
+    """``redis_cluster_scale.run_worker`` with the backend or its I/O-only subclass (``KINDS``)."""
     from simhash_scrapy.backends.redis import cluster_backend
 
-    if kind in ("io", "io-module"):
+    if KINDS[kind].io_only:
         cluster_backend.GlobalRedisBackend = io_only_backend(cluster_backend.GlobalRedisBackend)
     scale.run_worker(*args)
 
@@ -169,9 +187,8 @@ def main() -> None:
             number = 0
             for _ in range(args.rounds):
                 for kind in kinds:
-                    os.environ[scale.UVLOOP_ENV] = "1" if kind == "uvloop" else "0"  # (the workers spawned next)
-                    run = one_round(cluster, kind, number, args,
-                                    {**extra, "SIMHASH_REDIS_MODULE": True} if kind in ("module", "io-module", "uvloop") else extra)
+                    os.environ[scale.UVLOOP_ENV] = "1" if KINDS[kind].uvloop else "0"  # (the workers spawned next)
+                    run = one_round(cluster, kind, number, args, {**extra, "SIMHASH_REDIS_MODULE": KINDS[kind].module})
                     number += 1
                     rows[kind].append(run)
                     print(f"{kind}: {run['checks_per_s']:,.0f} checks/s, worker {run['worker_cpu_us_per_check']:.0f} "
@@ -184,10 +201,8 @@ def main() -> None:
     print("| worker | checks/s (mean; best) | worker CPU µs/check | Redis CPU µs/check | both | 2 s ÷ both |")
     print("|---|---:|---:|---:|---:|---:|")
     means = {}
-    names = {"backend": "the backend (GET, scripts)", "io": "I/O only (no decision)", "module": "the backend (module)",
-             "io-module": "I/O only, module (no decision)", "uvloop": "the backend (module), uvloop"}
     for kind in kinds:
-        name = names[kind]
+        name = KINDS[kind].name
         rate = [r["checks_per_s"] for r in rows[kind]]
         worker = statistics.mean(r["worker_cpu_us_per_check"] for r in rows[kind])
         redis = statistics.mean(r["redis_cpu_us_per_check"] for r in rows[kind])
