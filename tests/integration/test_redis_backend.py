@@ -213,13 +213,21 @@ def test_identities_and_payloads_round_trip() -> None:
         url = f"https://e.example/{n}?q=\ud800"
         bucket, field, kept = identity_slot("s", identity or url, 12)
         assert 0 <= bucket < 4096 and len(field) == 8
-        payload = codec.encode(url, identity, kept, "https://e.example/", n % 3 or None, rng.choice([None, "text \udcff"]))
+        digest = rng.choice([None, rng.getrandbits(64)])
+        payload = codec.encode(url, identity, kept, "https://e.example/", n % 3 or None, rng.choice([None, "text \udcff"]),
+                               digest)
+        # the digest is read from the payload's head, as check.lua reads it: nothing decompressed, whatever follows
+        assert Codec.digest_of(payload) == codec.decode_all(payload, field)[5] == digest
+        assert Codec.digest_of(payload[: 1 + len(kept) + 8] + b"damaged") == digest
         # each payload compressed with a copy of one primed compressor: the bytes of a new one
         packer = zlib.compressobj(6, zlib.DEFLATED, -12, 1, zlib.Z_DEFAULT_STRATEGY, codec.zdict or ZDICT)
-        raw = zlib.decompressobj(-12, zdict=codec.zdict or ZDICT).decompress(payload[1 + len(kept) :])
-        assert payload[1 + len(kept) :] == packer.compress(raw) + packer.flush()
+        head = 1 + len(kept) + (digest is not None) * 8
+        raw = zlib.decompressobj(-12, zdict=codec.zdict or ZDICT).decompress(payload[head:])
+        assert payload[head:] == packer.compress(raw) + packer.flush()
         decoded = codec.decode(payload, field)
         assert decoded[:4] == (url, identity, "https://e.example/", n % 3 or None)
+    assert Codec.digest_of(b"") is None
+    assert Codec.digest_of(b"\x04" + b"\0" * 7) is None  # (a head cut short: no digest to read)
     # A request fingerprint costs 12 bytes, not its 40 characters.
     assert len(identity_slot("s", "ab" * 20, 12)[2]) == 12
     record = pack_record(7, 2**64 - 1, True, "changed", 0, 3, None, 5, 1.5, 2.5, b"xyz")

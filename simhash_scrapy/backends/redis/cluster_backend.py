@@ -705,20 +705,14 @@ class GlobalRedisBackend(DedupBackend):
                 canonical.append(-1)
                 distance.append(-1)
                 indexed.append(fp if seq in candidates else None)
-        digests = [self._digest_of(batch.codec, own[seq][1]) if seq in own else None for seq in seqs]
+        digests = [self._digest_of(own[seq][1]) if seq in own else None for seq in seqs]
         batch.clusterer.restore_many(scopes, identities, fps, exact, canonical, distance, indexed, None, digests)
         batch.clusterer.restore_indexes()
         batch.seq_of = list(seqs)
 
     @staticmethod
-    def _digest_of(codec: Codec, rec: GlobalRecord) -> int | None:
-        if rec.exact:
-            return rec.fingerprint
-        try:
-            digest: int | None = codec.decode_all(rec.payload, b"\0" * 8)[5]
-            return digest
-        except ValueError:
-            return None
+    def _digest_of(rec: GlobalRecord) -> int | None:
+        return rec.fingerprint if rec.exact else Codec.digest_of(rec.payload)
 
     def _decide(self, batch: _Batch, base: dict[str, int]) -> list[Decision]:
         """Step 2: the core's rule, page by page, in batch order."""

@@ -349,6 +349,15 @@ class Codec:
     def needs_dict(payload: bytes) -> bool:
         return bool(payload and payload[0] & _K_SCOPE_DICT)
 
+    @staticmethod
+    def digest_of(payload: bytes) -> int | None:
+        """The content digest ``payload`` records (``decode_all``'s ``digest``; ``None``: none), read from its head
+        (uncompressed, where ``check.lua`` reads it too): nothing decompressed."""
+        if not payload or not payload[0] & _K_DIGEST:
+            return None
+        start = 13 if payload[0] & _K_HEX_IDENTITY else 1
+        return int.from_bytes(payload[start : start + 8], "big") if len(payload) >= start + 8 else None
+
     def decode(self, payload: bytes, field: bytes) -> tuple[str, str, str | None, int | None, str | None]:
         """``(url, identity ("" when it is the URL), referer, depth, text)``; ``field`` rebuilds a hex identity."""
         return self.decode_all(payload, field)[:5]
