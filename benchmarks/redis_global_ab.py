@@ -3,6 +3,7 @@
     git worktree add /tmp/main-tree main      # or: git archive main | tar -x -C /tmp/main-tree (then copy the .so)
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree                 # 1,000,000 stored, 3 nodes
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --stored 100000 --rounds 5 --in-flight 64
+    python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --revisit     # a recurring crawl's checks
 
 Starts two local Redis Clusters of ``--nodes`` primaries, one per tree (the
 trees may differ in layout), and fills each with ``--stored`` pages by that
@@ -14,7 +15,8 @@ another worker's), ``--in-flight`` at a time.  Worker CPU per check is the
 worker's process time over the checks (imports and set-up not counted);
 Redis CPU per check is ``INFO cpu`` user+sys summed over that tree's nodes,
 per node too.  Ratios are this tree's over the baseline's, summed over the
-rounds.
+rounds.  ``--revisit``: every round re-checks the pages one untimed round checked
+first (a recurring crawl: each page's identity has its record), not new ones.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--in-flight", type=int, default=16)
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--revisit", action="store_true",
+                        help="every round re-checks the pages of a first, untimed round (their records read)")
     args = parser.parse_args()
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored}
     trees = {"baseline": str(args.baseline.resolve()), "this tree": str(TREE)}
@@ -106,6 +110,10 @@ def main() -> None:
                 run_code(FILL.format(tree=tree, extra=extra, url=cluster.url, stored=args.stored, k=args.k))
                 print(f"{name}: {args.stored:,} pages filled", file=sys.stderr, flush=True)
             slot = 0
+            if args.revisit:  # the first crawl of the pages every round re-checks (not timed)
+                for name, tree in trees.items():
+                    run_code(WORKER.format(tree=tree, extra=extra, url=clusters[name].url, stored=args.stored,
+                                           k=args.k, slot=slot, checks=args.checks, in_flight=args.in_flight))
             for _ in range(args.rounds):
                 for name, tree in trees.items():
                     cluster = clusters[name]
@@ -114,7 +122,7 @@ def main() -> None:
                         tree=tree, extra=extra, url=cluster.url, stored=args.stored, k=args.k, slot=slot,
                         checks=args.checks, in_flight=args.in_flight)).splitlines()[-1])
                     after = redis_cpu(cluster)
-                    slot += 1
+                    slot += 0 if args.revisit else 1
                     row = totals[name]
                     row["cpu"] += out["cpu"]
                     row["checks"] += out["checks"]
@@ -123,7 +131,8 @@ def main() -> None:
             for cluster in clusters.values():
                 cluster.stop()
     print(f"# redis-global CPU per check: {args.stored:,} stored, {args.nodes} node(s), k={args.k}, {args.rounds} "
-          f"rounds x {args.checks:,} checks per tree, {args.in_flight} in flight, interleaved\n")
+          f"rounds x {args.checks:,} {'revisits' if args.revisit else 'checks'} per tree, {args.in_flight} in flight, "
+          f"interleaved\n")
     print("| tree | worker CPU µs/check | Redis CPU µs/check (all nodes) | per node | worker+Redis |")
     print("|---|---:|---:|---|---:|")
     per: dict[str, tuple[float, float]] = {}
