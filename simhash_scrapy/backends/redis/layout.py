@@ -350,13 +350,24 @@ class Codec:
         return bool(payload and payload[0] & _K_SCOPE_DICT)
 
     @staticmethod
+    def _head(payload: bytes) -> tuple[int, bytes | None, int | None, int]:
+        """A payload's uncompressed head: its kind, its 12 identity bytes (a hex identity's, else ``None``), its
+        content digest (``None``: none, or a head cut short), and where its DEFLATE data starts."""
+        kind, start = payload[0], 1
+        identity = digest = None
+        if kind & _K_HEX_IDENTITY:
+            identity, start = payload[1:13], 13
+        if kind & _K_DIGEST:
+            if len(payload) >= start + 8:
+                digest = int.from_bytes(payload[start : start + 8], "big")
+            start += 8
+        return kind, identity, digest, start
+
+    @staticmethod
     def digest_of(payload: bytes) -> int | None:
         """The content digest ``payload`` records (``decode_all``'s ``digest``; ``None``: none), read from its head
         (uncompressed, where ``check.lua`` reads it too): nothing decompressed."""
-        if not payload or not payload[0] & _K_DIGEST:
-            return None
-        start = 13 if payload[0] & _K_HEX_IDENTITY else 1
-        return int.from_bytes(payload[start : start + 8], "big") if len(payload) >= start + 8 else None
+        return Codec._head(payload)[2] if payload else None
 
     def decode(self, payload: bytes, field: bytes) -> tuple[str, str, str | None, int | None, str | None]:
         """``(url, identity ("" when it is the URL), referer, depth, text)``; ``field`` rebuilds a hex identity."""
@@ -365,15 +376,8 @@ class Codec:
     def decode_all(self, payload: bytes, field: bytes) -> tuple[Any, ...]:
         """``decode``'s values, then ``digest`` (``None``: not recorded), ``etag``, ``last_modified`` and the
         rel=canonical URL the page names (``None`` in payloads written without one)."""
-        kind, p = payload[0], 1
-        hex_identity = digest = None
-        if kind & _K_HEX_IDENTITY:
-            extra = payload[1:13]
-            hex_identity = (extra[:4] + field + extra[4:]).hex()
-            p = 13
-        if kind & _K_DIGEST:
-            digest = int.from_bytes(payload[p : p + 8], "big")
-            p += 8
+        kind, extra, digest, p = self._head(payload)
+        hex_identity = None if extra is None else (extra[:4] + field + extra[4:]).hex()
         if kind & _K_SCOPE_DICT and self.zdict is None:
             raise ValueError("payload compressed with the scope dictionary, which is not loaded")
         unpacker = zlib.decompressobj(_WBITS, self.zdict if kind & _K_SCOPE_DICT else ZDICT)  # type: ignore[arg-type]
