@@ -109,20 +109,22 @@ def main() -> None:
                 configure(cluster, 128)
                 run_code(FILL.format(tree=tree, extra=extra, url=cluster.url, stored=args.stored, k=args.k))
                 print(f"{name}: {args.stored:,} pages filled", file=sys.stderr, flush=True)
-            slot = 0
+
+            def check_pages(name: str, tree: str, slot: int) -> dict[str, Any]:
+                """One worker of ``tree`` checks the pages of ``slot`` (``redis_scale.worker_pages``); its output."""
+                return dict(json.loads(run_code(WORKER.format(
+                    tree=tree, extra=extra, url=clusters[name].url, stored=args.stored, k=args.k, slot=slot,
+                    checks=args.checks, in_flight=args.in_flight)).splitlines()[-1]))
+
             if args.revisit:  # the first crawl of the pages every round re-checks (not timed)
                 for name, tree in trees.items():
-                    run_code(WORKER.format(tree=tree, extra=extra, url=clusters[name].url, stored=args.stored,
-                                           k=args.k, slot=slot, checks=args.checks, in_flight=args.in_flight))
-            for _ in range(args.rounds):
-                for name, tree in trees.items():
+                    check_pages(name, tree, 0)
+            for number in range(args.rounds):
+                for turn, (name, tree) in enumerate(trees.items()):
                     cluster = clusters[name]
                     before = redis_cpu(cluster)
-                    out = json.loads(run_code(WORKER.format(
-                        tree=tree, extra=extra, url=cluster.url, stored=args.stored, k=args.k, slot=slot,
-                        checks=args.checks, in_flight=args.in_flight)).splitlines()[-1])
+                    out = check_pages(name, tree, 0 if args.revisit else number * len(trees) + turn)
                     after = redis_cpu(cluster)
-                    slot += 0 if args.revisit else 1
                     row = totals[name]
                     row["cpu"] += out["cpu"]
                     row["checks"] += out["checks"]
