@@ -4,6 +4,7 @@
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree                 # 1,000,000 stored, 3 nodes
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --stored 100000 --rounds 5 --in-flight 64
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --revisit     # a recurring crawl's checks
+    python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --module      # the simhash module on every node
 
 Starts two local Redis Clusters of ``--nodes`` primaries, one per tree (the
 trees may differ in layout), and fills each with ``--stored`` pages by that
@@ -17,6 +18,8 @@ Redis CPU per check is ``INFO cpu`` user+sys summed over that tree's nodes,
 per node too.  Ratios are this tree's over the baseline's, summed over the
 rounds.  ``--revisit``: every round re-checks the pages one untimed round checked
 first (a recurring crawl: each page's identity has its record), not new ones.
+``--module``: every node loads the ``simhash`` Redis module (this tree's
+build; both trees' clusters) and the workers use it (``SIMHASH_REDIS_MODULE``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ HERE = Path(__file__).resolve()
 TREE = HERE.parent.parent
 sys.path[:0] = [str(TREE), str(HERE.parent), str(TREE / "tests")]
 
-from redis_cluster_scale import LocalCluster, configure  # noqa: E402
+from redis_cluster_scale import LocalCluster, configure, module_node_args  # noqa: E402
 from redis_shards import node_info  # noqa: E402
 
 PRELUDE = """
@@ -95,14 +98,19 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--revisit", action="store_true",
                         help="every round re-checks the pages of a first, untimed round (their records read)")
+    parser.add_argument("--module", action="store_true",
+                        help="load the simhash Redis module on every node, and check with it (SIMHASH_REDIS_MODULE)")
     args = parser.parse_args()
-    extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored}
+    extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored,
+             "SIMHASH_REDIS_MODULE": args.module}
     trees = {"baseline": str(args.baseline.resolve()), "this tree": str(TREE)}
     totals: dict[str, dict[str, Any]] = {name: {"cpu": 0.0, "checks": 0, "redis": [0.0] * args.nodes} for name in trees}
     with tempfile.TemporaryDirectory() as folder:
         for n in range(len(trees)):
             (Path(folder) / str(n)).mkdir()
-        clusters = {name: LocalCluster(Path(folder) / str(n), args.nodes) for n, name in enumerate(trees)}
+        node_args = module_node_args(args.module)
+        clusters = {name: LocalCluster(Path(folder) / str(n), args.nodes, extra_args=node_args)
+                    for n, name in enumerate(trees)}
         try:
             for name, tree in trees.items():
                 cluster = clusters[name].start()
@@ -134,7 +142,7 @@ def main() -> None:
                 cluster.stop()
     print(f"# redis-global CPU per check: {args.stored:,} stored, {args.nodes} node(s), k={args.k}, {args.rounds} "
           f"rounds x {args.checks:,} {'revisits' if args.revisit else 'checks'} per tree, {args.in_flight} in flight, "
-          f"interleaved\n")
+          f"interleaved{', the simhash module on every node' if args.module else ''}\n")
     print("| tree | worker CPU µs/check | Redis CPU µs/check (all nodes) | per node | worker+Redis |")
     print("|---|---:|---:|---|---:|")
     per: dict[str, tuple[float, float]] = {}

@@ -45,6 +45,14 @@
  *       Redis Cluster's hash slot of a key, and a batch's commands grouped by the node of their key's slot and
  *       packed in RESP2 (simhash_scrapy/backends/redis/node_link.py, whose _route_python is the twin).
  *
+ *   bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step]);  near_replies(...)
+ *       a batch's commands of one verb packed at once, each as (slot, RESP2 bytes) (node_link.py's packed_calls,
+ *       whose Python branch is the twin), and the module's SIMHASH.NEAR replies read (cluster_backend.py's
+ *       _near_found).
+ *
+ *   bucket_names(base, spans, fingerprints) -> [str, ...]
+ *       the table bucket keys of many fingerprints at once (cluster_layout.py's GlobalKeys.buckets_many).
+ *
  *   prepare_tables(tables) -> capsule
  *       the table specs parsed once, for query_tables (until the tables change).
  *
@@ -456,9 +464,25 @@ static int group_put(resp_group *group, const char *s, Py_ssize_t n) {
     return 0;
 }
 
+/* One argument as a RESP2 bulk string at the end of ``group``: "$<length>", then its bytes (``resp_bytes``). */
+static int group_bulk(resp_group *group, PyObject *arg) {
+    char head[32], digits[24];
+    Py_ssize_t n, len;
+    PyObject *owned;
+    const char *s = resp_bytes(arg, &n, &owned, digits);
+    if (s == NULL) return -1;
+    head[0] = '$';
+    len = 1 + decimal(head + 1, n);
+    head[len++] = '\r';
+    head[len++] = '\n';
+    int failed = group_put(group, head, len) < 0 || group_put(group, s, n) < 0 || group_put(group, "\r\n", 2) < 0;
+    Py_XDECREF(owned);
+    return failed ? -1 : 0;
+}
+
 /* One command in RESP2 at the end of ``group``: "*N", then each argument as a bulk string. */
 static int group_command(resp_group *group, PyObject *args) {
-    char head[32], digits[24];
+    char head[32];
     Py_ssize_t count = PyTuple_GET_SIZE(args), len;
     head[0] = '*';
     len = 1 + decimal(head + 1, count);
@@ -466,17 +490,7 @@ static int group_command(resp_group *group, PyObject *args) {
     head[len++] = '\n';
     if (group_put(group, head, len) < 0) return -1;
     for (Py_ssize_t a = 0; a < count; a++) {
-        Py_ssize_t n;
-        PyObject *owned;
-        const char *s = resp_bytes(PyTuple_GET_ITEM(args, a), &n, &owned, digits);
-        if (s == NULL) return -1;
-        head[0] = '$';
-        len = 1 + decimal(head + 1, n);
-        head[len++] = '\r';
-        head[len++] = '\n';
-        int failed = group_put(group, head, len) < 0 || group_put(group, s, n) < 0 || group_put(group, "\r\n", 2) < 0;
-        Py_XDECREF(owned);
-        if (failed) return -1;
+        if (group_bulk(group, PyTuple_GET_ITEM(args, a)) < 0) return -1;
     }
     return 0;
 }
@@ -522,19 +536,32 @@ static PyObject *route_commands(PyObject *module, PyObject *args) {
     const uint16_t *node_of = table.buf;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(commands); i++) {
         PyObject *command = PyList_GET_ITEM(commands, i);
-        if (!PyTuple_Check(command) || PyTuple_GET_SIZE(command) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(command, 1))) {
-            PyErr_SetString(PyExc_TypeError, "route_commands: each command a (key, args tuple)");
+        PyObject *body = PyTuple_Check(command) && PyTuple_GET_SIZE(command) == 2 ? PyTuple_GET_ITEM(command, 1) : NULL;
+        int packed = body != NULL && PyBytes_Check(body) && PyLong_CheckExact(PyTuple_GET_ITEM(command, 0));
+        if (body == NULL || !(packed || PyTuple_Check(body))) {
+            PyErr_SetString(PyExc_TypeError, "route_commands: each command a (key, args tuple) or a (slot, RESP bytes)");
             goto done;
         }
-        int slot = slot_of_key(PyTuple_GET_ITEM(command, 0));
-        if (slot < 0) goto done;
+        int slot;
+        if (packed) {
+            long value = PyLong_AsLong(PyTuple_GET_ITEM(command, 0));
+            if (value < 0 || value >= 16384) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "route_commands: a slot is from 0 to 16383");
+                goto done;
+            }
+            slot = (int)value;
+        } else if ((slot = slot_of_key(PyTuple_GET_ITEM(command, 0))) < 0) {
+            goto done;
+        }
         Py_ssize_t n = node_of[slot] < nodes ? node_of[slot] : nodes;
         resp_group *group = &groups[n];
         if (group->indexes == NULL && (group->indexes = PyList_New(0)) == NULL) goto done;
         PyObject *number = PyLong_FromSsize_t(i);
         int failed = number == NULL || PyList_Append(group->indexes, number) < 0;
         Py_XDECREF(number);
-        if (failed || group_command(group, PyTuple_GET_ITEM(command, 1)) < 0) goto done;
+        if (failed) goto done;
+        if (packed ? group_put(group, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body)) < 0 : group_command(group, body) < 0)
+            goto done;
     }
     out = route_groups_out(groups, nodes + 1);
 done:
@@ -546,6 +573,162 @@ done:
         PyMem_Free(groups);
     }
     PyBuffer_Release(&table);
+    return out;
+}
+
+/* bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step]) -> expected lengths or None
+ * node_link.packed_calls: for each key of ``keys`` (str or bytes), one command packed in RESP2, appended to
+ * ``commands`` as (its key's hash slot, its bytes): "*N", ``verb`` (packed: a bulk string), the key, the arguments
+ * of ``per[i // group]`` (an argument, or a tuple of them: str, bytes or int; one item for each ``group`` keys), then
+ * ``tail`` (``tail_count`` arguments, packed).  With ``lengths`` (a dict): each key's value there grows by ``step``
+ * (from 0), and the list of the values after each command is returned (a bucket's expected length after an
+ * append). */
+static PyObject *bucket_commands(PyObject *module, PyObject *args) {
+    PyObject *commands, *keys, *per, *lengths = Py_None;
+    Py_ssize_t group, tail_count, step = 0;
+    Py_buffer verb, tail;
+    if (!PyArg_ParseTuple(args, "O!O!nO!y*y*n|On:bucket_commands", &PyList_Type, &commands, &PyList_Type, &keys,
+                          &group, &PyList_Type, &per, &verb, &tail, &tail_count, &lengths, &step))
+        return NULL;
+    PyObject *expected = NULL, *out = NULL;
+    resp_group buffer = {NULL, 0, 0, NULL};
+    Py_ssize_t count = PyList_GET_SIZE(keys);
+    if (group < 1 || PyList_GET_SIZE(per) * group != count || tail_count < 0 ||
+        (lengths != Py_None && !PyDict_CheckExact(lengths))) {
+        PyErr_SetString(PyExc_ValueError, "bucket_commands: group >= 1 keys for each of per, and lengths a dict or None");
+        goto done;
+    }
+    if (lengths != Py_None && (expected = PyList_New(count)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i), *item = PyList_GET_ITEM(per, i / group);
+        int slot = slot_of_key(key);
+        if (slot < 0) goto done;
+        int several = PyTuple_Check(item);
+        char head[32];
+        Py_ssize_t len = 1;
+        head[0] = '*';
+        len += decimal(head + 1, 2 + (several ? PyTuple_GET_SIZE(item) : 1) + tail_count);
+        head[len++] = '\r';
+        head[len++] = '\n';
+        buffer.used = 0;
+        if (group_put(&buffer, head, len) < 0 || group_put(&buffer, verb.buf, verb.len) < 0 ||
+            group_bulk(&buffer, key) < 0)
+            goto done;
+        for (Py_ssize_t a = 0; a < (several ? PyTuple_GET_SIZE(item) : 1); a++) {
+            if (group_bulk(&buffer, several ? PyTuple_GET_ITEM(item, a) : item) < 0) goto done;
+        }
+        if (group_put(&buffer, tail.buf, tail.len) < 0) goto done;
+        PyObject *packed = PyBytes_FromStringAndSize(buffer.data, buffer.used);
+        PyObject *number = packed == NULL ? NULL : PyLong_FromLong(slot);
+        PyObject *command = number == NULL ? NULL : PyTuple_Pack(2, number, packed);
+        Py_XDECREF(number);
+        Py_XDECREF(packed);
+        int failed = command == NULL || PyList_Append(commands, command) < 0;
+        Py_XDECREF(command);
+        if (failed) goto done;
+        if (expected != NULL) {
+            PyObject *had = PyDict_GetItemWithError(lengths, key);
+            if (had == NULL && PyErr_Occurred()) goto done;
+            Py_ssize_t value = had == NULL ? 0 : PyLong_AsSsize_t(had);
+            if (value == -1 && PyErr_Occurred()) goto done;
+            PyObject *now = PyLong_FromSsize_t(value + step);
+            if (now == NULL) goto done;
+            PyList_SET_ITEM(expected, i, now); /* (the list's reference) */
+            if (PyDict_SetItem(lengths, key, now) < 0) goto done;
+        }
+    }
+    out = expected != NULL ? expected : Py_None;
+    Py_INCREF(out);
+done:
+    Py_XDECREF(expected);
+    PyMem_Free(buffer.data);
+    PyBuffer_Release(&verb);
+    PyBuffer_Release(&tail);
+    return out;
+}
+
+/* bucket_names(base, spans, fingerprints) -> [str, ...]
+ * cluster_layout.GlobalKeys.buckets_many: the bucket key of each fingerprint in each table, f"{base}.t{t}.{b:x}}}"
+ * with b = (fingerprint >> shift) & mask of the table's (shift, mask) in ``spans``; table after table for each
+ * fingerprint in turn. */
+static PyObject *bucket_names(PyObject *module, PyObject *args) {
+    PyObject *base, *spans, *fps;
+    if (!PyArg_ParseTuple(args, "UO!O!:bucket_names", &base, &PyList_Type, &spans, &PyList_Type, &fps)) return NULL;
+    Py_ssize_t tables = PyList_GET_SIZE(spans), count = PyList_GET_SIZE(fps);
+    unsigned long long shifts[64], masks[64];
+    if (tables > 64) {
+        PyErr_SetString(PyExc_ValueError, "bucket_names: at most 64 tables");
+        return NULL;
+    }
+    for (Py_ssize_t t = 0; t < tables; t++) {
+        PyObject *span = PyList_GET_ITEM(spans, t);
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2) {
+            PyErr_SetString(PyExc_TypeError, "bucket_names: each span a (shift, mask)");
+            return NULL;
+        }
+        shifts[t] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(span, 0));
+        masks[t] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(span, 1));
+        if (PyErr_Occurred()) return NULL;
+        if (shifts[t] > 63 || masks[t] > 0xFFFFFFFFULL) { /* ("%x": an unsigned int) */
+            PyErr_SetString(PyExc_ValueError, "bucket_names: a shift is from 0 to 63, a mask of 32 bits at most");
+            return NULL;
+        }
+    }
+    PyObject *out = PyList_New(tables * count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        unsigned long long fp = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(fps, i));
+        if (fp == (unsigned long long)-1 && PyErr_Occurred()) {
+            Py_CLEAR(out);
+            break;
+        }
+        for (Py_ssize_t t = 0; t < tables; t++) {
+            PyObject *name = PyUnicode_FromFormat("%U.t%zd.%x}", base, t, (unsigned int)((fp >> shifts[t]) & masks[t]));
+            if (name == NULL) {
+                Py_CLEAR(out);
+                break;
+            }
+            PyList_SET_ITEM(out, i * tables + t, name);
+        }
+    }
+    return out;
+}
+
+/* near_replies(replies, start, keys, group, fingerprints, lengths) -> [(fingerprint, seqs), ...]
+ * cluster_backend's reading of the SIMHASH.NEAR replies (a list: the bucket's length, then the seqs near the fold),
+ * one a key of ``keys`` from ``replies[start]`` on: each key's length into ``lengths``; (``fingerprints[i //
+ * group]``, the seqs) for each reply that names any. */
+static PyObject *near_replies(PyObject *module, PyObject *args) {
+    PyObject *replies, *keys, *fps, *lengths;
+    Py_ssize_t start, group;
+    if (!PyArg_ParseTuple(args, "O!nO!nO!O!:near_replies", &PyList_Type, &replies, &start, &PyList_Type, &keys, &group,
+                          &PyList_Type, &fps, &PyDict_Type, &lengths))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(keys);
+    if (group < 1 || PyList_GET_SIZE(fps) * group != count || start < 0 || start + count > PyList_GET_SIZE(replies)) {
+        PyErr_SetString(PyExc_ValueError, "near_replies: group >= 1 keys for each fingerprint, a reply for each key");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *reply = PyList_GET_ITEM(replies, start + i);
+        if (!PyList_Check(reply) || PyList_GET_SIZE(reply) < 1) {
+            PyErr_Format(PyExc_TypeError, "SIMHASH.NEAR answered %.100s, not a list of a length and seqs",
+                         Py_TYPE(reply)->tp_name);
+            Py_CLEAR(out);
+            break;
+        }
+        if (PyDict_SetItem(lengths, PyList_GET_ITEM(keys, i), PyList_GET_ITEM(reply, 0)) < 0) {
+            Py_CLEAR(out);
+            break;
+        }
+        if (PyList_GET_SIZE(reply) > 1) {
+            PyObject *seqs = PyList_GetSlice(reply, 1, PyList_GET_SIZE(reply));
+            PyObject *pair = seqs == NULL ? NULL : PyTuple_Pack(2, PyList_GET_ITEM(fps, i / group), seqs);
+            Py_XDECREF(seqs);
+            if (pair == NULL || PyList_Append(out, pair) < 0) Py_CLEAR(out);
+            Py_XDECREF(pair);
+        }
+    }
     return out;
 }
 /* ------------------------------------------------ end of Redis Cluster commands */
@@ -2253,6 +2436,11 @@ static PyMethodDef methods[] = {
     {"is_utf8", is_utf8, METH_O, "is_utf8(data) -> bool"},
     {"key_slot", key_slot, METH_O, "key_slot(key) -> Redis Cluster hash slot"},
     {"route_commands", route_commands, METH_VARARGS, "route_commands(commands, table, nodes) -> per node (indexes, RESP2)"},
+    {"bucket_commands", bucket_commands, METH_VARARGS,
+     "bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step]) -> expected lengths or None"},
+    {"bucket_names", bucket_names, METH_VARARGS, "bucket_names(base, spans, fingerprints) -> each one's bucket keys"},
+    {"near_replies", near_replies, METH_VARARGS,
+     "near_replies(replies, start, keys, group, fingerprints, lengths) -> [(fingerprint, seqs)]"},
     {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},
     {"vote", vote, METH_VARARGS, "vote(features, weights) -> int or None"},
     {"not_content_rules", not_content_rules, METH_VARARGS, "not_content_rules(data, labels, window, rules) -> int"},

@@ -19,7 +19,7 @@ from test_redis_backend import async_test
 from test_redis_global import opened
 
 from simhash_scrapy.backends import PageRecord
-from simhash_scrapy.backends.redis.node_link import NodeLink, ReplyError, RespReader, _python_pack, pack
+from simhash_scrapy.backends.redis.node_link import NodeLink, ReplyError, RespReader, _python_pack, pack, packed_calls
 
 pytest_plugins = ["conftest_redis"]
 
@@ -79,8 +79,9 @@ async def test_replies_in_order_and_a_stale_slot_map_is_corrected_by_moved(redis
         for key in keys:
             batch.call(key, "APPEND", key, b"?")
             batch.call(key, "GET", key)
-        for key in odd:  # sent again after MOVED: the same bytes as the first time (not refused by hiredis' packer)
+        for key in odd[:10]:  # sent again after MOVED: the same bytes as the first time (not refused by hiredis' packer)
             batch.call(key, "SET", key, key)
+        packed_calls(batch.commands, "SET", odd[10:], 1, odd[10:])  # packed, sent again as they are
         replies = await batch.execute()
         assert replies[1:120:2] == [b"v%d!?" % i for i in range(60)]
         assert replies[120:] == [b"OK"] * 20
@@ -95,10 +96,12 @@ async def test_replies_in_order_and_a_stale_slot_map_is_corrected_by_moved(redis
             await batch.execute()
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["calls", "packed"])
 @async_test
-async def test_a_slot_moving_between_nodes_runs_each_command_once(redis_cluster: RedisCluster) -> None:
+async def test_a_slot_moving_between_nodes_runs_each_command_once(redis_cluster: RedisCluster, packed: bool) -> None:
     # A real resharding, half done (the slot MIGRATING on its node, IMPORTING on the other, its key moved): the
-    # old node answers ASK (ASKING, then the command, to the new one); then done: MOVED.  Each command runs once.
+    # old node answers ASK (ASKING, then the command, to the new one); then done: MOVED.  Each command runs once,
+    # added by ``call`` or packed (``packed_calls``, as the table buckets' commands are: sent again as they are).
     async with opened(redis_cluster) as backend:
         link: NodeLink = backend.link
         keys = [f"m:{{k{i}}}" for i in range(30)]
@@ -108,7 +111,9 @@ async def test_a_slot_moving_between_nodes_runs_each_command_once(redis_cluster:
 
         async def append_all(value: bytes) -> list[Any]:
             batch = link.batch()
-            for key in keys:
+            if packed:
+                packed_calls(batch.commands, "APPEND", keys, 1, [value] * len(keys))
+            for key in keys if not packed else ():
                 batch.call(key, "APPEND", key, value)
             return await batch.execute()
 

@@ -690,6 +690,24 @@ def test_kept_bucket_names_are_the_formatted_ones(k: int, blocks: int, bits: int
         assert keys.buckets(fp) == [keys.bucket(t, table, fp) for t, table in enumerate(keys.tables)]
 
 
+@pytest.mark.parametrize(("k", "blocks", "bits"), [(4, 0, 16), (4, 6, 8), (3, 0, 16), (2, 0, 4), (6, 0, 12)])
+@pytest.mark.parametrize("prefix", ["p:x", "é{b}\udc80"])
+def test_bucket_names_of_many_are_the_formatted_ones(k: int, blocks: int, bits: int, prefix: str) -> None:
+    # ``buckets_many`` (one C call when built, for the layouts whose bucket bits are each key's first span): the
+    # formatted names, table after table, fingerprint after fingerprint; with and without the C helpers.
+    from simhash_scrapy.backends.redis.cluster_layout import GlobalKeys
+    from simhash_scrapy.core import _native
+
+    keys = GlobalKeys(prefix, "s", k, blocks or k + 1, bits, 10)
+    rng = random.Random(k * 10 + bits)
+    fps = [rng.getrandbits(64) for _ in range(500)] + [0, 2**64 - 1]
+    want = [keys.bucket(t, table, fp) for fp in fps for t, table in enumerate(keys.tables)]
+    for switched in ([True, False] if _native.speedups is not None else [False]):
+        with _native.switched(switched):
+            assert keys.buckets_many(fps) == want
+            assert keys.buckets_many([]) == []
+
+
 def test_bucket_names_kept_are_bounded_in_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
     from simhash_scrapy.backends.redis import cluster_layout
     from simhash_scrapy.backends.redis.cluster_layout import GlobalKeys

@@ -127,3 +127,134 @@ def test_route_commands_refuses_numbers_that_are_not_ints() -> None:
             FAST.route_commands([("k", ("SET", "k", value))], table, 1)
     got = FAST.route_commands([("k", ("SET", "k", bytearray(b"ab"), memoryview(b"cd")))], table, 1)
     assert got[0][1] == _python_pack(("SET", "k", b"ab", b"cd"))
+
+
+def packed_case(rng: random.Random) -> tuple[list[Any], int, list[Any], tuple[Any, ...]]:
+    group = rng.randint(1, 5)
+    per = [random_arg(rng) if rng.random() < 0.6 else tuple(random_arg(rng) for _ in range(rng.randint(0, 3)))
+           for _ in range(rng.randint(0, 12))]  # (an argument, or a tuple of them)
+    keys: list[Any] = [random_key(rng) for _ in range(len(per) * group)]
+    keys = [encoded(key) if rng.random() < 0.1 else key for key in keys]
+    tail = tuple(random_arg(rng) for _ in range(rng.randint(0, 3)))
+    return keys, group, per, tail
+
+
+@compiled
+@pytest.mark.parametrize("seed", range(4))
+def test_packed_calls_are_the_python_twins_and_packs_bytes(seed: int) -> None:
+    # ``packed_calls``: each key's command as (its slot, the bytes ``pack`` makes of ``verb key *per tail``), in C
+    # and in Python; with ``lengths``, each key's running total (a key met twice counts twice).
+    rng = random.Random(seed)
+    for _ in range(60):
+        keys, group, per, tail = packed_case(rng)
+        keys += keys[: group * 2]  # (keys met again: their lengths grow twice)
+        per += per[:2]
+        start = {key: rng.randrange(100) for key in keys[:3]}
+        verb = rng.choice(["SIMHASH.NEAR", "SIMHASH.APPEND", "SET"])
+        step = rng.choice([0, 8, 13])
+        fast: list[Any] = [("x", ("GET", "x"))]  # (appended after what is there)
+        fast_lengths = dict(start)
+        fast_expected = node_link.packed_calls(fast, verb, keys, group, per, tail, fast_lengths, step)
+        python: list[Any] = [("x", ("GET", "x"))]
+        python_lengths = dict(start)
+        with _native.switched(False):
+            python_expected = node_link.packed_calls(python, verb, keys, group, per, tail, python_lengths, step)
+        assert fast == python and fast_expected == python_expected and fast_lengths == python_lengths
+        totals = dict(start)
+        for i, key in enumerate(keys):
+            args = per[i // group] if isinstance(per[i // group], tuple) else (per[i // group],)
+            assert fast[1 + i] == (key_slot(encoded(key)), _python_pack((verb, key, *args, *tail)))
+            totals[key] = totals.get(key, 0) + step
+            assert fast_expected[i] == totals[key]
+        assert fast_lengths == totals
+        assert node_link.packed_calls([], verb, keys, group, per, tail) is None
+
+
+@compiled
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_route_commands_sends_packed_commands_as_they_are(nodes: int) -> None:
+    # Packed commands among the others: routed by their slot, their bytes as they are, in C and in Python.
+    rng = random.Random(nodes + 10)
+    table = array("H", [rng.randrange(nodes) for _ in range(16384)])
+    for slot in rng.sample(range(16384), 500):
+        table[slot] = _NO_NODE
+    commands = random_commands(rng, 40)
+    keys, group, per, tail = packed_case(rng)
+    node_link.packed_calls(commands, "SIMHASH.NEAR", keys, group, per, tail)
+    commands += random_commands(rng, 10)
+    got = FAST.route_commands(commands, table, nodes)
+    assert got == _route_python(commands, table, nodes)
+    for group_ in got:
+        if group_ is not None:
+            assert group_[1] == b"".join(
+                body if isinstance(body, bytes) else _python_pack(body) for body in (commands[i][1] for i in group_[0]))
+
+
+@compiled
+def test_packed_commands_refuse_what_they_cannot_send() -> None:
+    table = array("H", [0]) * 16384
+    with pytest.raises(ValueError, match="from 0 to 16383"):
+        FAST.route_commands([(16384, b"*1\r\n$4\r\nPING\r\n")], table, 1)
+    with pytest.raises(ValueError, match="from 0 to 16383"):
+        FAST.route_commands([(-1, b"*1\r\n$4\r\nPING\r\n")], table, 1)
+    for switched in (True, False):
+        with _native.switched(switched), pytest.raises(ValueError, match="group >= 1"):
+            node_link.packed_calls([], "GET", ["a", "b", "c"], 2, [1])
+        with _native.switched(switched), pytest.raises(ValueError, match="group >= 1"):
+            node_link.packed_calls([], "GET", ["a"], 0, [])
+    with pytest.raises(TypeError, match="str, bytes or int"):
+        node_link.packed_calls([], "GET", ["a"], 1, [1.5])
+    with pytest.raises(TypeError, match="a Redis key"):
+        node_link.packed_calls([], "GET", [3], 1, [1])
+
+
+@compiled
+@pytest.mark.parametrize("seed", range(3))
+def test_near_replies_in_c_are_the_python_reading(seed: int) -> None:
+    # ``SIMHASH.NEAR``'s replies (a bucket's length, then the seqs near the fold) read in C and in Python: every
+    # bucket's length, and (fingerprint, seqs) for the replies that name a seq, in order.
+    from types import SimpleNamespace
+
+    from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
+
+    rng = random.Random(seed)
+    tables = rng.randint(1, 6)
+    pages = [SimpleNamespace(record=SimpleNamespace(exact=rng.random() < 0.2, fingerprint=rng.getrandbits(64)))
+             for _ in range(rng.randint(1, 40))]
+    checked = [page for page in pages if not page.record.exact]
+    keys = [f"b{rng.randrange(30)}" for _ in range(len(checked) * tables)]  # (a bucket may come twice)
+    start = rng.randrange(5)
+    replies: list[Any] = [b"other"] * start + [
+        [rng.randrange(1000), *(rng.randrange(1 << 32) for _ in range(rng.choice([0, 0, 0, 1, 3])))] for _ in keys]
+    found = []
+    for switched in (True, False):
+        batch = SimpleNamespace(near_keys=keys, pages=[SimpleNamespace(keys=SimpleNamespace(tables=[0] * tables),
+                                                                       record=page.record) for page in pages],
+                                lengths={})
+        with _native.switched(switched):
+            found.append((GlobalRedisBackend._near_found(batch, replies, start), batch.lengths))
+    assert found[0] == found[1]
+    near, lengths = found[0]
+    assert lengths == {key: reply[0] for key, reply in zip(keys, replies[start:])}
+    assert near == [(checked[i // tables].record.fingerprint, reply[1:])
+                    for i, reply in enumerate(replies[start:]) if len(reply) > 1]
+    for switched in (True, False):
+        with _native.switched(switched), pytest.raises(TypeError, match="not a list"):
+            GlobalRedisBackend._near_found(batch, replies[:start] + [None] * len(keys), start)
+
+
+@compiled
+def test_bucket_names_refuse_what_they_cannot_name() -> None:
+    assert FAST.bucket_names("b", [(0, 0xFF), (8, 0xFF)], [0x1234]) == ["b.t0.34}", "b.t1.12}"]
+    with pytest.raises(ValueError, match="32 bits at most"):
+        FAST.bucket_names("b", [(0, 1 << 32)], [1])
+    with pytest.raises(ValueError, match="from 0 to 63"):
+        FAST.bucket_names("b", [(64, 1)], [1])
+    with pytest.raises(ValueError, match="at most 64 tables"):
+        FAST.bucket_names("b", [(0, 1)] * 65, [1])
+    with pytest.raises(TypeError, match="shift, mask"):
+        FAST.bucket_names("b", [(0,)], [1])
+    with pytest.raises(OverflowError):
+        FAST.bucket_names("b", [(0, 1)], [2**64])
+    with pytest.raises(OverflowError):
+        FAST.bucket_names("b", [(0, 1)], [-1])

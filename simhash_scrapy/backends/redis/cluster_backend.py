@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from ...core.cluster.clustering import RECORDED_OUTCOMES, Clusterer, Decision, is_one_edit
+from ...core import _native
 from ...core.cluster.viewidentity import MAX_ADDRESSES
 from ...core.index.scan import ScanIndex
 from ...core.redact import redact
@@ -75,7 +76,7 @@ from .cluster_layout import (
 )
 from .bucket_cache import TAIL_LUA, BucketCache, tail_args
 from .layout import Codec, bucket_bits_for, identity_slot
-from .node_link import NodeLink, ReplyError
+from .node_link import NodeLink, ReplyError, packed_calls
 from .node_link import pack as pack_command
 from .outages import close_failure
 
@@ -203,6 +204,8 @@ class _Batch:
     named: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (sid, fingerprint) -> its bucket keys
     #: seqs of the entries the read found near a page's fold (within k or not): there before the read, never a race
     folded: set[int] = field(default_factory=set)
+    #: with the module: the bucket keys read, in the order of the ``SIMHASH.NEAR`` commands (each page's tables)
+    near_keys: list[str] = field(default_factory=list)
 
     def buckets_of(self, keys: GlobalKeys, fp: int) -> list[str]:
         """``keys.buckets(fp)``, once a batch (read, filtered, appended to)."""
@@ -570,9 +573,9 @@ class GlobalRedisBackend(DedupBackend):
             metas[page.record.scope] = page.keys.meta
         for scope, n in scopes.items():
             pipe.call(metas[scope], "HINCRBY", metas[scope], "seq", n)
-        for page in batch.pages:
-            key = page.keys.record(page.bucket)
-            pipe.call(key, "HGET", key, page.fieldname)
+        keys = batch.pages[0].keys  # (one scope a batch)
+        packed_calls(pipe.commands, "HGET", [keys.record(page.bucket) for page in batch.pages], 1,
+                     [page.fieldname for page in batch.pages])
         shorts = [page for page in batch.pages if page.record.exact]  # their digest's HGET, then the buckets
         for page in shorts:
             key = page.keys.exact(page.record.fingerprint)
@@ -580,14 +583,13 @@ class GlobalRedisBackend(DedupBackend):
         wanted: dict[str, bytearray | None] = {}  # bucket key -> this worker's copy it is read against (once a batch)
         cache = self.buckets if self.buckets.budget > 0 and not self.module else None
         k = self.config.max_distance
+        if self.module:  # each page's buckets scanned where they are: its entries near the fold come back
+            fps = [page.record.fingerprint for page in batch.pages if not page.record.exact]
+            batch.near_keys = keys.buckets_many(fps)
+            packed_calls(pipe.commands, "SIMHASH.NEAR", batch.near_keys, len(keys.tables), [fold(fp) for fp in fps],
+                         (k,))
         for page in batch.pages:
-            if page.record.exact:
-                continue
-            if self.module:  # each page's buckets scanned where they are: its entries near the fold come back
-                fp = page.record.fingerprint
-                page_fold = fold(fp)
-                for key in batch.buckets_of(page.keys, fp):
-                    pipe.call(key, "SIMHASH.NEAR", key, page_fold, k)
+            if page.record.exact or self.module:
                 continue
             for key in batch.buckets_of(page.keys, page.record.fingerprint):
                 if key in wanted:
@@ -609,10 +611,10 @@ class GlobalRedisBackend(DedupBackend):
                 batch.slot_of[rec.seq] = (page.bucket, page.fieldname)
         await self._load_dict(batch, [rec for _, rec in own.values()])
         digests = out[len(scopes) + len(batch.pages) :][: len(shorts)]
-        replies = out[len(scopes) + len(batch.pages) + len(shorts) :]
         if self.module:
-            near = self._near_found(batch, replies)
+            near = self._near_found(batch, out, len(scopes) + len(batch.pages) + len(shorts))
         else:
+            replies = out[len(scopes) + len(batch.pages) + len(shorts) :]
             buckets = dict(zip(wanted, replies)) if cache is None else {
                 key: cache.take(key, kept, reply) for (key, kept), reply in zip(wanted.items(), replies)}
             near = self._near_scanned(batch, buckets)
@@ -634,18 +636,24 @@ class GlobalRedisBackend(DedupBackend):
         return [(fp, seqs) for (fp, _), seqs in zip(tables, near)]
 
     @staticmethod
-    def _near_found(batch: _Batch, replies: list[Any]) -> list[tuple[int, list[int]]]:
+    def _near_found(batch: _Batch, replies: list[Any], start: int) -> list[tuple[int, list[int]]]:
         """``_near_scanned`` from the module's ``SIMHASH.NEAR`` replies (a bucket's length, then the seqs near the
-        fold), one a page and bucket in ``_read``'s order."""
+        fold), one a key of ``batch.near_keys`` from ``replies[start]`` on; only the replies that name a seq (one C
+        call when built)."""
+        keys, group = batch.near_keys, len(batch.pages[0].keys.tables)
+        fps = [page.record.fingerprint for page in batch.pages if not page.record.exact]
+        if _native.speedups is not None:
+            found: list[tuple[int, list[int]]] = _native.speedups.near_replies(replies, start, keys, group, fps,
+                                                                               batch.lengths)
+            return found
         near: list[tuple[int, list[int]]] = []
-        answers = iter(replies)
-        for page in batch.pages:
-            if not page.record.exact:
-                fp = page.record.fingerprint
-                for key in batch.buckets_of(page.keys, fp):
-                    length, *seqs = next(answers)
-                    batch.lengths[key] = length
-                    near.append((fp, seqs))
+        for i, key in enumerate(keys):
+            reply = replies[start + i]
+            if not isinstance(reply, list) or not reply:
+                raise TypeError(f"SIMHASH.NEAR answered {type(reply).__name__}, not a list of a length and seqs")
+            batch.lengths[key] = reply[0]
+            if len(reply) > 1:
+                near.append((fps[i // group], reply[1:]))
         return near
 
     async def _candidates(self, batch: _Batch, digests: list[tuple[_Page, Any]],
@@ -776,9 +784,9 @@ class GlobalRedisBackend(DedupBackend):
                 batch.slot_of[seq] = slot
         if unknown:
             pipe = self.link.batch()
-            for seq in unknown:
-                key, offset = scope_keys.directory(seq)
-                pipe.call(key, "GETRANGE", key, offset, offset + DIR - 1)
+            places = [scope_keys.directory(seq) for seq in unknown]
+            packed_calls(pipe.commands, "GETRANGE", [key for key, _ in places], 1,
+                         [(offset, offset + DIR - 1) for _, offset in places])
             for seq, raw in zip(unknown, await pipe.execute()):
                 if len(raw) != DIR or raw == bytes(DIR):  # (a slot not written yet reads as zeros)
                     self.counts["unnamed"] += 1  # an entry written in the same moment: left out
@@ -786,12 +794,11 @@ class GlobalRedisBackend(DedupBackend):
                 slot = (int.from_bytes(raw[:3], "big"), raw[3:])
                 batch.slot_of[seq] = slot
                 self._remember(tag | seq, slot)
+        slots = [slot for seq in seqs if (slot := batch.slot_of.get(seq)) is not None]
         seqs = [seq for seq in seqs if seq in batch.slot_of]
         pipe = self.link.batch()
-        for seq in seqs:
-            bucket, fieldname = batch.slot_of[seq]
-            key = scope_keys.record(bucket)
-            pipe.call(key, "HGET", key, fieldname)
+        packed_calls(pipe.commands, "HGET", [scope_keys.record(bucket) for bucket, _ in slots], 1,
+                     [fieldname for _, fieldname in slots])
         records = {}
         for seq, value in zip(seqs, await pipe.execute()):
             if value is not None and (rec := parse_record(value)).seq == seq:
@@ -827,8 +834,8 @@ class GlobalRedisBackend(DedupBackend):
         """Step 4: records, index changes; then the verdicts."""
         clusterer = batch.clusterer
         records: dict[int, tuple[_Page, GlobalRecord]] = {}
-        kinds: list[str] = []  # each index command's kind, to find the replies of the appends and HSETNXs
-        appended: list[tuple[str, int, int, int]] = []  # (bucket key, fingerprint, seq, expected length)
+        kinds: list[str] = []  # each index command's kind but the appends (sent last), to find the HSETNXs' replies
+        appended: list[tuple[int, int]] = []  # (fingerprint, seq) of each page whose entries are appended
         verdicts: list[Verdict] = []
         for page, decision in zip(batch.pages, decisions):
             seq = batch.seq_of[decision.entry]
@@ -847,11 +854,11 @@ class GlobalRedisBackend(DedupBackend):
         if len(self._directories) > 4096:
             self._directories.clear()
         entry_of = {seq: e for e, seq in enumerate(batch.seq_of)}
+        keys = batch.pages[0].keys  # (one scope a batch)
+        packed_calls(first.commands, "HSET", [keys.record(page.bucket) for page, _ in records.values()], 1,
+                     [(page.fieldname, pack_record(rec)) for page, rec in records.values()])
         for seq, (page, rec) in records.items():
             before, now = batch.initial.get(seq), clusterer.indexed[entry_of[seq]]
-            keys = page.keys
-            rkey = keys.record(page.bucket)
-            first.call(rkey, "HSET", rkey, page.fieldname, pack_record(rec))
             if before == now and (before is None or old_exact(batch, seq) == rec.exact):
                 continue
             if before is not None:
@@ -866,19 +873,40 @@ class GlobalRedisBackend(DedupBackend):
                 else:
                     first.call(dkey, "EVALSHA", self._directory_sha, 1, dkey, offset, slot, DIR_SPAN * DIR)
                     made.append(dkey)
-                self._index(pipe, kinds, keys, seq, now, rec.exact, batch, appended)
+                self._index(pipe, kinds, keys, seq, now, rec.exact, appended)
         if canonicals:
             meta = batch.pages[0].keys.meta
             first.call(meta, "HINCRBY", meta, "canonicals", canonicals)
+        # the table entries last (after any entry removed, which may be from the same bucket): each bucket's expected
+        # length after its append, to tell a bucket another worker appended to meanwhile
+        bucket_keys, expected = self._appends(pipe, batch, appended)
         written = len(first)
         first.commands += pipe.commands
         results = (await first.execute())[written:]
         self._directories.update(made)
-        if not kinds:
+        if not kinds and not appended:
             return verdicts
-        await self._races(batch, [r for r, kind in zip(results, kinds) if kind == "append"], appended,
+        await self._races(batch, results[len(results) - len(bucket_keys) :], bucket_keys, expected, appended,
                           [r for r, kind in zip(results, kinds) if kind == "hsetnx"])
         return verdicts
+
+    def _appends(self, pipe: Any, batch: _Batch, appended: list[tuple[int, int]]) -> tuple[list[str], list[int]]:
+        """The append of each (fingerprint, seq) of ``appended`` to each of its table buckets, in that order: the
+        bucket keys, and each one's expected length after it (``batch.lengths`` grows)."""
+        keys = batch.pages[0].keys
+        bucket_keys = keys.buckets_many([fp for fp, _ in appended])
+        entries = [pack_entry(fp, seq) for fp, seq in appended]  # (the same in every table)
+        if self.module:
+            expected = packed_calls(pipe.commands, "SIMHASH.APPEND", bucket_keys, len(keys.tables), entries,
+                                    (batch.mark, ROOM_SHARE, ROOM_MIN), batch.lengths, ENTRY)
+            assert expected is not None
+            return bucket_keys, expected
+        expected = []
+        for i, key in enumerate(bucket_keys):
+            batch.lengths[key] = length = batch.lengths.get(key, 0) + ENTRY
+            expected.append(length)
+            pipe.call(key, "EVALSHA", self._append_sha, 1, key, entries[i // len(keys.tables)], batch.mark)
+        return bucket_keys, expected
 
     def _record(self, page: _Page, decision: Decision, seq: int, old: GlobalRecord | None, batch: _Batch) -> GlobalRecord:
         record, clusterer, e = page.record, batch.clusterer, decision.entry
@@ -895,23 +923,15 @@ class GlobalRedisBackend(DedupBackend):
             old.first_seen if old is not None else record.seen, record.seen, payload, clusterer.indexed[e],
         )
 
-    def _index(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool, batch: _Batch,
-               appended: list[tuple[str, int, int, int]]) -> None:
+    def _index(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool,
+               appended: list[tuple[int, int]]) -> None:
+        """An exact page's ``HSETNX``; a page's table entries wait in ``appended`` (``_appends``)."""
         if exact:
             key = keys.exact(fp)
             pipe.call(key, "HSETNX", key, fp.to_bytes(8, "big"), seq.to_bytes(4, "big"))
             kinds.append("hsetnx")
             return
-        entry = pack_entry(fp, seq)  # (the same in every table)
-        for key in batch.buckets_of(keys, fp):
-            expected = batch.lengths.get(key, 0) + ENTRY
-            batch.lengths[key] = expected
-            if self.module:
-                pipe.call(key, "SIMHASH.APPEND", key, entry, batch.mark, ROOM_SHARE, ROOM_MIN)
-            else:
-                pipe.call(key, "EVALSHA", self._append_sha, 1, key, entry, batch.mark)
-            kinds.append("append")
-            appended.append((key, fp, seq, expected))
+        appended.append((fp, seq))
 
     def _unindex(self, pipe: Any, kinds: list[str], keys: GlobalKeys, seq: int, fp: int, exact: bool) -> None:
         raw = seq.to_bytes(4, "big")
@@ -924,13 +944,17 @@ class GlobalRedisBackend(DedupBackend):
             pipe.call(key, "EVALSHA", self._remove_sha, 1, key, raw)
             kinds.append("eval")
 
-    async def _races(self, batch: _Batch, append_replies: list[Any], appended: list[tuple[str, int, int, int]],
-                     exact_replies: list[Any]) -> None:
+    async def _races(self, batch: _Batch, append_replies: list[Any], bucket_keys: list[str], expected: list[int],
+                     appended: list[tuple[int, int]], exact_replies: list[Any]) -> None:
         """Counts the canonical pages this batch made while another worker made a near-duplicate one canonical: an
         entry near the page's fold in a bucket that grew since the read, neither the batch's own nor one the read
-        found (``folded``: a fold within k of the page's whose fingerprint is not, there before)."""
+        found (``folded``: a fold within k of the page's whose fingerprint is not, there before).  ``bucket_keys``
+        and ``expected``: each append's bucket and its expected length, each page of ``appended`` (fingerprint,
+        seq) in turn."""
         self.counts["races"] += sum(1 for r in exact_replies if not r)
-        suspects = [(key, fp, seq) for (key, fp, seq, expected), got in zip(appended, append_replies) if got != expected]
+        tables = len(batch.pages[0].keys.tables)
+        suspects = [(bucket_keys[i], *appended[i // tables]) for i, (got, want) in
+                    enumerate(zip(append_replies, expected)) if got != want]
         if not suspects:
             return
         pipe = self.link.batch()

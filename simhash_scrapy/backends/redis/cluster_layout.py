@@ -142,6 +142,18 @@ class GlobalKeys:
             out.append(name)
         return out
 
+    def buckets_many(self, fps: list[int]) -> list[str]:
+        """``buckets`` of each fingerprint of ``fps``, one after the other (``len(self.tables)`` keys each): one C call
+        (``_speedups.bucket_names``, new names each time) when built and the bucket bits come from each table key's
+        first span, else ``buckets`` each."""
+        if self._fast is not None and _native.speedups is not None:
+            names: list[str] = _native.speedups.bucket_names(self.base, self._fast, fps)
+            return names
+        out: list[str] = []
+        for fp in fps:
+            out += self.buckets(fp)
+        return out
+
     def release(self) -> None:
         """Gives the bucket names this scope kept back to the process's budget (a worker forgets the scope)."""
         GlobalKeys.kept_names -= sum(map(len, self._names))

@@ -24,6 +24,11 @@ run); ``ASK`` sends ``ASKING`` and the command to the node named; a
 ``NOSCRIPT`` reply (a node that never loaded a script) sends ``EVAL`` with
 the script's body.  Any other error reply raises ``ReplyError``; a broken
 connection raises and is dropped (the next batch connects again).
+
+A batch's many table-bucket commands (a check's ``SIMHASH.NEAR`` and
+``SIMHASH.APPEND`` in each table) are packed at once (``packed_calls``: one C
+call a batch, no tuple a command) and added as ``(slot, RESP2 bytes)``: the
+same bytes, sent again as they are when redirected.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ _REDIRECTS = 5
 _SLOTS = 16384
 #: A slot the slot map names no node for (in ``NodeLink.table``).
 _NO_NODE = 0xFFFF
+#: ``ASKING``, before a command ``ASK`` redirected.
+_ASKING = b"*1\r\n$6\r\nASKING\r\n"
 #: What the readers' ``gets`` return while a reply is not whole (``notEnoughData``: not ``False``, which an
 #: integer reply 0 equals).
 MORE = object()
@@ -63,16 +70,18 @@ class ReplyError(Exception):
     """An error reply from a node (``-ERR ...``)."""
 
 
+def _bulk(arg: Any) -> bytes:
+    """One argument as a RESP2 bulk string (a str as UTF-8, ``surrogatepass``; an int in decimal)."""
+    if isinstance(arg, str):
+        arg = arg.encode("utf-8", "surrogatepass")
+    elif isinstance(arg, int):
+        arg = b"%d" % arg
+    return b"$%d\r\n%b\r\n" % (len(arg), arg)
+
+
 def _python_pack(args: tuple[Any, ...]) -> bytes:
     """One command in RESP2: ``*N`` then each argument as a bulk string."""
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        if isinstance(arg, str):
-            arg = arg.encode("utf-8", "surrogatepass")
-        elif isinstance(arg, int):
-            arg = b"%d" % arg
-        out.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
-    return b"".join(out)
+    return b"*%d\r\n" % len(args) + b"".join(map(_bulk, args))
 
 
 class RespReader:
@@ -182,26 +191,54 @@ def slot_of(key: str | bytes) -> int:
     return _slot_python(key)
 
 
-def _route_python(commands: list[tuple[Any, tuple[Any, ...]]], table: Any, nodes: int) -> list[Any]:
+def _route_python(commands: list[tuple[Any, Any]], table: Any, nodes: int) -> list[Any]:
     """``route_commands`` in Python (``_speedups.route_commands`` is the C twin, the same result)."""
     groups: list[Any] = [None] * (nodes + 1)
     for i, (key, args) in enumerate(commands):
-        n = min(table[_slot_python(key)], nodes)
+        packed = isinstance(args, bytes)
+        n = min(table[key if packed else _slot_python(key)], nodes)
         group = groups[n]
         if group is None:
             group = groups[n] = ([], [])
         group[0].append(i)
-        group[1].append(pack(args))
+        group[1].append(args if packed else pack(args))
     return [None if group is None else (group[0], b"".join(group[1])) for group in groups]
 
 
-def route_commands(commands: list[tuple[Any, tuple[Any, ...]]], table: Any, nodes: int) -> list[Any]:
-    """A batch's commands (``(key, args)``) grouped by node: ``groups[n]`` is ``(indexes, RESP2 bytes)`` of the
-    commands whose key's slot ``table`` (16,384 uint16) maps to node ``n`` (``None`` if none), ``groups[nodes]``
-    those of a slot mapped to ``nodes`` or more (no node serves it).  One C call a batch when built."""
+def route_commands(commands: list[tuple[Any, Any]], table: Any, nodes: int) -> list[Any]:
+    """A batch's commands (``(key, args)``, or ``(slot, RESP2 bytes)`` from ``packed_calls``) grouped by node:
+    ``groups[n]`` is ``(indexes, RESP2 bytes)`` of the commands whose key's slot ``table`` (16,384 uint16) maps to
+    node ``n`` (``None`` if none), ``groups[nodes]`` those of a slot mapped to ``nodes`` or more (no node serves
+    it).  One C call a batch when built."""
     if _native.speedups is not None:
         return _native.speedups.route_commands(commands, table, nodes)
     return _route_python(commands, table, nodes)
+
+
+def packed_calls(commands: list[tuple[Any, Any]], verb: str, keys: list[str], group: int, per: list[Any],
+                 tail: tuple[Any, ...] = (), lengths: dict[str, int] | None = None, step: int = 0) -> list[int] | None:
+    """Appends to ``commands`` the command ``verb key *args *tail`` for each key of ``keys``, where ``args`` is
+    ``per[i // group]`` (a tuple of arguments, or one), packed: ``(its key's slot, its RESP2 bytes)``, the bytes
+    ``pack`` makes of those arguments.  With ``lengths``: each key's value there grows by ``step`` (from 0), and the
+    values after each command are returned.  One C call (``_speedups.bucket_commands``) when built: a batch's
+    commands cost no Python each."""
+    packed_verb, packed_tail = _bulk(verb), b"".join(map(_bulk, tail))
+    if _native.speedups is not None:
+        if lengths is None:
+            return _native.speedups.bucket_commands(commands, keys, group, per, packed_verb, packed_tail, len(tail))
+        return _native.speedups.bucket_commands(commands, keys, group, per, packed_verb, packed_tail, len(tail),
+                                                lengths, step)
+    if group < 1 or len(per) * group != len(keys):
+        raise ValueError("bucket_commands: group >= 1 keys for each of per, and lengths a dict or None")
+    expected: list[int] = []
+    for i, key in enumerate(keys):
+        args = per[i // group] if isinstance(per[i // group], tuple) else (per[i // group],)
+        head = b"*%d\r\n" % (2 + len(args) + len(tail)) + packed_verb + _bulk(key)
+        commands.append((_slot_python(key), head + b"".join(map(_bulk, args)) + packed_tail))
+        if lengths is not None:
+            lengths[key] = now = lengths.get(key, 0) + step
+            expected.append(now)
+    return None if lengths is None else expected
 
 
 class _Exchange:
@@ -321,8 +358,9 @@ class NodeLink:
             self.table, self.mapped = table, slots
         return self.table
 
-    def node_of(self, key: str) -> _Node:
-        slot = slot_of(key)
+    def node_of(self, key: str | int) -> _Node:
+        """The primary serving ``key`` (or the hash slot ``key``, a packed command's)."""
+        slot = key if isinstance(key, int) else slot_of(key)
         number = self.slot_table()[slot]
         if number >= len(self.order):  # (a cluster with slots unassigned, or a map read mid-change: an outage)
             raise ConnectionError(f"no node serves hash slot {slot} (the cluster's slot map names none)")
@@ -474,7 +512,7 @@ class Batch:
     def __init__(self, link: NodeLink, skip_down: bool = False) -> None:
         self.link = link
         self.skip_down = skip_down  # (``NodeLink.exchange``)
-        self.commands: list[tuple[str, tuple[Any, ...]]] = []  # (key, args)
+        self.commands: list[tuple[Any, Any]] = []  # (key, args), or (slot, RESP2 bytes): ``packed_calls``
 
     def __len__(self) -> int:
         return len(self.commands)
@@ -500,18 +538,18 @@ class Batch:
             return replies
         raise ReplyError(f"Redis kept redirecting {len(todo)} command(s) (MOVED/ASK) {_REDIRECTS} times")
 
-    async def _round(self, todo: list[tuple[int, _Node, tuple[Any, ...]]], replies: list[Any]) -> list[Any]:
+    async def _round(self, todo: list[tuple[int, _Node, bytes, bool]], replies: list[Any]) -> list[Any]:
         """One send per node; returns the commands to send again (redirected, or NOSCRIPT)."""
         by_node: dict[int, tuple[_Node, list[int], list[bytes]]] = {}
         asking: set[int] = set()
-        for i, node, args in todo:
+        for i, node, packed, ask in todo:
             group = by_node.setdefault(id(node), (node, [], []))
             group[1].append(i)
-            if args[:1] == (b"ASKING",):  # (a command ASK redirected: ASKING, then the command: two replies)
+            if ask:  # (a command ASK redirected: ASKING, then the command: two replies)
                 asking.add(i)
-                group[2].extend((pack(args[:1]), pack(args[1:])))
+                group[2].extend((_ASKING, packed))
             else:
-                group[2].append(pack(args))
+                group[2].append(packed)
         return await self._send([(node, indexes, len(packed), b"".join(packed))
                                  for node, indexes, packed in by_node.values()], asking, replies)
 
@@ -520,7 +558,7 @@ class Batch:
         """Each node's group in one send, all at once; the replies in place; returns the commands to send again."""
         answers = await self.link.packed_exchange([(node, count, data) for node, _, count, data in groups],
                                                   self.skip_down)
-        again: list[tuple[int, _Node, tuple[Any, ...]]] = []
+        again: list[tuple[int, _Node, bytes, bool]] = []
         moved = False
         for (_, indexes, _, _), answer in zip(groups, answers):
             if asking:
@@ -537,15 +575,18 @@ class Batch:
             await self.link.refresh()
         return again
 
-    def _redirect(self, i: int, message: str) -> tuple[int, _Node, tuple[Any, ...]] | None:
+    def _redirect(self, i: int, message: str) -> tuple[int, _Node, bytes, bool] | None:
+        """(the command, the node to send it to, its bytes, whether ``ASKING`` goes first), or None: not a
+        redirection.  A packed command (``packed_calls``) is sent again as it is; none of them is an ``EVALSHA``."""
         key, args = self.commands[i]
+        packed = args if isinstance(args, bytes) else None
         kind, *rest = message.split()
         if kind in ("MOVED", "ASK") and len(rest) == 2:
             host, _, port = rest[1].rpartition(":")
             node = self.link.node_at(host or self.link.node_of(key).host, int(port))
-            return i, node, ((b"ASKING", *args) if kind == "ASK" else args)
-        if kind == "NOSCRIPT" and args[0] == "EVALSHA" and args[1] in self.link.scripts:
-            return i, self.link.node_of(key), ("EVAL", self.link.scripts[args[1]], *args[2:])
+            return i, node, packed if packed is not None else pack(args), kind == "ASK"
+        if kind == "NOSCRIPT" and packed is None and args[0] == "EVALSHA" and args[1] in self.link.scripts:
+            return i, self.link.node_of(key), pack(("EVAL", self.link.scripts[args[1]], *args[2:])), False
         return None
 
 
