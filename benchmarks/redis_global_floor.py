@@ -14,7 +14,8 @@ each with 16 in flight (``--in-flight``; ``redis_cluster_scale.run_worker``: its
   every table; the filter of the buckets (``near_entries_many``); the directory slots and the records of the entries
   near a page's fold; then each page's record ``HSET`` (its payload encoded as the backend does) and, for a page
   whose buckets held no entry near its fold (a new canonical page), its directory slot and its append to every
-  table bucket.  Every verdict is ``UNIQUE``.
+  table bucket.  Every verdict is ``UNIQUE``.  Its commands are packed as the backend packs them (``packed_calls``:
+  one C call a verb).
 * **module** (``--module``: the ``simhash`` Redis module loaded on every node): the backend with
   ``SIMHASH_REDIS_MODULE = True``, each bucket scanned in its node (``SIMHASH.NEAR``) and appended to there
   (``SIMHASH.APPEND``).  The other two kinds use ``GET`` and the scripts (``SIMHASH_REDIS_MODULE = False``) on the
@@ -55,6 +56,7 @@ def io_only_backend(base: Any) -> Any:
     from simhash_scrapy.backends.redis.cluster_layout import (
         DIR, DIR_SPAN, ROOM_MIN, ROOM_SHARE, GlobalRecord, fold, near_entries_many, pack_entry, pack_record,
     )
+    from simhash_scrapy.backends.redis.node_link import packed_calls
 
     class IoOnly(base):  # type: ignore[misc,valid-type]
         async def _run(self, pages: list[Any]) -> list[Any]:
@@ -63,16 +65,16 @@ def io_only_backend(base: Any) -> Any:
             keys, codec, k = pages[0].keys, pages[0].scope.codec, self.config.max_distance
             read = self.link.batch()
             read.call(keys.meta, "HINCRBY", keys.meta, "seq", len(pages))
-            for page in pages:
-                read.call(keys.record(page.bucket), "HGET", keys.record(page.bucket), page.fieldname)
-            tables: list[int] = []
-            for page in pages:
-                for key in keys.buckets(page.record.fingerprint):
-                    if self.module:
-                        read.call(key, "SIMHASH.NEAR", key, fold(page.record.fingerprint), k)
-                    else:
-                        read.call(key, "GET", key)
-                    tables.append(page.record.fingerprint)
+            # (packed as the backend packs them: one C call a verb)
+            packed_calls(read.commands, "HGET", [keys.record(page.bucket) for page in pages], 1,
+                         [page.fieldname for page in pages])
+            fps = [page.record.fingerprint for page in pages]
+            names = keys.buckets_many(fps)
+            tables = [fp for fp in fps for _ in keys.tables]
+            if self.module:
+                packed_calls(read.commands, "SIMHASH.NEAR", names, len(keys.tables), [fold(fp) for fp in fps], (k,))
+            else:
+                packed_calls(read.commands, "GET", names, 1, [()] * len(names))
             out = await read.execute()
             first = int(out[0]) - len(pages) + 1
             if self.module:
@@ -95,25 +97,28 @@ def io_only_backend(base: Any) -> Any:
                         records.call(rkey, "HGET", rkey, raw[3:])
                     await records.execute()
             write = self.link.batch()
+            rows, appended = [], []
             for n, (page, canonical) in enumerate(zip(pages, new)):
                 record, seq = page.record, first + n
                 payload = codec.encode(record.url, record.key, page.keep, record.referer, record.depth, record.text,
                                        None, record.etag, record.last_modified, record.canonical_link)
                 rec = GlobalRecord(seq, record.fingerprint, False, canonical, 0, 0, None, record.seen, record.seen,
                                    payload, record.fingerprint if canonical else None)
-                rkey = keys.record(page.bucket)
-                write.call(rkey, "HSET", rkey, page.fieldname, pack_record(rec))
+                rows.append((page.fieldname, pack_record(rec)))
                 if canonical:
                     dkey, offset = keys.directory(seq)
                     slot = page.bucket.to_bytes(3, "big") + page.fieldname
                     write.call(dkey, "EVALSHA", self._directory_sha, 1, dkey, offset, slot, DIR_SPAN * DIR)
-                    for key in keys.buckets(record.fingerprint):
-                        if self.module:
-                            write.call(key, "SIMHASH.APPEND", key, pack_entry(record.fingerprint, seq), b"mark",
-                                       ROOM_SHARE, ROOM_MIN)
-                        else:
-                            write.call(key, "EVALSHA", self._append_sha, 1, key, pack_entry(record.fingerprint, seq),
-                                       b"mark")
+                    appended.append((record.fingerprint, seq))
+            packed_calls(write.commands, "HSET", [keys.record(page.bucket) for page in pages], 1, rows)
+            names = keys.buckets_many([fp for fp, _ in appended])
+            entries = [pack_entry(fp, seq) for fp, seq in appended]
+            if self.module:
+                packed_calls(write.commands, "SIMHASH.APPEND", names, len(keys.tables), entries,
+                             (b"mark", ROOM_SHARE, ROOM_MIN))
+            else:
+                for i, key in enumerate(names):
+                    write.call(key, "EVALSHA", self._append_sha, 1, key, entries[i // len(keys.tables)], b"mark")
             await write.execute()
             return [Verdict(Outcome.UNIQUE)] * len(pages)
 
