@@ -358,3 +358,63 @@ def test_the_rule_decides_alike_on_every_index_type(seed: int) -> None:
     for name in ("fingerprint", "exact", "canonical", "distance", "indexed", "digest"):
         assert getattr(rules[2], name) == getattr(rules[1], name) == getattr(rules[0], name), name
     assert rules[2].index_size() == rules[1].index_size() == rules[0].index_size()
+
+
+def _state(c: Clusterer) -> tuple[Any, ...]:
+    """Everything ``check`` and ``check_many`` change: the columns, the identities, the indexes' rows."""
+    indexes = {scope: sorted(index) for scope, index in c._indexes.items() if len(index)}
+    return (c.fingerprint, c.exact, c.canonical, c.distance, c.indexed, c.indexed_keys, c.digest, c.also, c.second,
+            c._identities, {scope: t for scope, t in c._exact.items() if t}, indexes, c.index_size())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["scan", "tables"]), st.booleans())
+def test_check_many_is_check_page_by_page(seed: int, kind: str, copy_row: bool) -> None:
+    """The batch rule's quick path (``check_many``) against ``check`` in turn: restored entries (canonical pages,
+    members, exact short pages), then pages near them or not, seen before or in the same batch, exact or not,
+    not to be indexed, with or without a digest; the same decisions, snapshots and state.  A copy row (step 7)
+    sends every page through ``check`` itself."""
+    from simhash_scrapy.core.index.index import BlockPermutedIndex
+    from simhash_scrapy.core.index.scan import ScanIndex
+
+    rng = random.Random(seed)
+    index_type = ScanIndex if kind == "scan" else BlockPermutedIndex
+    rules = [Clusterer(K, 5, index_type), Clusterer(K, 5, index_type)]
+    base: list[int] = []
+    for _ in range(rng.randint(0, 12)):  # some near one another: a page may be as near to two (ties)
+        base.append(flip(rng.choice(base), rng.randint(1, 3), rng) if base and rng.random() < 0.5 else rng.getrandbits(64))
+    restored = len(base)
+    canonical = [-1 if i == 0 or rng.random() < 0.6 else rng.randrange(i) for i in range(restored)]
+    exact = [rng.random() < 0.15 for _ in range(restored)]
+    for i in range(restored):  # a member's canonical is a canonical page, of its own kind
+        if canonical[i] >= 0 and (canonical[canonical[i]] >= 0 or exact[canonical[i]] != exact[i]):
+            canonical[i] = -1
+    indexed = [fp if canonical[i] < 0 and rng.random() < 0.9 else None for i, fp in enumerate(base)]
+    distance = [rng.randint(0, K) if c >= 0 else -1 for c in canonical]
+    digests = [rng.choice([None, rng.getrandbits(64)]) for _ in range(restored)]
+    copy = rng.getrandbits(64)
+    for rule in rules:
+        rule.restore_many(["s"] * restored, [f"/r{i}" for i in range(restored)], list(base), list(exact),
+                          list(canonical), list(distance), list(indexed), None, list(digests))
+        rule.restore_indexes()
+        if copy_row and restored:
+            rule.add_copy_row("s", 0, copy)
+    pages = []
+    for n in range(rng.randint(1, 30)):
+        near = (base or [rng.getrandbits(64)])[rng.randrange(max(1, len(base)))]
+        fp = rng.choice([rng.getrandbits(64), flip(near, rng.randint(0, K + 2), rng), near])
+        identity = rng.choice([f"/p{n}", f"/p{rng.randrange(n + 1)}", f"/r{rng.randrange(max(1, restored))}"])
+        pages.append((identity, fp, rng.random() < 0.15, rng.random() < 0.9, rng.choice([None, rng.getrandbits(8)])))
+    one, many = rules
+    snapshots_one = []
+    decisions_one = []
+    for identity, fp, is_exact, index, digest in pages:
+        decision = one.check("s", identity, fp, is_exact, index, (), digest)
+        decisions_one.append(decision)
+        c = decision.canonical
+        snapshots_one.append(None if c is None else (one.indexed[c], one.fingerprint[c]))
+    snapshots_many: list[Any] = []
+    decisions_many = many.check_many("s", *map(list, zip(*pages)), snapshots_many)  # type: ignore[arg-type]
+    assert decisions_many == decisions_one
+    assert snapshots_many == snapshots_one
+    assert _state(many) == _state(one)

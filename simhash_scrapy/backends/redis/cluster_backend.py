@@ -723,23 +723,23 @@ class GlobalRedisBackend(DedupBackend):
         return rec.fingerprint if rec.exact else Codec.digest_of(rec.payload)
 
     def _decide(self, batch: _Batch, base: dict[str, int]) -> list[Decision]:
-        """Step 2: the core's rule, page by page, in batch order."""
-        decisions = []
-        offsets = dict(base)
+        """Step 2: the core's rule, page by page, in batch order (steps 1-4: ``Clusterer.check_many``)."""
+        pages = batch.pages
         clusterer = batch.clusterer
-        for page in batch.pages:
-            record = page.record
-            before = len(clusterer)
-            decision = clusterer.check(
-                record.scope, record.key, record.fingerprint, record.exact, page.index, (), record.digest
-            )
-            if len(clusterer) > before:  # a new identity: the seq numbered for it in step 1
-                batch.seq_of.append(offsets[record.scope])
-                batch.slot_of[offsets[record.scope]] = (page.bucket, page.fieldname)
-            offsets[record.scope] += 1
-            decisions.append(decision)
-            c = decision.canonical
-            batch.snapshots.append(None if c is None else (clusterer.indexed[c], clusterer.fingerprint[c]))
+        start = len(clusterer)
+        scope = pages[0].record.scope  # (one scope a batch)
+        records = [page.record for page in pages]
+        decisions = clusterer.check_many(
+            scope, [r.key for r in records], [r.fingerprint for r in records], [r.exact for r in records],
+            [page.index for page in pages], [r.digest for r in records], batch.snapshots,
+        )
+        seq = base[scope]
+        for page, decision in zip(pages, decisions):
+            if decision.entry == start:  # a new identity (entries are numbered in turn): the seq numbered for it
+                batch.seq_of.append(seq)
+                batch.slot_of[seq] = (page.bucket, page.fieldname)
+                start += 1
+            seq += 1
         return decisions
 
     async def _canonicals(self, batch: _Batch, decisions: list[Decision]) -> dict[int, GlobalRecord]:
@@ -839,7 +839,7 @@ class GlobalRedisBackend(DedupBackend):
         verdicts: list[Verdict] = []
         for page, decision in zip(batch.pages, decisions):
             seq = batch.seq_of[decision.entry]
-            old = batch.stored.get(seq) or (records[seq][1] if seq in records else None)
+            old = batch.stored.get(seq)  # (a page of this batch already recorded under it: that record)
             rec = self._record(page, decision, seq, old, batch)
             batch.first_exact.setdefault(seq, old.exact if old is not None else None)
             records[seq] = (page, rec)
@@ -976,10 +976,13 @@ class GlobalRedisBackend(DedupBackend):
 
     def _verdict(self, batch: _Batch, decision: Decision, canon: dict[int, GlobalRecord],
                  old: GlobalRecord | None, snapshot: tuple[int | None, int] | None) -> Verdict:
-        previous: dict[str, Any] = dict(
-            previous_fingerprint=decision.previous_fingerprint,
-            previous_seen=(old.last_seen or None) if old is not None and decision.previous_fingerprint is not None else None,
-        )
+        if decision.previous_fingerprint is None:
+            if decision.canonical is None:
+                return Verdict(decision.outcome)  # (a new page, unique: most of them)
+            previous: dict[str, Any] = {}
+        else:
+            previous = dict(previous_fingerprint=decision.previous_fingerprint,
+                            previous_seen=(old.last_seen or None) if old is not None else None)
         if decision.canonical is None:
             return Verdict(decision.outcome, **previous)
         seq = batch.seq_of[decision.canonical]

@@ -284,6 +284,25 @@ _WBITS = -12
 #: ``json.dumps(values, ensure_ascii=False, separators=(",", ":"))``, made once: ``dumps`` with arguments makes an
 #: encoder a call (4.4 µs a payload against 2.1 here).
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: The string escaper ``_JSON`` uses (the C one when built).
+_QUOTE = json.encoder.encode_basestring
+
+
+def json_list(values: list[Any]) -> str:
+    """``_JSON.encode(values)`` for a list of str, None and int, the same text (tested), in about 0.9 µs against
+    2.2 (no encoder made a call); any other value goes through ``_JSON``."""
+    parts = []
+    for value in values:
+        kind = type(value)
+        if kind is str:
+            parts.append(_QUOTE(value))
+        elif value is None:
+            parts.append("null")
+        elif kind is int:
+            parts.append(int.__repr__(value))
+        else:
+            return _JSON.encode(values)
+    return "[" + ",".join(parts) + "]"
 #: Payloads sampled before a scope's compression dictionary is made.
 DICT_SAMPLES = 32
 
@@ -320,7 +339,7 @@ class Codec:
                              last_modified, canonical_link]
         while len(values) > 1 and values[-1] is None:
             values.pop()
-        raw = _JSON.encode(values).encode("utf-8", "surrogatepass")
+        raw = json_list(values).encode("utf-8", "surrogatepass")
         kind = _K_HEX_IDENTITY if identity_bytes else 0
         if digest is not None:
             kind |= _K_DIGEST

@@ -837,6 +837,84 @@ class Clusterer:
             self._make_canonical(scope, entry, fingerprint, exact, edit_keys, also, second, sketch)
         return Decision(Outcome.UNIQUE, entry)
 
+    def check_many(
+        self,
+        scope: str,
+        identities: Sequence[str],
+        fingerprints: Sequence[int],
+        exact: Sequence[bool],
+        index: Sequence[bool],
+        digests: Sequence[int | None],
+        canonicals: list[tuple[int | None, int] | None] | None = None,
+    ) -> list[Decision]:
+        """``check`` of each page of ``scope`` in turn, by steps 1-4 (no one-edit keys, template-free fingerprint,
+        second simhash, sketch, host or address): the same decisions and the same entries and indexes (tested
+        against it).  A batch of the global Redis backend is checked so (``backends.redis.cluster_backend``):
+        while the rule holds no row of steps 5-7, a new identity's lookup and entry are made here inline, in
+        about half ``check``'s time; a page seen before goes through ``check``'s own ``_recheck``.
+
+        ``canonicals``: each decision's canonical entry's ``(indexed fingerprint, fingerprint)`` as they were when
+        it was decided (``None``: no canonical entry) is appended to it (a later page may re-index that entry).
+        """
+        if self.copy_rows or self._also_rows or len(self._restored_hashes):
+            # (a row that is not its entry's own fingerprint, or identities restored in bulk: ``check`` itself)
+            decisions = []
+            for identity, fp, is_exact, indexed, digest in zip(identities, fingerprints, exact, index, digests):
+                decision = self.check(scope, identity, fp, is_exact, indexed, (), digest)
+                decisions.append(decision)
+                if canonicals is not None:
+                    c = decision.canonical
+                    canonicals.append(None if c is None else (self.indexed[c], self.fingerprint[c]))
+            return decisions
+        self._host = self._address = None
+        known = self._identities
+        decisions = []
+        for identity, fp, is_exact, indexed, digest in zip(identities, fingerprints, exact, index, digests):
+            if is_exact:
+                digest = fp
+            key = (scope, identity)
+            entry = known.get(key)
+            if entry is not None:
+                decision = self._recheck(scope, entry, fp, is_exact, indexed, (), digest)
+            else:
+                owner, distance = -1, -1
+                if is_exact:
+                    found = self._exact.get(scope)
+                    if found is not None and (at := found.get(fp)) is not None:
+                        owner, distance = at, 0
+                elif (table := self._indexes.get(scope)) is not None and (matches := table.query(fp)):
+                    nearest = min(m.distance for m in matches)
+                    # Ties: the entry recorded first.  Every row here is its entry's indexed fingerprint (no
+                    # template-free or copy row), so this is the fingerprints' own distance, within k.
+                    owner = min(m.key for m in matches if m.distance == nearest)
+                    distance = (fp ^ self.indexed[owner]).bit_count()
+                entry = len(self.fingerprint)
+                self.fingerprint.append(fp)
+                self.exact.append(is_exact)
+                self.canonical.append(owner)
+                self.distance.append(distance)
+                self.indexed.append(None)
+                self.indexed_keys.append(b"")
+                self.digest.append(digest)
+                self.also.append(None)
+                self.second.append(None)
+                known[key] = entry
+                if owner >= 0:
+                    decision = Decision(Outcome.NEAR_DUPLICATE, entry, owner, distance)
+                else:
+                    if indexed:
+                        if is_exact:
+                            self._exact.setdefault(scope, {}).setdefault(fp, entry)
+                        else:
+                            self._index(scope).add(entry, fp)
+                        self.indexed[entry] = fp
+                    decision = Decision(Outcome.UNIQUE, entry)
+            decisions.append(decision)
+            if canonicals is not None:
+                c = decision.canonical
+                canonicals.append(None if c is None else (self.indexed[c], self.fingerprint[c]))
+        return decisions
+
     def _recheck(
         self,
         scope: str,
