@@ -674,6 +674,17 @@ static PyObject *bucket_names(PyObject *module, PyObject *args) {
             return NULL;
         }
     }
+    /* An ASCII base (the usual scope name): each name written into a buffer, the ".t<table>." part made once a
+     * table (PyUnicode_FromFormat parses its format for every name: ~4x the time); any other base, formatted. */
+    char heads[64][24];
+    int head_len[64];
+    const char *ascii = NULL;
+    Py_ssize_t base_len = 0;
+    if (PyUnicode_IS_ASCII(base) && PyUnicode_GET_LENGTH(base) <= 4096) {
+        ascii = (const char *)PyUnicode_1BYTE_DATA(base);
+        base_len = PyUnicode_GET_LENGTH(base);
+        for (Py_ssize_t t = 0; t < tables; t++) head_len[t] = snprintf(heads[t], sizeof heads[t], ".t%zd.", t);
+    }
     PyObject *out = PyList_New(tables * count);
     for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
         unsigned long long fp = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(fps, i));
@@ -682,7 +693,26 @@ static PyObject *bucket_names(PyObject *module, PyObject *args) {
             break;
         }
         for (Py_ssize_t t = 0; t < tables; t++) {
-            PyObject *name = PyUnicode_FromFormat("%U.t%zd.%x}", base, t, (unsigned int)((fp >> shifts[t]) & masks[t]));
+            unsigned int bits = (unsigned int)((fp >> shifts[t]) & masks[t]);
+            PyObject *name;
+            if (ascii != NULL) {
+                char hex[9];
+                int digits = 0;
+                do {
+                    hex[8 - digits++] = "0123456789abcdef"[bits & 15]; /* ("%x": lowercase, no leading zeros) */
+                    bits >>= 4;
+                } while (bits);
+                name = PyUnicode_New(base_len + head_len[t] + digits + 1, 127);
+                if (name != NULL) {
+                    char *to = (char *)PyUnicode_1BYTE_DATA(name);
+                    memcpy(to, ascii, (size_t)base_len);
+                    memcpy(to + base_len, heads[t], (size_t)head_len[t]);
+                    memcpy(to + base_len + head_len[t], hex + 9 - digits, (size_t)digits);
+                    to[base_len + head_len[t] + digits] = '}';
+                }
+            } else {
+                name = PyUnicode_FromFormat("%U.t%zd.%x}", base, t, bits);
+            }
             if (name == NULL) {
                 Py_CLEAR(out);
                 break;
@@ -691,6 +721,43 @@ static PyObject *bucket_names(PyObject *module, PyObject *args) {
         }
     }
     return out;
+}
+
+/* place_replies(indexes, answer, replies, error_type) -> [positions in indexes of the errors]
+ * node_link's Batch._send for one node: each reply of ``answer`` put at ``replies[indexes[n]]``, in turn; the ``n``
+ * of each reply that is an ``error_type`` (a redirect to send again, or an error to raise) returned, in order. */
+static PyObject *place_replies(PyObject *module, PyObject *args) {
+    PyObject *indexes, *answer, *replies, *error_type;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:place_replies", &PyList_Type, &indexes, &PyList_Type, &answer, &PyList_Type,
+                          &replies, &PyType_Type, &error_type))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(indexes), size = PyList_GET_SIZE(replies);
+    if (PyList_GET_SIZE(answer) < count) count = PyList_GET_SIZE(answer); /* (zip's length) */
+    for (Py_ssize_t n = 0; n < count; n++) { /* every position first: nothing placed when one is wrong */
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(indexes, n));
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        if (i < 0 || i >= size) {
+            PyErr_SetString(PyExc_IndexError, "place_replies: a position out of the replies' range");
+            return NULL;
+        }
+    }
+    PyObject *errors = PyList_New(0);
+    if (errors == NULL) return NULL;
+    for (Py_ssize_t n = 0; n < count; n++) {
+        PyObject *reply = PyList_GET_ITEM(answer, n);
+        if (PyObject_TypeCheck(reply, (PyTypeObject *)error_type)) {
+            PyObject *at = PyLong_FromSsize_t(n);
+            if (at == NULL || PyList_Append(errors, at) < 0) {
+                Py_XDECREF(at);
+                Py_DECREF(errors);
+                return NULL;
+            }
+            Py_DECREF(at);
+        }
+        Py_INCREF(reply);
+        PyList_SetItem(replies, PyLong_AsSsize_t(PyList_GET_ITEM(indexes, n)), reply); /* (steals; drops the old) */
+    }
+    return errors;
 }
 
 /* near_replies(replies, start, keys, group, fingerprints, lengths) -> [(fingerprint, seqs), ...]
@@ -2439,6 +2506,8 @@ static PyMethodDef methods[] = {
     {"bucket_commands", bucket_commands, METH_VARARGS,
      "bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step]) -> expected lengths or None"},
     {"bucket_names", bucket_names, METH_VARARGS, "bucket_names(base, spans, fingerprints) -> each one's bucket keys"},
+    {"place_replies", place_replies, METH_VARARGS,
+     "place_replies(indexes, answer, replies, error_type) -> positions of the errors"},
     {"near_replies", near_replies, METH_VARARGS,
      "near_replies(replies, start, keys, group, fingerprints, lengths) -> [(fingerprint, seqs)]"},
     {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},

@@ -258,3 +258,45 @@ def test_bucket_names_refuse_what_they_cannot_name() -> None:
         FAST.bucket_names("b", [(0, 1)], [2**64])
     with pytest.raises(OverflowError):
         FAST.bucket_names("b", [(0, 1)], [-1])
+
+
+class _Moved(node_link.ReplyError):
+    """A subclass of the error type: an error reply all the same."""
+
+
+@compiled
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["ok", "int", "none", "list", "error", "sub"]), max_size=30), st.integers(0, 2**32))
+def test_place_replies_is_its_python_twin(kinds: list[str], seed: int) -> None:
+    rng = random.Random(seed)
+    size = len(kinds) + rng.randint(0, 5)
+    indexes = rng.sample(range(size), len(kinds))
+    made = {"ok": lambda: b"OK", "int": lambda: rng.randint(-5, 5), "none": lambda: None, "list": lambda: [1, b"x"],
+            "error": lambda: node_link.ReplyError("MOVED 1 h:1"), "sub": lambda: _Moved("ASK 2 h:2")}
+    answer = [made[kind]() for kind in kinds]
+    if answer and rng.random() < 0.3:  # a short answer: as zip, the positions it has
+        answer = answer[: rng.randrange(len(answer))]
+    c_replies, py_replies = ["old"] * size, ["old"] * size
+    c_errors = FAST.place_replies(indexes, answer, c_replies, node_link.ReplyError)
+    assert c_errors == node_link._place_python(indexes, answer, py_replies)
+    assert c_replies == py_replies or all(  # (errors compare by identity: the same objects in both)
+        a is b or a == b for a, b in zip(c_replies, py_replies))
+    assert [n for n, kind in enumerate(kinds[: len(answer)]) if kind in ("error", "sub")] == c_errors
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_place_replies_refuses_a_position_out_of_range_and_places_nothing(fast: bool) -> None:
+    if fast and FAST is None:
+        pytest.skip("the C extensions are not built")
+    with _native.switched(fast):
+        replies = [None, None]
+        with pytest.raises(IndexError, match="out of the replies' range"):
+            node_link.place_replies([0, 2], [b"a", b"b"], replies)
+        assert replies == [None, None]
+        assert node_link.place_replies([1, 0], [b"a", node_link.ReplyError("x")], replies) == [1]
+        assert replies[1] == b"a" and isinstance(replies[0], node_link.ReplyError)
+    if fast:
+        with pytest.raises(IndexError):
+            FAST.place_replies([-1], [b"a"], [None], node_link.ReplyError)
+        with pytest.raises(TypeError):
+            FAST.place_replies(["0"], [b"a"], [None], node_link.ReplyError)

@@ -215,6 +215,28 @@ def route_commands(commands: list[tuple[Any, Any]], table: Any, nodes: int) -> l
     return _route_python(commands, table, nodes)
 
 
+def _place_python(indexes: list[int], answer: list[Any], replies: list[Any]) -> list[int]:
+    """``place_replies`` in Python (``_speedups.place_replies`` is the C twin)."""
+    if any(not 0 <= i < len(replies) for i in indexes[: len(answer)]):
+        raise IndexError("place_replies: a position out of the replies' range")
+    errors = []
+    for n, (i, reply) in enumerate(zip(indexes, answer)):
+        if isinstance(reply, ReplyError):
+            errors.append(n)
+        replies[i] = reply
+    return errors
+
+
+def place_replies(indexes: list[int], answer: list[Any], replies: list[Any]) -> list[int]:
+    """One node's replies put in their places (``replies[indexes[n]] = answer[n]``); returns the ``n`` of each
+    ``ReplyError`` among them (a redirect, or an error), in order.  One C call when built: a batch's ~13 replies a
+    check cost no Python each."""
+    if _native.speedups is not None:
+        errors: list[int] = _native.speedups.place_replies(indexes, answer, replies, ReplyError)
+        return errors
+    return _place_python(indexes, answer, replies)
+
+
 def packed_calls(commands: list[tuple[Any, Any]], verb: str, keys: list[str], group: int, per: list[Any],
                  tail: tuple[Any, ...] = (), lengths: dict[str, int] | None = None, step: int = 0) -> list[int] | None:
     """Appends to ``commands`` the command ``verb key *args *tail`` for each key of ``keys``, where ``args`` is
@@ -563,14 +585,13 @@ class Batch:
         for (_, indexes, _, _), answer in zip(groups, answers):
             if asking:
                 answer = _without_asking(indexes, answer, asking)
-            for i, reply in zip(indexes, answer):
-                if isinstance(reply, ReplyError):
-                    retry = self._redirect(i, str(reply))
-                    if retry is None:
-                        raise reply
-                    moved |= str(reply).startswith("MOVED")
-                    again.append(retry)
-                replies[i] = reply
+            for n in place_replies(indexes, answer, replies):
+                i, reply = indexes[n], answer[n]
+                retry = self._redirect(i, str(reply))
+                if retry is None:
+                    raise reply
+                moved |= str(reply).startswith("MOVED")
+                again.append(retry)
         if moved:
             await self.link.refresh()
         return again
