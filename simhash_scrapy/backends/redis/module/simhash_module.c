@@ -36,7 +36,6 @@
 #define REDISMODULE_WRITE (1 << 1)
 #define REDISMODULE_KEYTYPE_EMPTY 0
 #define REDISMODULE_KEYTYPE_STRING 1
-#define REDISMODULE_POSTPONED_ARRAY_LEN -1
 
 typedef struct RedisModuleCtx RedisModuleCtx;
 typedef struct RedisModuleKey RedisModuleKey;
@@ -58,7 +57,6 @@ static void (*RedisModule_FreeString)(RedisModuleCtx *, RedisModuleString *);
 static const char *(*RedisModule_StringPtrLen)(const RedisModuleString *, size_t *);
 static int (*RedisModule_StringToLongLong)(const RedisModuleString *, long long *);
 static int (*RedisModule_ReplyWithArray)(RedisModuleCtx *, long);
-static void (*RedisModule_ReplySetArrayLength)(RedisModuleCtx *, long);
 static int (*RedisModule_ReplyWithLongLong)(RedisModuleCtx *, long long);
 static int (*RedisModule_ReplyWithError)(RedisModuleCtx *, const char *);
 static int (*RedisModule_WrongArity)(RedisModuleCtx *);
@@ -74,7 +72,7 @@ static int module_init(RedisModuleCtx *ctx, const char *name, int version) {
     if (GET_API(CreateCommand) || GET_API(SetModuleAttribs) || GET_API(OpenKey) || GET_API(CloseKey) ||
         GET_API(KeyType) || GET_API(StringDMA) || GET_API(StringSet) || GET_API(CreateString) ||
         GET_API(FreeString) || GET_API(StringPtrLen) || GET_API(StringToLongLong) || GET_API(ReplyWithArray) ||
-        GET_API(ReplySetArrayLength) || GET_API(ReplyWithLongLong) || GET_API(ReplyWithError) ||
+        GET_API(ReplyWithLongLong) || GET_API(ReplyWithError) ||
         GET_API(WrongArity) || GET_API(ReplicateVerbatim) || GET_API(Alloc) || GET_API(Free))
         return REDISMODULE_ERR;
     if (GET_API(IsModuleNameBusy) == REDISMODULE_OK && RedisModule_IsModuleNameBusy(name)) return REDISMODULE_ERR;
@@ -108,18 +106,20 @@ static int near_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     }
     size_t len;
     const unsigned char *data = (const unsigned char *)RedisModule_StringDMA(key, &len, REDISMODULE_READ);
-    RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_ARRAY_LEN);
-    RedisModule_ReplyWithLongLong(ctx, len >= 4 ? (long long)near_be32(data) : 0);
-    long replied = 1;
     ptrdiff_t count = near_entry_count(data, len);
     const unsigned char *entries = data + NEAR_BUCKET_HEAD;
     uint32_t fold_mem = near_fold_mem((uint32_t)fold);
+    /* The matches counted first, then the array of a known length: a postponed length (set after the items) makes
+     * Redis put every later reply of the pipeline in its reply list, not its output buffer, at a cost a call. */
+    long found = 0;
     for (ptrdiff_t j = near_next(entries, 0, count, fold_mem, (int)k); j < count;
-         j = near_next(entries, j + 1, count, fold_mem, (int)k)) {
+         j = near_next(entries, j + 1, count, fold_mem, (int)k))
+        found++;
+    RedisModule_ReplyWithArray(ctx, 1 + found);
+    RedisModule_ReplyWithLongLong(ctx, len >= 4 ? (long long)near_be32(data) : 0);
+    for (ptrdiff_t j = near_next(entries, 0, count, fold_mem, (int)k); j < count;
+         j = near_next(entries, j + 1, count, fold_mem, (int)k))
         RedisModule_ReplyWithLongLong(ctx, near_seq(entries, j));
-        replied++;
-    }
-    RedisModule_ReplySetArrayLength(ctx, replied);
     RedisModule_CloseKey(key);
     return REDISMODULE_OK;
 }
