@@ -145,7 +145,6 @@ def test_bad_arguments_are_error_replies_not_writes(module_redis_server: RedisSe
 
 
 # ------------------------------------------------------------------------------ the backend with the module
-@pytest.mark.slow  # 5.2 s and 3.2 s measured (--durations, serial, loaded 2-core machine): a three-node cluster per test
 @pytest.mark.parametrize(("k", "blocks", "bits"), [(3, 0, 16), (4, 6, 8)])
 @async_test
 async def test_the_module_gives_the_in_process_verdicts(module_redis_cluster: RedisCluster, k: int, blocks: int,
@@ -171,7 +170,6 @@ async def test_the_module_gives_the_in_process_verdicts(module_redis_cluster: Re
     assert calls.get("cmdstat_get", 0) <= calls.get("cmdstat_evalsha", 0)
 
 
-@pytest.mark.slow  # 3.5 s measured (--durations, serial, loaded 2-core machine): a three-node cluster per test
 @async_test
 async def test_workers_with_and_without_the_module_share_a_cluster(module_redis_cluster: RedisCluster) -> None:
     # Two workers append with the module, one with the script, at once: the buckets are what the bulk loader makes
@@ -213,7 +211,6 @@ async def test_module_setting_names_itself_where_a_node_lacks_it(redis_cluster: 
     assert command_stats(redis_cluster).get("cmdstat_simhash.near", 0) == 0
 
 
-@pytest.mark.slow  # 4.4 s measured (--durations, serial, loaded 2-core machine): a three-node cluster per test
 @async_test
 async def test_a_node_back_without_the_module_fails_one_batch_open_then_scripts(
     module_redis_cluster: RedisCluster, caplog: pytest.LogCaptureFixture

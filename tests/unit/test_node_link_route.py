@@ -56,7 +56,6 @@ def test_the_c_slot_is_redis_pys_on_random_keys() -> None:
         assert FAST.key_slot(key) == key_slot(encoded(key)), key
 
 
-@pytest.mark.slow  # 2.2 s measured in the fast set (--durations, serial, loaded 2-core machine; 0.3-0.5 s alone)
 @given(st.text(), st.booleans())
 @settings(max_examples=300, deadline=None)
 def test_slot_of_is_redis_pys(key: str, as_bytes: bool) -> None:
