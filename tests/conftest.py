@@ -304,7 +304,10 @@ def implementation(request) -> Iterator[str]:
 #: The layer of a test is the folder its file is in (``pyproject.toml`` registers the markers).
 LAYERS = ("unit", "integration", "e2e")
 #: Fixtures that start a real redis-server (and, for ``cluster``, a three-node Redis Cluster).
-REDIS_FIXTURES = frozenset({"redis_server", "persistent_redis_server", "redis_cluster", "locked_redis"})
+REDIS_FIXTURES = frozenset({"redis_server", "persistent_redis_server", "redis_cluster", "locked_redis",
+                            "module_redis_server", "module_redis_cluster"})
+#: Fixtures that start a three-node Redis Cluster for each test.
+CLUSTER_FIXTURES = frozenset({"redis_cluster", "module_redis_cluster"})
 #: Fixtures that start a real headless Chromium.
 BROWSER_FIXTURES = frozenset({"browser"})
 #: What a unit test must not use: a crawl of the local site, a server or a browser.
@@ -331,7 +334,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid}: a unit test uses {sorted(fixtures & NOT_UNIT)}; move it to tests/integration")
         if fixtures & REDIS_FIXTURES or item.path.name.startswith("test_redis_"):
             item.add_marker("redis")
-        if "redis_cluster" in fixtures:
+        if fixtures & CLUSTER_FIXTURES:
             item.add_marker("cluster")
             item.add_marker("slow")
         if fixtures & BROWSER_FIXTURES:

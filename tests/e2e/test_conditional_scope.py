@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_twisted
 
 from conftest import RecordingSpider, run_crawl, simhash_stats
@@ -44,6 +45,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+@pytest.mark.slow  # 2.1 s measured (--durations, serial, loaded 2-core machine)
 @pytest_twisted.ensureDeferred
 async def test_a_304_after_the_address_became_ambiguous(tmp_path: Path, caplog: Any) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

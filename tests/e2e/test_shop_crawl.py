@@ -152,6 +152,7 @@ async def test_short_pages_one_marked_token_apart_are_kept(serve: Any, marked: b
         assert merged >= 18  # the same difference, unmarked: one token apart, near-duplicates (documented)
 
 
+@pytest.mark.slow  # 2.9 s measured (--durations, serial, loaded 2-core machine)
 def test_dedup_keeps_variants_apart_as_the_crawl_does(tmp_path: Path) -> None:
     from test_commands import read_jsonl, simhash  # a real ``scrapy`` process
 

@@ -332,6 +332,7 @@ async def test_appends_leave_the_buckets_the_bulk_loader_writes(redis_cluster: R
     await backend.close()
 
 
+@pytest.mark.slow  # 2.4 s and 2.2 s measured (--durations, serial, loaded 2-core machine)
 @pytest.mark.parametrize("fail_open", [True, False])
 @async_test
 async def test_a_node_down_lets_pages_through_unchecked_never_dropped(tmp_path: Any, fail_open: bool) -> None:
@@ -367,6 +368,7 @@ def kill_node_of(cluster: RedisCluster, backend: GlobalRedisBackend, key: str) -
     cluster.processes[n].wait(timeout=20)
 
 
+@pytest.mark.slow  # 3.8 s measured (--durations, serial, loaded 2-core machine)
 @async_test
 async def test_no_traceback_at_close_when_a_node_is_gone(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
     # The report's reads at close (members, index_size) on a cluster whose node holding the scope's meta is gone:
@@ -414,6 +416,7 @@ async def test_a_slot_no_node_serves_is_an_outage_not_a_crash(redis_cluster: Red
     await backend.close()
 
 
+@pytest.mark.slow  # 2.2 s measured (--durations, serial, loaded 2-core machine)
 @async_test
 async def test_previous_skips_a_node_that_did_not_answer(tmp_path: Any) -> None:
     # A node that failed a call is not asked again by the lookups a request makes (each would wait the link's
@@ -447,6 +450,7 @@ async def test_previous_skips_a_node_that_did_not_answer(tmp_path: Any) -> None:
         cluster.stop()
 
 
+@pytest.mark.slow  # 3.2 s measured (--durations, serial, loaded 2-core machine)
 @async_test
 async def test_lookups_queued_on_a_hanging_node_do_not_each_wait_the_timeout(tmp_path: Any) -> None:
     # A node that hangs (SIGSTOP: the kernel still accepts connections, nothing answers): the lookups of the
@@ -497,6 +501,7 @@ async def test_lookups_queued_on_a_hanging_node_do_not_each_wait_the_timeout(tmp
         cluster.stop()
 
 
+@pytest.mark.slow  # 3.5 s measured (--durations, serial, loaded 2-core machine)
 @async_test
 async def test_previous_with_the_meta_node_gone_leaks_nothing(tmp_path: Any) -> None:
     # A lookup before this worker checked the scope reads the scope's dictionary (its meta hash) too; with the
