@@ -25,10 +25,12 @@ run); ``ASK`` sends ``ASKING`` and the command to the node named; a
 the script's body.  Any other error reply raises ``ReplyError``; a broken
 connection raises and is dropped (the next batch connects again).
 
-A batch's many table-bucket commands (a check's ``SIMHASH.NEAR`` and
-``SIMHASH.APPEND`` in each table) are packed at once (``packed_calls``: one C
-call a batch, no tuple a command) and added as ``(slot, RESP2 bytes)``: the
-same bytes, sent again as they are when redirected.
+A batch's many commands of one verb (a check's ``SIMHASH.NEAR`` and
+``SIMHASH.APPEND`` in each table, the records' ``HGET`` and ``HSET``, the
+directory's ``GETRANGE``) are packed at once (``packed_calls``: one C call a
+verb, no tuple a command) and added as ``(slot, RESP2 bytes)``: the same
+bytes, sent again as they are when redirected.  A node's replies are put in
+their places in one C call too (``place_replies``).
 """
 
 from __future__ import annotations

@@ -888,16 +888,8 @@ class Clusterer:
                     # template-free or copy row), so this is the fingerprints' own distance, within k.
                     owner = min(m.key for m in matches if m.distance == nearest)
                     distance = (fp ^ self.indexed[owner]).bit_count()
-                entry = len(self.fingerprint)
-                self.fingerprint.append(fp)
-                self.exact.append(is_exact)
-                self.canonical.append(owner)
-                self.distance.append(distance)
-                self.indexed.append(None)
-                self.indexed_keys.append(b"")
-                self.digest.append(digest)
-                self.also.append(None)
-                self.second.append(None)
+                entry = self._new_entry(fp, is_exact, owner, distance)
+                self.digest[entry] = digest
                 known[key] = entry
                 if owner >= 0:
                     decision = Decision(Outcome.NEAR_DUPLICATE, entry, owner, distance)
