@@ -222,6 +222,7 @@ def test_near_replies_in_c_are_the_python_reading(seed: int) -> None:
     pages = [SimpleNamespace(record=SimpleNamespace(exact=rng.random() < 0.2, fingerprint=rng.getrandbits(64)))
              for _ in range(rng.randint(1, 40))]
     checked = [page for page in pages if not page.record.exact]
+    fps = [page.record.fingerprint for page in checked]
     keys = [f"b{rng.randrange(30)}" for _ in range(len(checked) * tables)]  # (a bucket may come twice)
     start = rng.randrange(5)
     replies: list[Any] = [b"other"] * start + [
@@ -232,7 +233,7 @@ def test_near_replies_in_c_are_the_python_reading(seed: int) -> None:
                                                                        record=page.record) for page in pages],
                                 lengths={})
         with _native.switched(switched):
-            found.append((GlobalRedisBackend._near_found(batch, replies, start), batch.lengths))
+            found.append((GlobalRedisBackend._near_found(batch, replies, start, fps), batch.lengths))
     assert found[0] == found[1]
     near, lengths = found[0]
     assert lengths == {key: reply[0] for key, reply in zip(keys, replies[start:])}
@@ -240,7 +241,7 @@ def test_near_replies_in_c_are_the_python_reading(seed: int) -> None:
                     for i, reply in enumerate(replies[start:]) if len(reply) > 1]
     for switched in (True, False):
         with _native.switched(switched), pytest.raises(TypeError, match="not a list"):
-            GlobalRedisBackend._near_found(batch, replies[:start] + [None] * len(keys), start)
+            GlobalRedisBackend._near_found(batch, replies[:start] + [None] * len(keys), start, fps)
 
 
 @compiled

@@ -616,7 +616,7 @@ class GlobalRedisBackend(DedupBackend):
         await self._load_dict(batch, [rec for _, rec in own.values()])
         digests = out[len(scopes) + len(batch.pages) :][: len(shorts)]
         if self.module:
-            near = self._near_found(batch, out, len(scopes) + len(batch.pages) + len(shorts))
+            near = self._near_found(batch, out, len(scopes) + len(batch.pages) + len(shorts), fps)
         else:
             replies = out[len(scopes) + len(batch.pages) + len(shorts) :]
             buckets = dict(zip(wanted, replies)) if cache is None else {
@@ -640,12 +640,11 @@ class GlobalRedisBackend(DedupBackend):
         return [(fp, seqs) for (fp, _), seqs in zip(tables, near)]
 
     @staticmethod
-    def _near_found(batch: _Batch, replies: list[Any], start: int) -> list[tuple[int, list[int]]]:
+    def _near_found(batch: _Batch, replies: list[Any], start: int, fps: list[int]) -> list[tuple[int, list[int]]]:
         """``_near_scanned`` from the module's ``SIMHASH.NEAR`` replies (a bucket's length, then the seqs near the
-        fold), one a key of ``batch.near_keys`` from ``replies[start]`` on; only the replies that name a seq (one C
-        call when built)."""
+        fold), one a key of ``batch.near_keys`` from ``replies[start]`` on (``fps``: the fingerprints those keys were
+        named for, ``len(tables)`` keys each); only the replies that name a seq (one C call when built)."""
         keys, group = batch.near_keys, len(batch.pages[0].keys.tables)
-        fps = [page.record.fingerprint for page in batch.pages if not page.record.exact]
         if _native.speedups is not None:
             found: list[tuple[int, list[int]]] = _native.speedups.near_replies(replies, start, keys, group, fps,
                                                                                batch.lengths)
@@ -798,11 +797,11 @@ class GlobalRedisBackend(DedupBackend):
                 slot = (int.from_bytes(raw[:3], "big"), raw[3:])
                 batch.slot_of[seq] = slot
                 self._remember(tag | seq, slot)
-        slots = [slot for seq in seqs if (slot := batch.slot_of.get(seq)) is not None]
-        seqs = [seq for seq in seqs if seq in batch.slot_of]
+        named = [(seq, slot) for seq in seqs if (slot := batch.slot_of.get(seq)) is not None]
+        seqs = [seq for seq, _ in named]
         pipe = self.link.batch()
-        packed_calls(pipe.commands, "HGET", [scope_keys.record(bucket) for bucket, _ in slots], 1,
-                     [fieldname for _, fieldname in slots])
+        packed_calls(pipe.commands, "HGET", [scope_keys.record(bucket) for _, (bucket, _) in named], 1,
+                     [fieldname for _, (_, fieldname) in named])
         records = {}
         for seq, value in zip(seqs, await pipe.execute()):
             if value is not None and (rec := parse_record(value)).seq == seq:

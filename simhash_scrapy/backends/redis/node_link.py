@@ -246,8 +246,8 @@ def packed_calls(commands: list[tuple[Any, Any]], verb: str, keys: list[str], gr
     ``pack`` makes of those arguments.  With ``lengths``: each key's value there grows by ``step`` (from 0), and the
     values after each command are returned.  One C call (``_speedups.bucket_commands``) when built: a batch's
     commands cost no Python each."""
-    packed_verb, packed_tail = _bulk(verb), b"".join(map(_bulk, tail))
     if _native.speedups is not None:
+        packed_verb, packed_tail = _bulk(verb), b"".join(map(_bulk, tail))
         if lengths is None:
             return _native.speedups.bucket_commands(commands, keys, group, per, packed_verb, packed_tail, len(tail))
         return _native.speedups.bucket_commands(commands, keys, group, per, packed_verb, packed_tail, len(tail),
@@ -257,8 +257,7 @@ def packed_calls(commands: list[tuple[Any, Any]], verb: str, keys: list[str], gr
     expected: list[int] = []
     for i, key in enumerate(keys):
         args = per[i // group] if isinstance(per[i // group], tuple) else (per[i // group],)
-        head = b"*%d\r\n" % (2 + len(args) + len(tail)) + packed_verb + _bulk(key)
-        commands.append((_slot_python(key), head + b"".join(map(_bulk, args)) + packed_tail))
+        commands.append((_slot_python(key), _python_pack((verb, key, *args, *tail))))
         if lengths is not None:
             lengths[key] = now = lengths.get(key, 0) + step
             expected.append(now)
