@@ -197,6 +197,13 @@ def rule_of(exact: bool, distance: int | None, max_distance: int, via: str | Non
     return Rule.SIMHASH
 
 
+def nearest_match(matches: Sequence[Any]) -> tuple[Any, int]:
+    """``(entry, distance)`` of the nearest of an index's matches (not empty).  Ties: the entry recorded first (a
+    re-indexed CHANGED page keeps its place)."""
+    nearest = min(m.distance for m in matches)
+    return min(m.key for m in matches if m.distance == nearest), nearest
+
+
 def is_one_edit(distance: int | None, max_distance: int) -> bool:
     """Whether a near-duplicate at ``distance`` was found by the one-edit rule: farther than k (step 4 records
     the real Hamming distance; an exact short page's distance is 0, never beyond k)."""
@@ -344,9 +351,7 @@ class Clusterer:
             ]
             via = "second"
         if matches:
-            nearest = min(m.distance for m in matches)
-            # Ties: the entry recorded first (a re-indexed CHANGED page keeps its place).
-            owner = min(m.key for m in matches if m.distance == nearest)
+            owner, nearest = nearest_match(matches)
             if via is None:
                 real = (fingerprint ^ self.indexed[owner]).bit_count()
                 if real > self.max_distance:
@@ -850,57 +855,43 @@ class Clusterer:
         """``check`` of each page of ``scope`` in turn, by steps 1-4 (no one-edit keys, template-free fingerprint,
         second simhash, sketch, host or address): the same decisions and the same entries and indexes (tested
         against it).  A batch of the global Redis backend is checked so (``backends.redis.cluster_backend``):
-        while the rule holds no row of steps 5-7, a new identity's lookup and entry are made here inline, in
-        about half ``check``'s time; a page seen before goes through ``check``'s own ``_recheck``.
+        while the rule holds no row of steps 5-7, a new identity is looked up (``_nearest``) and recorded here
+        without ``check``'s general steps, in about 0.9x its time; a page seen before goes through ``_recheck``.
 
         ``canonicals``: each decision's canonical entry's ``(indexed fingerprint, fingerprint)`` as they were when
         it was decided (``None``: no canonical entry) is appended to it (a later page may re-index that entry).
         """
-        if self.copy_rows or self._also_rows or len(self._restored_hashes):
-            # (a row that is not its entry's own fingerprint, or identities restored in bulk: ``check`` itself)
-            decisions = []
-            for identity, fp, is_exact, indexed, digest in zip(identities, fingerprints, exact, index, digests):
-                decision = self.check(scope, identity, fp, is_exact, indexed, (), digest)
-                decisions.append(decision)
-                if canonicals is not None:
-                    c = decision.canonical
-                    canonicals.append(None if c is None else (self.indexed[c], self.fingerprint[c]))
-            return decisions
+        # Rows that are not their entry's own fingerprint (a template-free one, a copy step 7 joined) may give a
+        # match farther than k, which ``check`` handles: then every page goes through it.
+        plain = not (self.copy_rows or self._also_rows)
         self._host = self._address = None
-        known = self._identities
         decisions = []
         for identity, fp, is_exact, indexed, digest in zip(identities, fingerprints, exact, index, digests):
-            if is_exact:
-                digest = fp
-            key = (scope, identity)
-            entry = known.get(key)
-            if entry is not None:
-                decision = self._recheck(scope, entry, fp, is_exact, indexed, (), digest)
+            if not plain:
+                decision = self.check(scope, identity, fp, is_exact, indexed, (), digest)
             else:
-                owner, distance = -1, -1
                 if is_exact:
-                    found = self._exact.get(scope)
-                    if found is not None and (at := found.get(fp)) is not None:
-                        owner, distance = at, 0
-                elif (table := self._indexes.get(scope)) is not None and (matches := table.query(fp)):
-                    nearest = min(m.distance for m in matches)
-                    # Ties: the entry recorded first.  Every row here is its entry's indexed fingerprint (no
-                    # template-free or copy row), so this is the fingerprints' own distance, within k.
-                    owner = min(m.key for m in matches if m.distance == nearest)
-                    distance = (fp ^ self.indexed[owner]).bit_count()
-                entry = self._new_entry(fp, is_exact, owner, distance)
-                self.digest[entry] = digest
-                known[key] = entry
-                if owner >= 0:
-                    decision = Decision(Outcome.NEAR_DUPLICATE, entry, owner, distance)
+                    digest = fp
+                entry = self.entry_of(scope, identity)
+                if entry is not None:
+                    decision = self._recheck(scope, entry, fp, is_exact, indexed, (), digest)
                 else:
-                    if indexed:
-                        if is_exact:
-                            self._exact.setdefault(scope, {}).setdefault(fp, entry)
-                        else:
-                            self._index(scope).add(entry, fp)
-                        self.indexed[entry] = fp
-                    decision = Decision(Outcome.UNIQUE, entry)
+                    owner, distance = -1, -1
+                    if is_exact:
+                        at = self._exact.get(scope, {}).get(fp)
+                        if at is not None:
+                            owner, distance = at, 0
+                    elif (table := self._indexes.get(scope)) is not None and (matches := table.query(fp)):
+                        owner, distance = nearest_match(matches)  # (each row its entry's own fingerprint)
+                    entry = self._new_entry(fp, is_exact, owner, distance)
+                    self.digest[entry] = digest
+                    self._identities[scope, identity] = entry
+                    if owner >= 0:
+                        decision = Decision(Outcome.NEAR_DUPLICATE, entry, owner, distance)
+                    else:
+                        if indexed:
+                            self._make_canonical(scope, entry, fp, is_exact, ())
+                        decision = Decision(Outcome.UNIQUE, entry)
             decisions.append(decision)
             if canonicals is not None:
                 c = decision.canonical
