@@ -45,7 +45,7 @@
  *       Redis Cluster's hash slot of a key, and a batch's commands grouped by the node of their key's slot and
  *       packed in RESP2 (simhash_scrapy/backends/redis/node_link.py, whose _route_python is the twin).
  *
- *   bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step]);  near_replies(...)
+ *   bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step, sent]);  near_replies(...)
  *       a batch's commands of one verb packed at once, each as (slot, RESP2 bytes) (node_link.py's packed_calls,
  *       whose Python branch is the twin), and the module's SIMHASH.NEAR replies read (cluster_backend.py's
  *       _near_found).
@@ -576,19 +576,21 @@ done:
     return out;
 }
 
-/* bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step]) -> expected lengths or None
+/* bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step, sent]) -> expected lengths
+ * or None
  * node_link.packed_calls: for each key of ``keys`` (str or bytes), one command packed in RESP2, appended to
  * ``commands`` as (its key's hash slot, its bytes): "*N", ``verb`` (packed: a bulk string), the key, the arguments
  * of ``per[i // group]`` (an argument, or a tuple of them: str, bytes or int; one item for each ``group`` keys), then
  * ``tail`` (``tail_count`` arguments, packed).  With ``lengths`` (a dict): each key's value there grows by ``step``
  * (from 0), and the list of the values after each command is returned (a bucket's expected length after an
- * append). */
+ * append); with ``sent`` true, each command ends with that value too (SIMHASH.APPEND's ``expected``). */
 static PyObject *bucket_commands(PyObject *module, PyObject *args) {
     PyObject *commands, *keys, *per, *lengths = Py_None;
     Py_ssize_t group, tail_count, step = 0;
+    int sent = 0;
     Py_buffer verb, tail;
-    if (!PyArg_ParseTuple(args, "O!O!nO!y*y*n|On:bucket_commands", &PyList_Type, &commands, &PyList_Type, &keys,
-                          &group, &PyList_Type, &per, &verb, &tail, &tail_count, &lengths, &step))
+    if (!PyArg_ParseTuple(args, "O!O!nO!y*y*n|Onp:bucket_commands", &PyList_Type, &commands, &PyList_Type, &keys,
+                          &group, &PyList_Type, &per, &verb, &tail, &tail_count, &lengths, &step, &sent))
         return NULL;
     PyObject *expected = NULL, *out = NULL;
     resp_group buffer = {NULL, 0, 0, NULL};
@@ -604,10 +606,21 @@ static PyObject *bucket_commands(PyObject *module, PyObject *args) {
         int slot = slot_of_key(key);
         if (slot < 0) goto done;
         int several = PyTuple_Check(item);
+        PyObject *now = NULL; /* (this key's length after the command, with ``lengths``) */
+        if (expected != NULL) {
+            PyObject *had = PyDict_GetItemWithError(lengths, key);
+            if (had == NULL && PyErr_Occurred()) goto done;
+            Py_ssize_t value = had == NULL ? 0 : PyLong_AsSsize_t(had);
+            if (value == -1 && PyErr_Occurred()) goto done;
+            if ((now = PyLong_FromSsize_t(value + step)) == NULL) goto done;
+            PyList_SET_ITEM(expected, i, now); /* (the list's reference) */
+            if (PyDict_SetItem(lengths, key, now) < 0) goto done;
+        }
+        int extra = now != NULL && sent;
         char head[32];
         Py_ssize_t len = 1;
         head[0] = '*';
-        len += decimal(head + 1, 2 + (several ? PyTuple_GET_SIZE(item) : 1) + tail_count);
+        len += decimal(head + 1, 2 + (several ? PyTuple_GET_SIZE(item) : 1) + tail_count + extra);
         head[len++] = '\r';
         head[len++] = '\n';
         buffer.used = 0;
@@ -617,7 +630,7 @@ static PyObject *bucket_commands(PyObject *module, PyObject *args) {
         for (Py_ssize_t a = 0; a < (several ? PyTuple_GET_SIZE(item) : 1); a++) {
             if (group_bulk(&buffer, several ? PyTuple_GET_ITEM(item, a) : item) < 0) goto done;
         }
-        if (group_put(&buffer, tail.buf, tail.len) < 0) goto done;
+        if (group_put(&buffer, tail.buf, tail.len) < 0 || (extra && group_bulk(&buffer, now) < 0)) goto done;
         PyObject *packed = PyBytes_FromStringAndSize(buffer.data, buffer.used);
         PyObject *number = packed == NULL ? NULL : PyLong_FromLong(slot);
         PyObject *command = number == NULL ? NULL : PyTuple_Pack(2, number, packed);
@@ -626,16 +639,6 @@ static PyObject *bucket_commands(PyObject *module, PyObject *args) {
         int failed = command == NULL || PyList_Append(commands, command) < 0;
         Py_XDECREF(command);
         if (failed) goto done;
-        if (expected != NULL) {
-            PyObject *had = PyDict_GetItemWithError(lengths, key);
-            if (had == NULL && PyErr_Occurred()) goto done;
-            Py_ssize_t value = had == NULL ? 0 : PyLong_AsSsize_t(had);
-            if (value == -1 && PyErr_Occurred()) goto done;
-            PyObject *now = PyLong_FromSsize_t(value + step);
-            if (now == NULL) goto done;
-            PyList_SET_ITEM(expected, i, now); /* (the list's reference) */
-            if (PyDict_SetItem(lengths, key, now) < 0) goto done;
-        }
     }
     out = expected != NULL ? expected : Py_None;
     Py_INCREF(out);
@@ -2504,7 +2507,7 @@ static PyMethodDef methods[] = {
     {"key_slot", key_slot, METH_O, "key_slot(key) -> Redis Cluster hash slot"},
     {"route_commands", route_commands, METH_VARARGS, "route_commands(commands, table, nodes) -> per node (indexes, RESP2)"},
     {"bucket_commands", bucket_commands, METH_VARARGS,
-     "bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step]) -> expected lengths or None"},
+     "bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step, sent]) -> expected lengths or None"},
     {"bucket_names", bucket_names, METH_VARARGS, "bucket_names(base, spans, fingerprints) -> each one's bucket keys"},
     {"place_replies", place_replies, METH_VARARGS,
      "place_replies(indexes, answer, replies, error_type) -> positions of the errors"},

@@ -124,12 +124,22 @@ def _bits(rng: random.Random, count: int, width: int) -> int:
 async def test_races_count_entries_written_since_the_read_not_far_pages_of_the_same_fold(
     redis_cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Worker ``b`` checks a page while worker ``a`` appends to one of its buckets between b's read and b's write (a
-    # check of ``a`` run inside b's step 3): b's append finds the bucket longer than it read, reads it again and
-    # counts a race only for an entry near its page that the read did not find.  An old entry whose fold is the
-    # page's but whose fingerprint is 6+ bits away (``fold``: the halves XORed) was found by the read: no race.
+    assert await race_between_read_and_write(redis_cluster, monkeypatch) == 14
+
+
+async def race_between_read_and_write(cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch,
+                                      append_near: bool | None = None) -> int:
+    """Worker ``b`` checks a page while worker ``a`` appends to one of its buckets between b's read and b's write (a
+    check of ``a`` run inside b's step 3): b's append finds the bucket longer than it read, looks at it again and
+    counts a race only for an entry near its page that the read did not find.  An old entry whose fold is the
+    page's but whose fingerprint is 6+ bits away (``fold``: the halves XORed) was found by the read: no race.
+    ``append_near``: b's ``append_near`` set so after open (the module's look-again in the append, or not).  The
+    checks made."""
     rng = random.Random(31)
-    async with opened(redis_cluster) as a, opened(redis_cluster) as b:
+    checks = 0
+    async with opened(cluster) as a, opened(cluster) as b:
+        if append_near is not None:
+            b.append_near = append_near
         keys = b.keys("myspider")
         original = b._canonicals
         interleaved: list[PageRecord] = []
@@ -159,6 +169,8 @@ async def test_races_count_entries_written_since_the_read_not_far_pages_of_the_s
         interleaved.append(PageRecord("https://h.example/near", page ^ 1, "myspider"))
         assert (await b.check(PageRecord("https://h.example/page", page, "myspider"))).outcome is Outcome.UNIQUE
         assert b.counts["races"] == 1
+        checks = a.counts["checks"] + b.counts["checks"]
+    return checks
 
 
 async def check_groups_at_once(workers: list[GlobalRedisBackend], rng: random.Random,

@@ -18,12 +18,17 @@ import re
 import pytest
 from redis_server import RedisCluster, RedisServer
 from test_redis_backend import async_test
-from test_redis_global import check_groups_at_once, global_backend, member_view, opened, steps_1_to_3
+from test_redis_global import (
+    check_groups_at_once, global_backend, member_view, opened, race_between_read_and_write, steps_1_to_3,
+)
 
 from simhash_scrapy.backends import PageRecord
 from simhash_scrapy.backends.base import BackendError, Outcome
 from simhash_scrapy.backends.memory import MemoryBackend
-from simhash_scrapy.backends.redis.cluster_backend import APPEND_LUA, MODULE_COMMANDS
+from simhash_scrapy.backends.redis.cluster_backend import (
+    APPEND_LUA, APPEND_NEAR_VERSION, MODULE_COMMANDS, module_version,
+)
+from simhash_scrapy.backends.redis.node_link import ReplyError
 from simhash_scrapy.backends.redis.cluster_layout import (
     BUCKET_HEAD, ENTRY, ROOM_MIN, ROOM_SHARE, entries_of, fold, mark_of, near_entries_many, pack_bucket,
 )
@@ -115,6 +120,51 @@ def test_near_finds_what_the_worker_finds_in_the_bucket(module_redis_server: Red
         client.close()
 
 
+def test_append_with_expected_replies_near_when_the_bucket_changed(module_redis_server: RedisServer) -> None:
+    # ``SIMHASH.APPEND ... k expected``: the same writes as without; the bytes of its entries when they are
+    # ``expected``, else SIMHASH.NEAR's reply for the entry's fold after the append.
+    client = module_redis_server.client()
+    rng = random.Random(13)
+    try:
+        for n, start in enumerate(DAMAGED * 4):
+            with_near, without = f"w{n}", f"o{n}"
+            if start:
+                client.set(with_near, start)
+                client.set(without, start)
+            page = rng.getrandbits(64)
+            for _ in range(rng.choice([1, 5, 60])):
+                near = rng.random() < 0.4
+                entry_fold = fold(flip(page, rng.randint(0, 6), rng)) if near else rng.getrandbits(32)
+                entry, mark = entry_fold.to_bytes(4, "big") + rng.randbytes(4), rng.randbytes(4)
+                now = client.execute_command("SIMHASH.APPEND", without, entry, mark, ROOM_SHARE, ROOM_MIN)
+                k = rng.choice([0, 3, 4, 32])
+                expected = now if rng.random() < 0.5 else now + rng.choice([-ENTRY, ENTRY, 1])
+                got = client.execute_command("SIMHASH.APPEND", with_near, entry, mark, ROOM_SHARE, ROOM_MIN, k,
+                                             max(expected, 0))
+                assert client.get(with_near) == client.get(without), n
+                if expected == now:
+                    assert got == now
+                else:
+                    assert got == client.execute_command("SIMHASH.NEAR", with_near, entry_fold, k)
+                    assert got[0] == now and len(got) >= 2  # (the entry itself is within any k of its fold)
+    finally:
+        client.close()
+
+
+def test_module_version_is_read_from_module_list(module_redis_server: RedisServer) -> None:
+    client = module_redis_server.client()
+    try:
+        modules = client.execute_command("MODULE LIST")
+    finally:
+        client.close()
+    # redis-py parses the reply into dicts; the worker's own reader gives the flat lists Redis sends
+    flat = [[field for pair in module.items() for field in pair] for module in modules]
+    assert module_version(flat, b"simhash") == APPEND_NEAR_VERSION
+    assert module_version(flat, b"other") == 0
+    denied = ReplyError("NOPERM User has no permissions to run the 'module|list' command")
+    assert module_version(denied, b"simhash") == 0 and module_version([b"junk"], b"simhash") == 0
+
+
 def test_bad_arguments_are_error_replies_not_writes(module_redis_server: RedisServer) -> None:
     import redis
 
@@ -133,6 +183,11 @@ def test_bad_arguments_are_error_replies_not_writes(module_redis_server: RedisSe
             ("SIMHASH.APPEND", "b", b"e" * 8, b"mark", 0, ROOM_MIN),
             ("SIMHASH.APPEND", "b", b"e" * 8, b"mark", ROOM_SHARE, -1),
             ("SIMHASH.APPEND", "a-hash", b"e" * 8, b"mark", ROOM_SHARE, ROOM_MIN),
+            ("SIMHASH.APPEND", "b", b"e" * 8, b"mark", ROOM_SHARE, ROOM_MIN, 3),
+            ("SIMHASH.APPEND", "b", b"e" * 8, b"mark", ROOM_SHARE, ROOM_MIN, 33, 8),
+            ("SIMHASH.APPEND", "b", b"e" * 8, b"mark", ROOM_SHARE, ROOM_MIN, 3, -8),
+            ("SIMHASH.APPEND", "b", b"e" * 8, b"mark", ROOM_SHARE, ROOM_MIN, "x", 8),
+            ("SIMHASH.APPEND", "b", b"eee", b"mark", ROOM_SHARE, ROOM_MIN, 3, 8),
         ]
         for args in bad:
             with pytest.raises(redis.ResponseError) as error:
@@ -168,6 +223,25 @@ async def test_the_module_gives_the_in_process_verdicts(module_redis_cluster: Re
     assert calls.get("cmdstat_simhash.near", 0) > 900 and calls.get("cmdstat_simhash.append", 0) > 300
     # no bucket read whole: the only GETs are the removal script's (a changed page leaves the tables)
     assert calls.get("cmdstat_get", 0) <= calls.get("cmdstat_evalsha", 0)
+
+
+@pytest.mark.parametrize("append_near", [True, False])
+@async_test
+async def test_races_are_looked_at_again_in_the_append_or_after_it(
+    module_redis_cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch, append_near: bool
+) -> None:
+    # The race test of the scripts' backend, with the module: the same races counted; with ``SIMHASH.APPEND``'s look
+    # again (a module of APPEND_NEAR_VERSION) no SIMHASH.NEAR but each check's reads, without it one more for each
+    # bucket that changed.
+    async with opened(module_redis_cluster) as probe:
+        assert probe.module is True and probe.append_near is True  # (every node's module is this one)
+        tables = len(probe.keys("myspider").buckets(0))
+    checks = await race_between_read_and_write(module_redis_cluster, monkeypatch, append_near)
+    near = command_stats(module_redis_cluster).get("cmdstat_simhash.near", 0)
+    if append_near:
+        assert near == checks * tables
+    else:
+        assert near > checks * tables
 
 
 @async_test
@@ -234,6 +308,36 @@ async def test_a_node_back_without_the_module_fails_one_batch_open_then_scripts(
         assert Outcome.UNCHECKED in outcomes and outcomes[-1] is Outcome.UNIQUE
         assert backend.counts["unreachable"] == outcomes.count(Outcome.UNCHECKED)
         page = rng.getrandbits(64)  # a near-duplicate is found again, by the scripts
+        await backend.check(PageRecord("https://b.example/1", page, "myspider"))
+        again = await backend.check(PageRecord("https://b.example/2", flip(page, 2, rng), "myspider"))
+        assert again.outcome is Outcome.NEAR_DUPLICATE
+
+
+@async_test
+async def test_an_older_module_met_later_turns_the_look_again_in_the_append_off(
+    module_redis_cluster: RedisCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A node restarted with a module older than APPEND_NEAR_VERSION refuses SIMHASH.APPEND's two more arguments: that
+    # error (the node's own words, got here from this module with one argument too many) turns the worker's use of
+    # them off, said once; the module's commands stay on.
+    import redis
+
+    client = redis.RedisCluster(host="127.0.0.1", port=module_redis_cluster.ports[0])
+    try:
+        with pytest.raises(redis.ResponseError) as refused:
+            client.execute_command("SIMHASH.APPEND", "{x}", b"e" * 8, b"mark", ROOM_SHARE, ROOM_MIN, 3)
+    finally:
+        client.close()
+    assert "wrong number of arguments" in str(refused.value)
+    rng = random.Random(5)
+    async with opened(module_redis_cluster) as backend:
+        assert backend.append_near is True
+        with caplog.at_level(logging.WARNING, logger="simhash_scrapy.backends.redis"):
+            backend._module_lost(ReplyError(str(refused.value)))
+            backend._module_lost(ReplyError(str(refused.value)))
+        assert backend.module is True and backend.append_near is False
+        assert sum("older simhash module" in r.getMessage() for r in caplog.records) == 1
+        page = rng.getrandbits(64)  # checks go on, near-duplicates found
         await backend.check(PageRecord("https://b.example/1", page, "myspider"))
         again = await backend.check(PageRecord("https://b.example/2", flip(page, 2, rng), "myspider"))
         assert again.outcome is Outcome.NEAR_DUPLICATE

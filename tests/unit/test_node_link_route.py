@@ -143,7 +143,8 @@ def packed_case(rng: random.Random) -> tuple[list[Any], int, list[Any], tuple[An
 @pytest.mark.parametrize("seed", range(4))
 def test_packed_calls_are_the_python_twins_and_packs_bytes(seed: int) -> None:
     # ``packed_calls``: each key's command as (its slot, the bytes ``pack`` makes of ``verb key *per tail``), in C
-    # and in Python; with ``lengths``, each key's running total (a key met twice counts twice).
+    # and in Python; with ``lengths``, each key's running total (a key met twice counts twice), with ``sent`` also
+    # its last argument.
     rng = random.Random(seed)
     for _ in range(60):
         keys, group, per, tail = packed_case(rng)
@@ -152,19 +153,22 @@ def test_packed_calls_are_the_python_twins_and_packs_bytes(seed: int) -> None:
         start = {key: rng.randrange(100) for key in keys[:3]}
         verb = rng.choice(["SIMHASH.NEAR", "SIMHASH.APPEND", "SET"])
         step = rng.choice([0, 8, 13])
+        sent = rng.random() < 0.5
         fast: list[Any] = [("x", ("GET", "x"))]  # (appended after what is there)
         fast_lengths = dict(start)
-        fast_expected = node_link.packed_calls(fast, verb, keys, group, per, tail, fast_lengths, step)
+        fast_expected = node_link.packed_calls(fast, verb, keys, group, per, tail, fast_lengths, step, sent)
         python: list[Any] = [("x", ("GET", "x"))]
         python_lengths = dict(start)
         with _native.switched(False):
-            python_expected = node_link.packed_calls(python, verb, keys, group, per, tail, python_lengths, step)
+            python_expected = node_link.packed_calls(python, verb, keys, group, per, tail, python_lengths, step,
+                                                     sent)
         assert fast == python and fast_expected == python_expected and fast_lengths == python_lengths
         totals = dict(start)
         for i, key in enumerate(keys):
             args = per[i // group] if isinstance(per[i // group], tuple) else (per[i // group],)
-            assert fast[1 + i] == (key_slot(encoded(key)), _python_pack((verb, key, *args, *tail)))
             totals[key] = totals.get(key, 0) + step
+            last = (totals[key],) if sent else ()
+            assert fast[1 + i] == (key_slot(encoded(key)), _python_pack((verb, key, *args, *tail, *last)))
             assert fast_expected[i] == totals[key]
         assert fast_lengths == totals
         assert node_link.packed_calls([], verb, keys, group, per, tail) is None

@@ -89,6 +89,22 @@ __all__ = ["GlobalRedisBackend", "MODULE_COMMANDS"]
 
 #: The commands of the ``simhash`` Redis module (``backends/redis/module``) the checks use where every node has them.
 MODULE_COMMANDS = ("SIMHASH.NEAR", "SIMHASH.APPEND")
+#: The module's version (``MODULE LIST``) from which ``SIMHASH.APPEND`` takes ``k expected`` and, for a bucket that
+#: changed since the worker read it, replies its entries near the appended fold: the race look-again (``_races``)
+#: in the same round trip.  Workers use it when every primary has it; an older module is used as before.
+APPEND_NEAR_VERSION = 2
+
+
+def module_version(reply: Any, name: bytes) -> int:
+    """The version of the module called ``name`` in a ``MODULE LIST`` reply (each module a flat list of field,
+    value), 0 when it is not there or the reply is an error (a user not allowed ``MODULE LIST``)."""
+    if not isinstance(reply, list):
+        return 0
+    for module in reply:
+        fields = dict(zip(module[::2], module[1::2])) if isinstance(module, list) else {}
+        if fields.get(b"name") == name and isinstance(fields.get(b"ver"), int):
+            return int(fields[b"ver"])
+    return 0
 
 logger = logging.getLogger("simhash_scrapy.backends.redis")
 
@@ -251,6 +267,8 @@ class GlobalRedisBackend(DedupBackend):
         self._append_sha = self._remove_sha = self._unset_sha = self._directory_sha = self._tail_sha = ""
         #: whether the checks use the ``simhash`` module's commands (``SIMHASH_REDIS_MODULE``; found at ``open``)
         self.module = False
+        #: whether every primary's module is of ``APPEND_NEAR_VERSION`` or later (found at ``open``)
+        self.append_near = False
         self.counts: dict[str, int] = {"cache_hits": 0, "cache_misses": 0, "races": 0, "unnamed": 0, "batches": 0,
                                        "checks": 0, "unreachable": 0}
         #: this worker's copies of table buckets: a bucket read again costs its new entries only
@@ -336,6 +354,7 @@ class GlobalRedisBackend(DedupBackend):
         self.link.remember_script(self._directory_sha, DIRECTORY_LUA)
         self.link.remember_script(self._tail_sha, TAIL_LUA)
         self.module = await self._module_on()
+        self.append_near = self.module and await self._append_near_on()
         await self._read_identities()
 
     async def _module_on(self) -> bool:
@@ -358,6 +377,13 @@ class GlobalRedisBackend(DedupBackend):
         logger.info("simhash: redis-global checks %s", "through the simhash module of every node" if not lacking
                     else f"with scripts (no simhash module on {len(lacking)} of {len(nodes)} node(s))")
         return not lacking
+
+    async def _append_near_on(self) -> bool:
+        """Whether every primary's ``simhash`` module is of ``APPEND_NEAR_VERSION`` or later (``MODULE LIST``; a
+        node that does not say, as an older one)."""
+        nodes = self.link.primaries()
+        answers = await self.link.exchange([(node, [pack_command(("MODULE", "LIST"))]) for node in nodes])
+        return all(module_version(reply, b"simhash") >= APPEND_NEAR_VERSION for (reply,) in answers)
 
     async def attach(self, spider_name: str) -> list[str]:
         """Connects to read only (``scrapy simhash report``): every scope the key's registry names (sorted); their
@@ -528,6 +554,12 @@ class GlobalRedisBackend(DedupBackend):
             self.module = False
             logger.warning("simhash: a Redis node has no simhash module any more (%s): redis-global checks with "
                            "scripts from now on", redact(str(exc), self.settings.secrets))
+        elif (self.append_near and isinstance(exc, ReplyError) and "wrong number of arguments" in str(exc).lower()
+              and "simhash.append" in str(exc).lower()):
+            self.append_near = False  # (a node restarted with an older module: its SIMHASH.APPEND as before)
+            logger.warning("simhash: a Redis node has an older simhash module (%s): redis-global looks again at "
+                           "the buckets that changed in a round trip of its own from now on",
+                           redact(str(exc), self.settings.secrets))
 
     def _unreachable(self, exc: BaseException, count: int) -> list[Verdict]:
         """Fail-open: a batch that could not reach a node (or got an error reply) lets its pages through
@@ -900,8 +932,9 @@ class GlobalRedisBackend(DedupBackend):
         bucket_keys = keys.buckets_many([fp for fp, _ in appended])
         entries = [pack_entry(fp, seq) for fp, seq in appended]  # (the same in every table)
         if self.module:
-            expected = packed_calls(pipe.commands, "SIMHASH.APPEND", bucket_keys, len(keys.tables), entries,
-                                    (batch.mark, ROOM_SHARE, ROOM_MIN), batch.lengths, ENTRY)
+            tail = (batch.mark, ROOM_SHARE, ROOM_MIN) + ((self.config.max_distance,) if self.append_near else ())
+            expected = packed_calls(pipe.commands, "SIMHASH.APPEND", bucket_keys, len(keys.tables), entries, tail,
+                                    batch.lengths, ENTRY, sent=self.append_near)
             assert expected is not None
             return bucket_keys, expected
         expected = []
@@ -953,25 +986,29 @@ class GlobalRedisBackend(DedupBackend):
         entry near the page's fold in a bucket that grew since the read, neither the batch's own nor one the read
         found (``folded``: a fold within k of the page's whose fingerprint is not, there before).  ``bucket_keys``
         and ``expected``: each append's bucket and its expected length, each page of ``appended`` (fingerprint,
-        seq) in turn."""
+        seq) in turn.  A ``SIMHASH.APPEND`` of ``APPEND_NEAR_VERSION`` replies a changed bucket's entries near the
+        page's fold itself (``SIMHASH.NEAR``'s reply); otherwise they are read here, one more round trip."""
         self.counts["races"] += sum(1 for r in exact_replies if not r)
         tables = len(batch.pages[0].keys.tables)
-        suspects = [(bucket_keys[i], *appended[i // tables]) for i, (got, want) in
-                    enumerate(zip(append_replies, expected)) if got != want]
-        if not suspects:
+        changed = [i for i, (got, want) in enumerate(zip(append_replies, expected)) if got != want]
+        if not changed:
             return
-        pipe = self.link.batch()
+        suspects = [(bucket_keys[i], *appended[i // tables]) for i in changed]
         k = self.config.max_distance
-        for key, fp, _ in suspects:
-            if self.module:
-                pipe.call(key, "SIMHASH.NEAR", key, fold(fp), k)
-            else:
-                pipe.call(key, "GET", key)
+        if all(isinstance(append_replies[i], list) for i in changed):  # (the appends replied them)
+            near = [append_replies[i][1:] for i in changed]
+        else:
+            pipe = self.link.batch()
+            for key, fp, _ in suspects:
+                if self.module:
+                    pipe.call(key, "SIMHASH.NEAR", key, fold(fp), k)
+                else:
+                    pipe.call(key, "GET", key)
+            datas = await pipe.execute()
+            near = ([reply[1:] for reply in datas] if self.module else
+                    near_entries_many(datas, [fp for _, fp, _ in suspects], k))
         known = set(batch.seq_of) | batch.folded
         raced = set()
-        datas = await pipe.execute()
-        near = ([reply[1:] for reply in datas] if self.module else
-                near_entries_many(datas, [fp for _, fp, _ in suspects], k))
         for (_key, _fp, seq), seqs in zip(suspects, near):
             if any(s not in known for s in seqs):
                 raced.add(seq)

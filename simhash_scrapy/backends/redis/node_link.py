@@ -240,27 +240,30 @@ def place_replies(indexes: list[int], answer: list[Any], replies: list[Any]) -> 
 
 
 def packed_calls(commands: list[tuple[Any, Any]], verb: str, keys: list[str], group: int, per: list[Any],
-                 tail: tuple[Any, ...] = (), lengths: dict[str, int] | None = None, step: int = 0) -> list[int] | None:
+                 tail: tuple[Any, ...] = (), lengths: dict[str, int] | None = None, step: int = 0,
+                 sent: bool = False) -> list[int] | None:
     """Appends to ``commands`` the command ``verb key *args *tail`` for each key of ``keys``, where ``args`` is
     ``per[i // group]`` (a tuple of arguments, or one), packed: ``(its key's slot, its RESP2 bytes)``, the bytes
     ``pack`` makes of those arguments.  With ``lengths``: each key's value there grows by ``step`` (from 0), and the
-    values after each command are returned.  One C call (``_speedups.bucket_commands``) when built: a batch's
-    commands cost no Python each."""
+    values after each command are returned; with ``sent`` too, each command ends with its value (``SIMHASH.APPEND``'s
+    ``expected``).  One C call (``_speedups.bucket_commands``) when built: a batch's commands cost no Python each."""
     if _native.speedups is not None:
         packed_verb, packed_tail = _bulk(verb), b"".join(map(_bulk, tail))
         if lengths is None:
             return _native.speedups.bucket_commands(commands, keys, group, per, packed_verb, packed_tail, len(tail))
         return _native.speedups.bucket_commands(commands, keys, group, per, packed_verb, packed_tail, len(tail),
-                                                lengths, step)
+                                                lengths, step, sent)
     if group < 1 or len(per) * group != len(keys):
         raise ValueError("bucket_commands: group >= 1 keys for each of per, and lengths a dict or None")
     expected: list[int] = []
     for i, key in enumerate(keys):
         args = per[i // group] if isinstance(per[i // group], tuple) else (per[i // group],)
-        commands.append((_slot_python(key), _python_pack((verb, key, *args, *tail))))
+        last: tuple[int, ...] = ()
         if lengths is not None:
             lengths[key] = now = lengths.get(key, 0) + step
             expected.append(now)
+            last = (now,) if sent else ()
+        commands.append((_slot_python(key), _python_pack((verb, key, *args, *tail, *last))))
     return None if lengths is None else expected
 
 

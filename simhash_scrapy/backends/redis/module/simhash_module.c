@@ -13,11 +13,15 @@
  *       at 10 million pages) and scans it itself (``_speedups.near_folds``): the scan is the same code
  *       (``core/near_scan.h``).
  *
- *   SIMHASH.APPEND bucket entry mark room_share room_min
+ *   SIMHASH.APPEND bucket entry mark room_share room_min [k expected]
  *       ``cluster_backend.APPEND_LUA``, byte for byte: the entry written after the bucket's entries in its spare
  *       room, the header's count raised; a bucket without room (or a new one, marked ``mark``) made again at its
  *       entries' size plus room (used / room_share + room_min, the layout's rule, sent by the worker).  Replies
- *       the bytes of its entries now.
+ *       the bytes of its entries now.  With ``k`` and ``expected`` (version 2): when the bytes of its entries are
+ *       not ``expected`` (the worker's count: what it read, plus its own appends), the bucket changed since the
+ *       worker read it, and the reply is SIMHASH.NEAR's for the entry's fold after the append, [the bytes of its
+ *       entries, the seq of every entry within k bits of the entry's fold]: the worker's race look-again
+ *       (``GlobalRedisBackend._races``) without a second round trip.
  *
  * No Redis header is needed to build it: the few functions of the modules API it uses are declared below, and
  * looked up at load as redismodule.h does (the API of Redis 4.0 and later).
@@ -80,10 +84,32 @@ static int module_init(RedisModuleCtx *ctx, const char *name, int version) {
     return REDISMODULE_OK;
 }
 
+/* 2: SIMHASH.APPEND's ``k expected`` (``cluster_backend.APPEND_NEAR_VERSION``: workers read it in MODULE LIST). */
+#define MODULE_VERSION 2
+
 /* Redis' largest string (proto-max-bulk-len's default): a header that counts more is damaged. */
 #define MAX_BUCKET (512ULL << 20)
 
 static const char WRONGTYPE[] = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/* SIMHASH.NEAR's reply for a bucket's ``len`` bytes at ``data``: [the bytes of its entries, the seq of every entry
+ * within ``k`` bits of ``fold``, in the bucket's order]. */
+static void reply_near(RedisModuleCtx *ctx, const unsigned char *data, size_t len, uint32_t fold, int k) {
+    ptrdiff_t count = near_entry_count(data, len);
+    const unsigned char *entries = data + NEAR_BUCKET_HEAD;
+    uint32_t fold_mem = near_fold_mem(fold);
+    /* The matches counted first, then the array of a known length: a postponed length (set after the items) makes
+     * Redis put every later reply of the pipeline in its reply list, not its output buffer, at a cost a call. */
+    long found = 0;
+    for (ptrdiff_t j = near_next(entries, 0, count, fold_mem, k); j < count;
+         j = near_next(entries, j + 1, count, fold_mem, k))
+        found++;
+    RedisModule_ReplyWithArray(ctx, 1 + found);
+    RedisModule_ReplyWithLongLong(ctx, len >= 4 ? (long long)near_be32(data) : 0);
+    for (ptrdiff_t j = near_next(entries, 0, count, fold_mem, k); j < count;
+         j = near_next(entries, j + 1, count, fold_mem, k))
+        RedisModule_ReplyWithLongLong(ctx, near_seq(entries, j));
+}
 
 /* ---------------------------------------------------------------- SIMHASH.NEAR bucket fold k */
 static int near_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -106,20 +132,7 @@ static int near_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     }
     size_t len;
     const unsigned char *data = (const unsigned char *)RedisModule_StringDMA(key, &len, REDISMODULE_READ);
-    ptrdiff_t count = near_entry_count(data, len);
-    const unsigned char *entries = data + NEAR_BUCKET_HEAD;
-    uint32_t fold_mem = near_fold_mem((uint32_t)fold);
-    /* The matches counted first, then the array of a known length: a postponed length (set after the items) makes
-     * Redis put every later reply of the pipeline in its reply list, not its output buffer, at a cost a call. */
-    long found = 0;
-    for (ptrdiff_t j = near_next(entries, 0, count, fold_mem, (int)k); j < count;
-         j = near_next(entries, j + 1, count, fold_mem, (int)k))
-        found++;
-    RedisModule_ReplyWithArray(ctx, 1 + found);
-    RedisModule_ReplyWithLongLong(ctx, len >= 4 ? (long long)near_be32(data) : 0);
-    for (ptrdiff_t j = near_next(entries, 0, count, fold_mem, (int)k); j < count;
-         j = near_next(entries, j + 1, count, fold_mem, (int)k))
-        RedisModule_ReplyWithLongLong(ctx, near_seq(entries, j));
+    reply_near(ctx, data, len, (uint32_t)fold, (int)k);
     RedisModule_CloseKey(key);
     return REDISMODULE_OK;
 }
@@ -133,15 +146,22 @@ static void put_be32(unsigned char *p, uint32_t v) {
 }
 
 static int append_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-    if (argc != 6) return RedisModule_WrongArity(ctx);
+    if (argc != 6 && argc != 8) return RedisModule_WrongArity(ctx);
     size_t entry_len, mark_len;
     const char *entry = RedisModule_StringPtrLen(argv[2], &entry_len);
     const char *mark = RedisModule_StringPtrLen(argv[3], &mark_len);
-    long long share, least;
+    long long share, least, k = -1, expected = -1;
     if (mark_len != 4) return RedisModule_ReplyWithError(ctx, "ERR simhash.append: the mark must be 4 bytes");
     if (RedisModule_StringToLongLong(argv[4], &share) != REDISMODULE_OK || share < 1 ||
         RedisModule_StringToLongLong(argv[5], &least) != REDISMODULE_OK || least < 0 || least > (1LL << 30))
         return RedisModule_ReplyWithError(ctx, "ERR simhash.append: room_share must be >= 1, room_min >= 0");
+    if (argc == 8) {
+        if (RedisModule_StringToLongLong(argv[6], &k) != REDISMODULE_OK || k < 0 || k > 32)
+            return RedisModule_ReplyWithError(ctx, "ERR simhash.append: k must be an integer of 0 to 32");
+        if (RedisModule_StringToLongLong(argv[7], &expected) != REDISMODULE_OK || expected < 0)
+            return RedisModule_ReplyWithError(ctx, "ERR simhash.append: expected must be an integer >= 0");
+        if (entry_len < 4) return RedisModule_ReplyWithError(ctx, "ERR simhash.append: an entry starts with its fold");
+    }
     RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
     int type = RedisModule_KeyType(key);
     if (type != REDISMODULE_KEYTYPE_EMPTY && type != REDISMODULE_KEYTYPE_STRING) {
@@ -178,15 +198,20 @@ static int append_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
     }
     memcpy(data + NEAR_BUCKET_HEAD + used, entry, entry_len);
     put_be32(data, (uint32_t)now);
-    RedisModule_CloseKey(key);
     RedisModule_ReplicateVerbatim(ctx);
-    return RedisModule_ReplyWithLongLong(ctx, (long long)now);
+    if (k < 0 || (long long)now == expected) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithLongLong(ctx, (long long)now);
+    }
+    reply_near(ctx, data, len, near_be32((const unsigned char *)entry), (int)k);
+    RedisModule_CloseKey(key);
+    return REDISMODULE_OK;
 }
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv;
     (void)argc;
-    if (module_init(ctx, "simhash", 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (module_init(ctx, "simhash", MODULE_VERSION) == REDISMODULE_ERR) return REDISMODULE_ERR;
     near_scan_init();
     if (RedisModule_CreateCommand(ctx, "simhash.near", near_command, "readonly", 1, 1, 1) == REDISMODULE_ERR)
         return REDISMODULE_ERR;
