@@ -14,9 +14,10 @@ import asyncio
 import logging
 import random
 import re
+from pathlib import Path
 
 import pytest
-from redis_server import RedisCluster, RedisServer
+from redis_server import RedisCluster, RedisServer, module_args
 from test_redis_backend import async_test
 from test_redis_global import (
     check_groups_at_once, global_backend, member_view, opened, race_between_read_and_write, steps_1_to_3,
@@ -149,6 +150,31 @@ def test_append_with_expected_replies_near_when_the_bucket_changed(module_redis_
                     assert got[0] == now and len(got) >= 2  # (the entry itself is within any k of its fold)
     finally:
         client.close()
+
+
+def test_an_append_with_expected_is_logged_as_the_write_alone(tmp_path: Path) -> None:
+    # Replicas and the AOF get SIMHASH.APPEND's five arguments (the write), never ``k expected``: a replica or a
+    # restart with a version-1 module takes them, and a restart rebuilds the same buckets.
+    server = RedisServer(tmp_path / "redis", appendonly=True, extra_args=module_args()).start()
+    rng = random.Random(17)
+    try:
+        client = server.client()
+        for n in range(200):
+            entry = rng.randbytes(ENTRY)
+            client.execute_command("SIMHASH.APPEND", f"b{n % 7}", entry, b"mark", ROOM_SHARE, ROOM_MIN, 4,
+                                   rng.choice([0, 8, 800]))  # (mostly not the length: a near reply)
+        before = {f"b{n}": client.get(f"b{n}") for n in range(7)}
+        client.close()
+        server.stop(kill=False)
+        logged = b"".join(path.read_bytes() for path in sorted(tmp_path.glob("redis/**/*.aof")))
+        assert logged.count(b"simhash.append") == 200
+        assert logged.count(b"*6\r\n$14\r\nsimhash.append") == 200  # (the command and its five arguments)
+        server.start()
+        client = server.client()
+        assert {f"b{n}": client.get(f"b{n}") for n in range(7)} == before
+        client.close()
+    finally:
+        server.stop()
 
 
 def test_module_version_is_read_from_module_list(module_redis_server: RedisServer) -> None:

@@ -65,6 +65,7 @@ static int (*RedisModule_ReplyWithLongLong)(RedisModuleCtx *, long long);
 static int (*RedisModule_ReplyWithError)(RedisModuleCtx *, const char *);
 static int (*RedisModule_WrongArity)(RedisModuleCtx *);
 static int (*RedisModule_ReplicateVerbatim)(RedisModuleCtx *);
+static int (*RedisModule_Replicate)(RedisModuleCtx *, const char *, const char *, ...);
 static void *(*RedisModule_Alloc)(size_t);
 static void (*RedisModule_Free)(void *);
 
@@ -77,7 +78,7 @@ static int module_init(RedisModuleCtx *ctx, const char *name, int version) {
         GET_API(KeyType) || GET_API(StringDMA) || GET_API(StringSet) || GET_API(CreateString) ||
         GET_API(FreeString) || GET_API(StringPtrLen) || GET_API(StringToLongLong) || GET_API(ReplyWithArray) ||
         GET_API(ReplyWithLongLong) || GET_API(ReplyWithError) ||
-        GET_API(WrongArity) || GET_API(ReplicateVerbatim) || GET_API(Alloc) || GET_API(Free))
+        GET_API(WrongArity) || GET_API(ReplicateVerbatim) || GET_API(Replicate) || GET_API(Alloc) || GET_API(Free))
         return REDISMODULE_ERR;
     if (GET_API(IsModuleNameBusy) == REDISMODULE_OK && RedisModule_IsModuleNameBusy(name)) return REDISMODULE_ERR;
     RedisModule_SetModuleAttribs(ctx, name, version, REDISMODULE_APIVER_1);
@@ -198,7 +199,12 @@ static int append_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
     }
     memcpy(data + NEAR_BUCKET_HEAD + used, entry, entry_len);
     put_be32(data, (uint32_t)now);
-    RedisModule_ReplicateVerbatim(ctx);
+    /* Replicas and the AOF get the write alone (the first five arguments): the same bytes, and a replica or a
+     * restart with a version-1 module takes it too. */
+    if (argc == 6)
+        RedisModule_ReplicateVerbatim(ctx);
+    else
+        RedisModule_Replicate(ctx, "simhash.append", "sssss", argv[1], argv[2], argv[3], argv[4], argv[5]);
     if (k < 0 || (long long)now == expected) {
         RedisModule_CloseKey(key);
         return RedisModule_ReplyWithLongLong(ctx, (long long)now);
