@@ -14,7 +14,9 @@ import asyncio
 import logging
 import random
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis_server import RedisCluster, RedisServer, module_args
@@ -61,17 +63,24 @@ DAMAGED = [b"", b"abc", (1000).to_bytes(4, "big") + b"mark" + bytes(12), (8).to_
            (16).to_bytes(4, "big") + b"mark" + bytes(16) + bytes(80)]
 
 
+def damaged_pairs(client: Any, prefixes: str, times: int) -> Iterator[tuple[int, bytes, str, str]]:
+    """Each bucket of ``DAMAGED``, ``times`` over, set under two names (``prefixes``' two letters and its number):
+    its number, its bytes and the two names."""
+    for n, start in enumerate(DAMAGED * times):
+        first, second = f"{prefixes[0]}{n}", f"{prefixes[1]}{n}"
+        if start:
+            client.set(first, start)
+            client.set(second, start)
+        yield n, start, first, second
+
+
 def test_append_writes_what_the_script_writes_byte_for_byte(module_redis_server: RedisServer) -> None:
     import redis
 
     client = module_redis_server.client()
     rng = random.Random(7)
     try:
-        for n, start in enumerate(DAMAGED * 3):
-            by_module, by_script = f"m{n}", f"s{n}"
-            if start:
-                client.set(by_module, start)
-                client.set(by_script, start)
+        for n, start, by_module, by_script in damaged_pairs(client, "ms", 3):
             for _ in range(rng.choice([1, 5, 60])):
                 entry, mark = rng.randbytes(ENTRY), rng.randbytes(4)
                 got = client.execute_command("SIMHASH.APPEND", by_module, entry, mark, ROOM_SHARE, ROOM_MIN)
@@ -127,11 +136,7 @@ def test_append_with_expected_replies_near_when_the_bucket_changed(module_redis_
     client = module_redis_server.client()
     rng = random.Random(13)
     try:
-        for n, start in enumerate(DAMAGED * 4):
-            with_near, without = f"w{n}", f"o{n}"
-            if start:
-                client.set(with_near, start)
-                client.set(without, start)
+        for n, _, with_near, without in damaged_pairs(client, "wo", 4):
             page = rng.getrandbits(64)
             for _ in range(rng.choice([1, 5, 60])):
                 near = rng.random() < 0.4
