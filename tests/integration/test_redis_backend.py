@@ -197,6 +197,35 @@ def test_scrapy_redis_params_do_not_warn() -> None:
     assert client.get_connection_kwargs()["socket_timeout"] == 30
 
 
+def test_check_script_reads_a_payloads_digest_as_the_codec_does(redis_server: RedisServer) -> None:
+    # check.lua's own ``digest_of`` (cut out of the script, run by a real redis-server) against ``Codec.digest_of``:
+    # the same digest for whole payloads, and none for a head cut short (unchanged, not edited, on both paths).
+    import re
+
+    from simhash_scrapy.backends.redis import layout
+
+    script = (Path(layout.__file__).parent / "check.lua").read_text()
+    function = re.search(r"^local function digest_of\(payload\)\n.*?^end\n", script, re.S | re.M)
+    assert function is not None
+    probe = (f"{layout.lua_constants()}\nlocal band = bit.band\n{function.group(0)}"
+             "local d = digest_of(ARGV[1])\nif d then return d end\nreturn false")
+    rng = random.Random(9)
+    codec = Codec()
+    client = redis_server.client()
+    try:
+        for _ in range(60):
+            kept = rng.choice([b"", rng.randbytes(12)])
+            digest = rng.choice([None, rng.getrandbits(64)])
+            payload = codec.encode("https://e.example/", "", kept, None, None, "text", digest)
+            for cut in (len(payload), 1 + len(kept) + 8, 1 + len(kept) + 5, 1 + len(kept), 1, 0):
+                head = payload[:cut]
+                want = Codec.digest_of(head)
+                got = client.eval(probe, 0, head)
+                assert (int.from_bytes(got, "big") if got is not None else None) == want, (cut, digest)
+    finally:
+        client.close()
+
+
 def test_backend_selection() -> None:
     crawler = get_crawler(settings_dict={"SIMHASH_REDIS_URL": "redis://127.0.0.1:1"})
     assert type(create_backend(crawler, SimhashConfig(backend="redis"))) is RedisBackend

@@ -39,13 +39,16 @@
 -- MODE_*, OUTCOME_SHIFT, the outcome codes (UNIQUE, NEAR_DUPLICATE, ...), K_* and PART_* come from layout.py
 -- (layout.lua_constants(): the line the backend puts before this script).
 local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
--- The content digest in a payload (layout.Codec: kind byte, [12 identity bytes], [8 digest bytes]), or nil.
+-- The content digest in a payload (layout.Codec: kind byte, [12 identity bytes], [8 digest bytes]), or nil: none,
+-- or a head cut short (as Codec.digest_of reads it).
 local function digest_of(payload)
   local kind = string.byte(payload, 1)
   if not kind or band(kind, K_DIGEST) == 0 then return nil end
   local at = 2
   if band(kind, K_HEX_IDENTITY) ~= 0 then at = 14 end
-  return string.sub(payload, at, at + 7)
+  local digest = string.sub(payload, at, at + 7)
+  if #digest ~= 8 then return nil end
+  return digest
 end
 local function pop(x)
   x = x - band(rshift(x, 1), 0x55555555)
