@@ -405,7 +405,8 @@ async def test_no_traceback_at_close_when_a_node_is_gone(tmp_path: Any, caplog: 
 
 
 @async_test
-async def test_a_slot_no_node_serves_is_an_outage_not_a_crash(redis_cluster: RedisCluster) -> None:
+async def test_a_slot_no_node_serves_is_an_outage_not_a_crash(redis_cluster: RedisCluster,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
     # A slot map without the slot of a key (a cluster whose slots are not all assigned, or a map read mid-change):
     # a request's lookup finds nothing (the page is downloaded as usual), a check goes through unchecked and
     # counted (fail-open), each with a message naming the slot, never a KeyError out of the backend.
@@ -423,8 +424,10 @@ async def test_a_slot_no_node_serves_is_an_outage_not_a_crash(redis_cluster: Red
     assert await backend.previous("myspider", record.key) is None
     with pytest.raises(ConnectionError, match=f"no node serves hash slot {gone}"):
         backend.link.node_of(record_key)
-    verdict = await backend.check(PageRecord("https://a.example/", 1 << 40, "myspider"))
+    with caplog.at_level(logging.WARNING, logger="simhash_scrapy.backends.redis"):
+        verdict = await backend.check(PageRecord("https://a.example/", 1 << 40, "myspider"))
     assert verdict.outcome is Outcome.UNCHECKED and backend.counts["unreachable"] == 1
+    assert any(f"no node serves hash slot {gone}" in r.getMessage() for r in caplog.records)  # (the batch's own)
     await backend.close()
 
 

@@ -267,6 +267,12 @@ def packed_calls(commands: list[tuple[Any, Any]], verb: str, keys: list[str], gr
     return None if lengths is None else expected
 
 
+def unserved(slot: int) -> ConnectionError:
+    """The error of a command whose hash slot no node serves (a cluster with slots unassigned, or a map read
+    mid-change): an outage, as a node down is."""
+    return ConnectionError(f"no node serves hash slot {slot} (the cluster's slot map names none)")
+
+
 class _Exchange:
     """One round trip's wait: done when every node of it has all its replies (one future, not one per node)."""
 
@@ -389,7 +395,7 @@ class NodeLink:
         slot = key if isinstance(key, int) else slot_of(key)
         number = self.slot_table()[slot]
         if number >= len(self.order):  # (a cluster with slots unassigned, or a map read mid-change: an outage)
-            raise ConnectionError(f"no node serves hash slot {slot} (the cluster's slot map names none)")
+            raise unserved(slot)
         return self.order[number]
 
     def is_down(self, key: str) -> bool:
@@ -551,8 +557,9 @@ class Batch:
         replies: list[Any] = [None] * len(self.commands)
         table = link.slot_table()  # (first: it may number new nodes)
         groups = route_commands(self.commands, table, len(link.order))  # (every command as added, no ASKING)
-        if groups[-1] is not None:
-            link.node_of(self.commands[groups[-1][0][0]][0])  # (raises: no node serves its slot)
+        if groups[-1] is not None:  # (the commands whose slot no node serves)
+            key = self.commands[groups[-1][0][0]][0]
+            raise unserved(key if isinstance(key, int) else slot_of(key))
         order = link.order
         todo = await self._send([(order[n], group[0], len(group[0]), group[1])
                                  for n, group in enumerate(groups[:-1]) if group is not None], set(), replies)
