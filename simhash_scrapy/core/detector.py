@@ -33,11 +33,12 @@ import numpy as np
 
 from . import defaults
 from .analysis import Analysis, AnalysisOptions, analyse_html
-from .cluster.clustering import Clusterer, Decision, Outcome, Rule, rule_of
+from .cluster.clustering import AnyIndex, Clusterer, Decision, Outcome, Rule, rule_of
 from .cluster.containment import Sketch
 from .features.features import DEFAULT_FEATURES, FeatureConfig
 from .records import page_scope
 from .cluster.sitetemplate import HostTemplates, host_of
+from .index.index import BlockPermutedIndex
 from .cluster.views import page_address
 from .cluster.viewidentity import AddressIdentities
 
@@ -91,8 +92,9 @@ class Detector:
         features: FeatureConfig = DEFAULT_FEATURES,
         min_tokens: int = defaults.MIN_TOKENS,
         templates: bool = defaults.TEMPLATES,
+        index_type: type[AnyIndex] = BlockPermutedIndex,
     ) -> None:
-        self.rule = Clusterer(max_distance, blocks)
+        self.rule = Clusterer(max_distance, blocks, index_type)  # (index_type: ``Clusterer.index_type``)
         #: The host template learner (``SIMHASH_TEMPLATES``), else ``None``.
         self.templates = HostTemplates(features, min_tokens) if templates else None
         #: The host of each entry's page, in entry order: step 7 wants stronger evidence across hosts
@@ -104,8 +106,9 @@ class Detector:
         return self._entry_hosts.get(entry)
 
     @classmethod
-    def from_config(cls, config: SimhashConfig) -> Detector:
-        return cls(config.max_distance, config.blocks, config.features, config.min_tokens, config.templates)
+    def from_config(cls, config: SimhashConfig, index_type: type[AnyIndex] = BlockPermutedIndex) -> Detector:
+        return cls(config.max_distance, config.blocks, config.features, config.min_tokens, config.templates,
+                   index_type)
 
     def template_free(self, page: Page) -> int | None:
         """Learn from ``page`` (a simhash page with its text) and give its template-free fingerprint, else

@@ -222,8 +222,7 @@ def test_add_canonicals_is_add_canonical_page_by_page(max_pages: int | None, uni
                       fp ^ 0xFF00 if n % 3 == 0 and not uniform else None,
                       rng.getrandbits(64) if n % 4 or uniform else None, sketch,
                       f"example.com/a/{n % 40}" if sketch is not None else None))  # fmt: skip
-    one, many = Clusterer(), Clusterer()
-    many.index_type = LayeredIndex
+    one, many = Clusterer(), Clusterer(index_type=LayeredIndex)
     assert many.sketch_room("s") == MAX_PAGES
     if max_pages is not None:
         one._contained["s"], many._contained["s"] = ContainmentIndex(max_pages), ContainmentIndex(max_pages)
@@ -299,9 +298,7 @@ def test_nearest_many_is_nearest_page_by_page_on_random_scopes(seed: int) -> Non
     from simhash_scrapy.core.index.layered import LayeredIndex
 
     rng = random.Random(seed)
-    rule = Clusterer(4)
-    if seed % 2:
-        rule.index_type = LayeredIndex
+    rule = Clusterer(4, index_type=LayeredIndex) if seed % 2 else Clusterer(4)
     rule.host_of_entry = lambda entry: "a.test" if entry % 3 else "b.test"
     base = [rng.getrandbits(64) for _ in range(12)]
     canonical = [_random_page(rng, base) for _ in range(150)]

@@ -281,9 +281,9 @@ class Mirror:
     """A worker's mirror of steps 5-7: the core ``Detector``, its rule holding the scopes' canonical pages."""
 
     def __init__(self, config: SimhashConfig) -> None:
-        self.detector = Detector.from_config(config)
+        # (``LayeredIndex``: canonical pages arrive one run at a time, into a big index)
+        self.detector = Detector.from_config(config, index_type=LayeredIndex)
         self.rule = self.detector.rule
-        self.rule.index_type = LayeredIndex  # canonical pages arrive one run at a time, into a big index
         self.rule.host_of_entry = self._host_of_entry
         # Per entry of the rule (entries are made in order, one per canonical page added): its page's host,
         # log position and seq.
