@@ -33,6 +33,8 @@ from conftest import RecordingSpider, article_html, article_words, run_crawl, si
 from crawl_helpers import crawl_env, parse_stats, reached
 from test_recurring import backend_args, copy_project, recorded_urls
 
+from loop_helpers import in_thread
+
 from simhash_scrapy.core.store.store import read_store
 from simhash_scrapy.middleware import NOT_MODIFIED_FLAG, EditedPage, NotModifiedPage
 
@@ -414,8 +416,6 @@ async def test_a_304_keeps_the_rel_canonical_link_of_the_page(
 ) -> None:
     """A 304 re-records the identity from its previous record: the rel=canonical URL the page named stays
     (it was lost: the 304's record named none, so the store wrote the link away and Redis's payload lost it)."""
-    import asyncio
-    import concurrent.futures
 
     from simhash_scrapy.backends.persistent import stored_links
     from simhash_scrapy.backends.redis import read_members
@@ -435,9 +435,8 @@ async def test_a_304_keeps_the_rel_canonical_link_of_the_page(
         settings = {**ADDON, "SIMHASH_BACKEND": "redis", "SIMHASH_REDIS_URL": redis_url, "SIMHASH_REDIS_PERSIST": True}
 
         def links() -> set[str | None]:
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                members = pool.submit(asyncio.run, read_members({"REDIS_URL": redis_url}, RecordingSpider.name))
-                return {m.canonical_link for m in members.result()}
+            members = in_thread(read_members({"REDIS_URL": redis_url}, RecordingSpider.name))
+            return {m.canonical_link for m in members}
     else:
         settings = {**ADDON, "SIMHASH_DIR": str(tmp_path / "state")}
 

@@ -106,17 +106,12 @@ def recorded_urls(backend: str, tmp_path: Path, redis_url: str | None) -> list[s
     """Every URL the backend keeps a record of (one record per identity)."""
     if backend == "simhash_dir":
         return store_urls(tmp_path / "state" / "links.store")
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
+    from loop_helpers import in_thread
 
     from simhash_scrapy.backends.redis import read_members
     from simhash_scrapy.config import RedisConfig
 
-    def read() -> list[Any]:  # its own event loop: the test's thread runs the reactor's
-        return asyncio.run(read_members(RedisConfig.from_settings({"SIMHASH_REDIS_URL": redis_url}), "links"))
-
-    with ThreadPoolExecutor(1) as pool:
-        members = pool.submit(read).result()
+    members = in_thread(read_members(RedisConfig.from_settings({"SIMHASH_REDIS_URL": redis_url}), "links"))
     return [m.url for m in members]
 
 

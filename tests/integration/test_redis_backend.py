@@ -8,7 +8,6 @@ Without redis-server these tests skip (saying how to install it); with
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import logging
 import os
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 import pytest_twisted
 from conftest import RecordingSpider, run_crawl
+from loop_helpers import in_thread
 from redis_server import RedisServer, free_port
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
@@ -71,12 +71,6 @@ def async_test(func: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., 
         return Deferred.fromFuture(asyncio.ensure_future(func(*args, **kwargs)))
 
     return wrapper
-
-
-def in_thread(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine on a loop of its own (from a test that is not async)."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 class Stats:

@@ -16,7 +16,8 @@ from simhash_scrapy.config import SimhashConfig
 from simhash_scrapy.core.analysis import analyse_html
 
 from detector_helpers import clusters, sample_pages, steps_pages  # noqa: E402  (tests/ is on sys.path)
-from test_redis_backend import in_thread, make_backend  # noqa: E402
+from loop_helpers import in_thread  # noqa: E402
+from test_redis_backend import make_backend  # noqa: E402
 
 pytest_plugins = ["conftest_redis"]
 

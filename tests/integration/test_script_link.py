@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 from redis_server import RedisServer
-from test_redis_backend import in_thread, make_backend, recrawl_sequence
+from loop_helpers import in_thread
+from test_redis_backend import make_backend, recrawl_sequence
 
 from simhash_scrapy.backends.redis.script_link import ScriptLink
 from simhash_scrapy.config import SimhashConfig

@@ -3,12 +3,12 @@ transports; ``tests/integration/test_node_link.py`` and ``test_redis_global.py``
 
 from __future__ import annotations
 
-import asyncio
 import types
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+
+from loop_helpers import in_thread
 
 from simhash_scrapy.backends.redis.node_link import NodeLink
 
@@ -45,7 +45,7 @@ def test_a_connection_cut_while_another_node_connects_fails_the_round_trip_sendi
     async def round_trip() -> None:
         await link.packed_exchange([(a, 1, b"*1\r\n$4\r\nPING\r\n"), (b, 1, b"*1\r\n$4\r\nPING\r\n")])
 
-    with pytest.raises(ConnectionError, match=r"127\.0\.0\.1:1 closed the connection"), ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, round_trip()).result()  # (a loop of its own: the tests' reactor runs one here)
+    with pytest.raises(ConnectionError, match=r"127\.0\.0\.1:1 closed the connection"):
+        in_thread(round_trip())
     assert b_transport.sent == []
     assert not a.lock.locked() and not b.lock.locked()

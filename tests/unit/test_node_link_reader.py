@@ -3,13 +3,13 @@ Python one (units: a stand-in for an older hiredis; ``tests/integration/test_nod
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import types
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+
+from loop_helpers import in_thread
 
 from simhash_scrapy.backends.redis.node_link import (
     FEED_PIECE, MORE, ReplyError, RespReader, _Exchange, _Node, new_reader, reader_class,
@@ -68,8 +68,7 @@ def _replies_of_one_read(cls: Any) -> tuple[list[Any], list[int], bool]:
         node.data_received(data)
         return node.replies, node.reader.sizes, waiter.future.done()
 
-    with ThreadPoolExecutor(1) as pool:  # (a loop of its own: the tests' reactor runs one here)
-        replies, sizes, done = pool.submit(asyncio.run, run()).result()
+    replies, sizes, done = in_thread(run())
     assert replies[:30] == bulks and replies[30:32] == [7, None] and isinstance(replies[32], ReplyError)
     assert replies[33:] == [b"OK"] * 7
     return replies, sizes, done

@@ -5,19 +5,14 @@ that answers ``LOADING``."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import socket
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from loop_helpers import in_thread
+
 from simhash_scrapy.backends.redis.script_link import ScriptLink
-
-
-def _run(coro: Any) -> Any:
-    """A coroutine on a loop of its own, in a thread (the test session's reactor loop is running here)."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 async def _server(handle: Any) -> tuple[asyncio.AbstractServer, int]:
@@ -73,7 +68,7 @@ async def _late_close() -> tuple[Any, list[int], bytes]:
 def test_a_timed_out_call_does_not_break_the_next_connection() -> None:
     """The timed-out connection is dropped at once: its unsent command is discarded (never run after the caller
     counted the call failed) and its late close does not fail the next call on a new connection."""
-    reply, first, second = _run(_late_close())
+    reply, first, second = in_thread(_late_close())
     assert reply == 1
     assert second.startswith(b"*5\r\n$7\r\nEVALSHA") and second.endswith(b"$1\r\ny\r\n")
     assert first[0] < 32 << 20  # (the first command never arrived whole)
@@ -100,7 +95,7 @@ def test_a_loading_node_is_a_connection_error_as_with_redis_py() -> None:
     """redis-py raises ``BusyLoadingError`` (a ``ConnectionError``: the backend waits for Redis) for ``LOADING``;
     the link raises the same, not a plain ``ResponseError`` (a failed page, Redis not marked down)."""
     try:
-        _run(_loading())
+        in_thread(_loading())
     except RedisConnectionError as exc:
         assert "loading" in str(exc)
     else:
