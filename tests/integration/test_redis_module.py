@@ -332,7 +332,7 @@ async def test_a_node_back_without_the_module_fails_one_batch_open_then_scripts(
             for n in range(50, 120):
                 record = PageRecord(f"https://a.example/{n}", rng.getrandbits(64), "myspider")
                 outcomes.append((await backend.check(record)).outcome)
-        assert backend.module is False
+        assert backend.module is False and backend.append_near is False
         assert any("no simhash module any more" in r.getMessage() for r in caplog.records)
         # never dropped: the batches that met the node unchecked, then checked with the scripts
         assert set(outcomes) <= {Outcome.UNCHECKED, Outcome.UNIQUE}

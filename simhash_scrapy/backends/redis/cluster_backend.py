@@ -551,7 +551,7 @@ class GlobalRedisBackend(DedupBackend):
         with ``SIMHASH_REDIS_MODULE = "auto"`` the next batches use the scripts, said once; this batch has failed."""
         if (self.module and self.settings.module == "auto" and isinstance(exc, ReplyError)
                 and "unknown command" in str(exc).lower() and "simhash." in str(exc).lower()):
-            self.module = False
+            self.module = self.append_near = False
             logger.warning("simhash: a Redis node has no simhash module any more (%s): redis-global checks with "
                            "scripts from now on", redact(str(exc), self.settings.secrets))
         elif (self.append_near and isinstance(exc, ReplyError) and "wrong number of arguments" in str(exc).lower()
