@@ -2,9 +2,10 @@
 
 - ``speedups`` (``_speedups.c``): the tokeniser's hashes (``features``), the
   UTF-8 check (``text``), the index's query loop (``index``) and the global
-  Redis index's bucket filter (``backends.redis.cluster_layout``) and command
-  routing (``backends.redis.node_link``).  Python's headers only: nothing in
-  it depends on lxml.
+  Redis index's bucket filter and records (``backends.redis.cluster_layout``),
+  payloads (``backends.redis.layout``) and command routing
+  (``backends.redis.node_link``).  Python's headers only: nothing in it
+  depends on lxml.
 - ``walker`` (``extract/_walker.c``): the walks over lxml's trees, visible text
   (``text``) and main content (``boilerplate``).  It reads lxml's trees
   through lxml's public C API (its generated headers, whose
@@ -35,7 +36,8 @@ __all__ = ["speedups", "walker", "speedups_enabled", "walker_enabled", "switched
 logger = logging.getLogger(__name__)
 
 #: What each compiled module does (the log messages name it).
-SPEEDUPS_ROLE = "tokeniser, UTF-8 check, index queries and the global Redis index's bucket filter and routing"
+SPEEDUPS_ROLE = ("tokeniser, UTF-8 check, index queries and the global Redis index's bucket filter, routing, "
+                 "records and payloads")
 WALKER_ROLE = "lxml tree walks (visible text, main content)"
 
 

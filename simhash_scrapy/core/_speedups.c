@@ -53,6 +53,12 @@
  *   bucket_names(base, spans, fingerprints) -> [str, ...]
  *       the table bucket keys of many fingerprints at once (cluster_layout.py's GlobalKeys.buckets_many).
  *
+ *   encode_payload(primed, kind, identity_bytes, digest, url, ...) -> bytes;  pack_global_record(record) -> bytes;
+ *   parse_global_record(value, cls) -> cls
+ *       a page's payload (layout.py's Codec.encode, once its scope's dictionary is in use) and a record of the
+ *       global index (cluster_layout.py's pack_record and parse_record), each NotImplemented for what it does not
+ *       take, which the Python lines (the twins) then handle.
+ *
  *   prepare_tables(tables) -> capsule
  *       the table specs parsed once, for query_tables (until the tables change).
  *
@@ -650,6 +656,308 @@ done:
     return out;
 }
 
+/* encode_payload(primed, kind, identity_bytes, digest, url, identity, referer, depth, text, etag, last_modified,
+ *                canonical_link) -> bytes, or NotImplemented
+ * layout.Codec.encode once its scope's dictionary is in use (its Python lines are the twin): the kind byte,
+ * ``identity_bytes``, the digest (8 bytes, big-endian; none when None), then ``primed.copy()``'s compression of the
+ * JSON list of the eight values (trailing Nones left out), the text ``json_list`` gives, in UTF-8 (a lone surrogate
+ * as ``surrogatepass`` writes it).  NotImplemented for a value that is not a str, None or an int (a bool, a float):
+ * the caller's Python path encodes it. */
+static int json_put_str(resp_group *out, PyObject *s) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    static const char hex[] = "0123456789abcdef";
+    if (group_put(out, "\"", 1) < 0) return -1;
+    Py_ssize_t run = 0; /* (an ASCII string's bytes that need no escape, put at once) */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (kind == PyUnicode_1BYTE_KIND && c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            run++;
+            continue;
+        }
+        if (run && group_put(out, (const char *)data + i - run, run) < 0) return -1;
+        run = 0;
+        char buf[6];
+        Py_ssize_t len = 0;
+        if (c == '"' || c == '\\') {
+            buf[0] = '\\', buf[1] = (char)c, len = 2;
+        } else if (c < 0x20) {
+            buf[0] = '\\';
+            switch (c) {
+            case '\b': buf[1] = 'b', len = 2; break;
+            case '\f': buf[1] = 'f', len = 2; break;
+            case '\n': buf[1] = 'n', len = 2; break;
+            case '\r': buf[1] = 'r', len = 2; break;
+            case '\t': buf[1] = 't', len = 2; break;
+            default:
+                buf[1] = 'u', buf[2] = '0', buf[3] = '0', buf[4] = hex[(c >> 4) & 0xf], buf[5] = hex[c & 0xf];
+                len = 6;
+            }
+        } else if (c < 0x80) {
+            buf[0] = (char)c, len = 1;
+        } else if (c < 0x800) {
+            buf[0] = (char)(0xC0 | (c >> 6)), buf[1] = (char)(0x80 | (c & 0x3F)), len = 2;
+        } else if (c < 0x10000) { /* (a lone surrogate too, as "surrogatepass" writes it) */
+            buf[0] = (char)(0xE0 | (c >> 12)), buf[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+            buf[2] = (char)(0x80 | (c & 0x3F)), len = 3;
+        } else {
+            buf[0] = (char)(0xF0 | (c >> 18)), buf[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+            buf[2] = (char)(0x80 | ((c >> 6) & 0x3F)), buf[3] = (char)(0x80 | (c & 0x3F)), len = 4;
+        }
+        if (group_put(out, buf, len) < 0) return -1;
+    }
+    if (run && group_put(out, (const char *)data + n - run, run) < 0) return -1;
+    return group_put(out, "\"", 1);
+}
+
+/* The value's JSON at the end of ``out``: 0, -1 (an error set), or 1 (a value of another type). */
+static int json_put_value(resp_group *out, PyObject *value) {
+    if (PyUnicode_CheckExact(value)) return json_put_str(out, value);
+    if (value == Py_None) return group_put(out, "null", 4);
+    if (!PyLong_CheckExact(value)) return 1;
+    int overflow = 0;
+    long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (!overflow) {
+        char digits[24];
+        int len = snprintf(digits, sizeof digits, "%lld", number);
+        return group_put(out, digits, len);
+    }
+    PyObject *text = PyObject_Str(value); /* (beyond 64 bits: int's own decimal text) */
+    if (text == NULL) return -1;
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(text, &len);
+    int failed = s == NULL || group_put(out, s, len) < 0;
+    Py_DECREF(text);
+    return failed ? -1 : 0;
+}
+
+static PyObject *encode_payload(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    static PyObject *copy_name, *compress_name, *flush_name;
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "encode_payload takes 12 arguments");
+        return NULL;
+    }
+    if (copy_name == NULL && ((copy_name = PyUnicode_InternFromString("copy")) == NULL ||
+                              (compress_name = PyUnicode_InternFromString("compress")) == NULL ||
+                              (flush_name = PyUnicode_InternFromString("flush")) == NULL))
+        return NULL;
+    PyObject *primed = args[0], *identity_bytes = args[2], *digest = args[3];
+    long kind = PyLong_AsLong(args[1]);
+    if (kind == -1 && PyErr_Occurred()) return NULL;
+    if (kind < 0 || kind > 255 || !PyBytes_Check(identity_bytes)) {
+        PyErr_SetString(PyExc_ValueError, "encode_payload: a kind byte, and the identity's bytes");
+        return NULL;
+    }
+    unsigned char digest_bytes[8];
+    if (digest != Py_None) {
+        unsigned long long value = PyLong_AsUnsignedLongLong(digest);
+        if (value == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+        for (int b = 0; b < 8; b++) digest_bytes[b] = (unsigned char)(value >> (56 - 8 * b));
+    }
+    Py_ssize_t count = 8;
+    while (count > 1 && args[4 + count - 1] == Py_None) count--;
+    resp_group json = {NULL, 0, 0, NULL};
+    PyObject *raw = NULL, *packer = NULL, *body = NULL, *tail = NULL, *out = NULL;
+    if (group_put(&json, "[", 1) < 0) goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i && group_put(&json, ",", 1) < 0) goto done;
+        int put = json_put_value(&json, args[4 + i]);
+        if (put < 0) goto done;
+        if (put > 0) {
+            out = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+    }
+    if (group_put(&json, "]", 1) < 0) goto done;
+    if ((raw = PyBytes_FromStringAndSize(json.data, json.used)) == NULL) goto done;
+    if ((packer = PyObject_CallMethodNoArgs(primed, copy_name)) == NULL) goto done;
+    if ((body = PyObject_CallMethodOneArg(packer, compress_name, raw)) == NULL) goto done;
+    if ((tail = PyObject_CallMethodNoArgs(packer, flush_name)) == NULL) goto done;
+    if (!PyBytes_Check(body) || !PyBytes_Check(tail)) {
+        PyErr_SetString(PyExc_TypeError, "encode_payload: the compressor gave no bytes");
+        goto done;
+    }
+    Py_ssize_t head = 1 + PyBytes_GET_SIZE(identity_bytes) + (digest != Py_None ? 8 : 0);
+    if ((out = PyBytes_FromStringAndSize(NULL, head + PyBytes_GET_SIZE(body) + PyBytes_GET_SIZE(tail))) == NULL)
+        goto done;
+    char *p = PyBytes_AS_STRING(out);
+    *p++ = (char)kind;
+    memcpy(p, PyBytes_AS_STRING(identity_bytes), (size_t)PyBytes_GET_SIZE(identity_bytes));
+    p += PyBytes_GET_SIZE(identity_bytes);
+    if (digest != Py_None) {
+        memcpy(p, digest_bytes, 8);
+        p += 8;
+    }
+    memcpy(p, PyBytes_AS_STRING(body), (size_t)PyBytes_GET_SIZE(body));
+    memcpy(p + PyBytes_GET_SIZE(body), PyBytes_AS_STRING(tail), (size_t)PyBytes_GET_SIZE(tail));
+done:
+    PyMem_Free(json.data);
+    Py_XDECREF(raw);
+    Py_XDECREF(packer);
+    Py_XDECREF(body);
+    Py_XDECREF(tail);
+    return out;
+}
+
+/* pack_global_record(record) -> bytes, or NotImplemented;  parse_global_record(value, cls) -> cls, or NotImplemented
+ * cluster_layout.pack_record and parse_record (their Python lines are the twins): a record of the global index as
+ * ``cluster_layout`` describes it.  NotImplemented for what the fast path does not take (a field out of its range, a
+ * value of another type, a record cut short): the Python lines then pack it, or raise, as before. */
+#define REC_EXACT 1
+#define REC_INDEXED 2
+#define REC_MEMBER 4
+#define REC_MOVED 8
+#define REC_LAST 16
+#define REC_OUTCOME_SHIFT 5
+#define REC_HEAD 14
+
+static void put_be(unsigned char *p, uint64_t value, int bytes) {
+    for (int b = 0; b < bytes; b++) p[b] = (unsigned char)(value >> (8 * (bytes - 1 - b)));
+}
+
+static uint64_t get_be(const unsigned char *p, int bytes) {
+    uint64_t value = 0;
+    for (int b = 0; b < bytes; b++) value = value << 8 | p[b];
+    return value;
+}
+
+/* A double as struct's ">d" writes it (IEEE 754: the platforms CPython builds on). */
+static uint64_t double_bits(double x) {
+    uint64_t bits;
+    memcpy(&bits, &x, 8);
+    return bits;
+}
+
+/* An int field in [low, high] as uint64 (``*ok`` 0: another type or out of range; -1: an error set). */
+static uint64_t field_u64(PyObject *value, uint64_t high, int *ok) {
+    *ok = 0;
+    if (!PyLong_CheckExact(value)) return 0;
+    unsigned long long number = PyLong_AsUnsignedLongLong(value);
+    if (number == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            *ok = -1;
+            return 0;
+        }
+        PyErr_Clear(); /* (negative, or beyond 64 bits) */
+        return 0;
+    }
+    if (number > high) return 0;
+    *ok = 1;
+    return number;
+}
+
+static PyObject *pack_global_record(PyObject *module, PyObject *record) {
+    if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 11) {
+        PyErr_SetString(PyExc_TypeError, "pack_global_record: a GlobalRecord");
+        return NULL;
+    }
+    PyObject *const *f = &PyTuple_GET_ITEM(record, 0);
+    /* seq, fingerprint, exact, indexed, outcome, distance, canonical_seq, first_seen, last_seen, payload, indexed_fp */
+    int ok1, ok2, ok3, ok4 = 1, ok5 = 1;
+    uint64_t seq = field_u64(f[0], 0xFFFFFFFFu, &ok1);
+    uint64_t fp = field_u64(f[1], UINT64_MAX, &ok2);
+    uint64_t outcome = field_u64(f[4], 255 >> REC_OUTCOME_SHIFT, &ok3);
+    if (ok1 < 0 || ok2 < 0 || ok3 < 0) return NULL;
+    if (!ok1 || !ok2 || !ok3 || !PyLong_CheckExact(f[5]) || !PyBytes_Check(f[9]) || !PyFloat_CheckExact(f[7]) ||
+        !PyFloat_CheckExact(f[8]))
+        Py_RETURN_NOTIMPLEMENTED;
+    int exact = PyObject_IsTrue(f[2]), indexed = PyObject_IsTrue(f[3]);
+    if (exact < 0 || indexed < 0) return NULL;
+    long distance = PyLong_AsLong(f[5]);
+    if (distance == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (distance < 0) distance = 0;
+    if (distance > 255) Py_RETURN_NOTIMPLEMENTED;
+    unsigned flags = (unsigned)(outcome << REC_OUTCOME_SHIFT) | (exact ? REC_EXACT : 0) | (indexed ? REC_INDEXED : 0);
+    uint64_t member = 0, moved = 0;
+    if (f[6] != Py_None) {
+        member = field_u64(f[6], 0xFFFFFFFFu, &ok4);
+        flags |= REC_MEMBER;
+    }
+    if (indexed && f[10] != Py_None) {
+        moved = field_u64(f[10], UINT64_MAX, &ok5);
+        if (ok5 > 0 && moved != fp) flags |= REC_MOVED;
+    }
+    if (ok4 < 0 || ok5 < 0) return NULL;
+    if (!ok4 || !ok5) Py_RETURN_NOTIMPLEMENTED;
+    uint64_t first = double_bits(PyFloat_AS_DOUBLE(f[7])), last = double_bits(PyFloat_AS_DOUBLE(f[8]));
+    if (last != first) flags |= REC_LAST;
+    Py_ssize_t payload = PyBytes_GET_SIZE(f[9]);
+    Py_ssize_t size = REC_HEAD + (flags & REC_MEMBER ? 4 : 0) + (flags & REC_MOVED ? 8 : 0) + 8 +
+                      (flags & REC_LAST ? 8 : 0) + payload;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL) return NULL;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
+    put_be(p, seq, 4);
+    put_be(p + 4, fp, 8);
+    p[12] = (unsigned char)flags;
+    p[13] = (unsigned char)distance;
+    p += REC_HEAD;
+    if (flags & REC_MEMBER) put_be(p, member, 4), p += 4;
+    if (flags & REC_MOVED) put_be(p, moved, 8), p += 8;
+    put_be(p, first, 8), p += 8;
+    if (flags & REC_LAST) put_be(p, last, 8), p += 8;
+    memcpy(p, PyBytes_AS_STRING(f[9]), (size_t)payload);
+    return out;
+}
+
+static PyObject *parse_global_record(PyObject *module, PyObject *args) {
+    PyObject *value, *cls;
+    if (!PyArg_ParseTuple(args, "OO!:parse_global_record", &value, &PyType_Type, &cls)) return NULL;
+    if (!PyBytes_Check(value) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) Py_RETURN_NOTIMPLEMENTED;
+    const unsigned char *v = (const unsigned char *)PyBytes_AS_STRING(value);
+    Py_ssize_t n = PyBytes_GET_SIZE(value);
+    if (n < REC_HEAD) Py_RETURN_NOTIMPLEMENTED;
+    unsigned flags = v[12], distance = v[13];
+    Py_ssize_t p = REC_HEAD;
+    Py_ssize_t need = p + (flags & REC_MEMBER ? 4 : 0) + (flags & REC_MOVED ? 8 : 0) + 8 + (flags & REC_LAST ? 8 : 0);
+    if (n < need) Py_RETURN_NOTIMPLEMENTED;
+    uint64_t fp = get_be(v + 4, 8), member = 0, indexed_fp = fp;
+    if (flags & REC_MEMBER) member = get_be(v + p, 4), p += 4;
+    if (flags & REC_MOVED) indexed_fp = get_be(v + p, 8), p += 8;
+    uint64_t first_bits = get_be(v + p, 8), last_bits = first_bits;
+    p += 8;
+    if (flags & REC_LAST) last_bits = get_be(v + p, 8), p += 8;
+    double first, last;
+    memcpy(&first, &first_bits, 8);
+    memcpy(&last, &last_bits, 8);
+    PyObject *items = PyTuple_New(11);
+    if (items == NULL) return NULL;
+    PyObject *fields[11] = {
+        PyLong_FromUnsignedLongLong(get_be(v, 4)),
+        PyLong_FromUnsignedLongLong(fp),
+        Py_NewRef(flags & REC_EXACT ? Py_True : Py_False),
+        Py_NewRef(flags & REC_INDEXED ? Py_True : Py_False),
+        PyLong_FromLong((long)(flags >> REC_OUTCOME_SHIFT)),
+        PyLong_FromLong(flags & REC_MEMBER ? (long)distance : -1L),
+        flags & REC_MEMBER ? PyLong_FromUnsignedLongLong(member) : Py_NewRef(Py_None),
+        PyFloat_FromDouble(first),
+        PyFloat_FromDouble(last),
+        PyBytes_FromStringAndSize((const char *)v + p, n - p),
+        flags & REC_INDEXED || flags & REC_MOVED ? PyLong_FromUnsignedLongLong(indexed_fp) : Py_NewRef(Py_None),
+    };
+    int failed = 0;
+    for (int i = 0; i < 11; i++) {
+        if (fields[i] == NULL) failed = 1;
+        else PyTuple_SET_ITEM(items, i, fields[i]);
+    }
+    if (failed) {
+        Py_DECREF(items); /* (a NULL item is skipped by the tuple's dealloc) */
+        return NULL;
+    }
+    PyObject *pack = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (pack == NULL) return NULL;
+    PyObject *out = PyTuple_Type.tp_new((PyTypeObject *)cls, pack, NULL);
+    Py_DECREF(pack);
+    return out;
+}
+
 /* bucket_names(base, spans, fingerprints) -> [str, ...]
  * cluster_layout.GlobalKeys.buckets_many: the bucket key of each fingerprint in each table, f"{base}.t{t}.{b:x}}}"
  * with b = (fingerprint >> shift) & mask of the table's (shift, mask) in ``spans``; table after table for each
@@ -763,10 +1071,10 @@ static PyObject *place_replies(PyObject *module, PyObject *args) {
     return errors;
 }
 
-/* near_replies(replies, start, keys, group, fingerprints, lengths) -> [(fingerprint, seqs), ...]
+/* near_replies(replies, start, keys, group, fingerprints, lengths) -> {seq: [fingerprint, ...]}
  * cluster_backend's reading of the SIMHASH.NEAR replies (a list: the bucket's length, then the seqs near the fold),
- * one a key of ``keys`` from ``replies[start]`` on: each key's length into ``lengths``; (``fingerprints[i //
- * group]``, the seqs) for each reply that names any. */
+ * one a key of ``keys`` from ``replies[start]`` on: each key's length into ``lengths``; each seq a reply names, with
+ * ``fingerprints[i // group]`` of each reply ``i`` that names it (seqs in the order first named). */
 static PyObject *near_replies(PyObject *module, PyObject *args) {
     PyObject *replies, *keys, *fps, *lengths;
     Py_ssize_t start, group;
@@ -778,7 +1086,7 @@ static PyObject *near_replies(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "near_replies: group >= 1 keys for each fingerprint, a reply for each key");
         return NULL;
     }
-    PyObject *out = PyList_New(0);
+    PyObject *out = PyDict_New();
     for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
         PyObject *reply = PyList_GET_ITEM(replies, start + i);
         if (!PyList_Check(reply) || PyList_GET_SIZE(reply) < 1) {
@@ -791,12 +1099,25 @@ static PyObject *near_replies(PyObject *module, PyObject *args) {
             Py_CLEAR(out);
             break;
         }
-        if (PyList_GET_SIZE(reply) > 1) {
-            PyObject *seqs = PyList_GetSlice(reply, 1, PyList_GET_SIZE(reply));
-            PyObject *pair = seqs == NULL ? NULL : PyTuple_Pack(2, PyList_GET_ITEM(fps, i / group), seqs);
-            Py_XDECREF(seqs);
-            if (pair == NULL || PyList_Append(out, pair) < 0) Py_CLEAR(out);
-            Py_XDECREF(pair);
+        PyObject *fp = PyList_GET_ITEM(fps, i / group);
+        for (Py_ssize_t j = 1; out != NULL && j < PyList_GET_SIZE(reply); j++) {
+            PyObject *seq = PyList_GET_ITEM(reply, j);
+            PyObject *had = PyDict_GetItemWithError(out, seq);
+            if (had != NULL) {
+                if (PyList_Append(had, fp) < 0) Py_CLEAR(out);
+            } else if (PyErr_Occurred()) {
+                Py_CLEAR(out);
+            } else {
+                PyObject *first = PyList_New(1);
+                if (first == NULL) {
+                    Py_CLEAR(out);
+                    break;
+                }
+                Py_INCREF(fp);
+                PyList_SET_ITEM(first, 0, fp);
+                if (PyDict_SetItem(out, seq, first) < 0) Py_CLEAR(out);
+                Py_DECREF(first);
+            }
         }
     }
     return out;
@@ -2508,11 +2829,17 @@ static PyMethodDef methods[] = {
     {"route_commands", route_commands, METH_VARARGS, "route_commands(commands, table, nodes) -> per node (indexes, RESP2)"},
     {"bucket_commands", bucket_commands, METH_VARARGS,
      "bucket_commands(commands, keys, group, per, verb, tail, tail_count[, lengths, step, sent]) -> expected lengths or None"},
+    {"encode_payload", (PyCFunction)(void (*)(void))encode_payload, METH_FASTCALL,
+     "encode_payload(primed, kind, identity_bytes, digest, url, identity, referer, depth, text, etag, last_modified, "
+     "canonical_link) -> bytes or NotImplemented"},
+    {"pack_global_record", pack_global_record, METH_O, "pack_global_record(record) -> bytes or NotImplemented"},
+    {"parse_global_record", parse_global_record, METH_VARARGS,
+     "parse_global_record(value, cls) -> cls or NotImplemented"},
     {"bucket_names", bucket_names, METH_VARARGS, "bucket_names(base, spans, fingerprints) -> each one's bucket keys"},
     {"place_replies", place_replies, METH_VARARGS,
      "place_replies(indexes, answer, replies, error_type) -> positions of the errors"},
     {"near_replies", near_replies, METH_VARARGS,
-     "near_replies(replies, start, keys, group, fingerprints, lengths) -> [(fingerprint, seqs)]"},
+     "near_replies(replies, start, keys, group, fingerprints, lengths) -> {seq: [fingerprint, ...]}"},
     {"count_distinct", count_distinct, METH_O, "count_distinct(hashes) -> (features, counts)"},
     {"vote", vote, METH_VARARGS, "vote(features, weights) -> int or None"},
     {"not_content_rules", not_content_rules, METH_VARARGS, "not_content_rules(data, labels, window, rules) -> int"},

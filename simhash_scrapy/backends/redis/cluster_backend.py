@@ -58,7 +58,7 @@ import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from redis.exceptions import RedisError
 
@@ -188,10 +188,11 @@ class _Scope:
     ready: asyncio.Future[None] | None = None
 
 
-@dataclass
-class _Page:
+class _Page(NamedTuple):
+    """One check waiting for its batch (a tuple: one made a check, at a tuple's cost)."""
+
     record: PageRecord
-    index: bool
+    index_it: bool  # (``check``'s ``index``: a unique page is made canonical)
     future: asyncio.Future[Verdict]
     scope: _Scope  # (held by the page: a scope forgotten while its pages wait is still whole for their batch)
     bucket: int = 0
@@ -648,19 +649,20 @@ class GlobalRedisBackend(DedupBackend):
         await self._load_dict(batch, [rec for _, rec in own.values()])
         digests = out[len(scopes) + len(batch.pages) :][: len(shorts)]
         if self.module:
-            near = self._near_found(batch, out, len(scopes) + len(batch.pages) + len(shorts), fps)
+            folded = self._near_found(batch, out, len(scopes) + len(batch.pages) + len(shorts), fps)
         else:
             replies = out[len(scopes) + len(batch.pages) + len(shorts) :]
             buckets = dict(zip(wanted, replies)) if cache is None else {
                 key: cache.take(key, kept, reply) for (key, kept), reply in zip(wanted.items(), replies)}
-            near = self._near_scanned(batch, buckets)
-        candidates = await self._candidates(batch, list(zip(shorts, digests)), near)
+            folded = self._near_scanned(batch, buckets)
+        candidates = await self._candidates(batch, list(zip(shorts, digests)), folded)
         self._restore(batch, own, candidates)
         return {scope: int(top[scope]) - scopes[scope] + 1 for scope in scopes}
 
-    def _near_scanned(self, batch: _Batch, buckets: dict[str, bytes | bytearray | None]) -> list[tuple[int, list[int]]]:
-        """(fingerprint, the seqs of the entries near its fold) of each page and bucket, from the buckets read whole
-        (``GET``, or this worker's copies); each bucket's length into ``batch.lengths``."""
+    def _near_scanned(self, batch: _Batch, buckets: dict[str, bytes | bytearray | None]) -> dict[int, list[int]]:
+        """Each seq of an entry near the fold of a page of the batch: the fingerprints of the pages whose buckets
+        named it, from the buckets read whole (``GET``, or this worker's copies); each bucket's length into
+        ``batch.lengths``."""
         tables: list[tuple[int, bytes | bytearray | None]] = []  # (fingerprint, bucket read) of the pages not short
         for key, value in buckets.items():
             batch.lengths[key] = used_of(value)
@@ -669,42 +671,42 @@ class GlobalRedisBackend(DedupBackend):
                 fp = page.record.fingerprint
                 tables.extend((fp, buckets[key]) for key in batch.buckets_of(page.keys, fp))
         near = near_entries_many([value for _, value in tables], [fp for fp, _ in tables], self.config.max_distance)
-        return [(fp, seqs) for (fp, _), seqs in zip(tables, near)]
+        folded: dict[int, list[int]] = {}
+        for (fp, _), seqs in zip(tables, near):
+            for seq in seqs:
+                folded.setdefault(seq, []).append(fp)
+        return folded
 
     @staticmethod
-    def _near_found(batch: _Batch, replies: list[Any], start: int, fps: list[int]) -> list[tuple[int, list[int]]]:
+    def _near_found(batch: _Batch, replies: list[Any], start: int, fps: list[int]) -> dict[int, list[int]]:
         """``_near_scanned`` from the module's ``SIMHASH.NEAR`` replies (a bucket's length, then the seqs near the
         fold), one a key of ``batch.near_keys`` from ``replies[start]`` on (``fps``: the fingerprints those keys were
-        named for, ``len(tables)`` keys each); only the replies that name a seq (one C call when built)."""
+        named for, ``len(tables)`` keys each; one C call when built)."""
         keys, group = batch.near_keys, len(batch.pages[0].keys.tables)
         if _native.speedups is not None:
-            found: list[tuple[int, list[int]]] = _native.speedups.near_replies(replies, start, keys, group, fps,
-                                                                               batch.lengths)
+            found: dict[int, list[int]] = _native.speedups.near_replies(replies, start, keys, group, fps, batch.lengths)
             return found
-        near: list[tuple[int, list[int]]] = []
+        folded: dict[int, list[int]] = {}
         for i, key in enumerate(keys):
             reply = replies[start + i]
             if not isinstance(reply, list) or not reply:
                 raise TypeError(f"SIMHASH.NEAR answered {type(reply).__name__}, not a list of a length and seqs")
             batch.lengths[key] = reply[0]
-            if len(reply) > 1:
-                near.append((fps[i // group], reply[1:]))
-        return near
+            for seq in reply[1:]:
+                folded.setdefault(seq, []).append(fps[i // group])
+        return folded
 
     async def _candidates(self, batch: _Batch, digests: list[tuple[_Page, Any]],
-                          near: list[tuple[int, list[int]]]) -> dict[int, tuple[int, bool]]:
+                          folded: dict[int, list[int]]) -> dict[int, tuple[int, bool]]:
         """seq -> (indexed fingerprint or digest, exact) of the canonical pages within k of a page of the batch: the
-        short pages' digests found, and the bucket entries whose fold is within k (``near``: the fingerprint and
-        those entries' seqs, a page and bucket), kept when their record's fingerprint in the index is."""
+        short pages' digests found, and the bucket entries whose fold is within k (``folded``: each such entry's seq,
+        and the fingerprints of the pages whose fold it is near), kept when their record's fingerprint in the index
+        is."""
         k = self.config.max_distance
         candidates: dict[int, tuple[int, bool]] = {}  # seq -> (indexed fingerprint or digest, exact)
         for page, value in digests:
             if value is not None:
                 candidates.setdefault(int.from_bytes(value[:4], "big"), (page.record.fingerprint, True))
-        folded: dict[int, list[int]] = {}  # seq -> the fingerprints of the pages whose fold it is near
-        for fp, seqs in near:
-            for seq in seqs:
-                folded.setdefault(seq, []).append(fp)
         batch.folded.update(folded)
         records = await self._fetch(batch, [seq for seq in folded if seq not in batch.stored])
         for seq, fps in folded.items():
@@ -766,7 +768,7 @@ class GlobalRedisBackend(DedupBackend):
         records = [page.record for page in pages]
         decisions = clusterer.check_many(
             scope, [r.key for r in records], [r.fingerprint for r in records], [r.exact for r in records],
-            [page.index for page in pages], [r.digest for r in records], batch.snapshots,
+            [page.index_it for page in pages], [r.digest for r in records], batch.snapshots,
         )
         seq = base[scope]
         for page, decision in zip(pages, decisions):

@@ -78,6 +78,7 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...core import _native
 from ...core.cluster.clustering import RECORDED_OUTCOMES
 from ...core.settings.settings import setting_names
 from ...core.store.store import feature_setting
@@ -335,6 +336,16 @@ class Codec:
     def encode(self, url: str, identity: str, identity_bytes: bytes, referer: str | None, depth: int | None,
                text: str | None, digest: int | None = None, etag: str | None = None,
                last_modified: str | None = None, canonical_link: str | None = None) -> bytes:
+        if self.zdict is not None and _native.speedups is not None:  # (one C call: the lines below are its twin)
+            if self.samples:
+                self.samples = []  # (not needed any more)
+            payload: bytes = _native.speedups.encode_payload(
+                self._scope_primed(),
+                _K_SCOPE_DICT | (_K_HEX_IDENTITY if identity_bytes else 0) | (0 if digest is None else _K_DIGEST),
+                identity_bytes, digest, url, None if identity_bytes or not identity else identity, referer, depth,
+                text, etag, last_modified, canonical_link)
+            if payload is not NotImplemented:
+                return payload
         values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth, text, etag,
                              last_modified, canonical_link]
         while len(values) > 1 and values[-1] is None:
