@@ -5,6 +5,8 @@
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --stored 100000 --rounds 5 --in-flight 64
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --revisit     # a recurring crawl's checks
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --module      # the simhash module on every node
+    python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --module --stored 10000000 --workers 8 \
+        --in-flight 64 --checks 16000 --rounds 5                                # issue 38's setting, both trees
 
 Starts two local Redis Clusters of ``--nodes`` primaries, one per tree (the
 trees may differ in layout), and fills each with ``--stored`` pages by that
@@ -20,6 +22,10 @@ rounds.  ``--revisit``: every round re-checks the pages one untimed round checke
 first (a recurring crawl: each page's identity has its record), not new ones.
 ``--module``: every node loads the ``simhash`` Redis module (this tree's
 build; both trees' clusters) and the workers use it (``SIMHASH_REDIS_MODULE``).
+``--workers``: that many worker processes of a tree check at once in each of
+its rounds, every one its own pages, starting together; the table adds each
+round's checks/s (all its checks over the time from the first worker's start
+to the last one's end), as ``redis_cluster_scale.py`` counts them.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +46,15 @@ sys.path[:0] = [str(TREE), str(HERE.parent), str(TREE / "tests")]
 from redis_cluster_scale import LocalCluster, configure, module_node_args  # noqa: E402
 from redis_shards import node_info  # noqa: E402
 
+#: Page slots of ``redis_scale.worker_pages``: a round's workers check pages no other worker or round checks.
+SLOTS = 1024
 PRELUDE = """
 import sys
+SLOTS = %d
 tree = {tree!r}
 sys.path[:0] = [tree, tree + "/benchmarks", tree + "/tests"]
 extra = {extra!r}
-"""
+""" % SLOTS
 FILL = PRELUDE + """
 from redis_cluster_scale import fill_directly
 if __name__ == "__main__":
@@ -57,30 +67,43 @@ from redis_scale import record_of, worker_pages
 from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 
 async def main():
-    pages = worker_pages({stored}, {slot}, 64, {checks})
+    pages = worker_pages({stored}, {slot}, SLOTS, {checks})
     backend = GlobalRedisBackend(config({k}), backend_settings({url!r}, extra))
     await backend.open(SPIDER)
     await backend.check(record_of(*pages[0]))  # connections made, layout checked: not timed
-    cpu = time.process_time()
+    await asyncio.sleep(max(0.0, {start_at!r} - time.time()))  # (every worker of the round starts at once)
+    start, cpu = time.time(), time.process_time()
     outcomes = await check_all(backend, pages[1:], {in_flight})
-    cpu = time.process_time() - cpu
+    end, cpu = time.time(), time.process_time() - cpu
     await backend.close()
-    print(json.dumps({{"cpu": cpu, "checks": len(pages) - 1, "outcomes": outcomes}}))
+    print(json.dumps({{"cpu": cpu, "checks": len(pages) - 1, "outcomes": outcomes, "start": start, "end": end}}))
 
 asyncio.run(main())
 """
 
 
 def run_code(code: str) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
-        handle.write(code)
+    return run_many([code])[0]
+
+
+def run_many(codes: list[str]) -> list[str]:
+    """Each of ``codes`` in a Python process of its own, all at once; their outputs."""
+    paths = []
+    for code in codes:
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
+            handle.write(code)
+        paths.append(handle.name)
     try:
-        done = subprocess.run([sys.executable, handle.name], capture_output=True, text=True, check=False)
+        running = [subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True) for path in paths]
+        done = [(process.communicate(), process.returncode) for process in running]
     finally:
-        Path(handle.name).unlink()
-    if done.returncode:
-        raise RuntimeError(done.stderr[-3000:])
-    return done.stdout
+        for path in paths:
+            Path(path).unlink()
+    for (_, err), code in done:
+        if code:
+            raise RuntimeError(err[-3000:])
+    return [out for (out, _), _ in done]
 
 
 def redis_cpu(cluster: LocalCluster) -> list[float]:
@@ -98,13 +121,18 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--revisit", action="store_true",
                         help="every round re-checks the pages of a first, untimed round (their records read)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="workers of a tree checking at once (each round: the tree's checks/s too)")
     parser.add_argument("--module", action="store_true",
                         help="load the simhash Redis module on every node, and check with it (SIMHASH_REDIS_MODULE)")
     args = parser.parse_args()
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored,
              "SIMHASH_REDIS_MODULE": args.module}
     trees = {"baseline": str(args.baseline.resolve()), "this tree": str(TREE)}
-    totals: dict[str, dict[str, Any]] = {name: {"cpu": 0.0, "checks": 0, "redis": [0.0] * args.nodes} for name in trees}
+    if (args.rounds * len(trees) + 1) * args.workers > SLOTS:
+        parser.error(f"--rounds x 2 x --workers must stay under {SLOTS} (each worker of each round its own pages)")
+    totals: dict[str, dict[str, Any]] = {name: {"cpu": 0.0, "checks": 0, "redis": [0.0] * args.nodes, "rates": []}
+                                         for name in trees}
     with tempfile.TemporaryDirectory() as folder:
         for n in range(len(trees)):
             (Path(folder) / str(n)).mkdir()
@@ -118,11 +146,13 @@ def main() -> None:
                 run_code(FILL.format(tree=tree, extra=extra, url=cluster.url, stored=args.stored, k=args.k))
                 print(f"{name}: {args.stored:,} pages filled", file=sys.stderr, flush=True)
 
-            def check_pages(name: str, tree: str, slot: int) -> dict[str, Any]:
-                """One worker of ``tree`` checks the pages of ``slot`` (``redis_scale.worker_pages``); its output."""
-                return dict(json.loads(run_code(WORKER.format(
-                    tree=tree, extra=extra, url=clusters[name].url, stored=args.stored, k=args.k, slot=slot,
-                    checks=args.checks, in_flight=args.in_flight)).splitlines()[-1]))
+            def check_pages(name: str, tree: str, slot: int) -> list[dict[str, Any]]:
+                """``--workers`` workers of ``tree`` check the pages of ``slot`` on (``redis_scale.worker_pages``),
+                one slot each, starting together (a few seconds after their imports); their outputs."""
+                start_at = time.time() + 5 + args.workers
+                return [dict(json.loads(out.splitlines()[-1])) for out in run_many([WORKER.format(
+                    tree=tree, extra=extra, url=clusters[name].url, stored=args.stored, k=args.k, slot=slot + w,
+                    checks=args.checks, in_flight=args.in_flight, start_at=start_at) for w in range(args.workers)])]
 
             if args.revisit:  # the first crawl of the pages every round re-checks (not timed)
                 for name, tree in trees.items():
@@ -131,28 +161,32 @@ def main() -> None:
                 for turn, (name, tree) in enumerate(trees.items()):
                     cluster = clusters[name]
                     before = redis_cpu(cluster)
-                    out = check_pages(name, tree, 0 if args.revisit else number * len(trees) + turn)
+                    outs = check_pages(name, tree, 0 if args.revisit else (number * len(trees) + turn + 1) * args.workers)
                     after = redis_cpu(cluster)
                     row = totals[name]
-                    row["cpu"] += out["cpu"]
-                    row["checks"] += out["checks"]
+                    row["cpu"] += sum(out["cpu"] for out in outs)
+                    row["checks"] += sum(out["checks"] for out in outs)
                     row["redis"] = [r + a - b for r, a, b in zip(row["redis"], after, before)]
+                    row["rates"].append(sum(out["checks"] for out in outs) /
+                                        (max(out["end"] for out in outs) - min(out["start"] for out in outs)))
         finally:
             for cluster in clusters.values():
                 cluster.stop()
     print(f"# redis-global CPU per check: {args.stored:,} stored, {args.nodes} node(s), k={args.k}, {args.rounds} "
-          f"rounds x {args.checks:,} {'revisits' if args.revisit else 'checks'} per tree, {args.in_flight} in flight, "
-          f"interleaved{', the simhash module on every node' if args.module else ''}\n")
-    print("| tree | worker CPU µs/check | Redis CPU µs/check (all nodes) | per node | worker+Redis |")
-    print("|---|---:|---:|---|---:|")
-    per: dict[str, tuple[float, float]] = {}
+          f"rounds x {args.workers} worker(s) x {args.checks:,} {'revisits' if args.revisit else 'checks'} per tree, "
+          f"{args.in_flight} in flight, interleaved{', the simhash module on every node' if args.module else ''}\n")
+    print("| tree | worker CPU µs/check | Redis CPU µs/check (all nodes) | per node | worker+Redis | checks/s each round |")
+    print("|---|---:|---:|---|---:|---|")
+    per: dict[str, tuple[float, float, float]] = {}
     for name, row in totals.items():
         worker, redis = row["cpu"] / row["checks"] * 1e6, sum(row["redis"]) / row["checks"] * 1e6
-        per[name] = worker, redis
+        per[name] = worker, redis, sum(row["rates"]) / len(row["rates"])
         nodes = " / ".join(f"{r / row['checks'] * 1e6:.0f}" for r in row["redis"])
-        print(f"| {name} | {worker:.0f} | {redis:.0f} | {nodes} | {worker + redis:.0f} |")
-    (bw, br), (tw, tr) = per["baseline"], per["this tree"]
-    print(f"\nthis tree / baseline: worker {tw / bw:.2f}x, Redis {tr / br:.2f}x, worker+Redis {(tw + tr) / (bw + br):.2f}x")
+        rates = ", ".join(f"{rate:,.0f}" for rate in row["rates"])
+        print(f"| {name} | {worker:.0f} | {redis:.0f} | {nodes} | {worker + redis:.0f} | {rates} |")
+    (bw, br, bc), (tw, tr, tc) = per["baseline"], per["this tree"]
+    print(f"\nthis tree / baseline: worker {tw / bw:.2f}x, Redis {tr / br:.2f}x, worker+Redis {(tw + tr) / (bw + br):.2f}x"
+          f", checks/s {tc / bc:.2f}x (the rounds' mean)")
 
 
 if __name__ == "__main__":
