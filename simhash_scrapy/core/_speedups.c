@@ -746,10 +746,12 @@ static PyObject *encode_payload(PyObject *module, PyObject *const *args, Py_ssiz
     PyObject *primed = args[0], *identity_bytes = args[2], *digest = args[3];
     long kind = PyLong_AsLong(args[1]);
     if (kind == -1 && PyErr_Occurred()) return NULL;
-    if (kind < 0 || kind > 255 || !PyBytes_Check(identity_bytes)) {
-        PyErr_SetString(PyExc_ValueError, "encode_payload: a kind byte, and the identity's bytes");
+    if (kind < 0 || kind > 255) {
+        PyErr_SetString(PyExc_ValueError, "encode_payload: a kind byte");
         return NULL;
     }
+    if (!PyBytes_CheckExact(identity_bytes) || (digest != Py_None && !PyLong_Check(digest)))
+        Py_RETURN_NOTIMPLEMENTED; /* (the Python lines take, or refuse, what else they are given) */
     unsigned char digest_bytes[8];
     if (digest != Py_None) {
         unsigned long long value = PyLong_AsUnsignedLongLong(digest);
@@ -853,8 +855,9 @@ static PyObject *pack_global_record(PyObject *module, PyObject *record) {
         PyErr_SetString(PyExc_TypeError, "pack_global_record: a GlobalRecord");
         return NULL;
     }
-    PyObject *const *f = &PyTuple_GET_ITEM(record, 0);
     /* seq, fingerprint, exact, indexed, outcome, distance, canonical_seq, first_seen, last_seen, payload, indexed_fp */
+    PyObject *f[11];
+    for (int i = 0; i < 11; i++) f[i] = PyTuple_GET_ITEM(record, i);
     int ok1, ok2, ok3, ok4 = 1, ok5 = 1;
     uint64_t seq = field_u64(f[0], 0xFFFFFFFFu, &ok1);
     uint64_t fp = field_u64(f[1], UINT64_MAX, &ok2);

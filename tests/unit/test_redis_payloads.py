@@ -69,6 +69,11 @@ def test_the_compiled_encoder_hands_other_values_to_python() -> None:
     for digest in (-1, 2**64):  # as int.to_bytes(8, "big") does
         with _native.switched(True), pytest.raises(OverflowError):
             codec.encode("u", "", b"", None, None, None, digest)
+    for identity_bytes, digest in ((bytearray(12), None), (b"", 1.5)):  # not bytes, not an int: the Python lines
+        assert _native.speedups.encode_payload(codec._scope_primed(), 1, identity_bytes, digest, "u", None, None,
+                                               None, None, None, None, None) is NotImplemented
+        compiled, python = _both(codec.encode, "u", "", identity_bytes, None, None, None, digest)
+        assert compiled == python
 
 
 def _both(function: Any, *args: Any) -> tuple[Any, Any]:
