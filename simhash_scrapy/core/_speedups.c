@@ -721,8 +721,7 @@ static int json_put_value(resp_group *out, PyObject *value) {
     if (number == -1 && PyErr_Occurred()) return -1;
     if (!overflow) {
         char digits[24];
-        int len = snprintf(digits, sizeof digits, "%lld", number);
-        return group_put(out, digits, len);
+        return group_put(out, digits, decimal(digits, number));
     }
     PyObject *text = PyObject_Str(value); /* (beyond 64 bits: int's own decimal text) */
     if (text == NULL) return -1;

@@ -336,30 +336,25 @@ class Codec:
     def encode(self, url: str, identity: str, identity_bytes: bytes, referer: str | None, depth: int | None,
                text: str | None, digest: int | None = None, etag: str | None = None,
                last_modified: str | None = None, canonical_link: str | None = None) -> bytes:
-        if self.zdict is not None and _native.speedups is not None:  # (one C call: the lines below are its twin)
-            if self.samples:
-                self.samples = []  # (not needed any more)
-            payload: bytes = _native.speedups.encode_payload(
-                self._scope_primed(),
-                _K_SCOPE_DICT | (_K_HEX_IDENTITY if identity_bytes else 0) | (0 if digest is None else _K_DIGEST),
-                identity_bytes, digest, url, None if identity_bytes or not identity else identity, referer, depth,
-                text, etag, last_modified, canonical_link)
-            if payload is not NotImplemented:
-                return payload
-        values: list[Any] = [url, None if identity_bytes or not identity else identity, referer, depth, text, etag,
-                             last_modified, canonical_link]
-        while len(values) > 1 and values[-1] is None:
-            values.pop()
-        raw = json_list(values).encode("utf-8", "surrogatepass")
-        kind = _K_HEX_IDENTITY if identity_bytes else 0
-        if digest is not None:
-            kind |= _K_DIGEST
-            identity_bytes += digest.to_bytes(8, "big")
+        shown = None if identity_bytes or not identity else identity  # (a hex identity: its bytes, in the head)
+        kind = (_K_HEX_IDENTITY if identity_bytes else 0) | (0 if digest is None else _K_DIGEST)
         if self.zdict is not None:
             kind |= _K_SCOPE_DICT
             if self.samples:
                 self.samples = []  # (not needed any more)
-        elif len(self.samples) < DICT_SAMPLES:
+            if _native.speedups is not None:  # (one C call: the lines below are its twin)
+                payload: bytes = _native.speedups.encode_payload(
+                    self._scope_primed(), kind, identity_bytes, digest, url, shown, referer, depth, text, etag,
+                    last_modified, canonical_link)
+                if payload is not NotImplemented:
+                    return payload
+        values: list[Any] = [url, shown, referer, depth, text, etag, last_modified, canonical_link]
+        while len(values) > 1 and values[-1] is None:
+            values.pop()
+        raw = json_list(values).encode("utf-8", "surrogatepass")
+        if digest is not None:
+            identity_bytes += digest.to_bytes(8, "big")
+        if self.zdict is None and len(self.samples) < DICT_SAMPLES:
             self.samples.append(raw[:512])
         packer = (self._scope_primed() if self.zdict is not None else _preset_primed()).copy()
         return bytes([kind]) + identity_bytes + packer.compress(raw) + packer.flush()
