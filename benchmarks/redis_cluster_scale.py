@@ -66,6 +66,14 @@ SPIDER = SCOPE  # the scope is the spider's name: one global scope
 #: Set to "1" (``--uvloop``, inherited by the spawned workers): the workers run on uvloop's event loop, as a crawl
 #: with Scrapy's ``ASYNCIO_EVENT_LOOP = "uvloop.Loop"`` does.
 UVLOOP_ENV = "SIMHASH_BENCH_UVLOOP"
+#: Set to "1" (``--python-reader``): the workers read replies with ``node_link``'s Python reader, as an install
+#: without hiredis (the ``redis`` extra has it) does.
+READER_ENV = "SIMHASH_BENCH_PYTHON_READER"
+
+
+def reader_name(backend: Any) -> str:
+    """The reply reader a backend's round trips use: ``hiredis`` or ``python``."""
+    return "python" if backend.link.reader.__module__.startswith("simhash_scrapy") else "hiredis"
 
 
 class LocalCluster(RedisCluster):
@@ -328,6 +336,8 @@ async def check_all(backend: Any, pages: list[tuple[int, int]], in_flight: int =
 
 def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k: int, extra: dict[str, Any],
                barrier: Any, results: Any, in_flight: int = 16, warm: int = 0) -> None:
+    if os.environ.get(READER_ENV) == "1":  # (``--python-reader``: as if hiredis were not installed)
+        sys.modules["hiredis"] = None  # type: ignore[assignment]
     from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 
     pages = worker_pages(stored, worker, workers, warm + checks)
@@ -349,7 +359,7 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
         peak = _proc_status("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         await backend.close()
         results.put({"start": start, "end": end, "cpu": cpu, "peak_rss": peak, "counts": backend.counts,
-                     "timing": backend.timing, "outcomes": outcomes})
+                     "timing": backend.timing, "outcomes": outcomes, "reader": reader_name(backend)})
 
     if os.environ.get(UVLOOP_ENV) == "1":  # (``--uvloop``: the workers' event loop is uvloop's)
         import uvloop
@@ -445,7 +455,7 @@ def summary(nodes: int, stored: int, workers: int, checks: int, k: int, extra: d
         "redis_calls_per_check_by_command": {name: round(row[0] / total, 2) for name, row in per_command.items()},
         "cache_hit_rate": counts["cache_hits"] / lookups if lookups else None,
         "bucket_hit_rate": counts.get("bucket_hits", 0) / reads if reads else None,
-        "counts": counts, "outcomes": outcomes,
+        "counts": counts, "outcomes": outcomes, "reader": ",".join(sorted({o["reader"] for o in out})),
     }
 
 
@@ -492,6 +502,8 @@ def main() -> None:
                         help="load the simhash Redis module on every node (SIMHASH_REDIS_MODULE = True)")
     parser.add_argument("--uvloop", action="store_true",
                         help='the workers on uvloop (pip install uvloop; ASYNCIO_EVENT_LOOP = "uvloop.Loop" in a crawl)')
+    parser.add_argument("--python-reader", action="store_true",
+                        help="the workers read replies with node_link's Python reader (an install without hiredis)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": args.blocks, "SIMHASH_REDIS_BUCKET_BITS": args.bucket_bits,
@@ -500,6 +512,7 @@ def main() -> None:
         extra["SIMHASH_REDIS_BUCKET_CACHE"] = args.bucket_cache
     extra["SIMHASH_REDIS_MODULE"] = args.module  # (without it, the scripts: as before the module)
     os.environ[UVLOOP_ENV] = "1" if args.uvloop else "0"
+    os.environ[READER_ENV] = "1" if args.python_reader else "0"
     runs = []
     for nodes in [int(n) for n in args.nodes.split(",")]:
         runs.append(measure(nodes, args.stored, args.workers, args.checks, args.k, extra, args.fill_checks,
@@ -509,7 +522,8 @@ def main() -> None:
     print(f"\n# redis-global: {args.stored:,} stored pages, one scope, k={args.k}, blocks={args.blocks or args.k + 1}, "
           f"bucket bits {args.bucket_bits}, hash-max-listpack-value {args.listpack_value}; {args.workers} workers x {args.checks:,} checks "
           f"(after {args.warm_checks:,} not timed), {args.in_flight} in flight each; "
-          f"{'the simhash module on every node' if args.module else 'GET and scripts (no module)'}\n")
+          f"{'the simhash module on every node' if args.module else 'GET and scripts (no module)'}; "
+          f"replies read by {runs[0]['reader']}\n")
     print_table(runs)
     if len(runs) > 1:
         print(f"\nchecks/s, {runs[-1]['nodes']} nodes vs {runs[0]['nodes']}: "

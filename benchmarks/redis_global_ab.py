@@ -7,6 +7,8 @@
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --module      # the simhash module on every node
     python benchmarks/redis_global_ab.py --baseline /tmp/main-tree --module --stored 10000000 --workers 8 \
         --in-flight 64 --checks 16000 --rounds 5                                # issue 38's setting, both trees
+    python benchmarks/redis_global_ab.py --baseline . --baseline-python-reader --module   # hiredis against
+                                                           # node_link's Python reader, this tree in both turns
 
 Starts two local Redis Clusters of ``--nodes`` primaries, one per tree (the
 trees may differ in layout), and fills each with ``--stored`` pages by that
@@ -26,6 +28,9 @@ build; both trees' clusters) and the workers use it (``SIMHASH_REDIS_MODULE``).
 its rounds, every one its own pages, starting together; the table adds each
 round's checks/s (all its checks over the time from the first worker's start
 to the last one's end), as ``redis_cluster_scale.py`` counts them.
+``--baseline-python-reader``: the baseline's workers read replies with
+``node_link``'s Python reader (an install without hiredis, which the
+``redis`` extra has); with ``--baseline .``, one tree with either reader.
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ if __name__ == "__main__":
     fill_directly({url!r}, {stored}, {k}, extra, 2)
 """
 WORKER = PRELUDE + """
+if {python_reader!r}:  # (``--baseline-python-reader``: as an install without hiredis)
+    sys.modules["hiredis"] = None
 import asyncio, json, time
 from redis_cluster_scale import SPIDER, backend_settings, check_all, config
 from redis_scale import record_of, worker_pages
@@ -125,6 +132,8 @@ def main() -> None:
                         help="workers of a tree checking at once (each round: the tree's checks/s too)")
     parser.add_argument("--module", action="store_true",
                         help="load the simhash Redis module on every node, and check with it (SIMHASH_REDIS_MODULE)")
+    parser.add_argument("--baseline-python-reader", action="store_true",
+                        help="the baseline's workers read replies with node_link's Python reader (no hiredis)")
     args = parser.parse_args()
     extra = {"SIMHASH_REDIS_TABLE_BLOCKS": 0, "SIMHASH_REDIS_BUCKET_BITS": 16, "SIMHASH_REDIS_CAPACITY": args.stored,
              "SIMHASH_REDIS_MODULE": args.module}
@@ -152,7 +161,8 @@ def main() -> None:
                 start_at = time.time() + 5 + args.workers
                 return [dict(json.loads(out.splitlines()[-1])) for out in run_many([WORKER.format(
                     tree=tree, extra=extra, url=clusters[name].url, stored=args.stored, k=args.k, slot=slot + w,
-                    checks=args.checks, in_flight=args.in_flight, start_at=start_at) for w in range(args.workers)])]
+                    checks=args.checks, in_flight=args.in_flight, start_at=start_at,
+                    python_reader=args.baseline_python_reader and name == "baseline") for w in range(args.workers)])]
 
             if args.revisit:  # the first crawl of the pages every round re-checks (not timed)
                 for name, tree in trees.items():
@@ -174,7 +184,8 @@ def main() -> None:
                 cluster.stop()
     print(f"# redis-global CPU per check: {args.stored:,} stored, {args.nodes} node(s), k={args.k}, {args.rounds} "
           f"rounds x {args.workers} worker(s) x {args.checks:,} {'revisits' if args.revisit else 'checks'} per tree, "
-          f"{args.in_flight} in flight, interleaved{', the simhash module on every node' if args.module else ''}\n")
+          f"{args.in_flight} in flight, interleaved{', the simhash module on every node' if args.module else ''}"
+          f"{'; the baseline with the Python reader' if args.baseline_python_reader else ''}\n")
     print("| tree | worker CPU µs/check | Redis CPU µs/check (all nodes) | per node | worker+Redis | checks/s each round |")
     print("|---|---:|---:|---|---:|---|")
     per: dict[str, tuple[float, float, float]] = {}

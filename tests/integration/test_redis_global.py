@@ -25,6 +25,7 @@ from test_redis_cluster import keys_per_node
 from simhash_scrapy.backends import PageRecord, backend_class
 from simhash_scrapy.backends.base import BackendError, Outcome
 from simhash_scrapy.backends.memory import MemoryBackend
+from simhash_scrapy.backends.redis import node_link
 from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 from simhash_scrapy.backends.redis.layout import identity_slot
 from simhash_scrapy.config import SimhashConfig
@@ -86,13 +87,18 @@ async def test_same_verdicts_as_in_process_and_single_node_redis(
     await backend.close()
 
 
-@pytest.mark.parametrize("bucket_cache", [0, 64])
+@pytest.mark.parametrize(("bucket_cache", "python_reader"), [(0, False), (64, False), (0, True)])
 @async_test
-async def test_batched_checks_give_the_serial_verdicts(redis_cluster: RedisCluster, bucket_cache: int) -> None:
+async def test_batched_checks_give_the_serial_verdicts(redis_cluster: RedisCluster, bucket_cache: int,
+                                                       python_reader: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     # Checks that arrive together go in one batch (one read, one write per node): decided in order, with or
-    # without the worker's copies of the buckets.
+    # without the worker's copies of the buckets, and with node_link's Python reader (the fallback where hiredis,
+    # in the redis extra, is missing or older than 2.1) as with hiredis'.
+    if python_reader:
+        monkeypatch.setattr(node_link, "reader_class", lambda: node_link.RespReader)
     backend = global_backend(redis_cluster, SIMHASH_REDIS_BUCKET_CACHE=bucket_cache)
     await backend.open("myspider")
+    assert (backend.link.reader is node_link.RespReader) == (python_reader or node_link.reader_class() is node_link.RespReader)
     memory = MemoryBackend(SimhashConfig())
     sequence = steps_1_to_3(900, 41, 3)
     for start in range(0, len(sequence), 150):
