@@ -53,6 +53,9 @@ from typing import Any
 
 import numpy as np
 
+if os.environ.get("SIMHASH_BENCH_PYTHON_READER") == "1":  # (``--python-reader``, in the spawned processes: as an
+    sys.modules["hiredis"] = None  # type: ignore[assignment]  # install without hiredis, before redis-py looks)
+
 HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent), str(HERE.parent.parent / "tests")]
 
@@ -68,7 +71,7 @@ SPIDER = SCOPE  # the scope is the spider's name: one global scope
 UVLOOP_ENV = "SIMHASH_BENCH_UVLOOP"
 #: Set to "1" (``--python-reader``): the workers read replies with ``node_link``'s Python reader, as an install
 #: without hiredis (the ``redis`` extra has it) does.
-READER_ENV = "SIMHASH_BENCH_PYTHON_READER"
+READER_ENV = "SIMHASH_BENCH_PYTHON_READER"  # (read at the top of this module too)
 
 
 def reader_name(backend: Any) -> str:
@@ -336,8 +339,6 @@ async def check_all(backend: Any, pages: list[tuple[int, int]], in_flight: int =
 
 def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k: int, extra: dict[str, Any],
                barrier: Any, results: Any, in_flight: int = 16, warm: int = 0) -> None:
-    if os.environ.get(READER_ENV) == "1":  # (``--python-reader``: as if hiredis were not installed)
-        sys.modules["hiredis"] = None  # type: ignore[assignment]
     from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 
     pages = worker_pages(stored, worker, workers, warm + checks)
@@ -357,9 +358,10 @@ def run_worker(url: str, stored: int, worker: int, workers: int, checks: int, k:
         outcomes = await check_all(backend, pages, in_flight)
         end, cpu = time.time(), time.process_time() - cpu
         peak = _proc_status("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        reader = reader_name(backend)
         await backend.close()
         results.put({"start": start, "end": end, "cpu": cpu, "peak_rss": peak, "counts": backend.counts,
-                     "timing": backend.timing, "outcomes": outcomes, "reader": reader_name(backend)})
+                     "timing": backend.timing, "outcomes": outcomes, "reader": reader})
 
     if os.environ.get(UVLOOP_ENV) == "1":  # (``--uvloop``: the workers' event loop is uvloop's)
         import uvloop
