@@ -53,8 +53,10 @@ from typing import Any
 
 import numpy as np
 
-if os.environ.get("SIMHASH_BENCH_PYTHON_READER") == "1":  # (``--python-reader``, in the spawned processes: as an
-    sys.modules["hiredis"] = None  # type: ignore[assignment]  # install without hiredis, before redis-py looks)
+# ``--python-reader``: in the processes this script spawns (where it is ``__mp_main__``; not where another benchmark
+# imports it), hiredis blocked before redis-py looks for it, as in an install without hiredis.
+if __name__ == "__mp_main__" and os.environ.get("SIMHASH_BENCH_PYTHON_READER") == "1":
+    sys.modules["hiredis"] = None  # type: ignore[assignment]
 
 HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent), str(HERE.parent.parent / "tests")]

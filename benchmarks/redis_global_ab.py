@@ -69,7 +69,7 @@ WORKER = PRELUDE + """
 if {python_reader!r}:  # (``--baseline-python-reader``: as an install without hiredis)
     sys.modules["hiredis"] = None
 import asyncio, json, time
-from redis_cluster_scale import SPIDER, backend_settings, check_all, config
+from redis_cluster_scale import SPIDER, backend_settings, check_all, config, reader_name
 from redis_scale import record_of, worker_pages
 from simhash_scrapy.backends.redis.cluster_backend import GlobalRedisBackend
 
@@ -82,8 +82,10 @@ async def main():
     start, cpu = time.time(), time.process_time()
     outcomes = await check_all(backend, pages[1:], {in_flight})
     end, cpu = time.time(), time.process_time() - cpu
+    reader = reader_name(backend)
     await backend.close()
-    print(json.dumps({{"cpu": cpu, "checks": len(pages) - 1, "outcomes": outcomes, "start": start, "end": end}}))
+    print(json.dumps({{"cpu": cpu, "checks": len(pages) - 1, "outcomes": outcomes, "start": start, "end": end,
+                      "reader": reader}}))
 
 asyncio.run(main())
 """
@@ -140,6 +142,7 @@ def main() -> None:
     trees = {"baseline": str(args.baseline.resolve()), "this tree": str(TREE)}
     if (args.rounds * len(trees) + 1) * args.workers > SLOTS:
         parser.error(f"--rounds x 2 x --workers must stay under {SLOTS} (each worker of each round its own pages)")
+    readers: dict[str, str] = {}  # tree -> the reply readers its workers used
     totals: dict[str, dict[str, Any]] = {name: {"cpu": 0.0, "checks": 0, "redis": [0.0] * args.nodes, "rates": []}
                                          for name in trees}
     with tempfile.TemporaryDirectory() as folder:
@@ -159,10 +162,15 @@ def main() -> None:
                 """``--workers`` workers of ``tree`` check the pages of ``slot`` on (``redis_scale.worker_pages``),
                 one slot each, starting together (a few seconds after their imports); their outputs."""
                 start_at = time.time() + 5 + args.workers
-                return [dict(json.loads(out.splitlines()[-1])) for out in run_many([WORKER.format(
+                python_reader = args.baseline_python_reader and name == "baseline"
+                outs = [dict(json.loads(out.splitlines()[-1])) for out in run_many([WORKER.format(
                     tree=tree, extra=extra, url=clusters[name].url, stored=args.stored, k=args.k, slot=slot + w,
                     checks=args.checks, in_flight=args.in_flight, start_at=start_at,
-                    python_reader=args.baseline_python_reader and name == "baseline") for w in range(args.workers)])]
+                    python_reader=python_reader) for w in range(args.workers)])]
+                if python_reader and any(out["reader"] != "python" for out in outs):
+                    raise RuntimeError(f"--baseline-python-reader: the baseline's workers read with {outs[0]['reader']}")
+                readers[name] = ",".join(sorted({readers.get(name, ""), *(out["reader"] for out in outs)} - {""}))
+                return outs
 
             if args.revisit:  # the first crawl of the pages every round re-checks (not timed)
                 for name, tree in trees.items():
@@ -186,15 +194,16 @@ def main() -> None:
           f"rounds x {args.workers} worker(s) x {args.checks:,} {'revisits' if args.revisit else 'checks'} per tree, "
           f"{args.in_flight} in flight, interleaved{', the simhash module on every node' if args.module else ''}"
           f"{'; the baseline with the Python reader' if args.baseline_python_reader else ''}\n")
-    print("| tree | worker CPU µs/check | Redis CPU µs/check (all nodes) | per node | worker+Redis | checks/s each round |")
-    print("|---|---:|---:|---|---:|---|")
+    print("| tree | replies read by | worker CPU µs/check | Redis CPU µs/check (all nodes) | per node | worker+Redis "
+          "| checks/s each round |")
+    print("|---|---|---:|---:|---|---:|---|")
     per: dict[str, tuple[float, float, float]] = {}
     for name, row in totals.items():
         worker, redis = row["cpu"] / row["checks"] * 1e6, sum(row["redis"]) / row["checks"] * 1e6
         per[name] = worker, redis, sum(row["rates"]) / len(row["rates"])
         nodes = " / ".join(f"{r / row['checks'] * 1e6:.0f}" for r in row["redis"])
         rates = ", ".join(f"{rate:,.0f}" for rate in row["rates"])
-        print(f"| {name} | {worker:.0f} | {redis:.0f} | {nodes} | {worker + redis:.0f} | {rates} |")
+        print(f"| {name} | {readers.get(name, '-')} | {worker:.0f} | {redis:.0f} | {nodes} | {worker + redis:.0f} | {rates} |")
     (bw, br, bc), (tw, tr, tc) = per["baseline"], per["this tree"]
     print(f"\nthis tree / baseline: worker {tw / bw:.2f}x, Redis {tr / br:.2f}x, worker+Redis {(tw + tr) / (bw + br):.2f}x"
           f", checks/s {tc / bc:.2f}x (the rounds' mean)")
