@@ -53,9 +53,12 @@ from typing import Any
 
 import numpy as np
 
-# ``--python-reader``: in the processes this script spawns (where it is ``__mp_main__``; not where another benchmark
-# imports it), hiredis blocked before redis-py looks for it, as in an install without hiredis.
-if __name__ == "__mp_main__" and os.environ.get("SIMHASH_BENCH_PYTHON_READER") == "1":
+#: Set to "1" (``--python-reader``): the workers read replies with ``node_link``'s Python reader, as an install
+#: without hiredis (the ``redis`` extra has it) does.
+READER_ENV = "SIMHASH_BENCH_PYTHON_READER"
+# In the processes this script spawns (where it is ``__mp_main__``; not where another benchmark imports it): hiredis
+# blocked before redis-py looks for it.
+if __name__ == "__mp_main__" and os.environ.get(READER_ENV) == "1":
     sys.modules["hiredis"] = None  # type: ignore[assignment]
 
 HERE = Path(__file__).resolve()
@@ -71,14 +74,13 @@ SPIDER = SCOPE  # the scope is the spider's name: one global scope
 #: Set to "1" (``--uvloop``, inherited by the spawned workers): the workers run on uvloop's event loop, as a crawl
 #: with Scrapy's ``ASYNCIO_EVENT_LOOP = "uvloop.Loop"`` does.
 UVLOOP_ENV = "SIMHASH_BENCH_UVLOOP"
-#: Set to "1" (``--python-reader``): the workers read replies with ``node_link``'s Python reader, as an install
-#: without hiredis (the ``redis`` extra has it) does.
-READER_ENV = "SIMHASH_BENCH_PYTHON_READER"  # (read at the top of this module too)
 
 
 def reader_name(backend: Any) -> str:
     """The reply reader a backend's round trips use: ``hiredis`` or ``python``."""
-    return "python" if backend.link.reader.__module__.startswith("simhash_scrapy") else "hiredis"
+    from simhash_scrapy.backends.redis.node_link import RespReader
+
+    return "python" if backend.link.reader is RespReader else "hiredis"
 
 
 class LocalCluster(RedisCluster):

@@ -142,7 +142,7 @@ def main() -> None:
     trees = {"baseline": str(args.baseline.resolve()), "this tree": str(TREE)}
     if (args.rounds * len(trees) + 1) * args.workers > SLOTS:
         parser.error(f"--rounds x 2 x --workers must stay under {SLOTS} (each worker of each round its own pages)")
-    readers: dict[str, str] = {}  # tree -> the reply readers its workers used
+    readers: dict[str, set[str]] = {name: set() for name in trees}  # the reply readers each tree's workers used
     totals: dict[str, dict[str, Any]] = {name: {"cpu": 0.0, "checks": 0, "redis": [0.0] * args.nodes, "rates": []}
                                          for name in trees}
     with tempfile.TemporaryDirectory() as folder:
@@ -169,7 +169,7 @@ def main() -> None:
                     python_reader=python_reader) for w in range(args.workers)])]
                 if python_reader and any(out["reader"] != "python" for out in outs):
                     raise RuntimeError(f"--baseline-python-reader: the baseline's workers read with {outs[0]['reader']}")
-                readers[name] = ",".join(sorted({readers.get(name, ""), *(out["reader"] for out in outs)} - {""}))
+                readers[name].update(out["reader"] for out in outs)
                 return outs
 
             if args.revisit:  # the first crawl of the pages every round re-checks (not timed)
@@ -203,7 +203,7 @@ def main() -> None:
         per[name] = worker, redis, sum(row["rates"]) / len(row["rates"])
         nodes = " / ".join(f"{r / row['checks'] * 1e6:.0f}" for r in row["redis"])
         rates = ", ".join(f"{rate:,.0f}" for rate in row["rates"])
-        print(f"| {name} | {readers.get(name, '-')} | {worker:.0f} | {redis:.0f} | {nodes} | {worker + redis:.0f} | {rates} |")
+        print(f"| {name} | {', '.join(sorted(readers[name]))} | {worker:.0f} | {redis:.0f} | {nodes} | {worker + redis:.0f} | {rates} |")
     (bw, br, bc), (tw, tr, tc) = per["baseline"], per["this tree"]
     print(f"\nthis tree / baseline: worker {tw / bw:.2f}x, Redis {tr / br:.2f}x, worker+Redis {(tw + tr) / (bw + br):.2f}x"
           f", checks/s {tc / bc:.2f}x (the rounds' mean)")

@@ -100,24 +100,19 @@ async def test_batched_checks_give_the_serial_verdicts(redis_cluster: RedisClust
         import hiredis
     except ImportError:  # (an install without it: the Python reader either way)
         hiredis = None
-    backend = global_backend(redis_cluster, SIMHASH_REDIS_BUCKET_CACHE=bucket_cache)
-    await backend.open("myspider")
-    want = node_link.RespReader if python_reader or hiredis is None else hiredis.Reader
-    if backend.link.reader is not want:
-        await backend.close()
-        raise AssertionError(f"replies read by {backend.link.reader!r}, not {want!r}")
-    memory = MemoryBackend(SimhashConfig())
-    sequence = steps_1_to_3(900, 41, 3)
-    for start in range(0, len(sequence), 150):
-        chunk = sequence[start : start + 150]
-        got = await asyncio.gather(*(backend.check(r, index) for r, index in chunk))
-        assert got == [memory.check_now(r, index) for r, index in chunk]
-    assert backend.counts["batches"] < backend.counts["checks"] / 10
-    if bucket_cache:  # buckets read again as their new entries, and whole after a removal (a changed page)
-        assert backend.counts["bucket_hits"] > 100 and backend.counts["bucket_moved"] > 0
-    else:
-        assert backend.counts["bucket_hits"] == backend.counts["bucket_moved"] == len(backend.buckets) == 0
-    await backend.close()
+    async with opened(redis_cluster, SIMHASH_REDIS_BUCKET_CACHE=bucket_cache) as backend:
+        assert backend.link.reader is (node_link.RespReader if python_reader or hiredis is None else hiredis.Reader)
+        memory = MemoryBackend(SimhashConfig())
+        sequence = steps_1_to_3(900, 41, 3)
+        for start in range(0, len(sequence), 150):
+            chunk = sequence[start : start + 150]
+            got = await asyncio.gather(*(backend.check(r, index) for r, index in chunk))
+            assert got == [memory.check_now(r, index) for r, index in chunk]
+        assert backend.counts["batches"] < backend.counts["checks"] / 10
+        if bucket_cache:  # buckets read again as their new entries, and whole after a removal (a changed page)
+            assert backend.counts["bucket_hits"] > 100 and backend.counts["bucket_moved"] > 0
+        else:
+            assert backend.counts["bucket_hits"] == backend.counts["bucket_moved"] == len(backend.buckets) == 0
 
 
 def _in_a_bucket_of(keys: Any, fp: int, rng: random.Random, make: Any, among: set[str] | None = None) -> int:
